@@ -1,0 +1,180 @@
+"""The engine contract: one base class, a registry, and :func:`match` (DESIGN.md).
+
+An engine is a class whose constructor takes its options (variants and ablations are options,
+never copies), whose :meth:`Engine.prepare` builds the data-graph state it reuses across a
+query set, and whose :meth:`Engine.match` answers one query. Subclasses implement
+``_prepare`` and ``_match``; the base class does the checks every engine needs, so that a query
+an engine cannot take becomes status ``unsupported`` and a device-memory overflow becomes
+status ``oom``, never a crash.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from abc import ABC, abstractmethod
+from typing import ClassVar, Iterable
+
+import numpy as np
+
+from .errors import DeviceOutOfMemory
+from .graph import Graph
+from .result import MatchResult, Status
+
+
+class Engine(ABC):
+    """Base class of every engine. Subclasses set the class attributes that describe what they take."""
+
+    name: ClassVar[str] = ""
+    supports_edge_labels: ClassVar[bool] = False
+    supports_directed: ClassVar[bool] = False
+    supports_homomorphic: ClassVar[bool] = False
+    supports_disconnected: ClassVar[bool] = False
+    max_query_vertices: ClassVar[int | None] = None
+
+    def __init__(self, *, device_memory_limit: int | None = None):
+        if device_memory_limit is not None and int(device_memory_limit) <= 0:
+            raise ValueError(f"device_memory_limit must be a positive number of bytes, got {device_memory_limit}")
+        self.device_memory_limit = None if device_memory_limit is None else int(device_memory_limit)
+        self.data: Graph | None = None
+
+    # ------------------------------------------------------------------ public API
+    def prepare(self, data: Graph) -> "Engine":
+        """Build the data-graph state reused by every later :meth:`match` call; returns self."""
+        if not isinstance(data, Graph):
+            raise TypeError(f"prepare() takes a Graph, got {type(data).__name__}")
+        self.data = data
+        self._prepare(data)
+        return self
+
+    def match(self, query: Graph, *, limit: int | None = None, collect: bool = False,
+              timeout_s: float | None = None, homomorphic: bool = False) -> MatchResult:
+        """Count (and with ``collect``, list) the embeddings of ``query`` in the prepared data graph."""
+        if self.data is None:
+            raise RuntimeError(f"{type(self).__name__}.match() called before prepare(data)")
+        if not isinstance(query, Graph):
+            raise TypeError(f"match() takes a query Graph, got {type(query).__name__}")
+        if limit is not None and int(limit) < 1:
+            raise ValueError(f"limit must be a positive number of embeddings, got {limit}")
+        if timeout_s is not None and not timeout_s > 0:
+            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+        if query.num_vertices == 0:
+            raise ValueError(f"query {query.name!r} has no vertices")
+        if query.directed != self.data.directed:
+            kind = "directed" if query.directed else "undirected"
+            other = "directed" if self.data.directed else "undirected"
+            raise ValueError(f"query {query.name!r} is {kind} but the data graph is {other}")
+        reason = self.unsupported_reason(query, homomorphic=homomorphic)
+        if reason:
+            return MatchResult.unsupported(self.name, reason, query=query.name)
+        if not _labels_present(self.data, query):
+            empty = np.zeros((0, query.num_vertices), dtype=np.int32) if collect else None
+            return MatchResult(self.name, 0, Status.OK, embeddings=empty, query=query.name,
+                               stats={"note": "a query label does not occur in the data graph"})
+        try:
+            result = self._match(query, limit=None if limit is None else int(limit), collect=collect,
+                                 timeout_s=timeout_s, homomorphic=homomorphic)
+        except DeviceOutOfMemory as exc:
+            result = MatchResult(self.name, 0, Status.OOM, reason=str(exc))
+        result.query = query.name
+        return result
+
+    def unsupported_reason(self, query: Graph, *, homomorphic: bool = False) -> str:
+        """Why this engine cannot take ``query`` on the prepared data graph ('' if it can)."""
+        data = self.data
+        if (query.has_edge_labels or data.has_edge_labels) and not self.supports_edge_labels:
+            return f"{self.name} does not support edge labels"
+        if data.directed and not self.supports_directed:
+            return f"{self.name} does not support directed graphs"
+        if homomorphic and not self.supports_homomorphic:
+            return f"{self.name} does not support homomorphic matching"
+        if self.max_query_vertices is not None and query.num_vertices > self.max_query_vertices:
+            return (f"{self.name} takes at most {self.max_query_vertices} query vertices, "
+                    f"query has {query.num_vertices}")
+        if not self.supports_disconnected and not query.is_connected():
+            return f"{self.name} requires a connected query"
+        return ""
+
+    # ------------------------------------------------------------------ for subclasses
+    def _prepare(self, data: Graph) -> None:
+        """Build device-resident (or CPU) state for ``data``."""
+
+    @abstractmethod
+    def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
+        """Answer one query; the base class has already checked it (see :meth:`match`)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+def _labels_present(data: Graph, query: Graph) -> bool:
+    """False when a query vertex or edge label cannot occur in the data graph (count is 0)."""
+    qlabels = np.unique(query.labels)
+    if qlabels[-1] >= data.num_labels or np.any(data.label_frequencies[qlabels] == 0):
+        return False
+    if query.edge_labels is None:
+        return True
+    data_elabels = np.unique(data.edge_labels) if data.edge_labels is not None else np.zeros(1, np.int32)
+    return bool(np.all(np.isin(np.unique(query.edge_labels), data_elabels)))
+
+
+# ---------------------------------------------------------------------- registry
+#: Registered engines: name -> "module:Class". An engine's issue adds its line when it lands.
+_REGISTRY: dict[str, str] = {
+    "cpu": "common.reference:ReferenceMatcher",
+}
+
+
+def register(name: str, target: str | type) -> None:
+    """Register an engine class (or its ``"module:Class"`` path) under ``name``."""
+    if isinstance(target, type):
+        target = f"{target.__module__}:{target.__qualname__}"
+    _REGISTRY[name] = target
+
+
+def available_engines() -> list[str]:
+    """Names of the registered engines, in registration order."""
+    return list(_REGISTRY)
+
+
+def engine_class(name: str) -> type[Engine]:
+    if name not in _REGISTRY:
+        raise KeyError(f"unknown engine {name!r}; registered engines: {', '.join(_REGISTRY)}")
+    module, _, qualname = _REGISTRY[name].partition(":")
+    return getattr(importlib.import_module(module), qualname)
+
+
+def create_engine(name: str, **options) -> Engine:
+    """Instantiate a registered engine with its constructor options."""
+    return engine_class(name)(**options)
+
+
+# ---------------------------------------------------------------------- one-call API
+def _as_graph(graph_or_path) -> Graph:
+    if isinstance(graph_or_path, Graph):
+        return graph_or_path
+    if isinstance(graph_or_path, (str, os.PathLike)):
+        from .io import load_graph
+        return load_graph(graph_or_path)
+    raise TypeError(f"expected a Graph or a path, got {type(graph_or_path).__name__}")
+
+
+def match(data, query, engine: str = "cpu", *, limit: int | None = None, collect: bool = False,
+          timeout_s: float | None = None, homomorphic: bool = False, **engine_options) -> MatchResult:
+    """Match one query against one data graph with a registered engine, in one call.
+
+    ``data`` and ``query`` are :class:`Graph` objects or paths to any supported file format;
+    ``engine_options`` go to the engine's constructor (for example ``device_memory_limit``).
+    """
+    prepared = create_engine(engine, **engine_options).prepare(_as_graph(data))
+    return prepared.match(_as_graph(query), limit=limit, collect=collect, timeout_s=timeout_s,
+                          homomorphic=homomorphic)
+
+
+def match_many(data, queries: Iterable, engine: str = "cpu", *, limit: int | None = None,
+               collect: bool = False, timeout_s: float | None = None, homomorphic: bool = False,
+               **engine_options) -> list[MatchResult]:
+    """Match a query set, preparing the data graph once."""
+    prepared = create_engine(engine, **engine_options).prepare(_as_graph(data))
+    return [prepared.match(_as_graph(q), limit=limit, collect=collect, timeout_s=timeout_s,
+                           homomorphic=homomorphic) for q in queries]

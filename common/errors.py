@@ -1,0 +1,29 @@
+"""The error types of gpusm's public API (one place, so callers can catch them by name)."""
+
+from __future__ import annotations
+
+from .graph import InvalidGraphError
+
+
+class GraphFormatError(ValueError):
+    """A graph or query file is malformed: names the file, the line (1-based) and the problem."""
+
+    def __init__(self, path, line: int | None, problem: str):
+        self.path = str(path)
+        self.line = line
+        self.problem = problem
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {problem}")
+
+
+class DeviceOutOfMemory(MemoryError):
+    """An allocation would exceed the device-memory budget (``device_memory_limit`` or the card)."""
+
+    def __init__(self, requested: int, in_use: int, limit: int, what: str = ""):
+        self.requested, self.in_use, self.limit = requested, in_use, limit
+        label = f" for {what}" if what else ""
+        super().__init__(f"device allocation of {requested:,} bytes{label} exceeds the budget: "
+                         f"{in_use:,} of {limit:,} bytes already in use")
+
+
+__all__ = ["GraphFormatError", "InvalidGraphError", "DeviceOutOfMemory"]
