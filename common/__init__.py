@@ -1,13 +1,15 @@
 """gpusm's shared layer: the graph model, file formats, generators, the CPU reference matcher,
 the engine contract and the GPU helpers every engine uses (DESIGN.md)."""
 
+from .backend import BACKEND  # first: picks GPU or CUDA simulator before numba.cuda is imported
+
 from .engine import Engine, available_engines, create_engine, engine_class, match, match_many, register
 from .errors import DeviceOutOfMemory, GraphFormatError, InvalidGraphError
 from .graph import Graph
 from .result import MatchResult, Status
 
 __all__ = [
-    "Engine", "Graph", "MatchResult", "Status", "GraphFormatError", "InvalidGraphError",
+    "BACKEND", "Engine", "Graph", "MatchResult", "Status", "GraphFormatError", "InvalidGraphError",
     "DeviceOutOfMemory", "available_engines", "create_engine", "engine_class", "match", "match_many",
     "register",
 ]

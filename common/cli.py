@@ -1,0 +1,252 @@
+"""The ``gpusm`` command line: match, generate, info, convert, demo.
+
+Every subcommand talks to the library only through the public API (``common.match`` and the
+engine registry, ``common.io``, ``common.generate``), so what the CLI does a script can do too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from . import BACKEND
+from .engine import available_engines, create_engine
+from .errors import GraphFormatError, InvalidGraphError
+from .result import PHASES
+
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_bytes(text: str) -> int:
+    """'11G', '512MB', '1.5GiB' or a plain number of bytes -> bytes (binary units)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(?:I?B)?\s*", text.upper())
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 11G, 512M or bytes)")
+    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2)])
+
+
+def parse_option(text: str) -> tuple[str, object]:
+    """'key=value' with value read as int, float, bool or string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"engine option must be key=value, got {text!r}")
+    for convert in (int, float):
+        try:
+            return key, convert(value)
+        except ValueError:
+            pass
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return key, lowered == "true"
+    return key, None if lowered == "none" else value
+
+
+# ---------------------------------------------------------------------- match
+def cmd_match(args) -> int:
+    from .io import load_graph, load_query_set
+
+    query_path = Path(args.query)
+    queries = load_query_set(query_path) if query_path.is_dir() else [load_graph(query_path)]
+    options = dict(args.option or [])
+    if args.device_memory_limit is not None:
+        options["device_memory_limit"] = args.device_memory_limit
+    engine = create_engine(args.engine, **options).prepare(load_graph(args.data))
+    rows = []
+    for query in queries:
+        result = engine.match(query, limit=args.limit, collect=args.collect is not None,
+                              timeout_s=args.timeout, homomorphic=args.homomorphic)
+        if args.collect is not None and result.embeddings is not None:
+            _save_embeddings(result.embeddings, Path(args.collect), query.name, many=len(queries) > 1)
+        rows.append(result.to_row())
+    _print_rows(rows, args.format, single=len(queries) == 1)
+    return 0
+
+
+def _save_embeddings(embeddings, target: Path, query_name: str, many: bool) -> None:
+    import numpy as np
+
+    if many:
+        target.mkdir(parents=True, exist_ok=True)
+        target = target / f"{query_name}.npy"
+    if target.suffix == ".npy":
+        np.save(target, embeddings)
+    else:
+        np.savetxt(target, embeddings, fmt="%d", delimiter=" ")
+
+
+def _print_rows(rows: list[dict], fmt: str, single: bool) -> None:
+    import pandas as pd
+
+    if fmt == "json":
+        print(json.dumps(rows[0] if single else rows, indent=2))
+        return
+    frame = pd.DataFrame(rows)
+    if fmt == "csv":
+        frame.to_csv(sys.stdout, index=False)
+        return
+    if single:
+        row = rows[0]
+        print(f"engine:  {row['engine']}")
+        print(f"query:   {row['query']}")
+        print(f"status:  {row['status']}" + (f" ({row['reason']})" if row["reason"] else ""))
+        print(f"count:   {row['count']}")
+        phases = "  ".join(f"{p}={row[f'{p}_s'] * 1e3:.3f}ms" for p in PHASES if row[f"{p}_s"])
+        print(f"time:    {row['seconds'] * 1e3:.3f} ms  {phases}")
+        if row["peak_device_bytes"]:
+            print(f"peak device memory: {row['peak_device_bytes']:,} bytes")
+        return
+    columns = ["query", "status", "count", "seconds"] + [f"{p}_s" for p in PHASES]
+    print(frame[[c for c in columns if c in frame]].to_string(index=False))
+
+
+# ---------------------------------------------------------------------- generate
+def cmd_generate(args) -> int:
+    from . import generate
+    from .io import load_graph, save_graph
+
+    if args.what == "rmat":
+        labels = None
+        if args.labels > 1:
+            labels = (generate.uniform_labels(args.vertices, args.labels, seed=args.seed)
+                      if args.label_dist == "uniform" else
+                      generate.power_law_labels(args.vertices, args.labels, args.exponent, seed=args.seed))
+        graph = generate.rmat(args.vertices, args.edges, *args.abcd, seed=args.seed, labels=labels,
+                              name=Path(args.out).stem)
+        save_graph(graph, args.out, args.format)
+        print(f"wrote {graph!r} to {args.out}")
+    elif args.what == "queries":
+        data = load_graph(args.data)
+        qs = generate.query_set(data, args.count, args.size, seed=args.seed, method=args.method,
+                                **({"num_edges": args.edges} if args.edges else {}))
+        qs.save(args.out)
+        print(f"wrote {len(qs.queries)} {args.method} queries of {args.size} vertices to {args.out}")
+    else:  # pattern
+        graph = generate.pattern(args.name)
+        save_graph(graph, args.out, args.format)
+        print(f"wrote pattern {args.name}: {graph!r} to {args.out}")
+    return 0
+
+
+# ---------------------------------------------------------------------- info / convert / demo
+def cmd_info(args) -> int:
+    import pandas as pd
+
+    from .io import load_graph
+
+    if args.device:
+        from .device import device_info
+        for key, value in device_info().items():
+            print(f"{key}: {value}")
+    rows = []
+    for path in args.graphs:
+        g = load_graph(path, symmetrize=args.symmetrize)
+        rows.append({"graph": g.name, "|V|": g.num_vertices, "|E|": g.num_edges, "labels": g.num_labels,
+                     "edge labels": g.num_edge_labels if g.has_edge_labels else 0,
+                     "avg degree": round(g.average_degree, 2), "max degree": g.max_degree,
+                     "directed": g.directed})
+    if rows:
+        frame = pd.DataFrame(rows)
+        print(frame.to_csv(index=False) if args.format == "csv" else frame.to_string(index=False))
+    return 0
+
+
+def cmd_convert(args) -> int:
+    from .io import load_graphs, save_graph
+
+    graphs = load_graphs(args.input, symmetrize=args.symmetrize)
+    save_graph(graphs if len(graphs) > 1 else graphs[0], args.output, args.to)
+    print(f"wrote {len(graphs)} graph(s) to {args.output} as {args.to}")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from experiments.compare import demo
+
+    table = demo(seed=args.seed)
+    checked = table["agrees with cpu"].str.split("/", expand=True).astype(int)
+    return 0 if (checked[0] == checked[1]).all() else 1
+
+
+# ---------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpusm", description=(
+        "GPU subgraph matching: GSI/SGSI, EGSM, gMatch and STwig side by side. "
+        f"Backend now: {BACKEND}."))
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    m = sub.add_parser("match", help="count (or list) the embeddings of a query in a data graph")
+    m.add_argument("data", help="data graph file (any supported format)")
+    m.add_argument("query", help="query graph file, or a folder of query files")
+    m.add_argument("--engine", "-e", default="cpu", choices=available_engines())
+    m.add_argument("--limit", type=int, help="stop after this many embeddings")
+    m.add_argument("--collect", metavar="PATH",
+                   help="write the embeddings (.npy, else text); a folder when QUERY is a folder")
+    m.add_argument("--timeout", type=float, help="per-query deadline in seconds")
+    m.add_argument("--device-memory-limit", type=parse_bytes, metavar="SIZE",
+                   help="emulate a smaller GPU, e.g. 11G")
+    m.add_argument("--homomorphic", action="store_true", help="drop injectivity (where supported)")
+    m.add_argument("--option", "-o", type=parse_option, action="append", metavar="KEY=VALUE",
+                   help="engine constructor option (repeatable)")
+    m.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    m.set_defaults(func=cmd_match)
+
+    g = sub.add_parser("generate", help="generate data graphs, query sets and patterns")
+    gsub = g.add_subparsers(dest="what", required=True)
+    r = gsub.add_parser("rmat", help="labelled R-MAT graph")
+    r.add_argument("--vertices", type=int, required=True)
+    r.add_argument("--edges", type=int, required=True)
+    r.add_argument("--abcd", type=float, nargs=4, default=[0.57, 0.19, 0.19, 0.05], metavar=("A", "B", "C", "D"))
+    r.add_argument("--labels", type=int, default=1, help="number of vertex labels")
+    r.add_argument("--label-dist", choices=["uniform", "power-law"], default="power-law")
+    r.add_argument("--exponent", type=float, default=1.0, help="power-law exponent")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--format", default="graph", choices=["graph", "gsi", "gmatch-binary"])
+    r.add_argument("--out", required=True)
+    q = gsub.add_parser("queries", help="query set by random walk from a data graph")
+    q.add_argument("data")
+    q.add_argument("--count", type=int, default=100)
+    q.add_argument("--size", type=int, required=True, help="query vertices")
+    q.add_argument("--method", choices=["induced", "walk", "gsi"], default="induced")
+    q.add_argument("--edges", type=int, help="edge target (method gsi)")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--out", required=True, help="output folder")
+    p = gsub.add_parser("pattern", help="unlabelled pattern P1-P9 of the gMatch paper")
+    p.add_argument("name")
+    p.add_argument("--format", default="graph", choices=["graph", "gsi", "gmatch-binary"])
+    p.add_argument("--out", required=True)
+    g.set_defaults(func=cmd_generate)
+
+    i = sub.add_parser("info", help="graph statistics as in the papers' dataset tables")
+    i.add_argument("graphs", nargs="*")
+    i.add_argument("--device", action="store_true", help="also report the GPU (or simulator) found")
+    i.add_argument("--symmetrize", action="store_true", help="read SNAP edge lists as undirected")
+    i.add_argument("--format", choices=["table", "csv"], default="table")
+    i.set_defaults(func=cmd_info)
+
+    c = sub.add_parser("convert", help="convert between graph formats")
+    c.add_argument("input")
+    c.add_argument("output")
+    c.add_argument("--to", required=True, choices=["graph", "gsi", "gmatch-binary"])
+    c.add_argument("--symmetrize", action="store_true", help="read SNAP edge lists as undirected")
+    c.set_defaults(func=cmd_convert)
+
+    d = sub.add_parser("demo", help="all registered engines side by side on a built-in workload")
+    d.add_argument("--seed", type=int, default=7)
+    d.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (GraphFormatError, InvalidGraphError, FileNotFoundError, ValueError, KeyError) as exc:
+        print(f"gpusm {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

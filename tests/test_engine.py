@@ -1,0 +1,122 @@
+"""The engine contract every engine inherits: checks, unsupported status, oom status, registry."""
+
+import numpy as np
+import pytest
+
+import common
+from common import DeviceOutOfMemory, Engine, Graph, MatchResult, Status
+
+
+class EchoEngine(Engine):
+    """A minimal engine for contract tests: reports what it was asked, or runs out of memory."""
+
+    name = "echo"
+    max_query_vertices = 3
+
+    def __init__(self, *, fail_with_oom=False, device_memory_limit=None):
+        super().__init__(device_memory_limit=device_memory_limit)
+        self.fail_with_oom = fail_with_oom
+        self.calls = []
+
+    def _match(self, query, *, limit, collect, timeout_s, homomorphic):
+        self.calls.append((query.name, limit, collect, timeout_s))
+        if self.fail_with_oom:
+            raise DeviceOutOfMemory(1 << 30, 0, 1 << 20, what="intermediate table")
+        return MatchResult(self.name, count=42)
+
+
+def path_graph(n, labels=None, edge_labels=None, directed=False, name="q"):
+    return Graph.from_edges(n, np.arange(n - 1), np.arange(1, n), labels=labels,
+                            edge_labels=edge_labels, directed=directed, name=name)
+
+
+@pytest.fixture
+def data():
+    return path_graph(6, labels=[0, 1, 0, 1, 0, 1], name="data")
+
+
+def test_match_requires_prepare(data):
+    with pytest.raises(RuntimeError, match="before prepare"):
+        EchoEngine().match(path_graph(2))
+
+
+def test_result_carries_the_query_name_and_arguments(data):
+    engine = EchoEngine().prepare(data)
+    result = engine.match(path_graph(2, labels=[0, 1], name="q2"), limit=5, collect=True, timeout_s=1.0)
+    assert (result.count, result.status, result.query) == (42, Status.OK, "q2")
+    assert engine.calls == [("q2", 5, True, 1.0)]
+
+
+@pytest.mark.parametrize("query, reason", [
+    (path_graph(4, labels=[0, 1, 0, 1]), "at most 3 query vertices"),
+    (path_graph(2, labels=[0, 1], edge_labels=[3]), "does not support edge labels"),
+    (Graph.from_edges(3, [0], [1], labels=[0, 1, 0]), "requires a connected query"),
+])
+def test_queries_the_engine_cannot_take_are_unsupported_not_errors(data, query, reason):
+    engine = EchoEngine().prepare(data)
+    result = engine.match(query)
+    assert result.status is Status.UNSUPPORTED and reason in result.reason
+    assert engine.calls == []
+
+
+def test_homomorphic_is_unsupported_unless_declared(data):
+    result = EchoEngine().prepare(data).match(path_graph(2, labels=[0, 1]), homomorphic=True)
+    assert result.status is Status.UNSUPPORTED and "homomorphic" in result.reason
+
+
+def test_device_out_of_memory_becomes_status_oom(data):
+    result = EchoEngine(fail_with_oom=True).prepare(data).match(path_graph(2, labels=[0, 1]))
+    assert result.status is Status.OOM and "intermediate table" in result.reason
+
+
+def test_a_query_label_missing_from_the_data_gives_zero_without_running(data):
+    engine = EchoEngine().prepare(data)
+    for labels in ([0, 7], [0, 2]):          # 7: beyond every data label; 2: absent from data
+        result = engine.match(path_graph(2, labels=labels), collect=True)
+        assert result.count == 0 and result.status is Status.OK
+        assert result.embeddings.shape == (0, 2)
+    assert engine.calls == []
+
+
+@pytest.mark.parametrize("kwargs, problem", [
+    ({"limit": 0}, "limit must be a positive"),
+    ({"timeout_s": -1}, "timeout_s must be positive"),
+])
+def test_bad_arguments_raise(data, kwargs, problem):
+    with pytest.raises(ValueError, match=problem):
+        EchoEngine().prepare(data).match(path_graph(2, labels=[0, 1]), **kwargs)
+
+
+def test_direction_mismatch_raises(data):
+    with pytest.raises(ValueError, match="query 'q' is directed but the data graph is undirected"):
+        EchoEngine().prepare(data).match(path_graph(2, directed=True))
+
+
+def test_device_memory_limit_must_be_positive():
+    with pytest.raises(ValueError, match="device_memory_limit"):
+        EchoEngine(device_memory_limit=0)
+
+
+def test_registry_lists_and_creates_engines():
+    assert "cpu" in common.available_engines()
+    assert common.create_engine("cpu").name == "cpu"
+    with pytest.raises(KeyError, match="unknown engine 'nope'"):
+        common.create_engine("nope")
+
+
+def test_register_adds_an_engine_by_class():
+    common.register("echo-test", EchoEngine)
+    try:
+        assert common.engine_class("echo-test") is EchoEngine
+        assert common.match(path_graph(4, labels=[0, 1, 0, 1]), path_graph(2, labels=[0, 1]),
+                            engine="echo-test").count == 42
+    finally:
+        from common import engine as engine_module
+        del engine_module._REGISTRY["echo-test"]
+
+
+def test_result_row_is_flat():
+    result = MatchResult("cpu", 7, phases={"filter": 0.5, "enumerate": 1.5}, stats={"order": [1, 0], "rows": 3})
+    row = result.to_row()
+    assert row["count"] == 7 and row["seconds"] == 2.0 and row["filter_s"] == 0.5 and row["rows"] == 3
+    assert "order" not in row
