@@ -413,7 +413,9 @@ def query_set(data: Graph | None, count: int, num_vertices: int, *, seed: int, m
               **kw) -> QuerySet:
     """``count`` queries of ``num_vertices`` vertices; query i uses seed ``seeds[i]`` drawn from ``seed``.
 
-    ``method``: ``"induced"`` / ``"walk"`` = :func:`random_walk_query` with induced True / False,
+    ``method``: ``"induced"`` = :func:`random_walk_query` with ``induced=True`` and, unless given,
+    ``strategy="expand"`` (the EGSM §6.3 / gMatch §4.3 procedure: add a neighbour of any chosen
+    vertex with all its edges to the set); ``"walk"`` = a plain random walk keeping its edges,
     ``"gsi"`` = :func:`gsi_query` (needs ``num_edges=``), ``"stwig"`` = :func:`stwig_query`
     (``data`` may be None; ``num_labels`` defaults to the data graph's). Extra keywords go to the
     generator. The papers use 100 queries per size (GSI §VIII-C, EGSM §6.3, gMatch §4.3).
@@ -425,8 +427,11 @@ def query_set(data: Graph | None, count: int, num_vertices: int, *, seed: int, m
     k = int(num_vertices)
     if data is None and method != "stwig":
         raise ValueError(f"method {method!r} cuts queries out of a data graph; data is None")
-    if method in ("induced", "walk"):
-        make = partial(random_walk_query, data, k, induced=method == "induced")
+    if method == "induced":
+        kw.setdefault("strategy", "expand")
+        make = partial(random_walk_query, data, k, induced=True)
+    elif method == "walk":
+        make = partial(random_walk_query, data, k, induced=False)
     elif method == "gsi":
         make = partial(gsi_query, data, k)
     elif method == "stwig":
