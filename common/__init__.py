@@ -6,10 +6,12 @@ from .backend import BACKEND  # first: picks GPU or CUDA simulator before numba.
 from .engine import Engine, available_engines, create_engine, engine_class, match, match_many, register
 from .errors import DeviceOutOfMemory, GraphFormatError, InvalidGraphError
 from .graph import Graph
+from .io import detect_format, load_graph, load_graphs, load_query_set, read_expected_counts, save_graph
 from .result import MatchResult, Status
 
 __all__ = [
     "BACKEND", "Engine", "Graph", "MatchResult", "Status", "GraphFormatError", "InvalidGraphError",
     "DeviceOutOfMemory", "available_engines", "create_engine", "engine_class", "match", "match_many",
-    "register",
+    "register", "detect_format", "load_graph", "load_graphs", "load_query_set",
+    "read_expected_counts", "save_graph",
 ]
