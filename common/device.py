@@ -1,0 +1,297 @@
+"""GPU helpers every engine shares (DESIGN.md, "GPU, simulator, CPU"): the simulator-aware ``cuda``
+module, device detection, device-timed phases, the device-memory budget and kernel resources.
+
+Engines write ``from common.device import cuda``: under Numba's CUDA simulator
+(``NUMBA_ENABLE_CUDASIM=1``) importing this module first installs the warp intrinsics the
+simulator lacks (:mod:`common.cudasim`), so the same kernels run on a GPU and in CI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import itertools
+import math
+import threading
+import time
+import weakref
+
+import numpy as np
+from numba import cuda
+
+from . import cudasim
+from .cudasim import FULL_MASK, WARP_SIZE, simulator_active
+from .errors import DeviceOutOfMemory
+
+cudasim.install()
+
+
+def gpu_available() -> bool:
+    """True when a real CUDA GPU can be used (never under the simulator)."""
+    return not simulator_active() and cuda.is_available()
+
+
+def device_info() -> dict:
+    """What ``gpusm info --device`` reports: the device, its memory and the numba-cuda version."""
+    info: dict = {"numba_cuda": importlib.metadata.version("numba-cuda"),
+                  "simulator": simulator_active()}
+    if info["simulator"]:
+        info.update(available=True, name="Numba CUDA simulator",
+                    compute_capability=tuple(cuda.get_current_device().compute_capability),
+                    total_memory=None, free_memory=None, multiprocessors=None)
+        return info
+    if not cuda.is_available():
+        error = cuda.cuda_error()
+        info.update(available=False, error=str(error) if error else "no CUDA GPU found")
+        return info
+    from numba.cuda.cudadrv import driver
+
+    device = cuda.get_current_device()
+    free, total = cuda.current_context().get_memory_info()
+    name = device.name
+    info.update(available=True, name=name.decode() if isinstance(name, bytes) else str(name),
+                compute_capability=tuple(device.compute_capability),
+                total_memory=int(total), free_memory=int(free),
+                multiprocessors=int(device.MULTIPROCESSOR_COUNT),
+                driver_version=tuple(driver.get_version()),
+                runtime_version=tuple(cuda.runtime.get_version()))
+    return info
+
+
+class PhaseTimer:
+    """Seconds per named phase, taken with CUDA events on ``stream`` around the work.
+
+    ``with timer.phase("filter"): ...`` records an event pair; entering a phase again adds to it.
+    Reading :attr:`seconds` synchronises on the recorded events, so phases cost no host sync
+    while they run. The simulator's events carry no time (numba-cuda returns -1), so there the
+    phases are host wall-clock (``time.perf_counter``), which is what simulated work costs.
+    """
+
+    def __init__(self, stream=0):
+        self.stream = stream
+        self._use_events = not simulator_active()
+        self._pending: list[tuple[str, object, object]] = []
+        self._seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def phase(self, name: str):
+        if not self._use_events:
+            start = time.perf_counter()
+            try:
+                yield
+            finally:
+                self.add(name, time.perf_counter() - start)
+            return
+        start, end = cuda.event(timing=True), cuda.event(timing=True)
+        start.record(self.stream)
+        try:
+            yield
+        finally:
+            end.record(self.stream)
+            self._pending.append((name, start, end))
+
+    def add(self, name: str, seconds: float) -> None:
+        """Add host-measured seconds to a phase (e.g. work that never touches the device)."""
+        self._seconds[name] = self._seconds.get(name, 0.0) + float(seconds)
+
+    @property
+    def seconds(self) -> dict[str, float]:
+        for name, start, end in self._pending:
+            end.synchronize()
+            self.add(name, start.elapsed_time(end) / 1000.0)
+        self._pending.clear()
+        return dict(self._seconds)
+
+    def reset(self) -> None:
+        self._pending.clear()
+        self._seconds.clear()
+
+
+DeviceTimer = PhaseTimer
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    """Whether an allocation failure means the device (or, simulated, the host) is out of memory."""
+    if isinstance(exc, MemoryError):
+        return True
+    code = getattr(exc, "code", None)
+    return code is not None and (getattr(code, "name", "") == "CUDA_ERROR_OUT_OF_MEMORY"
+                                 or int(code) == 2)
+
+
+class DeviceMemoryBudget:
+    """Accounts every device allocation of an engine against a byte limit.
+
+    ``limit_bytes`` emulates a smaller card (the papers' 11/12/24 GB GPUs); ``None`` means the
+    card's free memory when the budget is created on a GPU, and no limit under the simulator.
+    An allocation that would pass the limit, or that the driver refuses for lack of memory,
+    raises :class:`common.errors.DeviceOutOfMemory` naming what was being allocated. Arrays are
+    tracked by identity: :meth:`free` (or leaving a :meth:`scope`) stops counting one, and an
+    array that is garbage-collected is uncounted automatically.
+    """
+
+    def __init__(self, limit_bytes: int | None = None):
+        if limit_bytes is None and gpu_available():
+            limit_bytes = int(cuda.current_context().get_memory_info()[0])
+        if limit_bytes is not None and limit_bytes < 0:
+            raise ValueError(f"limit_bytes must be non-negative, got {limit_bytes}")
+        self.limit = None if limit_bytes is None else int(limit_bytes)
+        self._lock = threading.RLock()      # re-entrant: a finalizer may run inside
+        self._live: dict[int, tuple[int, int, str, weakref.finalize]] = {}
+        self._tokens = itertools.count()
+        self._in_use = 0
+        self._peak = 0
+        self._scopes: list[list[int]] = []
+
+    @property
+    def in_use(self) -> int:
+        return self._in_use
+
+    @property
+    def peak(self) -> int:
+        return self._peak
+
+    def reset_peak(self) -> None:
+        self._peak = self._in_use
+
+    def live(self) -> dict[str, int]:
+        """Bytes in use per allocation label."""
+        out: dict[str, int] = {}
+        with self._lock:
+            for nbytes, _, what, _ in self._live.values():
+                out[what] = out.get(what, 0) + nbytes
+        return out
+
+    def _reserve(self, nbytes: int, what: str) -> None:
+        with self._lock:
+            if self.limit is not None and self._in_use + nbytes > self.limit:
+                raise DeviceOutOfMemory(nbytes, self._in_use, self.limit, what)
+            self._in_use += nbytes
+            self._peak = max(self._peak, self._in_use)
+
+    def _unreserve(self, nbytes: int) -> None:
+        with self._lock:
+            self._in_use -= nbytes
+
+    def _allocate(self, nbytes: int, what: str, make):
+        self._reserve(nbytes, what)
+        try:
+            array = make()
+        except Exception as exc:
+            self._unreserve(nbytes)
+            if _is_out_of_memory(exc):
+                limit = self.limit if self.limit is not None else self._in_use
+                raise DeviceOutOfMemory(nbytes, self._in_use, limit, what) from exc
+            raise
+        token = next(self._tokens)
+        finalizer = weakref.finalize(array, self._forget, id(array), token)
+        with self._lock:
+            self._live[id(array)] = (nbytes, token, what, finalizer)
+        if self._scopes:
+            self._scopes[-1].append(id(array))
+        return array
+
+    def _forget(self, key: int, token: int) -> None:
+        with self._lock:
+            entry = self._live.get(key)
+            if entry is not None and entry[1] == token:
+                del self._live[key]
+                self._in_use -= entry[0]
+
+    def device_array(self, shape, dtype, what: str = "", stream=0):
+        """An uninitialised device array, counted against the budget."""
+        dtype = np.dtype(dtype)
+        shape = tuple(int(s) for s in np.atleast_1d(shape))
+        nbytes = math.prod(shape) * dtype.itemsize
+        return self._allocate(nbytes, what,
+                              lambda: cuda.device_array(shape, dtype=dtype, stream=stream))
+
+    def zeros(self, shape, dtype, what: str = "", stream=0):
+        """A device array of zeros, counted against the budget (filled on the device)."""
+        array = self.device_array(shape, dtype, what, stream)
+        fill(array, 0, stream)
+        return array
+
+    def to_device(self, host_array, what: str = "", stream=0):
+        """Copy a host array to a new device array, counted against the budget."""
+        host_array = np.ascontiguousarray(host_array)
+        return self._allocate(host_array.nbytes, what,
+                              lambda: cuda.to_device(host_array, stream=stream))
+
+    def free(self, array) -> None:
+        """Stop counting ``array`` (the memory goes back once no reference to it is left)."""
+        with self._lock:
+            entry = self._live.pop(id(array), None)
+            if entry is None:
+                raise KeyError("array was not allocated through this budget or was freed")
+            self._in_use -= entry[0]
+        entry[3].detach()
+
+    @contextlib.contextmanager
+    def scope(self):
+        """Free, on exit, every array allocated through the budget inside the block."""
+        self._scopes.append([])
+        try:
+            yield self
+        finally:
+            for key in self._scopes.pop():
+                with self._lock:
+                    entry = self._live.pop(key, None)
+                    if entry is not None:
+                        self._in_use -= entry[0]
+                if entry is not None:
+                    entry[3].detach()
+
+
+@cuda.jit
+def _fill_kernel(out, value):
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < out.size:
+        out[i] = value
+        i += stride
+
+
+FILL_THREADS = 32 if simulator_active() else 256
+
+
+def fill(d_array, value, stream=0) -> None:
+    """Set every element of a contiguous device array to ``value`` with one launch."""
+    flat = d_array.reshape(d_array.size)
+    if flat.size == 0:
+        return
+    blocks = min(1024, (flat.size + FILL_THREADS - 1) // FILL_THREADS)
+    _fill_kernel[blocks, FILL_THREADS, stream](flat, value)
+
+
+_RESOURCE_GETTERS = {
+    "registers_per_thread": "get_regs_per_thread",
+    "shared_bytes_per_block": "get_shared_mem_per_block",
+    "local_bytes_per_thread": "get_local_mem_per_thread",
+    "const_bytes": "get_const_mem_size",
+    "max_threads_per_block": "get_max_threads_per_block",
+}
+
+
+def kernel_resources(kernel, *signature_args) -> dict:
+    """Registers, static shared memory, local (spill) memory, constant memory and the launchable
+    block size of ``kernel`` compiled for ``signature_args`` (example arguments or Numba types),
+    read from numba-cuda's dispatcher (``get_regs_per_thread`` etc.). Empty under the simulator,
+    which compiles nothing."""
+    if simulator_active():
+        return {}
+    from numba.core import types as core_types
+    from numba.cuda import types as cuda_types
+
+    type_classes = (cuda_types.Type, core_types.Type)
+    argtypes = tuple(a if isinstance(a, type_classes) else kernel.typeof_pyval(a)
+                     for a in signature_args)
+    kernel.compile(argtypes)
+    return {key: int(getattr(kernel, getter)()[argtypes])
+            for key, getter in _RESOURCE_GETTERS.items()}
+
+
+__all__ = [
+    "cuda", "FULL_MASK", "WARP_SIZE", "simulator_active", "gpu_available", "device_info",
+    "PhaseTimer", "DeviceTimer", "DeviceMemoryBudget", "fill", "kernel_resources",
+]

@@ -1,0 +1,8 @@
+"""Test configuration: without an NVIDIA GPU every kernel runs under Numba's CUDA simulator.
+
+``common.backend`` makes that choice (before numba.cuda is imported) when the package is first
+imported; importing it here makes the choice before any test module imports numba itself.
+Set ``NUMBA_ENABLE_CUDASIM`` yourself to override (``0`` forces the real driver).
+"""
+
+import common.backend  # noqa: F401
