@@ -48,8 +48,8 @@ def compare_engines(data: Graph, queries: list[Graph], engines: list[str] | None
                     reference: str = "cpu", timeout_s: float | None = None) -> pd.DataFrame:
     """One row per (engine, query): status, count, seconds, and whether the count equals the reference's.
 
-    The reference runs first; a query whose reference run did not finish (timeout) has no
-    reference count and its agreement is left empty.
+    The reference runs first; its own rows, and the rows of a query whose reference run did not
+    finish (timeout), have no agreement value.
     """
     engines = list(engines or available_engines())
     if reference in engines:
@@ -63,24 +63,25 @@ def compare_engines(data: Graph, queries: list[Graph], engines: list[str] | None
                          "count": result.count, "seconds": result.seconds, "reason": result.reason})
     raw = pd.DataFrame(rows)
     ref = raw[(raw.engine == reference) & (raw.status == "ok")].set_index("query")["count"]
-    known = raw["query"].isin(ref.index)
+    known = raw["query"].isin(ref.index) & (raw.engine != reference)
     raw["agrees"] = pd.Series(pd.NA, index=raw.index, dtype="boolean")
     raw.loc[known, "agrees"] = (raw.loc[known, "status"] == "ok") & (
         raw.loc[known, "count"].to_numpy() == ref.reindex(raw.loc[known, "query"]).to_numpy())
     return raw
 
 
-def summarize(raw: pd.DataFrame) -> pd.DataFrame:
+def summarize(raw: pd.DataFrame, reference: str = "cpu") -> pd.DataFrame:
     """Per engine: queries, answered (status ok), total embeddings, median ms/query, agreement."""
     def per_engine(group: pd.DataFrame) -> pd.Series:
         answered = group[group.status == "ok"]
         checked = group["agrees"].dropna()
+        is_reference = group["engine"].iloc[0] == reference
         return pd.Series({
             "queries": len(group),
             "answered": len(answered),
             "total embeddings": int(answered["count"].sum()),
             "median ms/query": float(np.median(answered["seconds"]) * 1e3) if len(answered) else float("nan"),
-            "agrees with cpu": f"{int(checked.sum())}/{len(checked)}",
+            f"agrees with {reference}": "(reference)" if is_reference else f"{int(checked.sum())}/{len(checked)}",
         })
     return raw.groupby("engine", sort=False)[raw.columns.tolist()].apply(per_engine).reset_index()
 

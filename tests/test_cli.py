@@ -1,0 +1,122 @@
+"""The gpusm command line, driven through ``common.cli.main`` as a user would call it."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from common.cli import main, parse_bytes
+from common.io import load_graph, read_expected_counts
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_match_one_query_json(capsys):
+    hprd = DATA / "hprd"
+    code, out, _ = run(capsys, "match", hprd / "HPRD.graph", hprd / "queries" / "query_dense_16_2.graph",
+                       "--format", "json")
+    assert code == 0
+    row = json.loads(out)
+    expected = read_expected_counts(hprd / "expected_counts_1_100.txt")["query_dense_16_2"]
+    assert (row["engine"], row["status"], row["count"]) == ("cpu", "ok", expected)
+
+
+def test_match_a_folder_as_csv_with_limit(capsys, tmp_path):
+    queries = tmp_path / "q"
+    queries.mkdir()
+    for name in ("Q_0.graph", "Q_7.graph"):
+        (queries / name).write_bytes((DATA / "gmatch_test" / "queries" / name).read_bytes())
+    code, out, _ = run(capsys, "match", DATA / "gmatch_test" / "data.graph", queries,
+                       "--limit", "100", "--format", "csv")
+    assert code == 0
+    lines = out.strip().splitlines()
+    header = lines[0].split(",")
+    rows = [dict(zip(header, line.split(","))) for line in lines[1:]]
+    assert [(r["query"], r["status"], r["count"]) for r in rows] == [
+        ("Q_0", "limit", "100"), ("Q_7", "limit", "100")]
+
+
+def test_match_collects_embeddings_to_npy(capsys, tmp_path):
+    hprd = DATA / "hprd"
+    out_file = tmp_path / "emb.npy"
+    code, out, _ = run(capsys, "match", hprd / "HPRD.graph", hprd / "queries" / "query_dense_16_1.graph",
+                       "--collect", out_file)
+    assert code == 0 and "status:  ok" in out
+    embeddings = np.load(out_file)
+    query = load_graph(hprd / "queries" / "query_dense_16_1.graph")
+    data = load_graph(hprd / "HPRD.graph")
+    assert embeddings.shape == (3, query.num_vertices)
+    for row in embeddings:
+        assert len(set(row.tolist())) == query.num_vertices
+        assert np.array_equal(data.labels[row], query.labels)
+        src, dst, _ = query.edges()
+        assert all(data.has_edge(int(row[a]), int(row[b])) for a, b in zip(src, dst))
+
+
+def test_match_reports_a_malformed_file_and_exits_2(capsys, tmp_path):
+    bad = tmp_path / "bad.graph"
+    bad.write_text("t 2 1\nv 0 0 1\nv 1 0 1\ne 0 x\n")
+    code, _, err = run(capsys, "match", bad, bad)
+    assert code == 2 and "bad.graph:4" in err
+
+
+def test_unknown_engine_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        main(["match", "a", "b", "--engine", "nope"])
+    assert "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_generate_info_convert_round_trip(capsys, tmp_path):
+    g_path = tmp_path / "g.graph"
+    code, out, _ = run(capsys, "generate", "rmat", "--vertices", 300, "--edges", 1200, "--labels", 5,
+                       "--seed", 3, "--out", g_path)
+    assert code == 0 and "300 vertices" in out
+    graph = load_graph(g_path)
+    assert graph.num_vertices == 300 and graph.num_labels <= 5
+
+    code, out, _ = run(capsys, "info", g_path, "--format", "csv")
+    header, values = out.strip().splitlines()
+    info = dict(zip(header.split(","), values.split(",")))
+    assert int(info["|V|"]) == 300 and int(info["|E|"]) == graph.num_edges
+    assert int(info["max degree"]) == graph.max_degree
+
+    gsi_path = tmp_path / "g.g"
+    assert run(capsys, "convert", g_path, gsi_path, "--to", "gsi")[0] == 0
+    back = load_graph(gsi_path, directed=False)
+    assert back.same_structure(graph)
+
+    q_dir = tmp_path / "queries"
+    code, _, _ = run(capsys, "generate", "queries", g_path, "--count", 3, "--size", 4, "--seed", 1, "--out", q_dir)
+    assert code == 0 and len(list(q_dir.glob("*.graph"))) == 3
+
+    code, out, _ = run(capsys, "match", g_path, q_dir, "--format", "json")
+    rows = json.loads(out)
+    assert len(rows) == 3 and all(r["status"] == "ok" and r["count"] >= 1 for r in rows)
+
+
+def test_generate_pattern(capsys, tmp_path):
+    path = tmp_path / "p9.graph"
+    assert run(capsys, "generate", "pattern", "P9", "--out", path)[0] == 0
+    k5 = load_graph(path)
+    assert (k5.num_vertices, k5.num_edges) == (5, 10)
+
+
+def test_parse_bytes():
+    assert parse_bytes("11G") == 11 << 30
+    assert parse_bytes("512MB") == 512 << 20
+    assert parse_bytes("1.5GiB") == 3 << 29
+    assert parse_bytes("1000") == 1000
+
+
+def test_demo_agrees_with_the_reference(capsys):
+    assert main(["demo", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "CUDA simulator" in out or "GPU" in out
+    assert "agrees with cpu" in out
