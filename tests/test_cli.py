@@ -1,7 +1,6 @@
 """The gpusm command line, driven through ``common.cli.main`` as a user would call it."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,7 +8,7 @@ import pytest
 from common.cli import main, parse_bytes
 from common.io import load_graph, read_expected_counts
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from _paths import DATA
 
 
 def run(capsys, *argv):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ from common.generate import (
 from common.graph import Graph
 from common.io import load_graph
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from _paths import DATA
 
 
 def edge_set(graph: Graph) -> set[tuple[int, int]]:

@@ -17,7 +17,7 @@ from common.io import (
     write_gmatch_binary, write_graph, write_gsi,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from _paths import DATA
 
 
 # ---------------------------------------------------------------------------------- oracles

@@ -6,7 +6,6 @@ graphs, homomorphisms, disconnected queries, limit, collect, timeouts and the ch
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ from common.io import load_graph, load_query_set, read_expected_counts
 from common.reference import FILTERS, ORDERS, ReferenceMatcher, matching_order
 from common.result import Status
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from _paths import DATA
 #: yeast queries whose known count is at most this are checked (424 of the 497 with a count).
 YEAST_MAX_COUNT = 10**7
 
