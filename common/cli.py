@@ -165,7 +165,7 @@ def cmd_convert(args) -> int:
 def cmd_demo(args) -> int:
     from experiments.compare import demo
 
-    table = demo(seed=args.seed)
+    table = demo(seed=args.seed, size=args.size, timeout_s=args.timeout)
     agreement = table.loc[table["agrees with cpu"] != "(reference)", "agrees with cpu"]
     checked = agreement.str.split("/", expand=True).astype(int) if len(agreement) else None
     return 0 if checked is None or (checked[0] == checked[1]).all() else 1
@@ -236,6 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="all registered engines side by side on a built-in workload")
     d.add_argument("--seed", type=int, default=7)
+    d.add_argument("--size", choices=["tiny", "default"],
+                   help="workload size (default: tiny under the simulator, default on a GPU)")
+    d.add_argument("--timeout", type=float, default=60.0, help="per-query deadline in seconds")
     d.set_defaults(func=cmd_demo)
     return parser
 

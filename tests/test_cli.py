@@ -115,7 +115,7 @@ def test_parse_bytes():
 
 
 def test_demo_agrees_with_the_reference(capsys):
-    assert main(["demo", "--seed", "3"]) == 0
+    assert main(["demo", "--seed", "3", "--size", "tiny"]) == 0
     out = capsys.readouterr().out
     assert "CUDA simulator" in out or "GPU" in out
     assert "agrees with cpu" in out
