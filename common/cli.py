@@ -136,6 +136,8 @@ def cmd_info(args) -> int:
 
     from .io import load_graph
 
+    if not args.graphs and not args.device:
+        raise ValueError("name at least one graph file, or --device")
     if args.device:
         from .device import device_info
         for key, value in device_info().items():
@@ -210,7 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("data")
     q.add_argument("--count", type=int, default=100)
     q.add_argument("--size", type=int, required=True, help="query vertices")
-    q.add_argument("--method", choices=["induced", "walk", "gsi"], default="induced")
+    q.add_argument("--method", choices=["induced", "walk", "gsi", "stwig"], default="induced",
+                   help="induced: EGSM/gMatch random walk; walk: walked edges only; gsi: walk with "
+                        "an edge target; stwig: N vertices + 2N random edges")
     q.add_argument("--edges", type=int, help="edge target (method gsi)")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--out", required=True, help="output folder")
