@@ -6,6 +6,12 @@ query set, and whose :meth:`Engine.match` answers one query. Subclasses implemen
 ``_prepare`` and ``_match``; the base class does the checks every engine needs, so that a query
 an engine cannot take becomes status ``unsupported`` and a device-memory overflow becomes
 status ``oom``, never a crash.
+
+A GPU engine allocates every device array through one
+``common.device.DeviceMemoryBudget(self.device_memory_limit)`` created in ``_prepare`` (so that
+the limit emulates the papers' 11/12/24 GB cards and overflowing it raises
+:class:`~common.errors.DeviceOutOfMemory`), times its phases with ``common.device.PhaseTimer``,
+and reports the budget's peak as ``MatchResult.peak_device_bytes``.
 """
 
 from __future__ import annotations
