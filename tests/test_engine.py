@@ -120,3 +120,16 @@ def test_result_row_is_flat():
     row = result.to_row()
     assert row["count"] == 7 and row["seconds"] == 2.0 and row["filter_s"] == 0.5 and row["rows"] == 3
     assert "order" not in row
+
+
+def test_match_takes_paths_as_the_readme_shows():
+    from _paths import DATA
+
+    hprd = DATA / "hprd"
+    expected = common.read_expected_counts(hprd / "expected_counts_1_100.txt")["query_dense_16_3"]
+    result = common.match(str(hprd / "HPRD.graph"), hprd / "queries" / "query_dense_16_3.graph",
+                          engine="cpu", collect=True)
+    assert result.count == expected and result.embeddings.shape == (expected, 16)
+    assert result.query == "query_dense_16_3"
+    with pytest.raises(TypeError, match="expected a Graph or a path"):
+        common.match(42, hprd / "queries" / "query_dense_16_3.graph")
