@@ -5,4 +5,10 @@ imported; importing it here makes the choice before any test module imports numb
 Set ``NUMBA_ENABLE_CUDASIM`` yourself to override (``0`` forces the real driver).
 """
 
-import common.backend  # noqa: F401
+from common.backend import BACKEND
+
+
+def pytest_report_header(config):
+    if BACKEND == "simulator":
+        return "gpusm: no GPU found, CUDA kernels run in Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1)"
+    return "gpusm: CUDA kernels run on the GPU"
