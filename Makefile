@@ -21,7 +21,7 @@ demo: $(STAMP)
 	$(VENV)/bin/gpusm demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
