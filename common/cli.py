@@ -48,27 +48,31 @@ def parse_option(text: str) -> tuple[str, object]:
 def cmd_match(args) -> int:
     from .io import load_graph, load_query_set
 
-    query_path = Path(args.query)
-    queries = load_query_set(query_path) if query_path.is_dir() else [load_graph(query_path)]
     options = dict(args.option or [])
     if args.device_memory_limit is not None:
         options["device_memory_limit"] = args.device_memory_limit
-    engine = create_engine(args.engine, **options).prepare(load_graph(args.data))
+    engine = create_engine(args.engine, **options)
+    data = load_graph(args.data, symmetrize=args.symmetrize)
+    # Queries take the data graph's direction (a GSI query file read against undirected data is undirected).
+    queries = load_query_set(args.query, directed=data.directed)
+    engine.prepare(data)
     rows = []
     for query in queries:
         result = engine.match(query, limit=args.limit, collect=args.collect is not None,
                               timeout_s=args.timeout, homomorphic=args.homomorphic)
         if args.collect is not None and result.embeddings is not None:
-            _save_embeddings(result.embeddings, Path(args.collect), query.name, many=len(queries) > 1)
+            target = Path(args.collect)
+            _save_embeddings(result.embeddings, target, query.name,
+                             into_folder=len(queries) > 1 or target.is_dir())
         rows.append(result.to_row())
     _print_rows(rows, args.format, single=len(queries) == 1)
     return 0
 
 
-def _save_embeddings(embeddings, target: Path, query_name: str, many: bool) -> None:
+def _save_embeddings(embeddings, target: Path, query_name: str, into_folder: bool) -> None:
     import numpy as np
 
-    if many:
+    if into_folder:
         target.mkdir(parents=True, exist_ok=True)
         target = target / f"{query_name}.npy"
     if target.suffix == ".npy":
@@ -118,6 +122,8 @@ def cmd_generate(args) -> int:
         save_graph(graph, args.out, args.format)
         print(f"wrote {graph!r} to {args.out}")
     elif args.what == "queries":
+        if args.method == "gsi" and not args.edges:
+            raise ValueError("--method gsi needs --edges, the query's edge target")
         data = load_graph(args.data)
         qs = generate.query_set(data, args.count, args.size, seed=args.seed, method=args.method,
                                 **({"num_edges": args.edges} if args.edges else {}))
@@ -134,7 +140,7 @@ def cmd_generate(args) -> int:
 def cmd_info(args) -> int:
     import pandas as pd
 
-    from .io import load_graph
+    from .io import load_graphs
 
     if not args.graphs and not args.device:
         raise ValueError("name at least one graph file, or --device")
@@ -143,8 +149,7 @@ def cmd_info(args) -> int:
         for key, value in device_info().items():
             print(f"{key}: {value}")
     rows = []
-    for path in args.graphs:
-        g = load_graph(path, symmetrize=args.symmetrize)
+    for g in (g for path in args.graphs for g in load_graphs(path, symmetrize=args.symmetrize)):
         rows.append({"graph": g.name, "|V|": g.num_vertices, "|E|": g.num_edges, "labels": g.num_labels,
                      "edge labels": g.num_edge_labels if g.has_edge_labels else 0,
                      "avg degree": round(g.average_degree, 2), "max degree": g.max_degree,
@@ -159,6 +164,9 @@ def cmd_convert(args) -> int:
     from .io import load_graphs, save_graph
 
     graphs = load_graphs(args.input, symmetrize=args.symmetrize)
+    if len(graphs) > 1 and args.to != "gsi":
+        raise ValueError(f"{args.input} holds {len(graphs)} graphs but the {args.to} format holds one: "
+                         "convert to gsi, or split the file")
     save_graph(graphs if len(graphs) > 1 else graphs[0], args.output, args.to)
     print(f"wrote {len(graphs)} graph(s) to {args.output} as {args.to}")
     return 0
@@ -182,15 +190,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("match", help="count (or list) the embeddings of a query in a data graph")
     m.add_argument("data", help="data graph file (any supported format)")
-    m.add_argument("query", help="query graph file, or a folder of query files")
+    m.add_argument("query", help="query graph file (GSI/DAF files may hold several), or a folder of query files")
     m.add_argument("--engine", "-e", default="cpu", choices=available_engines())
     m.add_argument("--limit", type=int, help="stop after this many embeddings")
     m.add_argument("--collect", metavar="PATH",
-                   help="write the embeddings (.npy, else text); a folder when QUERY is a folder")
+                   help="write the embeddings (.npy, else text); a folder (one .npy per query) when "
+                        "there are several queries or PATH is a folder")
     m.add_argument("--timeout", type=float, help="per-query deadline in seconds")
     m.add_argument("--device-memory-limit", type=parse_bytes, metavar="SIZE",
                    help="emulate a smaller GPU, e.g. 11G")
     m.add_argument("--homomorphic", action="store_true", help="drop injectivity (where supported)")
+    m.add_argument("--symmetrize", action="store_true", help="read SNAP edge lists as undirected")
     m.add_argument("--option", "-o", type=parse_option, action="append", metavar="KEY=VALUE",
                    help="engine constructor option (repeatable)")
     m.add_argument("--format", choices=["table", "csv", "json"], default="table")

@@ -17,6 +17,7 @@ and reports the budget's peak as ``MatchResult.peak_device_bytes``.
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 from abc import ABC, abstractmethod
 from typing import ClassVar, Iterable
@@ -151,8 +152,14 @@ def engine_class(name: str) -> type[Engine]:
 
 
 def create_engine(name: str, **options) -> Engine:
-    """Instantiate a registered engine with its constructor options."""
-    return engine_class(name)(**options)
+    """Instantiate a registered engine with its constructor options (an unknown option is a ValueError)."""
+    cls = engine_class(name)
+    try:
+        inspect.signature(cls).bind(**options)
+    except TypeError as exc:
+        raise ValueError(f"engine {name!r} does not take these options ({exc}); "
+                         f"its options: {', '.join(inspect.signature(cls).parameters)}") from None
+    return cls(**options)
 
 
 # ---------------------------------------------------------------------- one-call API

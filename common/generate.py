@@ -383,14 +383,14 @@ class QuerySet:
     def save(self, folder) -> Path:
         """Write one ``<name>.graph`` file per query and ``params.json`` (params and each query's meta)."""
         folder = Path(folder)
+        files = [f"{query.name or f'query_{i}'}.graph" for i, query in enumerate(self.queries)]
+        if len(set(files)) != len(files):
+            raise ValueError("two queries share a name, so their files would overwrite each other")
         folder.mkdir(parents=True, exist_ok=True)
         entries = []
-        for i, query in enumerate(self.queries):
-            file = f"{query.name or f'query_{i}'}.graph"
+        for file, query in zip(files, self.queries):
             write_graph(query, folder / file)
             entries.append({"file": file, "name": query.name, "meta": _jsonable(query.meta)})
-        if len({e["file"] for e in entries}) != len(entries):
-            raise ValueError("two queries share a name, so their files would overwrite each other")
         with open(folder / "params.json", "w") as out:
             json.dump({"params": _jsonable(self.params), "queries": entries}, out, indent=1)
         return folder

@@ -2,7 +2,7 @@
 
 Conventions (DESIGN.md, "Semantics"):
 
-* Vertices are ``0..n-1``; labels are non-negative int32.
+* Vertices are ``0..n-1``; labels are int32 in ``0..MAX_LABEL`` (2^24 - 1).
 * Undirected graphs store each edge in both endpoints' lists; ``num_edges`` counts it once.
   Directed graphs store out-neighbours in the CSR and derive the in-CSR on demand.
 * Neighbour lists are sorted ascending, with no duplicates and no self-loops.
@@ -21,6 +21,22 @@ import numpy as np
 
 class InvalidGraphError(ValueError):
     """A graph's arrays violate the CSR invariants listed in the module docstring."""
+
+
+#: Largest vertex or edge label: label-indexed arrays (frequencies, label offsets, signature
+#: groups) are as long as the largest label, so labels must be small consecutive-ish integers.
+MAX_LABEL = (1 << 24) - 1
+
+
+def _check_labels(name: str, labels: np.ndarray) -> None:
+    if labels.size == 0:
+        return
+    low, high = int(labels.min()), int(labels.max())
+    if low < 0:
+        raise InvalidGraphError(f"{name} must be non-negative, got {low}")
+    if high > MAX_LABEL:
+        raise InvalidGraphError(f"{name} must be at most {MAX_LABEL:,} (label-indexed arrays are as long "
+                                f"as the largest label), got {high:,}: renumber the labels 0..L-1")
 
 
 def _as_int_array(name: str, values, dtype) -> np.ndarray:
@@ -64,8 +80,7 @@ class Graph:
             if edge_labels.shape != neighbors.shape:
                 raise InvalidGraphError(
                     f"edge_labels has {edge_labels.size} entries but neighbors has {neighbors.size}")
-            if edge_labels.size and edge_labels.min() < 0:
-                raise InvalidGraphError("edge labels must be non-negative")
+            _check_labels("edge labels", edge_labels)
             if not edge_labels.any():
                 edge_labels = None
         for name, value in (("offsets", offsets), ("neighbors", neighbors), ("labels", labels),
@@ -74,6 +89,7 @@ class Graph:
                 value.setflags(write=False)
             object.__setattr__(self, name, value)
         object.__setattr__(self, "directed", bool(self.directed))
+        _check_labels("vertex labels", labels)
         if validate:
             self._validate()
 
@@ -98,7 +114,7 @@ class Graph:
             bad = np.flatnonzero((src < 0) | (src >= n) | (dst < 0) | (dst >= n))[0]
             raise InvalidGraphError(
                 f"edge {bad} ({src[bad]}, {dst[bad]}) has an endpoint outside 0..{n - 1}")
-        elab = None if edge_labels is None else _as_int_array("edge_labels", edge_labels, np.int64)
+        elab = None if edge_labels is None else _as_int_array("edge_labels", edge_labels, np.int32)
         if elab is not None and elab.shape != src.shape:
             raise InvalidGraphError(f"edge_labels has {elab.size} entries but there are {src.size} edges")
         if labels is None:
@@ -144,8 +160,6 @@ class Graph:
         degrees = np.diff(offsets)
         if degrees.size and degrees.min() < 0:
             raise InvalidGraphError(f"offsets decrease at vertex {int(np.argmin(degrees))}")
-        if n and self.labels.min() < 0:
-            raise InvalidGraphError(f"vertex {int(np.argmin(self.labels))} has a negative label")
         if nbrs.size == 0:
             return
         if nbrs.min() < 0 or nbrs.max() >= n:

@@ -37,7 +37,7 @@ from typing import Callable
 import numpy as np
 
 from .errors import GraphFormatError
-from .graph import Graph, InvalidGraphError
+from .graph import MAX_LABEL, Graph, InvalidGraphError
 
 __all__ = [
     "FORMATS", "WRITERS", "detect_format", "load_graph", "load_graphs", "load_query_set",
@@ -134,7 +134,6 @@ _MARK = np.ones(256, dtype=np.uint8)  # newline or a byte that cannot be part of
 _MARK[[9, 11, 12, 13, 32]] = 0
 _MARK[ord("0"):ord("9") + 1] = 0
 _MAX_DIGITS = 18  # any 18-digit integer fits in int64
-_INT32_MAX = 2**31 - 1
 
 
 class _Text:
@@ -291,8 +290,8 @@ def _check_vertex_ids(text: _Text, rows: np.ndarray, ids: np.ndarray, n: int, wh
 
 def _check_labels(text: _Text, rows: np.ndarray, labels: np.ndarray, what: str,
                   maximum: int | None = None) -> None:
-    """Labels must be non-negative int32 values, and at most ``maximum`` where a header gives one."""
-    top = _INT32_MAX if maximum is None else min(maximum, _INT32_MAX)
+    """Labels must lie in 0..MAX_LABEL, and be at most ``maximum`` where a header gives one."""
+    top = MAX_LABEL if maximum is None else min(maximum, MAX_LABEL)
     k = _first((labels < 0) | (labels > top))
     if k is not None:
         value = int(labels[k])
@@ -301,7 +300,7 @@ def _check_labels(text: _Text, rows: np.ndarray, labels: np.ndarray, what: str,
         elif maximum is not None and value > maximum:
             bound = f"above the header's maximum {maximum}"
         else:
-            bound = "too large for int32"
+            bound = f"above the largest supported label {MAX_LABEL:,} (renumber the labels 0..L-1)"
         raise text.error(rows[k], f"{what} label {value} is {bound}")
 
 

@@ -45,7 +45,8 @@ FILTERS = ("label", "degree", "nlf", "refine")
 ORDERS = ("gql", "ri", "input")
 
 # Return codes of _enumerate.
-_DONE, _BUDGET, _LIMIT, _FULL = 0, 1, 2, 3
+_DONE, _BUDGET, _LIMIT, _FULL, _OVERFLOW = 0, 1, 2, 3, 4
+_INT64_MAX = np.iinfo(np.int64).max
 # Scan sources of a stack level: the candidate list, an out-row, an in-row.
 _SRC_CAND, _SRC_OUT, _SRC_IN = 0, 1, 2
 
@@ -258,7 +259,7 @@ def _enumerate(n, labels, out_off, out_key, out_nbr, out_el, in_off, in_key, in_
 
     Returns (code, rows written to ``out``): ``_DONE`` when the search is exhausted,
     ``_BUDGET`` when the step budget ran out, ``_LIMIT`` when the count reached ``limit``
-    (-1: none), ``_FULL`` when ``out`` is full.
+    (-1: none), ``_FULL`` when ``out`` is full, ``_OVERFLOW`` when the count would pass 2^63-1.
     """
     nq = qv.shape[0]
     last = nq - 1
@@ -345,6 +346,9 @@ def _enumerate(n, labels, out_off, out_key, out_nbr, out_el, in_off, in_key, in_
                 found = v
                 break
         if multiply and d >= tail:
+            if matches > 0 and product > _INT64_MAX // matches:
+                state[1] = count
+                return _OVERFLOW, written
             product *= matches
             matches = 0
             if product > 0 and d < last:
@@ -352,6 +356,9 @@ def _enumerate(n, labels, out_off, out_key, out_nbr, out_el, in_off, in_key, in_
                 _init_level(d, n, out_off, out_key, in_off, in_key, qv, qlab, bw_off, bw_p,
                             bw_dir, cl_off, f, pos, end, src, skip)
                 continue
+            if count > _INT64_MAX - product:
+                state[1] = count
+                return _OVERFLOW, written
             count += product
             product = 1
             d = tail - 1
@@ -661,6 +668,9 @@ class ReferenceMatcher(Engine):
                 if code == _LIMIT:
                     status = Status.LIMIT
                     break
+                if code == _OVERFLOW:
+                    raise OverflowError(f"query {query.name!r} has more than 2^63-1 embeddings: "
+                                        "the reference's 64-bit counter cannot hold the count")
                 if code == _FULL:
                     capacity = min(2 * capacity, _COLLECT_MAX)
                 if deadline is not None and time.perf_counter() > deadline:

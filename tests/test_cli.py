@@ -119,3 +119,34 @@ def test_demo_agrees_with_the_reference(capsys):
     out = capsys.readouterr().out
     assert "CUDA simulator" in out or "GPU" in out
     assert "agrees with cpu" in out
+
+
+def test_cli_errors_name_the_problem(capsys, tmp_path):
+    hprd = DATA / "hprd"
+    data, query = hprd / "HPRD.graph", hprd / "queries" / "query_dense_16_1.graph"
+    code, _, err = run(capsys, "match", data, query, "-o", "bogus=1")
+    assert code == 2 and "engine 'cpu' does not take these options" in err and "bogus" in err
+    code, _, err = run(capsys, "generate", "queries", data, "--size", 4, "--method", "gsi", "--out", tmp_path / "q")
+    assert code == 2 and "--method gsi needs --edges" in err
+    two = tmp_path / "two.g"
+    from common.io import write_gsi
+    write_gsi([load_graph(query).with_name("a"), load_graph(query).with_name("b")], two)
+    code, _, err = run(capsys, "convert", two, tmp_path / "out.graph", "--to", "graph")
+    assert code == 2 and "holds 2 graphs but the graph format holds one" in err
+
+
+def test_match_reads_every_graph_of_a_multi_graph_query_file_and_collects_into_a_folder(capsys, tmp_path):
+    hprd = DATA / "hprd"
+    expected = read_expected_counts(hprd / "expected_counts_1_100.txt")
+    queries = [load_graph(hprd / "queries" / f"query_dense_16_{i}.graph", name=f"q{i}") for i in (1, 3)]
+    from common.io import write_gsi
+    multi = tmp_path / "queries.g"
+    write_gsi(queries, multi)
+    folder = tmp_path / "emb"
+    folder.mkdir()
+    code, out, _ = run(capsys, "match", hprd / "HPRD.graph", multi, "--format", "json", "--collect", folder)
+    assert code == 0
+    rows = json.loads(out)
+    assert [r["count"] for r in rows] == [expected["query_dense_16_1"], expected["query_dense_16_3"]]
+    saved = sorted(p.name for p in folder.iterdir())
+    assert len(saved) == 2 and all(name.endswith(".npy") for name in saved)

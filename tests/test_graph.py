@@ -83,7 +83,8 @@ def test_is_connected():
     ([0, 1, 2], [0, 1], [0, 0], "self-loop"),
     ([0, 2, 3, 4], [2, 1, 0, 0], [0, 0, 0], "not strictly increasing"),
     ([0, 1, 1], [1], [0, 0], "not symmetric"),
-    ([0, 1, 2], [1, 0], [0, -1], "negative label"),
+    ([0, 1, 2], [1, 0], [0, -1], "vertex labels must be non-negative"),
+    ([0, 1, 2], [1, 0], [0, 1 << 24], "vertex labels must be at most 16,777,215"),
     ([0.0, 1.0, 2.0], [1, 0], [0, 0], "must hold integers"),
 ])
 def test_invalid_csr_is_rejected_with_the_problem_named(offsets, neighbors, labels, problem):
@@ -109,3 +110,15 @@ def test_gather_rows_concatenates_csr_rows():
     rows = np.array([4, 0, 2])
     expected = np.concatenate([g.neighbors_of(int(r)) for r in rows])
     assert gather_rows(g.offsets, g.neighbors, rows).tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("kwargs, problem", [
+    ({"labels": [-1, 0]}, "vertex labels must be non-negative"),
+    ({"labels": [0, 1 << 30]}, "renumber the labels"),
+    ({"edge_labels": [-3]}, "edge labels must be non-negative"),
+    ({"edge_labels": [2**32 + 1]}, "edge_labels does not fit in int32"),
+    ({"edge_labels": [1 << 24]}, "edge labels must be at most"),
+])
+def test_from_edges_rejects_labels_out_of_range(kwargs, problem):
+    with pytest.raises(InvalidGraphError, match=problem):
+        Graph.from_edges(2, [0], [1], **kwargs)
