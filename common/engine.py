@@ -116,13 +116,13 @@ class Engine(ABC):
 
 def _labels_present(data: Graph, query: Graph) -> bool:
     """False when a query vertex or edge label cannot occur in the data graph (count is 0)."""
-    qlabels = np.unique(query.labels)
-    if qlabels[-1] >= data.num_labels or np.any(data.label_frequencies[qlabels] == 0):
+    def present(labels: np.ndarray, frequencies: np.ndarray) -> bool:
+        return labels.max() < frequencies.size and bool(np.all(frequencies[labels] > 0))
+
+    # The data side's frequencies are cached on the Graph: no per-query pass over the data.
+    if not present(query.labels, data.label_frequencies):
         return False
-    if query.edge_labels is None:
-        return True
-    data_elabels = np.unique(data.edge_labels) if data.edge_labels is not None else np.zeros(1, np.int32)
-    return bool(np.all(np.isin(np.unique(query.edge_labels), data_elabels)))
+    return query.edge_labels is None or present(query.edge_labels, data.edge_label_frequencies)
 
 
 # ---------------------------------------------------------------------- registry

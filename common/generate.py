@@ -173,8 +173,7 @@ def relabel(graph: Graph, labels, *, params: dict | None = None) -> Graph:
         raise ValueError(f"labels has shape {labels.shape} for a graph of {graph.num_vertices} vertices")
     meta = dict(graph.meta)
     meta["labels"] = dict(params) if params is not None else {"generator": "explicit"}
-    return Graph(graph.offsets, graph.neighbors, labels, graph.edge_labels, directed=graph.directed,
-                 name=graph.name, meta=meta)
+    return graph.replace(labels=labels, meta=meta)
 
 
 # ---------------------------------------------------------------------------------------- queries
@@ -403,9 +402,7 @@ class QuerySet:
             saved = json.load(src)
         queries = []
         for entry in saved["queries"]:
-            g = load_graph(folder / entry["file"])
-            queries.append(Graph(g.offsets, g.neighbors, g.labels, g.edge_labels, directed=g.directed,
-                                 name=entry["name"], meta=entry["meta"]))
+            queries.append(load_graph(folder / entry["file"]).replace(name=entry["name"], meta=entry["meta"]))
         return cls(queries, saved["params"])
 
 

@@ -37,7 +37,7 @@ from typing import Callable
 import numpy as np
 
 from .errors import GraphFormatError
-from .graph import MAX_LABEL, Graph, InvalidGraphError
+from .graph import MAX_LABEL, Graph, InvalidGraphError, sorted_unique
 
 __all__ = [
     "FORMATS", "WRITERS", "detect_format", "load_graph", "load_graphs", "load_query_set",
@@ -628,7 +628,7 @@ def _parse_snap(text: _Text, directed: bool, name: str, meta: dict) -> list[Grap
     if k is not None:
         raise text.error(data_rows[k], "negative vertex id")
     ends = np.concatenate([src, dst])
-    original = _sorted_unique(ends)
+    original = sorted_unique(ends)
     n = original.size
     inverse = np.searchsorted(original, ends)
     src, dst = inverse[:src.size], inverse[src.size:]
@@ -643,18 +643,10 @@ def _parse_snap(text: _Text, directed: bool, name: str, meta: dict) -> list[Grap
                                            f"the file has {n} distinct ids and {data_rows.size} edge lines")
     loops = src == dst
     pair = src[~loops] * np.int64(n) + dst[~loops]
-    repeated = pair.size - _sorted_unique(pair).size
+    repeated = pair.size - sorted_unique(pair).size
     meta = {**meta, "original_ids": original.astype(np.int64), "dropped_self_loops": int(loops.sum()),
             "dropped_repeated_edges": int(repeated)}
     return [Graph.from_edges(n, src, dst, directed=directed, name=name, meta=meta)]
-
-
-def _sorted_unique(values: np.ndarray) -> np.ndarray:
-    """``np.unique`` by sorting (numpy 2's hash-based unique is several times slower here)."""
-    values = np.sort(values)
-    keep = np.ones(values.size, dtype=bool)
-    keep[1:] = values[1:] != values[:-1]
-    return values[keep]
 
 
 # ---------------------------------------------------------------------------------- gMatch binary
@@ -740,7 +732,7 @@ def load_graphs(path, *, directed: bool | None = None, symmetrize: bool = False,
         raise GraphFormatError(path, None, "empty file")
     graphs = _TEXT_PARSERS[fmt](_Text(path, data), is_directed, base, meta)
     if len(graphs) > 1:
-        graphs = [g.with_name(f"{base}_{g.meta['graph_id']}") for g in graphs]
+        graphs = [g.replace(name=f"{base}_{g.meta['graph_id']}") for g in graphs]
     return graphs
 
 

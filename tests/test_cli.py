@@ -130,7 +130,7 @@ def test_cli_errors_name_the_problem(capsys, tmp_path):
     assert code == 2 and "--method gsi needs --edges" in err
     two = tmp_path / "two.g"
     from common.io import write_gsi
-    write_gsi([load_graph(query).with_name("a"), load_graph(query).with_name("b")], two)
+    write_gsi([load_graph(query).replace(name="a"), load_graph(query).replace(name="b")], two)
     code, _, err = run(capsys, "convert", two, tmp_path / "out.graph", "--to", "graph")
     assert code == 2 and "holds 2 graphs but the graph format holds one" in err
 
