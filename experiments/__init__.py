@@ -1,5 +1,30 @@
 """Experiments: one module per paper (its tables and figures) and ``compare`` (all engines side by side).
 
-Today only ``compare`` exists (used by ``gpusm demo``); the per-paper modules arrive with their
-engines (the experiments-harness issue).
+Each module exposes ``EXPERIMENTS``, a tuple of :class:`experiments.core.Experiment`;
+:func:`experiments_of` and :func:`get_experiment` look them up by paper or name
+(``gpusm experiment --list`` prints them).
 """
+
+from __future__ import annotations
+
+from importlib import import_module
+
+PAPERS = ("compare",)
+"""Modules with experiments, in ``make experiments`` order."""
+
+
+def experiments_of(paper: str | None = None) -> list:
+    """Every experiment of ``paper`` (all papers when None), in declaration order."""
+    papers = PAPERS if paper is None else (paper,)
+    unknown = set(papers) - set(PAPERS)
+    if unknown:
+        raise ValueError(f"unknown paper {sorted(unknown)[0]!r}; choose one of {PAPERS}")
+    return [e for p in papers for e in import_module(f"experiments.{p}").EXPERIMENTS]
+
+
+def get_experiment(name: str):
+    """The experiment called ``name`` (e.g. ``"gsi_icde20.table4"``)."""
+    for experiment in experiments_of():
+        if experiment.name == name:
+            return experiment
+    raise ValueError(f"unknown experiment {name!r}; `gpusm experiment --list` names them all")

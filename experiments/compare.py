@@ -112,3 +112,33 @@ def demo(seed: int = 7, size: str | None = None, timeout_s: float = 60.0) -> pd.
     table = summarize(compare_engines(data, queries, timeout_s=timeout_s))
     print(table.to_string(index=False))
     return table
+
+
+# ---------------------------------------------------------------------- the side-by-side experiments
+def _side_by_side_experiments():
+    from .core import Config, Experiment, Metric, Point
+    from .workloads import ENRON, GITHUB, GITHUB_Q, HPRD, HPRD_DENSE_16, YEAST, QuerySpec, yeast_queries
+
+    configs = tuple(Config.of(name, name) for name in ENGINES_COMPARED)
+    known = (Point("HPRD dense_16", HPRD, HPRD_DENSE_16),
+             *(Point(f"yeast {kind}", YEAST, yeast_queries(kind))
+               for kind in ("dense_8", "sparse_8", "dense_16")),
+             Point("GitHub Q_0-Q_10", GITHUB, GITHUB_Q))
+    random_sets = tuple(Point(f"{data.name} random {size}", data, QuerySpec("induced", size=size, count=100,
+                                                                              seed=size))
+                        for data in (HPRD, YEAST, GITHUB, ENRON) for size in (8, 12, 16))
+    note = ("every engine and the CPU reference on the same queries; counts are cross-checked "
+            "between engines and against the known exact counts")
+    return (
+        Experiment("compare.known", "compare", "All engines on the query sets with known counts",
+                   configs, known, Metric("avg_ms"), time_limit_s=300.0, figure="scatter",
+                   scatter_base="cpu", notes=note),
+        Experiment("compare.random", "compare", "All engines on random 8/12/16-vertex queries",
+                   configs, random_sets, Metric("avg_ms"), time_limit_s=300.0, figure="scatter",
+                   scatter_base="cpu", notes=note),
+    )
+
+
+ENGINES_COMPARED = ("cpu", "gsi", "egsm", "gmatch", "stwig")
+"""The reference and the four GPU engines, in report order."""
+EXPERIMENTS = _side_by_side_experiments()

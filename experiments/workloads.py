@@ -1,0 +1,220 @@
+"""Datasets, query sets and scales of the experiments.
+
+A :class:`Dataset` is a paper's data graph: a real file from the data folder when there is one
+(HPRD, yeast, GitHub, Enron, wiki-Vote), else a same-size R-MAT **stand-in** with the paper's
+|V|, |E| and label counts, named as a stand-in in every output. Labels are assigned as the
+paper says (power law for GSI/EGSM, uniform for gMatch), with a fixed seed.
+
+A :class:`QuerySpec` is a query set: query files with their exact counts, or queries generated
+from the data graph (induced random walks, GSI walks with an edge target, STwig's N nodes + 2N
+edges, the patterns P1-P9).
+
+A :class:`Scale` shrinks both: ``tiny`` (simulator, seconds: every graph becomes a few dozen
+vertices and every query 3-4 vertices), ``small`` (one GPU, minutes per paper: stand-ins capped
+at about a million edges, 10-20 queries per set, time limits of seconds), ``full`` (the paper's
+settings).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from common.generate import pattern, power_law_labels, query_set, rmat, stwig_query, uniform_labels
+from common.graph import Graph
+from common.io import _natural_key, load_graph, load_query_set, read_expected_counts
+
+GB = 1 << 30
+
+
+def data_dir() -> Path:
+    """The real-data folder: ``$GPUSM_DATA`` or ``../shared/data`` beside the project."""
+    configured = os.environ.get("GPUSM_DATA")
+    return Path(configured) if configured else Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How much of a paper's setting to run (module docstring)."""
+
+    name: str
+    max_edges: int | None            # stand-ins larger than this are shrunk (same average degree)
+    queries_per_set: int | None      # None: the paper's count
+    max_query_vertices: int | None   # generated queries larger than this are shrunk
+    time_limit_s: float | None       # cap on the paper's time limit
+    real_data: bool                  # False: real graphs are replaced by tiny stand-ins too
+
+
+SCALES = {
+    "tiny": Scale("tiny", max_edges=120, queries_per_set=2, max_query_vertices=4,
+                  time_limit_s=120.0, real_data=False),
+    "small": Scale("small", max_edges=1_200_000, queries_per_set=20, max_query_vertices=None,
+                   time_limit_s=20.0, real_data=True),
+    "full": Scale("full", max_edges=None, queries_per_set=None, max_query_vertices=None,
+                  time_limit_s=None, real_data=True),
+}
+
+
+def get_scale(name: str) -> Scale:
+    try:
+        return SCALES[name]
+    except KeyError:
+        raise ValueError(f"unknown scale {name!r}; choose one of {sorted(SCALES)}") from None
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A paper's data graph (module docstring).
+
+    ``path`` is relative to :func:`data_dir` (None for a graph that is not available offline);
+    ``num_vertices``/``num_edges``/``vertex_labels`` are the paper's figures, used for the
+    stand-in; ``relabel=False`` keeps a real file's own labels, and ``vertex_labels <= 1`` makes
+    the graph unlabelled.
+    """
+
+    name: str
+    num_vertices: int
+    num_edges: int
+    vertex_labels: int = 1
+    relabel: bool = True
+    edge_labels: int = 0
+    label_distribution: str = "power_law"     # or "uniform"
+    path: str | None = None
+    symmetrize: bool = False
+    rmat_abcd: tuple = (0.57, 0.19, 0.19, 0.05)
+    seed: int = 1
+
+    def load(self, scale: Scale) -> Graph:
+        """The graph this experiment runs on at ``scale`` (cached per process)."""
+        return _load_dataset(self, scale)
+
+    def with_(self, **changes) -> "Dataset":
+        return replace(self, **changes)
+
+
+def _assign_labels(n: int, count: int, distribution: str, seed: int) -> np.ndarray:
+    if distribution == "power_law":
+        return power_law_labels(n, count, 1.0, seed=seed)
+    if distribution == "uniform":
+        return uniform_labels(n, count, seed=seed)
+    raise ValueError(f"unknown label distribution {distribution!r}")
+
+
+@lru_cache(maxsize=16)
+def _load_dataset(dataset: Dataset, scale: Scale) -> Graph:
+    real = dataset.path is not None and scale.real_data
+    if real:
+        path = data_dir() / dataset.path
+        if not path.exists():
+            raise FileNotFoundError(f"dataset {dataset.name}: {path} not found (set GPUSM_DATA)")
+        graph = load_graph(path, symmetrize=dataset.symmetrize)
+        origin = f"{dataset.path}"
+    else:
+        n, m = dataset.num_vertices, dataset.num_edges
+        if scale.max_edges is not None and m > scale.max_edges:
+            # Same average degree where possible, but at most degree 6 on a tiny graph.
+            n = max(int(n * scale.max_edges / m), min(n, scale.max_edges // 3))
+            m = scale.max_edges
+        m = min(m, n * (n - 1) // 2)
+        a, b, c, d = dataset.rmat_abcd
+        graph = rmat(n, m, a, b, c, d, seed=dataset.seed)
+        origin = f"R-MAT stand-in {n}V/{m}E"
+    n = graph.num_vertices
+    meta = dict(graph.meta, dataset=dataset.name, origin=origin, stand_in=not real)
+    if dataset.relabel or not real:
+        # A stand-in keeps about 4 vertices per label, so that its queries are not all trivial.
+        count = dataset.vertex_labels if real else min(dataset.vertex_labels, max(1, n // 4))
+        labels = (np.zeros(n, np.int32) if count <= 1
+                  else _assign_labels(n, count, dataset.label_distribution, dataset.seed))
+        graph = graph.replace(labels=labels)
+    if dataset.edge_labels > 1:
+        src, dst, _ = graph.edges()
+        elabels = _assign_labels(len(src), dataset.edge_labels, dataset.label_distribution,
+                                 dataset.seed + 1)
+        graph = Graph.from_edges(n, src, dst, labels=graph.labels, edge_labels=elabels,
+                                 directed=graph.directed)
+    name = dataset.name if real else f"{dataset.name} ({origin})"
+    return graph.replace(name=name, meta=meta)
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    """A query set: files (``glob`` under the data folder, ``counts`` file) or generated.
+
+    ``kind``: ``files``, ``induced`` (EGSM/gMatch random walk, induced), ``walk`` (GSI random
+    walk; ``num_edges`` targets |E(Q)|), ``stwig`` (N nodes + 2N random edges, sizes
+    ``sizes``), ``patterns`` (``names`` of P1-P9, unlabelled).
+    """
+
+    kind: str
+    size: int = 12
+    count: int = 100
+    glob: str = ""
+    counts: str = ""
+    num_edges: int | None = None
+    sizes: tuple = ()
+    names: tuple = ()
+    max_known_count: int | None = None     # files: keep queries whose known count is at most this
+    seed: int = 11
+
+    def build(self, data: Graph, dataset: Dataset, scale: Scale) -> tuple[list[Graph], dict[str, int]]:
+        """The queries at ``scale`` and the exact counts known for them (by query name)."""
+        count = self.count if scale.queries_per_set is None else min(self.count, scale.queries_per_set)
+        if self.kind == "files" and scale.real_data:
+            return self._files(count)
+        if self.kind == "patterns":
+            names = [n for n in self.names if scale.real_data or n in ("P1", "P4")]
+            return [pattern(n) for n in names[:count]], {}
+        size = self.size
+        if scale.max_query_vertices is not None:
+            size = min(size, scale.max_query_vertices)
+        if self.kind == "stwig":
+            sizes = [min(s, size) if scale.max_query_vertices else s for s in (self.sizes or (size,))]
+            labels = max(1, data.num_labels)
+            return [stwig_query(sizes[i % len(sizes)], num_labels=labels, seed=self.seed + i)
+                    .replace(name=f"stwig_{sizes[i % len(sizes)]}_{i}") for i in range(count)], {}
+        if self.kind not in ("walk", "induced", "files"):
+            raise ValueError(f"unknown query kind {self.kind!r}")
+        edges = self.num_edges if scale.max_query_vertices is None else None
+        if self.kind == "walk" and edges is not None:
+            generated = query_set(data, count, size, seed=self.seed, method="gsi", num_edges=edges)
+        else:
+            generated = query_set(data, count, size, seed=self.seed,
+                                  method="walk" if self.kind == "walk" else "induced")
+        return list(generated.queries), {}
+
+    def _files(self, count: int) -> tuple[list[Graph], dict[str, int]]:
+        root = data_dir()
+        source = root / self.glob
+        files = sorted(root.glob(self.glob), key=lambda p: _natural_key(p.name)) if "*" in self.glob else source
+        if not files:
+            raise FileNotFoundError(f"no query files match {source}")
+        queries = load_query_set(files)
+        known = read_expected_counts(root / self.counts) if self.counts else {}
+        if self.max_known_count is not None:
+            queries = [q for q in queries if q.name in known and known[q.name] <= self.max_known_count]
+        queries = queries[:count]
+        return queries, {q.name: known[q.name] for q in queries if q.name in known}
+
+
+# ---------------------------------------------------------------------- the real graphs
+HPRD = Dataset("HPRD", 9460, 34998, vertex_labels=307, relabel=False, path="hprd/HPRD.graph")
+YEAST = Dataset("yeast", 3112, 12519, vertex_labels=71, relabel=False, path="yeast/yeast.graph")
+GITHUB = Dataset("GitHub", 37700, 289003, vertex_labels=16, relabel=False, path="gmatch_test/data.graph")
+ENRON = Dataset("Enron", 36692, 183831, vertex_labels=16, path="snap/email-Enron.txt.gz",
+                symmetrize=True)
+
+HPRD_DENSE_16 = QuerySpec("files", size=16, glob="hprd/queries", counts="hprd/expected_counts_1_100.txt")
+GITHUB_Q = QuerySpec("files", size=7, count=11, glob="gmatch_test/queries",
+                     counts="gmatch_test/expected_counts.txt")
+
+
+def yeast_queries(kind: str, max_known_count: int | None = 10**7) -> QuerySpec:
+    """yeast's ``query_<kind>_*`` set (e.g. ``dense_8``), keeping queries with a known count <= the cap."""
+    size = int(kind.rsplit("_", 1)[1])
+    return QuerySpec("files", size=size, glob=f"yeast/queries/query_{kind}_*.graph",
+                     counts="yeast/expected_counts.txt", max_known_count=max_known_count)
