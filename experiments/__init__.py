@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-PAPERS = ("compare",)
+PAPERS = ("gsi_icde20", "compare")
 """Modules with experiments, in ``make experiments`` order."""
 
 

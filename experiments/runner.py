@@ -5,11 +5,12 @@ graph and its query set. :func:`run_jobs` answers every (job, query) pair and ap
 pair to a CSV file as it goes, so that an interrupted run resumes where it stopped (pairs
 already in the file are not redone).
 
-Isolation. With ``isolation="process"`` (the default) each job's engine lives in a worker
-process that prepares the data graph once and then answers the queries one by one; the parent
+Isolation. With ``isolation="process"`` (the default) the engines live in a worker process
+that prepares each job's data graph once and then answers its queries one by one; the parent
 waits for each answer at most ``hard_limit(job)`` seconds. A query that hangs, or crashes the
 worker (a kernel fault kills the CUDA context), becomes a row with status ``timeout`` or
-``error`` and a fresh worker takes the next query. The engine's own cooperative ``timeout_s``
+``error`` and a fresh worker (preparing the job again) takes the next query. One worker serves
+all jobs of a run, so a kernel compiled once is not compiled again for the next job. The engine's own cooperative ``timeout_s``
 is the job's time limit; the hard limit only catches what the cooperative one cannot.
 Workers are started with the ``spawn`` method: a CUDA context does not survive ``fork``.
 ``isolation="inline"`` runs everything in this process (for the simulator-scale tests).
@@ -94,82 +95,96 @@ def _answer(engine, query, job: Job) -> dict:
 
 
 def _prepare(job: Job):
+    """The job's engine, prepared on its data graph and warmed up on its first query."""
     from common import create_engine
 
-    return create_engine(job.engine, **job.engine_options).prepare(job.data)
+    engine = create_engine(job.engine, **job.engine_options).prepare(job.data)
+    if job.queries:
+        engine.match(job.queries[0], timeout_s=job.time_limit_s)
+    return engine
 
 
-def _serve(conn, job: Job, target: str) -> None:
-    """Worker process: prepare once, warm up, then answer query indices until told to stop.
+def _serve(conn) -> None:
+    """Worker process: ``("job", job, target)`` prepares an engine, ``("query", i)`` answers one query.
 
     ``target`` is the engine class the parent resolved (``module:Class``), registered here too,
-    so an engine registered at run time in the parent is the one the worker runs.
+    so an engine registered at run time in the parent is the one the worker runs. One worker
+    serves many jobs, so kernels compiled for one job are reused by the next.
     """
-    try:
-        from common.engine import register
+    from common.engine import register
 
-        register(job.engine, target)
-        engine = _prepare(job)
-        if job.queries:
-            engine.match(job.queries[0], timeout_s=job.time_limit_s)
-        conn.send(("ready", None))
-    except BaseException:                    # report any failure to the parent, then exit
-        conn.send(("error", traceback.format_exc(limit=3)))
-        return
+    engine = job = None
     while True:
-        index = conn.recv()
-        if index is None:
+        message = conn.recv()
+        if message is None:
             return
         try:
-            conn.send(("row", _answer(engine, job.queries[index], job)))
-        except BaseException:
+            if message[0] == "job":
+                _, job, target = message
+                engine = None
+                register(job.engine, target)
+                engine = _prepare(job)
+                conn.send(("ready", None))
+            else:
+                conn.send(("row", _answer(engine, job.queries[message[1]], job)))
+        except BaseException:                # report any failure to the parent and go on
             conn.send(("error", traceback.format_exc(limit=3)))
 
 
 class _Worker:
-    """A spawned worker process serving one job; restarted after a kill."""
+    """A spawned worker process; it serves job after job and is restarted after a kill."""
 
-    def __init__(self, job: Job):
-        self.job = job
+    def __init__(self):
         self.process = None
         self.conn = None
+        self.job = None           # the job the live process has prepared
 
-    def _start(self) -> str | None:
+    def _spawn(self) -> None:
         context = mp.get_context("spawn")
         self.conn, child = context.Pipe()
-        from common.engine import engine_class
-
-        cls = engine_class(self.job.engine)
-        target = f"{cls.__module__}:{cls.__qualname__}"
-        self.process = context.Process(target=_serve, args=(child, self.job, target), daemon=True)
+        self.process = context.Process(target=_serve, args=(child,), daemon=True)
         self.process.start()
         child.close()
+
+    def _load(self, job: Job) -> str | None:
+        from common.engine import engine_class
+
+        if self.process is None:
+            self._spawn()
+        cls = engine_class(job.engine)
+        self.conn.send(("job", job, f"{cls.__module__}:{cls.__qualname__}"))
         # Preparing and compiling may take minutes on a large graph; bound it generously.
-        limit = hard_limit(self.job)
+        limit = hard_limit(job)
         kind, payload = self._receive(None if limit is None else 4 * limit)
         if kind != "ready":
-            self.stop()
+            self.job = None
+            if kind != "error":
+                self.stop()
             return payload
+        self.job = job
         return None
 
     def _receive(self, seconds: float | None):
         if seconds is not None and not self.conn.poll(seconds):
+            self.stop()
             return "timeout", f"no answer within the hard limit of {seconds:.0f} s: worker killed"
         try:
             return self.conn.recv()
         except EOFError:
             self.process.join(5)
-            return "error", f"worker died (exit code {self.process.exitcode})"
+            code = self.process.exitcode
+            self.stop()
+            return "error", f"worker died (exit code {code})"
 
-    def ask(self, index: int) -> tuple[str, object]:
-        if self.process is None:
-            failure = self._start()
+    def ask(self, job: Job, index: int) -> tuple[str, object]:
+        if self.job is not job:
+            failure = self._load(job)
             if failure is not None:
                 return "error", f"prepare failed: {failure}"
-        self.conn.send(index)
-        kind, payload = self._receive(hard_limit(self.job))
-        if kind != "row":
-            self.stop()
+        self.conn.send(("query", index))
+        kind, payload = self._receive(hard_limit(job))
+        if kind == "timeout":
+            self.job = None
         return kind, payload
 
     def stop(self) -> None:
@@ -185,27 +200,27 @@ class _Worker:
                 self.process.kill()
                 self.process.join()
         self.process = None
+        self.job = None
 
 
 class _Inline:
     """The same protocol in this process: no hard limit, no crash isolation."""
 
-    def __init__(self, job: Job):
-        self.job = job
+    def __init__(self):
+        self.job = None
         self.engine = None
 
-    def ask(self, index: int):
+    def ask(self, job: Job, index: int):
         try:
-            if self.engine is None:
-                self.engine = _prepare(self.job)
-                if self.job.queries:
-                    self.engine.match(self.job.queries[0], timeout_s=self.job.time_limit_s)
-            return "row", _answer(self.engine, self.job.queries[index], self.job)
+            if self.job is not job:
+                self.job, self.engine = None, _prepare(job)
+                self.job = job
+            return "row", _answer(self.engine, job.queries[index], job)
         except Exception:
             return "error", traceback.format_exc(limit=3)
 
     def stop(self) -> None:
-        self.engine = None
+        self.job = self.engine = None
 
 
 # ---------------------------------------------------------------------- the loop
@@ -247,15 +262,14 @@ def run_jobs(jobs: Iterable[Job], out_csv: Path, *, isolation: str = "process",
         writer = csv.DictWriter(handle, fieldnames=ROW_FIELDS, extrasaction="ignore")
         if new_file:
             writer.writeheader()
-        for job in jobs:
-            if not todo[id(job)]:
-                continue
-            bar.set_description(f"{job.config} on {job.dataset}")
-            worker = _Worker(job) if isolation == "process" else _Inline(job)
-            try:
+        worker = _Worker() if isolation == "process" else _Inline()
+        try:
+            for job in jobs:
+                if todo[id(job)]:
+                    bar.set_description(f"{job.config} on {job.dataset}")
                 for index in todo[id(job)]:
                     query = job.queries[index]
-                    kind, payload = worker.ask(index)
+                    kind, payload = worker.ask(job, index)
                     row = payload if kind == "row" else _failure_row(job, query, kind, payload)
                     row.update(experiment=job.experiment, config=job.config, dataset=job.dataset,
                                query=query.name, engine=job.engine)
@@ -264,6 +278,6 @@ def run_jobs(jobs: Iterable[Job], out_csv: Path, *, isolation: str = "process",
                     solved += row["status"] == "ok"
                     bar.set_postfix(solved=solved)
                     bar.update(1)
-            finally:
-                worker.stop()
+        finally:
+            worker.stop()
     return read_rows(out_csv)

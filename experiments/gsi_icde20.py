@@ -1,0 +1,167 @@
+"""GSI (Zeng et al., ICDE 2020) §VIII: Tables IV-IX and Figs. 14-16, on our GSI engine's ablations.
+
+The paper's six datasets (Table III) are enron (SNAP email-Enron, real: 36,692 V / 183,831 E,
+whereas the paper prints 69K/274K) and five graphs that are not available offline, which run as
+R-MAT stand-ins with the paper's |V|, |E| and label counts (road is mesh-like in the paper; its
+stand-in is a uniform R-MAT, a = b = c = d = 0.25). Vertex and edge labels are assigned by a
+power law, as §VIII-B says (exponent 1, seed 1: the paper gives neither). Queries: 100 random
+walks of 12 vertices per dataset (§VIII-C). Time limit 100 s, GPU memory 12 GB (Titan XP).
+
+The paper's competitors (VF3, CFL-Match, CBWJ, GpSM, GunrockSM, MAGiQ, Wukong+G) are not built;
+Table IV's GpSM and GunrockSM filter columns are reproduced by GSI's own label-only and
+label+degree filters, which is what those systems' filters do (digest §8.4). Fig. 14 puts the
+other engines of this toolkit beside GSI instead.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .core import Config, Experiment, Metric, Point
+from .workloads import GB, ENRON, Dataset, QuerySpec
+
+PAPER = "gsi_icde20"
+TIME_LIMIT_S = 100.0
+MEMORY_CAP = 12 * GB
+
+
+def _n(text: str) -> float:
+    """'2.1M' -> 2.1e6, '656K' -> 656e3, '28' -> 28."""
+    scale = {"K": 1e3, "M": 1e6, "G": 1e9}.get(text[-1], 1.0)
+    return float(text[:-1] if scale != 1.0 else text) * scale
+
+
+def _table(rows: dict, columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({c: [_n(v[i]) for v in rows.values()] for i, c in enumerate(columns)},
+                        index=list(rows))
+
+
+GSI_ENRON = ENRON.with_(vertex_labels=10, edge_labels=100)
+DATASETS = (
+    GSI_ENRON,
+    Dataset("gowalla", 196_591, 950_327, vertex_labels=100, edge_labels=100),
+    Dataset("patent", 6_000_000, 16_000_000, vertex_labels=453, edge_labels=1000),
+    Dataset("road", 14_000_000, 16_000_000, vertex_labels=1000, edge_labels=1000,
+            rmat_abcd=(0.25, 0.25, 0.25, 0.25)),
+    Dataset("WatDiv", 10_000_000, 109_000_000, vertex_labels=1000, edge_labels=86),
+    Dataset("DBpedia", 22_000_000, 170_000_000, vertex_labels=1000, edge_labels=57_000),
+)
+QUERIES = QuerySpec("walk", size=12, count=100)
+POINTS = tuple(Point(d.name, d, QUERIES) for d in DATASETS)
+
+# The join-phase ablations, named as Table V builds them up (each adds one technique).
+GSI_MINUS = dict(structure="csr", output="two-step", set_ops="naive", load_balance=False,
+                 duplicate_removal=False)
+PLUS_DS = dict(GSI_MINUS, structure="pcsr")
+PLUS_PC = dict(PLUS_DS, output="prealloc-combine")
+GSI_PLAIN = dict(PLUS_PC, set_ops="gpu-friendly")          # "+SO" = GSI
+GSI_LB = dict(GSI_PLAIN, load_balance=True)
+GSI_OPT = dict(GSI_LB, duplicate_removal=True)              # GSI-opt = GSI + LB + DR
+
+
+def _experiment(name, title, configs, metric, paper=None, **kw) -> Experiment:
+    return Experiment(f"{PAPER}.{name}", PAPER, title, tuple(configs), kw.pop("points", POINTS), metric,
+                      TIME_LIMIT_S, MEMORY_CAP, paper_values=paper, **kw)
+
+
+FILTERS = (Config.of("label (GpSM)", "gsi", filter="label", **GSI_OPT),
+           Config.of("label+degree (GSM)", "gsi", filter="degree", **GSI_OPT),
+           Config.of("signature (GSI)", "gsi", filter="signature", **GSI_OPT))
+_T4 = {"enron": ("2,246", "2,270", "111", "24", "20", "9"), "gowalla": ("153", "1,072", "90", "31", "24", "16"),
+       "patent": ("2,298", "3,401", "25", "781", "569", "354"), "road": ("8", "2,544", "7", "259", "394", "187"),
+       "WatDiv": ("871", "12,145", "604", "290", "252", "201"), "DBpedia": ("138", "11,405", "132", "410", "494", "407")}
+_T4 = {k.replace("enron", "Enron"): tuple(x.replace(",", "") for x in v) for k, v in _T4.items()}
+_FILTER_COLS = [c.label for c in FILTERS]
+
+JOIN = (Config.of("GSI-", "gsi", **GSI_MINUS), Config.of("+DS", "gsi", **PLUS_DS),
+        Config.of("+PC", "gsi", **PLUS_PC), Config.of("+SO (GSI)", "gsi", **GSI_PLAIN))
+_T5_GLD = {"Enron": ("3M", "2.1M", "1.6M", "656K"), "gowalla": ("3.2M", "2M", "1.3M", "848K"),
+           "patent": ("3.5M", "2.4M", "1.8M", "1.6M"), "road": ("3.4M", "2.2M", "1.7M", "1.6M"),
+           "WatDiv": ("40M", "30M", "21M", "13M"), "DBpedia": ("53M", "31M", "24M", "14M")}
+_T5_MS = {"Enron": ("573", "274", "176", "28"), "gowalla": ("353", "172", "88", "69"),
+          "patent": ("3K", "1.4K", "700", "524"), "road": ("2.4K", "675", "456", "456"),
+          "WatDiv": ("43K", "31K", "25K", "4.4K"), "DBpedia": ("85K", "48K", "36K", "6K")}
+_JOIN_COLS = [c.label for c in JOIN]
+
+STRUCTURES = (Config.of("CR", "gsi", **dict(PLUS_DS, structure="cr")), Config.of("PCSR", "gsi", **PLUS_DS))
+_T6_GLD = {"Enron": ("2.4M", "2.1M"), "gowalla": ("2.5M", "2M"), "patent": ("3.2M", "2.4M"),
+           "road": ("3.0M", "2.2M"), "WatDiv": ("46M", "30M"), "DBpedia": ("37M", "31M")}
+_T6_MS = {"Enron": ("311", "274"), "gowalla": ("212", "172"), "patent": ("1.8K", "1.4K"),
+          "road": ("873", "675"), "WatDiv": ("42K", "31K"), "DBpedia": ("56K", "48K")}
+
+WRITE_CACHE = (Config.of("no cache", "gsi", **dict(GSI_PLAIN, write_cache=False)),
+               Config.of("write cache", "gsi", **dict(GSI_PLAIN, write_cache=True)))
+_T7_GST = {"Enron": ("25371", "23056"), "gowalla": ("43304", "37147"), "road": ("70430", "65500"),
+           "WatDiv": ("110744", "86934"), "DBpedia": ("248670", "90284")}
+_T7_MS = {"Enron": ("117", "28"), "gowalla": ("78", "69"), "road": ("456", "456"),
+          "WatDiv": ("8396", "4425"), "DBpedia": ("12194", "6148")}
+
+OPTIMIZATIONS = (Config.of("GSI", "gsi", **GSI_PLAIN), Config.of("+LB", "gsi", **GSI_LB),
+                 Config.of("+DR (GSI-opt)", "gsi", **GSI_OPT))
+_T8_MS = {"Enron": ("28", "28", "28"), "gowalla": ("69", "69", "68"), "patent": ("524", "466", "465"),
+          "road": ("456", "456", "456"), "WatDiv": ("4.4K", "1.3K", "1K"), "DBpedia": ("6K", "2.2K", "2K")}
+
+DUPLICATES = (Config.of("with dup", "gsi", **GSI_LB), Config.of("DR", "gsi", **GSI_OPT))
+_T9_GLD = {"Enron": ("656K", "630K"), "gowalla": ("848K", "824K"), "road": ("1.66M", "1.61M"),
+           "WatDiv": ("13M", "10M"), "DBpedia": ("14M", "10M")}
+_T9_MS = {"Enron": ("28", "28"), "gowalla": ("69", "68"), "road": ("456", "456"),
+          "WatDiv": ("1.3K", "1K"), "DBpedia": ("2.2K", "2K")}
+
+ALL_ENGINES = (Config.of("GSI", "gsi", **GSI_PLAIN), Config.of("GSI-opt", "gsi", **GSI_OPT),
+               Config.of("EGSM", "egsm"), Config.of("gMatch", "gmatch"), Config.of("STwig", "stwig"),
+               Config.of("CPU reference", "cpu"))
+
+# Fig. 15(a): WatDiv stand-ins of growing size (the paper: watdiv10M ... 210M edges).
+_WATDIV = DATASETS[4]
+SIZE_SWEEP = tuple(Point(f"{m}M edges", _WATDIV.with_(name=f"WatDiv-{m}M", num_vertices=_WATDIV.num_vertices * m // 109,
+                                                     num_edges=m * 1_000_000), QUERIES, x=m)
+                   for m in (10, 50, 90, 130, 170, 210))
+# Fig. 16(a): gowalla with 10..1000 vertex (edge) labels, the other kind at its default of 100.
+_GOWALLA = DATASETS[1]
+VERTEX_LABEL_SWEEP = tuple(Point(f"|L_V|={k}", _GOWALLA.with_(name=f"gowalla-LV{k}", vertex_labels=k), QUERIES, x=k)
+                           for k in (10, 50, 100, 500, 1000))
+EDGE_LABEL_SWEEP = tuple(Point(f"|L_E|={k}", _GOWALLA.with_(name=f"gowalla-LE{k}", edge_labels=k), QUERIES, x=k)
+                         for k in (10, 50, 100, 500, 1000))
+# Fig. 16(b): |E(Q)| at |V(Q)| = 12, then |V(Q)| at |E(Q)| = 2|V(Q)|.
+EDGE_SWEEP = tuple(Point(f"|E(Q)|={m}", _GOWALLA, QuerySpec("walk", size=12, count=100, num_edges=m), x=m)
+                   for m in (12, 16, 20, 24, 28, 32))
+VERTEX_SWEEP = tuple(Point(f"|V(Q)|={k}", _GOWALLA, QuerySpec("walk", size=k, count=100, num_edges=2 * k), x=k)
+                     for k in (8, 10, 12, 13, 14, 16))
+
+EXPERIMENTS = (
+    _experiment("table4_candidates", "Table IV: minimum candidate-set size per filter", FILTERS,
+                Metric("stat", stat="min_candidates"), _table(_T4, _FILTER_COLS + ["t1", "t2", "t3"])[_FILTER_COLS]),
+    _experiment("table4_time", "Table IV: filtering time (ms) per filter", FILTERS,
+                Metric("avg_ms", phases=("filter",)),
+                _table(_T4, ["c1", "c2", "c3"] + _FILTER_COLS)[_FILTER_COLS]),
+    _experiment("table5_time", "Table V: join techniques, time (ms)", JOIN, Metric("avg_ms"), _table(_T5_MS, _JOIN_COLS)),
+    _experiment("table5_gld", "Table V: join techniques, global-memory loads", JOIN,
+                Metric("stat", stat="global_loads"), _table(_T5_GLD, _JOIN_COLS)),
+    _experiment("table6_time", "Table VI: CR vs PCSR, time (ms)", STRUCTURES, Metric("avg_ms"),
+                _table(_T6_MS, ["CR", "PCSR"])),
+    _experiment("table6_gld", "Table VI: CR vs PCSR, global-memory loads", STRUCTURES,
+                Metric("stat", stat="global_loads"), _table(_T6_GLD, ["CR", "PCSR"])),
+    _experiment("table7_time", "Table VII: write cache, time (ms)", WRITE_CACHE, Metric("avg_ms"),
+                _table(_T7_MS, ["no cache", "write cache"])),
+    _experiment("table7_gst", "Table VII: write cache, global-memory stores", WRITE_CACHE,
+                Metric("stat", stat="global_stores"), _table(_T7_GST, ["no cache", "write cache"])),
+    _experiment("table8", "Table VIII: load balance and duplicate removal, time (ms)", OPTIMIZATIONS,
+                Metric("avg_ms"), _table(_T8_MS, [c.label for c in OPTIMIZATIONS])),
+    _experiment("table9_time", "Table IX: duplicate removal, time (ms)", DUPLICATES, Metric("avg_ms"),
+                _table(_T9_MS, ["with dup", "DR"])),
+    _experiment("table9_gld", "Table IX: duplicate removal, global-memory loads", DUPLICATES,
+                Metric("stat", stat="global_loads"), _table(_T9_GLD, ["with dup", "DR"])),
+    _experiment("fig14", "Fig. 14: all engines per dataset, average time (ms)", ALL_ENGINES,
+                Metric("avg_ms"), figure="bars",
+                notes="the paper's competitors are not built; this toolkit's engines stand beside GSI"),
+    _experiment("fig15a", "Fig. 15(a): data size (WatDiv stand-ins), GSI and GSI-opt", ALL_ENGINES[:2],
+                Metric("avg_ms"), points=SIZE_SWEEP, figure="lines"),
+    _experiment("fig16a_vertex_labels", "Fig. 16(a): number of vertex labels (gowalla), GSI-opt",
+                ALL_ENGINES[1:2], Metric("avg_ms"), points=VERTEX_LABEL_SWEEP, figure="lines"),
+    _experiment("fig16a_edge_labels", "Fig. 16(a): number of edge labels (gowalla), GSI-opt",
+                ALL_ENGINES[1:2], Metric("avg_ms"), points=EDGE_LABEL_SWEEP, figure="lines"),
+    _experiment("fig16b_edges", "Fig. 16(b): |E(Q)| at |V(Q)| = 12 (gowalla), GSI-opt", ALL_ENGINES[1:2],
+                Metric("avg_ms"), points=EDGE_SWEEP, figure="lines"),
+    _experiment("fig16b_vertices", "Fig. 16(b): |V(Q)| at |E(Q)| = 2|V(Q)| (gowalla), GSI-opt",
+                ALL_ENGINES[1:2], Metric("avg_ms"), points=VERTEX_SWEEP, figure="lines"),
+)
