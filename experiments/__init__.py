@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-PAPERS = ("gsi_icde20", "compare")
+PAPERS = ("gsi_icde20", "sgsi_tkde22", "egsm_sigmod23", "gmatch_pvldb26", "stwig_lin14", "compare")
 """Modules with experiments, in ``make experiments`` order."""
 
 

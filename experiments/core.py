@@ -11,9 +11,10 @@ Metrics, as the papers define them:
   its 100 queries; EGSM §6.4 and gMatch §4.5 over solved ones: we always average over solved
   queries and report the solved count beside it);
 - ``solved``: number of queries with status ok;
-- ``speedup``: mean over queries solved by both of ``t_config / t_base`` (EGSM §6.4's mean of
-  per-query ratios; with ``base`` the compared engine);
-- ``stat``: mean over solved queries of a statistic the engine reports (``stat`` key).
+- ``speedup``: mean (or, with ``reduce="max"``, maximum) over queries solved by both of
+  ``t_config / t_base`` (EGSM §6.4's mean of per-query ratios; ``base`` is a config label);
+- ``stat``: mean over solved queries of a statistic the engine reports (``stat`` key);
+- ``peak_mb``: mean over solved queries of the peak device memory, in MiB.
 The time of a query is the sum of the phases the paper counts (``phases``; default all).
 """
 
@@ -51,22 +52,28 @@ class Config:
 
 @dataclass(frozen=True)
 class Point:
-    """One row: a dataset and its query set, under a label (the dataset, or a sweep's x value)."""
+    """One row: a dataset and its query set, under a label (the dataset, or a sweep's x value).
+
+    ``options`` are engine options every config takes at this point (a sweep over an engine
+    parameter, such as gMatch's seed-pool size).
+    """
 
     label: str
     dataset: Dataset
     queries: QuerySpec
     x: float | None = None       # numeric x for line plots
+    options: tuple = ()
 
 
 @dataclass(frozen=True)
 class Metric:
     """How a cell is computed from the raw rows (module docstring)."""
 
-    kind: str                       # avg_ms | solved | speedup | stat
+    kind: str                       # avg_ms | solved | speedup | stat | peak_mb
     base: str | None = None         # speedup: the config label divided by
     stat: str | None = None         # stat: the engine statistic averaged
-    phases: tuple = ()              # time = sum of these phases ('' = all)
+    phases: tuple = ()              # time = sum of these phases (empty: all)
+    reduce: str = "mean"            # speedup: "mean" or "max" over queries
 
     def times(self, rows: pd.DataFrame) -> pd.Series:
         if not self.phases:
@@ -79,6 +86,8 @@ class Metric:
             return float(len(solved))
         if self.kind == "avg_ms":
             return float(self.times(solved).mean() * 1e3) if len(solved) else math.nan
+        if self.kind == "peak_mb":
+            return float(solved["peak_device_bytes"].astype(float).mean() / 2**20) if len(solved) else math.nan
         if self.kind == "stat":
             values = pd.to_numeric(solved["stats"].map(lambda js: _stat(js, self.stat)),
                                    errors="coerce").dropna()
@@ -90,7 +99,8 @@ class Metric:
             both = mine.index.intersection(theirs.index)
             if not len(both):
                 return math.nan
-            return float((mine[both] / theirs[both]).mean())
+            ratios = mine[both] / theirs[both]
+            return float(ratios.max() if self.reduce == "max" else ratios.mean())
         raise ValueError(f"unknown metric {self.kind!r}")
 
 
@@ -110,7 +120,9 @@ class Experiment:
     (rows = point labels, columns = config labels); NaN where the paper printed nothing.
     ``time_limit_s`` and ``memory_cap`` are the paper's; the scale may lower the time limit.
     ``figure``: None, ``"bars"``, ``"lines"`` (x = ``Point.x``) or ``"scatter"`` (per-query
-    times of each config against ``scatter_base``).
+    times of each config against ``scatter_base``). ``rows`` maps point labels to table rows
+    when a row pools several points (e.g. one pattern on several datasets); by default each
+    point is a row.
     """
 
     name: str
@@ -127,9 +139,14 @@ class Experiment:
     notes: str = ""
     repeats: int = 1
     points_at: dict = field(default_factory=dict)   # scale name -> tuple of points (override)
+    rows: dict = field(default_factory=dict)        # point label -> row label (pooled rows)
+    memory_cap_at: dict = field(default_factory=dict)  # scale name -> device-memory cap (override)
 
     def points_for(self, scale: Scale) -> tuple:
         return self.points_at.get(scale.name, self.points)
+
+    def memory_cap_for(self, scale: Scale) -> int | None:
+        return self.memory_cap_at.get(scale.name, self.memory_cap)
 
     def missing_engines(self) -> list[str]:
         registered = set(available_engines())
@@ -145,20 +162,23 @@ class Experiment:
             queries, counts = point.queries.build(data, point.dataset, scale)
             known[point.label] = counts
             for config in self.configs:
+                options = tuple(sorted(dict(config.options + point.options).items()))
                 jobs.append(Job(self.name, config.label, config.engine, point.label, data,
-                                tuple(queries), config.options, time_limit_s=limit,
-                                device_memory_limit=self.memory_cap, repeats=self.repeats))
+                                tuple(queries), options, time_limit_s=limit,
+                                device_memory_limit=self.memory_cap_for(scale), repeats=self.repeats))
         return jobs, known
 
     def table(self, raw: pd.DataFrame, scale: Scale) -> pd.DataFrame:
         """The measured table: rows = point labels, columns = config labels."""
-        points = [p.label for p in self.points_for(scale)]
-        table = pd.DataFrame(index=points, columns=[c.label for c in self.configs], dtype=float)
-        for point in points:
-            here = raw[raw.dataset == point]
+        groups: dict[str, list[str]] = {}
+        for point in self.points_for(scale):
+            groups.setdefault(self.rows.get(point.label, point.label), []).append(point.label)
+        table = pd.DataFrame(index=list(groups), columns=[c.label for c in self.configs], dtype=float)
+        for row, members in groups.items():
+            here = raw[raw.dataset.isin(members)]
             base = here[here.config == self.metric.base] if self.metric.base else None
             for config in self.configs:
-                table.loc[point, config.label] = self.metric.cell(here[here.config == config.label], base)
+                table.loc[row, config.label] = self.metric.cell(here[here.config == config.label], base)
         return table
 
 

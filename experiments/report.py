@@ -15,7 +15,8 @@ import pandas as pd
 from common.device import device_info
 
 METRIC_UNITS = {"avg_ms": "average ms over solved queries", "solved": "solved queries",
-                "speedup": "mean of per-query time ratios", "stat": "mean over solved queries"}
+                "speedup": "per-query time ratio", "stat": "mean over solved queries",
+                "peak_mb": "peak device memory (MiB), mean over solved queries"}
 
 
 def _format(value) -> str:
@@ -49,12 +50,14 @@ def _markdown(frame: pd.DataFrame) -> str:
 
 
 def _solved_table(experiment, raw: pd.DataFrame, scale) -> pd.DataFrame:
-    points = [p.label for p in experiment.points_for(scale)]
-    table = pd.DataFrame(index=points, columns=[c.label for c in experiment.configs], dtype=object)
-    for point in points:
+    groups: dict[str, list[str]] = {}
+    for point in experiment.points_for(scale):
+        groups.setdefault(experiment.rows.get(point.label, point.label), []).append(point.label)
+    table = pd.DataFrame(index=list(groups), columns=[c.label for c in experiment.configs], dtype=object)
+    for row, members in groups.items():
         for config in experiment.configs:
-            rows = raw[(raw.dataset == point) & (raw.config == config.label)]
-            table.loc[point, config.label] = f"{int((rows.status == 'ok').sum())}/{len(rows)}"
+            rows = raw[raw.dataset.isin(members) & (raw.config == config.label)]
+            table.loc[row, config.label] = f"{int((rows.status == 'ok').sum())}/{len(rows)}"
     return table
 
 
@@ -68,11 +71,14 @@ def write_markdown(experiment, scale, raw, table, disagreements, path: Path, com
     lines = [f"# {experiment.paper}: {experiment.title} ({experiment.name})", "",
              f"- scale: `{scale.name}`; device: {device}; command: `{command or 'n/a'}`",
              f"- metric: {METRIC_UNITS[experiment.metric.kind]}"
+             + (f" ({experiment.metric.reduce} over queries)" if experiment.metric.kind == "speedup" else "")
              + (f" of `{experiment.metric.stat}`" if experiment.metric.stat else "")
              + (f", relative to {experiment.metric.base}" if experiment.metric.base else ""),
              f"- time limit per query: {limit:g} s (paper: {experiment.time_limit_s:g} s); "
              f"device-memory cap: "
-             + (f"{experiment.memory_cap / 2**30:g} GiB" if experiment.memory_cap else "none"),
+             + (f"{experiment.memory_cap_for(scale) / 2**30:g} GiB" if experiment.memory_cap_for(scale) else "none")
+             + (f" (paper: {experiment.memory_cap / 2**30:g} GiB)"
+                if experiment.memory_cap and experiment.memory_cap_for(scale) != experiment.memory_cap else ""),
              f"- datasets: {', '.join(datasets)}"]
     if stand_ins:
         lines.append(f"- **stand-ins** (the paper's graph is not available offline, or the scale shrinks it): "

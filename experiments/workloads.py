@@ -167,8 +167,7 @@ class QuerySpec:
         if self.kind == "files" and scale.real_data:
             return self._files(count)
         if self.kind == "patterns":
-            names = [n for n in self.names if scale.real_data or n in ("P1", "P4")]
-            return [pattern(n) for n in names[:count]], {}
+            return [pattern(n) for n in self.names[:count]], {}
         size = self.size
         if scale.max_query_vertices is not None:
             size = min(size, scale.max_query_vertices)

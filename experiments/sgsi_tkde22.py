@@ -1,0 +1,89 @@
+"""SGSI (Zeng et al., TKDE 2022) §8: Tables 3-7 as far as they concern GSI/SGSI/SGSI+, and Fig. 17.
+
+Tables 3 and 4 repeat GSI's Tables V and VI with SGSI's printed values (identical except the
+WatDiv and DBpedia "+SO" cells, which silently include load balance and duplicate removal:
+digest §10). Tables 5 and 7 and Fig. 17 run the out-of-core pipeline on graphs larger than the
+device memory: the paper's DBpedia1B, Friendster, Yahoo and WatDiv1B graphs (1-2.8B edges, an
+80 GB A100) are R-MAT stand-ins with their |V|, |E| and label counts, capped by the scale, and
+the device-memory cap shrinks with them (64 MiB at the tiny and small scales) so that every
+graph still needs several partitions. PBE is not built: its columns are absent. Table 6's
+other systems (GpSM, GunrockSM, Wukong+G, MAGiQ) are not built either; only GSI's GPU column is
+measured (peak device memory; host memory is not measured).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from . import gsi_icde20 as gsi
+from .core import Config, Experiment, Metric, Point
+from .workloads import GB, Dataset, QuerySpec
+
+PAPER = "sgsi_tkde22"
+TIME_LIMIT_S = 100.0
+LARGE_LIMIT_S = 24 * 3600.0
+SMALL_CAPS = {"tiny": 1 << 20, "small": 64 << 20}
+
+SGSI = Config.of("SGSI", "sgsi")
+SGSI_PLUS = Config.of("SGSI+", "sgsi", load_balance="histogram")
+GSI_INCORE = Config.of("GSI (in-core)", "gsi")
+
+LARGE = (
+    Dataset("DB", 233_000_000, 1_100_000_000, vertex_labels=1000, edge_labels=124_000),
+    Dataset("FR", 65_000_000, 1_800_000_000, vertex_labels=1000, edge_labels=1000),
+    Dataset("YH", 417_000_000, 2_800_000_000, vertex_labels=1000, edge_labels=1000),
+    Dataset("WD", 97_000_000, 1_000_000_000, vertex_labels=1000, edge_labels=86),
+)
+LARGE_POINTS = tuple(Point(d.name, d, gsi.QUERIES) for d in LARGE)
+_T5 = pd.DataFrame({"SGSI": [56, 210, 596, 282], "SGSI+": [21, 148, 403, 117]},
+                   index=[d.name for d in LARGE]) * 1000.0          # seconds -> ms
+_T7_COMP = pd.DataFrame({"SGSI+": [12.9, 111, 323, 76.1]}, index=[d.name for d in LARGE]) * 1000.0
+_T7_COMM = pd.DataFrame({"SGSI+": [8.1, 37, 80, 40.9]}, index=[d.name for d in LARGE]) * 1000.0
+
+_T3_MS = dict(gsi._T5_MS, WatDiv=("43K", "31K", "25K", "1K"), DBpedia=("85K", "48K", "36K", "2K"))
+_T6_GPU = pd.DataFrame({"GSI": [661, 685, 915, 1.2 * 1024, 4.9 * 1024, 8.1 * 1024]},
+                       index=[d.name for d in gsi.DATASETS])       # MB (paper's M/G units)
+
+_WD = LARGE[3]
+_EDGE_SWEEP = tuple(Point(f"{b}B edges", _WD.with_(name=f"WD-{b}B", num_vertices=_WD.num_vertices * b,
+                                                   num_edges=b * 1_000_000_000), gsi.QUERIES, x=b)
+                    for b in (1, 3, 5, 7, 9))
+_QUERY_SWEEP = tuple(Point(f"|V(Q)|={k}", _WD, QuerySpec("walk", size=k, count=100), x=k)
+                     for k in (4, 7, 10, 12, 15))
+_LABEL_SWEEP = tuple(Point(f"|L_V|={k}", _WD.with_(name=f"WD-LV{k}", vertex_labels=k), gsi.QUERIES, x=k)
+                     for k in (100, 500, 1000, 5000))
+
+
+def _experiment(name, title, configs, metric, points, paper=None, *, limit=TIME_LIMIT_S, cap=12 * GB,
+                **kw) -> Experiment:
+    return Experiment(f"{PAPER}.{name}", PAPER, title, tuple(configs), tuple(points), metric, limit, cap,
+                      paper_values=paper, **kw)
+
+
+def _large(name, title, configs, metric, points=LARGE_POINTS, paper=None, **kw) -> Experiment:
+    return _experiment(name, title, configs, metric, points, paper, limit=LARGE_LIMIT_S, cap=80 * GB,
+                       memory_cap_at=SMALL_CAPS, **kw)
+
+
+EXPERIMENTS = (
+    _experiment("table3_time", "Table 3: join techniques, time (ms)", gsi.JOIN, Metric("avg_ms"), gsi.POINTS,
+                gsi._table(_T3_MS, gsi._JOIN_COLS)),
+    _experiment("table3_gld", "Table 3: join techniques, global-memory loads", gsi.JOIN,
+                Metric("stat", stat="global_loads"), gsi.POINTS, gsi._table(gsi._T5_GLD, gsi._JOIN_COLS)),
+    _experiment("table4_time", "Table 4: CR vs PCSR, time (ms)", gsi.STRUCTURES, Metric("avg_ms"), gsi.POINTS,
+                gsi._table(gsi._T6_MS, ["CR", "PCSR"])),
+    _experiment("table6_gpu_memory", "Table 6: peak GPU memory of GSI (MiB)", (GSI_INCORE,), Metric("peak_mb"),
+                gsi.POINTS, _T6_GPU.rename(columns={"GSI": "GSI (in-core)"})),
+    _large("table5", "Table 5: elapsed time on graphs larger than the GPU (ms)", (SGSI, SGSI_PLUS),
+           Metric("avg_ms"), paper=_T5),
+    _large("table7_comp", "Table 7: computation time (ms), SGSI+", (SGSI_PLUS,),
+           Metric("avg_ms", phases=("filter", "index", "plan", "enumerate")), paper=_T7_COMP),
+    _large("table7_comm", "Table 7: communication time (ms), SGSI+", (SGSI_PLUS,),
+           Metric("avg_ms", phases=("transfer",)), paper=_T7_COMM),
+    _large("fig17_edges", "Fig. 17: data size (WatDiv stand-ins), SGSI vs SGSI+", (SGSI, SGSI_PLUS),
+           Metric("avg_ms"), _EDGE_SWEEP, figure="lines"),
+    _large("fig17_query_size", "Fig. 17: query size (WD), SGSI vs SGSI+", (SGSI, SGSI_PLUS),
+           Metric("avg_ms"), _QUERY_SWEEP, figure="lines"),
+    _large("fig17_labels", "Fig. 17: number of vertex labels (WD), SGSI vs SGSI+", (SGSI, SGSI_PLUS),
+           Metric("avg_ms"), _LABEL_SWEEP, figure="lines"),
+)

@@ -1,0 +1,65 @@
+"""GPU STwig (Lin et al. 2014) §5: Fig. 3a-3d, the GPU pipeline against the CPU STwig baseline.
+
+Data (§5): undirected R-MAT with a = 0.4, b = c = d = 0.2; default 16K vertices, 16 uniform
+labels, average degree 32 (|E| = |V| * 32 / 2). Queries: 100 per set, N = 5..10 vertices with
+2N random edges (``common.generate.stwig_query``), cycling through the sizes. Speedups are the
+mean over queries of t_CPU / t_GPU (the paper does not say which mean it uses). The paper's
+hardware is a Tesla C2075 against a 4-core Xeon; here the CPU baseline is the same pipeline
+compiled with ``numba.njit`` on one thread (engine ``stwig-cpu``). The time limit (none in the
+paper) is ours: 600 s per query.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .core import Config, Experiment, Metric, Point
+from .workloads import Dataset, QuerySpec
+
+PAPER = "stwig_lin14"
+TIME_LIMIT_S = 600.0
+
+GPU = Config.of("GPU", "stwig")
+CPU = Config.of("CPU", "stwig-cpu")
+
+
+def rmat_graph(vertices: int = 16384, labels: int = 16, degree: int = 32) -> Dataset:
+    """The paper's R-MAT data graph (§5)."""
+    return Dataset(f"R-MAT {vertices // 1024}K L{labels} d{degree}", vertices, vertices * degree // 2,
+                   vertex_labels=labels, label_distribution="uniform", rmat_abcd=(0.4, 0.2, 0.2, 0.2))
+
+
+QUERIES = QuerySpec("stwig", sizes=(5, 6, 7, 8, 9, 10), count=100)
+DEFAULT = Point("default (16K, 16 labels, degree 32)", rmat_graph(), QUERIES)
+SPEEDUP = Metric("speedup", base="GPU")
+
+
+def _experiment(name, title, configs, metric, points, paper=None, **kw) -> Experiment:
+    return Experiment(f"{PAPER}.{name}", PAPER, title, tuple(configs), tuple(points), metric,
+                      TIME_LIMIT_S, paper_values=paper, **kw)
+
+
+def _sweep(name: str, values, make, title: str, paper=None) -> Experiment:
+    points = tuple(Point(f"{name}={v}", make(v), QUERIES, x=v) for v in values)
+    return _experiment(f"fig3_{name}", title, (GPU, CPU), SPEEDUP, points, paper, figure="lines")
+
+
+EXPERIMENTS = (
+    _experiment("fig3a_total", "Fig. 3a: total time (ms), CPU vs GPU", (GPU, CPU), Metric("avg_ms"),
+                (DEFAULT,), figure="bars"),
+    _experiment("fig3a_join_speedup", "Fig. 3a: join-only speedup of the GPU (t_CPU / t_GPU, join phase)",
+                (GPU, CPU), Metric("speedup", base="GPU", phases=("enumerate",)), (DEFAULT,),
+                pd.DataFrame({"CPU": [26.0]}, index=[DEFAULT.label])),
+    _experiment("fig3a_hash", "Fig. 3a: (copy &) hash time (ms)", (GPU, CPU),
+                Metric("avg_ms", phases=("transfer", "index")), (DEFAULT,), figure="bars"),
+    _experiment("fig3a_explore", "Fig. 3a: exploration ('other') time (ms)", (GPU, CPU),
+                Metric("avg_ms", phases=("filter",)), (DEFAULT,), figure="bars"),
+    _sweep("vertices", (16384, 32768, 65536, 131072), lambda n: rmat_graph(vertices=n),
+           "§5.2 / Fig. 3c: speedup vs data size (t_CPU / t_GPU)"),
+    _sweep("labels", (8, 16, 32, 64), lambda k: rmat_graph(labels=k), "Fig. 3b: speedup vs number of labels"),
+    _sweep("degree", (8, 16, 32, 64), lambda d: rmat_graph(degree=d), "Fig. 3c: speedup vs average degree"),
+    _experiment("fig3d", "Fig. 3d: speedup vs query size N", (GPU, CPU), SPEEDUP,
+                tuple(Point(f"N={n}", rmat_graph(), QuerySpec("stwig", sizes=(n,), count=17), x=n)
+                      for n in range(5, 11)),
+                pd.DataFrame({"CPU": [15.66]}, index=["N=9"]), figure="lines"),
+)
