@@ -19,7 +19,8 @@ METRIC_UNITS = {"avg_ms": "average ms over solved queries", "solved": "solved qu
                 "peak_mb": "peak device memory (MiB), mean over solved queries"}
 
 
-def _format(value) -> str:
+def format_cell(value) -> str:
+    """A measured or printed number as the reports show it (thousands separators, 3 significant digits)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     value = float(value)
@@ -32,13 +33,13 @@ def _format(value) -> str:
 
 def side_by_side(measured: pd.DataFrame, paper: pd.DataFrame | None) -> pd.DataFrame:
     """Cells as ``measured (paper: X)``; the paper's value is omitted where it printed none."""
-    cells = measured.map(_format)
+    cells = measured.map(format_cell)
     if paper is None:
         return cells
     for row in cells.index:
         for col in cells.columns:
             if row in paper.index and col in paper.columns and not pd.isna(paper.loc[row, col]):
-                cells.loc[row, col] = f"{cells.loc[row, col]} (paper: {_format(paper.loc[row, col])})"
+                cells.loc[row, col] = f"{cells.loc[row, col]} (paper: {format_cell(paper.loc[row, col])})"
     return cells
 
 
