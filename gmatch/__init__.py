@@ -1,6 +1,11 @@
-"""gMatch (PVLDB 2026): not implemented yet.
+"""gMatch (PVLDB 2026): fine-grained, hardware-efficient subgraph matching on GPUs.
 
-This package will hold the RI order with symmetry breaking (``plan.py``), the fine-grained warp DFS
-with shared-memory stacks and batch exploration (``kernels.py``) and the seed pool with work
-stealing (``balance.py``). No engine named ``gmatch`` is registered until then.
+Files follow the pipeline: ``plan.py`` (RI order, automorphisms, symmetry breaking) ->
+``candidates.py`` (LDF/NLF candidate bits) -> ``balance.py`` (BFS seed pool) -> ``kernels.py``
+(fine-grained warp DFS with shared-memory stacks, batch exploration and work stealing; the
+coarse-grained Naive/Unroll-k baseline) -> ``engine.py`` (:class:`GMatch`, registry name "gmatch").
 """
+
+from .engine import GMatch
+
+__all__ = ["GMatch"]

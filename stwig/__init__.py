@@ -1,5 +1,12 @@
-"""GPU STwig (Lin et al. 2014): not implemented yet.
+"""GPU STwig (Lin, Zhang, Wen, Wang, Qi 2014): STwig decomposition and exploration, a right-deep
+fully pipelined GPU hash join, and the CPU STwig baseline.
 
-This package will hold the STwig decomposition and exploration, the right-deep pipelined GPU hash
-join, and the CPU STwig baseline. No engine named ``stwig`` is registered until then.
+Files follow the pipeline: :mod:`stwig.decompose` -> :mod:`stwig.explore` ->
+:mod:`stwig.hashjoin` -> :mod:`stwig.engine` (:class:`STwig`, registry ``stwig``);
+:mod:`stwig.cpu` holds the CPU baseline (:class:`STwigCPU`, registry ``stwig-cpu``).
 """
+
+from .cpu import STwigCPU
+from .engine import STwig
+
+__all__ = ["STwig", "STwigCPU"]
