@@ -129,6 +129,7 @@ def _labels_present(data: Graph, query: Graph) -> bool:
 #: Registered engines: name -> "module:Class". An engine's issue adds its line when it lands.
 _REGISTRY: dict[str, str] = {
     "cpu": "common.reference:ReferenceMatcher",
+    "gsi": "gsi.engine:GSI",
 }
 
 

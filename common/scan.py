@@ -134,20 +134,29 @@ class ScanWorkspace:
         self.kernels = _kernels(self.dtype.str)
 
 
-def exclusive_scan(d_in, d_out=None, stream=0, workspace: ScanWorkspace | None = None) -> int:
+def exclusive_scan(d_in, d_out=None, stream=0, workspace: ScanWorkspace | None = None, *,
+                   n: int | None = None, want_total: bool = True) -> int | None:
     """Exclusive prefix sum of the 1-D int32/int64 device array ``d_in`` into ``d_out`` (in place
     when ``d_out`` is None; may be wider than ``d_in``, e.g. int32 counts to int64 offsets).
-    Returns the sum of all elements; sums wrap at the output dtype's width."""
+
+    ``n`` scans only the first ``n`` elements of both arrays (a reused buffer longer than the
+    data: slicing a device array costs as much as a launch). Returns the sum of the scanned
+    elements (sums wrap at the output dtype's width), or None with ``want_total=False``, which
+    saves the device-to-host copy."""
     out = d_in if d_out is None else d_out
     for name, array in (("input", d_in), ("output", out)):
         if array.ndim != 1 or np.dtype(array.dtype) not in _DTYPES:
             raise TypeError(f"exclusive_scan {name} must be a 1-D int32/int64 device array, "
                             f"got {array.ndim}-D {array.dtype}")
-    n = d_in.size
-    if out.size != n:
-        raise ValueError(f"exclusive_scan output has {out.size} elements, input {n}")
+    if n is None:
+        n = d_in.size
+        if out.size != n:
+            raise ValueError(f"exclusive_scan output has {out.size} elements, input {n}")
+    elif not 0 <= n <= min(d_in.size, out.size):
+        raise ValueError(f"exclusive_scan of {n} elements, but the input has {d_in.size} and the "
+                         f"output {out.size}")
     if n == 0:
-        return 0
+        return 0 if want_total else None
     if workspace is None:
         workspace = ScanWorkspace(n, out.dtype)
     elif workspace.capacity < n or workspace.dtype != np.dtype(out.dtype):
@@ -166,6 +175,8 @@ def exclusive_scan(d_in, d_out=None, stream=0, workspace: ScanWorkspace | None =
         m = tiles
     for dst, m, totals, tiles in reversed(levels[:-1]):
         add_offsets[tiles - 1, SCAN_THREADS, stream](dst, m, totals)
+    if not want_total:
+        return None
     workspace.heads[len(levels) - 1].copy_to_host(workspace.host_total, stream=stream)
     if stream != 0:
         stream.synchronize()

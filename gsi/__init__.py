@@ -1,7 +1,13 @@
-"""GSI (ICDE 2020) and SGSI (TKDE 2022): not implemented yet.
+"""GSI (Zeng, Zou, Özsu, Hu, Zhang; ICDE 2020): GPU-friendly subgraph isomorphism.
 
-This package will hold the signature filter (``filter.py``), the partitioned CSR (``pcsr.py``),
-the join order of Algorithm 2 (``order.py``), the Prealloc-Combine vertex join (``join.py``),
-the 4-layer load balance (``balance.py``) and SGSI's out-of-core pipeline (``sgsi.py``).
-No engine named ``gsi`` or ``sgsi`` is registered until then.
+The package follows the paper's pipeline: ``filter.py`` (vertex signatures and candidate
+bitsets, §III-A), ``pcsr.py`` (CSR / BR / CR / PCSR neighbour structures, §IV), ``order.py``
+(join order, Algorithm 2), ``join.py`` (Prealloc-Combine vertex join and its ablations, §V),
+``balance.py`` (4-layer load balance, SGSI's histogram cost model, duplicate removal, §VI) and
+``engine.py`` (:class:`GSI`, registry name ``"gsi"``). SGSI's out-of-core pipeline is not here
+yet; filter, PCSR and join work on any slice of the data or of the intermediate table.
 """
+
+from .engine import GSI
+
+__all__ = ["GSI"]

@@ -61,6 +61,20 @@ def test_exclusive_scan_int32_in_place_with_a_reused_workspace():
         np.testing.assert_array_equal(d.copy_to_host(), _exclusive(a, np.int32))
 
 
+def test_exclusive_scan_of_a_prefix_leaves_the_rest_alone():
+    a = np.random.default_rng(3).integers(0, 100, 3000).astype(np.int64)
+    d_in, d_out = cuda.to_device(a), cuda.to_device(np.full(3000, -7, np.int64))
+    workspace = ScanWorkspace(3000, np.int64)
+    assert exclusive_scan(d_in, d_out, workspace=workspace, n=1100) == int(a[:1100].sum())
+    out = d_out.copy_to_host()
+    np.testing.assert_array_equal(out[:1100], _exclusive(a[:1100], np.int64))
+    assert (out[1100:] == -7).all()
+    assert exclusive_scan(d_in, d_out, workspace=workspace, n=40, want_total=False) is None
+    np.testing.assert_array_equal(d_out.copy_to_host()[:40], _exclusive(a[:40], np.int64))
+    with pytest.raises(ValueError, match="3001 elements"):
+        exclusive_scan(d_in, d_out, workspace=workspace, n=3001)
+
+
 def test_exclusive_scan_rejects_bad_arguments():
     small = ScanWorkspace(10, np.int64)
     with pytest.raises(ValueError, match="does not fit"):

@@ -1,0 +1,471 @@
+"""The GSI engine (registry name ``"gsi"``): GSI's filter-then-join pipeline (GSI ICDE 2020 §III-VI,
+digest gsi.md §0) on the shared graph layer, with the paper's ablations as constructor options.
+
+Pipeline per query: the query's labels, degrees and signatures go to the device in one copy; one
+launch filters every query vertex into a candidate bitset (:mod:`gsi.filter`) and one small copy
+brings |C(u)| back; the join order and linking edges are chosen on the host (:mod:`gsi.order`);
+a one-block kernel writes C(u_start) as the first table; then each join iteration runs the
+Prealloc-Combine kernels of :mod:`gsi.join` (with :mod:`gsi.balance` for load balance and
+duplicate removal). Data-side state (signature table, neighbour structure, candidate bitsets,
+scan workspace, join buffers) is built in :meth:`GSI.prepare` and reused; buffers only grow
+(grow-and-reuse), never per query.
+
+Beyond the released GSI (its 12-vertex assert, its 2e9-element GBA assert): up to 64 query
+vertices; a table or buffer that does not fit is grown inside ``device_memory_limit``, and when it
+cannot grow the iteration runs over slices of the current table (a slice's rows go through all
+later iterations before the next slice starts, so memory holds one slice per level); status
+``oom`` only when a single row's buffer or output cannot fit. Without ``collect`` the last
+iteration only counts (the scan total of the survivors): the final table is never written.
+``limit`` stops after that many embeddings; ``timeout_s`` is checked before every slice.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from common.device import DeviceMemoryBudget, PhaseTimer, fill, simulator_active
+from common.engine import Engine
+from common.errors import DeviceOutOfMemory
+from common.graph import Graph
+from common.result import MatchResult, Status
+from common.scan import ScanWorkspace, exclusive_scan
+
+from . import balance
+from .filter import FILTERS, SIG_WORDS, filter_kernel, make_compact_kernel, signature_table
+from .join import EDGE_FIELDS, LOAD_CLASSES, MAX_LINK_EDGES, MAX_QUERY_VERTICES, make_kernels
+from .order import SCORES, join_plan
+from .pcsr import STRUCTURES, build_index
+
+OUTPUTS = ("prealloc-combine", "two-step")
+SET_OPS = ("naive", "gpu-friendly")
+LOAD_BALANCE = (False, True, "histogram")
+
+_SIM = simulator_active()
+DEFAULT_BLOCK_THREADS = 64 if _SIM else 256
+DEFAULT_MAX_BLOCKS = 2 if _SIM else 4096
+# Initial join-buffer sizes (they grow on demand inside the memory budget).
+DEFAULT_ROWS = 1 << 10 if _SIM else 1 << 20
+DEFAULT_GBA = 1 << 12 if _SIM else 1 << 24
+
+_Q = MAX_QUERY_VERTICES
+_QI_LAB, _QI_OUT, _QI_IN, _QI_SIG = 0, _Q, 2 * _Q, 3 * _Q
+_QI_EDGES = -(-(3 * _Q + SIG_WORDS * _Q) // EDGE_FIELDS) * EDGE_FIELDS   # linking-edge triples
+_QI_SIZE = _QI_EDGES + EDGE_FIELDS * MAX_LINK_EDGES * _Q
+
+
+class _Stop(Exception):
+    def __init__(self, status: Status):
+        self.status = status
+
+
+class GSI(Engine):
+    """GSI (Zeng et al., ICDE 2020). Options (defaults = GSI-opt):
+
+    * ``filter``: "label" | "degree" | "signature" (Table IV).
+    * ``structure``: "csr" | "br" | "cr" | "pcsr" (Tables V-VI).
+    * ``output``: "prealloc-combine" | "two-step" (join-twice; Table V).
+    * ``set_ops``: "naive" (a kernel per set operation, a thread per row) | "gpu-friendly".
+    * ``write_cache``: the 128-byte per-warp write cache (Table VII).
+    * ``load_balance``: False | True (thresholds ``w1``/``w3``) | "histogram" (SGSI's cost model).
+    * ``duplicate_removal``: share N(v, l) reads among a block's rows (Algorithm 5).
+    * ``order_score``: "paper" | "code" (see :mod:`gsi.order`).
+
+    Load balance and duplicate removal act on the Prealloc-Combine first-edge kernel with
+    GPU-friendly set operations, where the paper applies them; with ``set_ops="naive"`` (a thread
+    per row) or ``output="two-step"`` they have no effect, as in the paper's GSI-b / +DS / +PC
+    columns. The write cache applies to every warp-per-row kernel that writes candidates.
+    * ``instrument``: count global-memory load requests (see :mod:`gsi.join`) into stats
+      (``loads_*``), with GBA sizes per iteration and rows queued by the load balance (this adds
+      atomics and host round trips: time without it).
+
+    Stats of every result: ``candidate_sizes`` (per query vertex), ``order``,
+    ``rows_per_iteration`` (table rows after each iteration, the last = embeddings) and
+    ``slices`` (join launches over table slices; one per iteration unless memory ran short).
+    * ``block_threads``, ``max_blocks``: launch shape; ``initial_rows``, ``initial_gba``: first
+      sizes of the join buffers (rows of the per-row arrays, elements of GBA).
+    """
+
+    name = "gsi"
+    supports_edge_labels = True
+    supports_directed = True
+    supports_homomorphic = False
+    supports_disconnected = False
+    max_query_vertices = MAX_QUERY_VERTICES
+
+    def __init__(self, *, filter: str = "signature", structure: str = "pcsr",
+                 output: str = "prealloc-combine", set_ops: str = "gpu-friendly",
+                 write_cache: bool = True, load_balance: bool | str = True,
+                 duplicate_removal: bool = True, order_score: str = "paper",
+                 w1: int = balance.W1, w3: int = balance.W3, instrument: bool = False,
+                 block_threads: int = DEFAULT_BLOCK_THREADS, max_blocks: int = DEFAULT_MAX_BLOCKS,
+                 initial_rows: int = DEFAULT_ROWS, initial_gba: int = DEFAULT_GBA,
+                 device_memory_limit: int | None = None):
+        super().__init__(device_memory_limit=device_memory_limit)
+        for opt, value, allowed in (("filter", filter, FILTERS), ("structure", structure, STRUCTURES),
+                                    ("output", output, OUTPUTS), ("set_ops", set_ops, SET_OPS),
+                                    ("load_balance", load_balance, LOAD_BALANCE),
+                                    ("order_score", order_score, SCORES)):
+            if value not in allowed or (opt == "load_balance" and not isinstance(value, (bool, str))):
+                raise ValueError(f"unknown {opt} {value!r}; choose one of {allowed}")
+        if block_threads % 32 or not 32 <= block_threads <= 1024:
+            raise ValueError(f"block_threads must be a multiple of 32 in 32..1024, got {block_threads}")
+        if not 32 < w3 < w1:
+            raise ValueError(f"load-balance thresholds need 32 < w3 < w1, got w3={w3}, w1={w1}")
+        self.filter, self.structure, self.output, self.set_ops = filter, structure, output, set_ops
+        self.write_cache = bool(write_cache)
+        self.load_balance = load_balance
+        self.duplicate_removal = bool(duplicate_removal)
+        self.order_score = order_score
+        self.w1, self.w3 = int(w1), int(w3)
+        self.instrument = bool(instrument)
+        self.block_threads, self.max_blocks = int(block_threads), int(max_blocks)
+        self.initial_rows, self.initial_gba = max(1, int(initial_rows)), max(1, int(initial_gba))
+
+    # ------------------------------------------------------------------ prepare
+    def _prepare(self, data: Graph) -> None:
+        self.budget = budget = DeviceMemoryBudget(self.device_memory_limit)
+        n = data.num_vertices
+        self.n = n
+        self.nwords = (n + 31) // 32
+        self.index = build_index(data, self.structure)
+        self.d_index = self.index.to_device(budget)
+        sig = signature_table(data, column_first=True) if self.filter == "signature" else np.zeros(1, np.int32)
+        self.d_sig = budget.to_device(sig, what="signature table")
+        self.d_labels = budget.to_device(np.ascontiguousarray(data.labels, np.int32), what="labels")
+        out_deg = data.degrees
+        in_deg = np.diff(data.in_csr[0]).astype(np.int32) if data.directed else out_deg
+        self.d_out_deg = budget.to_device(np.ascontiguousarray(out_deg, np.int32), what="out-degrees")
+        self.d_in_deg = budget.to_device(np.ascontiguousarray(in_deg, np.int32), what="in-degrees")
+        self.d_bits = budget.device_array(max(1, _Q * self.nwords), np.uint32, what="candidate bitsets")
+        self.d_sizes = budget.device_array(_Q, np.int64, what="candidate sizes")
+        self.d_qinfo = budget.device_array(_QI_SIZE, np.int32, what="query info")
+        self.d_loads = budget.zeros(len(LOAD_CLASSES), np.int64, what="load counters")
+        self.h_qinfo = np.zeros(_QI_SIZE, np.int32)
+        self.h_sizes = np.zeros(_Q, np.int64)
+        self.total_edges = int(data.neighbors.size)
+        self.warps = self.block_threads // 32
+        self.kernels = make_kernels(self.warps)
+        self.compact = make_compact_kernel(self.block_threads)
+        self.balanced = balance.make_balanced_kernels(self.warps)
+        balance.allocate(self)
+        self._tables: dict[int, object] = {0: budget.device_array(max(n, 1), np.int32, what="table 0")}
+        self._rows_cap = 0
+        self._gba = None
+        self.scan_ws = None
+        self._grow_rows(self.initial_rows, 0)
+        self._grow_gba(self.initial_gba, 0)
+
+    # ------------------------------------------------------------------ buffers (grow and reuse)
+    def _alloc(self, shape, dtype, what, release_above: int):
+        """Allocate, or None if the budget refuses even after dropping the tables of levels above
+        ``release_above`` (they hold no live rows while that level's slice is being joined)."""
+        for attempt in range(2):
+            try:
+                return self.budget.device_array(shape, dtype, what=what)
+            except DeviceOutOfMemory:
+                deeper = [lv for lv in self._tables if lv > release_above]
+                if attempt or not deeper:
+                    return None
+                for lv in deeper:
+                    self.budget.free(self._tables.pop(lv))
+        return None
+
+    @staticmethod
+    def _targets(need: int, cap: int, floor: int = 1):
+        """Capacities to try, largest first: double (or what is needed), what is needed, then
+        halves of it down to one, so that a tight budget still gets a buffer to slice into."""
+        yield max(need, 2 * cap, floor)
+        size = need
+        while size >= 1:
+            yield size
+            size //= 2
+
+    def _grow_rows(self, rows: int, level: int) -> bool:
+        """Per-row arrays (counts, F, num, P) and the scan workspace, for ``rows`` rows if the
+        budget allows, else as many as it allows; True when ``rows`` fit."""
+        if rows <= self._rows_cap:
+            return True
+        for a in (getattr(self, name, None) for name in ("d_counts", "d_F", "d_num", "d_P")):
+            if a is not None:
+                self.budget.free(a)
+        if getattr(self, "scan_ws", None) is not None:
+            for tiles in self.scan_ws.levels:
+                self.budget.free(tiles)
+            self.scan_ws = None
+        for target in self._targets(rows, self._rows_cap):
+            arrays = [self._alloc(target, np.int64, f"per-row {name}", level) for name in ("counts", "F", "num", "P")]
+            if all(a is not None for a in arrays):
+                try:
+                    self.scan_ws = ScanWorkspace(target, np.int64, budget=self.budget)
+                except DeviceOutOfMemory:
+                    self.scan_ws = None
+            if self.scan_ws is not None:
+                self.d_counts, self.d_F, self.d_num, self.d_P = arrays
+                self._rows_cap = target
+                return target >= rows
+            for a in arrays:
+                if a is not None:
+                    self.budget.free(a)
+        raise DeviceOutOfMemory(32, self.budget.in_use, self.budget.limit or 0, "per-row join arrays")
+
+    def _grow_gba(self, elements: int, level: int) -> bool:
+        cap = 0 if self._gba is None else self._gba.size
+        if elements <= cap:
+            return True
+        if self._gba is not None:
+            self.budget.free(self._gba)
+            self._gba = None
+        for target in self._targets(elements, cap):
+            self._gba = self._alloc(target, np.int32, "GBA", level)
+            if self._gba is not None:
+                return target >= elements
+        raise DeviceOutOfMemory(4, self.budget.in_use, self.budget.limit or 0, "GBA")
+
+    def _grow_table(self, level: int, rows: int) -> bool:
+        width = level + 1
+        table = self._tables.pop(level, None)
+        cap = 0 if table is None else table.size // width
+        if rows <= cap:
+            self._tables[level] = table
+            return True
+        if table is not None:
+            self.budget.free(table)
+        for target in self._targets(rows, cap, floor=1024):
+            table = self._alloc(target * width, np.int32, f"table {level}", level)
+            if table is not None:
+                self._tables[level] = table
+                return target >= rows
+        raise DeviceOutOfMemory(width * 4, self.budget.in_use, self.budget.limit or 0, f"table {level}")
+
+    def _table_rows(self, level: int) -> int:
+        return self._tables[level].size // (level + 1)
+
+    # ------------------------------------------------------------------ launch helpers
+    def _warp_grid(self, m: int) -> int:
+        return max(1, min(self.max_blocks, (m + self.warps - 1) // self.warps))
+
+    def _thread_grid(self, m: int) -> int:
+        return max(1, min(self.max_blocks, (m + self.block_threads - 1) // self.block_threads))
+
+    def _scan(self, src, dst, m: int, want_total: bool = True) -> int:
+        """Exclusive scan of src[:m] into dst[:m] with the preallocated workspace; the total (-1 if not wanted)."""
+        total = exclusive_scan(src, dst, workspace=self.scan_ws, n=m, want_total=want_total)
+        return -1 if total is None else total
+
+    # ------------------------------------------------------------------ match
+    def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
+        start_time = time.perf_counter()
+        self._deadline = None if timeout_s is None else start_time + timeout_s
+        self.budget.reset_peak()
+        nq = query.num_vertices
+        timer = PhaseTimer()
+        if self.instrument:
+            fill(self.d_loads, 0)
+        qi = self.h_qinfo
+        with timer.phase("filter"):
+            qi[_QI_LAB:_QI_LAB + nq] = query.labels
+            out_deg = query.degrees
+            in_deg = np.diff(query.in_csr[0]) if query.directed else out_deg
+            qi[_QI_OUT:_QI_OUT + nq] = out_deg
+            qi[_QI_IN:_QI_IN + nq] = in_deg
+            if self.filter == "signature":
+                qi[_QI_SIG:_QI_SIG + nq * SIG_WORDS] = signature_table(query, column_first=False)
+            self.d_qinfo.copy_to_device(qi)
+            fill(self.d_sizes, 0)
+            mode = FILTERS.index(self.filter)
+            blocks = max(1, min(self.max_blocks, (nq * self.nwords + self.warps - 1) // self.warps))
+            filter_kernel[blocks, self.block_threads](
+                mode, self.n, self.nwords, nq, self.d_sig, self.d_labels, self.d_out_deg, self.d_in_deg,
+                self.d_qinfo, _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG, self.d_bits, self.d_sizes)
+            self.d_sizes.copy_to_host(self.h_sizes)
+        sizes = self.h_sizes[:nq].copy()
+        stats = {"candidate_sizes": sizes.tolist(), "filter": self.filter, "structure": self.structure,
+                 "output": self.output, "set_ops": self.set_ops, "load_balance": self.load_balance,
+                 "duplicate_removal": self.duplicate_removal}
+        self._count = 0
+        self._rows_out: list[np.ndarray] = []
+        self._limit = limit
+        self._collect = collect
+        self._iter_rows = [0] * nq
+        self._iter_gba = [0] * nq
+        self._chunks = 0
+        self._lb_queued = 0
+        status = Status.OK
+        reason = ""
+        if sizes.min() == 0:
+            return self._result(Status.OK, "", timer, stats, nq, None)
+        with timer.phase("plan"):
+            plan = join_plan(query, sizes, self.index.partition, self.index.partition_edges,
+                             self.total_edges, self.order_score)
+            self._plan = plan
+            self._edge_start = []
+            pos = 0
+            for step in plan.steps:
+                self._edge_start.append(pos)
+                for col, part, label in step.edges:
+                    qi[_QI_EDGES + pos * EDGE_FIELDS:_QI_EDGES + (pos + 1) * EDGE_FIELDS] = (col, part, label)
+                    pos += 1
+            self.d_qinfo.copy_to_device(qi)
+            stats["order"] = list(plan.order)
+        self._nq = nq
+        start_rows = int(sizes[plan.order[0]])
+        with timer.phase("filter"):
+            self.compact[1, self.block_threads](self.d_bits, plan.order[0] * self.nwords, self.nwords,
+                                                self._tables[0])
+        self._iter_rows[0] = start_rows
+        with timer.phase("enumerate"):
+            try:
+                if nq == 1:
+                    self._finish_rows(0, self._tables[0], start_rows)
+                else:
+                    self._run_level(0, start_rows)
+            except _Stop as stop:
+                status = stop.status
+            except DeviceOutOfMemory as exc:
+                status, reason = Status.OOM, str(exc)
+        return self._result(status, reason, timer, stats, nq, plan)
+
+    def _result(self, status, reason, timer, stats, nq, plan) -> MatchResult:
+        embeddings = None
+        if self._collect:
+            with timer.phase("transfer"):
+                rows = (np.concatenate(self._rows_out) if self._rows_out
+                        else np.zeros((0, nq), np.int32))
+                embeddings = np.empty_like(rows)
+                if plan is not None:
+                    embeddings[:, list(plan.order)] = rows
+        stats["rows_per_iteration"] = self._iter_rows if plan is not None else []
+        stats["slices"] = self._chunks
+        if self.instrument:
+            loads = self.d_loads.copy_to_host()
+            for name, value in zip(LOAD_CLASSES, loads.tolist()):
+                stats[f"loads_{name}"] = value
+            stats["loads_total"] = int(loads.sum())
+            stats["lb_queued_rows"] = self._lb_queued
+            stats["gba_per_iteration"] = self._iter_gba if plan is not None else []
+        return MatchResult(self.name, self._count, status, reason=reason, embeddings=embeddings,
+                           phases=timer.seconds, peak_device_bytes=self.budget.peak, stats=stats)
+
+    # ------------------------------------------------------------------ the join, slice by slice
+    def _check_deadline(self) -> None:
+        if self._deadline is not None and time.perf_counter() > self._deadline:
+            raise _Stop(Status.TIMEOUT)
+
+    def _add_count(self, found: int) -> None:
+        self._count += found
+        if self._limit is not None and self._count >= self._limit:
+            self._count = self._limit
+            raise _Stop(Status.LIMIT)
+
+    def _finish_rows(self, level: int, table, rows: int) -> None:
+        """Final rows: count them, and with ``collect`` copy them to the host."""
+        if self._collect and rows:
+            keep = rows if self._limit is None else min(rows, self._limit - self._count)
+            host = table[:keep * (level + 1)].copy_to_host().reshape(keep, level + 1)
+            self._rows_out.append(host)
+        self._add_count(rows)
+
+    def _run_level(self, level: int, rows: int) -> None:
+        """Extend the ``rows`` rows of table ``level`` through all later iterations."""
+        a = 0
+        while a < rows:
+            self._check_deadline()
+            m = rows - a
+            if not self._grow_rows(m, level):
+                m = self._rows_cap
+            a += self._run_chunk(level, a, m)
+
+    def _split(self, level, a, m, offsets, sizes, capacity) -> int:
+        """Run the longest prefix of rows a..a+m-1 whose buffers (exclusive ``offsets`` and
+        ``sizes`` on the device) fit in ``capacity``; returns how many rows it ran."""
+        incl = offsets[:m].copy_to_host() + sizes[:m].copy_to_host()
+        j = int(np.searchsorted(incl, capacity, side="right"))
+        if j == 0:
+            raise DeviceOutOfMemory(int(incl[0]) * 4, self.budget.in_use, self.budget.limit or 0,
+                                    f"one row of join iteration {level + 1}")
+        return self._run_chunk(level, a, j)
+
+    def _run_chunk(self, level: int, a: int, m: int) -> int:
+        k = self.kernels
+        step = self._plan.steps[level]
+        e_lo = self._edge_start[level]
+        e_hi = e_lo + len(step.edges)
+        col0, part0, lab0 = step.edges[0]
+        ubase = step.vertex * self.nwords
+        tab = self._tables[level]
+        width = level + 1
+        idx = self.d_index.args()
+        inst = 1 if self.instrument else 0
+        loads = self.d_loads
+        wg, tg, T = self._warp_grid(m), self._thread_grid(m), self.block_threads
+        self._chunks += 1
+        if self.output == "prealloc-combine":
+            k["row_counts_kernel"][tg, T](tab, width, a, m, col0, part0, self.n, *idx, self.d_counts,
+                                          self._d_qcount, loads, inst)
+            # When m times the partition's longest list fits, GBA's size needs no host round trip.
+            bound_fits = m * int(self.index.partition_max_list[part0]) <= self._gba.size
+            gba_total = self._scan(self.d_counts, self.d_F, m, want_total=self.instrument or not bound_fits)
+            if gba_total >= 0 and not self._grow_gba(gba_total, level):
+                return self._split(level, a, m, self.d_F, self.d_counts, self._gba.size)
+            gba, F, num = self._gba, self.d_F, self.d_num
+            if self.set_ops == "naive":
+                k["naive_first_kernel"][tg, T](tab, width, a, m, col0, part0, lab0, self.d_bits, ubase,
+                                               F, gba, num, self.n, *idx, loads, inst)
+                k["naive_subtract_kernel"][tg, T](tab, width, a, m, F, gba, num, loads, inst)
+                for col, part, label in step.edges[1:]:
+                    k["naive_intersect_kernel"][tg, T](tab, width, a, m, col, part, label, F, gba, num,
+                                                       self.n, *idx, loads, inst)
+            else:
+                heavy_possible = (self.load_balance == "histogram" or (
+                    self.load_balance and self.index.partition_max_list[part0] > self.w3))
+                if heavy_possible or self.duplicate_removal:
+                    balance.first_edge(self, level, a, m, col0, part0, lab0, ubase, F, gba, num)
+                else:
+                    k["first_edge_kernel"][wg, T](tab, width, a, m, col0, part0, lab0, self.d_bits, ubase,
+                                                  F, gba, num, self.n, *idx, int(self.write_cache),
+                                                  loads, inst)
+                if e_hi - e_lo > 1:
+                    qe = _QI_EDGES // EDGE_FIELDS
+                    k["intersect_kernel"][wg, T](tab, width, a, m, self.d_qinfo, qe + e_lo + 1, qe + e_hi, F, gba,
+                                                 num, self.n, *idx, int(self.write_cache), loads, inst)
+            out_total = self._scan(num, self.d_P, m)
+            buf, boff = gba, F
+        else:
+            num, qe = self.d_num, _QI_EDGES // EDGE_FIELDS
+            if self.set_ops == "naive":
+                def check(write, out):
+                    k["check_thread_kernel"][tg, T](write, tab, width, a, m, self.d_qinfo, qe + e_lo, qe + e_hi,
+                                                    self.d_bits, ubase, self.d_P, out, num, self.n, *idx,
+                                                    loads, inst)
+            else:
+                def check(write, out):
+                    k["check_warp_kernel"][wg, T](write, tab, width, a, m, self.d_qinfo, qe + e_lo, qe + e_hi,
+                                                  self.d_bits, ubase, self.d_P, out, num, self.n, *idx,
+                                                  int(self.write_cache), loads, inst)
+            check(0, self._gba)
+            out_total = self._scan(num, self.d_P, m)
+            if not self._grow_gba(out_total, level):
+                return self._split(level, a, m, self.d_P, num, self._gba.size)
+            gba_total = out_total
+            check(1, self._gba)
+            buf, boff = self._gba, self.d_P
+        last = level + 2 == self._nq
+        if out_total and (self._collect or not last) and not self._grow_table(level + 1, out_total):
+            return self._split(level, a, m, self.d_P, num, self._table_rows(level + 1))
+        self._iter_rows[level + 1] += out_total
+        if gba_total >= 0:
+            self._iter_gba[level + 1] += gba_total
+        if out_total == 0:
+            return m
+        if last and not self._collect:
+            self._add_count(out_total)
+            return m
+        out = self._tables[level + 1]
+        k["link_kernel"][wg, T](tab, width, a, m, buf, boff, num, self.d_P, out)
+        if last:
+            self._finish_rows(level + 1, out, out_total)
+        else:
+            self._run_level(level + 1, out_total)
+        return m

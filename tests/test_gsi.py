@@ -1,0 +1,292 @@
+"""GSI engine (gsi/): counts equal the CPU reference's on tiny labelled graphs, undirected and
+directed with edge labels, for every value of every ablation option and a sample of their
+combinations; collect, limit, timeout, slicing under a memory limit, oom, long queries."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from common.device import DeviceMemoryBudget, cuda
+from common.graph import Graph
+from common.reference import ReferenceMatcher
+from common.result import Status
+from gsi.engine import GSI
+from common.generate import random_walk_query
+
+def random_graph(n: int, m: int, num_labels: int, num_edge_labels: int, directed: bool, seed: int) -> Graph:
+    """A seeded random graph with uniform vertex and edge labels (one label per vertex pair)."""
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    key = src * n + dst if directed else np.minimum(src, dst) * n + np.maximum(src, dst)
+    _, first = np.unique(key, return_index=True)
+    elab = rng.integers(0, num_edge_labels, m)[first] if num_edge_labels > 1 else None
+    return Graph.from_edges(n, src[first], dst[first], rng.integers(0, num_labels, n), elab,
+                            directed=directed, name=f"rand{n}_{m}_s{seed}{'_dir' if directed else ''}")
+
+
+def undirected_view(graph: Graph) -> Graph:
+    src, dst, _ = graph.edges()
+    return Graph.from_edges(graph.num_vertices, src, dst, graph.labels)
+
+
+def walk_query(data: Graph, k: int, seed: int, induced: bool = True) -> Graph:
+    """A connected query cut from ``data`` by a random walk; for a directed graph every data arc
+    between the walked vertices is kept with its direction and label."""
+    if not data.directed:
+        return random_walk_query(data, k, seed=seed, induced=induced)
+    q = random_walk_query(undirected_view(data), k, seed=seed, induced=True)
+    verts = np.asarray(q.meta["data_vertices"])
+    pos = {int(v): i for i, v in enumerate(verts)}
+    src, dst, lab = [], [], []
+    for i, v in enumerate(verts):
+        row = data.neighbors_of(int(v))
+        for j, w in enumerate(row.tolist()):
+            if w in pos:
+                src.append(i)
+                dst.append(pos[w])
+                lab.append(0 if data.edge_labels is None else int(data.edge_labels[data.offsets[v] + j]))
+    return Graph.from_edges(k, src, dst, data.labels[verts], lab if data.has_edge_labels else None,
+                            directed=True, name=f"dwalk_{k}_s{seed}")
+
+
+UNDIRECTED = random_graph(30, 90, 3, 2, False, 1)
+DIRECTED = random_graph(30, 110, 3, 2, True, 2)
+_REF: dict[int, ReferenceMatcher] = {}
+
+
+def reference(graph: Graph, query: Graph, **kw):
+    ref = _REF.get(id(graph))
+    if ref is None:
+        ref = _REF[id(graph)] = ReferenceMatcher().prepare(graph)
+    return ref.match(query, **kw)
+
+
+def queries(graph: Graph, sizes=(4, 5), seeds=(0,)):
+    return [walk_query(graph, k, seed=s) for k in sizes for s in seeds]
+
+
+def check_counts(engine: GSI, graph: Graph, qs) -> None:
+    for q in qs:
+        got, want = engine.match(q), reference(graph, q)
+        assert got.status is Status.OK, (q.name, got)
+        assert got.count == want.count, (q.name, engine.__dict__, got.stats)
+
+
+@pytest.mark.parametrize("graph", [UNDIRECTED, DIRECTED], ids=["undirected", "directed"])
+def test_default_counts_and_embeddings(graph):
+    engine = GSI().prepare(graph)
+    for q in queries(graph, sizes=(3, 4, 6), seeds=(0, 1)):
+        got, want = engine.match(q, collect=True), reference(graph, q, collect=True)
+        assert got.count == want.count > 0
+        assert got.embeddings.shape == (want.count, q.num_vertices)
+        assert sorted(map(tuple, got.embeddings.tolist())) == sorted(map(tuple, want.embeddings.tolist()))
+        assert len(got.stats["candidate_sizes"]) == q.num_vertices
+        assert got.stats["rows_per_iteration"][-1] == want.count
+
+
+OPTION_VALUES = {
+    "filter": ["label", "degree", "signature"],
+    "structure": ["csr", "br", "cr", "pcsr"],
+    "output": ["prealloc-combine", "two-step"],
+    "set_ops": ["naive", "gpu-friendly"],
+    "write_cache": [False, True],
+    "load_balance": [False, True, "histogram"],
+    "duplicate_removal": [False, True],
+    "order_score": ["paper", "code"],
+}
+SINGLE = [(opt, v) for opt, values in OPTION_VALUES.items() for v in values]
+
+
+@pytest.mark.parametrize("option,value", SINGLE, ids=[f"{o}={v}" for o, v in SINGLE])
+def test_every_option_value(option, value):
+    # Alternate the graphs so that every value meets an edge-labelled graph of each kind overall.
+    graph = DIRECTED if SINGLE.index((option, value)) % 2 else UNDIRECTED
+    kw = {option: value}
+    if option == "load_balance" and value is True:
+        kw.update(w3=33, w1=40)          # small thresholds so that the pool and queue layers run
+    check_counts(GSI(**kw).prepare(graph), graph, queries(graph, sizes=(4,), seeds=(0, 1)))
+
+
+def _sample_combinations(count: int, seed: int):
+    names = list(OPTION_VALUES)
+    every = list(itertools.product(*OPTION_VALUES.values()))
+    rng = np.random.default_rng(seed)
+    return [dict(zip(names, every[i])) for i in rng.choice(len(every), count, replace=False)]
+
+
+COMBOS = _sample_combinations(5, seed=7)
+
+
+@pytest.mark.parametrize("options", COMBOS, ids=[f"combo{i}" for i in range(len(COMBOS))])
+def test_sampled_option_combinations(options):
+    for graph in (UNDIRECTED, DIRECTED):
+        check_counts(GSI(w3=33, w1=40, **options).prepare(graph), graph,
+                     queries(graph, sizes=(5,), seeds=(2,)))
+
+
+def hub_graph(directed: bool) -> Graph:
+    """Two hubs of degree ~40 with edge labels: neighbour lists span several 32-element batches,
+    rows share their linking vertex (duplicate removal) and exceed small LB thresholds."""
+    rng = np.random.default_rng(5)
+    n = 48
+    src = list(rng.integers(0, n, 60))
+    dst = list(rng.integers(0, n, 60))
+    elab = list(rng.integers(0, 2, 60))
+    for hub in (0, 1):
+        for v in range(2, n):
+            if rng.random() < 0.9:
+                out = rng.random() < 0.8
+                src.append(hub if out else v)
+                dst.append(v if out else hub)
+                elab.append(0)
+    src, dst, elab = np.array(src), np.array(dst), np.array(elab)
+    key = src * n + dst if directed else np.minimum(src, dst) * n + np.maximum(src, dst)
+    _, first = np.unique(key, return_index=True)
+    return Graph.from_edges(n, src[first], dst[first], rng.integers(0, 3, n), elab[first],
+                            directed=directed)
+
+
+@pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
+def test_load_balance_layers_and_duplicate_removal_on_hubs(directed):
+    graph = hub_graph(directed)
+    assert graph.max_degree > 32
+    qs = queries(graph, sizes=(3,), seeds=(2,) if directed else (2, 3))
+    base = GSI(load_balance=False, duplicate_removal=False, instrument=True).prepare(graph)
+    lb = GSI(load_balance=True, duplicate_removal=False, w3=33, w1=34, instrument=True).prepare(graph)
+    pool = GSI(load_balance=True, duplicate_removal=True, w3=33, w1=1000).prepare(graph)
+    dr = GSI(load_balance=False, duplicate_removal=True, instrument=True).prepare(graph)
+    queued = shared = 0
+    for q in qs:
+        want = reference(graph, q).count
+        r_base, r_lb, r_dr = base.match(q), lb.match(q), dr.match(q)
+        assert r_base.count == r_lb.count == r_dr.count == pool.match(q).count == want
+        queued += r_lb.stats["lb_queued_rows"]
+        assert r_dr.stats["loads_neighbors"] <= r_base.stats["loads_neighbors"]
+        shared += r_base.stats["loads_neighbors"] - r_dr.stats["loads_neighbors"]
+        assert r_base.stats["loads_total"] > 0
+    if not directed:   # (the directed walks' e0 lists stay below w1 and share fewer hub rows)
+        assert queued > 0
+        assert shared > 0                  # duplicate removal skipped some neighbour-list loads
+
+
+def test_histogram_thresholds_follow_the_work():
+    from gsi.balance import histogram_thresholds
+    small = np.zeros(64)
+    small[0] = 10_000                       # only short rows: the warp layer takes everything
+    w1, w3 = histogram_thresholds(small, sms=4, block_threads=256)
+    assert w3 >= 31 and w1 > w3
+    huge = np.zeros(4096)
+    huge[4000] = 2                          # two enormous rows: the queued (per-row block) layer
+    w1h, _ = histogram_thresholds(huge, sms=132, block_threads=256, t_launch=1.0)
+    assert w1h < 4000 * 32
+
+
+def test_slices_under_a_memory_limit_and_oom():
+    graph = UNDIRECTED
+    q = walk_query(graph, 4, seed=0)
+    want = reference(graph, q).count
+    small = dict(initial_rows=64, initial_gba=1024)
+    probe = GSI(**small).prepare(graph)
+    need = probe.budget.in_use
+    # Room for the scratch buffers but not for whole tables: the join runs over slices.
+    tight = GSI(device_memory_limit=need + 450, **small).prepare(graph)
+    got = tight.match(q, collect=True)
+    assert got.status is Status.OK and got.count == want
+    assert got.stats["slices"] > GSI().prepare(graph).match(q).stats["slices"]
+    assert sorted(map(tuple, got.embeddings.tolist())) == sorted(
+        map(tuple, reference(graph, q, collect=True).embeddings.tolist()))
+    # One row's candidate buffer (a hub's neighbours) cannot fit: status oom, never a crash.
+    hub = hub_graph(False)
+    starved = dict(initial_rows=1, initial_gba=2)
+    probe = GSI(**starved).prepare(hub)
+    limit = probe.budget.in_use + 8
+    result = GSI(device_memory_limit=limit, **starved).prepare(hub).match(walk_query(hub, 3, seed=0))
+    assert result.status is Status.OOM
+
+
+def test_limit_collect_and_timeout():
+    graph = UNDIRECTED
+    q = walk_query(graph, 4, seed=0)
+    want = reference(graph, q).count
+    engine = GSI().prepare(graph)
+    r = engine.match(q, limit=5)
+    assert want > 5 and r.status is Status.LIMIT and r.count == 5
+    r = engine.match(q, limit=5, collect=True)
+    assert r.count == 5 and r.embeddings.shape == (5, 4)
+    full = {tuple(x) for x in reference(graph, q, collect=True).embeddings.tolist()}
+    assert {tuple(x) for x in r.embeddings.tolist()} <= full
+    r = engine.match(q, limit=want + 10)
+    assert r.status is Status.OK and r.count == want
+    r = engine.match(q, timeout_s=1e-9)
+    assert r.status is Status.TIMEOUT
+
+
+def test_more_than_32_query_vertices():
+    # A 33-vertex path with alternating labels (a unique label at its end) in a 36-cycle: two
+    # embeddings (the two directions around the cycle), checked by the reference.
+    n, k = 36, 33
+    labels = np.arange(n) % 2
+    labels[0] = 2
+    data = Graph.from_edges(n, np.arange(n), (np.arange(n) + 1) % n, labels, np.zeros(n, int))
+    q_labels = np.arange(k) % 2
+    q_labels[0] = 2
+    q = Graph.from_edges(k, np.arange(k - 1), np.arange(1, k), q_labels)
+    got = GSI().prepare(data).match(q, collect=True)
+    want = reference(data, q, collect=True)
+    assert got.status is Status.OK and got.count == want.count > 0
+    assert sorted(map(tuple, got.embeddings.tolist())) == sorted(map(tuple, want.embeddings.tolist()))
+
+
+def test_unsupported_queries():
+    graph = UNDIRECTED
+    engine = GSI().prepare(graph)
+    big = Graph.from_edges(65, np.arange(64), np.arange(1, 65))
+    assert engine.match(big).status is Status.UNSUPPORTED
+    q = walk_query(graph, 3, seed=0)
+    assert engine.match(q, homomorphic=True).status is Status.UNSUPPORTED
+    with pytest.raises(ValueError):
+        GSI(structure="hash")
+    with pytest.raises(ValueError):
+        GSI(load_balance="sometimes")
+
+
+def test_pcsr_lookup_with_overflow_chains():
+    """Vertices chosen so that 20 of 40 keys hash to one bucket: the chain must find them all."""
+    from common.device_functions import hash32_host
+    from gsi.pcsr import build_index, neighbor_range, warp_neighbor_range
+
+    n_keys = 40
+    colliding = [v for v in range(200_000) if int(hash32_host(v, 17)) % n_keys == 0][:20]
+    others = [v for v in range(200_000) if int(hash32_host(v, 17)) % n_keys != 0 and v not in colliding][:20]
+    keys = np.array(sorted(colliding + others))
+    n = int(keys.max()) + 1
+    src, dst = keys[:-1], keys[1:]              # a path: every key has an edge
+    data = Graph.from_edges(n, src, dst)
+    index = build_index(data, "pcsr")
+    assert index.meta[0] == n_keys
+    d = index.to_device(DeviceMemoryBudget())
+    probe = np.concatenate([keys, [1, 2]]).astype(np.int32)    # two vertices without edges
+    out = np.zeros((probe.size, 4), np.int64)
+
+    @cuda.jit
+    def lookup(structure, meta, gl, keys_, offs, probe_, n_, out_):
+        w = cuda.blockIdx.x
+        v = probe_[w]
+        s, e, _ = warp_neighbor_range(structure, meta, gl, keys_, offs, 0, v, n_)
+        s2, e2, _ = neighbor_range(structure, meta, gl, keys_, offs, 0, v, n_)
+        if cuda.laneid == 0:
+            out_[w, 0] = s
+            out_[w, 1] = e
+            out_[w, 2] = s2
+            out_[w, 3] = e2
+
+    d_out = cuda.to_device(out)
+    lookup[probe.size, 32](d.structure, d.meta, d.gl, d.keys, d.offs, cuda.to_device(probe), n, d_out)
+    out = d_out.copy_to_host()
+    assert np.array_equal(out[:, :2], out[:, 2:])
+    for row, v in enumerate(probe.tolist()):
+        got = np.sort(index.ci[out[row, 0]:out[row, 1]])
+        assert np.array_equal(got, data.neighbors_of(v)), v
