@@ -130,6 +130,10 @@ def _labels_present(data: Graph, query: Graph) -> bool:
 _REGISTRY: dict[str, str] = {
     "cpu": "common.reference:ReferenceMatcher",
     "gsi": "gsi.engine:GSI",
+    "egsm": "egsm.engine:EGSM",
+    "gmatch": "gmatch.engine:GMatch",
+    "stwig": "stwig.engine:STwig",
+    "stwig-cpu": "stwig.cpu:STwigCPU",
 }
 
 

@@ -1,6 +1,12 @@
-"""EGSM (SIGMOD 2023): not implemented yet.
+"""EGSM (Sun & Luo, "Efficient GPU-Accelerated Subgraph Matching", SIGMOD 2023) in Numba CUDA.
 
-This package will hold the 3-step filter (``filter.py``), the Cuckoo trie candidate index
-(``cuckoo_trie.py``), the adaptive order (``order.py``) and the hybrid BFS-DFS enumeration under a
-memory budget (``enumerate.py``). No engine named ``egsm`` is registered until then.
+Files follow the paper's pipeline: ``filter.py`` (label + NLC filter, wedge filter, §4),
+``cuckoo_trie.py`` (the candidate index, §3), ``order.py`` (vertex grouping, §5.3),
+``enumerate.py`` (hybrid BFS-DFS with adaptive order, memory fallback and look-forward load
+balancing, §5), ``engine.py`` (:class:`EGSM`, the public entry, registry name ``egsm``);
+``layout.py`` fixes the packed per-query arrays the kernels share.
 """
+
+from .engine import EGSM, VARIANTS
+
+__all__ = ["EGSM", "VARIANTS"]

@@ -1,0 +1,312 @@
+"""gMatch benchmark: exact counts, warm timings against the CPU reference, variant ratios and idle
+rates (issue 6; paper Tables 2/5/6/8, Figs. 11 and 16).
+
+Workloads (``--workloads``, comma-separated; default all):
+  hprd      all 100 HPRD dense-16 queries (hprd/expected_counts_1_100.txt)
+  yeast     yeast dense_8 / sparse_8 / dense_16 queries with a known count <= 1e7
+  github    GitHub Q_0..Q_10 (gmatch_test/expected_counts.txt)
+  patterns  P1-P9 on the unlabelled GitHub graph, checked against the reference where it finishes
+            within --ref-timeout
+  variants  coarse Naive / Unroll-2/4/8, fine without batching, without stealing, seed pools,
+            on GitHub Q_0..Q_10 (ratios to the default fine engine)
+  idle      idle rates of the fine and coarse variants on GitHub and Enron (16 uniform labels),
+            --idle-queries random 12-vertex induced queries each (Tables 2/6)
+
+Every count is checked (external count, or the reference's when it finishes); a mismatch is
+printed loudly and the script exits with status 1. Times: one warm-up, then the median of
+--repeats runs; ``search`` is the device-timed enumerate phase (BFS + DFS), ``total`` the sum of
+the phases, ``wall`` the host time of ``match`` (fixed per-query cost included). Per-query rows go
+to ``<out>/gmatch_bench.csv``; the summary table is printed last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+import common.backend  # noqa: E402,F401  (picks GPU or simulator before numba.cuda loads)
+from common.device import simulator_active  # noqa: E402
+from common.generate import query_set, relabel, rmat, uniform_labels  # noqa: E402
+from common.io import load_graph, load_query_set, read_expected_counts  # noqa: E402
+from common.reference import ReferenceMatcher  # noqa: E402
+from common.result import Status  # noqa: E402
+from gmatch import GMatch  # noqa: E402
+
+WORKLOADS = ("hprd", "yeast", "github", "patterns", "variants", "idle")
+VARIANTS = {
+    "coarse-naive": dict(granularity="coarse", unroll=1),
+    "coarse-unroll-2": dict(granularity="coarse", unroll=2),
+    "coarse-unroll-4": dict(granularity="coarse", unroll=4),
+    "coarse-unroll-8": dict(granularity="coarse", unroll=8),
+    "fine-no-batch": dict(batch=False),
+    "fine-no-stealing": dict(work_stealing=False),
+    "fine-pool-1e4": dict(seed_pool=10**4),
+    "fine-pool-1e5": dict(seed_pool=10**5),
+}
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.rows: list[dict] = []
+        self.mismatches: list[str] = []
+        self.start = time.perf_counter()
+        self.skipped = 0
+        self.sim = simulator_active()
+
+    def counts(self, workload: str, variant: str) -> dict:
+        """Exact counts found so far by one workload/variant (to check the other variants)."""
+        return {r["query"]: r["count"] for r in self.rows
+                if r["workload"] == workload and r["variant"] == variant and r["status"] == "ok"
+                and r["check"] in ("ok", "unchecked")}
+
+    def out_of_time(self) -> bool:
+        budget = self.args.time_budget
+        return budget is not None and time.perf_counter() - self.start > budget
+
+    def timed(self, engine, query, repeats, timeout, warm=True):
+        """(result of the last run, median search s, median total s, median wall s)."""
+        if warm:
+            # warm-up (compiles); once it has finished within the timeout, the timed runs go
+            # without one, so that the DFS is a single launch (a timeout splits it into chunks)
+            if engine.match(query, timeout_s=timeout).status is Status.OK:
+                timeout = None
+        searches, totals, walls, result = [], [], [], None
+        for _ in range(max(1, repeats)):
+            t = time.perf_counter()
+            result = engine.match(query, timeout_s=timeout)
+            walls.append(time.perf_counter() - t)
+            searches.append(result.phases.get("enumerate", 0.0))
+            totals.append(result.seconds)
+            if result.status is not Status.OK:
+                break
+        return result, statistics.median(searches), statistics.median(totals), statistics.median(walls)
+
+    def reference(self, ref, query, repeats):
+        t = time.perf_counter()
+        result = ref.match(query, timeout_s=self.args.ref_timeout)
+        walls = [time.perf_counter() - t]
+        if result.status is Status.OK and walls[0] < 1.0:
+            for _ in range(max(0, repeats - 1)):
+                t = time.perf_counter()
+                ref.match(query, timeout_s=self.args.ref_timeout)
+                walls.append(time.perf_counter() - t)
+        return result, statistics.median(walls)
+
+    def check(self, workload, engine_name, query, got, expected):
+        if expected is None:
+            return "unchecked"
+        if got.status is not Status.OK:
+            return str(got.status)
+        if got.count != expected:
+            message = (f"MISMATCH {workload} {engine_name} {query.name}: gmatch {got.count} "
+                       f"!= expected {expected}")
+            print("!" * 80 + "\n" + message + "\n" + "!" * 80, flush=True)
+            self.mismatches.append(message)
+            return "MISMATCH"
+        return "ok"
+
+    def run_set(self, workload, data, queries, expected, variant="fine", options=None,
+                with_reference=True, repeats=None, warm=True):
+        args = self.args
+        repeats = args.repeats if repeats is None else repeats
+        engine = GMatch(**(options or {}), **self.shape_options()).prepare(data)
+        ref = ReferenceMatcher().prepare(data) if with_reference else None
+        if ref is not None and queries:
+            ref.match(queries[0], timeout_s=args.ref_timeout)          # compile the reference
+        done = 0
+        for query in queries:
+            if self.out_of_time():
+                self.skipped += len(queries) - done
+                print(f"[time budget] {workload}/{variant}: {done} of {len(queries)} queries done")
+                break
+            result, search, total, wall = self.timed(engine, query, repeats, args.timeout, warm)
+            known = expected.get(query.name) if expected else None
+            row = {"workload": workload, "variant": variant, "query": query.name,
+                   "vertices": query.num_vertices, "count": result.count, "status": str(result.status),
+                   "search_ms": 1e3 * search, "total_ms": 1e3 * total, "wall_ms": 1e3 * wall,
+                   "idle_rate": result.stats.get("idle_rate", float("nan")),
+                   "steals": result.stats.get("steals", 0), "seeds": result.stats.get("seeds", 0),
+                   "seed_width": result.stats.get("seed_width", 0),
+                   "stack_shared_bytes": result.stats.get("stack_shared_bytes", 0),
+                   "stack_global_bytes": result.stats.get("stack_global_bytes", 0),
+                   "peak_device_bytes": result.peak_device_bytes}
+            if ref is not None:
+                rres, rwall = self.reference(ref, query, repeats)
+                row.update(ref_status=str(rres.status), ref_ms=1e3 * rwall,
+                           ratio_ref_over_gmatch=(rwall / wall) if wall else float("nan"))
+                if known is None and rres.status is Status.OK:
+                    known = rres.count
+            row["expected"] = known
+            row["check"] = self.check(workload, variant, query, result, known)
+            self.rows.append(row)
+            done += 1
+            print(f"{workload:9s} {variant:17s} {query.name:22s} count={result.count:<16d} "
+                  f"{row['check']:9s} search={row['search_ms']:9.3f} ms wall={row['wall_ms']:9.3f} ms"
+                  + (f" ref={row['ref_ms']:9.3f} ms" if 'ref_ms' in row else "")
+                  + f" idle={row['idle_rate']:.3f}", flush=True)
+        return done
+
+    def shape_options(self):
+        return dict(blocks=2, warps_per_block=2, seed_pool=64) if self.sim else {}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    default_data = os.environ.get("GPUSM_DATA") or str(ROOT.parent / "shared" / "data")
+    parser.add_argument("--data", default=default_data, help="data folder (default $GPUSM_DATA or ../shared/data)")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help=f"subset of {','.join(WORKLOADS)}")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per query (median)")
+    parser.add_argument("--quick", action="store_true", help="a few queries per workload")
+    parser.add_argument("--out", default=os.environ.get("OUT") or "bench_out", help="folder for the CSV")
+    parser.add_argument("--time-budget", type=float, default=None, help="seconds; no new query after that")
+    parser.add_argument("--timeout", type=float, default=60.0, help="gMatch per-query timeout (s)")
+    parser.add_argument("--ref-timeout", type=float, default=30.0, help="reference per-query timeout (s)")
+    parser.add_argument("--idle-queries", type=int, default=100, help="random 12-vertex queries per graph")
+    args = parser.parse_args(argv)
+    data_dir = Path(args.data)
+    chosen = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    unknown = set(chosen) - set(WORKLOADS)
+    if unknown:
+        parser.error(f"unknown workloads {sorted(unknown)}; choose from {WORKLOADS}")
+    bench = Bench(args)
+    quick = 2 if args.quick else None
+    if bench.sim and not args.quick:
+        print("warning: running in the CUDA simulator; use --quick", flush=True)
+
+    # In the simulator a --quick run swaps the 37,700-vertex GitHub and Enron graphs for small
+    # R-MAT stand-ins (checked against the reference, not the external counts): it only proves
+    # that every workload's code path runs.
+    stand_in = bench.sim and args.quick
+    if stand_in:
+        print("simulator --quick: GitHub and Enron replaced by small R-MAT stand-ins", flush=True)
+    github = None
+
+    def github_graph():
+        nonlocal github
+        if github is None:
+            github = (rmat(120, 300, seed=1, labels=uniform_labels(120, 4, seed=2), name="github-stand-in")
+                      if stand_in else load_graph(data_dir / "gmatch_test" / "data.graph"))
+        return github
+
+    if "hprd" in chosen:
+        data = load_graph(data_dir / "hprd" / "HPRD.graph")
+        queries = load_query_set(data_dir / "hprd" / "queries")
+        expected = read_expected_counts(data_dir / "hprd" / "expected_counts_1_100.txt")
+        queries = [q for q in queries if q.name in expected]
+        bench.run_set("hprd", data, queries[:quick] if quick else queries, expected)
+    if "yeast" in chosen:
+        data = load_graph(data_dir / "yeast" / "yeast.graph")
+        expected = read_expected_counts(data_dir / "yeast" / "expected_counts.txt")
+        names = [k for k, v in expected.items() if v <= 10**7
+                 and k.rsplit("_", 1)[0] in ("query_dense_8", "query_sparse_8", "query_dense_16")]
+        names = sorted(names, key=lambda k: (expected[k], k))[:quick] if quick else sorted(names)
+        queries = load_query_set([data_dir / "yeast" / "queries" / f"{k}.graph" for k in names])
+        bench.run_set("yeast", data, queries, expected)
+    if "github" in chosen or "variants" in chosen:
+        expected = read_expected_counts(data_dir / "gmatch_test" / "expected_counts.txt")
+        queries = load_query_set(data_dir / "gmatch_test" / "queries")
+        queries = [q for q in queries if q.name in expected]
+        if quick:
+            queries = [q for q in queries if q.name in ("Q_7", "Q_1")]
+        if stand_in:
+            expected = {}
+            queries = [relabel(q, q.labels % 4) for q in queries]
+        if "github" in chosen:
+            bench.run_set("github", github_graph(), queries, expected)
+        if "variants" in chosen:
+            variants = {"coarse-naive": VARIANTS["coarse-naive"]} if quick else VARIANTS
+            checked = expected or bench.counts("github", "fine")
+            for name, options in variants.items():
+                bench.run_set("variants", github_graph(), queries, checked, name, options,
+                              with_reference=False)
+    if "patterns" in chosen:
+        data = github_graph()
+        unlabelled = relabel(data, np.zeros(data.num_vertices, dtype=np.int32))
+        queries = load_query_set(data_dir / "gmatch_test" / "patterns")
+        bench.run_set("patterns", unlabelled, queries[:1] if quick else queries, {})
+    if "idle" in chosen:
+        count = 2 if quick else args.idle_queries
+        if stand_in:
+            enron = rmat(100, 250, seed=3, labels=uniform_labels(100, 4, seed=4), name="enron-stand-in")
+        else:
+            enron = load_graph(data_dir / "snap" / "email-Enron.txt.gz", symmetrize=True)
+            enron = relabel(enron, uniform_labels(enron.num_vertices, 16, seed=6))
+        for name, data in (("github", github_graph()), ("enron", enron)):
+            queries = list(query_set(data, count, 4 if stand_in else 12, seed=12))
+            for variant, options in {"fine": {}, **{k: v for k, v in VARIANTS.items()
+                                                     if k.startswith("coarse")}}.items():
+                # idle rates need one run per query (no warm-up, no repeats); the reference
+                # checks the fine engine's counts where it finishes within --ref-timeout
+                bench.run_set(f"idle-{name}", data, queries, bench.counts(f"idle-{name}", "fine"),
+                              variant, options, with_reference=(variant == "fine"), repeats=1, warm=False)
+
+    write_csv(bench, Path(args.out))
+    summary(bench)
+    return 1 if bench.mismatches else 0
+
+
+def write_csv(bench: Bench, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "gmatch_bench.csv"
+    keys: list[str] = []
+    for row in bench.rows:
+        keys += [k for k in row if k not in keys]
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=keys)
+        writer.writeheader()
+        writer.writerows(bench.rows)
+    print(f"wrote {len(bench.rows)} rows to {path}")
+
+
+def summary(bench: Bench) -> None:
+    rows = bench.rows
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["workload"], row["variant"]), []).append(row)
+    base = {r["query"]: r["search_ms"] for r in rows if r["workload"] == "github" and r["variant"] == "fine"}
+    print("\n" + "=" * 118)
+    print(f"{'workload':14s} {'variant':17s} {'n':>4s} {'ok':>4s} {'bad':>4s} {'med search ms':>13s} "
+          f"{'sum search ms':>13s} {'med wall ms':>11s} {'med ref ms':>10s} {'ref/gm (med)':>12s} "
+          f"{'idle rate':>9s} {'vs fine':>8s}")
+    for (workload, variant), group in groups.items():
+        ok = sum(r["check"] in ("ok", "unchecked") and r["status"] == "ok" for r in group)
+        bad = sum(r["check"] == "MISMATCH" for r in group)
+        search = [r["search_ms"] for r in group]
+        wall = [r["wall_ms"] for r in group]
+        refs = [r["ref_ms"] for r in group if "ref_ms" in r]
+        ratios = [r["ratio_ref_over_gmatch"] for r in group if "ratio_ref_over_gmatch" in r]
+        idle = [r["idle_rate"] for r in group if r["idle_rate"] == r["idle_rate"]]
+        versus = ""
+        if workload == "variants":
+            pairs = [(r["search_ms"], base[r["query"]]) for r in group if r["query"] in base and base[r["query"]] > 0]
+            if pairs:
+                versus = f"{sum(a for a, _ in pairs) / sum(b for _, b in pairs):.2f}x"
+        print(f"{workload:14s} {variant:17s} {len(group):4d} {ok:4d} {bad:4d} {statistics.median(search):13.3f} "
+              f"{sum(search):13.3f} {statistics.median(wall):11.3f} "
+              f"{(statistics.median(refs) if refs else float('nan')):10.3f} "
+              f"{(statistics.median(ratios) if ratios else float('nan')):12.2f} "
+              f"{(statistics.mean(idle) if idle else float('nan')):9.4f} {versus:>8s}")
+    print("=" * 118)
+    if bench.skipped:
+        print(f"time budget reached: {bench.skipped} queries not run")
+    if bench.mismatches:
+        print(f"{len(bench.mismatches)} MISMATCHES:")
+        for m in bench.mismatches:
+            print("  " + m)
+    else:
+        print("all checked counts are exact")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Cuckoo tries: EGSM's candidate index (paper §3; digest §3).
+
+For every directed query edge (u, u') the trie CT(u, u') stores the relation R(u, u') keyed by the
+u-side vertex, in three levels:
+
+1. two bucketised cuckoo hash tables (m = 2, buckets of 8 int32 cells = one 32-byte transaction)
+   holding the candidates C(u);
+2. per cell, the start offset of N(v, u, u') (``off``, one entry per (edge, cell) pair; the
+   length is the difference to the next pair's offset);
+3. the concatenated neighbour lists N(v, u, u') = {v' in N_G(v) : v' in C(u')}, each sorted
+   ascending (the data CSR is sorted), so lanes of a warp binary-search on the same path.
+
+Shared layout (as the authors' code, digest §3.2): every CT(u, .) of one u uses the same level 1
+(same keys, same cells, same hash seeds), so a cell index found once for v answers "is v a key of
+CT(u, a)" for every neighbour a (its list is non-empty) and gives v's list in every CT(u, a).
+Only one copy of the level-1 table per query vertex is stored rather than one per trie.
+
+Choices where the paper is silent, recorded:
+
+* Hash: MurmurHash2 (``common.device_functions.hash32``) of the key with one seed per table,
+  modulo the bucket count; the authors use ``(c0 ^ (key + c1)) mod buckets``. On a failed build
+  the host draws new seeds and rebuilds (the paper's rehash).
+* Sizing: ceil(2|C(u)| / 8) buckets per table (authors' ``CUCKOO_SCALE_PER_TABLE = 2``), |C(u)|
+  counted by the filter kernel.
+* Insertion: one thread per (vertex, query vertex) key, CAS into an empty cell of its bucket,
+  else ``atomic.exch`` with cell ``key % 8`` and the victim moves to the other table, at most
+  ``MAX_CUCKOO_LOOP = 64`` times (authors' limit); the paper uses 8 cooperating lanes per key.
+* Levels 2 and 3: one thread per (edge, cell) pair counts, an exclusive scan over all pairs of
+  all tries gives the offsets, one thread per pair copies (paper: one warp per key). All tries of
+  a query are built by the same three launches.
+* Deletion (filter step 3) keeps a live count per pair and a REMOVED flag per list slot; a key
+  whose live count reaches 0 is deleted at once (the paper's eager variant, digest §4.3).
+  Compaction then drops removed slots and empty keys into fresh arrays (``off2``/``nbr2``) and
+  lists the surviving keys of each trie (``proj_keys``: π_u R(u, u'), used as s_min when a
+  projection is the smallest set, as the authors' ``compacted_vs``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import int32, int64
+
+from common.device import cuda
+from common.device_functions import hash32, lower_bound
+
+from .layout import (BUCKET, C_CUCKOO_FAIL, EI_CARD, EI_PROJSTART, EI_REL, EMPTY, M_CBASE,
+                     M_EDST, M_ESRC, M_NB, M_NE, M_NQ, M_PBASE, M_SEED, MAXQ)
+
+MAX_CUCKOO_LOOP = 64
+
+
+@cuda.jit(device=True)
+def bucket_base(meta, u, table, key):
+    """First cell of ``key``'s bucket in table ``table`` of query vertex ``u``."""
+    nb = meta[M_NB + u]
+    h = int64(hash32(key, meta[M_SEED + table])) % nb
+    return meta[M_CBASE + u] + table * nb * BUCKET + h * BUCKET
+
+
+@cuda.jit(device=True)
+def lookup(keys, meta, u, key):
+    """Global cell index of ``key`` in u's level 1, or -1 (two bucket probes at most)."""
+    for table in range(2):
+        base = bucket_base(meta, u, table, key)
+        for c in range(BUCKET):
+            if keys[base + c] == key:
+                return base + c
+    return -1
+
+
+@cuda.jit(device=True)
+def edge_of_pair(meta, p):
+    """Directed edge whose pair range [pbase[e], pbase[e+1]) holds pair ``p``."""
+    lo = 0
+    hi = meta[M_NE]
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if meta[M_PBASE + mid] <= p:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@cuda.jit
+def insert_kernel(n, masks, meta, keys, ctrl):
+    """Level 1: insert every data vertex v into the table of every u with v in C(u)."""
+    nq = meta[M_NQ]
+    for v in range(cuda.grid(1), n, cuda.gridsize(1)):
+        m = masks[v]
+        if m == 0:
+            continue
+        for u in range(nq):
+            if not (m >> u) & 1:
+                continue
+            cur = int32(v)
+            table = 0
+            placed = False
+            for _ in range(MAX_CUCKOO_LOOP):
+                base = bucket_base(meta, u, table, cur)
+                for c in range(BUCKET):
+                    if keys[base + c] == EMPTY:
+                        if cuda.atomic.cas(keys, base + c, int32(EMPTY), cur) == EMPTY:
+                            placed = True
+                            break
+                if placed:
+                    break
+                cur = cuda.atomic.exch(keys, base + cur % BUCKET, cur)
+                if cur == EMPTY:
+                    placed = True
+                    break
+                table = 1 - table
+            if not placed:
+                ctrl[C_CUCKOO_FAIL] = 1
+
+
+@cuda.jit
+def count_kernel(capacity, num_pairs, meta, keys, masks, offsets, neighbors, cnt):
+    """Level 2 sizes: cnt[p] = |N(v, u, u')| for pair p = (edge (u, u'), cell of v); 0 past the
+    last pair, so that a scan over the whole buffer ends with the total."""
+    for p in range(cuda.grid(1), capacity, cuda.gridsize(1)):
+        c = 0
+        if p < num_pairs:
+            e = edge_of_pair(meta, p)
+            u = meta[M_ESRC + e]
+            bit = int64(1) << meta[M_EDST + e]
+            v = keys[meta[M_CBASE + u] + p - meta[M_PBASE + e]]
+            if v != EMPTY:
+                for i in range(offsets[v], offsets[v + 1]):
+                    if masks[neighbors[i]] & bit:
+                        c += 1
+        cnt[p] = c
+
+
+@cuda.jit
+def fill_kernel(num_pairs, meta, keys, masks, offsets, neighbors, off, nbr, removed):
+    """Level 3: copy N(v, u, u') (sorted) to nbr[off[p]:]; clear the slots' REMOVED flags."""
+    for p in range(cuda.grid(1), num_pairs, cuda.gridsize(1)):
+        e = edge_of_pair(meta, p)
+        u = meta[M_ESRC + e]
+        bit = int64(1) << meta[M_EDST + e]
+        v = keys[meta[M_CBASE + u] + p - meta[M_PBASE + e]]
+        if v == EMPTY:
+            continue
+        pos = off[p]
+        for i in range(offsets[v], offsets[v + 1]):
+            w = neighbors[i]
+            if masks[w] & bit:
+                nbr[pos] = w
+                removed[pos] = 0
+                pos += 1
+
+
+@cuda.jit
+def alive_kernel(capacity, num_pairs, cnt, alive):
+    """alive[p] = 1 if pair p still has a non-empty list (its key is in π_u R(u, u'))."""
+    for p in range(cuda.grid(1), capacity, cuda.gridsize(1)):
+        alive[p] = 1 if p < num_pairs and cnt[p] > 0 else 0
+
+
+@cuda.jit
+def compact_kernel(num_pairs, meta, keys, cnt, off, nbr, removed, off2, nbr2, proj_pos,
+                   proj_keys, einfo):
+    """CompactCuckooTries: surviving slots to nbr2[off2[p]:], surviving keys of each trie to
+    proj_keys, and per edge |π_u R(u, u')|, its start in proj_keys and |R(u, u')|."""
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    ne = meta[M_NE]
+    for e in range(start, ne, stride):
+        first = proj_pos[meta[M_PBASE + e]]
+        einfo[EI_PROJSTART + e] = first
+        einfo[EI_CARD + e] = proj_pos[meta[M_PBASE + e + 1]] - first
+        einfo[EI_REL + e] = off2[meta[M_PBASE + e + 1]] - off2[meta[M_PBASE + e]]
+    for p in range(start, num_pairs, stride):
+        if cnt[p] == 0:
+            continue
+        e = edge_of_pair(meta, p)
+        u = meta[M_ESRC + e]
+        proj_keys[proj_pos[p]] = keys[meta[M_CBASE + u] + p - meta[M_PBASE + e]]
+        pos = off2[p]
+        for i in range(off[p], off[p + 1]):
+            if removed[i] == 0:
+                nbr2[pos] = nbr[i]
+                pos += 1
+
+
+@cuda.jit(device=True)
+def list_contains(nbr, lo, hi, key):
+    """Whether ``key`` is in the sorted list nbr[lo:hi]."""
+    i = lower_bound(nbr, lo, hi, key)
+    return i < hi and nbr[i] == key
+
+
+def table_sizes(candidate_counts: np.ndarray) -> np.ndarray:
+    """Buckets per table for each query vertex: ceil(2 |C(u)| / 8), at least 1."""
+    return np.maximum(1, (2 * candidate_counts.astype(np.int64) + BUCKET - 1) // BUCKET)
+
+
+__all__ = ["MAX_CUCKOO_LOOP", "MAXQ", "lookup", "list_contains", "insert_kernel", "count_kernel",
+           "fill_kernel", "alive_kernel", "compact_kernel", "table_sizes"]

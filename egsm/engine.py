@@ -1,0 +1,449 @@
+"""EGSM engine (Sun & Luo, SIGMOD 2023): the public entry of the package.
+
+Pipeline per query (paper §2): filter steps 1-2 (``filter.candidate_kernel``), Cuckoo tries of
+every directed query edge (``cuckoo_trie``), wedge filter (``filter.prune_kernel``), compaction,
+vertex grouping (``order.plan``), hybrid BFS-DFS enumeration under the queue budget
+(``enumerate.extend_kernel``).
+
+Options (variants of the paper's Table 4 are options of this one class):
+
+* ``variant``: ``"default"`` | ``"NoF3"`` (no wedge filter) | ``"DFS"`` (u0, then one group) |
+  ``"BFS"`` (one vertex per group) | ``"Static"`` (static order inside groups) | ``"NoLB"`` (no
+  load balancing); it only sets the defaults of the options below, which override it when given.
+* ``wedge_filter`` (bool), ``mode`` (``"bfs-dfs"`` | ``"dfs"`` | ``"bfs"``), ``order``
+  (``"adaptive"`` | ``"static"``), ``load_balance`` (bool).
+* ``split_threshold`` (TH1 = 1024) and ``split_records`` (capacity of the split-record pool,
+  65536 records of 40 int64): look-forward load balancing.
+* ``queue_bytes``: size of the cyclic partial-result queue; default: half of the device-memory
+  budget left after ``prepare``, at most 6 GB (the authors' pool), 4 MiB when there is no limit
+  (the simulator).
+* ``blocks``: blocks of the enumeration kernel (default 4 per SM; 1 in the simulator).
+* ``device_memory_limit``: every device allocation goes through one ``DeviceMemoryBudget``.
+
+Load balancing (paper §5.6) without dynamic parallelism, which Numba lacks: warps take tasks
+from a device cursor; look-forward splitting publishes a level whose s_min has more than TH1
+elements as 32-element chunk records (prefix + chunk) in a device pool that every warp of the
+same launch drains once the main tasks are used up (in-kernel, no relaunch; termination when all
+main tasks and records are finished); the splitting warp leaves that level. When the pool is
+full the warp keeps the level itself. Look-backward splitting (TH2 = 1e6 batches) is not
+implemented.
+
+Statistics (``MatchResult.stats``): candidates per query vertex after steps 1-2, candidate
+edges per relation |R(u, u')| (list and mean), candidate-index bytes (level 1 + 2 + 3 and the
+compacted key lists), filtering seconds (filter + index phases), stage row counts, whether the
+BFS-to-DFS fallback ran, cuckoo rebuilds.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from common.device import DeviceMemoryBudget, PhaseTimer, cuda, fill, simulator_active
+from common.engine import Engine
+from common.graph import Graph
+from common.result import MatchResult, Status
+from common.scan import ScanWorkspace, exclusive_scan
+
+from . import layout as L
+from .cuckoo_trie import (alive_kernel, compact_kernel, count_kernel, fill_kernel, insert_kernel,
+                          table_sizes)
+from .enumerate import extend_kernel
+from .filter import candidate_kernel, filtering_order, neighbour_label_counts, prune_kernel
+from .order import plan as make_plan
+
+VARIANTS = {
+    "default": {},
+    "NoF3": {"wedge_filter": False},
+    "DFS": {"mode": "dfs"},
+    "BFS": {"mode": "bfs"},
+    "Static": {"order": "static"},
+    "NoLB": {"load_balance": False},
+}
+DEFAULT_POOL_BYTES = 6_000_000_000
+SPLIT_THRESHOLD = 1024          # TH1 of the authors' code
+# capacity of the split-record pool (records of REC_WIDTH int64); small in the simulator
+SPLIT_RECORDS = 1024 if simulator_active() else 1 << 16
+SIM_QUEUE_BYTES = 4 << 20
+MAX_REBUILDS = 8
+BUILD_BLOCKS_MAX = 4096
+
+
+def _blocks(work: int) -> int:
+    return max(1, min(BUILD_BLOCKS_MAX, (work + L.BUILD_THREADS - 1) // L.BUILD_THREADS))
+
+
+class EGSM(Engine):
+    """EGSM on the GPU (Numba CUDA kernels); see the module docstring for the options."""
+
+    name = "egsm"
+    supports_edge_labels = False
+    supports_directed = False
+    supports_homomorphic = False
+    supports_disconnected = False
+    max_query_vertices = L.MAXQ
+
+    def __init__(self, *, variant: str = "default", wedge_filter: bool | None = None,
+                 mode: str | None = None, order: str | None = None, load_balance: bool | None = None,
+                 split_threshold: int = SPLIT_THRESHOLD, split_records: int = SPLIT_RECORDS,
+                 queue_bytes: int | None = None, blocks: int | None = None,
+                 device_memory_limit: int | None = None):
+        super().__init__(device_memory_limit=device_memory_limit)
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {list(VARIANTS)}, got {variant!r}")
+        preset = VARIANTS[variant]
+        self.variant = variant
+        self.wedge_filter = bool(preset.get("wedge_filter", True) if wedge_filter is None else wedge_filter)
+        self.mode = preset.get("mode", "bfs-dfs") if mode is None else mode
+        self.order = preset.get("order", "adaptive") if order is None else order
+        self.load_balance = bool(preset.get("load_balance", True) if load_balance is None else load_balance)
+        if int(split_threshold) < 1 or int(split_records) < 1:
+            raise ValueError("split_threshold and split_records must be positive")
+        self.split_threshold = int(split_threshold)
+        self.split_records = int(split_records)
+        if self.mode not in ("bfs-dfs", "dfs", "bfs"):
+            raise ValueError(f"mode must be 'bfs-dfs', 'dfs' or 'bfs', got {self.mode!r}")
+        if self.order not in ("adaptive", "static"):
+            raise ValueError(f"order must be 'adaptive' or 'static', got {self.order!r}")
+        if queue_bytes is not None and int(queue_bytes) < 4:
+            raise ValueError(f"queue_bytes must hold at least one int32, got {queue_bytes}")
+        if blocks is not None and int(blocks) < 1:
+            raise ValueError(f"blocks must be positive, got {blocks}")
+        self.queue_bytes = None if queue_bytes is None else int(queue_bytes)
+        self.blocks = None if blocks is None else int(blocks)
+
+    # ------------------------------------------------------------------ prepare
+    def _prepare(self, data: Graph) -> None:
+        self.budget = budget = DeviceMemoryBudget(self.device_memory_limit)
+        nlc_off, nlc_lab, nlc_cnt = neighbour_label_counts(data)
+        self.d_offsets = budget.to_device(data.offsets.astype(np.int64), "data offsets")
+        self.d_neighbors = budget.to_device(data.neighbors.astype(np.int32), "data neighbors")
+        self.d_labels = budget.to_device(data.labels.astype(np.int32), "data labels")
+        self.d_nlc_off = budget.to_device(nlc_off, "NLC offsets")
+        self.d_nlc_lab = budget.to_device(nlc_lab if nlc_lab.size else np.zeros(1, np.int32), "NLC labels")
+        self.d_nlc_cnt = budget.to_device(nlc_cnt if nlc_cnt.size else np.zeros(1, np.int32), "NLC counts")
+        self.d_masks = budget.device_array(max(data.num_vertices, 1), np.int64, "candidate bitmaps")
+        self.d_meta = budget.device_array(L.META_SIZE, np.int64, "query metadata")
+        self.d_einfo = budget.device_array(L.EINFO_SIZE, np.int64, "edge info")
+        self.d_ctrl = budget.device_array(L.CTRL_SIZE, np.int64, "counters")
+        self.d_emb_dummy = budget.device_array(1, np.int32, "no embeddings")
+        self.d_split = budget.to_device(   # flags 0: never a launch's epoch (they start at 1)
+            np.zeros(self.split_records * L.REC_WIDTH if self.load_balance else 1, np.int64),
+            "split records")
+        self._epoch = 0
+        self.h_meta = np.zeros(L.META_SIZE, np.int64)
+        self.h_ctrl = cuda.pinned_array(L.CTRL_SIZE, np.int64) if not simulator_active() else np.zeros(L.CTRL_SIZE, np.int64)
+        self.h_einfo = np.zeros(L.EINFO_SIZE, np.int64)
+        self._buffers: dict[str, object] = {}
+        self._scan_ws: ScanWorkspace | None = None
+        if self.queue_bytes is not None:
+            qbytes = self.queue_bytes
+        elif budget.limit is None:
+            qbytes = SIM_QUEUE_BYTES
+        else:
+            qbytes = min(DEFAULT_POOL_BYTES, (budget.limit - budget.in_use) // 2)
+        self.d_queue = budget.device_array(max(1, qbytes // 4), np.int32, "BFS queue")
+        if self.blocks is not None:
+            self.enum_blocks = self.blocks
+        elif simulator_active():
+            self.enum_blocks = 1
+        else:
+            self.enum_blocks = 4 * int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+        self.data_n = data.num_vertices
+
+    def _buffer(self, name: str, size: int, dtype) -> object:
+        """A device buffer of at least ``size`` elements, grown (x1.5) and reused across queries."""
+        size = max(int(size), 1)
+        current = self._buffers.get(name)
+        if current is not None and current.size >= size:
+            return current
+        if current is not None:
+            self.budget.free(current)
+            self._buffers[name] = None
+        grown = size if current is None else max(size, int(current.size * 1.5))
+        self._buffers[name] = self.budget.device_array(grown, dtype, name)
+        return self._buffers[name]
+
+    def _pair_space(self, size: int) -> tuple:
+        """The per-(edge, cell) arrays, all of one length (the scans need equal sizes):
+        counts, offsets, alive flags, key positions, compacted offsets."""
+        specs = (("level-2 counts", np.int32), ("level-2 offsets", np.int64),
+                 ("alive pairs", np.int64), ("key positions", np.int64),
+                 ("compacted offsets", np.int64))
+        current = self._buffers.get(specs[0][0])
+        if current is None or current.size < size:
+            grown = size if current is None else max(size, int(current.size * 1.5))
+            for name, dtype in specs:
+                if self._buffers.get(name) is not None:
+                    self.budget.free(self._buffers[name])
+                    self._buffers[name] = None
+            for name, dtype in specs:
+                self._buffers[name] = self.budget.device_array(grown, dtype, name)
+        return tuple(self._buffers[name] for name, _ in specs)
+
+    def _scan(self, d_in, d_out) -> int:
+        if self._scan_ws is None or self._scan_ws.capacity < d_in.size:
+            if self._scan_ws is not None:
+                for level in self._scan_ws.levels:
+                    self.budget.free(level)
+            self._scan_ws = ScanWorkspace(d_in.size, np.int64, self.budget)
+        return exclusive_scan(d_in, d_out, workspace=self._scan_ws)
+
+    def _read_ctrl(self) -> np.ndarray:
+        self.d_ctrl.copy_to_host(self.h_ctrl)
+        return self.h_ctrl
+
+    # ------------------------------------------------------------------ match
+    def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
+        deadline = None if timeout_s is None else time.perf_counter() + timeout_s
+        timer = PhaseTimer()
+        self.budget.reset_peak()
+        nq = query.num_vertices
+        stats: dict = {"variant": self.variant}
+        if query.num_edges == 0:
+            return self._single_vertex(query, limit, collect, timer)
+        adj = [set(int(a) for a in query.neighbors[query.offsets[u]:query.offsets[u + 1]])
+               for u in range(nq)]
+        edges = [(u, a) for u in range(nq) for a in sorted(adj[u])]
+        eid = {e: i for i, e in enumerate(edges)}
+        meta = self._query_meta(query, adj, edges)
+
+        def finish(count, status=Status.OK, embeddings=None, reason=""):
+            phases = timer.seconds
+            stats["filter_seconds"] = phases.get("filter", 0.0) + phases.get("index", 0.0)
+            if collect and embeddings is None:
+                embeddings = np.zeros((0, nq), np.int32)
+            return MatchResult(self.name, count, status, reason=reason, embeddings=embeddings,
+                               phases=phases, peak_device_bytes=self.budget.peak, stats=stats)
+
+        # ---- filter steps 1-2 ------------------------------------------------------------
+        with timer.phase("filter"):
+            fill(self.d_ctrl, 0)
+            self.d_meta.copy_to_device(meta)
+            candidate_kernel[_blocks(self.data_n), L.BUILD_THREADS](
+                self.data_n, self.d_offsets, self.d_labels, self.d_nlc_off, self.d_nlc_lab,
+                self.d_nlc_cnt, self.d_meta, self.d_masks, self.d_ctrl)
+            ctrl = self._read_ctrl()
+        cand = ctrl[L.C_CAND:L.C_CAND + nq].copy()
+        stats["candidates"] = cand.tolist()
+        if cand.min() == 0:
+            return finish(0)
+        # ---- Cuckoo tries + wedge filter ----------------------------------------------------
+        nb = table_sizes(cand)
+        cbase = np.zeros(nq + 1, np.int64)
+        np.cumsum(2 * L.BUCKET * nb, out=cbase[1:])
+        pbase = np.zeros(len(edges) + 1, np.int64)
+        np.cumsum([2 * L.BUCKET * nb[u] for u, _ in edges], out=pbase[1:])
+        meta[L.M_CBASE:L.M_CBASE + nq + 1] = cbase
+        meta[L.M_NB:L.M_NB + nq] = nb
+        meta[L.M_PBASE:L.M_PBASE + len(edges) + 1] = pbase
+        cells, pairs = int(cbase[-1]), int(pbase[-1])
+        rng = np.random.default_rng(0)
+        rebuilds = 0
+        while True:
+            meta[L.M_SEED:L.M_SEED + 2] = rng.integers(1, 2**31 - 1, size=2)
+            built = self._build_index(meta, adj, cells, pairs, timer)
+            if built is not None:
+                break
+            rebuilds += 1
+            if rebuilds >= MAX_REBUILDS:
+                raise RuntimeError(f"cuckoo build failed {rebuilds} times for query {query.name!r}")
+        total_slots, total_live, total_keys = built
+        einfo = self.h_einfo
+        ne = len(edges)
+        card = einfo[L.EI_CARD:L.EI_CARD + ne].copy()
+        rel = einfo[L.EI_REL:L.EI_REL + ne].copy()
+        stats.update(cuckoo_rebuilds=rebuilds, candidate_edges=rel.tolist(),
+                     candidate_edges_per_relation=float(rel.mean()),
+                     candidate_edges_before_wedge=int(total_slots),
+                     candidate_index_bytes=int(4 * cells + 8 * (pairs + 1) + 4 * total_live
+                                               + 4 * total_keys))
+        if card.min() == 0:
+            return finish(0)
+        # ---- grouping ------------------------------------------------------------------------
+        start = time.perf_counter()
+        plan = make_plan(adj, {e: int(rel[eid[e]]) for e in edges}, self.mode)
+        masks = plan.stage_masks()
+        meta[L.M_STAGEMASK:L.M_STAGEMASK + len(masks)] = masks
+        u0 = plan.first_vertex
+        first_edge = min((eid[(u0, a)] for a in adj[u0]), key=lambda e: (card[e], e))
+        timer.add("plan", time.perf_counter() - start)
+        stats["groups"] = [list(g) for g in plan.groups]
+        return self._enumerate(meta, plan, masks, first_edge, int(card[first_edge]), nq, limit,
+                               collect, deadline, timer, stats, finish)
+
+    def _query_meta(self, query: Graph, adj, edges) -> np.ndarray:
+        nq = query.num_vertices
+        meta = self.h_meta
+        meta[:] = 0
+        meta[L.M_LAB:L.M_LAB + nq] = query.labels
+        meta[L.M_DEG:L.M_DEG + nq] = [len(a) for a in adj]
+        meta[L.M_ADJ:L.M_ADJ + nq] = [sum(1 << a for a in adj[u]) for u in range(nq)]
+        meta[L.M_EIDX:L.M_EIDX + L.MAXQ * L.MAXQ] = -1
+        pos = 0
+        for u in range(nq):
+            meta[L.M_NLCOFF + u] = pos
+            labs, counts = np.unique(query.labels[sorted(adj[u])], return_counts=True)
+            meta[L.M_NLCLAB + pos:L.M_NLCLAB + pos + labs.size] = labs
+            meta[L.M_NLCCNT + pos:L.M_NLCCNT + pos + labs.size] = counts
+            pos += labs.size
+        meta[L.M_NLCOFF + nq] = pos
+        for i, (u, a) in enumerate(edges):
+            meta[L.M_EIDX + u * L.MAXQ + a] = i
+            meta[L.M_ESRC + i] = u
+            meta[L.M_EDST + i] = a
+        meta[L.M_NQ] = nq
+        meta[L.M_NE] = len(edges)
+        return meta
+
+    def _build_index(self, meta, adj, cells, pairs, timer):
+        """Build all tries, run the wedge filter, compact; None if the cuckoo build failed."""
+        with timer.phase("index"):
+            self.d_meta.copy_to_device(meta)
+            keys = self._buffer("cuckoo keys", cells, np.int32)
+            fill(keys, L.EMPTY)
+            insert_kernel[_blocks(self.data_n), L.BUILD_THREADS](
+                self.data_n, self.d_masks, self.d_meta, keys, self.d_ctrl)
+            cnt, off, alive, proj_pos, off2 = self._pair_space(pairs + 1)
+            count_kernel[_blocks(cnt.size), L.BUILD_THREADS](
+                cnt.size, pairs, self.d_meta, keys, self.d_masks, self.d_offsets,
+                self.d_neighbors, cnt)
+            total_slots = self._scan(cnt, off)
+            nbr = self._buffer("level-3 lists", total_slots, np.int32)
+            removed = self._buffer("level-3 removed flags", total_slots, np.int32)
+            fill_kernel[_blocks(pairs), L.BUILD_THREADS](
+                pairs, self.d_meta, keys, self.d_masks, self.d_offsets, self.d_neighbors, off,
+                nbr, removed)
+        if self.wedge_filter:
+            with timer.phase("filter"):
+                delta = filtering_order(adj, np.array([len(a) for a in adj]))
+                for u in delta + delta[::-1]:
+                    cells_u = 2 * L.BUCKET * int(meta[L.M_NB + u])
+                    prune_kernel[_blocks(cells_u), L.BUILD_THREADS](
+                        u, self.d_meta, keys, cnt, off, nbr, removed)
+        with timer.phase("index"):
+            alive_kernel[_blocks(alive.size), L.BUILD_THREADS](alive.size, pairs, cnt, alive)
+            total_keys = self._scan(alive, proj_pos)
+            total_live = self._scan(cnt, off2)
+            nbr2 = self._buffer("compacted lists", total_live, np.int32)
+            proj_keys = self._buffer("compacted keys", total_keys, np.int32)
+            compact_kernel[_blocks(pairs), L.BUILD_THREADS](
+                pairs, self.d_meta, keys, cnt, off, nbr, removed, off2, nbr2, proj_pos,
+                proj_keys, self.d_einfo)
+            self.d_einfo.copy_to_host(self.h_einfo)
+            ctrl = self._read_ctrl()
+        if ctrl[L.C_CUCKOO_FAIL]:
+            fill(self.d_ctrl[L.C_CUCKOO_FAIL:L.C_CUCKOO_FAIL + 1], 0)
+            return None
+        self.index = (keys, off2, nbr2, proj_keys)
+        return total_slots, total_live, total_keys
+
+    def _enumerate(self, meta, plan, masks, first_edge, first_card, nq, limit, collect,
+                   deadline, timer, stats, finish):
+        keys, off2, nbr2, proj_keys = self.index
+        adaptive = self.order == "adaptive"
+        limit_arg = 0 if limit is None else int(limit)
+        emb_rows = 0
+        emb = self.d_emb_dummy
+        if collect:
+            emb_rows = 1024 if limit is None else min(int(limit), 1 << 20)
+            emb = self._buffer("embeddings", emb_rows * nq, np.int32)
+            emb_rows = emb.size // nq
+        first_tasks = (first_card + L.WARP - 1) // L.WARP
+        split_cap = self.split_records if self.load_balance else 0
+        split_threshold = self.split_threshold if self.load_balance else 0
+        groups = plan.groups
+        timed_out = False
+
+        def launch(stage, slot, group_mask, mapped_before, final, fallback):
+            self._epoch += 1
+            extend_kernel[self.enum_blocks, L.ENUM_THREADS](
+                self.d_meta, self.d_einfo, keys, off2, nbr2, proj_keys, self.d_queue,
+                self.d_ctrl, emb, emb_rows, self.d_split, split_cap, split_threshold,
+                self._epoch, stage, slot, first_edge, first_tasks, group_mask, mapped_before,
+                final, fallback, limit_arg, adaptive)
+
+        def past_deadline():
+            return deadline is not None and time.perf_counter() > deadline
+
+        with timer.phase("enumerate"):
+            self.d_meta.copy_to_device(meta)
+            before = 0
+            for s, group in enumerate(groups):
+                if past_deadline():
+                    timed_out = True
+                    break
+                gmask = sum(1 << u for u in group)
+                launch(s, s, gmask, before, s == len(groups) - 1, False)
+                if deadline is not None:
+                    cuda.synchronize()
+                before |= gmask
+            ctrl = self._read_ctrl()
+            overflow = int(ctrl[L.C_OVERFLOW])
+            fallback_stage = -1
+            if overflow and not timed_out:
+                fallback_stage = overflow - 1
+                before = masks[fallback_stage - 1] if fallback_stage > 0 else 0
+                rest = ((1 << nq) - 1) & ~before
+                if past_deadline():
+                    timed_out = True
+                else:
+                    launch(fallback_stage, L.FALLBACK_SLOT, rest, before, True, True)
+                    ctrl = self._read_ctrl()
+            if ctrl[L.C_ERROR]:
+                raise RuntimeError("EGSM planning error: a vertex group had no extendable vertex")
+            total = int(ctrl[L.C_COUNT])
+            if collect and not timed_out and total > emb_rows and (limit is None or emb_rows < limit):
+                # the kernel kept counting past the buffer: rerun the last stage with room for all
+                want = total if limit is None else min(total, int(limit))
+                emb = self._buffer("embeddings", want * nq, np.int32)
+                emb_rows = emb.size // nq
+                rerun = fallback_stage if fallback_stage >= 0 else len(groups) - 1
+                slot = L.FALLBACK_SLOT if fallback_stage >= 0 else rerun
+                before = masks[rerun - 1] if rerun > 0 else 0
+                gmask = ((1 << nq) - 1) & ~before
+                ctrl[L.C_COUNT] = 0
+                ctrl[L.C_STOP] = 0
+                for region in (L.C_TASK, L.C_SPLIT_RES, L.C_SPLIT_TAKE, L.C_REC_DONE, L.C_MAIN_DONE):
+                    ctrl[region + slot] = 0
+                self.d_ctrl.copy_to_device(ctrl)
+                launch(rerun, slot, gmask, before, True, fallback_stage >= 0)
+                ctrl = self._read_ctrl()
+                total = int(ctrl[L.C_COUNT])
+        stats["stage_rows"] = [int(ctrl[L.C_ROWS + s]) for s in range(len(groups) - 1)]
+        stats["fallback_stage"] = fallback_stage
+        stats["queue_bytes"] = int(self.d_queue.size * 4)
+        stats["split_records"] = int(sum(ctrl[L.C_SPLIT_RES + s] for s in range(L.MAXSTAGES + 2)))
+        count = total if limit is None else min(total, int(limit))
+        status = Status.OK
+        if timed_out:
+            status = Status.TIMEOUT
+        elif limit is not None and total >= limit:
+            status = Status.LIMIT
+        embeddings = None
+        if collect:
+            with timer.phase("transfer"):
+                rows = min(count, emb_rows)
+                host = np.empty(rows * nq, np.int32)
+                if rows:
+                    emb[:rows * nq].copy_to_host(host)
+                embeddings = host.reshape(rows, nq)
+        return finish(count, status, embeddings)
+
+    def _single_vertex(self, query, limit, collect, timer):
+        """A one-vertex query: every data vertex of its label is an embedding."""
+        start = time.perf_counter()
+        label = int(query.labels[0])
+        offsets = self.data.label_offsets
+        vertices = self.data.vertices_by_label[offsets[label]:offsets[label + 1]]
+        timer.add("filter", time.perf_counter() - start)
+        total = int(vertices.size)
+        count = total if limit is None else min(total, int(limit))
+        status = Status.LIMIT if limit is not None and total >= limit else Status.OK
+        emb = vertices[:count].astype(np.int32).reshape(-1, 1) if collect else None
+        return MatchResult(self.name, count, status, embeddings=emb, phases=timer.seconds,
+                           peak_device_bytes=self.budget.peak, stats={"variant": self.variant})
+
+
+__all__ = ["EGSM", "VARIANTS"]

@@ -1,0 +1,424 @@
+"""Hybrid BFS-DFS enumeration (paper §5.2-5.5, Algorithms 3 and 4; digest §5).
+
+One kernel, ``extend_kernel``, runs one stage: warps take tasks from a device cursor (one warp per
+task) and extend each task depth-first through the stage's vertex group (ExtendDFS restricted to
+V_i). Stage 0 is GetFirstMatches: a task is a chunk of 32 elements of the smallest π_{u0} R(u0, .)
+and each lane checks its element against u0's other tries. Later stages take one partial match
+(a row of the queue) per task. A stage that is not the last appends every partial match covering
+∪_{j<=i} V_j to the cyclic queue (BFS between groups); the last stage only counts (and, with
+``collect``, writes embeddings).
+
+Per warp and level (paper Fig. 6): one 32-lane intersection batch over s_min fills the level's
+buffer (shared memory) with up to 32 survivors, which are extended one by one; the next batch is
+taken when the buffer is used up. A lane's element x of s_min survives iff it is in
+N(M(u'), u', u) for every mapped query neighbour u' (binary search in the sorted level-3 list),
+x is a key of CT(u, u'') for every unmapped neighbour u'' (look-ahead, one cuckoo probe gives
+the cell shared by all CT(u, .)), and x differs from every mapped data vertex (injectivity, as
+the authors' code; Algorithm 3 leaves it implicit).
+
+SelectNext (§5.5): lane i stands for query vertex i; it is extendable if it is in the group,
+unmapped and has a mapped neighbour; its estimate is the smallest of |N(M(u'), u', i)| over
+mapped neighbours and |π_i R(i, u'')| over unmapped ones; a warp min-reduction picks the smallest
+(ties: smaller vertex id) and that set is s_min. Static order (the ``Static`` variant): the
+extendable vertex with the most mapped neighbours (CuTS's rule), s_min as above.
+
+Memory (§5.4): the queue is one int32 array used cyclically; stage i's output starts right
+after its input (the output of stage i-1), so stage i may overwrite stage i-2's rows. Before
+writing, a warp reserves rows with one atomic add; if the reservation passes the free space, the
+stage sets the overflow flag and all its warps return; the later stages, already queued on the
+stream, see the flag and return at once. The host then reruns that stage with all remaining
+vertices merged into one group (pure DFS), reading the same intact input: EGSM never runs out of
+memory.
+
+Load balancing (§5.6, look-forward only): when a warp sets up a level (other than its task's
+first) whose s_min has more than TH1 elements, it reserves ceil(|s_min| / 32) records in a
+device pool (one CAS; if the pool is full it keeps the level), writes the prefix (mapped mask and
+data vertices) and one 32-element chunk of s_min per record, publishes each with a per-launch
+epoch flag after a memory fence, and leaves that level. Warps that find the main tasks used up
+take records in order; a warp waiting for a record exits once every main task and every
+reserved record has finished and nothing is reserved at or after its index (the counters are
+read twice around the check, so no record can appear after the decision). This replaces the
+authors' child kernels launched by dynamic parallelism, which Numba lacks; look-backward
+splitting (TH2) is not implemented.
+
+Choices where the paper is silent, recorded: stage positions in the queue are computed on the
+device from the per-stage row counters, so all stages are launched back to back with no host
+round trip between them (the host reads the counters once at the end); the stop flag (limit
+reached) is polled once per batch; rows store the mapped data vertices in ascending query-vertex
+order and a task re-derives each vertex's cuckoo cell with one probe per lane.
+"""
+
+from __future__ import annotations
+
+from numba import int32, int64
+
+from common.device import FULL_MASK, cuda
+
+from .cuckoo_trie import list_contains, lookup
+from .layout import (C_COUNT, C_ERROR, C_MAIN_DONE, C_OVERFLOW, C_REC_DONE, C_ROWS, C_SPLIT_RES,
+                     C_SPLIT_TAKE, C_STOP, C_TASK, EI_CARD, EI_PROJSTART, R_BEGIN, R_EDGE,
+                     R_END, R_FLAG, R_KIND, R_M, R_MAPPED, R_START, R_U, REC_WIDTH,
+                     M_ADJ, M_CBASE, M_EIDX, M_ESRC, M_NQ, M_PBASE, M_STAGEMASK, MAXQ, WARP,
+                     WARPS_PER_BLOCK)
+
+NO_KEY = int64(1) << 62
+SPIN_NS = 256          # back-off of a warp waiting for a split record
+
+
+@cuda.jit(device=True)
+def smallest_set(meta, einfo, off2, sC, w, mapped, u):
+    """(size, kind, start, edge) of the smallest set constraining u: kind 0 = the level-3 list
+    N(M(a), a, u) of a mapped neighbour a, kind 1 = π_u R(u, a) of an unmapped neighbour a."""
+    nq = meta[M_NQ]
+    adj = meta[M_ADJ + u]
+    best = NO_KEY
+    kind = 0
+    start = int64(0)
+    edge = int64(-1)
+    for a in range(nq):
+        if not (adj >> a) & 1:
+            continue
+        if (mapped >> a) & 1:
+            e = meta[M_EIDX + a * MAXQ + u]
+            p = meta[M_PBASE + e] + sC[w, a] - meta[M_CBASE + a]
+            s = off2[p]
+            size = off2[p + 1] - s
+            k = 0
+        else:
+            e = meta[M_EIDX + u * MAXQ + a]
+            s = einfo[EI_PROJSTART + e]
+            size = einfo[EI_CARD + e]
+            k = 1
+        if size < best:
+            best = size
+            kind = k
+            start = s
+            edge = e
+    return best, kind, start, edge
+
+
+@cuda.jit(device=True)
+def select_next(meta, einfo, off2, sC, w, mapped, remaining, adaptive):
+    """The next query vertex of the group (SelectNext), the same in every lane."""
+    lane = cuda.laneid
+    key = NO_KEY
+    if lane < meta[M_NQ] and (remaining >> lane) & 1:
+        adj = meta[M_ADJ + lane]
+        if adj & mapped:
+            if adaptive:
+                size, kind, start, edge = smallest_set(meta, einfo, off2, sC, w, mapped, lane)
+                key = size * 64 + lane
+            else:
+                nmapped = 0
+                for a in range(MAXQ):
+                    if (adj & mapped) >> a & 1:
+                        nmapped += 1
+                key = int64(MAXQ - nmapped) * 64 + lane
+    offset = 16
+    while offset > 0:
+        other = cuda.shfl_xor_sync(FULL_MASK, key, offset)
+        if other < key:
+            key = other
+        offset >>= 1
+    if key == NO_KEY:
+        return -1
+    return int32(key & 63)
+
+
+@cuda.jit(device=True)
+def test_candidate(meta, keys, off2, nbr2, proj_keys, sM, sC, w, mapped, u, kind, start, edge,
+                   idx, length):
+    """(ok, x, cell) for element ``idx`` of s_min as a candidate of u."""
+    if idx >= length:
+        return False, int32(-1), int32(-1)
+    if kind == 0:
+        x = nbr2[start + idx]
+    else:
+        x = proj_keys[start + idx]
+    cell = lookup(keys, meta, u, x)
+    if cell < 0:
+        return False, x, int32(-1)
+    local = cell - meta[M_CBASE + u]
+    nq = meta[M_NQ]
+    adj = meta[M_ADJ + u]
+    for a in range(nq):
+        if not (adj >> a) & 1:
+            continue
+        if (mapped >> a) & 1:
+            e = meta[M_EIDX + a * MAXQ + u]
+            if kind == 0 and e == edge:
+                continue
+            p = meta[M_PBASE + e] + sC[w, a] - meta[M_CBASE + a]
+            if not list_contains(nbr2, off2[p], off2[p + 1], x):
+                return False, x, int32(cell)
+        else:
+            p = meta[M_PBASE + meta[M_EIDX + u * MAXQ + a]] + local
+            if off2[p + 1] == off2[p]:
+                return False, x, int32(cell)
+    for a in range(nq):
+        if (mapped >> a) & 1 and sM[w, a] == x:
+            return False, x, int32(cell)
+    return True, x, int32(cell)
+
+
+@cuda.jit(device=True)
+def stopped(ctrl, fallback):
+    flag = 0
+    if cuda.laneid == 0:
+        if ctrl[C_STOP] != 0 or (not fallback and ctrl[C_OVERFLOW] != 0):
+            flag = 1
+    return cuda.shfl_sync(FULL_MASK, flag, 0) != 0
+
+
+@cuda.jit(device=True)
+def wait_record(ctrl, split, slot, idx, ntasks, epoch, fallback):
+    """Lane 0 waits until split record ``idx`` is published (True) or no record can come any
+    more (False): every main task and every reserved record finished and none reserved at or
+    after ``idx``."""
+    status = 0
+    if cuda.laneid == 0:
+        while status == 0:
+            # atomic reads: a plain load could be hoisted out of this spin loop
+            if (cuda.atomic.add(ctrl, C_STOP, 0) != 0 or cuda.atomic.add(ctrl, C_ERROR, 0) != 0
+                    or (not fallback and cuda.atomic.add(ctrl, C_OVERFLOW, 0) != 0)):
+                status = 2
+                break
+            reserved = cuda.atomic.add(ctrl, C_SPLIT_RES + slot, 0)
+            if idx < reserved:
+                if cuda.atomic.add(split, idx * REC_WIDTH + R_FLAG, 0) == epoch:
+                    status = 1
+            else:
+                main_done = cuda.atomic.add(ctrl, C_MAIN_DONE + slot, 0)
+                rec_done = cuda.atomic.add(ctrl, C_REC_DONE + slot, 0)
+                again = cuda.atomic.add(ctrl, C_SPLIT_RES + slot, 0)
+                if main_done >= ntasks and rec_done == reserved and again == reserved:
+                    status = 2
+            if status == 0:
+                cuda.nanosleep(SPIN_NS)                     # spare the counters' atomics
+    return cuda.shfl_sync(FULL_MASK, status, 0) == 1
+
+
+@cuda.jit
+def extend_kernel(meta, einfo, keys, off2, nbr2, proj_keys, queue, ctrl, emb, emb_cap, split,
+                  split_cap, split_threshold, epoch, stage, slot, first_edge, num_tasks,
+                  group_mask, mapped_before, final, fallback, limit, adaptive):
+    """Run one stage (see the module docstring); ``stage == 0`` reads tasks from
+    π_{u0} R(u0, first_edge) in chunks of 32, later stages from the queue rows of stage - 1;
+    with ``split_threshold > 0``, a level whose s_min is larger is split into 32-element chunk
+    records that any warp of the launch takes once the main tasks are used up."""
+    sM = cuda.shared.array((WARPS_PER_BLOCK, MAXQ), int32)
+    sC = cuda.shared.array((WARPS_PER_BLOCK, MAXQ), int32)
+    buf_v = cuda.shared.array((WARPS_PER_BLOCK, MAXQ, WARP), int32)
+    buf_c = cuda.shared.array((WARPS_PER_BLOCK, MAXQ, WARP), int32)
+    lv_u = cuda.local.array(MAXQ, int32)
+    lv_kind = cuda.local.array(MAXQ, int32)
+    lv_edge = cuda.local.array(MAXQ, int64)
+    lv_start = cuda.local.array(MAXQ, int64)
+    lv_len = cuda.local.array(MAXQ, int64)
+    lv_scan = cuda.local.array(MAXQ, int64)
+    lv_bsize = cuda.local.array(MAXQ, int32)
+    lv_bpos = cuda.local.array(MAXQ, int32)
+
+    lane = cuda.laneid
+    w = cuda.threadIdx.x // WARP
+    nq = meta[M_NQ]
+    qcap = queue.size
+    if not fallback and ctrl[C_OVERFLOW] != 0:
+        return
+    # Queue geometry: stage s writes right after its input, the output of stage s - 1.
+    acc = int64(0)
+    for j in range(stage - 1):
+        acc += ctrl[C_ROWS + j] * cuda.popc(meta[M_STAGEMASK + j])
+    w_in = int64(0)
+    in_rows = int64(0)
+    in_start = int64(0)
+    if stage > 0:
+        w_in = cuda.popc(meta[M_STAGEMASK + stage - 1])
+        in_rows = ctrl[C_ROWS + stage - 1]
+        in_start = acc % qcap
+        acc += in_rows * w_in
+    out_start = acc % qcap
+    out_mask = mapped_before | group_mask
+    w_out = int64(cuda.popc(out_mask))
+    max_rows = (qcap - in_rows * w_in) // w_out
+    ntasks = num_tasks if stage == 0 else in_rows
+    lower = (int64(1) << lane) - 1
+
+    while True:
+        t = int64(0)
+        if lane == 0:
+            t = cuda.atomic.add(ctrl, C_TASK + slot, 1)
+        t = cuda.shfl_sync(FULL_MASK, t, 0)
+        if stopped(ctrl, fallback):
+            break
+        is_record = t >= ntasks
+        if is_record:
+            if split_threshold <= 0:
+                break
+            idx = int64(0)
+            if lane == 0:
+                idx = cuda.atomic.add(ctrl, C_SPLIT_TAKE + slot, 1)
+            idx = cuda.shfl_sync(FULL_MASK, idx, 0)
+            if not wait_record(ctrl, split, slot, idx, ntasks, epoch, fallback):
+                break
+            # records are read with atomics: L1 may hold a stale line shared with a neighbour
+            r = idx * REC_WIDTH
+            mapped = cuda.atomic.add(split, r + R_MAPPED, 0)
+            cuda.syncwarp(FULL_MASK)
+            if lane < nq and (mapped >> lane) & 1:
+                v = int32(cuda.atomic.add(split, r + R_M + lane, 0))
+                sM[w, lane] = v
+                sC[w, lane] = lookup(keys, meta, lane, v)
+            cuda.syncwarp(FULL_MASK)
+            lv_u[0] = cuda.atomic.add(split, r + R_U, 0)
+            lv_kind[0] = cuda.atomic.add(split, r + R_KIND, 0)
+            lv_edge[0] = cuda.atomic.add(split, r + R_EDGE, 0)
+            lv_start[0] = cuda.atomic.add(split, r + R_START, 0)
+            lv_len[0] = cuda.atomic.add(split, r + R_END, 0)
+            lv_scan[0] = cuda.atomic.add(split, r + R_BEGIN, 0)
+        elif stage == 0:
+            mapped = mapped_before
+            lv_u[0] = meta[M_ESRC + first_edge]
+            lv_kind[0] = 1
+            lv_edge[0] = first_edge
+            lv_start[0] = einfo[EI_PROJSTART + first_edge]
+            lv_len[0] = min(einfo[EI_CARD + first_edge], (t + 1) * WARP)
+            lv_scan[0] = t * WARP
+        else:
+            mapped = mapped_before
+            cuda.syncwarp(FULL_MASK)
+            if lane < nq and (mapped >> lane) & 1:
+                col = cuda.popc(mapped & lower)
+                v = queue[(in_start + t * w_in + col) % qcap]
+                sM[w, lane] = v
+                sC[w, lane] = lookup(keys, meta, lane, v)
+            cuda.syncwarp(FULL_MASK)
+            u = select_next(meta, einfo, off2, sC, w, mapped, group_mask & ~mapped, adaptive)
+            if u < 0:
+                ctrl[C_ERROR] = 1
+                break
+            size, kind, start, edge = smallest_set(meta, einfo, off2, sC, w, mapped, u)
+            lv_u[0] = u
+            lv_kind[0] = kind
+            lv_edge[0] = edge
+            lv_start[0] = start
+            lv_len[0] = size
+            lv_scan[0] = 0
+        last = cuda.popc(group_mask & ~mapped) - 1
+        lv_bsize[0] = 0
+        lv_bpos[0] = 0
+        depth = 0
+        while depth >= 0:
+            if depth == last or lv_bpos[depth] >= lv_bsize[depth]:
+                if lv_scan[depth] >= lv_len[depth]:       # level exhausted: backtrack
+                    depth -= 1
+                    if depth >= 0:
+                        mapped &= ~(int64(1) << lv_u[depth])
+                    continue
+                if stopped(ctrl, fallback):                # polled once per batch
+                    break
+                u = lv_u[depth]
+                ok, x, cell = test_candidate(meta, keys, off2, nbr2, proj_keys, sM, sC, w, mapped,
+                                             u, lv_kind[depth], lv_start[depth], lv_edge[depth],
+                                             lv_scan[depth] + lane, lv_len[depth])
+                lv_scan[depth] += WARP
+                ballot = int64(cuda.ballot_sync(FULL_MASK, ok)) & 0xFFFFFFFF
+                n = int64(cuda.popc(ballot))
+                rank = cuda.popc(ballot & lower)
+                if depth < last:                           # fill the level's buffer
+                    if ok:
+                        buf_v[w, depth, rank] = x
+                        buf_c[w, depth, rank] = cell
+                    cuda.syncwarp(FULL_MASK)
+                    lv_bsize[depth] = n
+                    lv_bpos[depth] = 0
+                    continue
+                if n == 0:
+                    continue
+                pos = int64(0)
+                if final:
+                    if lane == 0:
+                        pos = cuda.atomic.add(ctrl, C_COUNT, n)
+                        if limit > 0 and pos + n >= limit:
+                            ctrl[C_STOP] = 1
+                    pos = cuda.shfl_sync(FULL_MASK, pos, 0)
+                    if ok and pos + rank < emb_cap:
+                        r = pos + rank
+                        for q in range(nq):
+                            emb[r * nq + q] = x if q == u else sM[w, q]
+                else:
+                    if lane == 0:
+                        pos = cuda.atomic.add(ctrl, C_ROWS + stage, n)
+                        if pos + n > max_rows:
+                            cuda.atomic.cas(ctrl, C_OVERFLOW, 0, stage + 1)
+                    pos = cuda.shfl_sync(FULL_MASK, pos, 0)
+                    if ok and pos + n <= max_rows:
+                        base = out_start + (pos + rank) * w_out
+                        col = 0
+                        for q in range(nq):
+                            if (out_mask >> q) & 1:
+                                queue[(base + col) % qcap] = x if q == u else sM[w, q]
+                                col += 1
+                continue
+            # extend the next buffered candidate of this level
+            b = lv_bpos[depth]
+            lv_bpos[depth] = b + 1
+            u = lv_u[depth]
+            v = buf_v[w, depth, b]
+            c = buf_c[w, depth, b]
+            cuda.syncwarp(FULL_MASK)
+            sM[w, u] = v
+            sC[w, u] = c
+            cuda.syncwarp(FULL_MASK)
+            mapped |= int64(1) << u
+            depth += 1
+            nxt = select_next(meta, einfo, off2, sC, w, mapped, group_mask & ~mapped, adaptive)
+            if nxt < 0:
+                ctrl[C_ERROR] = 1
+                depth = -1
+                break
+            size, kind, start, edge = smallest_set(meta, einfo, off2, sC, w, mapped, nxt)
+            lv_u[depth] = nxt
+            lv_kind[depth] = kind
+            lv_edge[depth] = edge
+            lv_start[depth] = start
+            lv_len[depth] = size
+            lv_scan[depth] = 0
+            lv_bsize[depth] = 0
+            lv_bpos[depth] = 0
+            if split_threshold > 0 and size > split_threshold:
+                # look-forward: publish the level as 32-element chunks for idle warps
+                chunks = (size + WARP - 1) // WARP
+                first = int64(-1)
+                if lane == 0:
+                    old = cuda.atomic.add(ctrl, C_SPLIT_RES + slot, 0)
+                    while old + chunks <= split_cap:
+                        prev = cuda.atomic.cas(ctrl, C_SPLIT_RES + slot, old, old + chunks)
+                        if prev == old:
+                            first = old
+                            break
+                        old = prev
+                first = cuda.shfl_sync(FULL_MASK, first, 0)
+                if first >= 0:
+                    for j in range(lane, chunks, WARP):
+                        r = (first + j) * REC_WIDTH
+                        split[r + R_MAPPED] = mapped
+                        split[r + R_U] = nxt
+                        split[r + R_KIND] = kind
+                        split[r + R_START] = start
+                        split[r + R_BEGIN] = j * WARP
+                        split[r + R_END] = min(size, (j + 1) * WARP)
+                        split[r + R_EDGE] = edge
+                        for q in range(nq):
+                            split[r + R_M + q] = sM[w, q]
+                        cuda.threadfence()                 # the record before its flag
+                        split[r + R_FLAG] = epoch
+                    lv_len[depth] = 0                      # this warp leaves the level to them
+        if lane == 0:
+            if is_record:
+                cuda.atomic.add(ctrl, C_REC_DONE + slot, 1)
+            else:
+                cuda.atomic.add(ctrl, C_MAIN_DONE + slot, 1)
+
+
+__all__ = ["extend_kernel", "select_next", "smallest_set", "test_candidate"]

@@ -1,0 +1,75 @@
+"""Fixed layout of the small per-query arrays every EGSM kernel reads.
+
+Query metadata is one packed int64 array (``meta``), copied to the device in one transfer per
+update; kernels index it by the constants below, so the kernels' argument types never change
+and a warm run compiles nothing (digest §8.4: no ``cuda.const`` arrays, which would recompile per
+query). ``ctrl`` is one int64 array of device counters and flags, zeroed by one launch per query.
+"""
+
+from __future__ import annotations
+
+from common.device import simulator_active
+
+#: Most query vertices: one bit per vertex in an int64 mask, one lane per vertex (paper §5.5).
+MAXQ = 32
+#: Most directed query edges (an undirected edge is two): K32 has 992.
+MAXE = MAXQ * (MAXQ - 1)
+#: Most enumeration stages (one per vertex group, plus the fallback).
+MAXSTAGES = MAXQ + 2
+BUCKET = 8          # cells per cuckoo bucket: 8 x 4-byte keys = one 32-byte transaction (§3.1)
+EMPTY = -1          # empty cuckoo cell (vertex ids are non-negative int32)
+WARP = 32
+
+# ---- meta (int64) ---------------------------------------------------------------------------
+M_LAB = 0                      # label of query vertex u
+M_DEG = M_LAB + MAXQ           # degree of u
+M_ADJ = M_DEG + MAXQ           # neighbour bitmap of u
+M_NLCOFF = M_ADJ + MAXQ        # NLC(u) entries [off[u], off[u+1]) (MAXQ + 1)
+M_NLCLAB = M_NLCOFF + MAXQ + 1  # NLC labels (data label ids), sorted per u
+M_NLCCNT = M_NLCLAB + MAXE     # NLC counts
+M_EIDX = M_NLCCNT + MAXE       # directed edge id of (u, a) at u * MAXQ + a, -1 if none
+M_ESRC = M_EIDX + MAXQ * MAXQ  # source of directed edge e
+M_EDST = M_ESRC + MAXE         # destination of directed edge e
+M_CBASE = M_EDST + MAXE        # first cuckoo cell of u's two tables (MAXQ + 1)
+M_NB = M_CBASE + MAXQ + 1      # buckets per table of u
+M_PBASE = M_NB + MAXQ          # first (edge, cell) pair of edge e (MAXE + 1)
+M_SEED = M_PBASE + MAXE + 1    # hash seeds of table 0 and table 1
+M_NQ = M_SEED + 2              # |V(Q)|
+M_NE = M_NQ + 1                # number of directed edges
+M_STAGEMASK = M_NE + 1         # mapped-vertex mask after each stage (MAXSTAGES)
+META_SIZE = M_STAGEMASK + MAXSTAGES
+
+# ---- edge info (int64, 3 x MAXE), written on the device after compaction -------------------
+EI_PROJSTART = 0               # start of the compacted keys pi_u R(u, u') in proj_keys
+EI_CARD = MAXE                 # |pi_u R(u, u')|
+EI_REL = 2 * MAXE              # |R(u, u')| (candidate edges)
+EINFO_SIZE = 3 * MAXE
+
+# ---- ctrl (int64) ---------------------------------------------------------------------------
+C_COUNT = 0                    # embeddings found by the final stage
+C_STOP = 1                     # set: every warp returns (limit reached or queue overflow)
+C_OVERFLOW = 2                 # stage + 1 of the first stage whose output overflowed the queue
+C_CUCKOO_FAIL = 3              # a cuckoo insertion passed MAX_CUCKOO_LOOP evictions
+C_ERROR = 4                    # a group had no extendable vertex (a planning bug: the host raises)
+C_ROWS = 8                     # rows written by stage s at C_ROWS + s
+C_TASK = C_ROWS + MAXSTAGES    # task cursor of launch slot s at C_TASK + s
+FALLBACK_SLOT = MAXSTAGES + 1  # task cursor of the fallback launch
+C_CAND = C_TASK + MAXSTAGES + 2  # |C(u)| at C_CAND + u (filter steps 1-2)
+# Look-forward load balancing, per launch slot s (at X + s): split records reserved, taken,
+# finished, and main tasks finished (termination of the in-kernel task pool).
+C_SPLIT_RES = C_CAND + MAXQ
+C_SPLIT_TAKE = C_SPLIT_RES + MAXSTAGES + 2
+C_REC_DONE = C_SPLIT_TAKE + MAXSTAGES + 2
+C_MAIN_DONE = C_REC_DONE + MAXSTAGES + 2
+CTRL_SIZE = C_MAIN_DONE + MAXSTAGES + 2
+
+# ---- split records (int64, REC_WIDTH each): a prefix and a 32-aligned chunk of its s_min ----
+R_FLAG, R_MAPPED, R_U, R_KIND, R_START, R_BEGIN, R_END, R_EDGE, R_M = range(9)
+REC_WIDTH = R_M + MAXQ
+
+#: Warps per block of the enumeration kernel: fixes its static shared memory (the candidate
+#: buffers, 2 x MAXQ x 32 int32 per warp = 8 KB).
+WARPS_PER_BLOCK = 1 if simulator_active() else 4
+ENUM_THREADS = WARPS_PER_BLOCK * WARP
+#: Threads per block of the filter / index kernels (one thread per vertex, cell or pair).
+BUILD_THREADS = 32 if simulator_active() else 256

@@ -1,0 +1,297 @@
+"""The STwig engines (Lin et al. 2014): decomposition -> exploration -> hash build -> pipelined join.
+
+:class:`STwig` (registry ``stwig``) is the paper's GPU pipeline; :class:`stwig.cpu.STwigCPU`
+(registry ``stwig-cpu``) the CPU baseline. Both share :class:`STwigPipeline`, which runs the
+steps and turns deadlines and memory caps into statuses:
+
+* **plan** phase: STwig decomposition, then (after exploration, from the relations' sizes and
+  distinct values) the join order and plan (:mod:`stwig.decompose`; ``join_order``);
+* **filter** phase: STwig exploration (:mod:`stwig.explore`; CPU by default as in the paper,
+  ``exploration="gpu"`` runs it as a kernel);
+* **transfer** + **index** phases: copy the relations to the device and build the hash tables,
+  the paper's "(Copy &) Hash" bucket (``stats["hash_s"]``);
+* **enumerate** phase: the join (``stats["join_s"]``); ``stats["explore_s"]`` is the paper's
+  "Other" bucket, shared by both engines.
+
+Choices where the paper is silent: a star query (one STwig) is answered by R_1 itself; an empty
+relation ends the query with count 0; R_1 is joined in chunks of probe rows whose size adapts
+towards ``chunk_seconds`` per launch, and ``timeout_s`` / ``limit`` are checked between chunks
+(a chunk already launched finishes); with ``collect`` each chunk is counted per probe row, then
+written in batches of at most ``collect_batch_rows`` results; relations larger than
+``max_relation_bytes`` in all, or device buffers past ``device_memory_limit``, give status oom.
+The default match is injective; ``homomorphic=True`` is the raw pipeline (label-preserving
+homomorphisms: only shared query vertices are equated).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from abc import abstractmethod
+
+import numpy as np
+
+from common.device import DeviceMemoryBudget, PhaseTimer, cuda, simulator_active
+from common.engine import Engine
+from common.errors import DeviceOutOfMemory
+from common.graph import Graph
+from common.result import MatchResult, Status
+
+from .decompose import JoinPlan, Twig, check_twigs, decompose, estimated_order, join_plan
+from .explore import MAX_LEAVES, CpuExplorer, ExplorationTimeout, GpuExplorer
+from .hashjoin import JOIN_THREADS, GpuHashJoin
+
+
+JOIN_ORDERS = ("estimate", "stwig")
+
+
+class STwigPipeline(Engine):
+    """Shared driver of the GPU engine and the CPU baseline (see the module docstring)."""
+
+    supports_edge_labels = False
+    supports_directed = False
+    supports_homomorphic = True
+    supports_disconnected = False
+    max_query_vertices = MAX_LEAVES + 1
+
+    def __init__(self, *, join_order: str = "estimate", max_relation_bytes: int = 4 << 30,
+                 collect_batch_rows: int = 1 << 22, chunk_seconds: float = 0.05,
+                 device_memory_limit: int | None = None):
+        super().__init__(device_memory_limit=device_memory_limit)
+        if join_order not in JOIN_ORDERS:
+            raise ValueError(f"join_order must be one of {JOIN_ORDERS}, got {join_order!r}")
+        self.join_order = join_order
+        if int(max_relation_bytes) <= 0 or int(collect_batch_rows) <= 0 or not chunk_seconds > 0:
+            raise ValueError("max_relation_bytes, collect_batch_rows and chunk_seconds must be positive")
+        self.max_relation_bytes = int(max_relation_bytes)
+        self.collect_batch_rows = int(collect_batch_rows)
+        self.chunk_seconds = float(chunk_seconds)
+
+    # ------------------------------------------------------------------ hooks
+    @abstractmethod
+    def _new_join(self):
+        """The join back end: GpuHashJoin or CpuHashJoin (load / count / row_counts / write)."""
+
+    @abstractmethod
+    def _timer(self):
+        """A phase timer (device events for the GPU engine, wall clock for the CPU baseline)."""
+
+    @abstractmethod
+    def _first_chunk(self) -> int:
+        """Probe rows of the first join launch (later ones adapt to ``chunk_seconds``)."""
+
+    def _explore(self, twigs, query, homomorphic, deadline, timer):
+        """(R_1, |R_1|, build relations flat, build row counts); R_1 attribute-major."""
+        start = time.perf_counter()
+        relations, distinct = self._cpu_explorer.explore(
+            twigs, query.labels, homomorphic=homomorphic, deadline=deadline,
+            max_bytes=self.max_relation_bytes)
+        timer.add("filter", time.perf_counter() - start)
+        arities = [len(t.columns) for t in twigs]
+        rows = [r.size // a for r, a in zip(relations, arities)]
+        rows += [0] * (len(twigs) - len(rows))
+        builds = np.concatenate(relations[1:]) if len(relations) > 1 else np.zeros(0, np.int32)
+        return relations[0], rows[0], builds, rows[1:], distinct
+
+    # ------------------------------------------------------------------ engine contract
+    def _prepare(self, data: Graph) -> None:
+        self._cpu_explorer = CpuExplorer(data)
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Compile every kernel once (count and collect) with the argument types of real calls:
+        a copy of this engine, with the same options, runs a triangle query on a triangle."""
+        if getattr(self, "_is_warm_up_copy", False):
+            return
+        tri = Graph.from_edges(3, [0, 1, 2], [1, 2, 0], [0, 0, 0])
+        clone = copy.copy(self)
+        clone._is_warm_up_copy = True
+        try:
+            clone.prepare(tri)
+            for collect in (False, True):
+                clone.match_twigs(tri, [Twig(0, (1, 2)), Twig(1, (2,))], collect=collect)
+        except DeviceOutOfMemory:
+            pass        # a device budget too small for a triangle: compile on first use
+
+    def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
+        start = time.perf_counter()
+        twigs = decompose(query, self.data.label_frequencies)
+        return self._run(query, twigs, limit, collect, timeout_s, homomorphic, start)
+
+    def match_twigs(self, query: Graph, twigs: list[Twig], *, limit: int | None = None,
+                    collect: bool = False, timeout_s: float | None = None,
+                    homomorphic: bool = False) -> MatchResult:
+        """Match ``query`` with a given STwig decomposition (as the paper's Fig. 1 example)."""
+        if self.data is None:
+            raise RuntimeError("match_twigs() called before prepare(data)")
+        check_twigs(query, twigs)
+        try:
+            result = self._run(query, list(twigs), limit, collect, timeout_s, homomorphic,
+                               time.perf_counter())
+        except DeviceOutOfMemory as exc:
+            result = MatchResult(self.name, 0, Status.OOM, reason=str(exc))
+        result.query = query.name
+        return result
+
+    # ------------------------------------------------------------------ the pipeline
+    def _run(self, query, twigs, limit, collect, timeout_s, homomorphic, start) -> MatchResult:
+        deadline = None if timeout_s is None else start + timeout_s
+        nq = query.num_vertices
+        timer = self._timer()
+        plan = join_plan(twigs, nq)
+        timer.add("plan", time.perf_counter() - start)
+        stats = {"twigs": [[t.root, *t.leaves] for t in twigs], "num_twigs": len(twigs)}
+        budget = getattr(self, "_budget", None)
+        if budget is not None:
+            budget.reset_peak()
+        status, count, pieces = Status.OK, 0, []
+        try:
+            r1, nr1, builds, rows, distinct = self._explore(twigs, query, homomorphic, deadline, timer)
+            stats["relation_rows"] = [nr1, *rows]
+            began = time.perf_counter()
+            if self.join_order == "estimate" and len(distinct) == len(twigs) > 2:
+                plan = join_plan(twigs, nq, estimated_order(twigs, [nr1, *rows], distinct))
+            stats["join_order"] = list(plan.build_order)
+            timer.add("plan", time.perf_counter() - began)
+            if nr1 == 0 or min(rows, default=1) == 0:
+                pass
+            elif not rows:
+                status, count, pieces = self._star(r1, nr1, plan, limit, collect)
+            else:
+                join = self._new_join()
+                join.load(plan, r1, nr1, builds, rows, homomorphic, timer)
+                stats["copy_s"] = timer.seconds.get("transfer", 0.0)
+                status, count, pieces = self._join(join, nr1, limit, collect, deadline, timer, stats)
+        except ExplorationTimeout:
+            status = Status.TIMEOUT
+            stats["timeout_in"] = "exploration"
+        phases = timer.seconds
+        stats["explore_s"] = phases.get("filter", 0.0)
+        stats["hash_s"] = phases.get("index", 0.0) + stats.get("copy_s", 0.0)
+        stats["join_s"] = phases.get("enumerate", 0.0)
+        embeddings = None
+        if collect:
+            slots = np.concatenate(pieces) if pieces else np.zeros((0, nq), np.int32)
+            if limit is not None:
+                slots = slots[:limit]
+            embeddings = np.empty_like(slots)
+            embeddings[:, plan.vertex_of_slot] = slots
+        return MatchResult(self.name, count, status, embeddings=embeddings, phases=phases,
+                           peak_device_bytes=budget.peak if budget is not None else 0, stats=stats)
+
+    @staticmethod
+    def _star(r1, nr1, plan: JoinPlan, limit, collect):
+        """One STwig: its relation R_1 is the answer (slot order = R_1's column order)."""
+        count = nr1 if limit is None else min(nr1, limit)
+        status = Status.LIMIT if limit is not None and nr1 >= limit else Status.OK
+        pieces = []
+        if collect:
+            size = len(plan.twigs[0].columns) * nr1
+            host = r1[:size] if isinstance(r1, np.ndarray) else r1[:size].copy_to_host()
+            pieces.append(np.ascontiguousarray(host.reshape(-1, nr1).T[:count]))
+        return status, count, pieces
+
+    def _join(self, join, nr1, limit, collect, deadline, timer, stats):
+        status, count, pieces = Status.OK, 0, []
+        lo, chunk, chunks = 0, self._first_chunk(), 0
+        while lo < nr1:
+            hi = min(nr1, lo + chunk)
+            began = time.perf_counter()
+            if collect:
+                counts = join.row_counts(lo, hi, timer)
+                count += self._write_batches(join, lo, hi, counts, timer, pieces,
+                                             None if limit is None else limit - count)
+            else:
+                count += join.count(lo, hi, timer)
+            elapsed = time.perf_counter() - began
+            chunks += 1
+            lo = hi
+            if limit is not None and count >= limit:
+                status, count = Status.LIMIT, limit
+                break
+            if lo < nr1 and deadline is not None and time.perf_counter() > deadline:
+                status = Status.TIMEOUT
+                stats["timeout_in"] = "join"
+                break
+            if elapsed < self.chunk_seconds / 2:
+                chunk *= 2
+            elif elapsed > 2 * self.chunk_seconds:
+                chunk = max(self._first_chunk(), chunk // 2)
+        stats["join_chunks"] = chunks
+        stats["probe_rows_done"] = lo
+        return status, count, pieces
+
+    def _write_batches(self, join, lo, hi, counts, timer, pieces, wanted) -> int:
+        """Write the results of rows [lo, hi) in batches of <= collect_batch_rows; returns how many."""
+        ends = np.cumsum(counts)
+        total = int(ends[-1]) if ends.size else 0
+        if wanted is not None and total > wanted:
+            hi = lo + int(np.searchsorted(ends, wanted)) + 1
+            counts, ends = counts[:hi - lo], ends[:hi - lo]
+            total = int(ends[-1])
+        first = lo
+        while first < hi:
+            base = int(ends[first - lo - 1]) if first > lo else 0
+            last = first + max(1, int(np.searchsorted(ends[first - lo:], base + self.collect_batch_rows,
+                                                      side="right")))
+            last = min(last, hi)
+            rows = int(ends[last - lo - 1]) - base
+            if rows:
+                offsets = ends[first - lo:last - lo] - counts[first - lo:last - lo] - base
+                pieces.append(join.write(first, last, offsets, rows, timer))
+            first = last
+        return total
+
+
+class STwig(STwigPipeline):
+    """GPU STwig (registry ``stwig``): CPU (or GPU) exploration, GPU hash build and join.
+
+    Options: ``exploration`` ("cpu" as in the paper, or "gpu"); ``threads_per_block`` and
+    ``blocks`` (None = enough blocks to fill the device) of the join; ``join_order``
+    ("estimate" = result-size prediction, or "stwig"); ``max_relation_bytes``;
+    ``collect_batch_rows``; ``chunk_seconds`` (target time of one join launch);
+    ``device_memory_limit``.
+    """
+
+    name = "stwig"
+
+    def __init__(self, *, exploration: str = "cpu", threads_per_block: int = JOIN_THREADS,
+                 blocks: int | None = None, join_order: str = "estimate",
+                 max_relation_bytes: int = 4 << 30, collect_batch_rows: int = 1 << 22,
+                 chunk_seconds: float = 0.05, device_memory_limit: int | None = None):
+        super().__init__(join_order=join_order, max_relation_bytes=max_relation_bytes,
+                         collect_batch_rows=collect_batch_rows, chunk_seconds=chunk_seconds,
+                         device_memory_limit=device_memory_limit)
+        if exploration not in ("cpu", "gpu"):
+            raise ValueError(f"exploration must be 'cpu' or 'gpu', got {exploration!r}")
+        if int(threads_per_block) < 1 or int(threads_per_block) > 1024:
+            raise ValueError(f"threads_per_block must lie in 1..1024, got {threads_per_block}")
+        if blocks is not None and int(blocks) < 1:
+            raise ValueError(f"blocks must be positive, got {blocks}")
+        self.exploration = exploration
+        self.threads_per_block = int(threads_per_block)
+        self.blocks = None if blocks is None else int(blocks)
+
+    def _prepare(self, data: Graph) -> None:
+        self._budget = DeviceMemoryBudget(self.device_memory_limit)
+        self._gpu_explorer = GpuExplorer(data, self._budget) if self.exploration == "gpu" else None
+        self._join_state = GpuHashJoin(self._budget, self.threads_per_block, self.blocks)
+        super()._prepare(data)
+
+    def _explore(self, twigs, query, homomorphic, deadline, timer):
+        if self._gpu_explorer is None:
+            return super()._explore(twigs, query, homomorphic, deadline, timer)
+        return self._gpu_explorer.explore(twigs, query.labels, homomorphic=homomorphic,
+                                          deadline=deadline, max_bytes=self.max_relation_bytes,
+                                          timer=timer)
+
+    def _new_join(self):
+        return self._join_state
+
+    def _timer(self):
+        return PhaseTimer()
+
+    def _first_chunk(self) -> int:
+        if simulator_active():
+            return 64
+        return 4 * self.threads_per_block * cuda.get_current_device().MULTIPROCESSOR_COUNT

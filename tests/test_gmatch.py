@@ -1,0 +1,269 @@
+"""gMatch engine (gmatch/): every variant's counts equal the CPU reference's on small labelled and
+unlabelled graphs (random queries, P1-P9, cliques, automorphic and 20-32 vertex queries), a skewed
+case that forces work stealing, collect/limit/timeout/OOM semantics, the plan's automorphism
+group and symmetry breaking, and 64-bit counts. Kernels run in the CUDA simulator here."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from common.errors import DeviceOutOfMemory
+from common.generate import PATTERNS, pattern, random_walk_query, rmat, uniform_labels
+from common.graph import Graph
+from common.reference import ReferenceMatcher
+from common.result import Status
+from gmatch import GMatch
+from gmatch.plan import all_automorphisms, build_plan
+
+#: small launch shapes and pools so the simulator stays fast; BFS still runs a level or two.
+SMALL = dict(seed_pool=8, blocks=2, warps_per_block=2)
+VARIANTS = {
+    "fine-batch": dict(),
+    "fine-naive": dict(batch=False),
+    "fine-no-stealing": dict(work_stealing=False),
+    "fine-one-root": dict(roots_per_fetch=1, seed_pool=1),
+    "coarse-naive": dict(granularity="coarse"),
+    "coarse-unroll-2": dict(granularity="coarse", unroll=2),
+    "coarse-unroll-4": dict(granularity="coarse", unroll=4),
+    "coarse-unroll-8": dict(granularity="coarse", unroll=8),
+}
+
+
+def engine(data: Graph, **options) -> GMatch:
+    return GMatch(**{**SMALL, **options}).prepare(data)
+
+
+@pytest.fixture(scope="module")
+def labelled():
+    return rmat(24, 60, seed=3, labels=uniform_labels(24, 3, seed=4), name="rmat-labelled")
+
+
+@pytest.fixture(scope="module")
+def unlabelled():
+    return rmat(16, 40, seed=5, name="rmat-unlabelled")
+
+
+@pytest.fixture(scope="module")
+def reference_of():
+    cache = {}
+
+    def run(data: Graph, query: Graph, **kw):
+        key = (id(data), query.name, tuple(sorted(kw.items())))
+        if key not in cache:
+            cache[key] = ReferenceMatcher().prepare(data).match(query, **kw)
+        return cache[key]
+    return run
+
+
+# ------------------------------------------------------------------------------ variants
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_variant_equals_the_reference(variant, labelled, unlabelled, reference_of):
+    for data, sizes in ((labelled, ((3, 1), (4, 2), (5, 3))), (unlabelled, ((3, 1), (4, 2)))):
+        gm = engine(data, **VARIANTS[variant])
+        for k, seed in sizes:
+            query = random_walk_query(data, k, seed=seed, name=f"walk{k}-{seed}")
+            result = gm.match(query)
+            assert result.status is Status.OK
+            assert result.count == reference_of(data, query).count, (variant, data.name, k)
+            assert 0.0 <= result.stats["idle_rate"] <= 1.0
+
+
+@pytest.mark.parametrize("options", [dict(), dict(granularity="coarse", unroll=4)], ids=["fine", "unroll-4"])
+def test_patterns_p1_to_p9_on_an_unlabelled_graph(options, unlabelled, reference_of):
+    gm = engine(unlabelled, **options)
+    for name in PATTERNS:
+        query = pattern(name)
+        assert gm.match(query).count == reference_of(unlabelled, query).count, name
+
+
+@pytest.mark.parametrize("seed_pool", [1, 3, 10**4])
+def test_seed_pool_size_changes_nothing_but_the_split(seed_pool, labelled, reference_of):
+    gm = engine(labelled, seed_pool=seed_pool)
+    query = random_walk_query(labelled, 5, seed=3, name="walk5-3")
+    result = gm.match(query)
+    assert result.count == reference_of(labelled, query).count
+    assert result.stats["seed_width"] >= 1
+    if seed_pool == 10**4:          # the BFS runs down to the last-but-one position
+        assert result.stats["seed_width"] == query.num_vertices - 1
+
+
+def skewed_graph() -> Graph:
+    """One hub (the only vertex of label 1) adjacent to 20 label-0 vertices that are densely
+    linked: all the work hangs under a single seed."""
+    rng = np.random.default_rng(7)
+    src, dst = [], []
+    for v in range(1, 21):
+        src.append(0)
+        dst.append(v)
+    for a in range(1, 21):
+        for b in range(a + 1, 21):
+            if rng.random() < 0.3:
+                src.append(a)
+                dst.append(b)
+    labels = np.zeros(21, dtype=np.int32)
+    labels[0] = 1
+    return Graph.from_edges(21, src, dst, labels, name="skewed")
+
+
+def test_work_stealing_moves_work_from_the_one_busy_warp(reference_of):
+    data = skewed_graph()
+    # wheel: hub (label 1) + a 4-cycle rim of label 0; the hub has the largest degree, so it is
+    # matched first and the seed pool holds exactly one seed.
+    query = Graph.from_edges(5, [0, 0, 0, 0, 1, 2, 3, 4], [1, 2, 3, 4, 2, 3, 4, 1],
+                             [1, 0, 0, 0, 0], name="wheel")
+    expected = reference_of(data, query).count
+    stealing = GMatch(seed_pool=1, roots_per_fetch=1, blocks=1, warps_per_block=4).prepare(data)
+    result = stealing.match(query)
+    assert result.stats["seeds"] == 1
+    assert result.count == expected
+    assert result.stats["steals"] > 0
+    alone = GMatch(seed_pool=1, roots_per_fetch=1, blocks=1, warps_per_block=4,
+                   work_stealing=False).prepare(data).match(query)
+    assert alone.count == expected and alone.stats["steals"] == 0
+    collected = stealing.match(query, collect=True)
+    reference = reference_of(data, query, collect=True)
+    assert sorted(map(tuple, collected.embeddings)) == sorted(map(tuple, reference.embeddings))
+
+
+# ------------------------------------------------------------------------------ shapes
+def test_cliques_and_repeated_labels(reference_of):
+    rng = np.random.default_rng(2)
+    pairs = [(a, b) for a in range(11) for b in range(a + 1, 11) if rng.random() < 0.6]
+    data = Graph.from_edges(11, [a for a, _ in pairs], [b for _, b in pairs],
+                            rng.integers(0, 2, 11), name="dense")
+    gm = engine(data)
+    k4 = pattern("P2")
+    k4_two_labels = Graph.from_edges(4, [0, 0, 0, 1, 1, 2], [1, 2, 3, 2, 3, 3], [0, 0, 1, 1], name="K4-01")
+    path = Graph.from_edges(4, [0, 1, 2], [1, 2, 3], [1, 0, 0, 1], name="path-1001")
+    for query in (k4, pattern("P9"), k4_two_labels, path):
+        expected = reference_of(data, query).count
+        assert gm.match(query).count == expected, query.name
+        assert engine(data, granularity="coarse", unroll=2).match(query).count == expected
+
+
+def test_large_queries_of_22_and_32_vertices(reference_of):
+    data = rmat(30, 60, seed=9, labels=uniform_labels(30, 3, seed=10), name="rmat30")
+    query22 = random_walk_query(data, 22, seed=4, name="walk22")
+    expected = reference_of(data, query22).count
+    for pool in (1, 8):         # one seed level (a 21-level DFS stack) or a deep BFS
+        result = engine(data, seed_pool=pool).match(query22)
+        assert result.count == expected and result.stats["stack_levels"] == 32
+    # a 32-cycle inside a 40-vertex graph with a few chords: |Aut(C32)| = 64
+    n = 40
+    src = list(range(32)) + [0, 5, 10, 33, 34, 35, 36]
+    dst = [(i + 1) % 32 for i in range(32)] + [16, 21, 26, 1, 2, 3, 4]
+    data32 = Graph.from_edges(n, src, dst, name="cycle32+")
+    cycle = Graph.from_edges(32, list(range(32)), [(i + 1) % 32 for i in range(32)], name="C32")
+    assert build_plan(cycle).automorphisms == 64
+    result = engine(data32).match(cycle)
+    assert result.count == reference_of(data32, cycle).count
+    assert result.stats["stack_levels"] == 32
+
+
+def test_count_is_unique_embeddings_times_automorphisms():
+    """A 10-leaf star in an 11-leaf star: 11!/1! embeddings (the permutation count, an analytic
+    oracle), found as 11 unique ones times |Aut| = 10!."""
+    hub = Graph.from_edges(12, [0] * 11, list(range(1, 12)), name="star11")
+    star = Graph.from_edges(11, [0] * 10, list(range(1, 11)), name="star10")
+    result = engine(hub).match(star)
+    assert result.stats["automorphisms"] == math.factorial(10)
+    assert result.stats["unique_embeddings"] == math.comb(11, 10)
+    assert result.count == math.perm(11, 10)
+    small = Graph.from_edges(5, [0] * 4, list(range(1, 5)), name="star4")
+    assert engine(hub).match(small).count == ReferenceMatcher().prepare(hub).match(small).count
+
+
+# ------------------------------------------------------------------------------ plan
+@pytest.mark.parametrize("name", PATTERNS)
+def test_automorphism_group_and_restrictions(name):
+    query = pattern(name)
+    plan = build_plan(query)
+    self_matches = ReferenceMatcher().prepare(query).match(query).count
+    assert plan.automorphisms == self_matches == len(all_automorphisms(query))
+    # RI order is connected: every position after the first has an earlier neighbour
+    assert all(plan.backward[d] != 0 for d in range(1, plan.size))
+    # restrictions point backwards only
+    assert all(int(plan.restrict[d]) < (1 << d) for d in range(plan.size))
+    unbroken = build_plan(query, symmetry_breaking=False)
+    assert unbroken.automorphisms == 1 and not unbroken.restrict.any()
+
+
+def test_symmetry_breaking_off_enumerates_every_embedding(unlabelled, reference_of):
+    gm = engine(unlabelled, symmetry_breaking=False)
+    for name in ("P1", "P3"):
+        query = pattern(name)
+        result = gm.match(query)
+        assert result.count == result.stats["unique_embeddings"] == reference_of(unlabelled, query).count
+
+
+# ------------------------------------------------------------------------------ collect / limit
+@pytest.mark.parametrize("options", [dict(), dict(granularity="coarse", unroll=2)], ids=["fine", "unroll-2"])
+def test_collect_returns_every_ordered_embedding(options, labelled, unlabelled, reference_of):
+    cases = [(unlabelled, pattern("P4")), (unlabelled, pattern("P2")),
+             (labelled, random_walk_query(labelled, 4, seed=2, name="walk4-2"))]
+    for data, query in cases:
+        result = engine(data, **options).match(query, collect=True)
+        expected = reference_of(data, query, collect=True).embeddings
+        assert result.embeddings.dtype == np.int32 and result.embeddings.shape == (result.count, query.num_vertices)
+        assert sorted(map(tuple, result.embeddings)) == sorted(map(tuple, expected)), query.name
+
+
+def test_limit_counts_ordered_embeddings(unlabelled, reference_of):
+    gm = engine(unlabelled)
+    query = pattern("P1")                         # |Aut| = 6: the limit is not a multiple
+    total = reference_of(unlabelled, query).count
+    assert total > 20
+    result = gm.match(query, limit=20)
+    assert (result.count, result.status) == (20, Status.LIMIT)
+    collected = gm.match(query, limit=20, collect=True)
+    assert collected.status is Status.LIMIT and collected.embeddings.shape == (20, 3)
+    everything = {tuple(row) for row in reference_of(unlabelled, query, collect=True).embeddings}
+    assert len({tuple(row) for row in collected.embeddings}) == 20
+    assert {tuple(row) for row in collected.embeddings} <= everything
+    over = gm.match(query, limit=total + 5)
+    assert (over.count, over.status) == (total, Status.OK)
+    coarse = engine(unlabelled, granularity="coarse").match(query, limit=7)
+    assert (coarse.count, coarse.status) == (7, Status.LIMIT)
+
+
+def test_single_vertex_query(labelled):
+    query = Graph.from_edges(1, [], [], [2], name="one")
+    result = engine(labelled).match(query, collect=True)
+    expected = np.flatnonzero(labelled.labels == 2)
+    assert result.count == expected.size
+    assert sorted(result.embeddings[:, 0].tolist()) == expected.tolist()
+
+
+# ------------------------------------------------------------------------------ statuses and errors
+def test_timeout_and_out_of_memory(labelled):
+    query = random_walk_query(labelled, 4, seed=2, name="walk4-2")
+    assert engine(labelled).match(query, timeout_s=1e-9).status is Status.TIMEOUT
+    gm = GMatch(seed_pool=8, blocks=2, warps_per_block=2, granularity="coarse", unroll=8)
+    budget_after_prepare = GMatch(seed_pool=8).prepare(labelled)._budget.peak
+    gm.device_memory_limit = budget_after_prepare + 64
+    gm.prepare(labelled)
+    result = gm.match(query)
+    assert result.status is Status.OOM and "coarse" in result.reason
+    with pytest.raises(DeviceOutOfMemory):
+        GMatch(device_memory_limit=64).prepare(labelled)
+
+
+def test_unsupported_inputs_and_bad_options(labelled):
+    gm = engine(labelled)
+    edge_labelled = Graph.from_edges(3, [0, 1], [1, 2], [0, 0, 0], [1, 2], name="elab")
+    assert gm.match(edge_labelled).status is Status.UNSUPPORTED
+    big = Graph.from_edges(33, list(range(32)), list(range(1, 33)), name="path33")
+    assert gm.match(big).status is Status.UNSUPPORTED
+    disconnected = Graph.from_edges(4, [0, 2], [1, 3], name="two-edges")
+    assert gm.match(disconnected).status is Status.UNSUPPORTED
+    assert gm.match(pattern("P1"), homomorphic=True).status is Status.UNSUPPORTED
+    directed = Graph.from_edges(3, [0, 1], [1, 2], directed=True)
+    assert GMatch().prepare(directed).match(Graph.from_edges(2, [0], [1], directed=True)).status \
+        is Status.UNSUPPORTED
+    for bad in (dict(granularity="medium"), dict(unroll=3), dict(unroll=2), dict(seed_pool=0),
+                dict(roots_per_fetch=0), dict(warps_per_block=0), dict(blocks=0)):
+        with pytest.raises(ValueError):
+            GMatch(**bad)
