@@ -281,7 +281,10 @@ class GSI(Engine):
                 self.d_qinfo, _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG, self.d_bits, self.d_sizes)
             self.d_sizes.copy_to_host(self.h_sizes)
         sizes = self.h_sizes[:nq].copy()
-        stats = {"candidate_sizes": sizes.tolist(), "filter": self.filter, "structure": self.structure,
+        stats = {"candidate_sizes": sizes.tolist(), "min_candidates": int(sizes.min()),
+                 # the candidate sets as GSI keeps them here: one |V|-bit bitset per query vertex
+                 "candidate_index_bytes": int(nq * self.nwords * 4),
+                 "filter": self.filter, "structure": self.structure,
                  "output": self.output, "set_ops": self.set_ops, "load_balance": self.load_balance,
                  "duplicate_removal": self.duplicate_removal}
         self._count = 0
