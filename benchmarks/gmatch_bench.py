@@ -7,7 +7,9 @@ Workloads (``--workloads``, comma-separated; default all):
   github    GitHub Q_0..Q_10 (gmatch_test/expected_counts.txt)
   patterns  P1-P9 on the unlabelled GitHub graph, checked against the reference where it finishes
             within --ref-timeout
-  variants  coarse Naive / Unroll-2/4/8, fine without batching, without stealing, seed pools,
+  variants  coarse Naive / Unroll-2/4/8, fine without batching, with in-block stealing only,
+            with every hand-over through the global mailbox, without stealing, with the
+            candidate graph (bitmap set intersection), seed pools,
             on GitHub Q_0..Q_10 (ratios to the default fine engine)
   idle      idle rates of the fine and coarse variants on GitHub and Enron (16 uniform labels),
             --idle-queries random 12-vertex induced queries each (Tables 2/6)
@@ -49,7 +51,10 @@ VARIANTS = {
     "coarse-unroll-4": dict(granularity="coarse", unroll=4),
     "coarse-unroll-8": dict(granularity="coarse", unroll=8),
     "fine-no-batch": dict(batch=False),
+    "fine-block-stealing": dict(work_stealing="block"),
+    "fine-mailbox-stealing": dict(work_stealing="mailbox"),
     "fine-no-stealing": dict(work_stealing=False),
+    "fine-candidate-graph": dict(candidate_graph=True),
     "fine-pool-1e4": dict(seed_pool=10**4),
     "fine-pool-1e5": dict(seed_pool=10**5),
 }
@@ -136,7 +141,12 @@ class Bench:
                    "vertices": query.num_vertices, "count": result.count, "status": str(result.status),
                    "search_ms": 1e3 * search, "total_ms": 1e3 * total, "wall_ms": 1e3 * wall,
                    "idle_rate": result.stats.get("idle_rate", float("nan")),
-                   "steals": result.stats.get("steals", 0), "seeds": result.stats.get("seeds", 0),
+                   "steals": result.stats.get("steals", 0),
+                   "global_steals": result.stats.get("global_steals", 0),
+                   "seeds": result.stats.get("seeds", 0),
+                   "seed_pool_bytes": result.stats.get("seed_pool_bytes", 0),
+                   "max_stack_bytes": result.stats.get("max_stack_bytes", 0),
+                   "steal_buffer_bytes": result.stats.get("steal_buffer_bytes", 0),
                    "seed_width": result.stats.get("seed_width", 0),
                    "stack_shared_bytes": result.stats.get("stack_shared_bytes", 0),
                    "stack_global_bytes": result.stats.get("stack_global_bytes", 0),

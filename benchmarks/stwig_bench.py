@@ -13,7 +13,12 @@
    (``common.generate.stwig_query``); GPU vs CPU STwig speedup (Fig. 3a / §5.5), counts
    cross-checked between the engines and the reference.
 4. ``variants`` (on the R-MAT queries): GPU exploration, STwig join order (no result-size
-   prediction), and the parallel CPU baseline, as ratios to the default GPU engine.
+   prediction), the paper's one-thread-per-R_1-row probe (``split_probe=False``) and the
+   parallel CPU baseline, as ratios to the default GPU engine.
+
+Workloads run in the order hprd, github, rmat, yeast, variants (each with a share of the time
+budget; leftovers roll over); ``--yeast-max`` caps the yeast queries (taken in turn from the
+three sets). Every query prints a progress line with the elapsed time.
 
 Writes per-query rows to ``--out``/stwig_bench.csv and prints a summary table last.
 ``--time-budget`` stops launching new queries once spent (shared out over the workloads).
@@ -29,6 +34,7 @@ import os
 import statistics
 import sys
 import time
+from itertools import zip_longest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +49,7 @@ from common.reference import ReferenceMatcher  # noqa: E402
 from common.result import Status  # noqa: E402
 from stwig import STwig, STwigCPU  # noqa: E402
 
-WORKLOADS = ("hprd", "yeast", "github", "rmat", "variants")
+WORKLOADS = ("hprd", "github", "rmat", "yeast", "variants")
 YEAST_SETS = ("dense_8", "sparse_8", "dense_16")
 LOWER_BOUND = (Status.TIMEOUT, Status.OOM, Status.LIMIT)
 
@@ -60,6 +66,8 @@ def parse_args(argv=None):
     p.add_argument("--time-budget", type=float, default=600.0, help="seconds; no new query after that")
     p.add_argument("--timeout", type=float, default=10.0, help="per-query timeout_s of every engine")
     p.add_argument("--max-relation-gb", type=float, default=4.0, help="STwig relation cap (GB)")
+    p.add_argument("--yeast-max", type=int, default=60,
+                   help="yeast queries per run (taken in turn from dense_8, sparse_8, dense_16)")
     p.add_argument("--rmat-vertices", type=int, default=16384)
     p.add_argument("--rmat-labels", type=int, default=16)
     p.add_argument("--rmat-degree", type=int, default=32)
@@ -85,11 +93,17 @@ class Budget:
         self.used_parts = 0
         self.part_deadline = self.start
 
-    def next_part(self) -> None:
+    def next_part(self) -> float:
+        """Start the next workload; returns its share of the budget (seconds)."""
         now = time.perf_counter()
         left = self.seconds - (now - self.start)
-        self.part_deadline = now + max(left, 0.0) / max(self.parts - self.used_parts, 1)
+        share = max(left, 0.0) / max(self.parts - self.used_parts, 1)
+        self.part_deadline = now + share
         self.used_parts += 1
+        return share
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
 
     def spent(self) -> bool:
         return time.perf_counter() > self.part_deadline
@@ -138,8 +152,9 @@ def check(row, mismatches) -> None:
 def run_queries(workload, queries, expected, engines, args, budget, rows, mismatches):
     """Run every engine on each query (until the budget is spent); returns how many were done."""
     done = 0
-    for query in queries:
+    for position, query in enumerate(queries):
         if budget.spent():
+            print(f"[{workload}] time budget share spent after {done} queries", flush=True)
             break
         line = []
         exact = expected.get(query.name)
@@ -157,7 +172,8 @@ def run_queries(workload, queries, expected, engines, args, budget, rows, mismat
                 mismatches.append({"workload": workload, "query": query.name, "engine": "cross-check"})
                 print(f"!!!!!! MISMATCH {workload} {query.name}: engines disagree {ok}", flush=True)
         done += 1
-        print(f"[{workload}] {query.name} (|V|={query.num_vertices}, |E|={query.num_edges}) "
+        print(f"[{workload}] {position + 1}/{len(queries)} t={budget.elapsed():.0f}s {query.name} "
+              f"(|V|={query.num_vertices}, |E|={query.num_edges}) "
               f"expected={exact} " + "; ".join(line), flush=True)
     print(f"[{workload}] {done} of {len(queries)} queries done", flush=True)
     return done
@@ -171,6 +187,7 @@ def make_engines(args, variants: bool = False) -> dict:
         return {"stwig": engines["stwig"],
                 "stwig[exploration=gpu]": STwig(exploration="gpu", max_relation_bytes=cap),
                 "stwig[join_order=stwig]": STwig(join_order="stwig", max_relation_bytes=cap),
+                "stwig[split_probe=False]": STwig(split_probe=False, max_relation_bytes=cap),
                 "stwig-cpu[parallel]": STwigCPU(parallel=True, max_relation_bytes=cap)}
     if not args.no_reference:
         engines["cpu"] = ReferenceMatcher()
@@ -237,8 +254,12 @@ def main(argv=None) -> int:
     quick_n = 2 if simulator_active() else 10
     print(f"device: {'simulator' if simulator_active() else 'GPU'}; workloads {args.workloads}", flush=True)
 
-    for workload in args.workloads:
-        budget.next_part()
+    for workload in WORKLOADS:             # fixed order: hprd, github, rmat, yeast, variants
+        if workload not in args.workloads:
+            continue
+        share = budget.next_part()
+        print(f"=== [{workload}] starts at t={budget.elapsed():.0f}s with a budget share of "
+              f"{share:.0f}s", flush=True)
         if workload == "hprd":
             data = load_graph(data_dir / "hprd" / "HPRD.graph")
             queries = load_query_set(data_dir / "hprd" / "queries")
@@ -248,7 +269,11 @@ def main(argv=None) -> int:
             known = read_expected_counts(data_dir / "yeast" / "expected_counts.txt")
             expected = {k: v for k, v in known.items()
                         if v <= 10**7 and any(k.startswith(f"query_{s}_") for s in YEAST_SETS)}
-            files = [data_dir / "yeast" / "queries" / f"{k}.graph" for k in sorted(expected)]
+            by_set = [sorted(k for k in expected if k.startswith(f"query_{s}_")) for s in YEAST_SETS]
+            names = [k for group in zip_longest(*by_set) for k in group if k is not None]
+            names = names[:max(args.yeast_max, 0)]
+            expected = {k: expected[k] for k in names}
+            files = [data_dir / "yeast" / "queries" / f"{k}.graph" for k in names]
             queries = load_query_set(files)
         elif workload == "github":
             data = load_graph(data_dir / "gmatch_test" / "data.graph")

@@ -22,7 +22,7 @@ from numba import int32, int64
 from common.device import cuda
 
 from .candidates import QP_BACKWARD, QP_RESTRICT, QP_SIZES
-from .kernels import BIG_DEGREE, FULL, NO_BOUND, group_length, visit
+from .kernels import BIG_DEGREE, FULL, NO_BOUND, group_length, row_length, source_row, visit
 
 
 @cuda.jit
@@ -49,9 +49,11 @@ def seed_level0(cand_mask, out, capacity, counter):
 
 
 @cuda.jit
-def seed_expand(offsets, neighbors, cand_mask, qp, inp, rows, d, out, capacity, counter):
+def seed_expand(lc_off, lc_nbr, cidx, bitmap, eg, cand_mask, qp, inp, rows, d, out, capacity,
+                counter):
     """Extend each of the ``rows`` partial matches of width d in ``inp`` by position d into ``out``
     (width d + 1); one warp per row, 32 candidates per step."""
+    lc = (lc_off, lc_nbr, cidx, bitmap, eg)
     lane = cuda.threadIdx.x % 32
     warp = cuda.grid(1) // 32
     warps = cuda.gridsize(1) // 32
@@ -68,27 +70,28 @@ def seed_expand(offsets, neighbors, cand_mask, qp, inp, rows, d, out, capacity, 
         for j in range(d):
             vv = inp[base_in + j]
             if ((back >> j) & 1) != 0:
-                deg = offsets[vv + 1] - offsets[vv]
+                row_src = source_row(lc, qp, j, d, vv)
+                deg = row_length(lc, row_src)
                 if deg < best_deg:
                     best_deg = deg
-                    src = vv
+                    src = row_src
                     skip = j
             if ((restr >> j) & 1) != 0 and vv < bound:
                 bound = vv
-        length = group_length(offsets, neighbors, src, bound)
-        lo = offsets[src]
+        length = group_length(lc, src, bound)
+        lo = lc_off[max(src, 0)]
         b = 0
         while b < length:
             v = int32(-1)
             ok = False
             if b + lane < length:
-                v = neighbors[lo + b + lane]
+                v = lc_nbr[lo + b + lane]
                 ok = ((cand_mask[v] >> d) & 1) != 0
                 j = d - 1
                 while j >= 0 and ok:
                     # only the validity is used: the next level rebuilds task groups from its rows
                     ok, _deg, _src, _skip, _bound = visit(
-                        inp[base_in + j], j, v, d, n, qp, offsets, neighbors, skip, ok,
+                        inp[base_in + j], j, v, d, n, qp, lc, skip, ok,
                         int64(0), int32(-1), int32(-1), int32(NO_BOUND))
                     j -= 1
             mask = cuda.ballot_sync(FULL, ok)

@@ -1,16 +1,23 @@
 """The gMatch engine (PVLDB 2026; digest papers/notes/gmatch.md): the only public entry of the package.
 
 Pipeline per query (paper Sec. 3.1): RI order + symmetry breaking on the host (:mod:`gmatch.plan`),
-LDF/NLF candidate bits on the GPU (:mod:`gmatch.candidates`), BFS seed pool
-(:mod:`gmatch.balance`), then one persistent DFS launch (:mod:`gmatch.kernels`): fine-grained with
-shared-memory stacks, batch exploration and intra-block work stealing, or the coarse-grained
-Naive / Unroll-k baseline. The count is the number of unique embeddings times |Aut(Q)|.
+LDF/NLF candidate bits on the GPU and, with ``candidate_graph=True``, the refined candidate graph
+with per-edge bitmaps (:mod:`gmatch.candidates`), BFS seed pool
+(:mod:`gmatch.balance`), then one persistent DFS launch (:mod:`gmatch.kernels`): fine-grained
+with shared-memory stacks, batch exploration and work stealing in and across blocks, or the
+coarse-grained Naive / Unroll-k baseline. The count is the number of unique embeddings times |Aut(Q)|.
 
 Variants are constructor options (Tables 2, 5, 6, 8 and Figs. 11, 16):
-``GMatch(granularity="fine"|"coarse", unroll=1|2|4|8, batch=True|False, work_stealing=True|False,
-seed_pool=10**6)``. ``unroll`` is the coarse model's number of partial matches per warp step (1 =
-Naive); the fine model ignores it (it takes ``roots_per_fetch`` seeds per fetch). ``batch`` and
-``work_stealing`` belong to the fine model; the coarse baseline has neither (as in the paper).
+``GMatch(granularity="fine"|"coarse", unroll=1|2|4|8, batch=True|False,
+work_stealing="global"|"block"|"mailbox"|False, seed_pool=10**6)``. ``work_stealing``: "global"
+(default, the paper's full scheme: in-block stealing through shared memory plus the global mailbox
+across blocks), "block" (in-block only, as the authors' code), "mailbox" (global scheme with every
+hand-over through global memory), False (none); ``True`` means "global". ``candidate_graph``
+(default False: the paper uses it only in its comparison with EGSM) replaces adjacency lists and
+binary searches by the candidate graph's lists and bitmaps. ``unroll`` is the coarse model's
+number of partial matches per warp step (1 = Naive); the fine model ignores it (it takes
+``roots_per_fetch`` seeds per fetch). ``batch`` and ``work_stealing`` belong to the fine model;
+the coarse baseline has neither (as in the paper).
 
 CHOICES where the paper is silent:
 * ``collect=True`` returns every ordered embedding: each unique embedding found is expanded by the
@@ -21,6 +28,12 @@ CHOICES where the paper is silent:
 * ``timeout_s``: the DFS is launched over up to 64 chunks of the seed pool with a deadline check
   between launches (and between BFS levels); without a timeout it is a single launch. A running
   launch is not interrupted, so one chunk with a heavy seed can overrun the deadline.
+* With global stealing the fine kernel is launched on the whole resident grid (SMs x resident
+  blocks) whatever the number of seeds: idle blocks get work by stealing.
+* Memory statistics: ``max_stack_bytes`` = the execution stacks of the launch (shared memory for
+  the fine model, the global feasible-set buffers for the coarse one); ``steal_buffer_bytes`` = the
+  global mailbox, warp states and hand-over records (global stealing only, not counted as stack);
+  ``seed_pool_bytes`` = the seeds the BFS left in the pool (rows x width x 4).
 * Stack levels are a compile-time constant (8, 16 or 32 levels) with warps per block chosen so the
   stacks fit Numba's 48 KB static shared memory: 8, 6 and 3 warps.
 """
@@ -38,16 +51,21 @@ from common.graph import Graph
 from common.result import MatchResult, Status
 
 from .balance import seed_expand, seed_level0
-from .candidates import FILTER_THREADS, QP_ROWS, filter_kernel, pack_query
-from .kernels import (C_COUNT, C_IDLE, C_ITERS, C_STEALS, C_STOP, CTRL_SIZE, coarse_kernel,
-                      fine_kernel, reset_ctrl)
+from .candidates import (FILTER_THREADS, QP_ROWS, QP_SIZES, QP_WORDS, build_candidate_graph,
+                         filter_kernel, pack_query)
+from .kernels import (C_COUNT, C_GSTEALS, C_IDLE, C_ITERS, C_STEALS, C_STOP, CTRL_SIZE, MAILBOX,
+                      STEAL_BLOCK, STEAL_GLOBAL, STEAL_MAILBOX, STEAL_NONE, coarse_kernel,
+                      fine_kernel, reset_ctrl, xfer_words)
 from .plan import MAX_QUERY_VERTICES, all_automorphisms, build_plan
 
 SHARED_BUDGET = 45 * 1024          # static shared memory a fine-kernel block may use
 SLOT_BYTES = 4 + 1 + 4 + 4 + 1     # mv, par, gsrc, glen, gskip per slot
 LEVEL_BYTES = 32 * SLOT_BYTES + 3 * 4
 SIM = simulator_active()
+RESET_BLOCKS, RESET_THREADS = (1, 32) if SIM else (32, 256)
 TIMEOUT_CHUNKS = 64                # DFS launches per query when a timeout is set
+STEALING_SCOPES = {"global": STEAL_GLOBAL, "mailbox": STEAL_MAILBOX, "block": STEAL_BLOCK,
+                   False: STEAL_NONE}
 
 
 def stack_levels(n: int) -> int:
@@ -74,9 +92,10 @@ class GMatch(Engine):
     max_query_vertices = MAX_QUERY_VERTICES
 
     def __init__(self, *, granularity: str = "fine", unroll: int = 1, batch: bool = True,
-                 work_stealing: bool = True, seed_pool: int = 10**6, roots_per_fetch: int = 4,
+                 work_stealing: str | bool = "global", seed_pool: int = 10**6, roots_per_fetch: int = 4,
                  warps_per_block: int | None = None, blocks: int | None = None,
-                 symmetry_breaking: bool = True, device_memory_limit: int | None = None):
+                 symmetry_breaking: bool = True, candidate_graph: bool = False,
+                 device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if granularity not in ("fine", "coarse"):
             raise ValueError(f"granularity must be 'fine' or 'coarse', got {granularity!r}")
@@ -92,15 +111,21 @@ class GMatch(Engine):
             raise ValueError(f"warps_per_block must be in 1..32, got {warps_per_block}")
         if blocks is not None and int(blocks) < 1:
             raise ValueError(f"blocks must be positive, got {blocks}")
+        if work_stealing is True:
+            work_stealing = "global"
+        if work_stealing not in STEALING_SCOPES:
+            raise ValueError("work_stealing must be 'global', 'mailbox', 'block' or False, "
+                             f"got {work_stealing!r}")
         self.granularity = granularity
         self.unroll = int(unroll)
         self.batch = bool(batch)
-        self.work_stealing = bool(work_stealing) and granularity == "fine"
+        self.work_stealing = work_stealing if granularity == "fine" else False
         self.seed_pool = int(seed_pool)
         self.roots_per_fetch = int(roots_per_fetch)
         self.warps_per_block = None if warps_per_block is None else int(warps_per_block)
         self.blocks = None if blocks is None else int(blocks)
         self.symmetry_breaking = bool(symmetry_breaking)
+        self.candidate_graph = bool(candidate_graph)
 
     # ------------------------------------------------------------------ prepare
     def _prepare(self, data: Graph) -> None:
@@ -118,9 +143,50 @@ class GMatch(Engine):
         self._d_pool = [budget.device_array(self._pool_elements, np.int32, "seed pool"),
                         budget.device_array(self._pool_elements, np.int32, "seed pool")]
         self._d_no_emb = budget.device_array((1, MAX_QUERY_VERTICES), np.int32, "no embeddings")
+        self._d_mail = budget.device_array(MAILBOX + 32, np.int32, "steal mailbox")
+        self._d_xfer = budget.device_array((1, 1), np.int32, "steal hand-over records")
         self._fc = None
+        self._row_of_entry = None           # source vertex of every CSR entry (candidate graph)
+        self._d_eg = budget.zeros((MAX_QUERY_VERTICES, MAX_QUERY_VERTICES, 2), np.int64,
+                                  "candidate-graph edges")
+        self._d_no_cidx = budget.zeros((1, 1), np.int32, "no candidate indices")
+        self._d_no_bitmap = budget.zeros(1, np.uint32, "no candidate bitmaps")
+        self._cg_buffers: dict[str, object] = {}
+        self._lc = (self._d_offsets, self._d_neighbors, self._d_no_cidx, self._d_no_bitmap, self._d_eg)
         self._max_degree = int(data.max_degree) if nv else 0
         self._sms = 1 if SIM else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+
+    # ------------------------------------------------------------------ candidate graph
+    def _upload(self, key: str, host: np.ndarray):
+        """``host`` in a grow-and-reuse device buffer (a prefix view of it)."""
+        flat = np.ascontiguousarray(host).reshape(-1)
+        buf = self._cg_buffers.get(key)
+        if buf is None or buf.size < flat.size:
+            if buf is not None:
+                self._budget.free(buf)
+            buf = self._budget.device_array(max(flat.size, 1), flat.dtype, f"candidate graph {key}")
+            self._cg_buffers[key] = buf
+        view = buf[:flat.size]
+        view.copy_to_device(flat)
+        return view.reshape(host.shape)
+
+    def _candidate_graph(self, plan, qp) -> dict:
+        """Refine the candidates, build and upload the candidate graph; returns its statistics."""
+        if self._row_of_entry is None:
+            self._row_of_entry = np.repeat(np.arange(self.data.num_vertices, dtype=np.int64),
+                                           np.diff(np.asarray(self.data.offsets)))
+        bits = self._d_cand.copy_to_host()
+        cg = build_candidate_graph(self.data, self._row_of_entry, bits, plan)
+        qp[QP_SIZES, 2] = 1
+        qp[QP_WORDS] = cg.words
+        self._d_cand.copy_to_device(cg.cand_bits)
+        self._d_qp.copy_to_device(qp)
+        self._d_eg.copy_to_device(cg.edge_bases)
+        self._lc = (self._upload("offsets", cg.offsets), self._upload("neighbors", cg.neighbors),
+                    self._upload("cidx", cg.cidx), self._upload("bitmap", cg.bitmap), self._d_eg)
+        return {"candidates": cg.sizes.tolist(), "candidate_edges": int(cg.neighbors.size),
+                "candidate_graph_bytes": int(cg.offsets.nbytes + cg.neighbors.nbytes + cg.cidx.nbytes
+                                             + cg.bitmap.nbytes)}
 
     # ------------------------------------------------------------------ launch shapes
     def _fine_shape(self, n: int, seeds: int) -> tuple[int, int, int]:
@@ -131,7 +197,11 @@ class GMatch(Engine):
             blocks = self.blocks
         else:
             resident = max(1, min(64 // warps, (227 * 1024) // per_block))
+            if SIM:
+                resident = 1                        # the simulator runs every thread in Python
             needed = math.ceil(seeds / (warps * self.roots_per_fetch))
+            if self.work_stealing in ("global", "mailbox"):     # idle blocks are fed by stealing
+                needed = self._sms * resident
             blocks = max(1, min(self._sms * resident, needed))
         return levels, warps, blocks
 
@@ -158,7 +228,7 @@ class GMatch(Engine):
             capacity = self._pool_elements // (width + 1)
             counter = self._d_levels[width:width + 1]
             blocks = max(1, min(self._sms * 64, math.ceil(rows * 32 / threads)))
-            seed_expand[blocks, threads](self._d_offsets, self._d_neighbors, self._d_cand, self._d_qp,
+            seed_expand[blocks, threads](*self._lc, self._d_cand, self._d_qp,
                                          cur, rows, width, other, capacity, counter)
             nxt = int(counter.copy_to_host()[0])
             if nxt > capacity:
@@ -168,17 +238,34 @@ class GMatch(Engine):
             width += 1
         return cur, rows, width, False
 
+    def _steal_buffers(self, total_warps: int, levels: int) -> None:
+        """Grow (never per query once large enough) the mailbox + warp states and the global
+        hand-over records for ``total_warps`` warps with ``levels``-level stacks."""
+        if self._d_mail.size < MAILBOX + total_warps:
+            self._budget.free(self._d_mail)
+            self._d_mail = self._budget.device_array(MAILBOX + total_warps, np.int32, "steal mailbox")
+        need = (total_warps, xfer_words(levels))
+        if any(a < b for a, b in zip(self._d_xfer.shape, need)):
+            grow = tuple(max(a, b) for a, b in zip(self._d_xfer.shape, need))
+            self._budget.free(self._d_xfer)
+            self._d_xfer = self._budget.device_array(grow, np.int32, "steal hand-over records")
+
     # ------------------------------------------------------------------ DFS
     def _dfs(self, n, pool, rows, width, emb, emb_cap, limit_unique, deadline):
         """Run the DFS over seeds [0, rows); returns (timed_out, launch stats)."""
-        d = self._d_offsets, self._d_neighbors, self._d_cand, self._d_qp
+        d = *self._lc, self._d_cand, self._d_qp
         if self.granularity == "fine":
             levels, warps, blocks = self._fine_shape(n, rows)
-            kernel = fine_kernel(levels, warps, self.batch, self.work_stealing, self.roots_per_fetch)
-            extra = ()
+            scope = STEALING_SCOPES[self.work_stealing]
+            kernel = fine_kernel(levels, warps, self.batch, scope, self.roots_per_fetch)
+            steal_bytes = 0
+            if scope in (STEAL_GLOBAL, STEAL_MAILBOX):
+                self._steal_buffers(blocks * warps, levels)
+                steal_bytes = blocks * warps * (xfer_words(levels) + 1) * 4 + MAILBOX * 4
+            extra = (self._d_mail, self._d_xfer)
             shape = {"stack_levels": levels, "warps_per_block": warps, "blocks": blocks,
                      "stack_shared_bytes": blocks * warps * levels * LEVEL_BYTES,
-                     "stack_global_bytes": 0}
+                     "stack_global_bytes": 0, "steal_buffer_bytes": steal_bytes}
         else:
             warps, blocks = self._coarse_shape(rows)
             kernel = coarse_kernel(warps, self.unroll)
@@ -195,7 +282,8 @@ class GMatch(Engine):
                             self._budget.device_array(grow, np.int32, "coarse parent indices"))
             extra = self._fc
             shape = {"warps_per_block": warps, "blocks": blocks, "stack_shared_bytes": 0,
-                     "stack_global_bytes": 2 * blocks * warps * n * capacity * 4}
+                     "stack_global_bytes": 2 * blocks * warps * n * capacity * 4,
+                     "steal_buffer_bytes": 0}
         chunk = rows if deadline is None else max(blocks * warps * 32, math.ceil(rows / TIMEOUT_CHUNKS))
         lo = 0
         first = True
@@ -203,7 +291,7 @@ class GMatch(Engine):
             if deadline is not None and time.perf_counter() > deadline:
                 return True, shape
             hi = min(rows, lo + chunk)
-            reset_ctrl[1, 32](self._d_ctrl, 0 if first else 1)
+            reset_ctrl[RESET_BLOCKS, RESET_THREADS](self._d_ctrl, self._d_mail, 0 if first else 1)
             first = False
             kernel[blocks, warps * 32](*d, pool, width, lo, hi, self._d_ctrl, emb, emb_cap,
                                        limit_unique, *extra)
@@ -217,7 +305,8 @@ class GMatch(Engine):
         emb = self._budget.device_array((emb_cap, n), np.int32, "embeddings") if emb_cap else self._d_no_emb
         with timer.phase("enumerate"):
             pool, rows, width, timed_out = self._seed_pool(n, deadline)
-        stats = {"seeds": rows, "seed_width": width}
+        stats = {"seeds": rows, "seed_width": width, "seed_pool_bytes": rows * width * 4,
+                 "max_stack_bytes": 0, "steal_buffer_bytes": 0}
         ctrl = np.zeros(CTRL_SIZE, dtype=np.int64)
         if n == 1:
             ctrl[C_COUNT] = rows
@@ -227,6 +316,7 @@ class GMatch(Engine):
         with timer.phase("enumerate"):
             timed_out, shape = self._dfs(n, pool, rows, width, emb, emb_cap, limit_unique, deadline)
         stats.update(shape)
+        stats["max_stack_bytes"] = shape["stack_shared_bytes"] + shape["stack_global_bytes"]
         with timer.phase("transfer"):
             ctrl = self._d_ctrl.copy_to_host()
         return int(ctrl[C_COUNT]), ctrl, emb, timed_out, stats
@@ -248,6 +338,12 @@ class GMatch(Engine):
             blocks = max(1, min(4096, math.ceil(nv / FILTER_THREADS)))
             filter_kernel[blocks, FILTER_THREADS](self._d_offsets, self._d_neighbors, self._d_labels,
                                                   self._d_qp, self._d_cand)
+        index_stats = {}
+        self._lc = (self._d_offsets, self._d_neighbors, self._d_no_cidx, self._d_no_bitmap, self._d_eg)
+        if self.candidate_graph and n > 1:
+            begin = time.perf_counter()
+            index_stats = self._candidate_graph(plan, qp)
+            timer.add("index", time.perf_counter() - begin)
         limit_unique = 0 if limit is None else -(-limit // aut)
         emb_cap = 0
         if collect:
@@ -271,11 +367,14 @@ class GMatch(Engine):
                 rows = emb[:min(unique, emb_cap if n > 1 else unique)].copy_to_host()
             embeddings = self._expand(plan, query, rows.reshape(-1, n), limit)
         iters = int(ctrl[C_ITERS])
+        stats.update(index_stats)
         stats.update(order=plan.order.tolist(), automorphisms=aut, unique_embeddings=unique,
                      warp_iterations=iters, idle_lanes=int(ctrl[C_IDLE]),
                      idle_rate=(ctrl[C_IDLE] / (32.0 * iters)) if iters else 0.0,
-                     steals=int(ctrl[C_STEALS]), granularity=self.granularity, unroll=self.unroll,
-                     batch=self.batch, work_stealing=self.work_stealing, seed_pool=self.seed_pool)
+                     steals=int(ctrl[C_STEALS]), global_steals=int(ctrl[C_GSTEALS]),
+                     granularity=self.granularity, unroll=self.unroll,
+                     batch=self.batch, work_stealing=self.work_stealing, seed_pool=self.seed_pool,
+                     candidate_graph=self.candidate_graph)
         return self._result(timer, total, status, embeddings, stats)
 
     def _expand(self, plan, query: Graph, unique_rows: np.ndarray, limit) -> np.ndarray:

@@ -4,12 +4,16 @@ Fine-grained model (:func:`fine_kernel`): a task is (partial match M, candidate 
 stack of |V(Q)| levels x 32 slots in SHARED memory. Slot k of level d holds the data vertex of the
 k-th valid child produced by the last 32-task batch at level d and the slot of its parent in level
 d-1; the task group of that child (its local candidate set LC for position d+1) is stored at level
-d+1, entry k, as (source data vertex, length, skipped position): LC = the first ``length`` entries
-of N(source), where source is the image of the backward neighbour of smallest degree, and the
-length stops at the symmetry-breaking bound (adjacency lists are sorted, so the restriction
-"f(u_{d+1}) < f(u_j)" truncates the list, the code's "reach_bound"). Partial matches are never
+d+1, entry k, as (source row, length, skipped position): LC = the first ``length`` entries of
+row ``source`` of the local-candidate CSR ``lc``, the row of the backward neighbour's image with
+the fewest entries, and the length stops at the symmetry-breaking bound (rows are sorted, so the
+restriction "f(u_{d+1}) < f(u_j)" truncates the list, the code's "reach_bound"). ``lc`` is the
+data graph's CSR (row = data vertex, LC = its adjacency list; membership = binary search) or,
+with the candidate graph (:mod:`gmatch.candidates`), the CSR of query edge (j, d+1) (row = the
+candidate index of the image of j, LC = its candidate neighbours in C(d+1); membership = one
+bitmap bit); the kernels read the mode from ``qp``. Partial matches are never
 materialised: a lane rebuilds its own by following parent pointers, fused with validation
-(injectivity, one binary search per other backward neighbour, candidate bit), and the same walk
+(injectivity, one membership test per other backward neighbour, candidate bit), and the same walk
 computes the task group of the child. Each iteration fetches the next 32 tasks of the level's
 virtual task pool through two cursors (task group, offset); with ``batch`` the 32 lanes may span
 several task groups (batch exploration), without it they stay in one group (the paper's "Fine
@@ -22,15 +26,42 @@ Seeds: the stack's bottom level (position s-1, s = seed width) holds up to ``roo
 of the BFS seed pool (:mod:`gmatch.balance`); positions < s are read from the pool row. A warp
 takes ``roots`` seeds per atomic fetch (the authors' bitmap build takes 4).
 
-Work stealing (``stealing``; Sec. 3.6): an idle warp marks itself waiting in a per-block state
-array; a busy warp that sees a waiter (one shared atomic read per iteration) looks for the
-shallowest level with at least two untouched task groups, claims a waiter by CAS, copies the
-levels below (lane-parallel, 32 slots per level) and hands over the upper half of that level's
-task groups; the waiter's lane 0 polls its state with ``nanosleep`` back-off (32 ns to 1 us)
-while its other lanes wait in a shuffle. CHOICE: stealing is
-intra-block only, as in the authors' code; the paper's inter-block global mailbox is not built
-(the seed pool is the only inter-block balance). Termination: a counter of waiting-or-exited
-warps; when it reaches the block's warp count no work is left in the block.
+Work stealing (``stealing``; Sec. 3.6). In-block (STEAL_BLOCK, as in the authors' code): an idle
+warp marks itself waiting in a per-block state array; a busy warp that sees a waiter (one shared
+atomic read per iteration) looks for the shallowest level with at least two untouched task groups,
+claims a waiter by CAS, copies the levels below (lane-parallel, 32 slots per level) and hands over
+the upper half of that level's task groups; the waiter's lane 0 polls its state with ``nanosleep``
+back-off (32 ns to 1 us) while its other lanes wait in a shuffle. Termination: a counter of
+waiting-or-exited warps; when it reaches the block's warp count no work is left in the block.
+
+Across blocks (STEAL_GLOBAL, the default; the paper's global queue/status array, which the
+authors' code does not build). CHOICES where the paper is silent:
+* warp states live in global memory (``mail[MAILBOX + global warp id]``: busy, waiting, claimed,
+  gift in shared memory, gift in global memory, terminate, exited); every claim is a CAS
+  waiting -> claimed, so a waiter is served exactly once whoever finds it;
+* an idle warp first waits ``POST_AFTER`` poll rounds for a warp of its own block (served through
+  shared memory as above), then posts its id in one of ``MAILBOX`` = 32 global mailbox slots
+  (CAS -1 -> id; if all are taken it keeps waiting in its block and retries every round);
+* a busy warp with a splittable level reads the posted-request counter every
+  ``GLOBAL_CHECK_INTERVAL`` iterations (not every iteration: one hot global address); if it is
+  positive, lane 0 scans the 32 slots, takes an entry (CAS id -> -1) and claims that warp; a
+  waiter of another block gets the prefix levels, the split level's task groups and (level,
+  first group, groups) in its global hand-over record ``xfer[waiter]`` (threadfence, then the
+  state flip; the waiter threadfences after seeing it and copies the record into its shared
+  stack); a waiter of the same block is served through shared memory;
+* termination: a global count of busy warps (each warp adds itself at start, a claimer adds its
+  waiter at the claim, a warp leaving the busy state subtracts itself after publishing its state).
+  Warps go idle only once the seed pool is exhausted, so the count reaching 0 means no work is
+  left anywhere; the warp that takes it to 0 sets a done flag and wakes every waiting warp with a
+  CAS waiting -> terminate. Waiters poll only their own state (no hot address), and a warp that
+  goes idle after the done flag exits at once, so blocks that become resident late (a grid larger
+  than the GPU holds, or the simulator, which runs blocks one after another) cannot deadlock.
+  A limit's stop flag makes busy warps leave the same way, so waiters are woken then too.
+STEAL_MAILBOX is the same global scheme without the shared-memory fast path (every hand-over goes
+through the mailbox and global memory, also inside a block): an ablation, and the way the
+simulator exercises the global hand-over.
+No lane ever spins inside a ``*_sync``: lane 0 polls alone, the other 31 lanes wait in one
+``shfl_sync`` that lane 0 reaches when it leaves its loop.
 
 Coarse-grained baseline (:func:`coarse_kernel`; Sec. 2, Alg. 1, STMatch-style unrolling): one warp
 extends ``unroll`` partial matches at a time, materialising every valid child in a per-level
@@ -52,7 +83,7 @@ from numba import int8, int32, int64
 from common.device import cuda
 from common.device_functions import contains, lower_bound
 
-from .candidates import QP_BACKWARD, QP_RESTRICT, QP_SIZES
+from .candidates import QP_BACKWARD, QP_RESTRICT, QP_SIZES, QP_WORDS
 
 FULL = 0xFFFFFFFF
 NO_BOUND = 0x7FFFFFFF
@@ -60,24 +91,76 @@ BIG_DEGREE = 0x7FFFFFFFFFFFFFFF
 
 # ctrl (int64) slots, shared by the kernels and the engine
 C_SEED, C_COUNT, C_STOP, C_ITERS, C_IDLE, C_STEALS, C_EMB = 0, 1, 2, 3, 4, 5, 6
-CTRL_SIZE = 8
+C_GSTEALS, C_BUSY, C_DONE, C_POSTED = 7, 8, 9, 10
+CTRL_SIZE = 16
+PER_LAUNCH = (C_SEED, C_BUSY, C_DONE, C_POSTED)    # reset before every launch of a query
+
+# work-stealing scopes (``fine_kernel``'s ``stealing``)
+STEAL_NONE, STEAL_BLOCK, STEAL_GLOBAL, STEAL_MAILBOX = 0, 1, 2, 3
+MAILBOX = 32                  # global mailbox slots: mail[0:MAILBOX] (waiter id or -1)
+POST_AFTER = 2                # poll rounds an idle warp waits for its own block before posting
+GLOBAL_CHECK_INTERVAL = 16    # iterations between a busy warp's looks at the global mailbox
+# warp states in mail[MAILBOX + global warp id] (global scope)
+W_BUSY, W_WAITING, W_SHARED_GIFT, W_CLAIMED, W_EXITED, W_GLOBAL_GIFT, W_TERMINATE = 0, 1, 2, 3, 4, 5, 6
+
+
+def xfer_words(levels: int) -> int:
+    """int32 words of one warp's global hand-over record: mv and par of every level, the task
+    groups (source, length, skip) of the split level, and (level, first group, groups)."""
+    return 2 * levels * 32 + 3 * 32 + 3
 
 
 @cuda.jit(device=True)
-def visit(vv, j, v, d, n, qp, offsets, neighbors, skip, ok, best_deg, bsrc, bskip, bound):
+def source_row(lc, qp, j, d, vv):
+    """Row of the local-candidate arrays ``lc`` = (lc_off, lc_nbr, cidx, bitmap, eg) that lists the
+    candidates of position d adjacent to ``vv`` (the image of position j): the data vertex itself
+    (lc = the data graph's CSR) or, with the candidate graph, the row of candidate cidx[j, vv] in
+    the CSR of query edge (j, d); -1 when vv is no candidate of j."""
+    if qp[QP_SIZES, 2] == 0:
+        return int32(vv)
+    c = lc[2][j, vv]
+    if c < 0:
+        return int32(-1)
+    return int32(lc[4][d, j, 0] + c)
+
+
+@cuda.jit(device=True)
+def row_length(lc, row):
+    if row < 0:
+        return int64(0)
+    return lc[0][row + 1] - lc[0][row]
+
+
+@cuda.jit(device=True)
+def adjacent(lc, qp, j, vv, d, v):
+    """Is v (candidate of position d) adjacent to vv (image of position j)? A binary search in
+    N(vv), or one bit of the candidate graph's bitmap of query edge (j, d)."""
+    if qp[QP_SIZES, 2] == 0:
+        return contains(lc[1], lc[0][vv], lc[0][vv + 1], v)
+    cj = lc[2][j, vv]
+    cd = lc[2][d, v]
+    if cj < 0 or cd < 0:
+        return False
+    word = lc[3][lc[4][d, j, 1] + int64(cj) * qp[QP_WORDS, d] + (cd >> 5)]
+    return ((word >> (cd & 31)) & 1) != 0
+
+
+@cuda.jit(device=True)
+def visit(vv, j, v, d, n, qp, lc, skip, ok, best_deg, bsrc, bskip, bound):
     """Fold the image ``vv`` of earlier position ``j`` into the check of candidate ``v`` at ``d``
-    and into the task group of the child at ``d + 1``."""
+    and into the task group (local-candidate row) of the child at ``d + 1``."""
     if vv == v:
         ok = False
     elif ((qp[QP_BACKWARD, d] >> j) & 1) != 0 and j != skip:
-        if not contains(neighbors, offsets[vv], offsets[vv + 1], v):
+        if not adjacent(lc, qp, j, vv, d, v):
             ok = False
     if d + 1 < n:
         if ((qp[QP_BACKWARD, d + 1] >> j) & 1) != 0:
-            deg = offsets[vv + 1] - offsets[vv]
+            row = source_row(lc, qp, j, d + 1, vv)
+            deg = row_length(lc, row)
             if deg < best_deg:
                 best_deg = deg
-                bsrc = vv
+                bsrc = row
                 bskip = j
         if ((qp[QP_RESTRICT, d + 1] >> j) & 1) != 0 and vv < bound:
             bound = vv
@@ -85,17 +168,19 @@ def visit(vv, j, v, d, n, qp, offsets, neighbors, skip, ok, best_deg, bsrc, bski
 
 
 @cuda.jit(device=True)
-def group_length(offsets, neighbors, src, bound):
-    """Length of LC = the prefix of N(src) below ``bound``."""
-    lo = offsets[src]
-    hi = offsets[src + 1]
+def group_length(lc, row, bound):
+    """Length of LC = the prefix of local-candidate row ``row`` below ``bound``."""
+    if row < 0:
+        return int32(0)
+    lo = lc[0][row]
+    hi = lc[0][row + 1]
     if bound != NO_BOUND:
-        hi = lower_bound(neighbors, lo, hi, bound)
+        hi = lower_bound(lc[1], lo, hi, bound)
     return int32(hi - lo)
 
 
 @cuda.jit(device=True)
-def check_task(mv, par, wi, s, pool, width, offsets, neighbors, qp, n, d, v, parent, skip):
+def check_task(mv, par, wi, s, pool, width, lc, qp, n, d, v, parent, skip):
     """Validate candidate v at position d whose parent is slot ``parent`` of level d-1; returns
     (valid, child's LC source, its skipped position, its bound)."""
     ok = True
@@ -107,7 +192,7 @@ def check_task(mv, par, wi, s, pool, width, offsets, neighbors, qp, n, d, v, par
     j = d - 1
     while j >= s and ok:
         vv = mv[wi, j, cur]
-        ok, best_deg, bsrc, bskip, bound = visit(vv, j, v, d, n, qp, offsets, neighbors, skip,
+        ok, best_deg, bsrc, bskip, bound = visit(vv, j, v, d, n, qp, lc, skip,
                                                  ok, best_deg, bsrc, bskip, bound)
         cur = int32(par[wi, j, cur])
         j -= 1
@@ -115,15 +200,16 @@ def check_task(mv, par, wi, s, pool, width, offsets, neighbors, qp, n, d, v, par
         row = int64(mv[wi, s - 1, cur]) * width
         while j >= 0 and ok:
             vv = pool[row + j]
-            ok, best_deg, bsrc, bskip, bound = visit(vv, j, v, d, n, qp, offsets, neighbors, skip,
+            ok, best_deg, bsrc, bskip, bound = visit(vv, j, v, d, n, qp, lc, skip,
                                                      ok, best_deg, bsrc, bskip, bound)
             j -= 1
     if ok and d + 1 < n:
         if ((qp[QP_BACKWARD, d + 1] >> d) & 1) != 0:
-            deg = offsets[v + 1] - offsets[v]
+            row = source_row(lc, qp, d, d + 1, v)
+            deg = row_length(lc, row)
             if deg < best_deg:
                 best_deg = deg
-                bsrc = v
+                bsrc = row
                 bskip = d
         if ((qp[QP_RESTRICT, d + 1] >> d) & 1) != 0 and v < bound:
             bound = v
@@ -131,9 +217,9 @@ def check_task(mv, par, wi, s, pool, width, offsets, neighbors, qp, n, d, v, par
 
 
 @cuda.jit(device=True)
-def group_of(mv, par, wi, s, pool, width, offsets, neighbors, qp, d, slot):
-    """Task group (source, skipped position, length) for position d of the partial match that ends
-    at slot ``slot`` of level d-1."""
+def group_of(mv, par, wi, s, pool, width, lc, qp, d, slot):
+    """Task group (local-candidate row, skipped position, length) for position d of the partial
+    match that ends at slot ``slot`` of level d-1."""
     best_deg = int64(BIG_DEGREE)
     bsrc = int32(-1)
     bskip = int32(-1)
@@ -149,15 +235,16 @@ def group_of(mv, par, wi, s, pool, width, offsets, neighbors, qp, d, slot):
         else:
             vv = pool[int64(mv[wi, s - 1, cur]) * width + j]
         if ((back >> j) & 1) != 0:
-            deg = offsets[vv + 1] - offsets[vv]
+            row = source_row(lc, qp, j, d, vv)
+            deg = row_length(lc, row)
             if deg < best_deg:
                 best_deg = deg
-                bsrc = vv
+                bsrc = row
                 bskip = j
         if ((restr >> j) & 1) != 0 and vv < bound:
             bound = vv
         j -= 1
-    return bsrc, bskip, group_length(offsets, neighbors, bsrc, bound)
+    return bsrc, bskip, group_length(lc, bsrc, bound)
 
 
 @cuda.jit(device=True)
@@ -205,14 +292,50 @@ def stopped(ctrl, lane, limit_unique):
     return cuda.shfl_sync(FULL, flag, 0) != 0
 
 
+@cuda.jit(device=True)
+def broadcast_termination(mail, total_warps, lane):
+    """Wake every waiting warp of the grid with the terminate state (lane-parallel)."""
+    i = lane
+    while i < total_warps:
+        cuda.atomic.cas(mail, MAILBOX + i, W_WAITING, W_TERMINATE)
+        i += 32
+    cuda.syncwarp()
+
+
+@cuda.jit(device=True)
+def leave_busy(mail, ctrl, gid):
+    """Lane 0 of a warp that stops being busy (its state already written): returns 1 when it was
+    the last busy warp and the first to see it (it must broadcast termination), 2 when the search
+    is over, 0 when others still work."""
+    cuda.threadfence()
+    old = cuda.atomic.sub(ctrl, C_BUSY, 1)
+    cuda.threadfence()
+    if old == 1:
+        if cuda.atomic.exch(ctrl, C_DONE, 1) == 0:
+            return 1
+        return 2
+    if cuda.atomic.add(ctrl, C_DONE, 0) != 0:
+        return 2
+    return 0
+
+
 @functools.lru_cache(maxsize=None)
-def fine_kernel(levels: int, warps: int, batch: bool, stealing: bool, roots: int):
-    """The fine-grained DFS kernel for stacks of ``levels`` levels and ``warps`` warps per block."""
+def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int):
+    """The fine-grained DFS kernel for stacks of ``levels`` levels and ``warps`` warps per block;
+    ``stealing`` is STEAL_NONE, STEAL_BLOCK, STEAL_GLOBAL or STEAL_MAILBOX (the global scheme with
+    every hand-over through the mailbox and global memory, no shared-memory fast path)."""
     L, W, R = levels, warps, roots
+    STEAL = stealing != STEAL_NONE
+    GLOBAL = stealing == STEAL_GLOBAL or stealing == STEAL_MAILBOX
+    LOCAL_FAST = stealing != STEAL_MAILBOX        # in-block hand-over through shared memory
+    POST = POST_AFTER if LOCAL_FAST else 0
+    XG = 2 * L * 32               # xfer: task groups of the split level
+    XH = XG + 3 * 32              # xfer: header (level, first group, groups)
 
     @cuda.jit
-    def fine_dfs(offsets, neighbors, cand_mask, qp, pool, width, seed_lo, seed_hi, ctrl, emb,
-                 emb_cap, limit_unique):
+    def fine_dfs(lc_off, lc_nbr, cidx, bitmap, eg, cand_mask, qp, pool, width, seed_lo, seed_hi,
+                 ctrl, emb, emb_cap, limit_unique, mail, xfer):
+        lc = (lc_off, lc_nbr, cidx, bitmap, eg)
         mv = cuda.shared.array((W, L, 32), int32)
         par = cuda.shared.array((W, L, 32), int8)
         gsrc = cuda.shared.array((W, L, 32), int32)
@@ -222,12 +345,14 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: bool, roots: int
         co = cuda.shared.array((W, L), int32)
         ng = cuda.shared.array((W, L), int32)
         top = cuda.shared.array(W, int32)
-        wstate = cuda.shared.array(W, int32)       # 0 busy, 1 waiting, 3 claimed, 2 work handed over
+        wstate = cuda.shared.array(W, int32)       # block scope: 0 busy, 1 waiting, 3 claimed, 2 handed over
         waiting = cuda.shared.array(2, int32)      # [0] waiting warps, [1] waiting or exited warps
 
         tid = cuda.threadIdx.x
         wi = tid // 32
         lane = tid % 32
+        gid = cuda.blockIdx.x * W + wi             # global warp id (global scope)
+        total_warps = cuda.gridDim.x * W
         n = qp[QP_SIZES, 0]
         s = width
         if tid < W:
@@ -237,12 +362,15 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: bool, roots: int
             waiting[1] = 0
         if lane == 0:
             top[wi] = s - 1
+            if GLOBAL:
+                cuda.atomic.add(ctrl, C_BUSY, 1)
         cuda.syncthreads()
 
         found = int64(0)
         iters = int64(0)
         idle = int64(0)
         steals = int64(0)
+        gsteals = int64(0)
         done_by_stop = False
         while True:
             cuda.syncwarp()
@@ -260,7 +388,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: bool, roots: int
                 if cnt > 0:
                     if lane < cnt:
                         mv[wi, s - 1, lane] = int32(base + lane)
-                        src, skip, ln = group_of(mv, par, wi, s, pool, width, offsets, neighbors, qp, s, lane)
+                        src, skip, ln = group_of(mv, par, wi, s, pool, width, lc, qp, s, lane)
                         gsrc[wi, s, lane] = src
                         gskip[wi, s, lane] = skip
                         glen[wi, s, lane] = ln
@@ -270,9 +398,71 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: bool, roots: int
                         ng[wi, s] = int32(cnt)
                         top[wi] = s
                     continue
-                if not stealing:
+                if not STEAL:
                     break
-                # ---- idle: wait for a busy warp of the block to hand over work
+                if GLOBAL:
+                    # ---- idle (global scope): wait for a warp of this block, then post in the
+                    # global mailbox; exit when no warp of the grid is busy any more
+                    verdict = int32(0)
+                    if lane == 0:
+                        cuda.atomic.exch(mail, MAILBOX + gid, W_WAITING)
+                        cuda.atomic.add(waiting, 0, 1)
+                        verdict = leave_busy(mail, ctrl, gid)
+                    verdict = cuda.shfl_sync(FULL, verdict, 0)
+                    if verdict == 1:
+                        broadcast_termination(mail, total_warps, lane)
+                    st = int32(W_TERMINATE)
+                    if lane == 0 and verdict == 0:
+                        slot = -1
+                        pause = 32
+                        rounds = 0
+                        while True:
+                            st = cuda.atomic.add(mail, MAILBOX + gid, 0)
+                            if st == W_SHARED_GIFT or st == W_GLOBAL_GIFT or st == W_TERMINATE:
+                                break
+                            if slot < 0 and st == W_WAITING and rounds >= POST:
+                                for k in range(MAILBOX):
+                                    i = (gid + k) % MAILBOX
+                                    if cuda.atomic.cas(mail, i, -1, gid) == -1:
+                                        slot = i
+                                        cuda.atomic.add(ctrl, C_POSTED, 1)
+                                        break
+                            cuda.nanosleep(pause)
+                            if pause < 1024:
+                                pause *= 2
+                            rounds += 1
+                        if slot >= 0 and cuda.atomic.cas(mail, slot, gid, -1) == gid:
+                            cuda.atomic.sub(ctrl, C_POSTED, 1)
+                    if lane == 0:
+                        cuda.atomic.sub(waiting, 0, 1)
+                    st = cuda.shfl_sync(FULL, st, 0)
+                    if st == W_TERMINATE:
+                        break
+                    if st == W_GLOBAL_GIFT:
+                        cuda.threadfence()
+                        lvl = xfer[gid, XH]
+                        for j in range(s - 1, lvl):
+                            mv[wi, j, lane] = xfer[gid, j * 32 + lane]
+                            par[wi, j, lane] = int8(xfer[gid, (L + j) * 32 + lane])
+                        gsrc[wi, lvl, lane] = xfer[gid, XG + lane]
+                        glen[wi, lvl, lane] = xfer[gid, XG + 32 + lane]
+                        gskip[wi, lvl, lane] = int8(xfer[gid, XG + 64 + lane])
+                        cuda.syncwarp()
+                        if lane == 0:
+                            for j in range(s, lvl):
+                                cg[wi, j] = 0
+                                co[wi, j] = 0
+                                ng[wi, j] = 0
+                            cg[wi, lvl] = xfer[gid, XH + 1]
+                            co[wi, lvl] = 0
+                            ng[wi, lvl] = xfer[gid, XH + 2]
+                            top[wi] = lvl
+                    else:
+                        cuda.threadfence_block()
+                    if lane == 0:
+                        cuda.atomic.exch(mail, MAILBOX + gid, W_BUSY)
+                    continue
+                # ---- idle (block scope): wait for a busy warp of the block to hand over work
                 if lane == 0:
                     cuda.atomic.exch(wstate, wi, 1)
                     cuda.atomic.add(waiting, 0, 1)
@@ -296,55 +486,105 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: bool, roots: int
                     cuda.atomic.exch(wstate, wi, 0)
                 continue
 
-            if stealing:
-                # ---- hand half of a level's untouched task groups to a waiting warp
-                want = int32(0)
+            if STEAL:
+                # ---- hand half of a level's untouched task groups to a waiting warp: one of this
+                # block (through shared memory) or, global scope, one posted in the mailbox
+                lvl = int32(-1)
+                target = int32(-1)
+                remote = int32(0)
                 if lane == 0:
-                    want = cuda.atomic.add(waiting, 0, 0)
-                want = cuda.shfl_sync(FULL, want, 0)
-                if want > 0:
-                    lvl = int32(-1)
-                    target = int32(-1)
-                    if lane == 0:
+                    want = int32(0)
+                    if LOCAL_FAST:
+                        want = cuda.atomic.add(waiting, 0, 0)
+                    posted = int64(0)
+                    if GLOBAL and iters % GLOBAL_CHECK_INTERVAL == 0:
+                        posted = cuda.atomic.add(ctrl, C_POSTED, 0)
+                    if want > 0 or posted > 0:
                         for t in range(s, d + 1):
                             if ng[wi, t] - cg[wi, t] - 1 >= 2:
                                 lvl = t
                                 break
-                        if lvl >= 0:
-                            for i in range(W):
-                                if i != wi and cuda.atomic.cas(wstate, i, 1, 3) == 1:
+                    if lvl >= 0 and want > 0:
+                        for i in range(W):
+                            if i == wi:
+                                continue
+                            if GLOBAL:
+                                if cuda.atomic.cas(mail, MAILBOX + cuda.blockIdx.x * W + i,
+                                                   W_WAITING, W_CLAIMED) == W_WAITING:
                                     target = i
+                                    cuda.atomic.add(ctrl, C_BUSY, 1)
                                     break
-                            if target >= 0:
+                            elif cuda.atomic.cas(wstate, i, 1, 3) == 1:
+                                target = i
                                 cuda.atomic.sub(waiting, 0, 1)
                                 cuda.atomic.sub(waiting, 1, 1)
-                    lvl = cuda.shfl_sync(FULL, lvl, 0)
-                    target = cuda.shfl_sync(FULL, target, 0)
-                    if target >= 0:
-                        for j in range(s - 1, lvl):
-                            mv[target, j, lane] = mv[wi, j, lane]
-                            par[target, j, lane] = par[wi, j, lane]
-                        gsrc[target, lvl, lane] = gsrc[wi, lvl, lane]
-                        glen[target, lvl, lane] = glen[wi, lvl, lane]
-                        gskip[target, lvl, lane] = gskip[wi, lvl, lane]
-                        cuda.threadfence_block()        # every lane's copies, before the hand-over
-                        cuda.syncwarp()
-                        if lane == 0:
-                            for j in range(s, lvl):
-                                cg[target, j] = ng[wi, j]
-                                co[target, j] = 0
-                                ng[target, j] = ng[wi, j]
-                            total = ng[wi, lvl]
-                            mid = total - (total - cg[wi, lvl] - 1) // 2
-                            cg[target, lvl] = mid
-                            co[target, lvl] = 0
-                            ng[target, lvl] = total
-                            top[target] = lvl
-                            ng[wi, lvl] = mid
-                            steals += 1
-                            cuda.threadfence_block()
+                                break
+                    if GLOBAL and lvl >= 0 and target < 0 and posted > 0:
+                        for k in range(MAILBOX):
+                            i = (gid + k) % MAILBOX
+                            t = cuda.atomic.add(mail, i, 0)
+                            if t >= 0 and cuda.atomic.cas(mail, i, t, -1) == t:
+                                cuda.atomic.sub(ctrl, C_POSTED, 1)
+                                if cuda.atomic.cas(mail, MAILBOX + t, W_WAITING, W_CLAIMED) == W_WAITING:
+                                    cuda.atomic.add(ctrl, C_BUSY, 1)
+                                    if LOCAL_FAST and t // W == cuda.blockIdx.x:
+                                        target = t % W
+                                    else:
+                                        target = t
+                                        remote = 1
+                                    break
+                lvl = cuda.shfl_sync(FULL, lvl, 0)
+                target = cuda.shfl_sync(FULL, target, 0)
+                remote = cuda.shfl_sync(FULL, remote, 0)
+                if target >= 0 and remote != 0:
+                    # another block's warp: the prefix levels and half of level lvl via global memory
+                    for j in range(s - 1, lvl):
+                        xfer[target, j * 32 + lane] = mv[wi, j, lane]
+                        xfer[target, (L + j) * 32 + lane] = par[wi, j, lane]
+                    xfer[target, XG + lane] = gsrc[wi, lvl, lane]
+                    xfer[target, XG + 32 + lane] = glen[wi, lvl, lane]
+                    xfer[target, XG + 64 + lane] = gskip[wi, lvl, lane]
+                    if lane == 0:
+                        total = ng[wi, lvl]
+                        mid = total - (total - cg[wi, lvl] - 1) // 2
+                        xfer[target, XH] = lvl
+                        xfer[target, XH + 1] = mid
+                        xfer[target, XH + 2] = total
+                        ng[wi, lvl] = mid
+                        gsteals += 1
+                    cuda.threadfence()                  # every lane's copies, before the hand-over
+                    cuda.syncwarp()
+                    if lane == 0:
+                        cuda.atomic.exch(mail, MAILBOX + target, W_GLOBAL_GIFT)
+                    cuda.syncwarp()
+                elif target >= 0:
+                    for j in range(s - 1, lvl):
+                        mv[target, j, lane] = mv[wi, j, lane]
+                        par[target, j, lane] = par[wi, j, lane]
+                    gsrc[target, lvl, lane] = gsrc[wi, lvl, lane]
+                    glen[target, lvl, lane] = glen[wi, lvl, lane]
+                    gskip[target, lvl, lane] = gskip[wi, lvl, lane]
+                    cuda.threadfence_block()            # every lane's copies, before the hand-over
+                    cuda.syncwarp()
+                    if lane == 0:
+                        for j in range(s, lvl):
+                            cg[target, j] = ng[wi, j]
+                            co[target, j] = 0
+                            ng[target, j] = ng[wi, j]
+                        total = ng[wi, lvl]
+                        mid = total - (total - cg[wi, lvl] - 1) // 2
+                        cg[target, lvl] = mid
+                        co[target, lvl] = 0
+                        ng[target, lvl] = total
+                        top[target] = lvl
+                        ng[wi, lvl] = mid
+                        steals += 1
+                        cuda.threadfence_block()
+                        if GLOBAL:
+                            cuda.atomic.exch(mail, MAILBOX + cuda.blockIdx.x * W + target, W_SHARED_GIFT)
+                        else:
                             cuda.atomic.exch(wstate, target, 2)
-                        cuda.syncwarp()
+                    cuda.syncwarp()
 
             # ---- fetch up to 32 tasks from the virtual task pool of level d
             g0 = cg[wi, d]
@@ -383,9 +623,9 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: bool, roots: int
             nskip = int32(-1)
             nbound = int32(NO_BOUND)
             if has:
-                v = neighbors[offsets[gsrc[wi, d, g]] + r]
+                v = lc_nbr[lc_off[gsrc[wi, d, g]] + r]
                 if ((cand_mask[v] >> d) & 1) != 0:
-                    ok, nsrc, nskip, nbound = check_task(mv, par, wi, s, pool, width, offsets, neighbors,
+                    ok, nsrc, nskip, nbound = check_task(mv, par, wi, s, pool, width, lc,
                                                          qp, n, d, v, g, gskip[wi, d, g])
             mask = cuda.ballot_sync(FULL, ok)
             busy = cuda.ballot_sync(FULL, has)
@@ -409,7 +649,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: bool, roots: int
                     par[wi, d, k] = g
                     gsrc[wi, d + 1, k] = nsrc
                     gskip[wi, d + 1, k] = nskip
-                    glen[wi, d + 1, k] = group_length(offsets, neighbors, nsrc, nbound)
+                    glen[wi, d + 1, k] = group_length(lc, nsrc, nbound)
                 if lane == 0:
                     cg[wi, d + 1] = 0
                     co[wi, d + 1] = 0
@@ -421,14 +661,23 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: bool, roots: int
                     t -= 1
                 top[wi] = t
 
+        if GLOBAL and done_by_stop:
+            verdict = int32(0)
+            if lane == 0:
+                cuda.atomic.exch(mail, MAILBOX + gid, W_EXITED)
+                verdict = leave_busy(mail, ctrl, gid)
+            verdict = cuda.shfl_sync(FULL, verdict, 0)
+            if verdict == 1:
+                broadcast_termination(mail, total_warps, lane)
         if lane == 0:
-            if done_by_stop and stealing:
+            if done_by_stop and STEAL and not GLOBAL:
                 cuda.atomic.exch(wstate, wi, 4)
                 cuda.atomic.add(waiting, 1, 1)
             cuda.atomic.add(ctrl, C_COUNT, found)
             cuda.atomic.add(ctrl, C_ITERS, iters)
             cuda.atomic.add(ctrl, C_IDLE, idle)
             cuda.atomic.add(ctrl, C_STEALS, steals)
+            cuda.atomic.add(ctrl, C_GSTEALS, gsteals)
 
     return fine_dfs
 
@@ -439,8 +688,9 @@ def coarse_kernel(warps: int, unroll: int):
     W, K, L = warps, unroll, 32
 
     @cuda.jit
-    def coarse_dfs(offsets, neighbors, cand_mask, qp, pool, width, seed_lo, seed_hi, ctrl, emb,
-                   emb_cap, limit_unique, fc_v, fc_p):
+    def coarse_dfs(lc_off, lc_nbr, cidx, bitmap, eg, cand_mask, qp, pool, width, seed_lo, seed_hi,
+                   ctrl, emb, emb_cap, limit_unique, fc_v, fc_p):
+        lc = (lc_off, lc_nbr, cidx, bitmap, eg)
         pos = cuda.shared.array((W, L), int32)
         size = cuda.shared.array((W, L), int32)
         top = cuda.shared.array(W, int32)
@@ -487,7 +737,7 @@ def coarse_kernel(warps: int, unroll: int):
                     top[wi] = d - 1
                 continue
             if lane < cnt:
-                src, skip, ln = group_of(fc_v, fc_p, gw, s, pool, width, offsets, neighbors, qp, d, p0 + lane)
+                src, skip, ln = group_of(fc_v, fc_p, gw, s, pool, width, lc, qp, d, p0 + lane)
                 csrc[wi, lane] = src
                 cskip[wi, lane] = skip
                 clen[wi, lane] = ln
@@ -507,10 +757,10 @@ def coarse_kernel(warps: int, unroll: int):
                 v = int32(-1)
                 ok = False
                 if has:
-                    v = neighbors[offsets[csrc[wi, g]] + r]
+                    v = lc_nbr[lc_off[csrc[wi, g]] + r]
                     if ((cand_mask[v] >> d) & 1) != 0:
-                        ok, nsrc, nskip, nbound = check_task(fc_v, fc_p, gw, s, pool, width, offsets,
-                                                             neighbors, qp, n, d, v, p0 + g, cskip[wi, g])
+                        ok, nsrc, nskip, nbound = check_task(fc_v, fc_p, gw, s, pool, width, lc,
+                                                             qp, n, d, v, p0 + g, cskip[wi, g])
                 mask = cuda.ballot_sync(FULL, ok)
                 busy = cuda.ballot_sync(FULL, has)
                 if lane == 0:
@@ -543,9 +793,15 @@ def coarse_kernel(warps: int, unroll: int):
 
 
 @cuda.jit
-def reset_ctrl(ctrl, seed_cursor_only):
-    """Zero the control block before the first launch of a query; between the chunks of one
-    query only the seed cursor is reset (counts and statistics accumulate)."""
+def reset_ctrl(ctrl, mail, per_launch_only):
+    """Zero the control block before the first launch of a query (between the chunks of one query
+    only the per-launch slots: seed cursor and termination state; counts and statistics
+    accumulate), empty the global mailbox and mark every warp busy."""
     i = cuda.grid(1)
-    if i < ctrl.size and (i == C_SEED or not seed_cursor_only):
+    stride = cuda.gridsize(1)
+    if i < ctrl.size and (not per_launch_only or i == C_SEED or i == C_BUSY or i == C_DONE
+                          or i == C_POSTED):
         ctrl[i] = 0
+    while i < mail.size:
+        mail[i] = -1 if i < MAILBOX else W_BUSY
+        i += stride

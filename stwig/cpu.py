@@ -5,9 +5,15 @@ that decomposition and STwig matching ("Other") are shared by both sides, and th
 builds hash tables ("(Copy &) Hash"). Our baseline (digest §6, baselines A and B) is the same
 pipeline compiled with ``numba.njit``: the same decomposition and exploration
 (:mod:`stwig.explore`), the same head/pool chained tables built sequentially, and the same
-right-deep iterator DFS (:func:`stwig.hashjoin.join_probe_row`, compiled for the CPU) over every
-R_1 record, single-threaded (``parallel=False``, the primary baseline) or with ``prange`` over
-blocks of R_1 records on all cores (``parallel=True``). Registered as ``stwig-cpu``.
+right-deep iterator DFS (:func:`stwig.hashjoin.join_dfs`, compiled for the CPU) over every
+work unit, single-threaded (``parallel=False``, the primary baseline) or with ``prange`` over
+blocks of units on all cores (``parallel=True``). Registered as ``stwig-cpu``.
+
+Like the GPU join, each compiled call is bounded by a step budget per block (adapted towards
+``chunk_seconds``) so that ``timeout_s`` is checked between calls; a block out of steps keeps
+its DFS state in its own slot and resumes it on the next call. The split probe applies with
+``split_rows`` = 4 x the blocks of a call by default (1 block single-threaded, so in practice
+only where R_1 has fewer than 4 rows; ``split_probe=False`` never splits).
 """
 
 from __future__ import annotations
@@ -21,12 +27,17 @@ from numba import njit, prange
 
 from .decompose import JoinPlan
 from .engine import STwigPipeline
-from .hashjoin import (ARITY, HEAD_OFF, MASK, NKEYS, NROWS, POOL_OFF, REL_OFF, join_probe_row,
-                       table_layout)
+from .hashjoin import (ARITY, HEAD_OFF, MASK, MAX_PAIRS, NKEYS, NROWS, POOL_OFF, REL_OFF,
+                       MAX_SPLIT_LEVELS, SAVED_HEADER, begin_unit, expand_unit, join_dfs,
+                       restore_state, save_state, table_layout)
 
-_join_probe_row_cpu = njit(nogil=True, cache=True)(join_probe_row)
+_begin_unit_cpu = njit(nogil=True, cache=True)(begin_unit)
+_join_dfs_cpu = njit(nogil=True, cache=True)(join_dfs)
+_save_state_cpu = njit(nogil=True, cache=True)(save_state)
+_restore_state_cpu = njit(nogil=True, cache=True)(restore_state)
+_expand_unit_cpu = njit(nogil=True, cache=True)(expand_unit)
 
-#: R_1 blocks per thread of the parallel variant (balances skewed probe rows).
+#: Unit blocks per thread of the parallel variant (balances skewed units).
 PARALLEL_BLOCKS_PER_THREAD = 64
 
 
@@ -49,49 +60,99 @@ def _build_tables_cpu(rel, tab, keycol, nt, pool, head):
 
 
 @njit(nogil=True, cache=True)
-def _join_rows_cpu(r1, nr1, l1, lo, hi, nq, nt, pool, head, tab, keycol, keyslot, newcol,
-                   homomorphic, mode, rowvals, out):
-    """Alg. 2 over probe rows [lo, hi) on one thread; modes as the GPU kernel."""
+def _expand_units_cpu(units, depth, urow, urec, r1, nr1, l1, nq, pool, head, tab, keycol, keyslot,
+                      newcol, homomorphic, max_units):
+    """One split level (count, prefix sum, fill): (rows, records, number of new units); the
+    arrays are empty when there would be more than ``max_units``."""
+    offsets = np.zeros(units + 1, np.int64)
+    st = np.empty(nq, np.int32)
+    nrow = np.zeros(0, np.int32)
+    nrec = np.zeros((0, urec.shape[1]), np.int32)
+    for u in range(units):
+        offsets[u + 1] = offsets[u] + _expand_unit_cpu(
+            u, depth, urow, urec, r1, nr1, l1, pool, head, tab, keycol, keyslot, newcol,
+            homomorphic, st, False, 0, nrow, nrec)
+    if offsets[units] > max_units:
+        return nrow, nrec, offsets[units]
+    nrow = np.empty(offsets[units], np.int32)
+    nrec = np.empty((offsets[units], urec.shape[1]), np.int32)
+    for u in range(units):
+        _expand_unit_cpu(u, depth, urow, urec, r1, nr1, l1, pool, head, tab, keycol, keyslot,
+                         newcol, homomorphic, st, True, offsets[u], nrow, nrec)
+    return nrow, nrec, offsets[units]
+
+
+@njit(nogil=True, cache=True)
+def _run_block(b, budget, saved, cursor, end, lo, depth, urow, urec, r1, nr1, l1, nq, nt, pool,
+               head, tab, keycol, keyslot, newcol, homomorphic, mode, rowvals, out):
+    """Block ``b`` of a pass: resume its saved state, then take its next units, until the unit
+    range ends or ``budget`` steps are spent (the state is then saved in ``saved[b]``; unit -1
+    = none). Returns the mode-0 count (partial counts of a saved unit included)."""
+    width = SAVED_HEADER + nq + nt
     st = np.empty(nq + nt, np.int32)
+    io = np.zeros(3, np.int64)
     total = 0
-    for i in range(lo, hi):
-        out_row = rowvals[i - lo] if mode == 2 else 0
-        c = _join_probe_row_cpu(i, r1, nr1, l1, nq, nt, pool, head, tab, keycol, keyslot, newcol,
-                                homomorphic, st, 0, 1, mode == 2, out, out_row)
-        if mode == 1:
-            rowvals[i - lo] = c
-        total += c
+    while io[2] < budget:
+        if saved[b, 0] >= 0:
+            u = _restore_state_cpu(saved, b, st, 0, 1, io, width)
+            saved[b, 0] = -1
+        else:
+            u = cursor[b]
+            if u >= end[b]:
+                break
+            cursor[b] = u + 1
+            _begin_unit_cpu(u, depth, urow, urec, r1, nr1, l1, nq, nt, pool, head, tab, keyslot,
+                            newcol, st, 0, 1, io)
+        out_row = rowvals[u - lo] if mode == 2 else 0
+        done = _join_dfs_cpu(st, 0, 1, io, budget, depth, nq, nt, pool, head, tab, keycol, keyslot,
+                             newcol, homomorphic, mode == 2, out, out_row)
+        if mode == 0:
+            total += io[1]
+            io[1] = 0
+        if done:
+            if mode == 1:
+                rowvals[u - lo] = io[1]
+        else:
+            _save_state_cpu(saved, b, u, st, 0, 1, io, width)
+            break
+    return total
+
+
+@njit(nogil=True, cache=True)
+def _join_blocks_cpu(budget, saved, cursor, end, lo, depth, urow, urec, r1, nr1, l1, nq, nt, pool,
+                     head, tab, keycol, keyslot, newcol, homomorphic, mode, rowvals, out):
+    """One bounded call of Alg. 2 on one thread, block after block."""
+    total = 0
+    for b in range(cursor.size):
+        total += _run_block(b, budget, saved, cursor, end, lo, depth, urow, urec, r1, nr1, l1,
+                            nq, nt, pool, head, tab, keycol, keyslot, newcol, homomorphic, mode,
+                            rowvals, out)
     return total
 
 
 @njit(nogil=True, cache=True, parallel=True)
-def _join_rows_parallel(r1, nr1, l1, lo, hi, nq, nt, pool, head, tab, keycol, keyslot, newcol,
-                        homomorphic, mode, rowvals, out, blocks):
-    """Alg. 2 over probe rows [lo, hi) with ``prange`` over ``blocks`` contiguous row blocks."""
-    partial = np.zeros(blocks, np.int64)
-    span = hi - lo
-    for b in prange(blocks):
-        st = np.empty(nq + nt, np.int32)
-        total = 0
-        for i in range(lo + span * b // blocks, lo + span * (b + 1) // blocks):
-            out_row = rowvals[i - lo] if mode == 2 else 0
-            c = _join_probe_row_cpu(i, r1, nr1, l1, nq, nt, pool, head, tab, keycol, keyslot,
-                                    newcol, homomorphic, st, 0, 1, mode == 2, out, out_row)
-            if mode == 1:
-                rowvals[i - lo] = c
-            total += c
-        partial[b] = total
+def _join_blocks_parallel(budget, saved, cursor, end, lo, depth, urow, urec, r1, nr1, l1, nq, nt,
+                          pool, head, tab, keycol, keyslot, newcol, homomorphic, mode, rowvals,
+                          out):
+    """One bounded call of Alg. 2 with ``prange`` over the blocks (each its own saved state)."""
+    partial = np.zeros(cursor.size, np.int64)
+    for b in prange(cursor.size):
+        partial[b] = _run_block(b, budget, saved, cursor, end, lo, depth, urow, urec, r1, nr1,
+                                l1, nq, nt, pool, head, tab, keycol, keyslot, newcol,
+                                homomorphic, mode, rowvals, out)
     return partial.sum()
 
 
 class CpuHashJoin:
-    """Host side of one query for the CPU baseline: the same tables and DFS as :class:`GpuHashJoin`."""
+    """Host side of one query for the CPU baseline: the same tables, units and resumable DFS as
+    :class:`~stwig.hashjoin.GpuHashJoin`; each block of units keeps its own saved state."""
 
     def __init__(self, parallel: bool):
         self.parallel = bool(parallel)
 
     def load(self, plan: JoinPlan, r1, nr1: int, builds, rows: list[int], homomorphic: bool,
-             timer) -> None:
+             timer, split_rows: int | None, split_levels: int) -> None:
+        self.timer = timer
         self.nq = plan.vertex_of_slot.size
         self.nt = plan.num_builds
         self.l1 = len(plan.twigs[0].columns)
@@ -99,34 +160,59 @@ class CpuHashJoin:
         self.r1 = r1
         self.homomorphic = bool(homomorphic)
         self.keycol, self.keyslot, self.newcol = plan.keycol, plan.keyslot, plan.newcol
+        self.max_blocks = numba.get_num_threads() * PARALLEL_BLOCKS_PER_THREAD if self.parallel else 1
         with timer.phase("index"):
             self.tab, pool_size, head_size, _ = table_layout(plan, rows)
             self.pool = np.empty(max(pool_size, 1), np.int32)
             self.head = np.full(max(head_size, 1), -1, np.int32)
             _build_tables_cpu(builds, self.tab, self.keycol, self.nt, self.pool, self.head)
+            if split_rows is None:
+                split_rows = 4 * self.max_blocks
+            self.depth, self.units = 0, self.nr1
+            self.urow, self.urec = _NO_OUTPUT, np.zeros((1, MAX_SPLIT_LEVELS), np.int32)
+            while self.units < split_rows and self.depth < min(split_levels, self.nt) and self.units:
+                urow, urec, units = _expand_units_cpu(
+                    self.units, self.depth, self.urow, self.urec, r1, self.nr1, self.l1, self.nq,
+                    self.pool, self.head, self.tab, self.keycol, self.keyslot, self.newcol,
+                    self.homomorphic, MAX_PAIRS)
+                if units > MAX_PAIRS:
+                    break
+                self.urow, self.urec, self.units = urow, urec, int(units)
+                self.depth += 1
 
-    def _run(self, lo: int, hi: int, mode: int, rowvals, out, timer) -> int:
-        args = (self.r1, self.nr1, self.l1, lo, hi, self.nq, self.nt, self.pool, self.head,
-                self.tab, self.keycol, self.keyslot, self.newcol, self.homomorphic, mode,
-                rowvals, out)
-        with timer.phase("enumerate"):
-            if self.parallel:
-                blocks = max(1, min(hi - lo, numba.get_num_threads() * PARALLEL_BLOCKS_PER_THREAD))
-                return int(_join_rows_parallel(*args, blocks))
-            return int(_join_rows_cpu(*args))
+    def start(self, lo: int, hi: int, mode: int, offsets: np.ndarray | None = None,
+              rows: int = 0) -> None:
+        self.lo, self.hi, self.mode = int(lo), int(hi), int(mode)
+        blocks = max(1, min(hi - lo, self.max_blocks))
+        bounds = lo + (hi - lo) * np.arange(blocks + 1, dtype=np.int64) // blocks
+        self.cursor, self.end = bounds[:-1].copy(), bounds[1:].copy()
+        self.saved = np.full((blocks, SAVED_HEADER + self.nq + self.nt), -1, np.int64)
+        self.total = 0
+        if mode == 1:
+            self.rowvals = np.zeros(hi - lo, np.int64)
+        elif mode == 2:
+            self.rowvals = np.ascontiguousarray(offsets, dtype=np.int64)
+        else:
+            self.rowvals = _NO_ROWS
+        self.rows = int(rows)
+        self.out = np.empty(rows * self.nq, np.int32) if mode == 2 else _NO_OUTPUT
 
-    def count(self, lo: int, hi: int, timer) -> int:
-        return self._run(lo, hi, 0, _NO_ROWS, _NO_OUTPUT, timer)
+    def launch(self, steps: int) -> tuple[bool, int]:
+        run = _join_blocks_parallel if self.parallel else _join_blocks_cpu
+        with self.timer.phase("enumerate"):
+            self.total += int(run(int(steps), self.saved, self.cursor, self.end, self.lo,
+                                  self.depth, self.urow, self.urec, self.r1, self.nr1, self.l1,
+                                  self.nq, self.nt, self.pool, self.head, self.tab, self.keycol,
+                                  self.keyslot, self.newcol, self.homomorphic, self.mode,
+                                  self.rowvals, self.out))
+        done = bool((self.cursor >= self.end).all() and (self.saved[:, 0] < 0).all())
+        return done, self.total
 
-    def row_counts(self, lo: int, hi: int, timer) -> np.ndarray:
-        counts = np.zeros(hi - lo, np.int64)
-        self._run(lo, hi, 1, counts, _NO_OUTPUT, timer)
-        return counts
+    def unit_counts(self) -> np.ndarray:
+        return self.rowvals
 
-    def write(self, lo: int, hi: int, offsets: np.ndarray, rows: int, timer) -> np.ndarray:
-        out = np.empty(rows * self.nq, np.int32)
-        self._run(lo, hi, 2, np.ascontiguousarray(offsets, dtype=np.int64), out, timer)
-        return out.reshape(rows, self.nq)
+    def written(self) -> np.ndarray:
+        return self.out.reshape(self.rows, self.nq)
 
 
 _NO_ROWS = np.zeros(1, np.int64)
@@ -135,16 +221,13 @@ _NO_OUTPUT = np.zeros(1, np.int32)
 
 class STwigCPU(STwigPipeline):
     """The CPU STwig baseline (registry name ``stwig-cpu``): ``parallel=False`` is the paper's
-    single-threaded comparison point, ``parallel=True`` the multicore variant."""
+    single-threaded comparison point, ``parallel=True`` the multicore variant; the other
+    options are :class:`~stwig.engine.STwigPipeline`'s."""
 
     name = "stwig-cpu"
 
-    def __init__(self, *, parallel: bool = False, join_order: str = "estimate",
-                 max_relation_bytes: int = 4 << 30, collect_batch_rows: int = 1 << 22,
-                 chunk_seconds: float = 0.05, device_memory_limit: int | None = None):
-        super().__init__(join_order=join_order, max_relation_bytes=max_relation_bytes,
-                         collect_batch_rows=collect_batch_rows, chunk_seconds=chunk_seconds,
-                         device_memory_limit=device_memory_limit)
+    def __init__(self, *, parallel: bool = False, **options):
+        super().__init__(**options)
         self.parallel = bool(parallel)
 
     def _new_join(self):
@@ -155,6 +238,9 @@ class STwigCPU(STwigPipeline):
 
     def _first_chunk(self) -> int:
         return 4096
+
+    def _first_steps(self) -> int:
+        return 1 << 16
 
 
 class HostTimer:

@@ -14,11 +14,19 @@ steps and turns deadlines and memory caps into statuses:
   "Other" bucket, shared by both engines.
 
 Choices where the paper is silent: a star query (one STwig) is answered by R_1 itself; an empty
-relation ends the query with count 0; R_1 is joined in chunks of probe rows whose size adapts
-towards ``chunk_seconds`` per launch, and ``timeout_s`` / ``limit`` are checked between chunks
-(a chunk already launched finishes); with ``collect`` each chunk is counted per probe row, then
-written in batches of at most ``collect_batch_rows`` results; relations larger than
-``max_relation_bytes`` in all, or device buffers past ``device_memory_limit``, give status oom.
+relation ends the query with count 0; every join launch (CPU call) is bounded by a per-thread
+step budget (``step_budget``, or adapted towards ``chunk_seconds``) and saves unfinished DFS
+states for the next launch (:mod:`stwig.hashjoin`), so ``timeout_s`` and ``limit`` are checked
+between launches and honoured within about ``chunk_seconds`` (a query that times out reports
+the results counted so far, a lower bound); with ``collect`` the units are taken in chunks,
+each counted per unit, then written in batches of at most ``collect_batch_rows`` results;
+relations larger than ``max_relation_bytes`` in all, or device buffers past
+``device_memory_limit``, give status oom.
+Deviation: with ``split_probe=True`` (default) a small R_1 (fewer rows than ``split_rows``,
+default 4 x the threads of a launch) is split at the first join level into (R_1 row, matching
+build record) units, and deeper while still small (up to ``split_levels``), where the paper
+assigns one R_1 record per thread; ``split_probe=False`` reproduces the paper's scheme (see
+:mod:`stwig.hashjoin`); ``stats["split_depth"]`` says how deep a query was split.
 The default match is injective; ``homomorphic=True`` is the raw pipeline (label-preserving
 homomorphisms: only shared query vertices are equated).
 """
@@ -39,10 +47,14 @@ from common.result import MatchResult, Status
 
 from .decompose import JoinPlan, Twig, check_twigs, decompose, estimated_order, join_plan
 from .explore import MAX_LEAVES, CpuExplorer, ExplorationTimeout, GpuExplorer
-from .hashjoin import JOIN_THREADS, GpuHashJoin
+from .hashjoin import JOIN_THREADS, MAX_SPLIT_LEVELS, GpuHashJoin
 
 
 JOIN_ORDERS = ("estimate", "stwig")
+#: Steps per thread of a query's first GPU join launch (~ a few ms on an H200; then adaptive).
+FIRST_GPU_STEPS = 4096
+#: The same in the simulator (one Python thread per CUDA thread: ~1e5x slower).
+FIRST_SIMULATOR_STEPS = 256
 
 
 class STwigPipeline(Engine):
@@ -56,16 +68,27 @@ class STwigPipeline(Engine):
 
     def __init__(self, *, join_order: str = "estimate", max_relation_bytes: int = 4 << 30,
                  collect_batch_rows: int = 1 << 22, chunk_seconds: float = 0.05,
-                 device_memory_limit: int | None = None):
+                 split_probe: bool = True, split_rows: int | None = None, split_levels: int = 3,
+                 step_budget: int | None = None, device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if join_order not in JOIN_ORDERS:
             raise ValueError(f"join_order must be one of {JOIN_ORDERS}, got {join_order!r}")
         self.join_order = join_order
         if int(max_relation_bytes) <= 0 or int(collect_batch_rows) <= 0 or not chunk_seconds > 0:
             raise ValueError("max_relation_bytes, collect_batch_rows and chunk_seconds must be positive")
+        if step_budget is not None and int(step_budget) < 1:
+            raise ValueError(f"step_budget must be positive, got {step_budget}")
+        if split_rows is not None and int(split_rows) < 0:
+            raise ValueError(f"split_rows must be >= 0, got {split_rows}")
+        if not 1 <= int(split_levels) <= MAX_SPLIT_LEVELS:
+            raise ValueError(f"split_levels must lie in 1..{MAX_SPLIT_LEVELS}, got {split_levels}")
         self.max_relation_bytes = int(max_relation_bytes)
         self.collect_batch_rows = int(collect_batch_rows)
         self.chunk_seconds = float(chunk_seconds)
+        self.split_probe = bool(split_probe)
+        self.split_rows = None if split_rows is None else int(split_rows)
+        self.split_levels = int(split_levels)
+        self.step_budget = None if step_budget is None else int(step_budget)
 
     # ------------------------------------------------------------------ hooks
     @abstractmethod
@@ -78,7 +101,11 @@ class STwigPipeline(Engine):
 
     @abstractmethod
     def _first_chunk(self) -> int:
-        """Probe rows of the first join launch (later ones adapt to ``chunk_seconds``)."""
+        """Units of the first collect chunk (later ones adapt to ``chunk_seconds``)."""
+
+    @abstractmethod
+    def _first_steps(self) -> int:
+        """Step budget per thread of the first join launch (later ones adapt to ``chunk_seconds``)."""
 
     def _explore(self, twigs, query, homomorphic, deadline, timer):
         """(R_1, |R_1|, build relations flat, build row counts); R_1 attribute-major."""
@@ -159,9 +186,12 @@ class STwigPipeline(Engine):
                 status, count, pieces = self._star(r1, nr1, plan, limit, collect)
             else:
                 join = self._new_join()
-                join.load(plan, r1, nr1, builds, rows, homomorphic, timer)
+                join.load(plan, r1, nr1, builds, rows, homomorphic, timer,
+                          self.split_rows if self.split_probe else 0, self.split_levels)
                 stats["copy_s"] = timer.seconds.get("transfer", 0.0)
-                status, count, pieces = self._join(join, nr1, limit, collect, deadline, timer, stats)
+                stats["split_depth"] = join.depth
+                stats["join_units"] = join.units
+                status, count, pieces = self._join(join, limit, collect, deadline, stats)
         except ExplorationTimeout:
             status = Status.TIMEOUT
             stats["timeout_in"] = "exploration"
@@ -191,45 +221,80 @@ class STwigPipeline(Engine):
             pieces.append(np.ascontiguousarray(host.reshape(-1, nr1).T[:count]))
         return status, count, pieces
 
-    def _join(self, join, nr1, limit, collect, deadline, timer, stats):
+    def _join(self, join, limit, collect, deadline, stats):
+        """Bounded launches over the work units until done, ``limit`` or ``deadline`` (checked
+        between launches, each of which adapts its step budget towards ``chunk_seconds``).
+        Counting is one pass; ``collect`` runs chunks of units: a per-unit count pass, then
+        write passes of at most ``collect_batch_rows`` results."""
+        steps = self.step_budget or self._first_steps()
+        launches = 0
+
+        def run_pass(lo, hi, mode, offsets=None, rows=0, stop_at=None) -> tuple[bool, int]:
+            """(finished, mode-0 count); stops early at ``stop_at`` results or the deadline."""
+            nonlocal steps, launches
+            join.start(lo, hi, mode, offsets, rows)
+            while True:
+                began = time.perf_counter()
+                done, total = join.launch(steps)
+                elapsed = time.perf_counter() - began
+                launches += 1
+                if done or (stop_at is not None and total >= stop_at):
+                    return True, total
+                if deadline is not None and time.perf_counter() > deadline:
+                    return False, total
+                if self.step_budget is None:
+                    if elapsed < self.chunk_seconds / 2:
+                        steps = min(2 * steps, 1 << 40)
+                    elif elapsed > 2 * self.chunk_seconds:
+                        steps = max(64, steps // 2)
+
         status, count, pieces = Status.OK, 0, []
-        lo, chunk, chunks = 0, self._first_chunk(), 0
-        while lo < nr1:
-            hi = min(nr1, lo + chunk)
-            began = time.perf_counter()
-            if collect:
-                counts = join.row_counts(lo, hi, timer)
-                count += self._write_batches(join, lo, hi, counts, timer, pieces,
-                                             None if limit is None else limit - count)
-            else:
-                count += join.count(lo, hi, timer)
-            elapsed = time.perf_counter() - began
-            chunks += 1
-            lo = hi
+        units = join.units
+        if not collect:
+            finished, count = run_pass(0, units, 0, stop_at=limit)
             if limit is not None and count >= limit:
                 status, count = Status.LIMIT, limit
-                break
-            if lo < nr1 and deadline is not None and time.perf_counter() > deadline:
+            elif not finished:
                 status = Status.TIMEOUT
-                stats["timeout_in"] = "join"
-                break
-            if elapsed < self.chunk_seconds / 2:
-                chunk *= 2
-            elif elapsed > 2 * self.chunk_seconds:
-                chunk = max(self._first_chunk(), chunk // 2)
-        stats["join_chunks"] = chunks
-        stats["probe_rows_done"] = lo
+        else:
+            lo, chunk = 0, self._first_chunk()
+            while lo < units:
+                hi = min(units, lo + chunk)
+                began = time.perf_counter()
+                finished, _ = run_pass(lo, hi, 1)
+                if finished:
+                    written, finished = self._write_batches(
+                        run_pass, join, lo, hi, join.unit_counts(), pieces,
+                        None if limit is None else limit - count)
+                    count += written
+                if not finished:
+                    status = Status.TIMEOUT
+                    break
+                elapsed = time.perf_counter() - began
+                lo = hi
+                if limit is not None and count >= limit:
+                    status, count = Status.LIMIT, limit
+                    break
+                if lo < units and deadline is not None and time.perf_counter() > deadline:
+                    status = Status.TIMEOUT
+                    break
+                if elapsed < self.chunk_seconds / 2:
+                    chunk *= 2
+                elif elapsed > 2 * self.chunk_seconds:
+                    chunk = max(self._first_chunk(), chunk // 2)
+        if status is Status.TIMEOUT:
+            stats["timeout_in"] = "join"
+        stats["join_launches"] = launches
         return status, count, pieces
 
-    def _write_batches(self, join, lo, hi, counts, timer, pieces, wanted) -> int:
-        """Write the results of rows [lo, hi) in batches of <= collect_batch_rows; returns how many."""
+    def _write_batches(self, run_pass, join, lo, hi, counts, pieces, wanted) -> tuple[int, bool]:
+        """Write the results of units [lo, hi) in batches of <= collect_batch_rows (at least the
+        first ``wanted``): (results written, finished before the deadline)."""
         ends = np.cumsum(counts)
-        total = int(ends[-1]) if ends.size else 0
-        if wanted is not None and total > wanted:
+        if wanted is not None and ends.size and int(ends[-1]) > wanted:
             hi = lo + int(np.searchsorted(ends, wanted)) + 1
             counts, ends = counts[:hi - lo], ends[:hi - lo]
-            total = int(ends[-1])
-        first = lo
+        written, first = 0, lo
         while first < hi:
             base = int(ends[first - lo - 1]) if first > lo else 0
             last = first + max(1, int(np.searchsorted(ends[first - lo:], base + self.collect_batch_rows,
@@ -238,30 +303,32 @@ class STwigPipeline(Engine):
             rows = int(ends[last - lo - 1]) - base
             if rows:
                 offsets = ends[first - lo:last - lo] - counts[first - lo:last - lo] - base
-                pieces.append(join.write(first, last, offsets, rows, timer))
+                finished, _ = run_pass(first, last, 2, offsets, rows)
+                if not finished:
+                    return written, False
+                pieces.append(join.written())
+                written += rows
             first = last
-        return total
+        return written, True
 
 
 class STwig(STwigPipeline):
     """GPU STwig (registry ``stwig``): CPU (or GPU) exploration, GPU hash build and join.
 
     Options: ``exploration`` ("cpu" as in the paper, or "gpu"); ``threads_per_block`` and
-    ``blocks`` (None = enough blocks to fill the device) of the join; ``join_order``
-    ("estimate" = result-size prediction, or "stwig"); ``max_relation_bytes``;
-    ``collect_batch_rows``; ``chunk_seconds`` (target time of one join launch);
-    ``device_memory_limit``.
+    ``blocks`` (None = enough blocks to fill the device) of the join; and those of
+    :class:`STwigPipeline`: ``join_order`` ("estimate" = result-size prediction, or "stwig");
+    ``max_relation_bytes``; ``collect_batch_rows``; ``chunk_seconds`` (target time of one join
+    launch); ``split_probe`` / ``split_rows`` / ``split_levels`` (see the module docstring);
+    ``step_budget``
+    (fixed steps per thread and launch; None = adaptive); ``device_memory_limit``.
     """
 
     name = "stwig"
 
     def __init__(self, *, exploration: str = "cpu", threads_per_block: int = JOIN_THREADS,
-                 blocks: int | None = None, join_order: str = "estimate",
-                 max_relation_bytes: int = 4 << 30, collect_batch_rows: int = 1 << 22,
-                 chunk_seconds: float = 0.05, device_memory_limit: int | None = None):
-        super().__init__(join_order=join_order, max_relation_bytes=max_relation_bytes,
-                         collect_batch_rows=collect_batch_rows, chunk_seconds=chunk_seconds,
-                         device_memory_limit=device_memory_limit)
+                 blocks: int | None = None, **options):
+        super().__init__(**options)
         if exploration not in ("cpu", "gpu"):
             raise ValueError(f"exploration must be 'cpu' or 'gpu', got {exploration!r}")
         if int(threads_per_block) < 1 or int(threads_per_block) > 1024:
@@ -295,3 +362,6 @@ class STwig(STwigPipeline):
         if simulator_active():
             return 64
         return 4 * self.threads_per_block * cuda.get_current_device().MULTIPROCESSOR_COUNT
+
+    def _first_steps(self) -> int:
+        return FIRST_SIMULATOR_STEPS if simulator_active() else FIRST_GPU_STEPS

@@ -16,6 +16,7 @@ from common.graph import Graph
 from common.reference import ReferenceMatcher
 from common.result import Status
 from gmatch import GMatch
+from gmatch.candidates import build_candidate_graph
 from gmatch.plan import all_automorphisms, build_plan
 
 #: small launch shapes and pools so the simulator stays fast; BFS still runs a level or two.
@@ -23,7 +24,11 @@ SMALL = dict(seed_pool=8, blocks=2, warps_per_block=2)
 VARIANTS = {
     "fine-batch": dict(),
     "fine-naive": dict(batch=False),
+    "fine-block-stealing": dict(work_stealing="block"),
+    "fine-mailbox-stealing": dict(work_stealing="mailbox"),
     "fine-no-stealing": dict(work_stealing=False),
+    "fine-candidate-graph": dict(candidate_graph=True),
+    "coarse-candidate-graph": dict(granularity="coarse", unroll=2, candidate_graph=True),
     "fine-one-root": dict(roots_per_fetch=1, seed_pool=1),
     "coarse-naive": dict(granularity="coarse"),
     "coarse-unroll-2": dict(granularity="coarse", unroll=2),
@@ -108,24 +113,129 @@ def skewed_graph() -> Graph:
     return Graph.from_edges(21, src, dst, labels, name="skewed")
 
 
-def test_work_stealing_moves_work_from_the_one_busy_warp(reference_of):
+WHEEL = Graph.from_edges(5, [0, 0, 0, 0, 1, 2, 3, 4], [1, 2, 3, 4, 2, 3, 4, 1], [1, 0, 0, 0, 0],
+                         name="wheel")
+
+
+def one_seed(data: Graph, **options) -> GMatch:
+    return GMatch(seed_pool=1, roots_per_fetch=1, **options).prepare(data)
+
+
+def test_in_block_work_stealing_moves_work_from_the_one_busy_warp(reference_of):
     data = skewed_graph()
     # wheel: hub (label 1) + a 4-cycle rim of label 0; the hub has the largest degree, so it is
     # matched first and the seed pool holds exactly one seed.
-    query = Graph.from_edges(5, [0, 0, 0, 0, 1, 2, 3, 4], [1, 2, 3, 4, 2, 3, 4, 1],
-                             [1, 0, 0, 0, 0], name="wheel")
-    expected = reference_of(data, query).count
-    stealing = GMatch(seed_pool=1, roots_per_fetch=1, blocks=1, warps_per_block=4).prepare(data)
-    result = stealing.match(query)
-    assert result.stats["seeds"] == 1
-    assert result.count == expected
-    assert result.stats["steals"] > 0
-    alone = GMatch(seed_pool=1, roots_per_fetch=1, blocks=1, warps_per_block=4,
-                   work_stealing=False).prepare(data).match(query)
-    assert alone.count == expected and alone.stats["steals"] == 0
-    collected = stealing.match(query, collect=True)
-    reference = reference_of(data, query, collect=True)
+    expected = reference_of(data, WHEEL).count
+    for scope in ("block", "global"):
+        stealing = one_seed(data, blocks=1, warps_per_block=4, work_stealing=scope)
+        result = stealing.match(WHEEL)
+        assert result.stats["seeds"] == 1
+        assert result.count == expected, scope
+        assert result.stats["steals"] > 0 and result.stats["global_steals"] == 0, scope
+    alone = one_seed(data, blocks=1, warps_per_block=4, work_stealing=False).match(WHEEL)
+    assert alone.count == expected and alone.stats["steals"] == alone.stats["global_steals"] == 0
+    collected = stealing.match(WHEEL, collect=True)
+    reference = reference_of(data, WHEEL, collect=True)
     assert sorted(map(tuple, collected.embeddings)) == sorted(map(tuple, reference.embeddings))
+
+
+def test_stealing_through_the_global_mailbox_across_blocks(reference_of):
+    """One seed, several blocks: the other warps post requests in the global mailbox and get half
+    of a level's task groups through global memory. The simulator runs blocks one after another,
+    so warps of later blocks start after the work is done (the late-start termination path), and
+    the hand-over protocol itself is exercised by 'mailbox' (every hand-over through the global
+    mailbox and global memory, also between warps of one block)."""
+    data = skewed_graph()
+    expected = reference_of(data, WHEEL).count
+    for blocks, warps in ((3, 2), (2, 3)):
+        mailbox = one_seed(data, blocks=blocks, warps_per_block=warps, work_stealing="mailbox")
+        result = mailbox.match(WHEEL)
+        assert result.stats["seeds"] == 1 and result.stats["blocks"] == blocks
+        assert result.count == expected, (blocks, warps)
+        assert result.stats["global_steals"] > 0 and result.stats["steals"] == 0
+        assert result.stats["steal_buffer_bytes"] > 0
+    collected = mailbox.match(WHEEL, collect=True)
+    reference = reference_of(data, WHEEL, collect=True)
+    assert sorted(map(tuple, collected.embeddings)) == sorted(map(tuple, reference.embeddings))
+    limited = mailbox.match(WHEEL, limit=5)
+    assert (limited.count, limited.status) == (5, Status.LIMIT)
+    both = one_seed(data, blocks=3, warps_per_block=2).match(WHEEL)      # default scope: global
+    assert both.count == expected and both.stats["work_stealing"] == "global"
+    assert one_seed(data, blocks=2, warps_per_block=2, work_stealing=True).work_stealing == "global"
+
+
+def test_memory_statistics(labelled):
+    query = random_walk_query(labelled, 5, seed=3, name="walk5-3")
+    fine = engine(labelled).match(query).stats
+    assert fine["max_stack_bytes"] == fine["stack_shared_bytes"] > 0 and fine["stack_global_bytes"] == 0
+    assert fine["seed_pool_bytes"] == 4 * fine["seeds"] * fine["seed_width"] > 0
+    coarse = engine(labelled, granularity="coarse", unroll=4).match(query).stats
+    assert coarse["max_stack_bytes"] == coarse["stack_global_bytes"] > 0
+    assert coarse["stack_shared_bytes"] == 0 and coarse["steal_buffer_bytes"] == 0
+
+
+# ------------------------------------------------------------------------------ candidate graph
+def ldf_bits(data: Graph, plan) -> np.ndarray:
+    """Label + degree candidate bits per data vertex (a superset of what the GPU filter keeps)."""
+    bits = np.zeros(data.num_vertices, dtype=np.uint32)
+    for d in range(plan.size):
+        ok = (data.labels == plan.labels[d]) & (data.degrees >= plan.degrees[d])
+        bits[ok] |= np.uint32(1 << d)
+    return bits
+
+
+def test_candidate_graph_lists_and_bitmaps_are_the_candidate_adjacency(reference_of):
+    """Host build on 60 vertices (|C(u)| > 32: multi-word bitsets): every row is
+    C(d) ∩ N(C(j)[i]) sorted, its bitset marks exactly those, and refinement keeps every image of
+    every embedding while pruning the rest."""
+    data = rmat(60, 150, seed=12, name="rmat60")
+    query = pattern("P3")
+    plan = build_plan(query)
+    row_of_entry = np.repeat(np.arange(data.num_vertices), np.diff(data.offsets))
+    cg = build_candidate_graph(data, row_of_entry, ldf_bits(data, plan), plan)
+    members = [np.flatnonzero(cg.cidx[d] >= 0) for d in range(plan.size)]
+    assert max(len(m) for m in members) > 32
+    for d in range(plan.size):
+        assert np.array_equal(cg.cidx[d, members[d]], np.arange(len(members[d])))
+        assert np.array_equal(members[d], np.flatnonzero((cg.cand_bits >> np.uint32(d)) & 1))
+    checked = 0
+    for d in range(1, plan.size):
+        for j in range(d):
+            if not (int(plan.backward[d]) >> j) & 1:
+                continue
+            row_base, word_base = cg.edge_bases[d, j]
+            for i, x in enumerate(members[j]):
+                row = row_base + i
+                listed = cg.neighbors[cg.offsets[row]:cg.offsets[row + 1]]
+                adjacent = np.intersect1d(data.neighbors[data.offsets[x]:data.offsets[x + 1]], members[d])
+                assert np.array_equal(listed, adjacent)
+                words = cg.bitmap[word_base + i * cg.words[d]: word_base + (i + 1) * cg.words[d]]
+                bits = np.unpackbits(words.view(np.uint8), bitorder="little")[:len(members[d])]
+                assert np.array_equal(np.flatnonzero(bits), cg.cidx[d, adjacent])
+                checked += 1
+    assert checked > 0
+    images = reference_of(data, query, collect=True).embeddings[:, plan.order]
+    for d in range(plan.size):
+        assert np.isin(images[:, d], members[d]).all()
+    hub = Graph.from_edges(5, [0, 0, 0, 0, 1], [1, 2, 3, 4, 2], name="hub+edge")
+    tri_plan = build_plan(pattern("P1"))
+    pruned = build_candidate_graph(hub, np.repeat(np.arange(5), np.diff(hub.offsets)),
+                                   ldf_bits(hub, tri_plan), tri_plan)
+    assert pruned.sizes.tolist() == [3, 3, 3]          # the leaves 3 and 4 are in no triangle
+
+
+def test_candidate_graph_counts_with_multi_word_bitmaps(reference_of):
+    data = rmat(50, 160, seed=13, name="rmat50")
+    cases = ((dict(), "P2"), (dict(), "P4"),
+             (dict(work_stealing="mailbox", seed_pool=1, roots_per_fetch=1), "P1"))
+    for options, name in cases:
+        query = pattern(name)
+        result = engine(data, candidate_graph=True, **options).match(query)
+        assert result.count == reference_of(data, query).count, (name, options)
+        assert max(result.stats["candidates"]) > 32
+    collected = engine(data, candidate_graph=True).match(pattern("P1"), collect=True)
+    expected = reference_of(data, pattern("P1"), collect=True).embeddings
+    assert sorted(map(tuple, collected.embeddings)) == sorted(map(tuple, expected))
 
 
 # ------------------------------------------------------------------------------ shapes
@@ -264,6 +374,7 @@ def test_unsupported_inputs_and_bad_options(labelled):
     assert GMatch().prepare(directed).match(Graph.from_edges(2, [0], [1], directed=True)).status \
         is Status.UNSUPPORTED
     for bad in (dict(granularity="medium"), dict(unroll=3), dict(unroll=2), dict(seed_pool=0),
-                dict(roots_per_fetch=0), dict(warps_per_block=0), dict(blocks=0)):
+                dict(roots_per_fetch=0), dict(warps_per_block=0), dict(blocks=0),
+                dict(work_stealing="grid")):
         with pytest.raises(ValueError):
             GMatch(**bad)
