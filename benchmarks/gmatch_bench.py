@@ -161,7 +161,7 @@ class Bench:
             row["check"] = self.check(workload, variant, query, result, known)
             self.rows.append(row)
             done += 1
-            print(f"{workload:9s} {variant:17s} {query.name:22s} count={result.count:<16d} "
+            print(f"{workload:9s} {variant:22s} {query.name:22s} count={result.count:<16d} "
                   f"{row['check']:9s} search={row['search_ms']:9.3f} ms wall={row['wall_ms']:9.3f} ms"
                   + (f" ref={row['ref_ms']:9.3f} ms" if 'ref_ms' in row else "")
                   + f" idle={row['idle_rate']:.3f}", flush=True)
@@ -235,7 +235,10 @@ def main(argv=None) -> int:
         if "github" in chosen:
             bench.run_set("github", github_graph(), queries, expected)
         if "variants" in chosen:
-            variants = {"coarse-naive": VARIANTS["coarse-naive"]} if quick else VARIANTS
+            variants = VARIANTS
+            if quick:
+                variants = {k: VARIANTS[k] for k in ("coarse-naive", "fine-mailbox-stealing",
+                                                     "fine-candidate-graph")}
             checked = expected or bench.counts("github", "fine")
             for name, options in variants.items():
                 bench.run_set("variants", github_graph(), queries, checked, name, options,
@@ -285,8 +288,8 @@ def summary(bench: Bench) -> None:
     for row in rows:
         groups.setdefault((row["workload"], row["variant"]), []).append(row)
     base = {r["query"]: r["search_ms"] for r in rows if r["workload"] == "github" and r["variant"] == "fine"}
-    print("\n" + "=" * 118)
-    print(f"{'workload':14s} {'variant':17s} {'n':>4s} {'ok':>4s} {'bad':>4s} {'med search ms':>13s} "
+    print("\n" + "=" * 123)
+    print(f"{'workload':14s} {'variant':22s} {'n':>4s} {'ok':>4s} {'bad':>4s} {'med search ms':>13s} "
           f"{'sum search ms':>13s} {'med wall ms':>11s} {'med ref ms':>10s} {'ref/gm (med)':>12s} "
           f"{'idle rate':>9s} {'vs fine':>8s}")
     for (workload, variant), group in groups.items():
@@ -302,12 +305,12 @@ def summary(bench: Bench) -> None:
             pairs = [(r["search_ms"], base[r["query"]]) for r in group if r["query"] in base and base[r["query"]] > 0]
             if pairs:
                 versus = f"{sum(a for a, _ in pairs) / sum(b for _, b in pairs):.2f}x"
-        print(f"{workload:14s} {variant:17s} {len(group):4d} {ok:4d} {bad:4d} {statistics.median(search):13.3f} "
+        print(f"{workload:14s} {variant:22s} {len(group):4d} {ok:4d} {bad:4d} {statistics.median(search):13.3f} "
               f"{sum(search):13.3f} {statistics.median(wall):11.3f} "
               f"{(statistics.median(refs) if refs else float('nan')):10.3f} "
               f"{(statistics.median(ratios) if ratios else float('nan')):12.2f} "
               f"{(statistics.mean(idle) if idle else float('nan')):9.4f} {versus:>8s}")
-    print("=" * 118)
+    print("=" * 123)
     if bench.skipped:
         print(f"time budget reached: {bench.skipped} queries not run")
     if bench.mismatches:

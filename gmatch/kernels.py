@@ -41,14 +41,15 @@ authors' code does not build). CHOICES where the paper is silent:
   waiting -> claimed, so a waiter is served exactly once whoever finds it;
 * an idle warp first waits ``POST_AFTER`` poll rounds for a warp of its own block (served through
   shared memory as above), then posts its id in one of ``MAILBOX`` = 32 global mailbox slots
-  (CAS -1 -> id; if all are taken it keeps waiting in its block and retries every round);
+  (CAS -1 -> id on one slot every ``POST_EVERY`` rounds, moving to the next slot after a failure:
+  thousands of idle warps at the end of a search must not hammer 32 addresses);
 * a busy warp with a splittable level reads the posted-request counter every
   ``GLOBAL_CHECK_INTERVAL`` iterations (not every iteration: one hot global address); if it is
   positive, lane 0 scans the 32 slots, takes an entry (CAS id -> -1) and claims that warp; a
   waiter of another block gets the prefix levels, the split level's task groups and (level,
   first group, groups) in its global hand-over record ``xfer[waiter]`` (threadfence, then the
-  state flip; the waiter threadfences after seeing it and copies the record into its shared
-  stack); a waiter of the same block is served through shared memory;
+  state flip; the waiter reads the record with atomic loads, so no stale line of its SM's L1 can
+  be read, into its shared stack); a waiter of the same block is served through shared memory;
 * termination: a global count of busy warps (each warp adds itself at start, a claimer adds its
   waiter at the claim, a warp leaving the busy state subtracts itself after publishing its state).
   Warps go idle only once the seed pool is exhausted, so the count reaching 0 means no work is
@@ -99,6 +100,7 @@ PER_LAUNCH = (C_SEED, C_BUSY, C_DONE, C_POSTED)    # reset before every launch o
 STEAL_NONE, STEAL_BLOCK, STEAL_GLOBAL, STEAL_MAILBOX = 0, 1, 2, 3
 MAILBOX = 32                  # global mailbox slots: mail[0:MAILBOX] (waiter id or -1)
 POST_AFTER = 2                # poll rounds an idle warp waits for its own block before posting
+POST_EVERY = 4                # then one CAS on one mailbox slot (the next one) every POST_EVERY rounds
 GLOBAL_CHECK_INTERVAL = 16    # iterations between a busy warp's looks at the global mailbox
 # warp states in mail[MAILBOX + global warp id] (global scope)
 W_BUSY, W_WAITING, W_SHARED_GIFT, W_CLAIMED, W_EXITED, W_GLOBAL_GIFT, W_TERMINATE = 0, 1, 2, 3, 4, 5, 6
@@ -312,11 +314,11 @@ def leave_busy(mail, ctrl, gid):
     cuda.threadfence()
     if old == 1:
         if cuda.atomic.exch(ctrl, C_DONE, 1) == 0:
-            return 1
-        return 2
+            return int32(1)
+        return int32(2)
     if cuda.atomic.add(ctrl, C_DONE, 0) != 0:
-        return 2
-    return 0
+        return int32(2)
+    return int32(0)
 
 
 @functools.lru_cache(maxsize=None)
@@ -420,13 +422,12 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int)
                             st = cuda.atomic.add(mail, MAILBOX + gid, 0)
                             if st == W_SHARED_GIFT or st == W_GLOBAL_GIFT or st == W_TERMINATE:
                                 break
-                            if slot < 0 and st == W_WAITING and rounds >= POST:
-                                for k in range(MAILBOX):
-                                    i = (gid + k) % MAILBOX
-                                    if cuda.atomic.cas(mail, i, -1, gid) == -1:
-                                        slot = i
-                                        cuda.atomic.add(ctrl, C_POSTED, 1)
-                                        break
+                            if (slot < 0 and st == W_WAITING and rounds >= POST
+                                    and (rounds - POST) % POST_EVERY == 0):
+                                i = (gid + (rounds - POST) // POST_EVERY) % MAILBOX
+                                if cuda.atomic.cas(mail, i, -1, gid) == -1:
+                                    slot = i
+                                    cuda.atomic.add(ctrl, C_POSTED, 1)
                             cuda.nanosleep(pause)
                             if pause < 1024:
                                 pause *= 2
@@ -439,23 +440,25 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int)
                     if st == W_TERMINATE:
                         break
                     if st == W_GLOBAL_GIFT:
+                        # the record was written by another SM: read it with L2 atomics, never
+                        # from this SM's (non-coherent) L1
                         cuda.threadfence()
-                        lvl = xfer[gid, XH]
+                        lvl = cuda.atomic.add(xfer, (gid, XH), 0)
                         for j in range(s - 1, lvl):
-                            mv[wi, j, lane] = xfer[gid, j * 32 + lane]
-                            par[wi, j, lane] = int8(xfer[gid, (L + j) * 32 + lane])
-                        gsrc[wi, lvl, lane] = xfer[gid, XG + lane]
-                        glen[wi, lvl, lane] = xfer[gid, XG + 32 + lane]
-                        gskip[wi, lvl, lane] = int8(xfer[gid, XG + 64 + lane])
+                            mv[wi, j, lane] = cuda.atomic.add(xfer, (gid, j * 32 + lane), 0)
+                            par[wi, j, lane] = int8(cuda.atomic.add(xfer, (gid, (L + j) * 32 + lane), 0))
+                        gsrc[wi, lvl, lane] = cuda.atomic.add(xfer, (gid, XG + lane), 0)
+                        glen[wi, lvl, lane] = cuda.atomic.add(xfer, (gid, XG + 32 + lane), 0)
+                        gskip[wi, lvl, lane] = int8(cuda.atomic.add(xfer, (gid, XG + 64 + lane), 0))
                         cuda.syncwarp()
                         if lane == 0:
                             for j in range(s, lvl):
                                 cg[wi, j] = 0
                                 co[wi, j] = 0
                                 ng[wi, j] = 0
-                            cg[wi, lvl] = xfer[gid, XH + 1]
+                            cg[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 1), 0)
                             co[wi, lvl] = 0
-                            ng[wi, lvl] = xfer[gid, XH + 2]
+                            ng[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 2), 0)
                             top[wi] = lvl
                     else:
                         cuda.threadfence_block()
