@@ -13,8 +13,9 @@
    (``common.generate.stwig_query``); GPU vs CPU STwig speedup (Fig. 3a / §5.5), counts
    cross-checked between the engines and the reference.
 4. ``variants`` (on the R-MAT queries): GPU exploration, STwig join order (no result-size
-   prediction), the paper's one-thread-per-R_1-row probe (``split_probe=False``) and the
-   parallel CPU baseline, as ratios to the default GPU engine.
+   prediction), the paper's one-thread-per-R_1-row probe (``split_probe=False``), a split of
+   the first join level only (``split_levels=1``) and the parallel CPU baseline, as ratios to
+   the default GPU engine.
 
 Workloads run in the order hprd, github, rmat, yeast, variants (each with a share of the time
 budget; leftovers roll over); ``--yeast-max`` caps the yeast queries (taken in turn from the
@@ -188,6 +189,7 @@ def make_engines(args, variants: bool = False) -> dict:
                 "stwig[exploration=gpu]": STwig(exploration="gpu", max_relation_bytes=cap),
                 "stwig[join_order=stwig]": STwig(join_order="stwig", max_relation_bytes=cap),
                 "stwig[split_probe=False]": STwig(split_probe=False, max_relation_bytes=cap),
+                "stwig[split_levels=1]": STwig(split_levels=1, max_relation_bytes=cap),
                 "stwig-cpu[parallel]": STwigCPU(parallel=True, max_relation_bytes=cap)}
     if not args.no_reference:
         engines["cpu"] = ReferenceMatcher()

@@ -24,9 +24,9 @@ relations larger than ``max_relation_bytes`` in all, or device buffers past
 ``device_memory_limit``, give status oom.
 Deviation: with ``split_probe=True`` (default) a small R_1 (fewer rows than ``split_rows``,
 default 4 x the threads of a launch) is split at the first join level into (R_1 row, matching
-build record) units, and deeper while still small (up to ``split_levels``), where the paper
-assigns one R_1 record per thread; ``split_probe=False`` reproduces the paper's scheme (see
-:mod:`stwig.hashjoin`); ``stats["split_depth"]`` says how deep a query was split.
+build record) units, and deeper while still small (up to ``split_levels``, default 8), where
+the paper assigns one R_1 record per thread; ``split_probe=False`` reproduces the paper's
+scheme (see :mod:`stwig.hashjoin`); ``stats["split_depth"]`` says how deep a query was split.
 The default match is injective; ``homomorphic=True`` is the raw pipeline (label-preserving
 homomorphisms: only shared query vertices are equated).
 """
@@ -68,7 +68,8 @@ class STwigPipeline(Engine):
 
     def __init__(self, *, join_order: str = "estimate", max_relation_bytes: int = 4 << 30,
                  collect_batch_rows: int = 1 << 22, chunk_seconds: float = 0.05,
-                 split_probe: bool = True, split_rows: int | None = None, split_levels: int = 3,
+                 split_probe: bool = True, split_rows: int | None = None,
+                 split_levels: int = MAX_SPLIT_LEVELS,
                  step_budget: int | None = None, device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if join_order not in JOIN_ORDERS:

@@ -36,7 +36,7 @@
   listed by a count pass, a device scan and a fill pass, and its DFS starts at the second
   sub-join. While there are still fewer units than ``split_rows`` the split repeats one level
   deeper (a unit = R_1 row + one matching record per split table), up to ``split_levels``
-  levels (default 3) and never past ``MAX_PAIRS`` units. ``split_probe=False`` is the paper's
+  levels (default 8), never past ``MAX_PAIRS`` units nor the device memory budget. ``split_probe=False`` is the paper's
   scheme.
 * **Output [the paper is silent].** Mode 0 counts (one int64 atomic add per thread at exit,
   partial counts of saved units included); mode 1 writes each unit's count; mode 2 writes each
@@ -54,6 +54,7 @@ import numba
 import numpy as np
 
 from common.device import DeviceMemoryBudget, cuda, fill, simulator_active
+from common.errors import DeviceOutOfMemory
 from common.scan import ScanWorkspace, exclusive_scan
 
 from .decompose import JoinPlan
@@ -100,7 +101,7 @@ SAVED_HEADER = 3
 C_CURSOR, C_SUM, C_TAKE, C_SAVED = 0, 1, 2, 4
 CTRL_FIELDS = 8          # 6 used; a power of two, the size of its reused buffer (no slicing)
 #: Most split-probe units kept; a split level that would make more is not taken.
-MAX_PAIRS = 1 << 25
+MAX_PAIRS = 1 << 24
 #: Columns of the split units' record array (the most split levels).
 MAX_SPLIT_LEVELS = 8
 #: Scratch imResult slots of a split pass (the engines take queries of <= 32 vertices).
@@ -499,8 +500,12 @@ class GpuHashJoin:
                 if new > MAX_PAIRS:
                     break
                 side = self.depth % 2
-                nrow = self.buffers.get(f"split rows {side}", new, np.int32)
-                nrec = self.buffers.get(f"split records {side}", max(new, 1) * MAX_SPLIT_LEVELS, np.int32)
+                try:
+                    nrow = self.buffers.get(f"split rows {side}", new, np.int32)
+                    nrec = self.buffers.get(f"split records {side}", max(new, 1) * MAX_SPLIT_LEVELS,
+                                            np.int32)
+                except DeviceOutOfMemory:
+                    break                   # the split is optional: keep the units so far
                 nrec = nrec[:max(new, 1) * MAX_SPLIT_LEVELS].reshape(max(new, 1), MAX_SPLIT_LEVELS)
                 _expand_units_kernel[blocks, self.threads](*args, True, counts, nrow, nrec)
                 self.urow, self.urec, self.units = nrow, nrec, new
