@@ -143,7 +143,8 @@ class Experiment:
     memory_cap_at: dict = field(default_factory=dict)  # scale name -> device-memory cap (override)
 
     def points_for(self, scale: Scale) -> tuple:
-        return self.points_at.get(scale.name, self.points)
+        points = self.points_at.get(scale.name, self.points)
+        return points if scale.max_points is None else points[:scale.max_points]
 
     def memory_cap_for(self, scale: Scale) -> int | None:
         return self.memory_cap_at.get(scale.name, self.memory_cap)

@@ -10,7 +10,7 @@ from the data graph (induced random walks, GSI walks with an edge target, STwig'
 edges, the patterns P1-P9).
 
 A :class:`Scale` shrinks both: ``tiny`` (simulator, seconds: every graph becomes a few dozen
-vertices and every query 3-4 vertices), ``small`` (one GPU, minutes per paper: stand-ins capped
+vertices, every query 3-4 vertices, two rows per table), ``small`` (one GPU, minutes per paper: stand-ins capped
 at about a million edges, 10-20 queries per set, time limits of seconds), ``full`` (the paper's
 settings).
 """
@@ -47,11 +47,12 @@ class Scale:
     max_query_vertices: int | None   # generated queries larger than this are shrunk
     time_limit_s: float | None       # cap on the paper's time limit
     real_data: bool                  # False: real graphs are replaced by tiny stand-ins too
+    max_points: int | None = None    # rows (datasets / sweep values) kept per experiment
 
 
 SCALES = {
     "tiny": Scale("tiny", max_edges=120, queries_per_set=2, max_query_vertices=4,
-                  time_limit_s=120.0, real_data=False),
+                  time_limit_s=120.0, real_data=False, max_points=2),
     "small": Scale("small", max_edges=1_200_000, queries_per_set=20, max_query_vertices=None,
                    time_limit_s=20.0, real_data=True),
     "full": Scale("full", max_edges=None, queries_per_set=None, max_query_vertices=None,
