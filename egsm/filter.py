@@ -31,6 +31,7 @@ import numpy as np
 from numba import int64
 
 from common.device import cuda
+from common.device_functions import lower_bound
 from common.graph import Graph
 
 from .cuckoo_trie import lookup
@@ -68,14 +69,7 @@ def candidate_kernel(n, offsets, labels, nlc_off, nlc_lab, nlc_cnt, meta, masks,
             ok = True
             for j in range(meta[M_NLCOFF + u], meta[M_NLCOFF + u + 1]):
                 want = meta[M_NLCLAB + j]
-                a = lo
-                b = hi
-                while a < b:
-                    mid = (a + b) >> 1
-                    if nlc_lab[mid] < want:
-                        a = mid + 1
-                    else:
-                        b = mid
+                a = lower_bound(nlc_lab, lo, hi, want)
                 if a == hi or nlc_lab[a] != want or nlc_cnt[a] < meta[M_NLCCNT + j]:
                     ok = False
                     break

@@ -37,6 +37,7 @@ import numpy as np
 
 from common.cudasim import FULL_MASK
 from common.device import cuda
+from common.device_functions import lower_bound
 
 from .pcsr import CSR, neighbor_range, warp_neighbor_range
 
@@ -388,15 +389,8 @@ def make_kernels(warps: int):
     def all_edges_contain(qinfo, e_lo, e_hi, ranges, w, x, structure, ci, ci_label):
         """Whether x is in N(v'', l) of every linking edge e_lo+1..e_hi-1 (binary searches)."""
         for ed in range(e_lo + 1, e_hi):
-            lo = ranges[w, 2 * (ed - e_lo)]
-            hi = ranges[w, 2 * (ed - e_lo) + 1]
-            end = hi
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if ci[mid] < x:
-                    lo = mid + 1
-                else:
-                    hi = mid
+            end = ranges[w, 2 * (ed - e_lo) + 1]
+            lo = lower_bound(ci, ranges[w, 2 * (ed - e_lo)], end, x)
             if lo >= end or ci[lo] != x:
                 return False
             if not label_ok(structure, ci_label, lo, qinfo[ed * 3 + 2]):
