@@ -12,7 +12,9 @@ Workloads (``--workloads``, comma-separated; default all):
             candidate graph (bitmap set intersection), seed pools,
             on GitHub Q_0..Q_10 (ratios to the default fine engine)
   idle      idle rates of the fine and coarse variants on GitHub and Enron (16 uniform labels),
-            --idle-queries random 12-vertex induced queries each (Tables 2/6)
+            --idle-queries random 12-vertex induced queries each (Tables 2/6); one run per query
+            and variant under --timeout (a timed-out query is skipped by the later variants), each
+            announced by a line before it starts; a limit=1 run compiles each variant first
 
 Every count is checked (external count, or the reference's when it finishes); a mismatch is
 printed loudly and the script exits with status 1. Times: one warm-up, then the median of
@@ -45,6 +47,7 @@ from common.result import Status  # noqa: E402
 from gmatch import GMatch  # noqa: E402
 
 WORKLOADS = ("hprd", "yeast", "github", "patterns", "variants", "idle")
+COMPILE_TIMEOUT = 120.0     # s: the idle workload's compiling limit=1 run of its first query
 VARIANTS = {
     "coarse-naive": dict(granularity="coarse", unroll=1),
     "coarse-unroll-2": dict(granularity="coarse", unroll=2),
@@ -67,6 +70,7 @@ class Bench:
         self.mismatches: list[str] = []
         self.start = time.perf_counter()
         self.skipped = 0
+        self.skipped_after_timeout = 0
         self.sim = simulator_active()
 
     def counts(self, workload: str, variant: str) -> dict:
@@ -83,7 +87,7 @@ class Bench:
         """(result of the last run, median search s, median total s, median wall s)."""
         if warm:
             # warm-up (compiles); once it has finished within the timeout, the timed runs go
-            # without one, so that the DFS is a single launch (a timeout splits it into chunks)
+            # without one (no host polling of the launch for the deadline)
             if engine.match(query, timeout_s=timeout).status is Status.OK:
                 timeout = None
         searches, totals, walls, result = [], [], [], None
@@ -122,20 +126,43 @@ class Bench:
         return "ok"
 
     def run_set(self, workload, data, queries, expected, variant="fine", options=None,
-                with_reference=True, repeats=None, warm=True):
+                with_reference=True, repeats=None, warm=True, timed_out=None, compile_first=False):
+        """Run ``queries`` on one engine variant. ``timed_out`` (a set, shared by the variants of
+        one workload): names of queries that timed out with an earlier variant; they are skipped
+        here and new timeouts are added (so a hard query costs one timeout, not one per variant),
+        and every query is announced before it starts (a hang is located by the last line).
+        ``compile_first``: compile the kernels with a limit=1 run of the first query before the
+        untimed single runs (their deadline would otherwise include the compilation)."""
         args = self.args
         repeats = args.repeats if repeats is None else repeats
         engine = GMatch(**(options or {}), **self.shape_options()).prepare(data)
         ref = ReferenceMatcher().prepare(data) if with_reference else None
         if ref is not None and queries:
             ref.match(queries[0], timeout_s=args.ref_timeout)          # compile the reference
+        if compile_first and queries and not self.out_of_time():
+            print(f"{workload} {variant} compile (limit=1 run of {queries[0].name})", flush=True)
+            t = time.perf_counter()
+            warm_up = engine.match(queries[0], limit=1, timeout_s=COMPILE_TIMEOUT)
+            print(f"{workload} {variant} compiled in {time.perf_counter() - t:.1f} s "
+                  f"({warm_up.status})", flush=True)
         done = 0
-        for query in queries:
+        for i, query in enumerate(queries):
             if self.out_of_time():
                 self.skipped += len(queries) - done
                 print(f"[time budget] {workload}/{variant}: {done} of {len(queries)} queries done")
                 break
+            if timed_out is not None:
+                if query.name in timed_out:
+                    self.skipped_after_timeout += 1
+                    done += 1
+                    print(f"{workload} {variant} q{i} {query.name} skipped (timed out with an "
+                          "earlier variant)", flush=True)
+                    continue
+                print(f"{workload} {variant} q{i} {query.name} n={query.num_vertices} "
+                      f"m={query.num_edges} start (timeout {args.timeout} s)", flush=True)
             result, search, total, wall = self.timed(engine, query, repeats, args.timeout, warm)
+            if timed_out is not None and result.status is Status.TIMEOUT:
+                timed_out.add(query.name)
             known = expected.get(query.name) if expected else None
             row = {"workload": workload, "variant": variant, "query": query.name,
                    "vertices": query.num_vertices, "count": result.count, "status": str(result.status),
@@ -257,12 +284,15 @@ def main(argv=None) -> int:
             enron = relabel(enron, uniform_labels(enron.num_vertices, 16, seed=6))
         for name, data in (("github", github_graph()), ("enron", enron)):
             queries = list(query_set(data, count, 4 if stand_in else 12, seed=12))
+            timed_out: set[str] = set()
             for variant, options in {"fine": {}, **{k: v for k, v in VARIANTS.items()
                                                      if k.startswith("coarse")}}.items():
                 # idle rates need one run per query (no warm-up, no repeats); the reference
-                # checks the fine engine's counts where it finishes within --ref-timeout
+                # checks the fine engine's counts where it finishes within --ref-timeout; a query
+                # that timed out is not run again by the later variants
                 bench.run_set(f"idle-{name}", data, queries, bench.counts(f"idle-{name}", "fine"),
-                              variant, options, with_reference=(variant == "fine"), repeats=1, warm=False)
+                              variant, options, with_reference=(variant == "fine"), repeats=1, warm=False,
+                              timed_out=timed_out, compile_first=True)
 
     write_csv(bench, Path(args.out))
     summary(bench)
@@ -313,6 +343,8 @@ def summary(bench: Bench) -> None:
     print("=" * 123)
     if bench.skipped:
         print(f"time budget reached: {bench.skipped} queries not run")
+    if bench.skipped_after_timeout:
+        print(f"{bench.skipped_after_timeout} idle runs skipped: their query timed out with an earlier variant")
     if bench.mismatches:
         print(f"{len(bench.mismatches)} MISMATCHES:")
         for m in bench.mismatches:

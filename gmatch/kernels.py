@@ -70,6 +70,12 @@ feasible-candidate buffer in GLOBAL memory of ``unroll * d_max`` entries, then l
 ``unroll=1`` is the paper's ``Naive``. Its execution-stack memory is O(|V(Q)| * unroll * d_max) per
 warp, which is what the paper's memory figure contrasts with the fine model's shared-memory stack.
 
+Stop flag (``ctrl[C_STOP]``): raised by the kernels when a limit is reached, or by the host at a
+query's deadline (``timeout_s``: the engine writes it from a second stream while the launch runs;
+``watch`` = 1 tells the kernels to poll it every ``STOP_POLL_INTERVAL`` iterations). Busy warps
+leave at once; with global stealing they leave the busy count as an exhausted warp does, so the
+last one wakes every waiter and no launch outlives its deadline by more than a few iterations.
+
 Idle rate (Tables 2/6): both kernels count warp iterations and lanes without a task per iteration
 (one ballot each); idle rate = idle lanes / (32 * iterations), as the authors' IDLE_CNT build does.
 Counts are unique embeddings (one per automorphism class); every counter is int64.
@@ -94,7 +100,6 @@ BIG_DEGREE = 0x7FFFFFFFFFFFFFFF
 C_SEED, C_COUNT, C_STOP, C_ITERS, C_IDLE, C_STEALS, C_EMB = 0, 1, 2, 3, 4, 5, 6
 C_GSTEALS, C_BUSY, C_DONE, C_POSTED = 7, 8, 9, 10
 CTRL_SIZE = 16
-PER_LAUNCH = (C_SEED, C_BUSY, C_DONE, C_POSTED)    # reset before every launch of a query
 
 # work-stealing scopes (``fine_kernel``'s ``stealing``)
 STEAL_NONE, STEAL_BLOCK, STEAL_GLOBAL, STEAL_MAILBOX = 0, 1, 2, 3
@@ -102,6 +107,7 @@ MAILBOX = 32                  # global mailbox slots: mail[0:MAILBOX] (waiter id
 POST_AFTER = 2                # poll rounds an idle warp waits for its own block before posting
 POST_EVERY = 4                # then one CAS on one mailbox slot (the next one) every POST_EVERY rounds
 GLOBAL_CHECK_INTERVAL = 16    # iterations between a busy warp's looks at the global mailbox
+STOP_POLL_INTERVAL = 32       # iterations between a warp's looks at the stop flag (deadline watch)
 # warp states in mail[MAILBOX + global warp id] (global scope)
 W_BUSY, W_WAITING, W_SHARED_GIFT, W_CLAIMED, W_EXITED, W_GLOBAL_GIFT, W_TERMINATE = 0, 1, 2, 3, 4, 5, 6
 
@@ -287,9 +293,11 @@ def leaf_output(ok, mask, lane, mv, par, wi, s, pool, width, d, v, parent, ctrl,
 
 
 @cuda.jit(device=True)
-def stopped(ctrl, lane, limit_unique):
+def stopped(ctrl, lane, limit_unique, watch, iters):
+    """Has the stop flag been raised? Polled (lane 0, one L2 atomic) every iteration when a limit
+    is set, every ``STOP_POLL_INTERVAL`` iterations when only the host's deadline watch is on."""
     flag = int64(0)
-    if limit_unique > 0 and lane == 0:
+    if lane == 0 and (limit_unique > 0 or (watch != 0 and iters % STOP_POLL_INTERVAL == 0)):
         flag = cuda.atomic.add(ctrl, C_STOP, 0)
     return cuda.shfl_sync(FULL, flag, 0) != 0
 
@@ -336,7 +344,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int)
 
     @cuda.jit
     def fine_dfs(lc_off, lc_nbr, cidx, bitmap, eg, cand_mask, qp, pool, width, seed_lo, seed_hi,
-                 ctrl, emb, emb_cap, limit_unique, mail, xfer):
+                 ctrl, emb, emb_cap, limit_unique, watch, mail, xfer):
         lc = (lc_off, lc_nbr, cidx, bitmap, eg)
         mv = cuda.shared.array((W, L, 32), int32)
         par = cuda.shared.array((W, L, 32), int8)
@@ -376,7 +384,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int)
         done_by_stop = False
         while True:
             cuda.syncwarp()
-            if stopped(ctrl, lane, limit_unique):
+            if stopped(ctrl, lane, limit_unique, watch, iters):
                 done_by_stop = True
                 break
             d = top[wi]
@@ -692,7 +700,7 @@ def coarse_kernel(warps: int, unroll: int):
 
     @cuda.jit
     def coarse_dfs(lc_off, lc_nbr, cidx, bitmap, eg, cand_mask, qp, pool, width, seed_lo, seed_hi,
-                   ctrl, emb, emb_cap, limit_unique, fc_v, fc_p):
+                   ctrl, emb, emb_cap, limit_unique, watch, fc_v, fc_p):
         lc = (lc_off, lc_nbr, cidx, bitmap, eg)
         pos = cuda.shared.array((W, L), int32)
         size = cuda.shared.array((W, L), int32)
@@ -714,7 +722,7 @@ def coarse_kernel(warps: int, unroll: int):
         idle = int64(0)
         while True:
             cuda.syncwarp()
-            if stopped(ctrl, lane, limit_unique):
+            if stopped(ctrl, lane, limit_unique, watch, iters):
                 break
             d = top[wi]
             if d < s:
@@ -772,7 +780,7 @@ def coarse_kernel(warps: int, unroll: int):
                 if d == n - 1:
                     found += leaf_output(ok, mask, lane, fc_v, fc_p, gw, s, pool, width, d, v, p0 + g,
                                          ctrl, emb, emb_cap, limit_unique)
-                    if stopped(ctrl, lane, limit_unique):
+                    if stopped(ctrl, lane, limit_unique, watch, iters):
                         break
                 elif ok:
                     k = out + cuda.popc(mask & cuda.lanemask_lt())
@@ -796,14 +804,12 @@ def coarse_kernel(warps: int, unroll: int):
 
 
 @cuda.jit
-def reset_ctrl(ctrl, mail, per_launch_only):
-    """Zero the control block before the first launch of a query (between the chunks of one query
-    only the per-launch slots: seed cursor and termination state; counts and statistics
-    accumulate), empty the global mailbox and mark every warp busy."""
+def reset_ctrl(ctrl, mail):
+    """Zero the control block before a query's DFS launch, empty the global mailbox and mark every
+    warp busy."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
-    if i < ctrl.size and (not per_launch_only or i == C_SEED or i == C_BUSY or i == C_DONE
-                          or i == C_POSTED):
+    if i < ctrl.size:
         ctrl[i] = 0
     while i < mail.size:
         mail[i] = -1 if i < MAILBOX else W_BUSY
