@@ -24,7 +24,7 @@ demo: $(STAMP)
 	$(VENV)/bin/gpusm demo
 
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto
 
 experiment-gsi: $(STAMP)
 	$(VENV)/bin/gpusm experiment --paper gsi_icde20 --scale $(SCALE) --out $(OUT)

@@ -35,7 +35,7 @@ class DemoWorkload:
     @classmethod
     def of_size(cls, size: str, seed: int = 7) -> "DemoWorkload":
         if size == "tiny":
-            return cls(num_vertices=256, num_edges=1024, num_labels=4, num_queries=4,
+            return cls(num_vertices=96, num_edges=320, num_labels=4, num_queries=3,
                        query_vertices=4, seed=seed)
         if size == "default":
             return cls(num_vertices=16384, num_edges=131072, num_labels=32, num_queries=20,
