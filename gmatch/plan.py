@@ -99,20 +99,22 @@ def _refined_colours(adj: np.ndarray, labels: np.ndarray) -> np.ndarray:
         colours = refined
 
 
-def _extends_to_automorphism(adj: np.ndarray, colours: np.ndarray, order: list[int], fixed: dict) -> bool:
-    """Whether the partial map ``fixed`` (query vertex -> query vertex) extends to an automorphism."""
+def _automorphisms_extending(adj: np.ndarray, colours: np.ndarray, order: list[int], fixed: dict):
+    """Yield every automorphism (dict u -> image) that extends the partial map ``fixed``,
+    assigning the other vertices in ``order`` by colour-preserving backtracking."""
     n = adj.shape[0]
     image = dict(fixed)
     used = set(image.values())
     for u, w in image.items():               # the fixed pairs must agree among themselves
         for x, y in image.items():
             if adj[u, x] != adj[w, y]:
-                return False
+                return
     rest = [u for u in order if u not in image]
 
-    def search(i: int) -> bool:
+    def search(i: int):
         if i == len(rest):
-            return True
+            yield dict(image)
+            return
         u = rest[i]
         for w in range(n):
             if w in used or colours[w] != colours[u]:
@@ -121,13 +123,16 @@ def _extends_to_automorphism(adj: np.ndarray, colours: np.ndarray, order: list[i
                 continue
             image[u] = w
             used.add(w)
-            if search(i + 1):
-                return True
+            yield from search(i + 1)
             del image[u]
             used.discard(w)
-        return False
 
-    return search(0)
+    yield from search(0)
+
+
+def _extends_to_automorphism(adj: np.ndarray, colours: np.ndarray, order: list[int], fixed: dict) -> bool:
+    """Whether the partial map ``fixed`` (query vertex -> query vertex) extends to an automorphism."""
+    return next(_automorphisms_extending(adj, colours, order, fixed), None) is not None
 
 
 def symmetry_restrictions(adj: np.ndarray, labels: np.ndarray, order: list[int]):
@@ -161,27 +166,7 @@ def all_automorphisms(query: Graph) -> np.ndarray:
     colours = _refined_colours(adj, labels)
     n = adj.shape[0]
     order = ri_order(adj)
-    found: list[list[int]] = []
-    image: dict[int, int] = {}
-    used: set[int] = set()
-
-    def search(i: int) -> None:
-        if i == n:
-            found.append([image[u] for u in range(n)])
-            return
-        u = order[i]
-        for w in range(n):
-            if w in used or colours[w] != colours[u]:
-                continue
-            if any(adj[u, x] != adj[w, y] for x, y in image.items()):
-                continue
-            image[u] = w
-            used.add(w)
-            search(i + 1)
-            del image[u]
-            used.discard(w)
-
-    search(0)
+    found = [[image[u] for u in range(n)] for image in _automorphisms_extending(adj, colours, order, {})]
     rows = np.array(found, dtype=np.int64)
     identity = np.all(rows == np.arange(n), axis=1)
     return np.concatenate([rows[identity], rows[~identity]]).astype(np.int64)
