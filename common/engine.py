@@ -130,6 +130,7 @@ def _labels_present(data: Graph, query: Graph) -> bool:
 _REGISTRY: dict[str, str] = {
     "cpu": "common.reference:ReferenceMatcher",
     "gsi": "gsi.engine:GSI",
+    "sgsi": "gsi.sgsi:SGSI",
     "egsm": "egsm.engine:EGSM",
     "gmatch": "gmatch.engine:GMatch",
     "stwig": "stwig.engine:STwig",

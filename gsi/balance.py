@@ -329,32 +329,37 @@ def allocate(engine) -> None:
     engine._sms = _sm_count()
 
 
-def first_edge(engine, level, a, m, col, part, label, ubase, F, gba, num) -> None:
-    """Run the first linking edge of a slice with the engine's load-balance and duplicate-removal
-    options; the per-row ``counts`` array (work sizes, no longer needed) becomes the queue."""
+def first_edge(engine, tab, width, a, m, col, part, label, ubase, F, gba, num, idx, max_list,
+               stream=0) -> None:
+    """Run the first linking edge of rows a..a+m-1 of ``tab`` with the engine's load-balance and
+    duplicate-removal options, over the neighbour structure ``idx`` (kernel arguments) whose
+    longest list is ``max_list``. ``engine.d_counts`` holds the rows' work sizes (from
+    ``row_counts_kernel``, which also emptied the queue); it becomes the queue. The engine
+    provides the options and the buffers named below (GSI and SGSI both do)."""
     kernels = engine.balanced
     T = engine.block_threads
     if engine.load_balance == "histogram":
-        fill(engine._d_hist, 0)
+        fill(engine._d_hist, 0, stream=stream)
         blocks = max(1, min(engine.max_blocks, (m + T - 1) // T))
-        kernels["histogram_kernel"][blocks, T](engine.d_counts, m, engine._d_hist)
-        engine._d_hist.copy_to_host(engine._h_hist)
+        kernels["histogram_kernel"][blocks, T, stream](engine.d_counts, m, engine._d_hist)
+        engine._d_hist.copy_to_host(engine._h_hist, stream=stream)
+        if stream != 0:
+            stream.synchronize()
         w1, w3 = histogram_thresholds(engine._h_hist, engine._sms, T)
     elif engine.load_balance:
         w1, w3 = engine.w1, engine.w3
     else:
         w1 = w3 = _NO_LIMIT
-    tab = engine._tables[level]      # (row_counts_kernel emptied the queue)
-    idx = engine.d_index.args()
     inst = 1 if engine.instrument else 0
     queue = engine.d_counts
-    kernels["block_first_edge_kernel"][engine._warp_grid(m), T](
-        tab, level + 1, a, m, col, part, label, engine.d_bits, ubase, F, gba, num, engine.n, *idx,
+    grid = max(1, min(engine.max_blocks, (m + engine.warps - 1) // engine.warps))
+    kernels["block_first_edge_kernel"][grid, T, stream](
+        tab, width, a, m, col, part, label, engine.d_bits, ubase, F, gba, num, engine.n, *idx,
         int(engine.write_cache), np.int64(w1), np.int64(w3), int(engine.duplicate_removal), queue,
         engine._d_qcount, engine.d_loads, inst)
     if engine.instrument:
         engine._lb_queued += int(engine._d_qcount.copy_to_host()[0])
-    if engine.load_balance and engine.index.partition_max_list[part] > w1:   # else none queued
-        kernels["heavy_kernel"][engine._warp_grid(m), T](
-            tab, level + 1, a, part, col, label, engine.d_bits, ubase, F, gba, num, engine.n, *idx,
+    if engine.load_balance and max_list > w1:   # else none queued
+        kernels["heavy_kernel"][grid, T, stream](
+            tab, width, a, part, col, label, engine.d_bits, ubase, F, gba, num, engine.n, *idx,
             queue, engine._d_qcount, engine.d_loads, inst)

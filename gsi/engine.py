@@ -278,7 +278,7 @@ class GSI(Engine):
             blocks = max(1, min(self.max_blocks, (nq * self.nwords + self.warps - 1) // self.warps))
             filter_kernel[blocks, self.block_threads](
                 mode, self.n, self.nwords, nq, self.d_sig, self.d_labels, self.d_out_deg, self.d_in_deg,
-                self.d_qinfo, _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG, self.d_bits, self.d_sizes)
+                self.d_qinfo, _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG, self.d_bits, self.d_sizes, 0, self.nwords)
             self.d_sizes.copy_to_host(self.h_sizes)
         sizes = self.h_sizes[:nq].copy()
         stats = {"candidate_sizes": sizes.tolist(), "min_candidates": int(sizes.min()),
@@ -424,7 +424,8 @@ class GSI(Engine):
                 heavy_possible = (self.load_balance == "histogram" or (
                     self.load_balance and self.index.partition_max_list[part0] > self.w3))
                 if heavy_possible or self.duplicate_removal:
-                    balance.first_edge(self, level, a, m, col0, part0, lab0, ubase, F, gba, num)
+                    balance.first_edge(self, tab, width, a, m, col0, part0, lab0, ubase, F, gba, num,
+                                       idx, self.index.partition_max_list[part0])
                 else:
                     k["first_edge_kernel"][wg, T](tab, width, a, m, col0, part0, lab0, self.d_bits, ubase,
                                                   F, gba, num, self.n, *idx, int(self.write_cache),

@@ -87,8 +87,10 @@ def signature_table(graph: Graph, column_first: bool) -> np.ndarray:
 
 @cuda.jit
 def filter_kernel(mode, n, nwords, nq, sig, labels, out_deg, in_deg, qinfo, q_lab, q_out, q_in,
-                  q_sig, bits, sizes):
-    """bits[u * nwords + k] = candidate word k of query vertex u; sizes[u] += its popcount."""
+                  q_sig, bits, sizes, word0, row_words):
+    """bits[u * row_words + word0 + k] = candidate word k of query vertex u over the ``n`` vertices
+    of ``sig`` (the whole graph, or SGSI's segment starting at vertex 32 * word0); sizes[u] += its
+    popcount."""
     lane = cuda.laneid
     warp = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) // 32
     warps = cuda.gridDim.x * cuda.blockDim.x // 32
@@ -112,7 +114,7 @@ def filter_kernel(mode, n, nwords, nq, sig, labels, out_deg, in_deg, qinfo, q_la
                     ok = out_deg[v] >= qinfo[q_out + u] and in_deg[v] >= qinfo[q_in + u]
         mask = cuda.ballot_sync(FULL_MASK, ok)
         if lane == 0:
-            bits[task] = mask
+            bits[u * row_words + word0 + k] = mask
             if mask != 0:
                 cuda.atomic.add(sizes, u, cuda.popc(mask))
         task += warps

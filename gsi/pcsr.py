@@ -148,6 +148,23 @@ def _directional_csrs(data: Graph):
     return [out, (off, nb, el(lab, nb.size))]
 
 
+def partition_lists(data: Graph) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per partition ``p = label * directions + direction``: (source vertex of each entry int64,
+    neighbour int32), sorted by (source, neighbour): the concatenated lists N(v, p)."""
+    csrs = _directional_csrs(data)
+    directions, num_labels = len(csrs), data.num_edge_labels
+    per_part = [None] * (num_labels * directions)
+    for d, (off, nb, lab) in enumerate(csrs):
+        rows = np.repeat(np.arange(data.num_vertices, dtype=np.int64), np.diff(off))
+        order = np.lexsort((rows, lab))        # stable: neighbours stay sorted within a row
+        rows, nbrs, labs = rows[order], nb[order], lab[order]
+        bounds = np.searchsorted(labs, np.arange(num_labels + 1))
+        for l in range(num_labels):
+            per_part[l * directions + d] = (rows[bounds[l]:bounds[l + 1]],
+                                            np.ascontiguousarray(nbrs[bounds[l]:bounds[l + 1]], np.int32))
+    return per_part
+
+
 def build_index(data: Graph, structure: str) -> NeighborIndex:
     """Build ``structure`` (one of :data:`STRUCTURES`) for ``data`` on the host."""
     code = STRUCTURES.index(structure)
@@ -180,17 +197,7 @@ def build_index(data: Graph, structure: str) -> NeighborIndex:
                              offs.astype(np.int64), ci, ci_label)
     gl_parts, key_parts, off_parts, ci_parts = [], [], [], []
     key_base = ci_base = 0
-    per_part = {}
-    for d, (off, nb, lab) in enumerate(csrs):
-        rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(off))
-        order = np.lexsort((rows, lab))        # stable: neighbours stay sorted within a row
-        rows, nbrs, labs = rows[order], nb[order], lab[order]
-        bounds = np.searchsorted(labs, np.arange(num_labels + 1))
-        for l in range(num_labels):
-            per_part[l * directions + d] = (rows[bounds[l]:bounds[l + 1]], nbrs[bounds[l]:bounds[l + 1]])
-    for p in range(P):
-        rows, nbrs = per_part[p]
-        nbrs = np.ascontiguousarray(nbrs, np.int32)
+    for p, (rows, nbrs) in enumerate(partition_lists(data)):
         keys, starts, degrees = np.unique(rows, return_index=True, return_counts=True)
         if code == BR:
             row_off = np.zeros(n + 1, np.int64)

@@ -1,0 +1,719 @@
+"""SGSI, GSI's out-of-core pipeline (SGSI TKDE 2022 §6-§7; digest sgsi.md §7, §9), registry name
+``"sgsi"``: the same filter, join order and Prealloc-Combine join as :class:`gsi.engine.GSI`, for
+data graphs larger than the device (or than ``device_memory_limit``).
+
+Partitioning, at :meth:`SGSI.prepare` (host, once per data graph and memory budget):
+
+* The budget is split into two **segment slots** (an eighth of it each, or less when the largest
+  piece is smaller) and the join's working memory. Everything the data graph contributes reaches
+  the device through the slots, in host memory order, double-buffered.
+* The **signature table** (column-first, 16 words per vertex, plus labels and degrees) is cut
+  horizontally into vertex segments of a multiple of 32 vertices that fill a slot (§6.1). The
+  paper first cuts it vertically into word buckets; a horizontal segment holds all words of its
+  vertices, so one pass per segment ANDs every word and the bucket step is not needed.
+* Each edge-label **PCSR** partition (label and direction) is cut into segments over its
+  (source, neighbour)-sorted edge list; a segment is the PCSR (Def. 5) of its piece, and a long
+  N(v, l) spans consecutive segments (§6.2). Segments are balanced by device footprint
+  (4 bytes per edge plus one 128-byte group per source vertex, so that each fills a slot) rather
+  than by edge count alone, since the footprint is what has to fit.
+
+Per query:
+
+1. Filter: the signature segments stream through the slots; each runs GSI's filter kernel into
+   the |V|-bit candidate bitsets, which stay on the device (§3).
+2. Order: GSI's Algorithm 1 (:mod:`gsi.order`).
+3. Join, one iteration per query vertex, over the intermediate table kept **column-major in host
+   memory** (§6.3). The table is processed in horizontal chunks whose rows, per-row arrays and
+   GBA fit the working memory. For a chunk, the host computes each row's bound |N(v', l0)| (from
+   per-partition degree lists kept on the host; the paper leaves F open, digest §9) and its
+   offsets F; then Algorithm 4 (partitioned first edge) streams the segments of l0 that hold a
+   v' of the chunk, each appending (N_x(v', l0) minus the row) ∩ C(u) to the row's GBA buffer
+   with GSI's kernels (warp per row, or the 4-layer load balance and duplicate removal), and
+   Algorithm 5 (partitioned intersection) streams the segments of every other linking edge,
+   merging the buffer with N_x(v'', l) from a per-row read cursor and compacting in place
+   behind a per-row write cursor. Finally Algorithm 6 writes the next table one column at a
+   time (a replicate kernel per old column, the buffers for the new one) and copies each column
+   to the host. The last iteration only counts, unless ``collect`` asks for the embeddings.
+4. SGSI+ (``load_balance="histogram"``) chooses W1 and W3 per segment with the §7 cost model.
+
+Choices where the paper is silent: Algorithm 4's per-row flags are not kept, because a row whose
+v' is not in a segment finds no entry in that segment's PCSR (one 128-byte group read, the cost
+of reading its flag) and segments holding no v' of the chunk are not streamed at all (the host
+knows each segment's source-vertex range). The subtraction of Algorithm 4 needs the whole row,
+so the chunk's rows go to the device whole (the paper keeps one column resident). Copies of the
+slots run on a second stream, ordered by events, while the kernels of the previous segment run;
+rows, offsets and output columns use the default stream. ``stats``: ``partitions`` (PCSR
+segments over all partitions), ``signature_segments``, ``comm_s`` (summed device time of all
+host-device copies), ``comp_s`` (summed device time of all kernels; with overlap comp_s + comm_s
+can exceed the elapsed time), ``bytes_h2d``, ``bytes_d2h``, ``segments_streamed``, ``chunks``,
+``rows_per_iteration``; peak device memory is the result's ``peak_device_bytes``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from common.cudasim import FULL_MASK
+from common.device import DeviceMemoryBudget, PhaseTimer, cuda, fill, simulator_active
+from common.device_functions import lower_bound
+from common.engine import Engine
+from common.graph import Graph
+from common.result import MatchResult, Status
+from common.scan import ScanWorkspace, exclusive_scan
+
+from . import balance
+from .engine import _QI_EDGES, _QI_IN, _QI_LAB, _QI_OUT, _QI_SIG, DEFAULT_BLOCK_THREADS, DEFAULT_MAX_BLOCKS
+from .filter import SIG_WORDS, filter_kernel, signature_table
+from .join import INT32_MAX, MAX_QUERY_VERTICES, emit, flush, make_kernels
+from .order import SCORES, join_plan
+from .pcsr import GROUP_WORDS, META, PCSR, _build_pcsr_partition, partition_lists, warp_neighbor_range
+
+_SIM = simulator_active()
+SIG_SEGMENT_WORDS = SIG_WORDS + 3          # signature words, label, out-degree, in-degree per vertex
+SLOT_SHARE = 8                             # each of the two slots gets 1/8 of the budget
+ROW_SHARE = 0.25                           # of the working memory: per-row arrays and table rows
+ROW_BYTES = 6 * 8 + 8 + 8 * 4              # per-row int64 arrays, scan workspace, 8 table columns
+_MIN_WORK_BYTES = 1 << 10
+# Without device_memory_limit the join's working memory is capped (it is allocated at prepare).
+DEFAULT_WORK_BYTES = (16 << 20) if _SIM else (4 << 30)
+
+
+@dataclass
+class Segment:
+    """One piece of the data graph that streams through a slot: a PCSR segment of partition
+    ``partition`` over source vertices ``lo..hi`` (``partition`` -1: a signature segment of
+    vertices ``lo..hi``). ``host`` holds its words (pinned); ``keys`` its PCSR groups."""
+
+    sid: int
+    partition: int
+    lo: int
+    hi: int
+    keys: int
+    host: np.ndarray
+    max_list: int = 0
+
+    @property
+    def words(self) -> int:
+        return int(self.host.size)
+
+
+@njit(cache=True)
+def _cut_partition(degrees, cap_words):
+    """Greedy footprint-balanced cut of a partition's lists (by source vertex, in order) into
+    segments of at most ``cap_words`` words (32 per source vertex + 1 per edge). Returns pieces
+    (segment, key index, first entry of the list, length)."""
+    words = GROUP_WORDS * degrees.size + degrees.sum()
+    pieces = np.empty((degrees.size + words // (cap_words - GROUP_WORDS) + 2, 4), np.int64)
+    count = 0
+    seg = 0
+    used = 0
+    for k in range(degrees.size):
+        done = 0
+        while done < degrees[k]:
+            room = cap_words - used - GROUP_WORDS
+            if room <= 0:
+                seg += 1
+                used = 0
+                continue
+            take = min(degrees[k] - done, room)
+            pieces[count, 0] = seg
+            pieces[count, 1] = k
+            pieces[count, 2] = done
+            pieces[count, 3] = take
+            count += 1
+            used += GROUP_WORDS + take
+            done += take
+    return pieces[:count]
+
+
+def _pinned(size: int) -> np.ndarray:
+    return np.empty(size, np.int32) if _SIM else cuda.pinned_array(size, np.int32)
+
+
+@functools.lru_cache(maxsize=None)
+def make_sgsi_kernels(warps: int) -> dict:
+    """The kernels SGSI adds to GSI's: offsets of the next segment's appends, the partitioned
+    intersection (Algorithm 5) and the column writer (Algorithm 6)."""
+
+    @cuda.jit
+    def append_offsets_kernel(F, num, num_seg, Fx, m, reset):
+        """num += num_seg (num = 0 when ``reset``); Fx = F + num: where the next segment appends."""
+        i = cuda.grid(1)
+        while i < m:
+            if reset != 0:
+                num[i] = 0
+            else:
+                num[i] += num_seg[i]
+            Fx[i] = F[i] + num[i]
+            i += cuda.gridsize(1)
+
+    @cuda.jit
+    def segment_intersect_kernel(tab, width, m, col, part, F, gba, num, rd, wr, n, structure, meta,
+                                 gl, keys, offs, ci, ci_label, use_cache):
+        """Algorithm 5 for one segment (a warp per row): merge gba[F+rd : F+num] with the segment's
+        part of N(v'', l), writing survivors at F+wr; rd moves past the part's last neighbour."""
+        cache = cuda.shared.array((warps, 32), np.int32)
+        btile = cuda.shared.array((warps, 32), np.int32)
+        ntile = cuda.shared.array((warps, 32), np.int32)
+        lane = cuda.laneid
+        w = cuda.threadIdx.x // 32
+        i = cuda.blockIdx.x * warps + w
+        nw = cuda.gridDim.x * warps
+        while i < m:
+            v = tab[i * width + col]
+            s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, part, v, n)
+            bp = rd[i]
+            size = np.int64(num[i])
+            if s < e and bp < size:
+                base = F[i]
+                cached = 0
+                written = wr[i]
+                npos = s
+                reload_b = True
+                reload_n = True
+                while bp < size and npos < e:
+                    if reload_b:
+                        btile[w, lane] = gba[base + bp + lane] if bp + lane < size else INT32_MAX
+                    if reload_n:
+                        ntile[w, lane] = ci[npos + lane] if npos + lane < e else INT32_MAX
+                    cuda.syncwarp(FULL_MASK)
+                    nvalid = min(e - npos, 32)
+                    bvalid = min(size - bp, 32)
+                    blast = btile[w, bvalid - 1]
+                    nlast = ntile[w, nvalid - 1]
+                    x = btile[w, lane]
+                    lo = 0
+                    hi = nvalid
+                    while lo < hi:
+                        mid = (lo + hi) >> 1
+                        if ntile[w, mid] < x:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    pred = lane < bvalid and lo < nvalid and ntile[w, lo] == x
+                    cached, written = emit(cache, w, pred, x, cached, written, gba, base, use_cache)
+                    reload_b = blast <= nlast
+                    reload_n = nlast <= blast
+                    if reload_b:
+                        bp += 32
+                    if reload_n:
+                        npos += 32
+                    cuda.syncwarp(FULL_MASK)
+                written = flush(cache, w, cached, written, gba, base)
+                # every buffer element up to the part's last neighbour has been consumed
+                nxt = size
+                if bp < size:
+                    nxt = lower_bound(gba, base + bp, base + size, ci[e - 1] + 1) - base
+                if lane == 0:
+                    rd[i] = nxt
+                    wr[i] = written
+            cuda.syncwarp(FULL_MASK)
+            i += nw
+
+    @cuda.jit
+    def column_kernel(tab, width, c, m, gba, F, num, P, out):
+        """Algorithm 6, one column: out[P[i] + k] = tab[i, c] (c < width) or gba[F[i] + k]
+        (c == width) for k < num[i] (a warp per row)."""
+        lane = cuda.laneid
+        w = cuda.threadIdx.x // 32
+        i = cuda.blockIdx.x * warps + w
+        nw = cuda.gridDim.x * warps
+        while i < m:
+            cnt = np.int64(num[i])
+            dst = P[i]
+            k = np.int64(lane)
+            if c < width:
+                value = tab[i * width + c]
+                while k < cnt:
+                    out[dst + k] = value
+                    k += 32
+            else:
+                src = F[i]
+                while k < cnt:
+                    out[dst + k] = gba[src + k]
+                    k += 32
+            i += nw
+
+    return {"append_offsets_kernel": append_offsets_kernel,
+            "segment_intersect_kernel": segment_intersect_kernel, "column_kernel": column_kernel}
+
+
+class _Streams:
+    """Two segment slots fed on a copy stream while kernels run on a compute stream (events
+    order a slot's copy after the kernels that last read it and before the kernels that read
+    it next); a slot still holding the segment asked for is not copied again."""
+
+    def __init__(self, budget, slot_words: int):
+        self.slots = [budget.device_array(slot_words, np.int32, what=f"segment slot {s}") for s in range(2)]
+        self.holds = [-1, -1]
+        if _SIM:
+            self.copy = self.compute = 0
+            self.ready = self.free = [None, None]
+        else:
+            self.copy, self.compute = cuda.stream(), cuda.stream()
+            self.ready = [cuda.event(timing=False) for _ in range(2)]
+            self.free = [cuda.event(timing=False) for _ in range(2)]
+
+    def _load(self, seg: Segment, avoid: int, clock) -> int:
+        for s in range(2):
+            if self.holds[s] == seg.sid:
+                return s
+        s = 1 - avoid if avoid >= 0 else (0 if self.holds[0] == -1 or self.holds[1] != -1 else 1)
+        if not _SIM:
+            self.free[s].wait(self.copy)
+        with clock.comm_copy.phase("h2d"):
+            self.slots[s][:seg.words].copy_to_device(seg.host, stream=self.copy)
+        if not _SIM:
+            self.ready[s].record(self.copy)
+        self.holds[s] = seg.sid
+        clock.bytes_h2d += seg.words * 4
+        clock.streamed += 1
+        return s
+
+    def run(self, segments: list[Segment], launch, clock) -> None:
+        """Call ``launch(slot array, segment, stream)`` for each segment in order, prefetching
+        the next segment into the other slot while the current one's kernels run."""
+        if not segments:
+            return
+        cur = self._load(segments[0], -1, clock)
+        for j, seg in enumerate(segments):
+            nxt = self._load(segments[j + 1], cur, clock) if j + 1 < len(segments) else -1
+            if not _SIM:
+                self.ready[cur].wait(self.compute)
+            with clock.comp_stream.phase("kernels"):
+                launch(self.slots[cur], seg, self.compute)
+            if not _SIM:
+                self.free[cur].record(self.compute)
+            cur = nxt
+
+
+class _Clock:
+    """Device time of copies and kernels (Table 7's communication and computation) and bytes."""
+
+    def __init__(self, streams: _Streams):
+        self.comm_copy = PhaseTimer(streams.copy)
+        self.comm_default = PhaseTimer(0)
+        self.comp_stream = PhaseTimer(streams.compute)
+        self.comp_default = PhaseTimer(0)
+        self.bytes_h2d = self.bytes_d2h = self.streamed = 0
+
+    def totals(self) -> tuple[float, float]:
+        comm = sum(self.comm_copy.seconds.values()) + sum(self.comm_default.seconds.values())
+        comp = sum(self.comp_stream.seconds.values()) + sum(self.comp_default.seconds.values())
+        return comm, comp
+
+
+class _Stop(Exception):
+    def __init__(self, status: Status, reason: str = ""):
+        self.status, self.reason = status, reason
+
+
+def _host_memory() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 16 << 30
+
+
+class SGSI(Engine):
+    """SGSI (Zeng et al., TKDE 2022 §6-§7): GSI for graphs larger than the device memory.
+
+    Options: ``load_balance`` True (SGSI: GSI's thresholds ``w1``/``w3``) | "histogram" (SGSI+:
+    §7's cost model) | False; ``duplicate_removal``, ``write_cache``, ``order_score`` as in
+    :class:`gsi.engine.GSI` (signature filter, PCSR and Prealloc-Combine are fixed: they are what
+    SGSI partitions); ``device_memory_limit`` (None: 90% of the device's free memory) sets the
+    partitions; ``host_memory_limit`` caps the host-resident intermediate table (default half
+    the machine's memory; past it the query ends with status ``oom``); ``block_threads``,
+    ``max_blocks``: launch shape.
+    """
+
+    name = "sgsi"
+    supports_edge_labels = True
+    supports_directed = True
+    supports_homomorphic = False
+    supports_disconnected = False
+    max_query_vertices = MAX_QUERY_VERTICES
+
+    def __init__(self, *, load_balance: bool | str = True, duplicate_removal: bool = True,
+                 write_cache: bool = True, order_score: str = "paper", w1: int = balance.W1,
+                 w3: int = balance.W3, block_threads: int = DEFAULT_BLOCK_THREADS,
+                 max_blocks: int = DEFAULT_MAX_BLOCKS, host_memory_limit: int | None = None,
+                 device_memory_limit: int | None = None):
+        super().__init__(device_memory_limit=device_memory_limit)
+        if load_balance not in (False, True, "histogram") or not isinstance(load_balance, (bool, str)):
+            raise ValueError(f"unknown load_balance {load_balance!r}; choose False, True or 'histogram'")
+        if order_score not in SCORES:
+            raise ValueError(f"unknown order_score {order_score!r}; choose one of {SCORES}")
+        if block_threads % 32 or not 32 <= block_threads <= 1024:
+            raise ValueError(f"block_threads must be a multiple of 32 in 32..1024, got {block_threads}")
+        if not 32 < w3 < w1:
+            raise ValueError(f"load-balance thresholds need 32 < w3 < w1, got w3={w3}, w1={w1}")
+        self.load_balance = load_balance
+        self.duplicate_removal = bool(duplicate_removal)
+        self.write_cache = bool(write_cache)
+        self.order_score = order_score
+        self.w1, self.w3 = int(w1), int(w3)
+        self.block_threads, self.max_blocks = int(block_threads), int(max_blocks)
+        self.warps = self.block_threads // 32
+        self.host_memory_limit = host_memory_limit if host_memory_limit is not None else _host_memory() // 2
+        self.instrument = False
+
+    # ------------------------------------------------------------------ partitioning
+    @staticmethod
+    def budget_for(device_memory_limit: int | None) -> int:
+        """The device bytes SGSI plans with: the limit, or 90% of the free device memory."""
+        if device_memory_limit is not None:
+            return int(device_memory_limit)
+        if _SIM:
+            return 1 << 28
+        free, _total = cuda.current_context().get_memory_info()
+        return int(free * 0.9)
+
+    @staticmethod
+    def plan_segments(data: Graph, slot_words: int) -> tuple[list[Segment], list[list[Segment]]]:
+        """Cut the signature table and every PCSR partition into segments of at most
+        ``slot_words`` int32 words: (signature segments, PCSR segments per partition)."""
+        n = data.num_vertices
+        per_seg = (slot_words // SIG_SEGMENT_WORDS) // 32 * 32
+        if per_seg < 32 or slot_words <= GROUP_WORDS:
+            raise ValueError(f"SGSI segment slots of {slot_words * 4:,} bytes cannot hold 32 signature "
+                             f"rows ({32 * SIG_SEGMENT_WORDS * 4:,} bytes): raise device_memory_limit")
+        sig = signature_table(data, column_first=False).reshape(n, SIG_WORDS)
+        out_deg = np.asarray(data.degrees, np.int32)
+        in_deg = np.diff(data.in_csr[0]).astype(np.int32) if data.directed else out_deg
+        sid = 0
+        sig_segments = []
+        for v0 in range(0, max(n, 1), per_seg):
+            cnt = min(per_seg, n - v0)
+            host = _pinned(cnt * SIG_SEGMENT_WORDS)
+            host[:SIG_WORDS * cnt] = sig[v0:v0 + cnt].T.reshape(-1)       # column-first
+            host[SIG_WORDS * cnt:(SIG_WORDS + 1) * cnt] = data.labels[v0:v0 + cnt]
+            host[(SIG_WORDS + 1) * cnt:(SIG_WORDS + 2) * cnt] = out_deg[v0:v0 + cnt]
+            host[(SIG_WORDS + 2) * cnt:] = in_deg[v0:v0 + cnt]
+            sig_segments.append(Segment(sid, -1, v0, v0 + cnt - 1, 0, host))
+            sid += 1
+        pcsr_segments = []
+        for p, (rows, nbrs) in enumerate(partition_lists(data)):
+            keys, starts, degrees = np.unique(rows, return_index=True, return_counts=True)
+            segs = []
+            pieces = _cut_partition(degrees.astype(np.int64), slot_words) if keys.size else np.zeros((0, 4), np.int64)
+            bounds = np.flatnonzero(np.diff(pieces[:, 0])) + 1
+            for group in np.split(pieces, bounds) if pieces.size else []:
+                k = group[:, 1]
+                gl, ci = _build_pcsr_partition(keys[k].astype(np.int32), (starts[k] + group[:, 2]).astype(np.int64),
+                                               group[:, 3].astype(np.int64), nbrs)
+                ci = ci[:int(group[:, 3].sum())]          # (sized for the whole partition)
+                host = _pinned(gl.size + ci.size)
+                host[:gl.size] = gl
+                host[gl.size:] = ci
+                segs.append(Segment(sid, p, int(keys[k[0]]), int(keys[k[-1]]), int(k.size), host,
+                                    int(group[:, 3].max())))
+                sid += 1
+            pcsr_segments.append(segs)
+        return sig_segments, pcsr_segments
+
+    @classmethod
+    def slot_words_for(cls, data: Graph, device_memory_limit: int | None) -> int:
+        """int32 words per segment slot: the largest piece (signature table or partition) if it
+        fits in 1/8 of the budget, else 1/8 of the budget."""
+        need = max(data.num_vertices * SIG_SEGMENT_WORDS, 1)
+        for rows, _ in partition_lists(data):
+            need = max(need, rows.size + GROUP_WORDS * np.unique(rows).size)
+        return int(min(need, cls.budget_for(device_memory_limit) // SLOT_SHARE // 4))
+
+    def _prepare(self, data: Graph) -> None:
+        total = self.budget_for(self.device_memory_limit)
+        self.budget = budget = DeviceMemoryBudget(total)
+        n = data.num_vertices
+        self.n, self.nwords = n, (n + 31) // 32
+        lists = partition_lists(data)
+        slot_words = self.slot_words_for(data, self.device_memory_limit)
+        self.sig_segments, self.segments = self.plan_segments(data, slot_words)
+        all_segments = self.sig_segments + [s for segs in self.segments for s in segs]
+        self.directions = 2 if data.directed else 1
+        self.partition_edges = np.array([rows.size for rows, _ in lists], np.int64)
+        self.degree_keys, self.degree_counts = [], []
+        for rows, _ in lists:
+            keys, counts = np.unique(rows, return_counts=True)
+            self.degree_keys.append(keys)
+            self.degree_counts.append(counts.astype(np.int64))
+        self.total_edges = int(data.neighbors.size)
+        meta = np.zeros(max(1, len(all_segments)) * META, np.int64)
+        for seg in all_segments:
+            if seg.partition >= 0:
+                meta[seg.sid * META:(seg.sid + 1) * META] = (seg.keys, 0, GROUP_WORDS * seg.keys,
+                                                             seg.partition % self.directions)
+        # resident: segment metadata, candidate bitsets (grown per query size), query info, counters
+        self.d_meta = budget.to_device(meta, what="segment metadata")
+        self.d_sizes = budget.device_array(MAX_QUERY_VERTICES, np.int64, what="candidate sizes")
+        self.d_qinfo = budget.device_array(_QI_EDGES, np.int32, what="query info")   # no linking edges
+        self.d_loads = budget.zeros(4, np.int64, what="load counters")
+        self.d_dummy32 = budget.zeros(1, np.int32, what="unused structure arrays")
+        self.d_dummy64 = budget.zeros(1, np.int64, what="unused structure arrays")
+        self.h_qinfo = np.zeros(_QI_EDGES, np.int32)
+        self.h_sizes = np.zeros(MAX_QUERY_VERTICES, np.int64)
+        self.d_bits, self._bits_rows = None, 0
+        self._grow_bits(4)
+        balance.allocate(self)
+        self.streams = _Streams(budget, slot_words)
+        self.kernels = make_kernels(self.warps)
+        self.balanced = balance.make_balanced_kernels(self.warps)
+        self.sgsi_kernels = make_sgsi_kernels(self.warps)
+        # the join's working memory: what is left after reserving bitsets for 16 query vertices
+        work = total - budget.in_use - max(0, 16 - self._bits_rows) * self.nwords * 4
+        if self.device_memory_limit is None:
+            work = min(work, DEFAULT_WORK_BYTES)
+        if work < _MIN_WORK_BYTES:
+            raise ValueError(f"device_memory_limit {total:,} leaves {work:,} bytes for SGSI's join "
+                             f"after the segment slots and candidate bitsets: raise it")
+        self.rows_cap = max(1, int(work * ROW_SHARE) // ROW_BYTES)
+        self.gba_cap = max(1, (work - self.rows_cap * ROW_BYTES) // 8)
+        self.tab_cap = self.rows_cap * 8
+        rows = self.rows_cap
+        self.d_F, self.d_Fx, self.d_num, self.d_numx, self.d_P, self.d_counts = (
+            budget.device_array(rows, np.int64, what=f"per-row {name}")
+            for name in ("F", "Fx", "num", "num_seg", "P", "counts"))
+        self.scan_ws = ScanWorkspace(rows, np.int64, budget=budget)
+        self.d_tab = budget.device_array(self.tab_cap, np.int32, what="table chunk")
+        self.d_gba = budget.device_array(self.gba_cap, np.int32, what="GBA")
+        self.d_col = budget.device_array(self.gba_cap, np.int32, what="output column")
+
+    def _grow_bits(self, nq: int) -> None:
+        if nq <= self._bits_rows:
+            return
+        if self.d_bits is not None:
+            self.budget.free(self.d_bits)
+        rows = max(nq, 2 * self._bits_rows)
+        self.d_bits = self.budget.device_array(max(1, rows * self.nwords), np.uint32, what="candidate bitsets")
+        self._bits_rows = rows
+
+    @property
+    def partitions(self) -> int:
+        """PCSR segments over all partitions (SGSI's partition count)."""
+        return sum(len(segs) for segs in self.segments)
+
+    # ------------------------------------------------------------------ match
+    def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
+        self._deadline = None if timeout_s is None else time.perf_counter() + timeout_s
+        self.budget.reset_peak()
+        nq = query.num_vertices
+        timer = PhaseTimer()
+        clock = _Clock(self.streams)
+        self._clock, self._limit, self._collect = clock, limit, collect
+        self._count, self._chunks, self._limited = 0, 0, False
+        stats = {"partitions": self.partitions, "signature_segments": len(self.sig_segments),
+                 "load_balance": self.load_balance}
+        status, reason, order, embeddings = Status.OK, "", list(range(nq)), None
+        iter_rows = [0] * nq
+        try:
+            self._grow_bits(nq)
+            with timer.phase("filter"):
+                sizes = self._filter(query, nq)
+            stats["candidate_sizes"] = sizes.tolist()
+            stats["min_candidates"] = int(sizes.min())
+            if sizes.min() > 0:
+                with timer.phase("plan"):
+                    plan = join_plan(query, sizes, lambda label, d: int(label) * self.directions + int(d),
+                                     self.partition_edges, self.total_edges, self.order_score)
+                    order = list(plan.order)
+                with timer.phase("filter"):
+                    cols = [self._start_column(plan.order[0])]
+                iter_rows[0] = cols[0].size
+                with timer.phase("enumerate"):
+                    cols = self._join(plan, cols, nq, iter_rows)
+                if collect:
+                    with timer.phase("transfer"):
+                        embeddings = np.empty((cols[0].size if cols else 0, nq), np.int32)
+                        for c, u in enumerate(order):
+                            embeddings[:, u] = cols[c]
+            if self._limited:
+                status = Status.LIMIT
+        except _Stop as stop:
+            status, reason = stop.status, stop.reason
+        if collect and embeddings is None:
+            embeddings = np.zeros((0, nq), np.int32)
+        comm, comp = clock.totals()
+        stats.update(order=order, rows_per_iteration=iter_rows, chunks=self._chunks, comm_s=comm,
+                     comp_s=comp, bytes_h2d=clock.bytes_h2d, bytes_d2h=clock.bytes_d2h,
+                     segments_streamed=clock.streamed)
+        return MatchResult(self.name, self._count, status, reason=reason, embeddings=embeddings,
+                           phases=timer.seconds, peak_device_bytes=self.budget.peak, stats=stats)
+
+    def _check_deadline(self) -> None:
+        if self._deadline is not None and time.perf_counter() > self._deadline:
+            raise _Stop(Status.TIMEOUT)
+
+    def _filter(self, query: Graph, nq: int) -> np.ndarray:
+        """Stream the signature segments through GSI's filter kernel into the bitsets; |C(u)|."""
+        qi = self.h_qinfo
+        qi[_QI_LAB:_QI_LAB + nq] = query.labels
+        out_deg = query.degrees
+        qi[_QI_OUT:_QI_OUT + nq] = out_deg
+        qi[_QI_IN:_QI_IN + nq] = np.diff(query.in_csr[0]) if query.directed else out_deg
+        qi[_QI_SIG:_QI_SIG + nq * SIG_WORDS] = signature_table(query, column_first=False)
+        clock = self._clock
+        with clock.comm_default.phase("h2d"):
+            self.d_qinfo.copy_to_device(qi)
+        clock.bytes_h2d += qi.nbytes
+        fill(self.d_sizes, 0)
+        T = self.block_threads
+
+        def launch(slot, seg, stream):
+            cnt = seg.hi - seg.lo + 1
+            words = (cnt + 31) // 32
+            sig = slot[:SIG_WORDS * cnt]
+            labels = slot[SIG_WORDS * cnt:(SIG_WORDS + 1) * cnt]
+            out_d = slot[(SIG_WORDS + 1) * cnt:(SIG_WORDS + 2) * cnt]
+            in_d = slot[(SIG_WORDS + 2) * cnt:(SIG_WORDS + 3) * cnt]
+            blocks = max(1, min(self.max_blocks, (nq * words + self.warps - 1) // self.warps))
+            filter_kernel[blocks, T, stream](2, cnt, words, nq, sig, labels, out_d, in_d, self.d_qinfo,
+                                             _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG, self.d_bits, self.d_sizes,
+                                             seg.lo // 32, self.nwords)
+
+        self.streams.run(self.sig_segments, launch, clock)
+        with clock.comm_default.phase("d2h"):
+            self.d_sizes.copy_to_host(self.h_sizes)
+        clock.bytes_d2h += self.h_sizes.nbytes
+        return self.h_sizes[:nq].copy()
+
+    def _start_column(self, u: int) -> np.ndarray:
+        """C(u_start) as the first column: its bitset row, decoded on the host."""
+        with self._clock.comm_default.phase("d2h"):
+            words = self.d_bits[u * self.nwords:(u + 1) * self.nwords].copy_to_host()
+        self._clock.bytes_d2h += words.nbytes
+        bits = np.unpackbits(words.view(np.uint8), bitorder="little")[:self.n]
+        return np.flatnonzero(bits).astype(np.int32)
+
+    def _degrees(self, part: int, vertices: np.ndarray) -> np.ndarray:
+        """|N(v, part)| of each vertex, from the host's per-partition degree lists."""
+        keys, counts = self.degree_keys[part], self.degree_counts[part]
+        if keys.size == 0:
+            return np.zeros(vertices.size, np.int64)
+        pos = np.minimum(np.searchsorted(keys, vertices), keys.size - 1)
+        return np.where(keys[pos] == vertices, counts[pos], 0)
+
+    def _segments_for(self, part: int, vertices: np.ndarray) -> list[Segment]:
+        """The segments of ``part`` whose source-vertex range holds one of ``vertices``."""
+        segs = self.segments[part]
+        if not segs or vertices.size == 0:
+            return []
+        values = np.unique(vertices)
+        lo = np.array([s.lo for s in segs])
+        hi = np.array([s.hi for s in segs])
+        pos = np.searchsorted(values, lo)
+        hit = (pos < values.size) & (values[np.minimum(pos, values.size - 1)] <= hi)
+        return [s for s, h in zip(segs, hit) if h]
+
+    def _join(self, plan, cols: list[np.ndarray], nq: int, iter_rows: list[int]) -> list[np.ndarray]:
+        """Every join iteration over the host-resident column-major table; the final columns
+        (empty lists when only counting)."""
+        if nq == 1:
+            self._add_count(cols[0].size)
+            return [cols[0][:self._count]] if self._collect else []
+        for level, step in enumerate(plan.steps):
+            width = level + 1
+            last = level == nq - 2
+            write = self._collect or not last
+            new_cols = [[] for _ in range(width + 1)]
+            rows_total = cols[0].size
+            out_rows = 0
+            a = 0
+            while a < rows_total:
+                self._check_deadline()
+                m, produced = self._run_chunk(step, cols, a, width, write, new_cols)
+                out_rows += produced
+                if write and out_rows * (width + 1) * 4 > self.host_memory_limit:
+                    raise _Stop(Status.OOM, f"host memory: the table of iteration {level + 1} passed "
+                                f"{out_rows:,} rows x {width + 1} columns, over host_memory_limit "
+                                f"{self.host_memory_limit:,} bytes")
+                a += m
+                if last and self._add_count(produced):
+                    break
+            iter_rows[level + 1] = out_rows
+            if not write:
+                return []
+            cols = [np.concatenate(parts) if parts else np.zeros(0, np.int32) for parts in new_cols]
+            if out_rows == 0:
+                return cols
+        return [c[:self._count] for c in cols]
+
+    def _add_count(self, found: int) -> bool:
+        """Count final rows; True once ``limit`` is reached (the count is capped at it)."""
+        self._count += found
+        if self._limit is not None and self._count >= self._limit:
+            self._count = self._limit
+            self._limited = True
+        return self._limited
+
+    def _run_chunk(self, step, cols, a: int, width: int, write: bool, new_cols) -> tuple[int, int]:
+        """Join rows a..a+m-1 (the largest prefix that fits) and write their output columns;
+        returns (m, rows produced)."""
+        clock, k, sk = self._clock, self.kernels, self.sgsi_kernels
+        col0, part0, lab0 = step.edges[0]
+        window = min(cols[0].size - a, self.rows_cap, max(1, self.tab_cap // width))
+        counts = self._degrees(part0, cols[col0][a:a + window])
+        incl = np.cumsum(counts)
+        m = int(np.searchsorted(incl, self.gba_cap, side="right"))
+        if m == 0:
+            raise _Stop(Status.OOM, f"one row's neighbour list ({int(counts[0]):,} entries) exceeds the "
+                        f"GBA of {self.gba_cap:,} entries that device_memory_limit leaves")
+        self._chunks += 1
+        rows = np.ascontiguousarray(np.stack([c[a:a + m] for c in cols], axis=1), np.int32).reshape(-1)
+        F = np.ascontiguousarray(incl[:m] - counts[:m], np.int64)
+        with clock.comm_default.phase("h2d"):
+            self.d_tab[:rows.size].copy_to_device(rows)
+            self.d_F[:m].copy_to_device(F)
+        clock.bytes_h2d += rows.nbytes + F.nbytes
+        tab, T = self.d_tab, self.block_threads
+        wg = max(1, min(self.max_blocks, (m + self.warps - 1) // self.warps))
+        tg = max(1, min(self.max_blocks, (m + T - 1) // T))
+        ubase = step.vertex * self.nwords
+        cache = int(self.write_cache)
+        heavy = self.load_balance == "histogram" or self.load_balance is True
+        with clock.comp_default.phase("kernels"):
+            sk["append_offsets_kernel"][tg, T](self.d_F, self.d_num, self.d_numx, self.d_Fx, m, 1)
+
+        def first(slot, seg, stream):       # Algorithm 4 for one segment
+            idx = (PCSR, self.d_meta, slot, self.d_dummy32, self.d_dummy64, slot, self.d_dummy32)
+            if heavy or self.duplicate_removal:
+                k["row_counts_kernel"][tg, T, stream](tab, width, 0, m, col0, seg.sid, self.n, *idx,
+                                                      self.d_counts, self._d_qcount, self.d_loads, 0)
+                balance.first_edge(self, tab, width, 0, m, col0, seg.sid, lab0, ubase, self.d_Fx,
+                                   self.d_gba, self.d_numx, idx, seg.max_list, stream)
+            else:
+                k["first_edge_kernel"][wg, T, stream](tab, width, 0, m, col0, seg.sid, lab0, self.d_bits,
+                                                      ubase, self.d_Fx, self.d_gba, self.d_numx, self.n,
+                                                      *idx, cache, self.d_loads, 0)
+            sk["append_offsets_kernel"][tg, T, stream](self.d_F, self.d_num, self.d_numx, self.d_Fx, m, 0)
+
+        self.streams.run(self._segments_for(part0, cols[col0][a:a + m]), first, clock)
+        for col, part, _label in step.edges[1:]:           # Algorithm 5, edge by edge
+            rd, wr = self.d_numx, self.d_Fx
+            fill(rd[:m], 0)
+            fill(wr[:m], 0)
+
+            def other(slot, seg, stream, col=col, rd=rd, wr=wr):
+                idx = (PCSR, self.d_meta, slot, self.d_dummy32, self.d_dummy64, slot, self.d_dummy32)
+                sk["segment_intersect_kernel"][wg, T, stream](tab, width, m, col, seg.sid, self.d_F,
+                                                              self.d_gba, self.d_num, rd, wr, self.n,
+                                                              *idx, cache)
+
+            self.streams.run(self._segments_for(part, cols[col][a:a + m]), other, clock)
+            self.d_num, self.d_Fx = wr, self.d_num        # the survivors are the write cursors
+        with clock.comp_default.phase("kernels"):
+            total = exclusive_scan(self.d_num, self.d_P, workspace=self.scan_ws, n=m)
+        if write and total:
+            for c in range(width + 1):                    # Algorithm 6: a column at a time
+                with clock.comp_default.phase("kernels"):
+                    sk["column_kernel"][wg, T](tab, width, c, m, self.d_gba, self.d_F, self.d_num,
+                                               self.d_P, self.d_col)
+                with clock.comm_default.phase("d2h"):
+                    new_cols[c].append(self.d_col[:total].copy_to_host())
+                clock.bytes_d2h += total * 4
+        return m, int(total)

@@ -1,0 +1,132 @@
+"""SGSI (gsi/sgsi.py): with a device-memory limit that cuts the data graph into 2, 3 and 8
+partitions, counts and embeddings equal in-core GSI's and the reference's, for queries whose
+matches cross partitions; SGSI+ (histogram load balance), the load-balance layers on a hub whose
+list spans segments, directed graphs with edge labels, limit/collect/timeout, and the errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from common.graph import Graph
+from common.reference import ReferenceMatcher
+from common.result import Status
+from gsi.engine import GSI
+from gsi.sgsi import SGSI
+from test_gsi import random_graph, walk_query
+
+
+def hub_graph(n: int, m: int, hub_degree: int, seed: int, directed: bool = False, edge_labels: int = 1) -> Graph:
+    """A random labelled graph plus vertex 0 joined to ``hub_degree`` others (a long list)."""
+    base = random_graph(n, m, 4, edge_labels, directed, seed)
+    src, dst, elab = base.edges()
+    rng = np.random.default_rng(seed)
+    spokes = rng.choice(np.arange(1, n), hub_degree, replace=False)
+    src = np.concatenate([src, np.zeros(hub_degree, np.int64)])
+    dst = np.concatenate([dst, spokes])
+    keep = np.unique(np.minimum(src, dst) * n + np.maximum(src, dst), return_index=True)[1] if not directed \
+        else np.unique(src * n + dst, return_index=True)[1]
+    if elab is not None:
+        elab = np.concatenate([elab, rng.integers(0, edge_labels, hub_degree)])[keep]
+    return Graph.from_edges(n, src[keep], dst[keep], base.labels, elab, directed=directed,
+                            name=f"hub{n}_{m}_s{seed}")
+
+
+GRAPH = hub_graph(400, 1300, 300, seed=5)
+DIRECTED = hub_graph(360, 1500, 250, seed=6, directed=True, edge_labels=2)
+_REF: dict[int, ReferenceMatcher] = {}
+SHAPE = dict(block_threads=32, max_blocks=1)      # one warp: the simulator runs threads in Python
+
+
+def reference(graph, query, **kw):
+    if id(graph) not in _REF:
+        _REF[id(graph)] = ReferenceMatcher().prepare(graph)
+    return _REF[id(graph)].match(query, **kw)
+
+
+def limit_for_partitions(graph: Graph, k: int) -> int:
+    """The smallest device-memory limit (a multiple of 32 bytes) whose largest PCSR partition
+    is cut into exactly ``k`` segments with one neighbour list split between two of them."""
+    for limit in range(40_000, 2_000_000, 32 * 8):
+        words = SGSI.slot_words_for(graph, limit)
+        _, segments = SGSI.plan_segments(graph, words)
+        longest = max(segments, key=len)
+        if len(longest) == k and any(a.hi == b.lo for a, b in zip(longest, longest[1:])):
+            return limit
+    raise AssertionError(f"no limit gives {k} partitions")
+
+
+def segment_of(engine: SGSI, part: int, v: int) -> int:
+    return next(i for i, s in enumerate(engine.segments[part]) if s.lo <= v <= s.hi)
+
+
+@pytest.mark.parametrize("k", [2, 3, 8])
+def test_counts_under_a_limit_that_forces_k_partitions(k):
+    limit = limit_for_partitions(GRAPH, k)
+    engine = SGSI(device_memory_limit=limit, **SHAPE).prepare(GRAPH)
+    assert len(engine.segments[0]) == k and engine.partitions == k
+    assert engine.budget.in_use <= limit
+    # a list that spans two segments (Algorithms 4 and 5 must stitch it)
+    assert any(a.hi == b.lo for a, b in zip(engine.segments[0], engine.segments[0][1:]))
+    crossing = 0
+    queries = {2: (walk_query(GRAPH, 3, seed=4),), 3: (walk_query(GRAPH, 4, seed=0),), 8: (walk_query(GRAPH, 4, seed=0),)}
+    for q in queries[k]:
+        got = engine.match(q, collect=True)
+        want = reference(GRAPH, q, collect=True)
+        assert got.status is Status.OK, got.reason
+        assert got.count == want.count > 0
+        if k == 3:
+            assert got.count == GSI(**SHAPE).prepare(GRAPH).match(q).count
+        assert sorted(map(tuple, got.embeddings.tolist())) == sorted(map(tuple, want.embeddings.tolist()))
+        assert got.peak_device_bytes <= limit
+        crossing += sum(len({segment_of(engine, 0, int(v)) for v in row}) > 1 for row in got.embeddings)
+        assert got.stats["segments_streamed"] >= 1 and got.stats["bytes_h2d"] > 0
+    assert crossing > 0                      # matches whose vertices lie in different partitions
+
+
+@pytest.mark.parametrize("options", [dict(load_balance="histogram"), dict(load_balance=False, duplicate_removal=False),
+                                     dict(load_balance=True, w3=33, w1=100), dict(write_cache=False)],
+                         ids=["sgsi+", "plain", "layers", "no-cache"])
+def test_variants_on_a_hub_spanning_segments(options):
+    limit = limit_for_partitions(GRAPH, 3)
+    engine = SGSI(device_memory_limit=limit, **options, **SHAPE).prepare(GRAPH)
+    hub_segments = [s for s in engine.segments[0] if s.lo <= 0 <= s.hi]
+    assert hub_segments and hub_segments[0].max_list > 100      # the hub's list is long
+    q = walk_query(GRAPH, 3, seed=4)
+    assert engine.match(q).count == reference(GRAPH, q).count > 0
+
+
+def test_directed_edge_labels_and_many_partitions():
+    limit = limit_for_partitions(DIRECTED, 3)
+    engine = SGSI(device_memory_limit=limit, load_balance="histogram", **SHAPE).prepare(DIRECTED)
+    assert len(engine.segments) == 4                 # 2 edge labels x 2 directions
+    assert engine.partitions > 4
+    for seed in (0,):
+        q = walk_query(DIRECTED, 4, seed=seed)
+        got, want = engine.match(q), reference(DIRECTED, q)
+        assert got.status is Status.OK and got.count == want.count, (q.name, got.stats)
+
+
+def test_limit_collect_timeout_and_host_memory():
+    limit = limit_for_partitions(GRAPH, 2)
+    engine = SGSI(device_memory_limit=limit, **SHAPE).prepare(GRAPH)
+    q = walk_query(GRAPH, 4, seed=0)
+    want = reference(GRAPH, q, collect=True)
+    r = engine.match(q, limit=7, collect=True)
+    assert want.count > 7 and r.status is Status.LIMIT and r.count == 7 and r.embeddings.shape == (7, 4)
+    assert {tuple(x) for x in r.embeddings.tolist()} <= {tuple(x) for x in want.embeddings.tolist()}
+    r = engine.match(q, limit=want.count + 5)
+    assert r.status is Status.OK and r.count == want.count
+    assert engine.match(q, timeout_s=1e-9).status is Status.TIMEOUT
+    tiny_host = SGSI(device_memory_limit=limit, host_memory_limit=64, **SHAPE).prepare(GRAPH).match(q)
+    assert tiny_host.status is Status.OOM and "host memory" in tiny_host.reason
+    single = Graph.from_edges(1, [], [], [int(GRAPH.labels[0])])
+    assert engine.match(single).count == int((GRAPH.labels == GRAPH.labels[0]).sum())
+
+
+def test_errors_name_the_problem():
+    with pytest.raises(ValueError, match="device_memory_limit"):
+        SGSI(device_memory_limit=2_000).prepare(GRAPH)
+    with pytest.raises(ValueError, match="load_balance"):
+        SGSI(load_balance="sometimes")
+    assert SGSI(**SHAPE).prepare(GRAPH).match(walk_query(GRAPH, 3, seed=0), homomorphic=True).status is Status.UNSUPPORTED
