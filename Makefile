@@ -6,10 +6,14 @@ STAMP  := $(VENV)/.installed-stamp
 # On a machine with an NVIDIA GPU, install the CUDA libraries too: make demo EXTRAS=test,cu13
 EXTRAS ?= test
 
-.PHONY: demo test install clean experiments compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig
+.PHONY: demo test install clean experiments compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
 # Experiments: make experiment-gsi SCALE=small (tiny | small | full); outputs under results/<paper>/
+# BUDGET=seconds: queries not started by then are recorded as skipped (a later run fills them in);
+# make experiments GPUS=0,1,2,3 runs the six sets in parallel, one process per set, pinned to GPUs
+# (BUDGET then bounds the whole run); make experiment-plan prints the worst case per set and GPU.
 SCALE ?= small
 OUT   ?= results
+EXPERIMENT := $(PY) -m experiments --scale $(SCALE) --out $(OUT) $(if $(BUDGET),--budget $(BUDGET))
 
 install: $(STAMP)
 
@@ -27,18 +31,21 @@ test: $(STAMP)
 	$(PY) -m pytest -n auto
 
 experiment-gsi: $(STAMP)
-	$(VENV)/bin/gpusm experiment --paper gsi_icde20 --scale $(SCALE) --out $(OUT)
+	$(EXPERIMENT) --paper gsi_icde20
 experiment-sgsi: $(STAMP)
-	$(VENV)/bin/gpusm experiment --paper sgsi_tkde22 --scale $(SCALE) --out $(OUT)
+	$(EXPERIMENT) --paper sgsi_tkde22
 experiment-egsm: $(STAMP)
-	$(VENV)/bin/gpusm experiment --paper egsm_sigmod23 --scale $(SCALE) --out $(OUT)
+	$(EXPERIMENT) --paper egsm_sigmod23
 experiment-gmatch: $(STAMP)
-	$(VENV)/bin/gpusm experiment --paper gmatch_pvldb26 --scale $(SCALE) --out $(OUT)
+	$(EXPERIMENT) --paper gmatch_pvldb26
 experiment-stwig: $(STAMP)
-	$(VENV)/bin/gpusm experiment --paper stwig_lin14 --scale $(SCALE) --out $(OUT)
+	$(EXPERIMENT) --paper stwig_lin14
 compare: $(STAMP)
-	$(VENV)/bin/gpusm experiment --paper compare --scale $(SCALE) --out $(OUT)
-experiments: experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig compare
+	$(EXPERIMENT) --paper compare
+experiments: $(STAMP)
+	$(EXPERIMENT) --all $(if $(GPUS),--gpus $(GPUS))
+experiment-plan: $(STAMP)
+	$(PY) -m experiments --plan --all --scale $(SCALE) $(if $(GPUS),--gpus $(GPUS))
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

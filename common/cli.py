@@ -184,33 +184,9 @@ def cmd_demo(args) -> int:
 def cmd_experiment(args) -> int:
     import shlex
 
-    from experiments import experiments_of, get_experiment
-    from experiments.core import MissingEngine, run_experiment
+    from experiments import cli
 
-    if args.list or not (args.names or args.paper):
-        for experiment in experiments_of():
-            missing = experiment.missing_engines()
-            state = f"  (needs {', '.join(missing)}: not built)" if missing else ""
-            print(f"{experiment.name:28s} {experiment.title}{state}")
-        return 0
-    chosen = [get_experiment(n) for n in args.names] + (experiments_of(args.paper) if args.paper else [])
-    command = "gpusm " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else ""
-    failed = 0
-    for experiment in chosen:
-        try:
-            outcome = run_experiment(experiment, args.scale, args.out, isolation=args.isolation,
-                                     progress=not args.quiet, command=command)
-        except MissingEngine as exc:
-            print(f"gpusm experiment: {exc}", file=sys.stderr)
-            failed += 1
-            continue
-        print(f"\n{experiment.name} [{args.scale}]: " + ", ".join(str(f) for f in outcome.files))
-        print(outcome.table.to_string())
-        if len(outcome.disagreements):
-            print(f"COUNT DISAGREEMENTS in {experiment.name}:\n{outcome.disagreements.to_string()}",
-                  file=sys.stderr)
-            failed += 1
-    return 1 if failed else 0
+    return cli.run(args, command="gpusm " + shlex.join(sys.argv[1:]))
 
 
 # ---------------------------------------------------------------------- parser
@@ -288,14 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_demo)
 
     x = sub.add_parser("experiment", help="run a paper's table or figure (resumable); --list names them")
-    x.add_argument("names", nargs="*", help="experiment names, e.g. compare.known")
-    x.add_argument("--paper", help="run every experiment of this paper module")
-    x.add_argument("--scale", default="small", choices=["tiny", "small", "full"])
-    x.add_argument("--out", default="results", help="output folder (one subfolder per paper)")
-    x.add_argument("--isolation", default="process", choices=["process", "inline"],
-                   help="process: each engine in a worker with a hard time limit per query")
-    x.add_argument("--list", action="store_true", help="list the experiments and exit")
-    x.add_argument("--quiet", action="store_true", help="no progress bar")
+    from experiments.cli import add_arguments
+    add_arguments(x)
     x.set_defaults(func=cmd_experiment)
     return parser
 

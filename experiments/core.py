@@ -13,23 +13,34 @@ Metrics, as the papers define them:
 - ``solved``: number of queries with status ok;
 - ``speedup``: mean (or, with ``reduce="max"``, maximum) over queries solved by both of
   ``t_config / t_base`` (EGSM §6.4's mean of per-query ratios; ``base`` is a config label);
-- ``stat``: mean over solved queries of a statistic the engine reports (``stat`` key);
+- ``stat``: mean of a statistic the engine reports (``stat`` key) over the queries that ran,
+  solved or timed out (the statistic of a partial run, such as an idle rate or a stack's high
+  water mark, is still a measurement); ``partial_runs=False`` keeps solved queries only, for
+  statistics that are totals over the whole search (a timed-out run's total is a lower bound);
 - ``peak_mb``: mean over solved queries of the peak device memory, in MiB.
 The time of a query is the sum of the phases the paper counts (``phases``; default all).
+Rows with status ``skipped`` (the budget ran out before they ran, :func:`run_set`) never
+enter a cell: a cell with any skipped row is NaN and the reports print it as not run.
+
+Budget. :func:`plan` gives, per experiment at a scale, the worst-case seconds of a run (every
+query runs to its time limit), which sizes the scales and assigns the sets to GPUs
+(:func:`assign_gpus`); :func:`run_set` runs one paper's set in one worker process under an
+optional wall-time budget.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
 from common.engine import available_engines
 
-from .runner import Job, run_jobs
+from .runner import SKIPPED, Job, canonical_options, config_key, run_jobs
 from .workloads import Dataset, QuerySpec, Scale, get_scale
 
 
@@ -74,6 +85,8 @@ class Metric:
     stat: str | None = None         # stat: the engine statistic averaged
     phases: tuple = ()              # time = sum of these phases (empty: all)
     reduce: str = "mean"            # speedup: "mean" or "max" over queries
+    partial_runs: bool = True       # stat: timed-out queries count too
+    factor: float = 1.0             # stat: multiplies the statistic (e.g. 1000: seconds -> ms)
 
     def times(self, rows: pd.DataFrame) -> pd.Series:
         if not self.phases:
@@ -89,9 +102,10 @@ class Metric:
         if self.kind == "peak_mb":
             return float(solved["peak_device_bytes"].astype(float).mean() / 2**20) if len(solved) else math.nan
         if self.kind == "stat":
-            values = pd.to_numeric(solved["stats"].map(lambda js: _stat(js, self.stat)),
+            ran = rows[rows.status.isin(("ok", "timeout") if self.partial_runs else ("ok",))]
+            values = pd.to_numeric(ran["stats"].map(lambda js: _stat(js, self.stat)),
                                    errors="coerce").dropna()
-            return float(values.mean()) if len(values) else math.nan
+            return float(values.mean() * self.factor) if len(values) else math.nan
         if self.kind == "speedup":
             base = base_rows[base_rows.status == "ok"]
             mine = pd.Series(self.times(solved).to_numpy(), index=solved["query"].to_numpy())
@@ -119,6 +133,8 @@ class Experiment:
     ``paper_values`` has the paper's printed numbers in the same layout as the measured table
     (rows = point labels, columns = config labels); NaN where the paper printed nothing.
     ``time_limit_s`` and ``memory_cap`` are the paper's; the scale may lower the time limit.
+    ``scale_at`` maps a scale name to overrides of that scale's fields for this experiment
+    alone (fewer queries, a shorter limit, fewer points, smaller stand-ins).
     ``figure``: None, ``"bars"``, ``"lines"`` (x = ``Point.x``) or ``"scatter"`` (per-query
     times of each config against ``scatter_base``). ``rows`` maps point labels to table rows
     when a row pools several points (e.g. one pattern on several datasets); by default each
@@ -141,10 +157,24 @@ class Experiment:
     points_at: dict = field(default_factory=dict)   # scale name -> tuple of points (override)
     rows: dict = field(default_factory=dict)        # point label -> row label (pooled rows)
     memory_cap_at: dict = field(default_factory=dict)  # scale name -> device-memory cap (override)
+    scale_at: dict = field(default_factory=dict)       # scale name -> {Scale field: value} (override)
+
+    def scale_for(self, scale: Scale) -> Scale:
+        """``scale`` with this experiment's overrides for it applied."""
+        return replace(scale, **self.scale_at.get(scale.name, {}))
+
+    def all_points(self, scale: Scale) -> tuple:
+        """The points at ``scale`` before ``max_points`` cuts them."""
+        return self.points_at.get(scale.name, self.points)
 
     def points_for(self, scale: Scale) -> tuple:
-        points = self.points_at.get(scale.name, self.points)
+        scale = self.scale_for(scale)
+        points = self.all_points(scale)
         return points if scale.max_points is None else points[:scale.max_points]
+
+    def time_limit_for(self, scale: Scale) -> float:
+        limit = self.scale_for(scale).time_limit_s
+        return self.time_limit_s if limit is None else min(self.time_limit_s, limit)
 
     def memory_cap_for(self, scale: Scale) -> int | None:
         return self.memory_cap_at.get(scale.name, self.memory_cap)
@@ -155,8 +185,8 @@ class Experiment:
 
     def jobs(self, scale: Scale) -> tuple[list[Job], dict[str, dict[str, int]]]:
         """The runner jobs at ``scale`` and the exact counts known per point (by query name)."""
-        limit = self.time_limit_s if scale.time_limit_s is None else min(self.time_limit_s,
-                                                                           scale.time_limit_s)
+        scale = self.scale_for(scale)
+        limit = self.time_limit_for(scale)
         jobs, known = [], {}
         for point in self.points_for(scale):
             data = point.dataset.load(scale)
@@ -166,21 +196,65 @@ class Experiment:
                 options = tuple(sorted(dict(config.options + point.options).items()))
                 jobs.append(Job(self.name, config.label, config.engine, point.label, data,
                                 tuple(queries), options, time_limit_s=limit,
-                                device_memory_limit=self.memory_cap_for(scale), repeats=self.repeats))
+                                device_memory_limit=self.memory_cap_for(scale), repeats=self.repeats,
+                                run_key=self.run_key(config, point, scale)))
         return jobs, known
 
-    def table(self, raw: pd.DataFrame, scale: Scale) -> pd.DataFrame:
-        """The measured table: rows = point labels, columns = config labels."""
+    def run_key(self, config: Config, point: Point, scale: Scale) -> tuple:
+        """What makes a (config, point) job's runs identical to another experiment's (runner docstring)."""
+        scale = self.scale_for(scale)
+        options = canonical_options(config.engine, config.options + point.options)
+        return (config.engine, options, repr(point.dataset), scale.max_edges, scale.real_data,
+                repr(replace(point.queries, count=0)), scale.max_query_vertices,
+                self.time_limit_for(scale), self.memory_cap_for(scale), self.repeats)
+
+    def row_groups(self, scale: Scale) -> dict[str, list[str]]:
+        """Table row label -> the point labels pooled in it."""
         groups: dict[str, list[str]] = {}
         for point in self.points_for(scale):
             groups.setdefault(self.rows.get(point.label, point.label), []).append(point.label)
-        table = pd.DataFrame(index=list(groups), columns=[c.label for c in self.configs], dtype=float)
-        for row, members in groups.items():
+        return groups
+
+    def table(self, raw: pd.DataFrame, scale: Scale) -> pd.DataFrame:
+        """The measured table: rows = point labels, columns = config labels; NaN where not run."""
+        skipped = self.not_run(raw, scale)
+        table = pd.DataFrame(index=list(skipped.index), columns=list(skipped.columns), dtype=float)
+        for row, members in self.row_groups(scale).items():
             here = raw[raw.dataset.isin(members)]
             base = here[here.config == self.metric.base] if self.metric.base else None
             for config in self.configs:
-                table.loc[row, config.label] = self.metric.cell(here[here.config == config.label], base)
+                if not skipped.loc[row, config.label]:
+                    table.loc[row, config.label] = self.metric.cell(here[here.config == config.label], base)
         return table
+
+    def not_run(self, raw: pd.DataFrame, scale: Scale) -> pd.DataFrame:
+        """Per cell, how many queries were skipped (status ``skipped``); a ratio counts its base's too."""
+        groups = self.row_groups(scale)
+        table = pd.DataFrame(0, index=list(groups), columns=[c.label for c in self.configs], dtype=int)
+        skipped = raw[raw.status == SKIPPED]
+        for row, members in groups.items():
+            here = skipped[skipped.dataset.isin(members)]
+            base = int((here.config == self.metric.base).sum()) if self.metric.base else 0
+            for config in self.configs:
+                table.loc[row, config.label] = max(int((here.config == config.label).sum()), base)
+        return table
+
+    def cuts(self, scale: Scale) -> str:
+        """What ``scale`` cuts from the paper's setting (points, queries per set), in words."""
+        scale = self.scale_for(scale)
+        kept = self.points_for(scale)
+        labels = {p.label for p in kept}
+        parts = []
+        if len(kept) < len(self.points):
+            dropped = ", ".join(p.label for p in self.points if p.label not in labels)
+            parts.append(f"{len(kept)} of {len(self.points)} points kept (not run: {dropped})")
+        paper_counts = sorted({p.queries.count for p in kept if p.queries.kind != "patterns"})
+        if scale.queries_per_set is not None and any(c > scale.queries_per_set for c in paper_counts):
+            parts.append(f"at most {scale.queries_per_set} queries per set "
+                         f"(paper: {', '.join(map(str, paper_counts))})")
+        if scale.max_query_vertices is not None:
+            parts.append(f"generated queries shrunk to at most {scale.max_query_vertices} vertices")
+        return "; ".join(parts)
 
 
 def check_counts(raw: pd.DataFrame, known: dict[str, dict[str, int]]) -> pd.DataFrame:
@@ -210,8 +284,13 @@ class Outcome:
 
 
 def run_experiment(experiment: Experiment, scale: str | Scale = "small", out_dir: Path | str = "results",
-                   *, isolation: str = "process", progress: bool = True, command: str = "") -> Outcome:
-    """Run (or resume) ``experiment`` at ``scale`` and write its reports under ``out_dir/<paper>/``."""
+                   *, isolation: str = "process", progress: bool = True, command: str = "",
+                   deadline: float | None = None, worker=None, shared: dict | None = None) -> Outcome:
+    """Run (or resume) ``experiment`` at ``scale`` and write its reports under ``out_dir/<paper>/``.
+
+    ``deadline``, ``worker`` and ``shared`` go to :func:`experiments.runner.run_jobs` (budget,
+    a worker and the rows of identical runs shared by a set's experiments).
+    """
     from .report import write_reports
 
     scale = get_scale(scale) if isinstance(scale, str) else scale
@@ -222,9 +301,192 @@ def run_experiment(experiment: Experiment, scale: str | Scale = "small", out_dir
     folder = Path(out_dir) / experiment.paper
     jobs, known = experiment.jobs(scale)
     raw = run_jobs(jobs, folder / f"{experiment.name}.{scale.name}.csv", isolation=isolation,
-                   progress=progress)
+                   progress=progress, deadline=deadline, worker=worker, shared=shared)
     raw = raw[raw.experiment == experiment.name]
     table = experiment.table(raw, scale)
     disagreements = check_counts(raw, known)
     files = write_reports(experiment, scale, raw, table, disagreements, folder, command=command)
     return Outcome(experiment, scale, raw, table, disagreements, files)
+
+
+# ---------------------------------------------------------------------- worst-case plan
+COMPILE_ALLOWANCE_S = 30.0
+"""Seconds allowed for compiling one (engine, options) configuration's kernels, once per worker."""
+
+
+@dataclass(frozen=True)
+class PlanLine:
+    """The worst case of one experiment at a scale: every query runs to its time limit.
+
+    ``query_s`` = runs x repeats x limit; ``warmup_s`` = one untimed query (the runner's warm-up)
+    per configuration (:func:`runner.canonical_options`) that no earlier experiment of the same
+    worker ran; ``compile_s`` = :data:`COMPILE_ALLOWANCE_S` per compiled variant
+    (:func:`runner.config_key`: run-time options aside) not compiled before. Building and
+    preparing a job's data graph and a worker restart after a hard kill (which compiles
+    again) are not counted.
+    """
+
+    experiment: str
+    jobs: int
+    runs: int                 # (config, query) pairs run (not copied from an earlier experiment)
+    limit_s: float
+    repeats: int
+    query_s: float
+    warmup_s: float
+    compile_s: float
+    missing: tuple = ()       # engines not built: the experiment will not run
+
+    @property
+    def worst_s(self) -> float:
+        return self.query_s + self.warmup_s + self.compile_s
+
+
+def plan(experiments, scale: str | Scale) -> list[PlanLine]:
+    """Worst-case lines for ``experiments`` run in this order by one worker (:class:`PlanLine`).
+
+    A run that an earlier experiment already made (same ``run_key``, same query) costs nothing;
+    ``runs`` counts the runs actually made. Only query files are read; no data graph is built.
+    """
+    scale = get_scale(scale) if isinstance(scale, str) else scale
+    compiled, warmed, done = set(), set(), set()
+    lines = []
+    for experiment in experiments:
+        here = experiment.scale_for(scale)
+        limit = experiment.time_limit_for(scale)
+        jobs = runs = 0
+        new_compiles, new_warmups = set(), set()
+        missing = tuple(experiment.missing_engines())
+        for point in experiment.points_for(scale):
+            queries = point.queries.count_at(here)
+            for config in experiment.configs:
+                jobs += 1
+                options = dict(config.options + point.options)
+                if config.engine in missing:           # defaults unknown: every spelling is its own
+                    compile_key = warm_key = (config.engine, tuple(sorted(options.items())))
+                    run_key = None
+                else:
+                    compile_key = config_key(config.engine, options)
+                    warm_key = (config.engine, canonical_options(config.engine, options))
+                    run_key = experiment.run_key(config, point, scale)
+                fresh = [i for i in range(queries) if run_key is None or (run_key, i) not in done]
+                done |= {(run_key, i) for i in fresh if run_key is not None}
+                runs += len(fresh)
+                if fresh:
+                    new_compiles |= {compile_key} - compiled
+                    new_warmups |= {warm_key} - warmed
+        compiled |= new_compiles
+        warmed |= new_warmups
+        lines.append(PlanLine(experiment.name, jobs, runs, limit, experiment.repeats,
+                              query_s=runs * experiment.repeats * limit,
+                              warmup_s=len(new_warmups) * limit,
+                              compile_s=len(new_compiles) * COMPILE_ALLOWANCE_S, missing=missing))
+    return lines
+
+
+def plan_set(paper: str, scale: str | Scale) -> list[PlanLine]:
+    """The worst case of a paper's whole set, run by one worker (as :func:`run_set` does)."""
+    from . import experiments_of
+
+    return plan(experiments_of(paper), scale)
+
+
+def assign_gpus(worst_s: dict[str, float], gpus: list[str]) -> dict[str, list[str]]:
+    """Sets per GPU (a GPU's sets run one after the other), minimising the largest GPU total.
+
+    Every assignment is tried (6 sets on 4 GPUs: 4,096); ties go to the smaller sum of squared
+    GPU totals, then to the first found (sets in ``PAPERS`` order, GPUs in the order given), so
+    the assignment is fixed for a given plan. Every set lands on exactly one GPU.
+    """
+    from itertools import product
+
+    from . import PAPERS
+
+    if not gpus:
+        raise ValueError("no GPUs given")
+    if len(set(gpus)) != len(gpus):
+        raise ValueError(f"GPU listed twice in {gpus}")
+    order = {paper: i for i, paper in enumerate(PAPERS)}
+    papers = sorted(worst_s, key=lambda p: (order.get(p, len(order)), p))
+    best, best_score = None, None
+    for choice in product(range(len(gpus)), repeat=len(papers)):
+        loads = [0.0] * len(gpus)
+        for paper, gpu in zip(papers, choice):
+            loads[gpu] += worst_s[paper]
+        score = (max(loads), sum(x * x for x in loads))
+        if best_score is None or score < best_score:
+            best, best_score = choice, score
+    assignment: dict[str, list[str]] = {gpu: [] for gpu in gpus}
+    for paper, gpu in zip(papers, best or ()):
+        assignment[gpus[gpu]].append(paper)
+    return assignment
+
+
+def format_plan(paper: str, lines: list[PlanLine]) -> str:
+    """The plan of one set as a text table, with its total."""
+    header = f"{'experiment':40s} {'jobs':>5s} {'runs':>5s} {'limit':>6s} {'query s':>8s} " \
+             f"{'warm-up':>8s} {'compile':>8s} {'worst s':>8s}"
+    out = [f"{paper}:", header]
+    for line in lines:
+        note = f"  (needs {', '.join(line.missing)}: not built)" if line.missing else ""
+        out.append(f"{line.experiment:40s} {line.jobs:5d} {line.runs:5d} {line.limit_s:6g} "
+                   f"{line.query_s:8.1f} {line.warmup_s:8.1f} {line.compile_s:8.0f} {line.worst_s:8.1f}{note}")
+    out.append(f"{'total':40s} {sum(l.jobs for l in lines):5d} {sum(l.runs for l in lines):5d} {'':6s} "
+               f"{sum(l.query_s for l in lines):8.1f} {sum(l.warmup_s for l in lines):8.1f} "
+               f"{sum(l.compile_s for l in lines):8.0f} {sum(l.worst_s for l in lines):8.1f}")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------- one paper's set
+@dataclass
+class SetOutcome:
+    """What :func:`run_set` produced: per experiment an :class:`Outcome` or the reason it did not run."""
+
+    paper: str
+    outcomes: list
+    missing: dict              # experiment name -> MissingEngine message
+    seconds: float
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.missing) or any(len(o.disagreements) for o in self.outcomes)
+
+
+def run_set(paper: str, scale: str | Scale = "small", out_dir: Path | str = "results", *,
+            names: list[str] | None = None, experiments: list | None = None, budget_s: float | None = None,
+            isolation: str = "process", progress: bool = True, command: str = "", log=print) -> SetOutcome:
+    """Run (or resume) a paper's experiments (or ``names`` of them) in one worker process.
+
+    ``experiments`` replaces the paper's declared ones (a set built elsewhere). Runs identical
+    to an earlier experiment's are copied (runner docstring). With ``budget_s``, pairs not
+    started within that many seconds of wall time become ``skipped`` rows. Writes
+    ``out_dir/<paper>/run.<scale>.json`` (:func:`report.write_run_metadata`).
+    """
+    from . import experiments_of
+    from .report import write_run_metadata
+    from .runner import make_worker
+
+    scale = get_scale(scale) if isinstance(scale, str) else scale
+    declared = experiments_of(paper) if experiments is None else list(experiments)
+    chosen = [e for e in declared if names is None or e.name in names]
+    start = time.monotonic()
+    deadline = None if budget_s is None else start + budget_s
+    worker = make_worker(isolation)
+    shared: dict = {}
+    outcomes, missing = [], {}
+    try:
+        for experiment in chosen:
+            log(f"[{time.monotonic() - start:7.1f} s] {experiment.name}")
+            try:
+                outcomes.append(run_experiment(experiment, scale, out_dir, isolation=isolation,
+                                               progress=progress, command=command,
+                                               deadline=deadline, worker=worker, shared=shared))
+            except MissingEngine as exc:
+                missing[experiment.name] = str(exc)
+                log(f"  {exc}")
+    finally:
+        worker.stop()
+    result = SetOutcome(paper, outcomes, missing, time.monotonic() - start)
+    write_run_metadata(result, scale, Path(out_dir) / paper, command=command, budget_s=budget_s,
+                       worst_s=sum(line.worst_s for line in plan(chosen, scale)))
+    log(f"[{result.seconds:7.1f} s] {paper} done")
+    return result

@@ -9,6 +9,11 @@ degree (capped in size by the scale). Limits: 30 min per large query, 3 h per pa
 (RTX 4090). Only search time is reported (§4.5): the ``enumerate`` phase.
 
 The third-party systems (T-DFS, STMatch, BEEP, G2Miner) are not built: their columns are absent.
+
+At the ``small`` scale (``SMALL``) the Category-1 tables keep db and en with 2 queries and a 1 s
+limit (most 12-vertex queries run to it; the idle rate, stack and seed-pool statistics count
+timed-out runs too); the pattern tables (``SMALL_PATTERNS``) keep pk's P1-P9 on a 100K-edge
+stand-in with a 0.5 s limit, so Table 5's rows average pk alone.
 """
 
 from __future__ import annotations
@@ -86,9 +91,16 @@ _T5_SETS = tuple(d for d in CATEGORY_2 if d.name in ("pk", "lj", "ot", "fr"))
 _T5_POINTS = _pattern_points(_T5_SETS)
 
 
-def _experiment(name, title, configs, metric, paper=None, *, limit=LARGE_LIMIT_S, **kw) -> Experiment:
+SMALL = dict(time_limit_s=1.0, queries_per_set=2, max_points=2)
+"""The small scale's setting for the Category-1 experiments (sized by the worst-case plan)."""
+SMALL_PATTERNS = dict(time_limit_s=0.5, max_points=9, max_edges=100_000)
+"""... and for the patterns on unlabelled stand-ins: one dataset's P1-P9."""
+
+
+def _experiment(name, title, configs, metric, paper=None, *, limit=LARGE_LIMIT_S, small=SMALL,
+                **kw) -> Experiment:
     return Experiment(f"{PAPER}.{name}", PAPER, title, tuple(configs), kw.pop("points", LARGE_POINTS),
-                      metric, limit, MEMORY_CAP, paper_values=paper, **kw)
+                      metric, limit, MEMORY_CAP, paper_values=paper, scale_at={"small": small}, **kw)
 
 
 _SEED_POOL_SWEEP = tuple(Point(f"{d.name} N=10^{e}", d, LARGE, x=e, options=(("seed_pool", 10**e),))
@@ -99,10 +111,10 @@ EXPERIMENTS = (
                 (*COARSE, GMATCH), Metric("stat", stat="idle_rate"), _T6),
     _experiment("table4", "Table 4: patterns P1-P9 on unlabelled graphs, search time (ms)", (GMATCH,),
                 Metric("avg_ms", phases=SEARCH), _T4, limit=PATTERN_LIMIT_S,
-                points=_pattern_points(CATEGORY_2)),
+                points=_pattern_points(CATEGORY_2), small=SMALL_PATTERNS),
     _experiment("table5", "Table 5: coarse vs fine-grained, search time (ms) averaged over pk, lj, ot, fr",
                 (COARSE[0], COARSE[2], COARSE[3], FINE_NAIVE, FINE_BATCH), Metric("avg_ms", phases=SEARCH), _T5,
-                limit=PATTERN_LIMIT_S, points=_T5_POINTS,
+                limit=PATTERN_LIMIT_S, points=_T5_POINTS, small=SMALL_PATTERNS,
                 rows={p.label: p.label.split()[1] for p in _T5_POINTS}),
     _experiment("table8_avg", "Table 8: work-stealing speedup, mean over queries (t_off / t_on)",
                 (GMATCH, NO_STEALING), Metric("speedup", base="gMatch", phases=SEARCH), _T8_AVG),

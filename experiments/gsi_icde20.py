@@ -15,6 +15,10 @@ VII's global-store counts are not instrumented (use Nsight Compute): only its ti
 Table IV's GpSM and GunrockSM filter columns are reproduced by GSI's own label-only and
 label+degree filters, which is what those systems' filters do (digest §8.4). Fig. 14 puts the
 other engines of this toolkit beside GSI instead.
+
+At the ``small`` scale (``SMALL``) each table keeps Enron and gowalla with 3 queries and a 0.5 s
+limit, each sweep its first 3 points; the WatDiv size sweep shrinks its stand-ins in proportion
+(10/50/90 of 210 parts of the scale's edge cap) so that their sizes still differ.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .core import Config, Experiment, Metric, Point
-from .workloads import GB, ENRON, Dataset, QuerySpec
+from .workloads import GB, ENRON, Dataset, QuerySpec, scaled_sweep
 
 PAPER = "gsi_icde20"
 TIME_LIMIT_S = 100.0
@@ -69,9 +73,14 @@ def _instrumented(configs) -> tuple:
                  for c in configs)
 
 
-def _experiment(name, title, configs, metric, paper=None, **kw) -> Experiment:
+SMALL = dict(time_limit_s=0.5, queries_per_set=3, max_points=2)
+"""The small scale's setting for this paper (sized by the worst-case plan); sweeps keep 3 points."""
+SMALL_SWEEP = dict(SMALL, max_points=3)
+
+
+def _experiment(name, title, configs, metric, paper=None, *, small=SMALL, **kw) -> Experiment:
     return Experiment(f"{PAPER}.{name}", PAPER, title, tuple(configs), kw.pop("points", POINTS), metric,
-                      TIME_LIMIT_S, MEMORY_CAP, paper_values=paper, **kw)
+                      TIME_LIMIT_S, MEMORY_CAP, paper_values=paper, scale_at={"small": small}, **kw)
 
 
 FILTERS = (Config.of("label (GpSM)", "gsi", filter="label", **GSI_OPT),
@@ -144,11 +153,11 @@ EXPERIMENTS = (
                 _table(_T4, ["c1", "c2", "c3"] + _FILTER_COLS)[_FILTER_COLS]),
     _experiment("table5_time", "Table V: join techniques, time (ms)", JOIN, Metric("avg_ms"), _table(_T5_MS, _JOIN_COLS)),
     _experiment("table5_gld", "Table V: join techniques, global-memory loads", _instrumented(JOIN),
-                Metric("stat", stat="loads_total"), _table(_T5_GLD, _JOIN_COLS)),
+                Metric("stat", stat="loads_total", partial_runs=False), _table(_T5_GLD, _JOIN_COLS)),
     _experiment("table6_time", "Table VI: CR vs PCSR, time (ms)", STRUCTURES, Metric("avg_ms"),
                 _table(_T6_MS, ["CR", "PCSR"])),
     _experiment("table6_gld", "Table VI: CR vs PCSR, global-memory loads", _instrumented(STRUCTURES),
-                Metric("stat", stat="loads_total"), _table(_T6_GLD, ["CR", "PCSR"])),
+                Metric("stat", stat="loads_total", partial_runs=False), _table(_T6_GLD, ["CR", "PCSR"])),
     _experiment("table7_time", "Table VII: write cache, time (ms)", WRITE_CACHE, Metric("avg_ms"),
                 _table(_T7_MS, ["no cache", "write cache"])),
     _experiment("table8", "Table VIII: load balance and duplicate removal, time (ms)", OPTIMIZATIONS,
@@ -156,18 +165,19 @@ EXPERIMENTS = (
     _experiment("table9_time", "Table IX: duplicate removal, time (ms)", DUPLICATES, Metric("avg_ms"),
                 _table(_T9_MS, ["with dup", "DR"])),
     _experiment("table9_gld", "Table IX: duplicate removal, global-memory loads", _instrumented(DUPLICATES),
-                Metric("stat", stat="loads_total"), _table(_T9_GLD, ["with dup", "DR"])),
+                Metric("stat", stat="loads_total", partial_runs=False), _table(_T9_GLD, ["with dup", "DR"])),
     _experiment("fig14", "Fig. 14: all engines per dataset, average time (ms)", ALL_ENGINES,
                 Metric("avg_ms"), figure="bars",
                 notes="the paper's competitors are not built; this toolkit's engines stand beside GSI"),
     _experiment("fig15a", "Fig. 15(a): data size (WatDiv stand-ins), GSI and GSI-opt", ALL_ENGINES[:2],
-                Metric("avg_ms"), points=SIZE_SWEEP, figure="lines"),
+                Metric("avg_ms"), points=SIZE_SWEEP, figure="lines", small=SMALL_SWEEP,
+                points_at={"small": scaled_sweep(SIZE_SWEEP, "small")}),
     _experiment("fig16a_vertex_labels", "Fig. 16(a): number of vertex labels (gowalla), GSI-opt",
-                ALL_ENGINES[1:2], Metric("avg_ms"), points=VERTEX_LABEL_SWEEP, figure="lines"),
+                ALL_ENGINES[1:2], Metric("avg_ms"), points=VERTEX_LABEL_SWEEP, figure="lines", small=SMALL_SWEEP),
     _experiment("fig16a_edge_labels", "Fig. 16(a): number of edge labels (gowalla), GSI-opt",
-                ALL_ENGINES[1:2], Metric("avg_ms"), points=EDGE_LABEL_SWEEP, figure="lines"),
+                ALL_ENGINES[1:2], Metric("avg_ms"), points=EDGE_LABEL_SWEEP, figure="lines", small=SMALL_SWEEP),
     _experiment("fig16b_edges", "Fig. 16(b): |E(Q)| at |V(Q)| = 12 (gowalla), GSI-opt", ALL_ENGINES[1:2],
-                Metric("avg_ms"), points=EDGE_SWEEP, figure="lines"),
+                Metric("avg_ms"), points=EDGE_SWEEP, figure="lines", small=SMALL_SWEEP),
     _experiment("fig16b_vertices", "Fig. 16(b): |V(Q)| at |E(Q)| = 2|V(Q)| (gowalla), GSI-opt",
-                ALL_ENGINES[1:2], Metric("avg_ms"), points=VERTEX_SWEEP, figure="lines"),
+                ALL_ENGINES[1:2], Metric("avg_ms"), points=VERTEX_SWEEP, figure="lines", small=SMALL_SWEEP),
 )

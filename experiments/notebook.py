@@ -37,7 +37,8 @@ def paper_outputs(paper: str, results: Path | str = "results", scale: str = "sma
             continue
         raw = read_rows(raw_file)
         raw = raw[raw.experiment == experiment.name]
-        tables[experiment.name] = side_by_side(experiment.table(raw, get_scale(scale)), experiment.paper_values)
+        tables[experiment.name] = side_by_side(experiment.table(raw, get_scale(scale)), experiment.paper_values,
+                                               experiment.not_run(raw, get_scale(scale)))
     return tables
 
 

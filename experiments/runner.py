@@ -14,9 +14,26 @@ all jobs of a run, so a kernel compiled once is not compiled again for the next 
 is the job's time limit; the hard limit only catches what the cooperative one cannot.
 Workers are started with the ``spawn`` method: a CUDA context does not survive ``fork``.
 ``isolation="inline"`` runs everything in this process (for the simulator-scale tests).
+A caller may pass its own worker (:func:`make_worker`) to several :func:`run_jobs` calls, so that
+a whole paper's set shares one process and its compiled kernels.
 
-Warm-up. Before the timed queries each worker answers the set's first query once, untimed,
-so that kernel compilation (Numba compiles on first launch) is not charged to a query.
+Shared runs. Jobs carry a ``run_key`` (engine, options that differ from the defaults, data
+graph, query set, limits): when several experiments of one set run the same configuration on
+the same query (GSI's Tables IV time and candidates, VIII and IX, ...), a ``shared`` dict passed
+to :func:`run_jobs` lets the later ones copy the earlier row (its reason says so) instead of
+running the query again.
+
+Budget. With a ``deadline`` (``time.monotonic()`` seconds), once it has passed every remaining
+(job, query) pair is written as a row with status ``skipped`` and reason ``budget`` without
+running; a later run (resume) drops those rows and runs the pairs.
+
+Warm-up. Before the timed queries of a configuration's first job, the worker answers the
+job's first query once, untimed, so that kernel compilation (Numba compiles on first launch) is
+not charged to a query. A configuration (engine and the options that differ from its defaults,
+:func:`canonical_options`) is warmed up once per worker process: its kernels stay compiled for
+its later jobs, which on a budget would otherwise pay one extra query each. (Even options that
+:data:`RUNTIME_OPTIONS` says compile nothing get their own warm-up: a query must never pay for
+a compile that this table missed.)
 """
 
 from __future__ import annotations
@@ -40,6 +57,9 @@ ROW_FIELDS = ("experiment", "config", "engine", "dataset", "query", "status", "c
 KEY = ("experiment", "config", "dataset", "query")
 """A row is identified by these columns (what resuming skips)."""
 
+SKIPPED = "skipped"
+"""Status of a row that was not run because the budget ran out (redone on resume)."""
+
 
 @dataclass(frozen=True)
 class Job:
@@ -62,6 +82,7 @@ class Job:
     device_memory_limit: int | None = None
     repeats: int = 1
     grace_s: float = 30.0
+    run_key: tuple = field(default=(), compare=False)         # identical runs share rows; () = never
 
     @property
     def engine_options(self) -> dict:
@@ -94,13 +115,49 @@ def _answer(engine, query, job: Job) -> dict:
     return row
 
 
-def _prepare(job: Job):
-    """The job's engine, prepared on its data graph and warmed up on its first query."""
+RUNTIME_OPTIONS = {"gsi": ("instrument", "write_cache", "duplicate_removal", "filter"),
+                   "gmatch": ("seed_pool",)}
+"""Options that reach the kernels as run-time values, not as compiled variants (so they compile
+nothing new): GSI passes ``write_cache``, ``duplicate_removal`` and ``instrument`` to its join
+kernels as ints and the filter as a ``mode`` int (gsi/engine.py, gsi/balance.py); gMatch's
+``seed_pool`` only sizes a buffer (gmatch/engine.py)."""
+
+
+def canonical_options(engine: str, options) -> tuple:
+    """``options`` without those equal to the engine constructors' defaults, sorted.
+
+    ``device_memory_limit`` is left out (the job carries it); an option the constructors do not
+    declare is kept.
+    """
+    import inspect
+
+    from common.engine import engine_class
+
+    defaults = {}
+    for cls in reversed(engine_class(engine).__mro__):
+        init = cls.__dict__.get("__init__")
+        if init is not None:
+            defaults.update({name: p.default for name, p in inspect.signature(init).parameters.items()
+                             if p.default is not inspect.Parameter.empty})
+    return tuple(sorted((k, v) for k, v in dict(options).items()
+                        if k != "device_memory_limit" and (k not in defaults or defaults[k] != v)))
+
+
+def config_key(engine: str, options) -> tuple:
+    """An engine configuration as compiled: the engine and its non-default, non-run-time options."""
+    runtime = RUNTIME_OPTIONS.get(engine, ())
+    return engine, tuple((k, v) for k, v in canonical_options(engine, options) if k not in runtime)
+
+
+def _prepare(job: Job, warmed: set):
+    """The job's engine, prepared on its data graph; warmed up on its first query unless in ``warmed``."""
     from common import create_engine
 
     engine = create_engine(job.engine, **job.engine_options).prepare(job.data)
-    if job.queries:
+    key = (job.engine, canonical_options(job.engine, job.options))
+    if job.queries and key not in warmed:
         engine.match(job.queries[0], timeout_s=job.time_limit_s)
+        warmed.add(key)
     return engine
 
 
@@ -114,6 +171,7 @@ def _serve(conn) -> None:
     from common.engine import register
 
     engine = job = None
+    warmed: set = set()
     while True:
         message = conn.recv()
         if message is None:
@@ -123,7 +181,7 @@ def _serve(conn) -> None:
                 _, job, target = message
                 engine = None
                 register(job.engine, target)
-                engine = _prepare(job)
+                engine = _prepare(job, warmed)
                 conn.send(("ready", None))
             else:
                 conn.send(("row", _answer(engine, job.queries[message[1]], job)))
@@ -209,11 +267,12 @@ class _Inline:
     def __init__(self):
         self.job = None
         self.engine = None
+        self.warmed: set = set()
 
     def ask(self, job: Job, index: int):
         try:
             if self.job is not job:
-                self.job, self.engine = None, _prepare(job)
+                self.job, self.engine = None, _prepare(job, self.warmed)
                 self.job = job
             return "row", _answer(self.engine, job.queries[index], job)
         except Exception:
@@ -238,19 +297,47 @@ def read_rows(path: Path) -> pd.DataFrame:
                        keep_default_na=False, na_values=[""])
 
 
-def run_jobs(jobs: Iterable[Job], out_csv: Path, *, isolation: str = "process",
-             progress: bool = True) -> pd.DataFrame:
+def make_worker(isolation: str = "process"):
+    """A worker for :func:`run_jobs` (``process`` or ``inline``); the caller stops it when done."""
+    if isolation not in ("process", "inline"):
+        raise ValueError(f"isolation must be 'process' or 'inline', got {isolation!r}")
+    return _Worker() if isolation == "process" else _Inline()
+
+
+def _drop_skipped(out_csv: Path) -> None:
+    """Rewrite ``out_csv`` without its ``skipped`` rows (their pairs are run again), text kept as is."""
+    if not out_csv.exists() or out_csv.stat().st_size == 0:
+        return
+    with out_csv.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        rows = list(reader)
+        fields = reader.fieldnames
+    kept = [row for row in rows if row.get("status") != SKIPPED]
+    if len(kept) == len(rows):
+        return
+    with out_csv.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(kept)
+
+
+def run_jobs(jobs: Iterable[Job], out_csv: Path, *, isolation: str = "process", progress: bool = True,
+             deadline: float | None = None, worker=None, shared: dict | None = None) -> pd.DataFrame:
     """Answer every (job, query) pair not yet in ``out_csv``; append rows as they come; return all rows.
 
-    With ``progress`` a tqdm bar shows queries done, solved, elapsed time and ETA.
+    With ``progress`` a tqdm bar shows queries done, solved, elapsed time and ETA. Past
+    ``deadline`` (``time.monotonic()``), pairs become ``skipped`` rows (module docstring). A
+    ``worker`` passed in is used and left running; otherwise one is made and stopped here.
+    ``shared`` maps ``job.run_key + (query name,)`` to rows run before; it is read and extended.
     """
     from tqdm.auto import tqdm
 
-    if isolation not in ("process", "inline"):
-        raise ValueError(f"isolation must be 'process' or 'inline', got {isolation!r}")
+    own_worker = worker is None
+    worker = make_worker(isolation) if own_worker else worker
     jobs = list(jobs)
     out_csv = Path(out_csv)
     out_csv.parent.mkdir(parents=True, exist_ok=True)
+    _drop_skipped(out_csv)
     done = {tuple(str(v) for v in key) for key in read_rows(out_csv)[list(KEY)].itertuples(index=False)}
     todo = {id(job): [i for i, q in enumerate(job.queries)
                       if (job.experiment, job.config, job.dataset, q.name) not in done]
@@ -262,15 +349,27 @@ def run_jobs(jobs: Iterable[Job], out_csv: Path, *, isolation: str = "process",
         writer = csv.DictWriter(handle, fieldnames=ROW_FIELDS, extrasaction="ignore")
         if new_file:
             writer.writeheader()
-        worker = _Worker() if isolation == "process" else _Inline()
         try:
             for job in jobs:
                 if todo[id(job)]:
                     bar.set_description(f"{job.config} on {job.dataset}")
                 for index in todo[id(job)]:
                     query = job.queries[index]
-                    kind, payload = worker.ask(job, index)
+                    key = job.run_key + (query.name,) if shared is not None and job.run_key else None
+                    if key is not None and key in shared:
+                        kind, payload = "row", dict(shared[key])
+                    elif deadline is not None and time.monotonic() >= deadline:
+                        kind, payload = SKIPPED, "budget"
+                    else:
+                        kind, payload = worker.ask(job, index)
                     row = payload if kind == "row" else _failure_row(job, query, kind, payload)
+                    if key is not None and row["status"] != SKIPPED:
+                        if key in shared:
+                            source = shared[key]
+                            note = f"same run as {source['experiment']} ({source['config']})"
+                            row["reason"] = f"{row['reason']}; {note}" if row.get("reason") else note
+                        else:
+                            shared[key] = dict(row, experiment=job.experiment, config=job.config)
                     row.update(experiment=job.experiment, config=job.config, dataset=job.dataset,
                                query=query.name, engine=job.engine)
                     writer.writerow(row)
@@ -279,5 +378,6 @@ def run_jobs(jobs: Iterable[Job], out_csv: Path, *, isolation: str = "process",
                     bar.set_postfix(solved=solved)
                     bar.update(1)
         finally:
-            worker.stop()
+            if own_worker:
+                worker.stop()
     return read_rows(out_csv)

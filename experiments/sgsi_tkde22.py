@@ -9,6 +9,10 @@ the device-memory cap shrinks with them (64 MiB at the tiny and small scales) so
 graph still needs several partitions. PBE is not built: its columns are absent. Table 6's
 other systems (GpSM, GunrockSM, Wukong+G, MAGiQ) are not built either; only GSI's GPU column is
 measured (peak device memory; host memory is not measured).
+
+At the ``small`` scale (``SMALL``, ``SMALL_LARGE``) the in-core tables keep enron and gowalla with
+2 queries and a 0.5 s limit; the out-of-core ones 2 points (the sweeps 3), 2 queries and 1 s;
+the WD size sweep shrinks its stand-ins in proportion (1/3/5 of 9 parts of the scale's cap).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import pandas as pd
 
 from . import gsi_icde20 as gsi
 from .core import Config, Experiment, Metric, Point
-from .workloads import GB, Dataset, QuerySpec
+from .workloads import GB, Dataset, QuerySpec, scaled_sweep
 
 PAPER = "sgsi_tkde22"
 TIME_LIMIT_S = 100.0
@@ -54,36 +58,44 @@ _LABEL_SWEEP = tuple(Point(f"|L_V|={k}", _WD.with_(name=f"WD-LV{k}", vertex_labe
                      for k in (100, 500, 1000, 5000))
 
 
+SMALL = dict(time_limit_s=0.5, queries_per_set=2, max_points=2)
+"""The small scale's setting for the in-core tables (sized by the worst-case plan)."""
+SMALL_LARGE = dict(time_limit_s=1.0, queries_per_set=2, max_points=2)
+"""... and for the out-of-core ones (several partitions per query: a longer limit)."""
+
+
 def _experiment(name, title, configs, metric, points, paper=None, *, limit=TIME_LIMIT_S, cap=12 * GB,
-                **kw) -> Experiment:
+                small=SMALL, **kw) -> Experiment:
     return Experiment(f"{PAPER}.{name}", PAPER, title, tuple(configs), tuple(points), metric, limit, cap,
-                      paper_values=paper, **kw)
+                      paper_values=paper, scale_at={"small": small}, **kw)
 
 
-def _large(name, title, configs, metric, points=LARGE_POINTS, paper=None, **kw) -> Experiment:
+def _large(name, title, configs, metric, points=LARGE_POINTS, paper=None, *, small=SMALL_LARGE,
+           **kw) -> Experiment:
     return _experiment(name, title, configs, metric, points, paper, limit=LARGE_LIMIT_S, cap=80 * GB,
-                       memory_cap_at=SMALL_CAPS, **kw)
+                       memory_cap_at=SMALL_CAPS, small=small, **kw)
 
 
 EXPERIMENTS = (
     _experiment("table3_time", "Table 3: join techniques, time (ms)", gsi.JOIN, Metric("avg_ms"), gsi.POINTS,
                 gsi._table(_T3_MS, gsi._JOIN_COLS)),
     _experiment("table3_gld", "Table 3: join techniques, global-memory loads", gsi._instrumented(gsi.JOIN),
-                Metric("stat", stat="loads_total"), gsi.POINTS, gsi._table(gsi._T5_GLD, gsi._JOIN_COLS)),
+                Metric("stat", stat="loads_total", partial_runs=False), gsi.POINTS, gsi._table(gsi._T5_GLD, gsi._JOIN_COLS)),
     _experiment("table4_time", "Table 4: CR vs PCSR, time (ms)", gsi.STRUCTURES, Metric("avg_ms"), gsi.POINTS,
                 gsi._table(gsi._T6_MS, ["CR", "PCSR"])),
     _experiment("table6_gpu_memory", "Table 6: peak GPU memory of GSI (MiB)", (GSI_INCORE,), Metric("peak_mb"),
                 gsi.POINTS, _T6_GPU.rename(columns={"GSI": "GSI (in-core)"})),
     _large("table5", "Table 5: elapsed time on graphs larger than the GPU (ms)", (SGSI, SGSI_PLUS),
            Metric("avg_ms"), paper=_T5),
-    _large("table7_comp", "Table 7: computation time (ms), SGSI+", (SGSI_PLUS,),
-           Metric("avg_ms", phases=("filter", "index", "plan", "enumerate")), paper=_T7_COMP),
-    _large("table7_comm", "Table 7: communication time (ms), SGSI+", (SGSI_PLUS,),
-           Metric("avg_ms", phases=("transfer",)), paper=_T7_COMM),
+    _large("table7_comp", "Table 7: computation time (ms), SGSI+: summed device time of its kernels",
+           (SGSI_PLUS,), Metric("stat", stat="comp_s", partial_runs=False, factor=1000.0), paper=_T7_COMP),
+    _large("table7_comm", "Table 7: communication time (ms), SGSI+: summed device time of its copies",
+           (SGSI_PLUS,), Metric("stat", stat="comm_s", partial_runs=False, factor=1000.0), paper=_T7_COMM),
     _large("fig17_edges", "Fig. 17: data size (WatDiv stand-ins), SGSI vs SGSI+", (SGSI, SGSI_PLUS),
-           Metric("avg_ms"), _EDGE_SWEEP, figure="lines"),
+           Metric("avg_ms"), _EDGE_SWEEP, figure="lines", small=dict(SMALL_LARGE, max_points=3),
+           points_at={"small": scaled_sweep(_EDGE_SWEEP, "small")}),
     _large("fig17_query_size", "Fig. 17: query size (WD), SGSI vs SGSI+", (SGSI, SGSI_PLUS),
-           Metric("avg_ms"), _QUERY_SWEEP, figure="lines"),
+           Metric("avg_ms"), _QUERY_SWEEP, figure="lines", small=dict(SMALL_LARGE, max_points=3)),
     _large("fig17_labels", "Fig. 17: number of vertex labels (WD), SGSI vs SGSI+", (SGSI, SGSI_PLUS),
-           Metric("avg_ms"), _LABEL_SWEEP, figure="lines"),
+           Metric("avg_ms"), _LABEL_SWEEP, figure="lines", small=dict(SMALL_LARGE, max_points=3)),
 )

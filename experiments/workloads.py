@@ -10,9 +10,10 @@ from the data graph (induced random walks, GSI walks with an edge target, STwig'
 edges, the patterns P1-P9).
 
 A :class:`Scale` shrinks both: ``tiny`` (simulator, seconds: every graph becomes a few dozen
-vertices, every query 3-4 vertices, two rows per table), ``small`` (one GPU, minutes per paper: stand-ins capped
-at about a million edges, 10-20 queries per set, time limits of seconds), ``full`` (the paper's
-settings).
+vertices, every query 3-4 vertices, two rows per table), ``small`` (a few minutes of GPU time
+per paper: stand-ins capped at about a million edges, 2-3 queries per set, time limits of
+0.5-1 s, two or three rows per table; each paper module narrows it per experiment),
+``full`` (the paper's settings).
 """
 
 from __future__ import annotations
@@ -53,8 +54,10 @@ class Scale:
 SCALES = {
     "tiny": Scale("tiny", max_edges=120, queries_per_set=2, max_query_vertices=4,
                   time_limit_s=120.0, real_data=False, max_points=2),
-    "small": Scale("small", max_edges=1_200_000, queries_per_set=20, max_query_vertices=None,
-                   time_limit_s=20.0, real_data=True),
+    # Sized by the worst-case plan (``python -m experiments --all --plan --gpus 0,1,2,3``) to
+    # fit 7.5 minutes per GPU on four GPUs; each paper module narrows it further (``SMALL``).
+    "small": Scale("small", max_edges=1_200_000, queries_per_set=3, max_query_vertices=None,
+                   time_limit_s=1.0, real_data=True, max_points=2),
     "full": Scale("full", max_edges=None, queries_per_set=None, max_query_vertices=None,
                   time_limit_s=None, real_data=True),
 }
@@ -90,8 +93,12 @@ class Dataset:
     seed: int = 1
 
     def load(self, scale: Scale) -> Graph:
-        """The graph this experiment runs on at ``scale`` (cached per process)."""
-        return _load_dataset(self, scale)
+        """The graph this experiment runs on at ``scale`` (cached per process).
+
+        Only the scale's ``max_edges`` and ``real_data`` shape a graph, so experiments whose
+        scales differ elsewhere (per-experiment overrides) share the cached graph.
+        """
+        return _load_dataset(self, scale.max_edges, scale.real_data)
 
     def with_(self, **changes) -> "Dataset":
         return replace(self, **changes)
@@ -105,9 +112,9 @@ def _assign_labels(n: int, count: int, distribution: str, seed: int) -> np.ndarr
     raise ValueError(f"unknown label distribution {distribution!r}")
 
 
-@lru_cache(maxsize=16)
-def _load_dataset(dataset: Dataset, scale: Scale) -> Graph:
-    real = dataset.path is not None and scale.real_data
+@lru_cache(maxsize=32)
+def _load_dataset(dataset: Dataset, max_edges: int | None, real_data: bool) -> Graph:
+    real = dataset.path is not None and real_data
     if real:
         path = data_dir() / dataset.path
         if not path.exists():
@@ -116,10 +123,10 @@ def _load_dataset(dataset: Dataset, scale: Scale) -> Graph:
         origin = f"{dataset.path}"
     else:
         n, m = dataset.num_vertices, dataset.num_edges
-        if scale.max_edges is not None and m > scale.max_edges:
+        if max_edges is not None and m > max_edges:
             # Same average degree where possible, but at most degree 6 on a tiny graph.
-            n = max(int(n * scale.max_edges / m), min(n, scale.max_edges // 3))
-            m = scale.max_edges
+            n = max(int(n * max_edges / m), min(n, max_edges // 3))
+            m = max_edges
         m = min(m, n * (n - 1) // 2)
         a, b, c, d = dataset.rmat_abcd
         graph = rmat(n, m, a, b, c, d, seed=dataset.seed)
@@ -161,6 +168,15 @@ class QuerySpec:
     names: tuple = ()
     max_known_count: int | None = None     # files: keep queries whose known count is at most this
     seed: int = 11
+
+    def count_at(self, scale: Scale) -> int:
+        """How many queries the set has at ``scale`` (without building them, except query files)."""
+        count = self.count if scale.queries_per_set is None else min(self.count, scale.queries_per_set)
+        if self.kind == "files" and scale.real_data:
+            return len(self._files(count)[0])
+        if self.kind == "patterns":
+            return len(self.names[:count])
+        return count
 
     def build(self, data: Graph, dataset: Dataset, scale: Scale) -> tuple[list[Graph], dict[str, int]]:
         """The queries at ``scale`` and the exact counts known for them (by query name)."""
@@ -218,3 +234,15 @@ def yeast_queries(kind: str, max_known_count: int | None = 10**7) -> QuerySpec:
     size = int(kind.rsplit("_", 1)[1])
     return QuerySpec("files", size=size, glob=f"yeast/queries/query_{kind}_*.graph",
                      counts="yeast/expected_counts.txt", max_known_count=max_known_count)
+
+
+def scaled_sweep(points: tuple, scale_name: str, largest: int | None = None) -> tuple:
+    """A data-size sweep at ``scale_name``: stand-ins shrunk in proportion, the largest to the scale's cap.
+
+    Capping every point at ``max_edges`` would make all sizes equal; this keeps their ratios.
+    """
+    cap = SCALES[scale_name].max_edges
+    largest = largest or max(p.dataset.num_edges for p in points)
+    return tuple(replace(p, dataset=p.dataset.with_(
+        num_vertices=max(16, p.dataset.num_vertices * cap // largest),
+        num_edges=max(16, p.dataset.num_edges * cap // largest))) for p in points)

@@ -132,8 +132,16 @@ def _cut_partition(degrees, cap_words):
     return pieces[:count]
 
 
-def _pinned(size: int) -> np.ndarray:
-    return np.empty(size, np.int32) if _SIM else cuda.pinned_array(size, np.int32)
+def _pin(segments: list[Segment]) -> None:
+    """Move every segment's words into one page-locked host buffer (asynchronous copies need
+    pinned memory; one allocation, however many segments), each segment a view of it."""
+    total = sum(seg.words for seg in segments)
+    buffer = np.empty(total, np.int32) if _SIM else cuda.pinned_array(max(total, 1), np.int32)
+    pos = 0
+    for seg in segments:
+        buffer[pos:pos + seg.words] = seg.host
+        seg.host = buffer[pos:pos + seg.words]
+        pos += seg.words
 
 
 @functools.lru_cache(maxsize=None)
@@ -376,7 +384,7 @@ class SGSI(Engine):
         return int(free * 0.9)
 
     @staticmethod
-    def plan_segments(data: Graph, slot_words: int) -> tuple[list[Segment], list[list[Segment]]]:
+    def plan_segments(data: Graph, slot_words: int, lists=None) -> tuple[list[Segment], list[list[Segment]]]:
         """Cut the signature table and every PCSR partition into segments of at most
         ``slot_words`` int32 words: (signature segments, PCSR segments per partition)."""
         n = data.num_vertices
@@ -391,7 +399,7 @@ class SGSI(Engine):
         sig_segments = []
         for v0 in range(0, max(n, 1), per_seg):
             cnt = min(per_seg, n - v0)
-            host = _pinned(cnt * SIG_SEGMENT_WORDS)
+            host = np.empty(cnt * SIG_SEGMENT_WORDS, np.int32)
             host[:SIG_WORDS * cnt] = sig[v0:v0 + cnt].T.reshape(-1)       # column-first
             host[SIG_WORDS * cnt:(SIG_WORDS + 1) * cnt] = data.labels[v0:v0 + cnt]
             host[(SIG_WORDS + 1) * cnt:(SIG_WORDS + 2) * cnt] = out_deg[v0:v0 + cnt]
@@ -399,7 +407,7 @@ class SGSI(Engine):
             sig_segments.append(Segment(sid, -1, v0, v0 + cnt - 1, 0, host))
             sid += 1
         pcsr_segments = []
-        for p, (rows, nbrs) in enumerate(partition_lists(data)):
+        for p, (rows, nbrs) in enumerate(partition_lists(data) if lists is None else lists):
             keys, starts, degrees = np.unique(rows, return_index=True, return_counts=True)
             segs = []
             pieces = _cut_partition(degrees.astype(np.int64), slot_words) if keys.size else np.zeros((0, 4), np.int64)
@@ -409,21 +417,20 @@ class SGSI(Engine):
                 gl, ci = _build_pcsr_partition(keys[k].astype(np.int32), (starts[k] + group[:, 2]).astype(np.int64),
                                                group[:, 3].astype(np.int64), nbrs)
                 ci = ci[:int(group[:, 3].sum())]          # (sized for the whole partition)
-                host = _pinned(gl.size + ci.size)
-                host[:gl.size] = gl
-                host[gl.size:] = ci
+                host = np.concatenate([gl, ci])
                 segs.append(Segment(sid, p, int(keys[k[0]]), int(keys[k[-1]]), int(k.size), host,
                                     int(group[:, 3].max())))
                 sid += 1
             pcsr_segments.append(segs)
+        _pin(sig_segments + [seg for segs in pcsr_segments for seg in segs])
         return sig_segments, pcsr_segments
 
     @classmethod
-    def slot_words_for(cls, data: Graph, device_memory_limit: int | None) -> int:
+    def slot_words_for(cls, data: Graph, device_memory_limit: int | None, lists=None) -> int:
         """int32 words per segment slot: the largest piece (signature table or partition) if it
         fits in 1/8 of the budget, else 1/8 of the budget."""
         need = max(data.num_vertices * SIG_SEGMENT_WORDS, 1)
-        for rows, _ in partition_lists(data):
+        for rows, _ in partition_lists(data) if lists is None else lists:
             need = max(need, rows.size + GROUP_WORDS * np.unique(rows).size)
         return int(min(need, cls.budget_for(device_memory_limit) // SLOT_SHARE // 4))
 
@@ -433,8 +440,8 @@ class SGSI(Engine):
         n = data.num_vertices
         self.n, self.nwords = n, (n + 31) // 32
         lists = partition_lists(data)
-        slot_words = self.slot_words_for(data, self.device_memory_limit)
-        self.sig_segments, self.segments = self.plan_segments(data, slot_words)
+        slot_words = self.slot_words_for(data, self.device_memory_limit, lists)
+        self.sig_segments, self.segments = self.plan_segments(data, slot_words, lists)
         all_segments = self.sig_segments + [s for segs in self.segments for s in segs]
         self.directions = 2 if data.directed else 1
         self.partition_edges = np.array([rows.size for rows, _ in lists], np.int64)

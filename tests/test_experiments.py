@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -13,8 +15,9 @@ from common import create_engine
 from common.engine import Engine, register
 from common.generate import power_law_labels, query_set, rmat
 from experiments import experiments_of, get_experiment
-from experiments.core import Config, Experiment, Metric, MissingEngine, Point, check_counts, run_experiment
-from experiments.runner import Job, read_rows, run_jobs
+from experiments.core import (COMPILE_ALLOWANCE_S, Config, Experiment, Metric, MissingEngine, Point, assign_gpus,
+                              check_counts, plan, plan_set, run_experiment, run_set)
+from experiments.runner import SKIPPED, Job, read_rows, run_jobs
 from experiments.workloads import Dataset, QuerySpec, get_scale
 
 
@@ -115,13 +118,14 @@ def test_experiment_cells_come_from_the_raw_rows(tmp_path):
 
 
 def test_avg_solved_and_stat_metrics():
-    raw = pd.DataFrame({"query": ["a", "b", "c"], "status": ["ok", "ok", "timeout"],
-                        "seconds": [0.001, 0.003, 9.0], "filter_s": [0.0005, 0.001, 0.0],
-                        "stats": ['{"rows": 4}', '{"rows": 8}', ""]})
-    assert Metric("avg_ms").cell(raw, None) == pytest.approx(2.0)
+    raw = pd.DataFrame({"query": ["a", "b", "c", "d"], "status": ["ok", "ok", "timeout", "error"],
+                        "seconds": [0.001, 0.003, 9.0, 1.0], "filter_s": [0.0005, 0.001, 0.0, 0.0],
+                        "stats": ['{"rows": 4}', '{"rows": 8}', '{"rows": 12}', '{"rows": 100}']})
+    assert Metric("avg_ms").cell(raw, None) == pytest.approx(2.0)          # solved queries only
     assert Metric("avg_ms", phases=("filter",)).cell(raw, None) == pytest.approx(0.75)
     assert Metric("solved").cell(raw, None) == 2
-    assert Metric("stat", stat="rows").cell(raw, None) == 6
+    assert Metric("stat", stat="rows").cell(raw, None) == 8                # a timed-out run counts
+    assert Metric("stat", stat="rows", partial_runs=False).cell(raw, None) == 6
 
 
 def test_count_disagreements_are_reported():
@@ -159,8 +163,181 @@ def test_every_declared_experiment_builds_its_tiny_workload():
 def test_real_query_sets_at_small_scale_carry_their_exact_counts():
     from experiments.workloads import GITHUB, GITHUB_Q, YEAST, yeast_queries
 
-    scale = get_scale("small")
+    scale = replace(get_scale("small"), queries_per_set=None)    # every query of the set
     queries, known = GITHUB_Q.build(GITHUB.load(scale), GITHUB, scale)
     assert [q.name for q in queries] == [f"Q_{i}" for i in range(11)] and len(known) == 11
     queries, known = yeast_queries("dense_8").build(YEAST.load(scale), YEAST, scale)
     assert queries and all(known[q.name] <= 10**7 for q in queries)
+
+
+# ---------------------------------------------------------------------- plan, budget, GPUs
+def _toy(name, configs, points, limit=2.0, repeats=1, small=None):
+    return Experiment(f"test.{name}", "testpaper", name, tuple(configs), tuple(points), Metric("avg_ms"),
+                      time_limit_s=limit, repeats=repeats, scale_at={"tiny": small} if small else {})
+
+
+def test_plan_counts_runs_limits_warmups_and_compiles_once_per_worker():
+    dataset = Dataset("toy", 500, 2000, vertex_labels=3)
+    four, three = (Point("toy-4", dataset, QuerySpec("induced", size=4, count=3)),
+                   Point("toy-3", dataset, QuerySpec("induced", size=3, count=3)))
+    cpu, label = Config.of("cpu", "cpu"), Config.of("cpu-label", "cpu", filter="label")
+    default_spelled_out = Config.of("cpu-default", "cpu", filter="refine")
+    first = _toy("first", (cpu, label), (four, three), limit=60.0, repeats=3, small=None)
+    # same configurations with a shorter limit: compiled already, but not the same runs
+    second = _toy("second", (default_spelled_out, label), (four,), small={"time_limit_s": 0.5})
+    # exactly the first experiment's runs on one point: nothing new to run
+    third = _toy("third", (cpu,), (three,), limit=60.0, repeats=3)
+    q = get_scale("tiny").queries_per_set                      # 2 (the scale caps the sets' 3)
+    lines = plan([first, second, third], "tiny")
+    one, two, three_ = lines
+    assert (one.jobs, one.runs, one.limit_s) == (4, 4 * q, 60.0)
+    assert one.query_s == 4 * q * 3 * 60.0                    # runs x repeats x limit
+    assert one.warmup_s == 2 * 60.0 and one.compile_s == 2 * COMPILE_ALLOWANCE_S
+    assert (two.runs, two.limit_s, two.query_s) == (2 * q, 0.5, 2 * q * 0.5)
+    assert two.warmup_s == 0 and two.compile_s == 0           # filter="refine" is cpu's default
+    assert (three_.jobs, three_.runs, three_.worst_s) == (1, 0, 0.0)
+    assert one.worst_s == one.query_s + one.warmup_s + one.compile_s
+
+
+def test_assign_gpus_puts_every_set_on_exactly_one_gpu_and_balances():
+    from experiments import PAPERS
+
+    worst = {paper: sum(line.worst_s for line in plan_set(paper, "tiny")) for paper in PAPERS}
+    for gpus in (["0", "1", "2", "3"], ["0", "1"], ["7"], [str(i) for i in range(5)]):
+        assignment = assign_gpus(worst, gpus)
+        placed = [p for papers in assignment.values() for p in papers]
+        assert sorted(placed) == sorted(PAPERS) and set(assignment) == set(gpus)
+        assert assignment == assign_gpus(worst, gpus)          # fixed for a given plan
+    toy = {"a": 5.0, "b": 4.0, "c": 3.0, "d": 3.0, "e": 2.0, "f": 1.0}
+    loads = sorted(sum(toy[p] for p in papers) for papers in assign_gpus(toy, ["0", "1", "2"]).values())
+    assert loads == [6.0, 6.0, 6.0]
+    with pytest.raises(ValueError):
+        assign_gpus(toy, ["0", "0"])
+
+
+def test_small_scale_fits_four_gpus_of_seven_and_a_half_minutes():
+    from experiments import PAPERS
+
+    worst = {paper: sum(line.worst_s for line in plan_set(paper, "small")) for paper in PAPERS}
+    assignment = assign_gpus(worst, ["0", "1", "2", "3"])
+    assert max(sum(worst[p] for p in papers) for papers in assignment.values()) <= 450.0
+    for paper in PAPERS:                                        # every experiment still runs something
+        assert all(line.jobs > 0 for line in plan_set(paper, "small"))
+
+
+def test_budget_skips_pairs_reports_them_as_not_run_and_resume_redoes_them(tmp_path):
+    experiment = _tiny_experiment()
+    out = tmp_path / "testpaper"
+    csv_path = out / "test.toy.tiny.csv"
+    skipped = run_experiment(experiment, "tiny", tmp_path, isolation="inline", progress=False,
+                             deadline=time.monotonic())
+    assert (skipped.raw.status == SKIPPED).all() and (skipped.raw.reason == "budget").all()
+    assert len(skipped.raw) == 2 * 2 * get_scale("tiny").queries_per_set
+    assert skipped.table.isna().all().all()
+    markdown = (out / "test.toy.tiny.md").read_text()
+    assert markdown.count("skipped: budget)") == 4 and "budget ran out" in markdown
+    # resume: the skipped pairs run now; no skipped row is left and no pair appears twice
+    done = run_experiment(experiment, "tiny", tmp_path, isolation="inline", progress=False)
+    rows = read_rows(csv_path)
+    assert (rows.status == "ok").all() and len(rows) == len(skipped.raw)
+    assert not rows.duplicated(["config", "dataset", "query"]).any()
+    assert done.table.notna().all().all() and "not run" not in (out / "test.toy.tiny.md").read_text()
+
+
+def test_budget_that_runs_out_midway_keeps_what_ran(tmp_path, workload):
+    from experiments.runner import make_worker
+
+    data, queries = workload
+    worker = make_worker("inline")
+    asked = []
+    answer = worker.ask
+    worker.ask = lambda job, index: asked.append(index) or answer(job, index)
+    out = tmp_path / "rows.csv"
+    first = Job("t", "cpu", "cpu", "tiny", data, tuple(queries[:1]), time_limit_s=30)
+    run_jobs([first], out, progress=False, deadline=time.monotonic() + 3600, worker=worker)
+    job = Job("t", "cpu", "cpu", "tiny", data, tuple(queries), time_limit_s=30)
+    rows = run_jobs([job], out, progress=False, deadline=time.monotonic(), worker=worker)
+    assert asked == [0]                                        # nothing started after the deadline
+    assert rows.status.tolist() == ["ok"] + [SKIPPED] * (len(queries) - 1)
+    rows = run_jobs([job], out, progress=False, worker=worker)
+    assert asked == list(range(len(queries)))                  # resume runs only the skipped pairs
+    assert rows.status.tolist() == ["ok"] * len(queries)
+    assert dict(zip(rows["query"], rows["count"])) == _counts(data, queries)
+
+
+def test_a_set_records_experiments_it_could_not_run_and_fails(tmp_path):
+    missing = Experiment("test.missing", "testpaper", "needs an unbuilt engine",
+                         (Config.of("x", "no-such-engine"),), (), Metric("avg_ms"), 1.0)
+    outcome = run_set("testpaper", "tiny", tmp_path, experiments=[missing], isolation="inline",
+                      progress=False, log=lambda line: None)
+    assert outcome.failed and "no-such-engine" in outcome.missing["test.missing"]
+    meta = json.loads((tmp_path / "testpaper" / "run.tiny.json").read_text())
+    assert "no-such-engine" in meta["experiments"]["test.missing"]["not_run"]
+
+
+def test_identical_runs_of_a_set_are_shared_not_repeated(tmp_path):
+    dataset = Dataset("toy", 500, 2000, vertex_labels=3)
+    point = Point("toy-4", dataset, QuerySpec("induced", size=4, count=3))
+    first = _toy("first", (Config.of("cpu", "cpu"),), (point,), limit=60.0)
+    again = _toy("again", (Config.of("reference", "cpu", filter="refine"),), (point,), limit=60.0)
+    outcome = run_set("testpaper", "tiny", tmp_path, experiments=[first, again], isolation="inline",
+                      progress=False, log=lambda line: None)
+    a, b = (o.raw.reset_index(drop=True) for o in outcome.outcomes)
+    assert a["count"].tolist() == b["count"].tolist() and a["seconds"].tolist() == b["seconds"].tolist()
+    assert all(r.startswith("same run as test.first (cpu)") for r in b["reason"])
+    meta = json.loads((tmp_path / "testpaper" / "run.tiny.json").read_text())
+    assert meta["gpu"] == "CUDA simulator" and meta["scale"] == "tiny"
+    assert meta["experiments"]["test.again"]["statuses"] == {"ok": len(b)}
+
+
+def test_report_header_names_gpu_scale_command_date_and_versions(tmp_path):
+    run_experiment(_tiny_experiment(), "tiny", tmp_path, isolation="inline", progress=False,
+                   command="gpusm experiment test.toy --scale tiny")
+    header = (tmp_path / "testpaper" / "test.toy.tiny.md").read_text().split("## Measured")[0]
+    assert "GPU: CUDA simulator; scale: `tiny`; date: 20" in header
+    assert "command: `gpusm experiment test.toy --scale tiny`" in header
+    assert "numba-cuda 0.30" in header and "numpy " in header and "python 3." in header
+
+
+def test_parallel_launch_pins_each_set_to_a_gpu_and_logs_it(tmp_path):
+    from experiments.cli import launch
+
+    papers = ["stwig_lin14", "egsm_sigmod23"]
+    code = launch(papers, ["3", "5"], "tiny", str(tmp_path), budget_s=0.0, launcher="test launcher")
+    assert code == 0
+    pinned = set()
+    for paper in papers:
+        log = (tmp_path / paper / "run.log").read_text()
+        assert f"--paper {paper}" in log and f"{paper} done" in log
+        meta = json.loads((tmp_path / paper / "run.tiny.json").read_text())
+        assert meta["launched_by"] == "test launcher"
+        pinned.add(meta["cuda_visible_devices"])
+        assert all(e["statuses"] == {SKIPPED: sum(e["statuses"].values())} for e in meta["experiments"].values())
+    assert pinned == {"3", "5"}
+
+
+def test_stat_report_counts_timed_out_runs_and_shows_skipped_cells_as_not_run(tmp_path):
+    from dataclasses import replace as replace_field
+
+    from experiments.report import write_markdown
+
+    experiment = replace_field(_tiny_experiment(), metric=Metric("stat", stat="idle_rate"), figure=None)
+    def row(dataset, config, status, idle):
+        return {"experiment": experiment.name, "dataset": dataset, "config": config, "query": f"q{len(rows)}",
+                "status": status, "count": 1, "seconds": 0.1,
+                "stats": "" if idle is None else json.dumps({"idle_rate": idle})}
+    rows = []
+    for args in (("toy-4", "cpu", "ok", 0.2), ("toy-4", "cpu", "timeout", 0.4),
+                 ("toy-4", "cpu-label", SKIPPED, None), ("toy-4", "cpu-label", "ok", 0.9),
+                 ("toy-3", "cpu", "ok", 0.1), ("toy-3", "cpu-label", "ok", 0.3)):
+        rows.append(row(*args))
+    raw = pd.DataFrame(rows)
+    scale = get_scale("tiny")
+    table = experiment.table(raw, scale)
+    assert table.loc["toy-4", "cpu"] == pytest.approx(0.3)     # the timed-out run's 0.4 counts
+    assert np.isnan(table.loc["toy-4", "cpu-label"])           # one query not run: no number
+    assert table.loc["toy-3", "cpu-label"] == pytest.approx(0.3)
+    text = write_markdown(experiment, scale, raw, table, check_counts(raw, {}), tmp_path / "r.md").read_text()
+    assert "not run (1 skipped: budget)" in text and "1/2 (+1 timed out, in the stat)" in text
+    assert "1/1 (1 not run)" in text and "solved and timed-out queries" in text
+    assert "0.9" not in text.split("## Solved")[0].split("## Measured")[1]

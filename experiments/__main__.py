@@ -1,0 +1,9 @@
+"""``python -m experiments``: see :mod:`experiments.cli`."""
+
+from __future__ import annotations
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

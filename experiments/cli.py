@@ -1,0 +1,165 @@
+"""Command line of the experiments: run sets (sequentially or one process per GPU), plan, list.
+
+``python -m experiments --paper gsi_icde20 --scale small [--budget 400]`` runs one paper's set;
+``--all`` runs every set; ``--gpus 0,1,2,3`` runs the sets as separate processes, each pinned to
+one GPU with ``CUDA_VISIBLE_DEVICES`` by :func:`experiments.core.assign_gpus` (a GPU's sets run
+one after the other), each writing its log to ``OUT/<paper>/run.log``; ``--plan`` prints the
+worst-case seconds per experiment, per set and per GPU instead of running. The exit status is
+non-zero if any set failed (an engine not built, a count disagreement, a crashed set).
+
+``add_arguments`` and ``run`` are what ``gpusm experiment`` needs to offer the same options
+(``run(args, command="gpusm " + shlex.join(sys.argv[1:]))``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from . import PAPERS, experiments_of, get_experiment
+from .core import assign_gpus, format_plan, plan, plan_set, run_set
+from .report import LAUNCHER_ENV
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("names", nargs="*", help="experiment names, e.g. compare.known")
+    parser.add_argument("--paper", help="run every experiment of this paper module")
+    parser.add_argument("--all", action="store_true", help="run every paper's set")
+    parser.add_argument("--scale", default="small", choices=["tiny", "small", "full"])
+    parser.add_argument("--out", default="results", help="output folder (one subfolder per paper)")
+    parser.add_argument("--budget", type=float, help="seconds of wall time per set (with --gpus: for "
+                        "the whole run); queries not started by then are recorded as skipped")
+    parser.add_argument("--gpus", help="comma-separated GPU ids: one process per set, pinned to a GPU")
+    parser.add_argument("--plan", action="store_true", help="print the worst-case plan and exit")
+    parser.add_argument("--isolation", default="process", choices=["process", "inline"],
+                        help="process: each engine in a worker with a hard time limit per query")
+    parser.add_argument("--list", action="store_true", help="list the experiments and exit")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def _selection(args) -> dict[str, list[str] | None]:
+    """Paper -> experiment names to run (None: all of them), in ``PAPERS`` order."""
+    chosen: dict[str, list[str] | None] = {}
+    if args.all:
+        chosen = {paper: None for paper in PAPERS}
+    if args.paper:
+        experiments_of(args.paper)               # validates the name
+        chosen[args.paper] = None
+    for name in args.names:
+        paper = get_experiment(name).paper
+        if chosen.get(paper, []) is not None:
+            chosen.setdefault(paper, []).append(name)
+    return {p: chosen[p] for p in PAPERS if p in chosen}
+
+
+def print_plan(selection: dict, scale: str, gpus: list[str] | None) -> dict[str, float]:
+    """Print the worst case per experiment and per set (and per GPU); return set -> worst seconds."""
+    worst = {}
+    for paper, names in selection.items():
+        chosen = [e for e in experiments_of(paper) if names is None or e.name in names]
+        lines = plan(chosen, scale)
+        worst[paper] = sum(line.worst_s for line in lines)
+        print(format_plan(paper, lines) + "\n")
+    if gpus:
+        for gpu, papers in assign_gpus(worst, gpus).items():
+            total = sum(worst[p] for p in papers)
+            print(f"GPU {gpu}: {' + '.join(papers) or '(idle)'} = {total:.0f} s worst case ({total / 60:.1f} min)")
+    return worst
+
+
+def launch(papers: list[str], gpus: list[str], scale: str, out: str, budget_s: float | None,
+           launcher: str) -> int:
+    """Run each set as ``python -m experiments --paper P`` pinned to its GPU; non-zero if any failed."""
+    worst = {paper: sum(line.worst_s for line in plan_set(paper, scale)) for paper in papers}
+    assignment = assign_gpus(worst, gpus)
+    start = time.monotonic()
+    results: dict[str, tuple[str, int, float]] = {}
+
+    def chain(gpu: str) -> None:
+        for paper in assignment[gpu]:
+            log = Path(out) / paper / "run.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            command = [sys.executable, "-m", "experiments", "--paper", paper, "--scale", scale,
+                       "--out", out, "--quiet"]
+            if budget_s is not None:
+                command += ["--budget", f"{max(0.0, budget_s - (time.monotonic() - start)):.0f}"]
+            env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu, PYTHONUNBUFFERED="1")
+            env[LAUNCHER_ENV] = launcher
+            began = time.monotonic()
+            with log.open("w") as handle:
+                handle.write(f"$ CUDA_VISIBLE_DEVICES={gpu} {shlex.join(command)}\n")
+                handle.flush()
+                code = subprocess.call(command, stdout=handle, stderr=subprocess.STDOUT, env=env)
+            results[paper] = (gpu, code, time.monotonic() - began)
+            print(f"[{time.monotonic() - start:7.1f} s] {paper} on GPU {gpu}: exit {code}, log {log}", flush=True)
+
+    for gpu, papers in assignment.items():
+        print(f"GPU {gpu}: {' + '.join(papers) or '(idle)'} "
+              f"({sum(worst[p] for p in papers):.0f} s worst case)", flush=True)
+    threads = [threading.Thread(target=chain, args=(gpu,)) for gpu in gpus if assignment[gpu]]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    failed = [p for p in papers if results.get(p, ("", 1, 0))[1] != 0]
+    print(f"all sets done in {time.monotonic() - start:.0f} s"
+          + (f"; FAILED: {', '.join(failed)} (see their run.log)" if failed else ""))
+    return 1 if failed else 0
+
+
+def run(args, command: str | None = None) -> int:
+    """Carry out parsed arguments (:func:`add_arguments`); the exit status.
+
+    ``command`` is the command line the outputs record (default: this process's, as
+    ``python -m experiments ...``).
+    """
+    command = command or f"python -m experiments {shlex.join(sys.argv[1:])}".strip()
+    selection = _selection(args)
+    if args.list or not selection:
+        for experiment in experiments_of():
+            missing = experiment.missing_engines()
+            state = f"  (needs {', '.join(missing)}: not built)" if missing else ""
+            print(f"{experiment.name:36s} {experiment.title}{state}")
+        return 0
+    gpus = [g.strip() for g in args.gpus.split(",") if g.strip()] if args.gpus else None
+    if args.plan:
+        print_plan(selection, args.scale, gpus)
+        return 0
+    if gpus:
+        if any(names is not None for names in selection.values()):
+            raise SystemExit("--gpus runs whole sets: give --all or --paper, not experiment names")
+        return launch(list(selection), gpus, args.scale, args.out, args.budget, command)
+    failed = False
+    for paper, names in selection.items():
+        try:
+            outcome = run_set(paper, args.scale, args.out, names=names, budget_s=args.budget,
+                              isolation=args.isolation, progress=not args.quiet, command=command,
+                              log=lambda line: print(line, flush=True))
+        except Exception:                     # one broken set must not stop the others
+            traceback.print_exc()
+            print(f"experiments: set {paper} FAILED", file=sys.stderr)
+            failed = True
+            continue
+        for done in outcome.outcomes:
+            print(f"\n{done.experiment.name} [{args.scale}]: " + ", ".join(str(f) for f in done.files))
+            print(done.table.to_string())
+            if len(done.disagreements):
+                print(f"COUNT DISAGREEMENTS in {done.experiment.name}:\n{done.disagreements.to_string()}",
+                      file=sys.stderr)
+        for reason in outcome.missing.values():
+            print(f"experiments: {reason}", file=sys.stderr)
+        failed |= outcome.failed
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = add_arguments(argparse.ArgumentParser(prog="python -m experiments", description=__doc__.split("\n")[0]))
+    return run(parser.parse_args(argv))
