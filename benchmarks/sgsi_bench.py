@@ -99,13 +99,12 @@ def main(argv=None) -> int:
     ap.add_argument("--rmat-queries", type=int, default=20)
     ap.add_argument("--rmat-query-size", type=int, default=6)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--time-budget", type=float, default=None)
+    ap.add_argument("--time-budget", type=float, default=None, help="seconds per workload; no new query after it")
     ap.add_argument("--out", default=os.environ.get("OUT") or "bench_out")
     args = ap.parse_args(argv)
     quick = args.quick or simulator_active()
     repeats = 1 if quick else args.repeats
     print(f"device: {device_info()}", flush=True)
-    start = time.perf_counter()
     rows, bad, summary = [], 0, []
     for name, data, queries, expected in workloads(args, quick):
         size = footprint(data)
@@ -119,7 +118,7 @@ def main(argv=None) -> int:
               f"limit {limit / 2**20:.1f} MiB, {engines['SGSI'].partitions} PCSR segments, "
               f"{len(engines['SGSI'].sig_segments)} signature segments (prepare {time.perf_counter() - t0:.1f} s)",
               flush=True)
-        done = 0
+        done, start = 0, time.perf_counter()
         for q in queries:
             if args.time_budget is not None and time.perf_counter() - start > args.time_budget:
                 break
