@@ -12,9 +12,13 @@ Workloads (``--workloads``, comma-separated; default all):
             candidate graph (bitmap set intersection), seed pools,
             on GitHub Q_0..Q_10 (ratios to the default fine engine)
   idle      idle rates of the fine and coarse variants on GitHub and Enron (16 uniform labels),
-            --idle-queries random 12-vertex induced queries each (Tables 2/6); one run per query
-            and variant under --timeout (a timed-out query is skipped by the later variants), each
-            announced by a line before it starts; a limit=1 run compiles each variant first
+            --idle-queries random 12-vertex induced queries each (Tables 2/6), run query-major
+            (each query: fine, then coarse Naive / Unroll-2/4/8), one run per query and variant
+            under --timeout, each announced by a line before it starts; a limit=1 run compiles
+            each variant first. A timed-out run still reports the idle rate of the part it
+            searched (idle rate over the first --timeout seconds of the search), so every
+            variant is measured on the same queries; the idle summary gives, per graph and
+            variant, the mean over all runs and over the queries every variant finished
 
 Every count is checked (external count, or the reference's when it finishes); a mismatch is
 printed loudly and the script exits with status 1. Times: one warm-up, then the median of
@@ -70,7 +74,6 @@ class Bench:
         self.mismatches: list[str] = []
         self.start = time.perf_counter()
         self.skipped = 0
-        self.skipped_after_timeout = 0
         self.sim = simulator_active()
 
     def counts(self, workload: str, variant: str) -> dict:
@@ -125,74 +128,98 @@ class Bench:
             return "MISMATCH"
         return "ok"
 
+    def engine(self, data, options=None):
+        return GMatch(**(options or {}), **self.shape_options()).prepare(data)
+
+    def compile(self, workload, variant, engine, query):
+        """Compile the kernels with a limit=1 run of ``query`` (an untimed single run's deadline
+        would otherwise include the compilation)."""
+        print(f"{workload} {variant} compile (limit=1 run of {query.name})", flush=True)
+        t = time.perf_counter()
+        warm_up = engine.match(query, limit=1, timeout_s=COMPILE_TIMEOUT)
+        print(f"{workload} {variant} compiled in {time.perf_counter() - t:.1f} s "
+              f"({warm_up.status})", flush=True)
+
     def run_set(self, workload, data, queries, expected, variant="fine", options=None,
-                with_reference=True, repeats=None, warm=True, timed_out=None, compile_first=False):
-        """Run ``queries`` on one engine variant. ``timed_out`` (a set, shared by the variants of
-        one workload): names of queries that timed out with an earlier variant; they are skipped
-        here and new timeouts are added (so a hard query costs one timeout, not one per variant),
-        and every query is announced before it starts (a hang is located by the last line).
-        ``compile_first``: compile the kernels with a limit=1 run of the first query before the
-        untimed single runs (their deadline would otherwise include the compilation)."""
-        args = self.args
-        repeats = args.repeats if repeats is None else repeats
-        engine = GMatch(**(options or {}), **self.shape_options()).prepare(data)
+                with_reference=True):
+        """Run ``queries`` on one engine variant (warm-up, then --repeats timed runs each)."""
+        engine = self.engine(data, options)
         ref = ReferenceMatcher().prepare(data) if with_reference else None
         if ref is not None and queries:
-            ref.match(queries[0], timeout_s=args.ref_timeout)          # compile the reference
-        if compile_first and queries and not self.out_of_time():
-            print(f"{workload} {variant} compile (limit=1 run of {queries[0].name})", flush=True)
-            t = time.perf_counter()
-            warm_up = engine.match(queries[0], limit=1, timeout_s=COMPILE_TIMEOUT)
-            print(f"{workload} {variant} compiled in {time.perf_counter() - t:.1f} s "
-                  f"({warm_up.status})", flush=True)
-        done = 0
-        for i, query in enumerate(queries):
+            ref.match(queries[0], timeout_s=self.args.ref_timeout)          # compile the reference
+        for done, query in enumerate(queries):
             if self.out_of_time():
                 self.skipped += len(queries) - done
                 print(f"[time budget] {workload}/{variant}: {done} of {len(queries)} queries done")
-                break
-            if timed_out is not None:
-                if query.name in timed_out:
-                    self.skipped_after_timeout += 1
-                    done += 1
-                    print(f"{workload} {variant} q{i} {query.name} skipped (timed out with an "
-                          "earlier variant)", flush=True)
-                    continue
-                print(f"{workload} {variant} q{i} {query.name} n={query.num_vertices} "
-                      f"m={query.num_edges} start (timeout {args.timeout} s)", flush=True)
-            result, search, total, wall = self.timed(engine, query, repeats, args.timeout, warm)
-            if timed_out is not None and result.status is Status.TIMEOUT:
-                timed_out.add(query.name)
-            known = expected.get(query.name) if expected else None
-            row = {"workload": workload, "variant": variant, "query": query.name,
-                   "vertices": query.num_vertices, "count": result.count, "status": str(result.status),
-                   "search_ms": 1e3 * search, "total_ms": 1e3 * total, "wall_ms": 1e3 * wall,
-                   "idle_rate": result.stats.get("idle_rate", float("nan")),
-                   "steals": result.stats.get("steals", 0),
-                   "global_steals": result.stats.get("global_steals", 0),
-                   "seeds": result.stats.get("seeds", 0),
-                   "seed_pool_bytes": result.stats.get("seed_pool_bytes", 0),
-                   "max_stack_bytes": result.stats.get("max_stack_bytes", 0),
-                   "steal_buffer_bytes": result.stats.get("steal_buffer_bytes", 0),
-                   "seed_width": result.stats.get("seed_width", 0),
-                   "stack_shared_bytes": result.stats.get("stack_shared_bytes", 0),
-                   "stack_global_bytes": result.stats.get("stack_global_bytes", 0),
-                   "peak_device_bytes": result.peak_device_bytes}
-            if ref is not None:
-                rres, rwall = self.reference(ref, query, repeats)
-                row.update(ref_status=str(rres.status), ref_ms=1e3 * rwall,
-                           ratio_ref_over_gmatch=(rwall / wall) if wall else float("nan"))
-                if known is None and rres.status is Status.OK:
-                    known = rres.count
-            row["expected"] = known
-            row["check"] = self.check(workload, variant, query, result, known)
-            self.rows.append(row)
-            done += 1
-            print(f"{workload:9s} {variant:22s} {query.name:22s} count={result.count:<16d} "
-                  f"{row['check']:9s} search={row['search_ms']:9.3f} ms wall={row['wall_ms']:9.3f} ms"
-                  + (f" ref={row['ref_ms']:9.3f} ms" if 'ref_ms' in row else "")
-                  + f" idle={row['idle_rate']:.3f}", flush=True)
-        return done
+                return
+            self.run_query(workload, variant, engine, query, expected.get(query.name), ref)
+
+    def run_query(self, workload, variant, engine, query, known, ref=None, repeats=None, warm=True):
+        """Run one query on one engine, check its count against ``known`` (or the reference's
+        count, where ``ref`` is given and finishes), record and print its row; returns the row."""
+        repeats = self.args.repeats if repeats is None else repeats
+        result, search, total, wall = self.timed(engine, query, repeats, self.args.timeout, warm)
+        iters = result.stats.get("warp_iterations", 0)
+        row = {"workload": workload, "variant": variant, "query": query.name,
+               "vertices": query.num_vertices, "count": result.count, "status": str(result.status),
+               "search_ms": 1e3 * search, "total_ms": 1e3 * total, "wall_ms": 1e3 * wall,
+               # no DFS iteration (no seed, or stopped before the DFS launch): no idle rate
+               "idle_rate": result.stats["idle_rate"] if iters else float("nan"),
+               "warp_iterations": iters,
+               "steals": result.stats.get("steals", 0),
+               "global_steals": result.stats.get("global_steals", 0),
+               "seeds": result.stats.get("seeds", 0),
+               "seed_pool_bytes": result.stats.get("seed_pool_bytes", 0),
+               "max_stack_bytes": result.stats.get("max_stack_bytes", 0),
+               "steal_buffer_bytes": result.stats.get("steal_buffer_bytes", 0),
+               "seed_width": result.stats.get("seed_width", 0),
+               "stack_shared_bytes": result.stats.get("stack_shared_bytes", 0),
+               "stack_global_bytes": result.stats.get("stack_global_bytes", 0),
+               "peak_device_bytes": result.peak_device_bytes}
+        if ref is not None:
+            rres, rwall = self.reference(ref, query, repeats)
+            row.update(ref_status=str(rres.status), ref_ms=1e3 * rwall,
+                       ratio_ref_over_gmatch=(rwall / wall) if wall else float("nan"))
+            if known is None and rres.status is Status.OK:
+                known = rres.count
+        row["expected"] = known
+        row["check"] = self.check(workload, variant, query, result, known)
+        self.rows.append(row)
+        print(f"{workload:9s} {variant:22s} {query.name:22s} count={result.count:<16d} "
+              f"{row['check']:9s} search={row['search_ms']:9.3f} ms wall={row['wall_ms']:9.3f} ms"
+              + (f" ref={row['ref_ms']:9.3f} ms" if 'ref_ms' in row else "")
+              + f" idle={row['idle_rate']:.3f}", flush=True)
+        return row
+
+    def run_idle(self, workload, data, queries):
+        """Idle rates (Tables 2/6), query-major: each query runs once on the fine engine (checked
+        against the reference where it finishes) and then on every coarse variant (checked
+        against the fine count), all under --timeout; a timed-out run keeps the idle rate of
+        the part it searched."""
+        variants = {"fine": {}, **{k: v for k, v in VARIANTS.items() if k.startswith("coarse")}}
+        if not queries or self.out_of_time():
+            self.skipped += len(queries) * len(variants)
+            return
+        engines = {name: self.engine(data, options) for name, options in variants.items()}
+        ref = ReferenceMatcher().prepare(data)
+        ref.match(queries[0], timeout_s=self.args.ref_timeout)              # compile the reference
+        for name, engine in engines.items():
+            self.compile(workload, name, engine, queries[0])
+        for i, query in enumerate(queries):
+            if self.out_of_time():
+                self.skipped += (len(queries) - i) * len(variants)
+                print(f"[time budget] {workload}: {i} of {len(queries)} queries done")
+                return
+            known = None
+            for name, engine in engines.items():
+                print(f"{workload} {name} q{i} {query.name} n={query.num_vertices} "
+                      f"m={query.num_edges} start (timeout {self.args.timeout} s)", flush=True)
+                row = self.run_query(workload, name, engine, query, known,
+                                     ref if name == "fine" else None, repeats=1, warm=False)
+                if name == "fine":      # the coarse variants are checked against this count
+                    known = row["expected"]
+                    if known is None and row["status"] == "ok" and row["check"] == "unchecked":
+                        known = row["count"]
 
     def shape_options(self):
         return dict(blocks=2, warps_per_block=2, seed_pool=64) if self.sim else {}
@@ -283,16 +310,7 @@ def main(argv=None) -> int:
             enron = load_graph(data_dir / "snap" / "email-Enron.txt.gz", symmetrize=True)
             enron = relabel(enron, uniform_labels(enron.num_vertices, 16, seed=6))
         for name, data in (("github", github_graph()), ("enron", enron)):
-            queries = list(query_set(data, count, 4 if stand_in else 12, seed=12))
-            timed_out: set[str] = set()
-            for variant, options in {"fine": {}, **{k: v for k, v in VARIANTS.items()
-                                                     if k.startswith("coarse")}}.items():
-                # idle rates need one run per query (no warm-up, no repeats); the reference
-                # checks the fine engine's counts where it finishes within --ref-timeout; a query
-                # that timed out is not run again by the later variants
-                bench.run_set(f"idle-{name}", data, queries, bench.counts(f"idle-{name}", "fine"),
-                              variant, options, with_reference=(variant == "fine"), repeats=1, warm=False,
-                              timed_out=timed_out, compile_first=True)
+            bench.run_idle(f"idle-{name}", data, list(query_set(data, count, 4 if stand_in else 12, seed=12)))
 
     write_csv(bench, Path(args.out))
     summary(bench)
@@ -341,16 +359,42 @@ def summary(bench: Bench) -> None:
               f"{(statistics.median(ratios) if ratios else float('nan')):12.2f} "
               f"{(statistics.mean(idle) if idle else float('nan')):9.4f} {versus:>8s}")
     print("=" * 123)
+    idle_summary(rows, bench.args.timeout)
     if bench.skipped:
         print(f"time budget reached: {bench.skipped} queries not run")
-    if bench.skipped_after_timeout:
-        print(f"{bench.skipped_after_timeout} idle runs skipped: their query timed out with an earlier variant")
     if bench.mismatches:
         print(f"{len(bench.mismatches)} MISMATCHES:")
         for m in bench.mismatches:
             print("  " + m)
     else:
         print("all checked counts are exact")
+
+
+def idle_summary(rows: list[dict], timeout: float) -> None:
+    """Per idle graph and variant: queries run, finished, mean idle rate over all runs (a
+    timed-out run's rate covers the first ``timeout`` seconds of its search) and over the queries
+    that every variant finished."""
+    graphs: dict[str, dict[str, list[dict]]] = {}
+    for row in rows:
+        if row["workload"].startswith("idle-"):
+            graphs.setdefault(row["workload"], {}).setdefault(row["variant"], []).append(row)
+    if not graphs:
+        return
+    print(f"idle rates: a timed-out run's rate is over the first {timeout:g} s (--timeout) of its search; "
+          "'all finished' = the queries every variant finished")
+    print(f"{'graph':14s} {'variant':22s} {'queries':>7s} {'finished':>8s} {'idle (all runs)':>15s} "
+          f"{'all finished':>12s} {'idle (all finished)':>19s}")
+    for workload, variants in graphs.items():
+        finished = {v: {r["query"] for r in group if r["status"] == "ok"} for v, group in variants.items()}
+        finished_by_all = set.intersection(*finished.values())
+        for variant, group in variants.items():
+            every = [r["idle_rate"] for r in group if r["idle_rate"] == r["idle_rate"]]
+            shared = [r["idle_rate"] for r in group
+                      if r["query"] in finished_by_all and r["idle_rate"] == r["idle_rate"]]
+            print(f"{workload:14s} {variant:22s} {len(group):7d} {len(finished[variant]):8d} "
+                  f"{(statistics.mean(every) if every else float('nan')):15.4f} {len(finished_by_all):12d} "
+                  f"{(statistics.mean(shared) if shared else float('nan')):19.4f}")
+    print("=" * 123)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """GPU helpers every engine shares (DESIGN.md, "GPU, simulator, CPU"): the simulator-aware ``cuda``
-module, device detection, device-timed phases, the device-memory budget and kernel resources.
+module, device detection, device-timed phases, the device-memory budget, the deadline watch of a
+running launch and kernel resources.
 
 Engines write ``from common.device import cuda``: under Numba's CUDA simulator
 (``NUMBA_ENABLE_CUDASIM=1``) importing this module first installs the warp intrinsics the
@@ -264,6 +265,80 @@ def fill(d_array, value, stream=0) -> None:
     _fill_kernel[blocks, FILL_THREADS, stream](flat, value)
 
 
+class LaunchWatch:
+    """Stops a running kernel launch at a host deadline (the engines' ``timeout_s``).
+
+    :meth:`run` launches a kernel on the watch's own stream and polls a completion event; once
+    the deadline passes it copies 1 from a pinned host word into ``flag`` (a one-element int64
+    device array the kernel polls) through a second stream, so the copy engine writes the flag
+    while the kernel runs. The kernel must read the flag with an atomic (a plain load may be
+    served from a stale L1 line) and leave when it is set; the caller clears it before the next
+    watched launch. The simulator runs a launch synchronously, so there a thread raises the
+    flag. Polling backs off from 10 us to 1 ms between event queries. Launches without a
+    deadline should not go through the watch (no stream, no polling).
+    """
+
+    def __init__(self):
+        self._one = cuda.pinned_array(1, np.int64)
+        self._one[0] = 1
+        self._sim = simulator_active()
+        self.stream = 0 if self._sim else cuda.stream()      # the watched launches
+        self._side = 0 if self._sim else cuda.stream()       # the flag's copy
+        self._done = None if self._sim else cuda.event(timing=False)
+
+    def _raise(self, flag) -> None:
+        flag.copy_to_device(self._one, stream=self._side)
+
+    def _run_simulated(self, launch, args, deadline, flag) -> bool:
+        """The simulator's launch returns when the kernel has ended, so a thread raises the flag.
+        The simulator's atomics are read-modify-writes under a lock that a plain write does not
+        take: a write landing inside a kernel's atomic read of the flag is overwritten with the
+        old value, so the thread writes the flag again every millisecond until the launch ends."""
+        ended, raised = threading.Event(), threading.Event()
+
+        def keep_raising():
+            if ended.wait(max(0.0, deadline - time.perf_counter())):
+                return
+            raised.set()
+            while True:
+                self._raise(flag)
+                if ended.wait(1e-3):
+                    return
+
+        raiser = threading.Thread(target=keep_raising, name="LaunchWatch", daemon=True)
+        raiser.start()
+        try:
+            launch(*args)
+        finally:
+            ended.set()
+            raiser.join()
+        return raised.is_set()
+
+    def run(self, kernel, griddim, blockdim, args, deadline: float, flag) -> bool:
+        """Launch ``kernel[griddim, blockdim]`` with ``args``, raise ``flag`` once
+        ``time.perf_counter()`` passes ``deadline``, return after the launch ends; True when the
+        flag was raised (the launch's results are then partial), whether or not the kernel had
+        already finished its work."""
+        if flag.size != 1 or flag.dtype != np.int64:
+            raise ValueError(f"flag must be a one-element int64 device array, got {flag.dtype} x {flag.size}")
+        launch = kernel[griddim, blockdim, self.stream]
+        if self._sim:
+            return self._run_simulated(launch, args, deadline, flag)
+        launch(*args)
+        self._done.record(self.stream)
+        raised = False
+        pause = 1e-5
+        while not self._done.query():
+            if not raised and time.perf_counter() > deadline:
+                self._raise(flag)
+                raised = True
+            time.sleep(pause)
+            pause = min(2 * pause, 1e-3)
+        if raised:
+            self._side.synchronize()        # the flag has landed before the caller clears it
+        return raised
+
+
 _RESOURCE_GETTERS = {
     "registers_per_thread": "get_regs_per_thread",
     "shared_bytes_per_block": "get_shared_mem_per_block",
@@ -293,5 +368,5 @@ def kernel_resources(kernel, *signature_args) -> dict:
 
 __all__ = [
     "cuda", "FULL_MASK", "WARP_SIZE", "simulator_active", "gpu_available", "device_info",
-    "PhaseTimer", "DeviceTimer", "DeviceMemoryBudget", "fill", "kernel_resources",
+    "PhaseTimer", "DeviceTimer", "DeviceMemoryBudget", "LaunchWatch", "fill", "kernel_resources",
 ]

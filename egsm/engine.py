@@ -20,6 +20,13 @@ Options (variants of the paper's Table 4 are options of this one class):
 * ``blocks``: blocks of the enumeration kernel (default 4 per SM; 1 in the simulator).
 * ``device_memory_limit``: every device allocation goes through one ``DeviceMemoryBudget``.
 
+``timeout_s`` (the paper has none): the deadline is checked before every stage launch, and
+each stage launch runs through :class:`common.device.LaunchWatch`, which raises the kernels'
+stop flag at the deadline, so one heavy launch ends within a few batches of it (before, only
+the checks between launches existed: one launch of P8 on the unlabelled GitHub graph ran 98.7 s
+under ``timeout_s=20``). A stopped query returns status ``timeout`` with the partial count.
+Without a deadline the stages are launched back to back on the default stream, unwatched.
+
 Load balancing (paper §5.6) without dynamic parallelism, which Numba lacks: warps take tasks
 from a device cursor; look-forward splitting publishes a level whose s_min has more than TH1
 elements as 32-element chunk records (prefix + chunk) in a device pool that every warp of the
@@ -40,7 +47,7 @@ import time
 
 import numpy as np
 
-from common.device import DeviceMemoryBudget, PhaseTimer, cuda, fill, simulator_active
+from common.device import DeviceMemoryBudget, LaunchWatch, PhaseTimer, cuda, fill, simulator_active
 from common.engine import Engine
 from common.graph import Graph
 from common.result import MatchResult, Status
@@ -151,6 +158,7 @@ class EGSM(Engine):
         else:
             self.enum_blocks = 4 * int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
         self.data_n = data.num_vertices
+        self._watch = LaunchWatch()
 
     def _buffer(self, name: str, size: int, dtype) -> object:
         """A device buffer of at least ``size`` elements, grown (x1.5) and reused across queries."""
@@ -356,13 +364,18 @@ class EGSM(Engine):
         groups = plan.groups
         timed_out = False
 
-        def launch(stage, slot, group_mask, mapped_before, final, fallback):
+        def launch(stage, slot, group_mask, mapped_before, final, fallback) -> bool:
+            """Run one stage; True when the deadline stopped it (its output is then partial)."""
             self._epoch += 1
-            extend_kernel[self.enum_blocks, L.ENUM_THREADS](
-                self.d_meta, self.d_einfo, keys, off2, nbr2, proj_keys, self.d_queue,
-                self.d_ctrl, emb, emb_rows, self.d_split, split_cap, split_threshold,
-                self._epoch, stage, slot, first_edge, first_tasks, group_mask, mapped_before,
-                final, fallback, limit_arg, adaptive)
+            args = (self.d_meta, self.d_einfo, keys, off2, nbr2, proj_keys, self.d_queue,
+                    self.d_ctrl, emb, emb_rows, self.d_split, split_cap, split_threshold,
+                    self._epoch, stage, slot, first_edge, first_tasks, group_mask, mapped_before,
+                    final, fallback, limit_arg, adaptive, int(deadline is not None))
+            if deadline is None:
+                extend_kernel[self.enum_blocks, L.ENUM_THREADS](*args)
+                return False
+            return self._watch.run(extend_kernel, self.enum_blocks, L.ENUM_THREADS, args, deadline,
+                                   self.d_ctrl[L.C_STOP:L.C_STOP + 1])
 
         def past_deadline():
             return deadline is not None and time.perf_counter() > deadline
@@ -375,9 +388,9 @@ class EGSM(Engine):
                     timed_out = True
                     break
                 gmask = sum(1 << u for u in group)
-                launch(s, s, gmask, before, s == len(groups) - 1, False)
-                if deadline is not None:
-                    cuda.synchronize()
+                if launch(s, s, gmask, before, s == len(groups) - 1, False):
+                    timed_out = True
+                    break
                 before |= gmask
             ctrl = self._read_ctrl()
             overflow = int(ctrl[L.C_OVERFLOW])
@@ -389,7 +402,7 @@ class EGSM(Engine):
                 if past_deadline():
                     timed_out = True
                 else:
-                    launch(fallback_stage, L.FALLBACK_SLOT, rest, before, True, True)
+                    timed_out = launch(fallback_stage, L.FALLBACK_SLOT, rest, before, True, True)
                     ctrl = self._read_ctrl()
             if ctrl[L.C_ERROR]:
                 raise RuntimeError("EGSM planning error: a vertex group had no extendable vertex")
@@ -408,7 +421,7 @@ class EGSM(Engine):
                 for region in (L.C_TASK, L.C_SPLIT_RES, L.C_SPLIT_TAKE, L.C_REC_DONE, L.C_MAIN_DONE):
                     ctrl[region + slot] = 0
                 self.d_ctrl.copy_to_device(ctrl)
-                launch(rerun, slot, gmask, before, True, fallback_stage >= 0)
+                timed_out = launch(rerun, slot, gmask, before, True, fallback_stage >= 0)
                 ctrl = self._read_ctrl()
                 total = int(ctrl[L.C_COUNT])
         stats["stage_rows"] = [int(ctrl[L.C_ROWS + s]) for s in range(len(groups) - 1)]

@@ -46,6 +46,13 @@ device from the per-stage row counters, so all stages are launched back to back 
 round trip between them (the host reads the counters once at the end); the stop flag (limit
 reached) is polled once per batch; rows store the mapped data vertices in ascending query-vertex
 order and a task re-derives each vertex's cuckoo cell with one probe per lane.
+
+Deadline (``timeout_s``; the paper has none inside a launch): with ``watch`` = 1 the host runs
+each stage through :class:`common.device.LaunchWatch`, which writes ``ctrl[C_STOP]`` from a second
+stream at the deadline; lane 0 of every warp also reads the flag with an L2 atomic every
+``STOP_POLL_INTERVAL`` polls (a poll = a task taken or a batch tested), since the per-batch
+plain load may hit a stale L1 line the host's copy never updates. Warps waiting for a split
+record already read it atomically. With ``watch`` = 0 (no deadline) nothing changes.
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ from .layout import (C_COUNT, C_ERROR, C_MAIN_DONE, C_OVERFLOW, C_REC_DONE, C_RO
 
 NO_KEY = int64(1) << 62
 SPIN_NS = 256          # back-off of a warp waiting for a split record
+STOP_POLL_INTERVAL = 32  # polls between a warp's atomic reads of the stop flag (deadline watch)
 
 
 @cuda.jit(device=True)
@@ -162,10 +170,14 @@ def test_candidate(meta, keys, off2, nbr2, proj_keys, sM, sC, w, mapped, u, kind
 
 
 @cuda.jit(device=True)
-def stopped(ctrl, fallback):
+def stopped(ctrl, fallback, watch, polls):
+    """Should the warp leave (limit reached, queue overflow, or the host's deadline)? Lane 0
+    decides, every lane gets the answer; ``polls`` counts the warp's calls."""
     flag = 0
     if cuda.laneid == 0:
         if ctrl[C_STOP] != 0 or (not fallback and ctrl[C_OVERFLOW] != 0):
+            flag = 1
+        elif watch != 0 and polls % STOP_POLL_INTERVAL == 0 and cuda.atomic.add(ctrl, C_STOP, 0) != 0:
             flag = 1
     return cuda.shfl_sync(FULL_MASK, flag, 0) != 0
 
@@ -201,11 +213,12 @@ def wait_record(ctrl, split, slot, idx, ntasks, epoch, fallback):
 @cuda.jit
 def extend_kernel(meta, einfo, keys, off2, nbr2, proj_keys, queue, ctrl, emb, emb_cap, split,
                   split_cap, split_threshold, epoch, stage, slot, first_edge, num_tasks,
-                  group_mask, mapped_before, final, fallback, limit, adaptive):
+                  group_mask, mapped_before, final, fallback, limit, adaptive, watch):
     """Run one stage (see the module docstring); ``stage == 0`` reads tasks from
     π_{u0} R(u0, first_edge) in chunks of 32, later stages from the queue rows of stage - 1;
     with ``split_threshold > 0``, a level whose s_min is larger is split into 32-element chunk
-    records that any warp of the launch takes once the main tasks are used up."""
+    records that any warp of the launch takes once the main tasks are used up; ``watch`` != 0:
+    the host may raise the stop flag at a deadline."""
     sM = cuda.shared.array((WARPS_PER_BLOCK, MAXQ), int32)
     sC = cuda.shared.array((WARPS_PER_BLOCK, MAXQ), int32)
     buf_v = cuda.shared.array((WARPS_PER_BLOCK, MAXQ, WARP), int32)
@@ -243,13 +256,15 @@ def extend_kernel(meta, einfo, keys, off2, nbr2, proj_keys, queue, ctrl, emb, em
     max_rows = (qcap - in_rows * w_in) // w_out
     ntasks = num_tasks if stage == 0 else in_rows
     lower = (int64(1) << lane) - 1
+    polls = int64(0)
 
     while True:
         t = int64(0)
         if lane == 0:
             t = cuda.atomic.add(ctrl, C_TASK + slot, 1)
         t = cuda.shfl_sync(FULL_MASK, t, 0)
-        if stopped(ctrl, fallback):
+        polls += 1
+        if stopped(ctrl, fallback, watch, polls):
             break
         is_record = t >= ntasks
         if is_record:
@@ -315,7 +330,8 @@ def extend_kernel(meta, einfo, keys, off2, nbr2, proj_keys, queue, ctrl, emb, em
                     if depth >= 0:
                         mapped &= ~(int64(1) << lv_u[depth])
                     continue
-                if stopped(ctrl, fallback):                # polled once per batch
+                polls += 1
+                if stopped(ctrl, fallback, watch, polls):  # polled once per batch
                     break
                 u = lv_u[depth]
                 ok, x, cell = test_candidate(meta, keys, off2, nbr2, proj_keys, sM, sC, w, mapped,

@@ -26,9 +26,9 @@ CHOICES where the paper is silent:
 * ``limit`` counts ordered embeddings: the kernels stop once ceil(limit / |Aut(Q)|) unique ones are
   found (a stop flag polled by every warp each iteration when a limit is set).
 * ``timeout_s``: deadline checks between BFS levels; the DFS is one launch either way. With a
-  timeout it runs on its own stream while the host polls an event, and at the deadline the host
-  writes the stop flag through a second stream (the copy engine runs beside the kernel); the
-  kernels poll the flag every 32 warp iterations, so the launch ends within a few iterations of
+  timeout it runs through :class:`common.device.LaunchWatch`: on its own stream while the host
+  polls an event, and at the deadline the host writes the stop flag through a second stream (the
+  copy engine runs beside the kernel); the kernels poll the flag every 32 warp iterations, so the launch ends within a few iterations of
   the deadline (earlier versions split the seed pool into 64 launches with checks between them,
   which could not stop one heavy launch: a 12-vertex GitHub query ran for minutes under a 2 s
   timeout). The count of a stopped launch is partial: status ``timeout``.
@@ -45,12 +45,11 @@ CHOICES where the paper is silent:
 from __future__ import annotations
 
 import math
-import threading
 import time
 
 import numpy as np
 
-from common.device import DeviceMemoryBudget, PhaseTimer, cuda, fill, simulator_active
+from common.device import DeviceMemoryBudget, LaunchWatch, PhaseTimer, cuda, fill, simulator_active
 from common.engine import Engine
 from common.graph import Graph
 from common.result import MatchResult, Status
@@ -148,11 +147,7 @@ class GMatch(Engine):
                         budget.device_array(self._pool_elements, np.int32, "seed pool")]
         self._d_no_emb = budget.device_array((1, MAX_QUERY_VERTICES), np.int32, "no embeddings")
         self._d_mail = budget.device_array(MAILBOX + 32, np.int32, "steal mailbox")
-        self._stop_one = cuda.pinned_array(1, np.int64)     # host source of the deadline's stop flag
-        self._stop_one[0] = 1
-        self._stream = 0 if SIM else cuda.stream()           # watched DFS launches (timeout_s)
-        self._side_stream = 0 if SIM else cuda.stream()      # the stop flag's copy
-        self._launch_done = None if SIM else cuda.event(timing=False)
+        self._watch = LaunchWatch()                          # stops a DFS launch at timeout_s
         self._d_xfer = budget.device_array((1, 1), np.int32, "steal hand-over records")
         self._fc = None
         self._row_of_entry = None           # source vertex of every CSR entry (candidate graph)
@@ -300,44 +295,9 @@ class GMatch(Engine):
             kernel[blocks, warps * 32](*d, pool, width, 0, rows, self._d_ctrl, emb, emb_cap,
                                        limit_unique, 0, *extra)
             return False, shape
-        return self._watched(kernel[blocks, warps * 32, self._stream], deadline,
-                             (*d, pool, width, 0, rows, self._d_ctrl, emb, emb_cap, limit_unique, 1,
-                              *extra)), shape
-
-    def _raise_stop(self) -> None:
-        """Write ctrl[C_STOP] = 1 through the side stream (copy engine), which runs concurrently
-        with a DFS launch on ``self._stream``."""
-        self._d_ctrl[C_STOP:C_STOP + 1].copy_to_device(self._stop_one, stream=self._side_stream)
-
-    def _watched(self, launch, deadline, args) -> bool:
-        """Run one DFS launch that the host stops at ``deadline``; returns whether it was stopped.
-        On the GPU the launch goes to its own stream and the host polls an event, raising the
-        stop flag once the deadline passes; the simulator runs a launch synchronously, so a
-        timer thread raises the flag there."""
-        if SIM:
-            fired = threading.Event()
-
-            def fire():
-                self._raise_stop()
-                fired.set()
-
-            timer = threading.Timer(max(0.0, deadline - time.perf_counter()), fire)
-            timer.start()
-            launch(*args)
-            timer.cancel()
-            timer.join()
-            return fired.is_set()
-        launch(*args)
-        self._launch_done.record(self._stream)
-        raised = False
-        pause = 1e-5
-        while not self._launch_done.query():
-            if not raised and time.perf_counter() > deadline:
-                self._raise_stop()
-                raised = True
-            time.sleep(pause)
-            pause = min(2 * pause, 1e-3)
-        return raised
+        args = (*d, pool, width, 0, rows, self._d_ctrl, emb, emb_cap, limit_unique, 1, *extra)
+        return self._watch.run(kernel, blocks, warps * 32, args, deadline,
+                               self._d_ctrl[C_STOP:C_STOP + 1]), shape
 
     def _search(self, n, limit_unique, emb_cap, deadline, timer):
         """BFS + DFS; returns (unique count, ctrl block, embeddings device array, timed_out, stats)."""

@@ -1,8 +1,11 @@
 """EGSM engine in the simulator: counts equal the reference matcher's for every variant, on
 generated graphs, dense / tree / automorphic / repeated-label / 20+ vertex queries; the
-BFS-to-DFS fallback under a small queue budget; limit, collect, timeout; rejected inputs."""
+BFS-to-DFS fallback under a small queue budget; limit, collect, timeout (a deadline stops a
+running launch; an unreached one leaves counts exact); rejected inputs."""
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import pytest
@@ -173,6 +176,42 @@ def test_no_candidate_gives_zero(data, engines, reference):
 def test_timeout(engines, queries):
     got = engines["default"].match(queries[1], timeout_s=1e-9)
     assert got.status is Status.TIMEOUT
+
+
+def test_deadline_stops_a_running_launch():
+    """4-vertex paths in K_7 with the DFS variant: the last stage, one launch, finds all 840
+    embeddings (seconds in the simulator). A deadline 30% into that launch must stop it inside
+    the launch (before, the deadline was checked only between launches), and the next query on
+    the same engine must count exactly with a deadline it does not reach (the flag is cleared)."""
+    n = 7
+    pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]
+    clique = Graph.from_edges(n, [a for a, _ in pairs], [b for _, b in pairs], name="K7")
+    reference = ReferenceMatcher().prepare(clique)
+    path4 = Graph.from_edges(4, [0, 1, 2], [1, 2, 3], name="path4")
+    eng = EGSM(variant="DFS").prepare(clique)
+    full = eng.match(path4)
+    assert full.status is Status.OK and full.count == reference.match(path4).count
+    search = full.phases["enumerate"]
+    before_search = full.seconds - search
+    timeout = before_search + 0.3 * search
+    start = time.perf_counter()
+    stopped = eng.match(path4, timeout_s=timeout)
+    elapsed = time.perf_counter() - start
+    assert stopped.status is Status.TIMEOUT
+    assert 0 < stopped.count < full.count        # the last stage's launch ran and was cut short
+    assert elapsed < timeout + 0.3 * search      # within a few batches, not after the other 70%
+    path3 = Graph.from_edges(3, [0, 1], [1, 2], name="path3")
+    after = eng.match(path3, timeout_s=600)
+    assert after.status is Status.OK and after.count == reference.match(path3).count
+
+
+def test_unreached_deadline_keeps_counts_exact(engines, reference, queries, data, sparse_query):
+    """Every stage (first, BFS, last, the fallback under a tiny queue) runs watched."""
+    got = engines["default"].match(queries[2], timeout_s=600)
+    assert got.status is Status.OK and got.count == reference.match(queries[2]).count
+    got = EGSM(variant="BFS", queue_bytes=64).prepare(data).match(sparse_query, timeout_s=600)
+    assert got.stats["fallback_stage"] >= 0
+    assert got.status is Status.OK and got.count == reference.match(sparse_query).count
 
 
 def test_rejects_unsupported_inputs(data):
