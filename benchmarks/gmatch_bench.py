@@ -237,6 +237,7 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="gMatch per-query timeout (s)")
     parser.add_argument("--ref-timeout", type=float, default=30.0, help="reference per-query timeout (s)")
     parser.add_argument("--idle-queries", type=int, default=100, help="random 12-vertex queries per graph")
+    parser.add_argument("--idle-graphs", default="github,enron", help="graphs of the idle workload")
     args = parser.parse_args(argv)
     data_dir = Path(args.data)
     chosen = [w.strip() for w in args.workloads.split(",") if w.strip()]
@@ -309,7 +310,9 @@ def main(argv=None) -> int:
         else:
             enron = load_graph(data_dir / "snap" / "email-Enron.txt.gz", symmetrize=True)
             enron = relabel(enron, uniform_labels(enron.num_vertices, 16, seed=6))
-        for name, data in (("github", github_graph()), ("enron", enron)):
+        graphs = {"github": github_graph, "enron": lambda: enron}
+        for name in args.idle_graphs.split(","):
+            data = graphs[name]()
             bench.run_idle(f"idle-{name}", data, list(query_set(data, count, 4 if stand_in else 12, seed=12)))
 
     write_csv(bench, Path(args.out))
