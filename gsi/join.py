@@ -95,6 +95,59 @@ def flush(cache, w, cached, written, out, out_base):
 
 
 @cuda.jit(device=True)
+def merge_in_place(btile, ntile, cache, w, gba, base, bp, size, ci, npos, e, written, structure,
+                   ci_label, label, use_cache):
+    """One warp: intersect gba[base+bp : base+size] with ci[npos:e] (both sorted) by 32 x 32 tile
+    merges (each lane binary-searches its buffer element in the neighbour tile; the tile whose
+    last element is smaller advances), writing survivors in place from gba[base+written]
+    (written <= bp). Returns (written after the final flush, bp where the merge stopped, buffer
+    tiles loaded, neighbour tiles loaded)."""
+    lane = cuda.laneid
+    cached = 0
+    loaded_b = 0
+    loaded_n = 0
+    reload_b = True
+    reload_n = True
+    while bp < size and npos < e:
+        if reload_b:
+            btile[w, lane] = gba[base + bp + lane] if bp + lane < size else INT32_MAX
+            loaded_b += 1
+        if reload_n:
+            ntile[w, lane] = ci[npos + lane] if npos + lane < e else INT32_MAX
+            loaded_n += 1
+        cuda.syncwarp(FULL_MASK)
+        nvalid = e - npos
+        if nvalid > 32:
+            nvalid = 32
+        bvalid = size - bp
+        if bvalid > 32:
+            bvalid = 32
+        blast = btile[w, bvalid - 1]
+        nlast = ntile[w, nvalid - 1]
+        x = btile[w, lane]
+        lo = 0
+        hi = nvalid
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if ntile[w, mid] < x:
+                lo = mid + 1
+            else:
+                hi = mid
+        pred = lane < bvalid and lo < nvalid and ntile[w, lo] == x
+        if pred:
+            pred = label_ok(structure, ci_label, npos + lo, label)
+        cached, written = emit(cache, w, pred, x, cached, written, gba, base, use_cache)
+        reload_b = blast <= nlast
+        reload_n = nlast <= blast
+        if reload_b:
+            bp += 32
+        if reload_n:
+            npos += 32
+        cuda.syncwarp(FULL_MASK)
+    return flush(cache, w, cached, written, gba, base), bp, loaded_b, loaded_n
+
+
+@cuda.jit(device=True)
 def load_row(rowc, w, tab, row, width):
     c = cuda.laneid
     while c < width:
@@ -220,49 +273,11 @@ def make_kernels(warps: int):
                 label = qinfo[ed * 3 + 2]
                 s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, part, rowc[w, col], n)
                 l_struct += ld
-                cached = 0
-                written = np.int64(0)
-                bp = np.int64(0)
-                npos = s
-                reload_b = True
-                reload_n = True
-                while bp < size and npos < e:
-                    if reload_b:
-                        btile[w, lane] = gba[base + bp + lane] if bp + lane < size else INT32_MAX
-                        l_tab += 1
-                    if reload_n:
-                        ntile[w, lane] = ci[npos + lane] if npos + lane < e else INT32_MAX
-                        l_nbr += 1
-                    cuda.syncwarp(FULL_MASK)
-                    nvalid = e - npos
-                    if nvalid > 32:
-                        nvalid = 32
-                    bvalid = size - bp
-                    if bvalid > 32:
-                        bvalid = 32
-                    blast = btile[w, bvalid - 1]
-                    nlast = ntile[w, nvalid - 1]
-                    x = btile[w, lane]
-                    lo = 0
-                    hi = nvalid
-                    while lo < hi:
-                        mid = (lo + hi) >> 1
-                        if ntile[w, mid] < x:
-                            lo = mid + 1
-                        else:
-                            hi = mid
-                    pred = lane < bvalid and lo < nvalid and ntile[w, lo] == x
-                    if pred:
-                        pred = label_ok(structure, ci_label, npos + lo, label)
-                    cached, written = emit(cache, w, pred, x, cached, written, gba, base, use_cache)
-                    reload_b = blast <= nlast
-                    reload_n = nlast <= blast
-                    if reload_b:
-                        bp += 32
-                    if reload_n:
-                        npos += 32
-                    cuda.syncwarp(FULL_MASK)
-                size = flush(cache, w, cached, written, gba, base)
+                size, _, loaded_b, loaded_n = merge_in_place(btile, ntile, cache, w, gba, base, np.int64(0), size,
+                                                             ci, s, e, np.int64(0), structure, ci_label,
+                                                             label, use_cache)
+                l_tab += loaded_b
+                l_nbr += loaded_n
             if lane == 0:
                 num[i] = size
             i += nw

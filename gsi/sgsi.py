@@ -70,7 +70,7 @@ from common.scan import ScanWorkspace, exclusive_scan
 from . import balance
 from .engine import _QI_EDGES, _QI_IN, _QI_LAB, _QI_OUT, _QI_SIG, DEFAULT_BLOCK_THREADS, DEFAULT_MAX_BLOCKS
 from .filter import SIG_WORDS, filter_kernel, signature_table
-from .join import INT32_MAX, MAX_QUERY_VERTICES, emit, flush, make_kernels
+from .join import MAX_QUERY_VERTICES, make_kernels, merge_in_place
 from .order import SCORES, join_plan
 from .pcsr import GROUP_WORDS, META, PCSR, _build_pcsr_partition, partition_lists, warp_neighbor_range
 
@@ -180,40 +180,8 @@ def make_sgsi_kernels(warps: int) -> dict:
             size = np.int64(num[i])
             if s < e and bp < size:
                 base = F[i]
-                cached = 0
-                written = wr[i]
-                npos = s
-                reload_b = True
-                reload_n = True
-                while bp < size and npos < e:
-                    if reload_b:
-                        btile[w, lane] = gba[base + bp + lane] if bp + lane < size else INT32_MAX
-                    if reload_n:
-                        ntile[w, lane] = ci[npos + lane] if npos + lane < e else INT32_MAX
-                    cuda.syncwarp(FULL_MASK)
-                    nvalid = min(e - npos, 32)
-                    bvalid = min(size - bp, 32)
-                    blast = btile[w, bvalid - 1]
-                    nlast = ntile[w, nvalid - 1]
-                    x = btile[w, lane]
-                    lo = 0
-                    hi = nvalid
-                    while lo < hi:
-                        mid = (lo + hi) >> 1
-                        if ntile[w, mid] < x:
-                            lo = mid + 1
-                        else:
-                            hi = mid
-                    pred = lane < bvalid and lo < nvalid and ntile[w, lo] == x
-                    cached, written = emit(cache, w, pred, x, cached, written, gba, base, use_cache)
-                    reload_b = blast <= nlast
-                    reload_n = nlast <= blast
-                    if reload_b:
-                        bp += 32
-                    if reload_n:
-                        npos += 32
-                    cuda.syncwarp(FULL_MASK)
-                written = flush(cache, w, cached, written, gba, base)
+                written, bp, _, _ = merge_in_place(btile, ntile, cache, w, gba, base, bp, size, ci, s, e,
+                                                   wr[i], structure, ci_label, 0, use_cache)
                 # every buffer element up to the part's last neighbour has been consumed
                 nxt = size
                 if bp < size:
