@@ -274,8 +274,10 @@ class LaunchWatch:
     while the kernel runs. The kernel must read the flag with an atomic (a plain load may be
     served from a stale L1 line) and leave when it is set; the caller clears it before the next
     watched launch. The simulator runs a launch synchronously, so there a thread raises the
-    flag. Polling backs off from 10 us to 1 ms between event queries. Launches without a
-    deadline should not go through the watch (no stream, no polling).
+    flag. Polling backs off from 10 us to 1 ms between event queries. The host time spent
+    enqueueing the launch (Numba compiles a kernel on its first launch with new argument types)
+    moves the deadline back: a cold kernel's compilation is not charged to the search. Launches
+    without a deadline should not go through the watch (no stream, no polling).
     """
 
     def __init__(self):
@@ -324,7 +326,10 @@ class LaunchWatch:
         launch = kernel[griddim, blockdim, self.stream]
         if self._sim:
             return self._run_simulated(launch, args, deadline, flag)
+        enqueue = time.perf_counter()
         launch(*args)
+        # a kernel's first launch with new argument types compiles it: that is not search time
+        deadline += time.perf_counter() - enqueue
         self._done.record(self.stream)
         raised = False
         pause = 1e-5

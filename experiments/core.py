@@ -310,8 +310,10 @@ def run_experiment(experiment: Experiment, scale: str | Scale = "small", out_dir
 
 
 # ---------------------------------------------------------------------- worst-case plan
-COMPILE_ALLOWANCE_S = 30.0
-"""Seconds allowed for compiling one (engine, options) configuration's kernels, once per worker."""
+COMPILE_ALLOWANCE_S = 20.0
+"""Seconds allowed for compiling one (engine, options) configuration's kernels, once per worker
+(an upper bound: on the 4x H200 run of 2026-11-21 whole sets of 7-16 configurations took 48-101 s
+of wall time, compiles included)."""
 
 
 @dataclass(frozen=True)
@@ -319,8 +321,8 @@ class PlanLine:
     """The worst case of one experiment at a scale: every query runs to its time limit.
 
     ``query_s`` = runs x repeats x limit; ``warmup_s`` = one untimed query (the runner's warm-up)
-    per configuration (:func:`runner.canonical_options`) that no earlier experiment of the same
-    worker ran; ``compile_s`` = :data:`COMPILE_ALLOWANCE_S` per compiled variant
+    per configuration (:func:`runner.canonical_options`) and query-set shape that no earlier
+    experiment of the same worker ran; ``compile_s`` = :data:`COMPILE_ALLOWANCE_S` per compiled variant
     (:func:`runner.config_key`: run-time options aside) not compiled before. Building and
     preparing a job's data graph and a worker restart after a hard kill (which compiles
     again) are not counted.
@@ -372,8 +374,11 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
                 done |= {(run_key, i) for i in fresh if run_key is not None}
                 runs += len(fresh)
                 if fresh:
+                    # the runner warms up once per query size: a query set's shape stands for it
+                    spec = point.queries
+                    shaped = (*warm_key, spec.kind, spec.size, spec.sizes, spec.names)
                     new_compiles |= {compile_key} - compiled
-                    new_warmups |= {warm_key} - warmed
+                    new_warmups |= {shaped} - warmed
         compiled |= new_compiles
         warmed |= new_warmups
         lines.append(PlanLine(experiment.name, jobs, runs, limit, experiment.repeats,

@@ -27,11 +27,12 @@ Budget. With a ``deadline`` (``time.monotonic()`` seconds), once it has passed e
 (job, query) pair is written as a row with status ``skipped`` and reason ``budget`` without
 running; a later run (resume) drops those rows and runs the pairs.
 
-Warm-up. Before the timed queries of a configuration's first job, the worker answers the
-job's first query once, untimed, so that kernel compilation (Numba compiles on first launch) is
-not charged to a query. A configuration (engine and the options that differ from its defaults,
-:func:`canonical_options`) is warmed up once per worker process: its kernels stay compiled for
-its later jobs, which on a budget would otherwise pay one extra query each. (Even options that
+Warm-up. Before the timed queries, the worker answers once, untimed, the first query of each
+query size that the configuration has not met yet in this process, so that kernel compilation
+(Numba compiles on first launch; gMatch compiles one kernel per query size) is not charged to a
+query. A configuration (engine and the options that differ from its defaults,
+:func:`canonical_options`) is warmed up once per worker process and query size: its kernels stay
+compiled for its later jobs, which on a budget would otherwise pay one extra query each. (Even options that
 :data:`RUNTIME_OPTIONS` says compile nothing get their own warm-up: a query must never pay for
 a compile that this table missed.)
 """
@@ -150,14 +151,17 @@ def config_key(engine: str, options) -> tuple:
 
 
 def _prepare(job: Job, warmed: set):
-    """The job's engine, prepared on its data graph; warmed up on its first query unless in ``warmed``."""
+    """The job's engine, prepared on its data graph and warmed up on the first query of every
+    query size it has not answered yet (some engines compile a kernel per query size)."""
     from common import create_engine
 
     engine = create_engine(job.engine, **job.engine_options).prepare(job.data)
-    key = (job.engine, canonical_options(job.engine, job.options))
-    if job.queries and key not in warmed:
-        engine.match(job.queries[0], timeout_s=job.time_limit_s)
-        warmed.add(key)
+    config = (job.engine, canonical_options(job.engine, job.options))
+    for query in job.queries:
+        key = (*config, query.num_vertices)
+        if key not in warmed:
+            engine.match(query, timeout_s=job.time_limit_s)
+            warmed.add(key)
     return engine
 
 

@@ -293,11 +293,12 @@ def leaf_output(ok, mask, lane, mv, par, wi, s, pool, width, d, v, parent, ctrl,
 
 
 @cuda.jit(device=True)
-def stopped(ctrl, lane, limit_unique, watch, iters):
-    """Has the stop flag been raised? Polled (lane 0, one L2 atomic) every iteration when a limit
-    is set, every ``STOP_POLL_INTERVAL`` iterations when only the host's deadline watch is on."""
+def stopped(ctrl, lane, limit_unique, watch, polls):
+    """Has the stop flag been raised? Polled (lane 0, one L2 atomic) at every call when a limit
+    is set, every ``STOP_POLL_INTERVAL`` calls (``polls`` counts them) when only the host's
+    deadline watch is on."""
     flag = int64(0)
-    if lane == 0 and (limit_unique > 0 or (watch != 0 and iters % STOP_POLL_INTERVAL == 0)):
+    if lane == 0 and (limit_unique > 0 or (watch != 0 and polls % STOP_POLL_INTERVAL == 0)):
         flag = cuda.atomic.add(ctrl, C_STOP, 0)
     return cuda.shfl_sync(FULL, flag, 0) != 0
 
@@ -720,9 +721,12 @@ def coarse_kernel(warps: int, unroll: int):
         found = int64(0)
         iters = int64(0)
         idle = int64(0)
+        polls = int64(0)              # calls of stopped(): its poll interval counts these
+        halted = False
         while True:
             cuda.syncwarp()
-            if stopped(ctrl, lane, limit_unique, watch, iters):
+            polls += 1
+            if stopped(ctrl, lane, limit_unique, watch, polls):
                 break
             d = top[wi]
             if d < s:
@@ -780,14 +784,19 @@ def coarse_kernel(warps: int, unroll: int):
                 if d == n - 1:
                     found += leaf_output(ok, mask, lane, fc_v, fc_p, gw, s, pool, width, d, v, p0 + g,
                                          ctrl, emb, emb_cap, limit_unique)
-                    if stopped(ctrl, lane, limit_unique, watch, iters):
-                        break
                 elif ok:
                     k = out + cuda.popc(mask & cuda.lanemask_lt())
                     fc_v[gw, d, k] = v
                     fc_p[gw, d, k] = p0 + g
                 out += cuda.popc(mask)
                 b += 32
+                # poll at every level: one partial match's lists (a hub's) can take many batches
+                polls += 1
+                if stopped(ctrl, lane, limit_unique, watch, polls):
+                    halted = True
+                    break
+            if halted:
+                break
             cuda.syncwarp()
             if lane == 0:
                 pos[wi, d - 1] = p0 + cnt

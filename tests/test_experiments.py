@@ -192,7 +192,8 @@ def test_plan_counts_runs_limits_warmups_and_compiles_once_per_worker():
     one, two, three_ = lines
     assert (one.jobs, one.runs, one.limit_s) == (4, 4 * q, 60.0)
     assert one.query_s == 4 * q * 3 * 60.0                    # runs x repeats x limit
-    assert one.warmup_s == 2 * 60.0 and one.compile_s == 2 * COMPILE_ALLOWANCE_S
+    # one warm-up per configuration and query size (2 x 2), one compile per configuration
+    assert one.warmup_s == 4 * 60.0 and one.compile_s == 2 * COMPILE_ALLOWANCE_S
     assert (two.runs, two.limit_s, two.query_s) == (2 * q, 0.5, 2 * q * 0.5)
     assert two.warmup_s == 0 and two.compile_s == 0           # filter="refine" is cpu's default
     assert (three_.jobs, three_.runs, three_.worst_s) == (1, 0, 0.0)
