@@ -27,6 +27,8 @@ needs no scan workspace and no host round trip.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit
 
@@ -120,8 +122,11 @@ def filter_kernel(mode, n, nwords, nq, sig, labels, out_deg, in_deg, qinfo, q_la
         task += warps
 
 
+@functools.lru_cache(maxsize=None)
 def make_compact_kernel(threads: int):
-    """Kernel writing the set bits of ``bits[row_base : row_base + nwords]`` to ``out`` ascending."""
+    """Kernel writing the set bits of ``bits[row_base : row_base + nwords]`` to ``out`` ascending;
+    one per block size, shared by every engine instance (a new kernel object compiles again: it
+    cost each new GSI engine 0.2-0.3 s on its first query)."""
     warps = threads // 32
 
     @cuda.jit
