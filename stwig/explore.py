@@ -41,8 +41,12 @@ from .decompose import Twig
 
 #: Largest number of leaves an STwig may have on the GPU path (per-thread local arrays).
 MAX_LEAVES = 31
-#: Roots per compiled call on the CPU path (the deadline is checked between calls).
-ROOT_CHUNK = 256
+#: Roots per compiled call on the CPU path: the deadline is checked between calls, whose size
+#: doubles from 1 root while a call takes under ``CHUNK_SECONDS`` and halves above it, up to
+#: ``ROOT_CHUNK`` (a hub root's STwigs can take seconds: a fixed 256-root call overran a 1 s
+#: deadline by 26 s).
+ROOT_CHUNK = 4096
+CHUNK_SECONDS = 0.01
 
 
 _NO_OUTPUT = np.zeros(1, np.int32)
@@ -231,11 +235,9 @@ class CpuExplorer:
             args = (twig.root, root_bound, len(twig.leaves), leaf_label, leaf_qv, leaf_bound,
                     bitmap, bool(homomorphic), self.off, self.adj, self.adjlab)
             total = 0
-            for first in range(0, roots.size, ROOT_CHUNK):
-                last = min(first + ROOT_CHUNK, roots.size)
+            for first, last in _root_chunks(roots.size, deadline):
                 total += _explore_roots_cpu(roots, first, last, *args, False, _NO_OUTPUT, counts,
                                             0, 0)
-                _check_deadline(deadline)
                 if used_bytes + 4 * arity * total > max_bytes:
                     raise DeviceOutOfMemory(4 * arity * total, used_bytes, max_bytes,
                                             f"STwig relation R_{t + 1} (max_relation_bytes)")
@@ -243,10 +245,8 @@ class CpuExplorer:
             np.cumsum(counts, out=offsets[1:])
             rel = np.empty(arity * total, np.int32)
             strides = (1, total) if t == 0 else (arity, 1)
-            for first in range(0, roots.size, ROOT_CHUNK):
-                last = min(first + ROOT_CHUNK, roots.size)
+            for first, last in _root_chunks(roots.size, deadline):
                 _explore_roots_cpu(roots, first, last, *args, True, rel, offsets, *strides)
-                _check_deadline(deadline)
             used_bytes += rel.nbytes
             relations.append(rel)
             if total == 0:
@@ -259,6 +259,20 @@ class CpuExplorer:
                 bound[x] = 1
                 distinct[-1].append(int(np.count_nonzero(bitmap[x])))
         return relations, distinct
+
+
+def _root_chunks(count: int, deadline: float | None):
+    """(first, last) ranges over ``count`` roots for the compiled calls, sized as ROOT_CHUNK's
+    comment says; the deadline is checked after each call."""
+    first, size = 0, 1
+    while first < count:
+        last = min(first + size, count)
+        began = time.perf_counter()
+        yield first, last
+        _check_deadline(deadline)
+        took = time.perf_counter() - began
+        size = min(ROOT_CHUNK, 2 * size) if took < CHUNK_SECONDS else max(1, size // 2)
+        first = last
 
 
 def _check_deadline(deadline: float | None) -> None:

@@ -204,7 +204,9 @@ def test_limit_stops_at_limit(prepared, engine):
 def test_timeout_and_memory_caps_become_statuses(prepared, engine):
     engines, ref, queries = prepared[1]
     query = max(queries, key=lambda q: ref.match(q).count)
-    assert engines[engine].match(query, timeout_s=1e-9).status is Status.TIMEOUT
+    stopped = engines[engine].match(query, timeout_s=1e-9)
+    assert stopped.status is Status.TIMEOUT and stopped.stats["timeout_in"] == "exploration"
+    assert stopped.phases["filter"] > 0          # the time spent exploring is still reported
     capped = {"gpu": STwig(**SIM, max_relation_bytes=64), "cpu": STwigCPU(max_relation_bytes=64)}
     small = capped[engine].prepare(_graph(24, 70, 2, 1))
     result = small.match(query)
