@@ -175,7 +175,7 @@ def make_sgsi_kernels(warps: int) -> dict:
         nw = cuda.gridDim.x * warps
         while i < m:
             v = tab[i * width + col]
-            s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, part, v, n)
+            s, e, _ = warp_neighbor_range(structure, meta, gl, keys, offs, part, v, n)
             bp = rd[i]
             size = np.int64(num[i])
             if s < e and bp < size:
