@@ -111,14 +111,7 @@ def prune_kernel(u, meta, keys, cnt, off, nbr, removed):
                 if cell < 0:
                     continue
                 q = back + cell
-                lo = off[q]
-                hi = off[q + 1]
-                while lo < hi:
-                    mid = (lo + hi) >> 1
-                    if nbr[mid] < v:
-                        lo = mid + 1
-                    else:
-                        hi = mid
+                lo = lower_bound(nbr, off[q], off[q + 1], v)
                 # a key of CT(a, u) deleted earlier (count 0) has no live slot left to delete
                 if cnt[q] > 0 and lo < off[q + 1] and nbr[lo] == v:
                     if cuda.atomic.exch(removed, lo, 1) == 0:

@@ -22,7 +22,7 @@ from numba import int32, int64
 from common.device import cuda
 
 from .candidates import QP_BACKWARD, QP_RESTRICT, QP_SIZES
-from .kernels import BIG_DEGREE, FULL, NO_BOUND, group_length, row_length, source_row, visit
+from .kernels import BIG_DEGREE, NO_BOUND, group_length, row_length, source_row, visit, warp_append
 
 
 @cuda.jit
@@ -36,15 +36,9 @@ def seed_level0(cand_mask, out, capacity, counter):
     while start < nv:                       # warp-uniform loop bound
         v = start + lane
         ok = v < nv and (cand_mask[min(v, nv - 1)] & 1) != 0
-        mask = cuda.ballot_sync(FULL, ok)
-        base = int64(0)
-        if lane == 0 and mask != 0:
-            base = cuda.atomic.add(counter, 0, cuda.popc(mask))
-        base = cuda.shfl_sync(FULL, base, 0)
-        if ok:
-            pos = base + cuda.popc(mask & cuda.lanemask_lt())
-            if pos < capacity:
-                out[pos] = v
+        pos = warp_append(ok, counter, 0, lane)
+        if ok and pos < capacity:
+            out[pos] = v
         start += stride
 
 
@@ -94,13 +88,8 @@ def seed_expand(lc_off, lc_nbr, cidx, bitmap, eg, cand_mask, qp, inp, rows, d, o
                         inp[base_in + j], j, v, d, n, qp, lc, skip, ok,
                         int64(0), int32(-1), int32(-1), int32(NO_BOUND))
                     j -= 1
-            mask = cuda.ballot_sync(FULL, ok)
-            base = int64(0)
-            if lane == 0 and mask != 0:
-                base = cuda.atomic.add(counter, 0, cuda.popc(mask))
-            base = cuda.shfl_sync(FULL, base, 0)
+            pos = warp_append(ok, counter, 0, lane)
             if ok:
-                pos = base + cuda.popc(mask & cuda.lanemask_lt())
                 if pos < capacity:
                     dst = pos * (d + 1)
                     for j in range(d):

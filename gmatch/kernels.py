@@ -271,19 +271,26 @@ def write_embedding(mv, par, wi, s, pool, width, d, v, parent, emb, pos):
 
 
 @cuda.jit(device=True)
+def warp_append(ok, counter, slot, lane):
+    """Warp-aggregated append: the warp's ``ok`` lanes reserve consecutive positions with one
+    atomic add on counter[slot]; returns this lane's position (meaningful where ``ok``)."""
+    mask = cuda.ballot_sync(FULL, ok)
+    base = int64(0)
+    if lane == 0 and mask != 0:
+        base = cuda.atomic.add(counter, slot, cuda.popc(mask))
+    base = cuda.shfl_sync(FULL, base, 0)
+    return base + cuda.popc(mask & cuda.lanemask_lt())
+
+
+@cuda.jit(device=True)
 def leaf_output(ok, mask, lane, mv, par, wi, s, pool, width, d, v, parent, ctrl, emb, emb_cap,
                 limit_unique):
     """Count the valid leaves of one batch (immediately, when a limit is set) and write them out."""
     found = cuda.popc(mask)
     if emb_cap > 0:
-        base = int64(0)
-        if lane == 0 and found > 0:
-            base = cuda.atomic.add(ctrl, C_EMB, found)
-        base = cuda.shfl_sync(FULL, base, 0)
-        if ok:
-            pos = base + cuda.popc(mask & cuda.lanemask_lt())
-            if pos < emb_cap:
-                write_embedding(mv, par, wi, s, pool, width, d, v, parent, emb, pos)
+        pos = warp_append(ok, ctrl, C_EMB, lane)
+        if ok and pos < emb_cap:
+            write_embedding(mv, par, wi, s, pool, width, d, v, parent, emb, pos)
     if limit_unique > 0 and lane == 0 and found > 0:
         old = cuda.atomic.add(ctrl, C_COUNT, found)
         if old + found >= limit_unique:

@@ -411,6 +411,8 @@ class SGSI(Engine):
         slot_words = self.slot_words_for(data, self.device_memory_limit, lists)
         self.sig_segments, self.segments = self.plan_segments(data, slot_words, lists)
         all_segments = self.sig_segments + [s for segs in self.segments for s in segs]
+        self.segment_ranges = [(np.array([s.lo for s in segs], np.int64), np.array([s.hi for s in segs], np.int64))
+                               for segs in self.segments]      # source-vertex range of each segment
         self.directions = 2 if data.directed else 1
         self.partition_edges = np.array([rows.size for rows, _ in lists], np.int64)
         self.degree_keys, self.degree_counts = [], []
@@ -579,8 +581,7 @@ class SGSI(Engine):
         if not segs or vertices.size == 0:
             return []
         values = np.unique(vertices)
-        lo = np.array([s.lo for s in segs])
-        hi = np.array([s.hi for s in segs])
+        lo, hi = self.segment_ranges[part]
         pos = np.searchsorted(values, lo)
         hit = (pos < values.size) & (values[np.minimum(pos, values.size - 1)] <= hi)
         return [s for s, h in zip(segs, hit) if h]

@@ -27,10 +27,11 @@ from numba import njit, prange
 
 from .decompose import JoinPlan
 from .engine import STwigPipeline
-from .hashjoin import (ARITY, HEAD_OFF, MASK, MAX_PAIRS, NKEYS, NROWS, POOL_OFF, REL_OFF,
-                       MAX_SPLIT_LEVELS, SAVED_HEADER, begin_unit, expand_unit, join_dfs,
+from .hashjoin import (ARITY, HEAD_OFF, MASK, MAX_PAIRS, NROWS, POOL_OFF,
+                       MAX_SPLIT_LEVELS, SAVED_HEADER, begin_unit, copy_record, expand_unit, join_dfs,
                        restore_state, save_state, table_layout)
 
+_copy_record_cpu = njit(nogil=True, cache=True)(copy_record)
 _begin_unit_cpu = njit(nogil=True, cache=True)(begin_unit)
 _join_dfs_cpu = njit(nogil=True, cache=True)(join_dfs)
 _save_state_cpu = njit(nogil=True, cache=True)(save_state)
@@ -47,15 +48,9 @@ def _build_tables_cpu(rel, tab, keycol, nt, pool, head):
     for t in range(nt):
         arity = tab[t, ARITY]
         for j in range(tab[t, NROWS]):
-            src = tab[t, REL_OFF] + j * arity
-            dst = tab[t, POOL_OFF] + j * (arity + 1)
-            h = 0
-            for c in range(arity):
-                pool[dst + c] = rel[src + c]
-            for q in range(tab[t, NKEYS]):
-                h += rel[src + keycol[t, q]]
+            h = _copy_record_cpu(rel, tab, keycol, t, j, pool)
             slot = tab[t, HEAD_OFF] + (h & tab[t, MASK])
-            pool[dst + arity] = head[slot]
+            pool[tab[t, POOL_OFF] + j * (arity + 1) + arity] = head[slot]
             head[slot] = j
 
 

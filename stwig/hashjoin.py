@@ -108,6 +108,20 @@ MAX_SPLIT_LEVELS = 8
 MAX_QUERY_VERTICES = 32
 
 
+def copy_record(rel, tab, keycol, t, j, pool):
+    """Copy build record j of table t into its pool slot; returns its key hash (the sum of its
+    key columns; the caller links the slot into chain ``hash & mask``)."""
+    arity = tab[t, ARITY]
+    src = tab[t, REL_OFF] + j * arity
+    dst = tab[t, POOL_OFF] + j * (arity + 1)
+    h = 0
+    for c in range(arity):
+        pool[dst + c] = rel[src + c]
+    for q in range(tab[t, NKEYS]):
+        h += rel[src + keycol[t, q]]
+    return h
+
+
 def begin_unit(u, depth, urow, urec, r1, nr1, l1, nq, nt, pool, head, tab, keyslot, newcol,
                st, base, stride, io):
     """Load work unit ``u`` into imResult and point the DFS at its first open sub-join.
@@ -276,6 +290,7 @@ def expand_unit(u, depth, urow, urec, r1, nr1, l1, pool, head, tab, keycol, keys
     return count
 
 
+_copy_record_gpu = cuda.jit(device=True)(copy_record)
 _begin_unit_gpu = cuda.jit(device=True)(begin_unit)
 _join_dfs_gpu = cuda.jit(device=True)(join_dfs)
 _save_state_gpu = cuda.jit(device=True)(save_state)
@@ -293,16 +308,9 @@ def _build_tables_gpu(rel, tab, keycol, nt, total_rows, pool, head):
         while t + 1 < nt and tab[t + 1, ROW_START] <= g:
             t += 1
         j = g - tab[t, ROW_START]
-        arity = tab[t, ARITY]
-        src = tab[t, REL_OFF] + j * arity
-        dst = tab[t, POOL_OFF] + j * (arity + 1)
-        h = 0
-        for c in range(arity):
-            pool[dst + c] = rel[src + c]
-        for q in range(tab[t, NKEYS]):
-            h += rel[src + keycol[t, q]]
+        h = _copy_record_gpu(rel, tab, keycol, t, j, pool)
         old = cuda.atomic.exch(head, tab[t, HEAD_OFF] + (h & tab[t, MASK]), numba.int32(j))
-        pool[dst + arity] = old
+        pool[tab[t, POOL_OFF] + j * (tab[t, ARITY] + 1) + tab[t, ARITY]] = old
         g += step
 
 
