@@ -40,8 +40,8 @@ import numpy as np
 from common.cudasim import FULL_MASK
 from common.device import cuda, fill, simulator_active
 
-from .join import (MAX_QUERY_VERTICES, add_loads, emit, flush, in_bitset, label_ok, load_row,
-                   not_in_row, warp_first_edge)
+from .join import (MAX_QUERY_VERTICES, add_loads, emit, first_edge_keeps, flush, load_row,
+                   warp_first_edge)
 from .pcsr import warp_neighbor_range
 
 W1 = 4096
@@ -145,9 +145,8 @@ def make_balanced_kernels(warps: int) -> dict:
                 if r >= 0:
                     k = s_start[r] + (q - first)
                     x = ci[k]
-                    pred = label_ok(structure, ci_label, k, label)
-                    if pred:
-                        pred = in_bitset(bits, ubase, x) != 0 and not_in_row(rowc, r, width, x)
+                    pred = first_edge_keeps(structure, ci_label, k, label, bits,
+                                            ubase, rowc, r, width, x)
                 total = block_scan(pred, wtot, scan)
                 if pred:
                     seg = first - rb
@@ -209,9 +208,8 @@ def make_balanced_kernels(warps: int) -> dict:
                         x = np.int32(-1)
                         if bt * 32 + lane < s_work[w]:
                             x = batch[owner, lane]
-                            pred = label_ok(structure, ci_label, k + lane, label)
-                            if pred:
-                                pred = in_bitset(bits, ubase, x) != 0 and not_in_row(rowc, w, width, x)
+                            pred = first_edge_keeps(structure, ci_label, k + lane, label, bits,
+                                                    ubase, rowc, w, width, x)
                         l_bits += 1
                         cached, written = emit(cache, w, pred, x, cached, written, gba, F[i], use_cache)
                     cuda.syncthreads()
@@ -254,9 +252,8 @@ def make_balanced_kernels(warps: int) -> dict:
                 x = np.int32(-1)
                 if k < e:
                     x = ci[k]
-                    pred = label_ok(structure, ci_label, k, label)
-                    if pred:
-                        pred = in_bitset(bits, ubase, x) != 0 and not_in_row(rowc, 0, width, x)
+                    pred = first_edge_keeps(structure, ci_label, k, label, bits,
+                                            ubase, rowc, 0, width, x)
                 total = block_scan(pred, wtot, scan)
                 if pred:
                     gba[F[i] + written + scan[tid]] = x

@@ -165,6 +165,14 @@ def not_in_row(rowc, w, width, x):
 
 
 @cuda.jit(device=True)
+def first_edge_keeps(structure, ci_label, k, label, bits, ubase, rowc, r, width, x):
+    """Does neighbour x = ci[k] of the first linking edge survive: the right edge label (plain
+    CSR only), in C(u) (one bitset read) and not already in row r (the set subtraction)?"""
+    return (label_ok(structure, ci_label, k, label) and in_bitset(bits, ubase, x) != 0
+            and not_in_row(rowc, r, width, x))
+
+
+@cuda.jit(device=True)
 def add_loads(loads, instrument, cls, amount):
     if instrument != 0 and amount != 0:
         cuda.atomic.add(loads, cls, amount)
@@ -185,9 +193,7 @@ def warp_first_edge(rowc, cache, w, width, s, e, ci, ci_label, structure, label,
         pred = False
         if k + lane < e:
             x = ci[k + lane]
-            pred = label_ok(structure, ci_label, k + lane, label)
-            if pred:
-                pred = in_bitset(bits, ubase, x) != 0 and not_in_row(rowc, w, width, x)
+            pred = first_edge_keeps(structure, ci_label, k + lane, label, bits, ubase, rowc, w, width, x)
         batches += 1
         cached, written = emit(cache, w, pred, x, cached, written, out, base, use_cache)
         k += 32
@@ -448,9 +454,8 @@ def make_kernels(warps: int):
                 pred = False
                 if k + lane < e:
                     x = ci[k + lane]
-                    pred = label_ok(structure, ci_label, k + lane, label)
-                    if pred:
-                        pred = in_bitset(bits, ubase, x) != 0 and not_in_row(rowc, w, width, x)
+                    pred = first_edge_keeps(structure, ci_label, k + lane, label, bits,
+                                            ubase, rowc, w, width, x)
                     if pred:
                         pred = all_edges_contain(qinfo, e_lo, e_hi, ranges, w, x, structure, ci, ci_label)
                 l_nbr += 1 + 5 * (e_hi - e_lo - 1)
