@@ -21,6 +21,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from common.paths import data_dir as bundled_data  # noqa: E402
 from common import create_engine  # noqa: E402
 from common.generate import pattern, power_law_labels, query_set  # noqa: E402
 from common.io import load_graph  # noqa: E402
@@ -40,7 +41,7 @@ def workload(name: str, data_dir: Path, count: int):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    default_data = os.environ.get("GPUSM_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+    default_data = str(bundled_data())
     parser.add_argument("--data", default=default_data)
     parser.add_argument("--engines", default="gsi,egsm,gmatch,stwig")
     parser.add_argument("--workloads", default="patterns,enron")

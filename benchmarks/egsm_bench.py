@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from common.paths import data_dir as bundled_data  # noqa: E402
 from common.device import simulator_active  # noqa: E402
 from common.io import load_graph, load_query_set, read_expected_counts  # noqa: E402
 from common.reference import ReferenceMatcher  # noqa: E402
@@ -93,8 +94,8 @@ def timed(engine, query, repeats: int):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    default_data = os.environ.get("GPUSM_DATA") or str(ROOT.parent / "shared" / "data")
-    parser.add_argument("--data", default=default_data, help="data folder (default: $GPUSM_DATA or ../shared/data)")
+    default_data = str(bundled_data())
+    parser.add_argument("--data", default=default_data, help="data folder (default: $GPUSM_DATA, else the bundled data/)")
     parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=WORKLOADS)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="a few queries per workload")

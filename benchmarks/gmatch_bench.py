@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 import common.backend  # noqa: E402,F401  (picks GPU or simulator before numba.cuda loads)
+from common.paths import data_dir as bundled_data  # noqa: E402
 from common.device import simulator_active  # noqa: E402
 from common.generate import query_set, relabel, rmat, uniform_labels  # noqa: E402
 from common.io import load_graph, load_query_set, read_expected_counts  # noqa: E402
@@ -227,8 +228,8 @@ class Bench:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    default_data = os.environ.get("GPUSM_DATA") or str(ROOT.parent / "shared" / "data")
-    parser.add_argument("--data", default=default_data, help="data folder (default $GPUSM_DATA or ../shared/data)")
+    default_data = str(bundled_data())
+    parser.add_argument("--data", default=default_data, help="data folder (default: $GPUSM_DATA, else the bundled data/)")
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help=f"subset of {','.join(WORKLOADS)}")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per query (median)")
     parser.add_argument("--quick", action="store_true", help="a few queries per workload")

@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from common.paths import data_dir as bundled_data  # noqa: E402
 from common.device import device_info, simulator_active  # noqa: E402
 from common.graph import Graph  # noqa: E402
 from common.io import load_graph, load_query_set, read_expected_counts  # noqa: E402
@@ -105,7 +106,7 @@ def timed(engine, query, repeats):
 
 
 def main(argv=None) -> int:
-    default_data = os.environ.get("GPUSM_DATA") or str(ROOT.parent / "shared" / "data")
+    default_data = str(bundled_data())
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=default_data)
     ap.add_argument("--workloads", default="hprd,yeast,github")

@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from common.paths import data_dir as bundled_data  # noqa: E402
 from common.device import device_info, simulator_active  # noqa: E402
 from common.generate import power_law_labels, query_set, rmat  # noqa: E402
 from common.graph import Graph  # noqa: E402
@@ -88,7 +89,7 @@ def timed(engine, query, repeats, timeout):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.environ.get("GPUSM_DATA") or str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--data", default=str(bundled_data()))
     ap.add_argument("--workloads", default="hprd,github,rmat")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--ratio", type=float, default=4.5, help="data footprint / device_memory_limit")

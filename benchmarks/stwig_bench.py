@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 import common.backend  # noqa: E402,F401  (chooses GPU or simulator before numba.cuda loads)
 
+from common.paths import data_dir as bundled_data  # noqa: E402
 from common import generate  # noqa: E402
 from common.device import simulator_active  # noqa: E402
 from common.io import load_graph, load_query_set, read_expected_counts  # noqa: E402
@@ -56,11 +57,11 @@ LOWER_BOUND = (Status.TIMEOUT, Status.OOM, Status.LIMIT)
 
 
 def parse_args(argv=None):
-    default_data = os.environ.get("GPUSM_DATA") or str(ROOT.parent / "shared" / "data")
+    default_data = str(bundled_data())
     default_out = os.environ.get("OUT") or "bench_out"
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", default=default_data, help="data folder (default $GPUSM_DATA or ../shared/data)")
+    p.add_argument("--data", default=default_data, help="data folder (default: $GPUSM_DATA, else the bundled data/)")
     p.add_argument("--workloads", default=",".join(WORKLOADS), help=f"comma list of {', '.join(WORKLOADS)}")
     p.add_argument("--repeats", type=int, default=3, help="timed runs per query after one warm-up")
     p.add_argument("--quick", action="store_true", help="a few small queries per workload")

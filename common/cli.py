@@ -15,6 +15,7 @@ from pathlib import Path
 from . import BACKEND
 from .engine import available_engines, create_engine
 from .errors import GraphFormatError, InvalidGraphError
+from .paths import resolve_input
 from .result import PHASES
 
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -52,9 +53,9 @@ def cmd_match(args) -> int:
     if args.device_memory_limit is not None:
         options["device_memory_limit"] = args.device_memory_limit
     engine = create_engine(args.engine, **options)
-    data = load_graph(args.data, symmetrize=args.symmetrize)
+    data = load_graph(resolve_input(args.data), symmetrize=args.symmetrize)
     # Queries take the data graph's direction (a GSI query file read against undirected data is undirected).
-    queries = load_query_set(args.query, directed=data.directed)
+    queries = load_query_set(resolve_input(args.query), directed=data.directed)
     engine.prepare(data)
     rows = []
     for query in queries:
@@ -124,7 +125,7 @@ def cmd_generate(args) -> int:
     elif args.what == "queries":
         if args.method == "gsi" and not args.edges:
             raise ValueError("--method gsi needs --edges, the query's edge target")
-        data = load_graph(args.data)
+        data = load_graph(resolve_input(args.data))
         qs = generate.query_set(data, args.count, args.size, seed=args.seed, method=args.method,
                                 **({"num_edges": args.edges} if args.edges else {}))
         qs.save(args.out)
@@ -149,7 +150,7 @@ def cmd_info(args) -> int:
         for key, value in device_info().items():
             print(f"{key}: {value}")
     rows = []
-    for g in (g for path in args.graphs for g in load_graphs(path, symmetrize=args.symmetrize)):
+    for g in (g for path in args.graphs for g in load_graphs(resolve_input(path), symmetrize=args.symmetrize)):
         rows.append({"graph": g.name, "|V|": g.num_vertices, "|E|": g.num_edges, "labels": g.num_labels,
                      "edge labels": g.num_edge_labels if g.has_edge_labels else 0,
                      "avg degree": round(g.average_degree, 2), "max degree": g.max_degree,
@@ -193,11 +194,15 @@ def cmd_experiment(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpusm", description=(
         "GPU subgraph matching: GSI/SGSI, EGSM, gMatch and STwig side by side. "
-        f"Backend now: {BACKEND}."))
+        f"Backend now: {BACKEND}."), epilog=(
+        "Real data (HPRD, yeast, GitHub, SNAP) ships in the checkout's data/ folder; set GPUSM_DATA "
+        "to a folder of the same layout to use another. Relative input paths not found in the "
+        "current directory are looked up there."))
     sub = parser.add_subparsers(dest="command", required=True)
 
     m = sub.add_parser("match", help="count (or list) the embeddings of a query in a data graph")
-    m.add_argument("data", help="data graph file (any supported format)")
+    m.add_argument("data", help="data graph file (any supported format); a relative path not found "
+                                "here is looked up in the bundled data folder ($GPUSM_DATA overrides it)")
     m.add_argument("query", help="query graph file (GSI/DAF files may hold several), or a folder of query files")
     m.add_argument("--engine", "-e", default="cpu", choices=available_engines())
     m.add_argument("--limit", type=int, help="stop after this many embeddings")

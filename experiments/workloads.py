@@ -18,7 +18,6 @@ per paper: stand-ins capped at about a million edges, 2-3 queries per set, time 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -27,15 +26,15 @@ import numpy as np
 
 from common.generate import pattern, power_law_labels, query_set, rmat, stwig_query, uniform_labels
 from common.graph import Graph
+from common.paths import data_dir as _data_dir
 from common.io import _natural_key, load_graph, load_query_set, read_expected_counts
 
 GB = 1 << 30
 
 
 def data_dir() -> Path:
-    """The real-data folder: ``$GPUSM_DATA`` or ``../shared/data`` beside the project."""
-    configured = os.environ.get("GPUSM_DATA")
-    return Path(configured) if configured else Path(__file__).resolve().parents[2] / "shared" / "data"
+    """The real-data folder: ``$GPUSM_DATA``, else the checkout's ``data/`` (common.paths)."""
+    return _data_dir()
 
 
 @dataclass(frozen=True)
