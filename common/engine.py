@@ -56,7 +56,11 @@ class Engine(ABC):
 
     def match(self, query: Graph, *, limit: int | None = None, collect: bool = False,
               timeout_s: float | None = None, homomorphic: bool = False) -> MatchResult:
-        """Count (and with ``collect``, list) the embeddings of ``query`` in the prepared data graph."""
+        """Count (and with ``collect``, list) the embeddings of ``query`` in the prepared data graph.
+
+        Embeddings name data vertices by the input's own ids: a graph whose ids were compacted on
+        reading (SNAP lists, networkx graphs) carries them in ``meta["original_ids"]``.
+        """
         if self.data is None:
             raise RuntimeError(f"{type(self).__name__}.match() called before prepare(data)")
         if not isinstance(query, Graph):
@@ -84,6 +88,7 @@ class Engine(ABC):
         except DeviceOutOfMemory as exc:
             result = MatchResult(self.name, 0, Status.OOM, reason=str(exc))
         result.query = query.name
+        result.embeddings = to_original_ids(self.data, result.embeddings)
         return result
 
     def unsupported_reason(self, query: Graph, *, homomorphic: bool = False) -> str:
@@ -112,6 +117,17 @@ class Engine(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+
+def to_original_ids(data: Graph, embeddings: np.ndarray | None) -> np.ndarray | None:
+    """Map embedding rows from internal ids ``0..n-1`` to ``data.meta["original_ids"]`` when present."""
+    ids = data.meta.get("original_ids")
+    if embeddings is None or ids is None:
+        return embeddings
+    ids = np.asarray(ids)
+    if ids.dtype.kind in "iu" and ids.size and ids.max() <= np.iinfo(embeddings.dtype).max:
+        ids = ids.astype(embeddings.dtype, copy=False)
+    return ids[embeddings]
 
 
 def _labels_present(data: Graph, query: Graph) -> bool:
