@@ -14,6 +14,7 @@ non-zero if any set failed (an engine not built, a count disagreement, a crashed
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shlex
 import subprocess
@@ -26,6 +27,17 @@ from pathlib import Path
 from . import PAPERS, experiments_of, get_experiment
 from .core import assign_gpus, format_plan, plan, plan_set, run_set
 from .report import LAUNCHER_ENV
+from .store import FolderLocked
+
+
+def _budget_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:        # 0: every pair is recorded as skipped
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text}")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -34,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--all", action="store_true", help="run every paper's set")
     parser.add_argument("--scale", default="small", choices=["tiny", "small", "full"])
     parser.add_argument("--out", default="results", help="output folder (one subfolder per paper)")
-    parser.add_argument("--budget", type=float, help="seconds of wall time per set (with --gpus: for "
+    parser.add_argument("--budget", type=_budget_seconds, help="seconds of wall time per set (with --gpus: for "
                         "the whole run); queries not started by then are recorded as skipped")
     parser.add_argument("--gpus", help="comma-separated GPU ids: one process per set, pinned to a GPU")
     parser.add_argument("--plan", action="store_true", help="print the worst-case plan and exit")
@@ -143,6 +155,10 @@ def run(args, command: str | None = None) -> int:
             outcome = run_set(paper, args.scale, args.out, names=names, budget_s=args.budget,
                               isolation=args.isolation, progress=not args.quiet, command=command,
                               log=lambda line: print(line, flush=True))
+        except FolderLocked as exc:           # another run writes there: say who, touch nothing
+            print(f"experiments: {exc}", file=sys.stderr)
+            failed = True
+            continue
         except Exception:                     # one broken set must not stop the others
             traceback.print_exc()
             print(f"experiments: set {paper} FAILED", file=sys.stderr)

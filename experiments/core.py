@@ -41,6 +41,7 @@ import pandas as pd
 from common.engine import available_engines
 
 from .runner import SKIPPED, Job, canonical_options, config_key, run_jobs
+from .store import FolderLock
 from .workloads import Dataset, QuerySpec, Scale, get_scale
 
 
@@ -299,13 +300,14 @@ def run_experiment(experiment: Experiment, scale: str | Scale = "small", out_dir
         raise MissingEngine(f"experiment {experiment.name} needs engine(s) {', '.join(missing)}, "
                             f"which are not built yet (registered: {', '.join(available_engines())})")
     folder = Path(out_dir) / experiment.paper
-    jobs, known = experiment.jobs(scale)
-    raw = run_jobs(jobs, folder / f"{experiment.name}.{scale.name}.csv", isolation=isolation,
-                   progress=progress, deadline=deadline, worker=worker, shared=shared)
-    raw = raw[raw.experiment == experiment.name]
-    table = experiment.table(raw, scale)
-    disagreements = check_counts(raw, known)
-    files = write_reports(experiment, scale, raw, table, disagreements, folder, command=command)
+    with FolderLock(folder, command):
+        jobs, known = experiment.jobs(scale)
+        raw = run_jobs(jobs, folder / f"{experiment.name}.{scale.name}.csv", isolation=isolation,
+                       progress=progress, deadline=deadline, worker=worker, shared=shared)
+        raw = raw[raw.experiment == experiment.name]
+        table = experiment.table(raw, scale)
+        disagreements = check_counts(raw, known)
+        files = write_reports(experiment, scale, raw, table, disagreements, folder, command=command)
     return Outcome(experiment, scale, raw, table, disagreements, files)
 
 
@@ -464,7 +466,8 @@ def run_set(paper: str, scale: str | Scale = "small", out_dir: Path | str = "res
     ``experiments`` replaces the paper's declared ones (a set built elsewhere). Runs identical
     to an earlier experiment's are copied (runner docstring). With ``budget_s``, pairs not
     started within that many seconds of wall time become ``skipped`` rows. Writes
-    ``out_dir/<paper>/run.<scale>.json`` (:func:`report.write_run_metadata`).
+    ``out_dir/<paper>/run.<scale>.json`` (:func:`report.write_run_metadata`). The folder is locked
+    for the run: a second run into it raises :class:`experiments.store.FolderLocked`.
     """
     from . import experiments_of
     from .report import write_run_metadata
@@ -473,6 +476,7 @@ def run_set(paper: str, scale: str | Scale = "small", out_dir: Path | str = "res
     scale = get_scale(scale) if isinstance(scale, str) else scale
     declared = experiments_of(paper) if experiments is None else list(experiments)
     chosen = [e for e in declared if names is None or e.name in names]
+    lock = FolderLock(Path(out_dir) / paper, command).acquire()   # before any work: FolderLocked
     start = time.monotonic()
     deadline = None if budget_s is None else start + budget_s
     worker = make_worker(isolation)
@@ -488,10 +492,11 @@ def run_set(paper: str, scale: str | Scale = "small", out_dir: Path | str = "res
             except MissingEngine as exc:
                 missing[experiment.name] = str(exc)
                 log(f"  {exc}")
+        result = SetOutcome(paper, outcomes, missing, time.monotonic() - start)
+        write_run_metadata(result, scale, Path(out_dir) / paper, command=command, budget_s=budget_s,
+                           worst_s=sum(line.worst_s for line in plan(chosen, scale)))
     finally:
         worker.stop()
-    result = SetOutcome(paper, outcomes, missing, time.monotonic() - start)
-    write_run_metadata(result, scale, Path(out_dir) / paper, command=command, budget_s=budget_s,
-                       worst_s=sum(line.worst_s for line in plan(chosen, scale)))
+        lock.release()
     log(f"[{result.seconds:7.1f} s] {paper} done")
     return result

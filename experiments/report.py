@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import math
+import os
 import platform
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -20,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .runner import SKIPPED
+from .store import write_atomic
 
 METRIC_UNITS = {"avg_ms": "average ms over solved queries", "solved": "solved queries",
                 "speedup": "per-query time ratio", "stat": "mean over the queries that ran",
@@ -179,7 +181,7 @@ def write_markdown(experiment, scale, raw, table, disagreements, path: Path, com
                   " (and equals the known exact count where there is one).", ""]
     else:
         lines += ["Counts: no query was solved, so there is nothing to cross-check.", ""]
-    path.write_text("\n".join(lines))
+    write_atomic(path, "\n".join(lines))
     return path
 
 
@@ -229,7 +231,9 @@ def write_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame, path
         raise ValueError(f"unknown figure kind {experiment.figure!r}")
     ax.set_title(f"{experiment.title} [{scale.name}]")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    temp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(temp, dpi=120, format="png")
+    os.replace(temp, path)
     plt.close(fig)
     return path
 
@@ -261,5 +265,5 @@ def write_run_metadata(outcome, scale, folder: Path, *, command: str = "", budge
                 budget_s=budget_s, worst_case_s=None if worst_s is None else round(worst_s, 1),
                 experiments=experiments)
     path = folder / f"run.{scale.name}.json"
-    path.write_text(json.dumps(meta, indent=2) + "\n")
+    write_atomic(path, json.dumps(meta, indent=2) + "\n")
     return path

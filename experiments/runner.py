@@ -3,7 +3,8 @@
 A :class:`Job` is one engine configuration (registry name + constructor options) on one data
 graph and its query set. :func:`run_jobs` answers every (job, query) pair and appends one row per
 pair to a CSV file as it goes, so that an interrupted run resumes where it stopped (pairs
-already in the file are not redone).
+already in the file are not redone). Rows are written whole and the file is repaired before a
+resume (:mod:`experiments.store`): a damaged row is set aside, with a warning, and run again.
 
 Isolation. With ``isolation="process"`` (the default) the engines live in a worker process
 that prepares each job's data graph once and then answers its queries one by one; the parent
@@ -39,7 +40,6 @@ a compile that this table missed.)
 
 from __future__ import annotations
 
-import csv
 import multiprocessing as mp
 import time
 import traceback
@@ -49,6 +49,8 @@ from typing import Iterable
 
 import numpy as np
 import pandas as pd
+
+from .store import RowFile, repair
 
 ROW_FIELDS = ("experiment", "config", "engine", "dataset", "query", "status", "count", "seconds",
               "filter_s", "index_s", "plan_s", "enumerate_s", "transfer_s", "wall_s",
@@ -297,8 +299,12 @@ def read_rows(path: Path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists() or path.stat().st_size == 0:
         return pd.DataFrame(columns=list(ROW_FIELDS))
-    return pd.read_csv(path, dtype={"query": str, "dataset": str, "config": str, "reason": str},
-                       keep_default_na=False, na_values=[""])
+    try:
+        return pd.read_csv(path, dtype={"query": str, "dataset": str, "config": str, "reason": str},
+                           keep_default_na=False, na_values=[""])
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: damaged results file ({exc}); running the experiment again "
+                         "sets the damaged rows aside and re-runs them") from None
 
 
 def make_worker(isolation: str = "process"):
@@ -308,21 +314,12 @@ def make_worker(isolation: str = "process"):
     return _Worker() if isolation == "process" else _Inline()
 
 
-def _drop_skipped(out_csv: Path) -> None:
-    """Rewrite ``out_csv`` without its ``skipped`` rows (their pairs are run again), text kept as is."""
-    if not out_csv.exists() or out_csv.stat().st_size == 0:
-        return
-    with out_csv.open(newline="") as handle:
-        reader = csv.DictReader(handle)
-        rows = list(reader)
-        fields = reader.fieldnames
-    kept = [row for row in rows if row.get("status") != SKIPPED]
-    if len(kept) == len(rows):
-        return
-    with out_csv.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(kept)
+def _drop_skipped(out_csv: Path) -> list[tuple[int, str]]:
+    """Make ``out_csv`` whole and drop its ``skipped`` rows (their pairs run again), atomically.
+
+    Damaged rows are set aside with a warning (:func:`experiments.store.repair`); returns them.
+    """
+    return repair(out_csv, ROW_FIELDS, KEY, drop_status=SKIPPED)
 
 
 def run_jobs(jobs: Iterable[Job], out_csv: Path, *, isolation: str = "process", progress: bool = True,
@@ -348,11 +345,7 @@ def run_jobs(jobs: Iterable[Job], out_csv: Path, *, isolation: str = "process", 
             for job in jobs}
     bar = tqdm(total=sum(map(len, todo.values())), unit="query", disable=not progress)
     solved = 0
-    new_file = not out_csv.exists() or out_csv.stat().st_size == 0
-    with out_csv.open("a", newline="") as handle, bar:
-        writer = csv.DictWriter(handle, fieldnames=ROW_FIELDS, extrasaction="ignore")
-        if new_file:
-            writer.writeheader()
+    with RowFile(out_csv, ROW_FIELDS) as writer, bar:
         try:
             for job in jobs:
                 if todo[id(job)]:
@@ -376,8 +369,7 @@ def run_jobs(jobs: Iterable[Job], out_csv: Path, *, isolation: str = "process", 
                             shared[key] = dict(row, experiment=job.experiment, config=job.config)
                     row.update(experiment=job.experiment, config=job.config, dataset=job.dataset,
                                query=query.name, engine=job.engine)
-                    writer.writerow(row)
-                    handle.flush()
+                    writer.write(row)
                     solved += row["status"] == "ok"
                     bar.set_postfix(solved=solved)
                     bar.update(1)
