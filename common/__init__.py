@@ -1,5 +1,5 @@
 """gpusm's shared layer: the graph model, file formats, generators, the CPU reference matcher,
-the engine contract and the GPU helpers every engine uses (DESIGN.md)."""
+the engine contract and the GPU helpers every engine uses (docs/design.md)."""
 
 from .backend import BACKEND  # first: picks GPU or CUDA simulator before numba.cuda is imported
 

@@ -1,4 +1,4 @@
-"""Warp-level intrinsics for Numba's CUDA simulator (DESIGN.md, "GPU, simulator, CPU").
+"""Warp-level intrinsics for Numba's CUDA simulator (docs/design.md, "GPU, simulator and CPU").
 
 numba-cuda 0.30.4's simulator runs each CUDA thread of a block as one Python thread and swaps the
 ``cuda`` name in a kernel's globals for a per-launch ``FakeCUDAModule``; that module has no

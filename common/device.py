@@ -1,4 +1,4 @@
-"""GPU helpers every engine shares (DESIGN.md, "GPU, simulator, CPU"): the simulator-aware ``cuda``
+"""GPU helpers every engine shares (docs/design.md, "GPU, simulator and CPU"): the simulator-aware ``cuda``
 module, device detection, device-timed phases, the device-memory budget, the deadline watch of a
 running launch and kernel resources.
 

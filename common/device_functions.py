@@ -1,5 +1,5 @@
 """Device functions every engine shares: searches in sorted ranges, sorted-set intersection and a
-32-bit hash (DESIGN.md: "shared device functions ... live once in common/").
+32-bit hash (docs/design.md: shared device functions live once in common/).
 
 Ranges are ``arr[lo:hi]`` of a sorted array, as CSR neighbour lists are
 (``neighbors[offsets[v]:offsets[v + 1]]``). Intersections assume sorted ranges without

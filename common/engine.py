@@ -1,4 +1,4 @@
-"""The engine contract: one base class, a registry, and :func:`match` (DESIGN.md).
+"""The engine contract: one base class, a registry, and :func:`match` (docs/design.md, "The engine contract").
 
 An engine is a class whose constructor takes its options (variants and ablations are options,
 never copies), whose :meth:`Engine.prepare` builds the data-graph state it reuses across a

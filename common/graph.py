@@ -1,6 +1,6 @@
 """The one graph type every engine reads: a validated CSR with vertex and optional edge labels.
 
-Conventions (DESIGN.md, "Semantics"):
+Conventions (docs/design.md, "What is counted"):
 
 * Vertices are ``0..n-1``; labels are int32 in ``0..MAX_LABEL`` (2^24 - 1).
 * Undirected graphs store each edge in both endpoints' lists; ``num_edges`` counts it once.

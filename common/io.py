@@ -1,6 +1,6 @@
 """Graph file formats: content-based detection, readers, writers, query sets and count files.
 
-Formats (``FORMATS``; DESIGN.md, "Inputs and datasets"):
+Formats (``FORMATS``; docs/design.md, "The graph layer"):
 
 ``graph``
     The SIGMOD'20 study / EGSM / gMatch text format: ``t N M`` (a 4th header field is accepted

@@ -1,5 +1,5 @@
 """The CPU reference matcher: a compiled backtracking matcher, the correctness oracle of every
-GPU engine and the CPU baseline of the comparisons (DESIGN.md, "GPU, simulator, CPU").
+GPU engine and the CPU baseline of the comparisons (docs/design.md, "GPU, simulator and CPU").
 
 It counts ordered, injective (or, with ``homomorphic=True``, arbitrary), label-preserving,
 non-induced embeddings, with optional edge labels and directed edges. The pipeline follows the

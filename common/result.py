@@ -1,4 +1,4 @@
-"""What every engine returns: :class:`MatchResult` (DESIGN.md, "The engine contract")."""
+"""What every engine returns: :class:`MatchResult` (docs/design.md, "Results and statuses")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cuckoo tries: EGSM's candidate index (paper §3; digest §3).
+"""Cuckoo tries: EGSM's candidate index (paper §3).
 
 For every directed query edge (u, u') the trie CT(u, u') stores the relation R(u, u') keyed by the
 u-side vertex, in three levels:
@@ -10,7 +10,7 @@ u-side vertex, in three levels:
 3. the concatenated neighbour lists N(v, u, u') = {v' in N_G(v) : v' in C(u')}, each sorted
    ascending (the data CSR is sorted), so lanes of a warp binary-search on the same path.
 
-Shared layout (as the authors' code, digest §3.2): every CT(u, .) of one u uses the same level 1
+Shared layout (as in the authors' code): every CT(u, .) of one u uses the same level 1
 (same keys, same cells, same hash seeds), so a cell index found once for v answers "is v a key of
 CT(u, a)" for every neighbour a (its list is non-empty) and gives v's list in every CT(u, a).
 Only one copy of the level-1 table per query vertex is stored rather than one per trie.
@@ -29,7 +29,7 @@ Choices where the paper is silent, recorded:
   all tries gives the offsets, one thread per pair copies (paper: one warp per key). All tries of
   a query are built by the same three launches.
 * Deletion (filter step 3) keeps a live count per pair and a REMOVED flag per list slot; a key
-  whose live count reaches 0 is deleted at once (the paper's eager variant, digest §4.3).
+  whose live count reaches 0 is deleted at once (the paper's eager variant).
   Compaction then drops removed slots and empty keys into fresh arrays (``off2``/``nbr2``) and
   lists the surviving keys of each trie (``proj_keys``: π_u R(u, u'), used as s_min when a
   projection is the smallest set, as the authors' ``compacted_vs``).

@@ -1,4 +1,4 @@
-"""Hybrid BFS-DFS enumeration (paper §5.2-5.5, Algorithms 3 and 4; digest §5).
+"""Hybrid BFS-DFS enumeration (paper §5.2-5.5, Algorithms 3 and 4).
 
 One kernel, ``extend_kernel``, runs one stage: warps take tasks from a device cursor (one warp per
 task) and extend each task depth-first through the stage's vertex group (ExtendDFS restricted to

@@ -1,4 +1,4 @@
-"""EGSM's three-step filter (paper §4, Algorithm 2; digest §4).
+"""EGSM's three-step filter (paper §4, Algorithm 2).
 
 Steps 1 and 2 (label filter, neighbour-label-count filter) are per-vertex tests: v is a
 candidate of u iff L(v) = L(u), d(v) >= d(u) and NLC(v)[l] >= NLC(u)[l] for every label l of
@@ -20,7 +20,7 @@ Choices where the paper is silent, recorded:
   two chains every CT(u, a) keeps exactly the u-values present in all of them (§4.2), so one
   thread per key of u checks all of u's tries and, if the key is missing from one, deletes it
   from every CT(u, a) and deletes the mirrored tuples (v'', v) from CT(a, u). Keys are deleted
-  eagerly when their list empties (digest §4.3: prunes at least as much, never changes results).
+  eagerly when their list empties (our choice: prunes at least as much, never changes results).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Query metadata is one packed int64 array (``meta``), copied to the device in one transfer per
 update; kernels index it by the constants below, so the kernels' argument types never change
-and a warm run compiles nothing (digest §8.4: no ``cuda.const`` arrays, which would recompile per
+and a warm run compiles nothing (no ``cuda.const`` arrays, which would recompile per
 query). ``ctrl`` is one int64 array of device counters and flags, zeroed by one launch per query.
 """
 

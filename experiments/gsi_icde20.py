@@ -13,7 +13,7 @@ Global-memory loads (Tables V, VI, IX) are GSI's instrumented warp-level load re
 not nvprof's hardware transactions; instrumented runs are used only for those counts. Table
 VII's global-store counts are not instrumented (use Nsight Compute): only its time half is run.
 Table IV's GpSM and GunrockSM filter columns are reproduced by GSI's own label-only and
-label+degree filters, which is what those systems' filters do (digest §8.4). Fig. 14 puts the
+label+degree filters, which is what those systems' filters do. Fig. 14 puts the
 other engines of this toolkit beside GSI instead.
 
 At the ``small`` scale (``SMALL``) each table keeps Enron and gowalla with 3 queries and a 0.5 s

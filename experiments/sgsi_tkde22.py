@@ -1,8 +1,8 @@
 """SGSI (Zeng et al., TKDE 2022) §8: Tables 3-7 as far as they concern GSI/SGSI/SGSI+, and Fig. 17.
 
 Tables 3 and 4 repeat GSI's Tables V and VI with SGSI's printed values (identical except the
-WatDiv and DBpedia "+SO" cells, which silently include load balance and duplicate removal:
-digest §10). Tables 5 and 7 and Fig. 17 run the out-of-core pipeline on graphs larger than the
+WatDiv and DBpedia "+SO" cells, which silently include load balance and duplicate removal,
+as we read them). Tables 5 and 7 and Fig. 17 run the out-of-core pipeline on graphs larger than the
 device memory: the paper's DBpedia1B, Friendster, Yahoo and WatDiv1B graphs (1-2.8B edges, an
 80 GB A100) are R-MAT stand-ins with their |V|, |E| and label counts, capped by the scale, and
 the device-memory cap shrinks with them (64 MiB at the tiny and small scales) so that every

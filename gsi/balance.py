@@ -2,7 +2,7 @@
 linking edge of a join iteration, the set operation whose work |N(v'_i, l0)| is skewed.
 
 The 4-layer scheme, with the work of row i = |N(v'_i, l0)|, mapped onto Numba (which has no
-dynamic parallelism; digest gsi.md §11.3):
+dynamic parallelism):
 
 1. work > W1: the block queues the row (one atomic) and skips it; a follow-up launch
    (``heavy_kernel``) gives each queued row a whole block. Choice where the paper is silent: one

@@ -1,5 +1,5 @@
-"""The GSI engine (registry name ``"gsi"``): GSI's filter-then-join pipeline (GSI ICDE 2020 §III-VI,
-digest gsi.md §0) on the shared graph layer, with the paper's ablations as constructor options.
+"""The GSI engine (registry name ``"gsi"``): GSI's filter-then-join pipeline (GSI ICDE 2020 §III-VI)
+on the shared graph layer, with the paper's ablations as constructor options.
 
 Pipeline per query: the query's labels, degrees and signatures go to the device in one copy; one
 launch filters every query vertex into a candidate bitset (:mod:`gsi.filter`) and one small copy

@@ -1,4 +1,4 @@
-"""GSI's filtering phase (GSI §III-A, §VIII-B; SGSI §3; digest gsi.md §3): vertex signatures, the
+"""GSI's filtering phase (GSI §III-A, §VIII-B; SGSI §3): vertex signatures, the
 candidate bitsets C(u) and the first intermediate table.
 
 A signature is 16 int32 words (N = 512 bits, K = 32): word 0 is the vertex label itself (GSI

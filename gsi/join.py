@@ -1,4 +1,4 @@
-"""GSI's join phase (GSI §V, Algorithms 3-4; SGSI §5, Algorithms 2-3; digest gsi.md §5): one join
+"""GSI's join phase (GSI §V, Algorithms 3-4; SGSI §5, Algorithms 2-3): one join
 iteration extends every row m_i of the intermediate table M by the candidates of the next query
 vertex u, as CUDA kernels.
 

@@ -1,4 +1,4 @@
-"""GSI's join order (GSI Algorithm 2; SGSI Algorithm 1; digest gsi.md §5, sgsi.md §5) and the
+"""GSI's join order (GSI Algorithm 2; SGSI Algorithm 1) and the
 linking edges of every join iteration.
 
 ``score(u) = |C(u)| / deg(u)``; the start is the argmin; after a vertex u_c is joined, each

@@ -1,5 +1,5 @@
 """Neighbour-list structures of GSI's join: plain CSR, BR, CR and PCSR (GSI §IV, Def. 5, Alg. 1;
-SGSI §4; digest gsi.md §4, sgsi.md §4), built on the host once per data graph and kept on the device.
+SGSI §4), built on the host once per data graph and kept on the device.
 
 Every structure answers the join's one question, "where is N(v, l)?", with a range ``[start, end)``
 of one column-index array ``ci``:

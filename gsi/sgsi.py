@@ -1,4 +1,4 @@
-"""SGSI, GSI's out-of-core pipeline (SGSI TKDE 2022 §6-§7; digest sgsi.md §7, §9), registry name
+"""SGSI, GSI's out-of-core pipeline (SGSI TKDE 2022 §6-§7), registry name
 ``"sgsi"``: the same filter, join order and Prealloc-Combine join as :class:`gsi.engine.GSI`, for
 data graphs larger than the device (or than ``device_memory_limit``).
 
@@ -25,7 +25,7 @@ Per query:
 3. Join, one iteration per query vertex, over the intermediate table kept **column-major in host
    memory** (§6.3). The table is processed in horizontal chunks whose rows, per-row arrays and
    GBA fit the working memory. For a chunk, the host computes each row's bound |N(v', l0)| (from
-   per-partition degree lists kept on the host; the paper leaves F open, digest §9) and its
+   per-partition degree lists kept on the host; the paper leaves F open) and its
    offsets F; then Algorithm 4 (partitioned first edge) streams the segments of l0 that hold a
    v' of the chunk, each appending (N_x(v', l0) minus the row) ∩ C(u) to the row's GBA buffer
    with GSI's kernels (warp per row, or the 4-layer load balance and duplicate removal), and

@@ -1,8 +1,8 @@
-"""The CPU STwig baseline behind the paper's speedups (Lin et al. 2014 §5; digest §6).
+"""The CPU STwig baseline behind the paper's speedups (Lin et al. 2014 §5).
 
 The paper compares against "the state-of-the-art STwig algorithm" on the CPU and says only
 that decomposition and STwig matching ("Other") are shared by both sides, and that the CPU also
-builds hash tables ("(Copy &) Hash"). Our baseline (digest §6, baselines A and B) is the same
+builds hash tables ("(Copy &) Hash"). Our baseline is the same
 pipeline compiled with ``numba.njit``: the same decomposition and exploration
 (:mod:`stwig.explore`), the same head/pool chained tables built sequentially, and the same
 right-deep iterator DFS (:func:`stwig.hashjoin.join_dfs`, compiled for the CPU) over every

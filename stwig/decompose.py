@@ -3,7 +3,7 @@
 A query is covered edge-disjointly by STwigs (two-level trees: a root query vertex and its leaf
 query vertices), in an order ``<o_1..o_n>`` where every ``o_i`` (i >= 2) is rooted at a leaf of
 an earlier STwig (§3.2). The paper gives only these goals; the greedy is Sun et al.'s
-2-approximation of the minimum vertex cover, as the digest (papers/notes/stwig.md §2.1) recalls:
+2-approximation of the minimum vertex cover, as we reconstruct it:
 
 * score ``f(v) = remaining_degree(v) / freq(label(v))`` (freq: data vertices with that label);
 * repeatedly take the uncovered query edge ``(v, u)`` of largest ``f(v) + f(u)``, restricted to
@@ -11,7 +11,7 @@ an earlier STwig (§3.2). The paper gives only these goals; the greedy is Sun et
   ``S`` is non-empty; root one STwig at ``v`` with all its uncovered edges, then, if ``u`` still
   has uncovered edges, one at ``u``.
 
-Choices where the paper is silent (digest §2.1, §4):
+Choices where the paper is silent:
 
 * leaves are query vertices, not a label set (two leaves may share a label);
 * ``f`` uses the *remaining* (uncovered) degree; ties are broken by the smaller vertex id;

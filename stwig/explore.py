@@ -2,12 +2,12 @@
 
 For STwig ``(r; l_1..l_k)`` every data vertex ``v`` with r's label is a root; each leaf's
 candidates ``T_i`` are v's neighbours with l_i's label, and the relation gains
-``{v} x T_1 x ... x T_k``. Pruning (§3.2 example for roots; leaf filtering as in Sun et al.,
-digest §2.1): once a query vertex is bound by an earlier STwig, a later STwig only takes data
+``{v} x T_1 x ... x T_k``. Pruning (§3.2 example for roots; leaf filtering as in Sun et al.):
+once a query vertex is bound by an earlier STwig, a later STwig only takes data
 vertices in its *binding* (the distinct values of its column in the latest relation holding it),
 for roots and leaves alike. Earlier relations are never re-filtered, so R_1 is the largest.
 
-Choices where the paper is silent (digest §2.3, §4):
+Choices where the paper is silent:
 
 * the data graph's adjacency rows are sorted by (label, id) so ``T_i`` is one label range found
   by two binary searches (:func:`label_sorted_adjacency`); bindings are one uint8 bitmap row per

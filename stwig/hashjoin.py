@@ -9,7 +9,7 @@
   one launch.
 * **Hash value.** The paper hashes "the sum of a record's entities" with the low
   ``floor(log2 |R|)`` bits; a probe only knows the join-key columns, so both sides sum the
-  *key* columns (digest §4).
+  *key* columns.
 * **Join (§4.3, Alg. 2).** The probe relation R_1 (attribute-major, §4.4) streams through the
   sub-joins in the plan's join order. Each thread takes "the first unhandled record" of R_1 (a
   work unit) through a global atomic cursor (persistent threads), and runs the DFS of Alg. 2: ``imResult`` (one slot

@@ -94,7 +94,7 @@ def test_collected_embeddings_equal_reference(prepared, engine):
 
 
 def _fig1():
-    """Fig. 1 of the paper as the digest reconstructs it: A1 A2 B1 B2 C1 D1 D2 D3 E1."""
+    """Fig. 1 of the paper as reconstructed from its text: A1 A2 B1 B2 C1 D1 D2 D3 E1."""
     names = ["A1", "A2", "B1", "B2", "C1", "D1", "D2", "D3", "E1"]
     labels = [0, 0, 1, 1, 2, 3, 3, 3, 4]
     edges = [("A1", "B1"), ("A1", "C1"), ("A2", "B2"), ("A2", "C1"), ("B1", "C1"), ("B1", "D1"),
