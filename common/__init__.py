@@ -7,11 +7,12 @@ from .engine import Engine, available_engines, create_engine, engine_class, matc
 from .errors import DeviceOutOfMemory, GraphFormatError, InvalidGraphError
 from .graph import Graph
 from .io import detect_format, load_graph, load_graphs, load_query_set, read_expected_counts, save_graph
+from .interop import from_networkx, from_scipy, results_frame, to_networkx
 from .result import MatchResult, Status
 
 __all__ = [
     "BACKEND", "Engine", "Graph", "MatchResult", "Status", "GraphFormatError", "InvalidGraphError",
     "DeviceOutOfMemory", "available_engines", "create_engine", "engine_class", "match", "match_many",
     "register", "detect_format", "load_graph", "load_graphs", "load_query_set",
-    "read_expected_counts", "save_graph",
+    "read_expected_counts", "save_graph", "from_networkx", "to_networkx", "from_scipy", "results_frame",
 ]

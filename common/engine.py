@@ -185,31 +185,45 @@ def create_engine(name: str, **options) -> Engine:
 
 
 # ---------------------------------------------------------------------- one-call API
-def _as_graph(graph_or_path) -> Graph:
+def _as_graph(graph_or_path, vertex_label="label", edge_label=None, like: Graph | None = None) -> Graph:
+    """A Graph from a Graph, a file path or a networkx graph (a query takes ``like``'s label codes)."""
     if isinstance(graph_or_path, Graph):
         return graph_or_path
     if isinstance(graph_or_path, (str, os.PathLike)):
         from .io import load_graph
         return load_graph(graph_or_path)
-    raise TypeError(f"expected a Graph or a path, got {type(graph_or_path).__name__}")
+    from .interop import from_networkx, is_networkx_graph
+    if is_networkx_graph(graph_or_path):
+        meta = {} if like is None else like.meta
+        return from_networkx(graph_or_path, vertex_label, edge_label,
+                             label_codes=meta.get("vertex_label_codes"),
+                             edge_label_codes=meta.get("edge_label_codes"))
+    raise TypeError(f"expected a Graph, a path or a networkx graph, got {type(graph_or_path).__name__}")
 
 
 def match(data, query, engine: str = "cpu", *, limit: int | None = None, collect: bool = False,
-          timeout_s: float | None = None, homomorphic: bool = False, **engine_options) -> MatchResult:
+          timeout_s: float | None = None, homomorphic: bool = False, vertex_label: str | None = "label",
+          edge_label: str | None = None, **engine_options) -> MatchResult:
     """Match one query against one data graph with a registered engine, in one call.
 
-    ``data`` and ``query`` are :class:`Graph` objects or paths to any supported file format;
-    ``engine_options`` go to the engine's constructor (for example ``device_memory_limit``).
+    ``data`` and ``query`` are :class:`Graph` objects, paths to any supported file format, or
+    networkx graphs (labels from the node/edge attributes ``vertex_label``/``edge_label``;
+    embeddings then name networkx nodes); ``engine_options`` go to the engine's constructor (for
+    example ``device_memory_limit``).
     """
-    prepared = create_engine(engine, **engine_options).prepare(_as_graph(data))
-    return prepared.match(_as_graph(query), limit=limit, collect=collect, timeout_s=timeout_s,
-                          homomorphic=homomorphic)
+    data = _as_graph(data, vertex_label, edge_label)
+    prepared = create_engine(engine, **engine_options).prepare(data)
+    return prepared.match(_as_graph(query, vertex_label, edge_label, like=data), limit=limit,
+                          collect=collect, timeout_s=timeout_s, homomorphic=homomorphic)
 
 
 def match_many(data, queries: Iterable, engine: str = "cpu", *, limit: int | None = None,
                collect: bool = False, timeout_s: float | None = None, homomorphic: bool = False,
+               vertex_label: str | None = "label", edge_label: str | None = None,
                **engine_options) -> list[MatchResult]:
-    """Match a query set, preparing the data graph once."""
-    prepared = create_engine(engine, **engine_options).prepare(_as_graph(data))
-    return [prepared.match(_as_graph(q), limit=limit, collect=collect, timeout_s=timeout_s,
-                           homomorphic=homomorphic) for q in queries]
+    """Match a query set, preparing the data graph once (inputs as for :func:`match`)."""
+    data = _as_graph(data, vertex_label, edge_label)
+    prepared = create_engine(engine, **engine_options).prepare(data)
+    return [prepared.match(_as_graph(q, vertex_label, edge_label, like=data), limit=limit,
+                           collect=collect, timeout_s=timeout_s, homomorphic=homomorphic)
+            for q in queries]

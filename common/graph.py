@@ -148,6 +148,24 @@ class Graph:
                    None if elab is None else elab.astype(np.int32),
                    directed=directed, name=name, meta=dict(meta or {}), validate=False)
 
+    @classmethod
+    def from_networkx(cls, graph, vertex_label: str | None = "label", edge_label: str | None = None,
+                      **options) -> "Graph":
+        """From a networkx Graph/DiGraph, labels from the named attributes (:func:`common.interop.from_networkx`)."""
+        from .interop import from_networkx
+        return from_networkx(graph, vertex_label, edge_label, **options)
+
+    @classmethod
+    def from_scipy(cls, matrix, labels=None, **options) -> "Graph":
+        """From a scipy.sparse adjacency matrix and a label array (:func:`common.interop.from_scipy`)."""
+        from .interop import from_scipy
+        return from_scipy(matrix, labels, **options)
+
+    def to_networkx(self, vertex_label: str | None = "label", edge_label: str | None = "label"):
+        """A networkx Graph/DiGraph with labels in the named attributes (:func:`common.interop.to_networkx`)."""
+        from .interop import to_networkx
+        return to_networkx(self, vertex_label, edge_label)
+
     # ------------------------------------------------------------------ validation
     def _validate(self):
         n = self.labels.size
