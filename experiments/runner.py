@@ -50,6 +50,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from common.result import Status
+
 from .store import RowFile, repair
 
 ROW_FIELDS = ("experiment", "config", "engine", "dataset", "query", "status", "count", "seconds",
@@ -314,12 +316,32 @@ def make_worker(isolation: str = "process"):
     return _Worker() if isolation == "process" else _Inline()
 
 
+STATUSES = (*(str(s) for s in Status), "error", SKIPPED)
+NUMERIC = ("count", "seconds", "filter_s", "index_s", "plan_s", "enumerate_s", "transfer_s", "wall_s",
+           "peak_device_bytes")
+
+
+def row_problem(row: dict) -> str | None:
+    """Why a raw row read back from a file cannot be one the runner wrote (None if it can).
+
+    Only ``reason`` (a traceback) may hold a line break."""
+    if row["status"] not in STATUSES:
+        return f"unknown status {row['status'][:40]!r}"
+    for name in NUMERIC:
+        try:
+            float(row[name] or "nan")
+        except ValueError:
+            return f"{name} is not a number: {row[name][:40]!r}"
+    broken = [name for name, value in row.items() if name != "reason" and ("\n" in value or "\r" in value)]
+    return f"line break inside {broken[0]}" if broken else None
+
+
 def _drop_skipped(out_csv: Path) -> list[tuple[int, str]]:
     """Make ``out_csv`` whole and drop its ``skipped`` rows (their pairs run again), atomically.
 
     Damaged rows are set aside with a warning (:func:`experiments.store.repair`); returns them.
     """
-    return repair(out_csv, ROW_FIELDS, KEY, drop_status=SKIPPED)
+    return repair(out_csv, ROW_FIELDS, KEY, drop_status=SKIPPED, validate=row_problem)
 
 
 def run_jobs(jobs: Iterable[Job], out_csv: Path, *, isolation: str = "process", progress: bool = True,

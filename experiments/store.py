@@ -54,8 +54,14 @@ def _format(fields, values) -> str:
     return buffer.getvalue()
 
 
-def repair(path: Path, fields: tuple, key: tuple, drop_status: str | None = None) -> list[tuple[int, str]]:
-    """Make ``path`` whole (module docstring); return the (line, problem) pairs set aside."""
+def repair(path: Path, fields: tuple, key: tuple, drop_status: str | None = None,
+           validate=None) -> list[tuple[int, str]]:
+    """Make ``path`` whole (module docstring); return the (line, problem) pairs set aside.
+
+    ``validate(row: dict) -> problem or None`` checks the values of a record with the right
+    field count (a record read across a broken quote can have it by chance). Kept records are
+    written back through :mod:`csv`, so the file parses the same way with any reader.
+    """
     path = Path(path)
     if not path.exists() or path.stat().st_size == 0:
         return []
@@ -84,6 +90,8 @@ def repair(path: Path, fields: tuple, key: tuple, drop_status: str | None = None
             problem = "not the expected header"
         elif i > 0 and record == header:
             problem = "a header line inside the data"
+        elif i > 0 and validate is not None:
+            problem = validate(dict(zip(header, record)))
         if problem is not None:
             # set aside the first physical line only, and read on from the next one: a
             # record swallowed by a broken quote is recovered
@@ -100,7 +108,7 @@ def repair(path: Path, fields: tuple, key: tuple, drop_status: str | None = None
                 damaged.append((i + 1, f"duplicate of line {seen[row_key]}", text))
             else:
                 seen[row_key] = i + 1
-                good.append(text)
+                good.append(_format(header, record))
         i += used
     if not damaged and not dropped:
         return []

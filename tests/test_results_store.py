@@ -172,3 +172,17 @@ def test_two_concurrent_runs_into_one_folder_one_refused_no_duplicates(tmp_path,
     rows = read_rows(tmp_path / "gsi_icde20" / f"{NAME}.tiny.csv")
     assert _summary(rows) == _summary(reference) and not rows.duplicated(list(KEY)).any()
     assert not lock.exists()
+
+
+# ---------------------------------------------------------------------- the stress script
+def test_stress_script_kills_and_damages_then_matches_the_undisturbed_run(tmp_path):
+    from experiments import stress
+
+    lines = []
+    args = ["--kills", "5", "--seed", "3", "--queries", "3", "--delay", "0.05", "--out", str(tmp_path)]
+    assert stress.stress(stress.build_parser().parse_args(args), log=lines.append)
+    assert sum(line.startswith("kill ") for line in lines) == 5
+    assert all(any(name in line for line in lines) for name in stress.DAMAGES)   # every damage done
+    assert "EQUAL to the undisturbed run" in lines[-1]
+    assert (tmp_path / "disturbed" / "stress" / "stress.toy.tiny.csv.damaged").exists()
+
