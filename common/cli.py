@@ -16,7 +16,7 @@ from . import BACKEND
 from .engine import available_engines, create_engine
 from .errors import GraphFormatError, InvalidGraphError
 from .paths import resolve_input
-from .result import PHASES
+from .result import PHASES, Status
 
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -57,17 +57,48 @@ def cmd_match(args) -> int:
     # Queries take the data graph's direction (a GSI query file read against undirected data is undirected).
     queries = load_query_set(resolve_input(args.query), directed=data.directed)
     engine.prepare(data)
+    from tqdm import tqdm
+
+    from .device import backend_label
+
+    backend = backend_label() if engine.uses_device else "cpu"
     rows = []
-    for query in queries:
+    statuses = set()
+    progress = tqdm(queries, desc=f"{args.engine} on {data.name or 'data'}", unit="query", file=sys.stderr,
+                    disable=args.quiet or len(queries) < 2)
+    for query in progress:
         result = engine.match(query, limit=args.limit, collect=args.collect is not None,
                               timeout_s=args.timeout, homomorphic=args.homomorphic)
         if args.collect is not None and result.embeddings is not None:
             target = Path(args.collect)
             _save_embeddings(result.embeddings, target, query.name,
                              into_folder=len(queries) > 1 or target.is_dir())
-        rows.append(result.to_row())
+        rows.append(dict(result.to_row(), backend=backend))
+        statuses.add(result.status)
     _print_rows(rows, args.format, single=len(queries) == 1)
-    return 0
+    return match_exit_code(statuses, args.allow_partial)
+
+
+#: Exit codes of ``gpusm match`` (also in ``gpusm --help``).
+EXIT_OK, EXIT_DISAGREE, EXIT_USAGE, EXIT_PARTIAL, EXIT_UNSUPPORTED = 0, 1, 2, 3, 4
+EXIT_CODES = f"""exit codes:
+  {EXIT_OK}  every query answered (status ok or limit)
+  {EXIT_DISAGREE}  demo: an engine disagreed with cpu
+  {EXIT_USAGE}  bad command line or input (file missing or malformed, unknown engine or option)
+  {EXIT_PARTIAL}  a query timed out or ran out of device memory (its count is a lower bound)
+  {EXIT_UNSUPPORTED}  an engine could not take a query (status unsupported)
+  match --allow-partial turns {EXIT_PARTIAL} and {EXIT_UNSUPPORTED} into {EXIT_OK}."""
+
+
+def match_exit_code(statuses, allow_partial: bool = False) -> int:
+    """The exit status of ``gpusm match`` for the statuses its queries ended with (EXIT_CODES)."""
+    if allow_partial:
+        return EXIT_OK
+    if statuses & {Status.TIMEOUT, Status.OOM}:
+        return EXIT_PARTIAL
+    if Status.UNSUPPORTED in statuses:
+        return EXIT_UNSUPPORTED
+    return EXIT_OK
 
 
 def _save_embeddings(embeddings, target: Path, query_name: str, into_folder: bool) -> None:
@@ -86,7 +117,7 @@ def _print_rows(rows: list[dict], fmt: str, single: bool) -> None:
     import pandas as pd
 
     if fmt == "json":
-        print(json.dumps(rows[0] if single else rows, indent=2))
+        print(json.dumps(rows, indent=2))                  # always a list, one object per query
         return
     frame = pd.DataFrame(rows)
     if fmt == "csv":
@@ -95,6 +126,7 @@ def _print_rows(rows: list[dict], fmt: str, single: bool) -> None:
     if single:
         row = rows[0]
         print(f"engine:  {row['engine']}")
+        print(f"backend: {row['backend']}")
         print(f"query:   {row['query']}")
         print(f"status:  {row['status']}" + (f" ({row['reason']})" if row["reason"] else ""))
         print(f"count:   {row['count']}")
@@ -105,6 +137,7 @@ def _print_rows(rows: list[dict], fmt: str, single: bool) -> None:
         return
     columns = ["query", "status", "count", "seconds"] + [f"{p}_s" for p in PHASES]
     print(frame[[c for c in columns if c in frame]].to_string(index=False))
+    print(f"engine: {rows[0]['engine']}  backend: {rows[0]['backend']}")
 
 
 # ---------------------------------------------------------------------- generate
@@ -182,6 +215,34 @@ def cmd_demo(args) -> int:
     return 0 if checked is None or (checked[0] == checked[1]).all() else 1
 
 
+def cmd_engines(args) -> int:
+    from .describe import describe_engines, format_engines
+
+    entries = describe_engines()
+    if args.engines:
+        known = {e["engine"] for e in entries}
+        unknown = [n for n in args.engines if n not in known]
+        if unknown:
+            raise KeyError(f"unknown engine {unknown[0]!r}; registered engines: {', '.join(sorted(known))}")
+        entries = [e for e in entries if e["engine"] in args.engines]
+    if args.format == "json":
+        print(json.dumps(entries, indent=2, default=repr))
+    else:
+        print(format_engines(entries), end="")
+    return 0
+
+
+def version_text() -> str:
+    import importlib.metadata
+
+    def v(dist):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+    return f"gpusm {v('gpusm')} (numba {v('numba')}, numba-cuda {v('numba-cuda')}, backend: {BACKEND})"
+
+
 def cmd_experiment(args) -> int:
     import shlex
 
@@ -194,10 +255,12 @@ def cmd_experiment(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpusm", description=(
         "GPU subgraph matching: GSI/SGSI, EGSM, gMatch and STwig side by side. "
-        f"Backend now: {BACKEND}."), epilog=(
-        "Real data (HPRD, yeast, GitHub, SNAP) ships in the checkout's data/ folder; set GPUSM_DATA "
-        "to a folder of the same layout to use another. Relative input paths not found in the "
-        "current directory are looked up there."))
+        f"Backend now: {BACKEND}."), formatter_class=argparse.RawDescriptionHelpFormatter, epilog=(
+        "data: real graphs (HPRD, yeast, GitHub, SNAP) ship in the checkout's data/ folder; set\n"
+        "  GPUSM_DATA to a folder of the same layout to use another. Relative input paths not\n"
+        "  found in the current directory are looked up there.\n"
+        "engines: `gpusm engines` lists each engine's -o options with defaults and meaning.\n" + EXIT_CODES))
+    parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", required=True)
 
     m = sub.add_parser("match", help="count (or list) the embeddings of a query in a data graph")
@@ -216,8 +279,17 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--symmetrize", action="store_true", help="read SNAP edge lists as undirected")
     m.add_argument("--option", "-o", type=parse_option, action="append", metavar="KEY=VALUE",
                    help="engine constructor option (repeatable)")
-    m.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    m.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                   help="json is always a list (one object per query); every format names the backend")
+    m.add_argument("--allow-partial", action="store_true",
+                   help="exit 0 even when a query timed out, ran out of memory or was unsupported")
+    m.add_argument("--quiet", "-q", action="store_true", help="no progress bar for a folder of queries")
     m.set_defaults(func=cmd_match)
+
+    e = sub.add_parser("engines", help="list the engines, what queries they take, and their -o options")
+    e.add_argument("engines", nargs="*", help="only these engines")
+    e.add_argument("--format", choices=["table", "json"], default="table")
+    e.set_defaults(func=cmd_engines)
 
     g = sub.add_parser("generate", help="generate data graphs, query sets and patterns")
     gsub = g.add_subparsers(dest="what", required=True)

@@ -10,6 +10,7 @@ simulator lacks (:mod:`common.cudasim`), so the same kernels run on a GPU and in
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.metadata
 import itertools
 import math
@@ -57,6 +58,18 @@ def device_info() -> dict:
                 driver_version=tuple(driver.get_version()),
                 runtime_version=tuple(cuda.runtime.get_version()))
     return info
+
+
+@functools.lru_cache(maxsize=1)
+def backend_label() -> str:
+    """Where device work runs, for every output: the GPU's model name, or ``"simulator"``."""
+    if simulator_active():
+        return "simulator"
+    try:
+        name = cuda.get_current_device().name
+        return name.decode() if isinstance(name, bytes) else str(name)
+    except Exception as exc:                       # no usable device: say so, do not fail
+        return f"no GPU ({type(exc).__name__})"
 
 
 class PhaseTimer:

@@ -38,6 +38,7 @@ class Engine(ABC):
     supports_homomorphic: ClassVar[bool] = False
     supports_disconnected: ClassVar[bool] = False
     max_query_vertices: ClassVar[int | None] = None
+    uses_device: ClassVar[bool] = True        # False: a CPU engine (its times are host times)
 
     def __init__(self, *, device_memory_limit: int | None = None):
         if device_memory_limit is not None and int(device_memory_limit) <= 0:
@@ -180,7 +181,8 @@ def create_engine(name: str, **options) -> Engine:
         inspect.signature(cls).bind(**options)
     except TypeError as exc:
         raise ValueError(f"engine {name!r} does not take these options ({exc}); "
-                         f"its options: {', '.join(inspect.signature(cls).parameters)}") from None
+                         f"its options: {', '.join(inspect.signature(cls).parameters)} "
+                         f"(`gpusm engines {name}` explains them)") from None
     return cls(**options)
 
 

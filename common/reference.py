@@ -583,6 +583,7 @@ class ReferenceMatcher(Engine):
     supports_homomorphic = True
     supports_disconnected = True
     max_query_vertices = None
+    uses_device = False
 
     def __init__(self, *, filter: str = "refine", order: str = "ri", chunk_steps: int = 1 << 22,
                  device_memory_limit: int | None = None):

@@ -220,6 +220,7 @@ class STwigCPU(STwigPipeline):
     options are :class:`~stwig.engine.STwigPipeline`'s."""
 
     name = "stwig-cpu"
+    uses_device = False
 
     def __init__(self, *, parallel: bool = False, **options):
         super().__init__(**options)

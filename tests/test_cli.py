@@ -22,7 +22,7 @@ def test_match_one_query_json(capsys):
     code, out, _ = run(capsys, "match", hprd / "HPRD.graph", hprd / "queries" / "query_dense_16_2.graph",
                        "--format", "json")
     assert code == 0
-    row = json.loads(out)
+    [row] = json.loads(out)                            # JSON is always a list
     expected = read_expected_counts(hprd / "expected_counts_1_100.txt")["query_dense_16_2"]
     assert (row["engine"], row["status"], row["count"]) == ("cpu", "ok", expected)
 
