@@ -17,12 +17,15 @@ CHOICES where the paper is silent:
 
 from __future__ import annotations
 
-from numba import int32, int64
+import functools
+
+from numba import int8, int32, int64
 
 from common.device import cuda
 
-from .candidates import QP_BACKWARD, QP_RESTRICT, QP_SIZES
-from .kernels import BIG_DEGREE, NO_BOUND, group_length, row_length, source_row, visit, warp_append
+from .kernels import SQ_ROWS, load_plan, search_functions, warp_append
+
+SEED_WARPS = 8            # warps per block of the BFS launches (256 threads)
 
 
 @cuda.jit
@@ -43,57 +46,63 @@ def seed_level0(cand_mask, out, capacity, counter):
 
 
 @cuda.jit
-def seed_expand(lc_off, lc_nbr, cidx, bitmap, eg, cand_mask, qp, inp, rows, d, out, capacity,
-                counter):
-    """Extend each of the ``rows`` partial matches of width d in ``inp`` by position d into ``out``
-    (width d + 1); one warp per row, 32 candidates per step."""
-    lc = (lc_off, lc_nbr, cidx, bitmap, eg)
-    lane = cuda.threadIdx.x % 32
-    warp = cuda.grid(1) // 32
-    warps = cuda.gridsize(1) // 32
-    n = qp[QP_SIZES, 0]
-    back = qp[QP_BACKWARD, d]
-    restr = qp[QP_RESTRICT, d]
-    row = int64(warp)
-    while row < rows:
-        base_in = row * d
-        best_deg = int64(BIG_DEGREE)
-        src = int32(-1)
-        skip = int32(-1)
-        bound = int32(NO_BOUND)
-        for j in range(d):
-            vv = inp[base_in + j]
-            if ((back >> j) & 1) != 0:
-                row_src = source_row(lc, qp, j, d, vv)
-                deg = row_length(lc, row_src)
-                if deg < best_deg:
-                    best_deg = deg
-                    src = row_src
-                    skip = j
-            if ((restr >> j) & 1) != 0 and vv < bound:
-                bound = vv
-        length = group_length(lc, src, bound)
-        lo = lc_off[max(src, 0)]
-        b = 0
-        while b < length:
-            v = int32(-1)
-            ok = False
-            if b + lane < length:
-                v = lc_nbr[lo + b + lane]
-                ok = ((cand_mask[v] >> d) & 1) != 0
-                j = d - 1
-                while j >= 0 and ok:
-                    # only the validity is used: the next level rebuilds task groups from its rows
-                    ok, _deg, _src, _skip, _bound = visit(
-                        inp[base_in + j], j, v, d, n, qp, lc, skip, ok,
-                        int64(0), int32(-1), int32(-1), int32(NO_BOUND))
-                    j -= 1
-            pos = warp_append(ok, counter, 0, lane)
-            if ok:
-                if pos < capacity:
+def seed_indices(out, count):
+    """out[i] <- i for the ``count`` candidate indices of position 0 (candidate-graph mode)."""
+    i = cuda.grid(1)
+    while i < count:
+        out[i] = i
+        i += cuda.gridsize(1)
+
+
+@functools.lru_cache(maxsize=None)
+def seed_expand_kernel(indexed: bool):
+    """The BFS step over the data graph or, ``indexed``, the candidate graph."""
+    fn = search_functions(indexed)
+    validate, group, group_start = fn.validate, fn.group, fn.group_start
+    CHECK_BIT = not indexed
+
+    @cuda.jit
+    def seed_expand(off, ent, bitmap, cset, eg, cand, qp, inp, rows, d, out, capacity, counter):
+        """Extend each of the ``rows`` partial matches of width d in ``inp`` by position d into
+        ``out`` (width d + 1); one warp per row, 32 candidates per step. The row is the whole
+        partial match (a stack of seed width d), so the DFS's task-group and check functions
+        serve unchanged."""
+        G = (off, ent, bitmap, cset, eg, cand)
+        sq = cuda.shared.array((SQ_ROWS, 32), int32)
+        seed = cuda.shared.array((SEED_WARPS, 32, 1), int32)
+        nopar = cuda.shared.array((SEED_WARPS, 32, 1), int8)
+        load_plan(qp, sq, cuda.threadIdx.x)
+        cuda.syncthreads()
+        lane = cuda.threadIdx.x % 32
+        w = cuda.threadIdx.x // 32
+        warp = cuda.grid(1) // 32
+        warps = cuda.gridsize(1) // 32
+        row = int64(warp)
+        while row < rows:
+            if lane == 0:
+                seed[w, d - 1, 0] = int32(row)
+            cuda.syncwarp()
+            key, skip, length = group(seed, nopar, w, d, inp, d, G, sq, d, 0)
+            start = group_start(G, max(key, 0))
+            b = 0
+            while b < length:
+                x = int32(-1)
+                ok = False
+                if b + lane < length:
+                    x = ent[start + b + lane]
+                    ok = True
+                    if CHECK_BIT:
+                        ok = ((cand[x] >> d) & 1) != 0
+                    if ok:
+                        ok = validate(seed, nopar, w, d, inp, d, G, sq, d, x, 0, skip)
+                pos = warp_append(ok, counter, 0, lane)
+                if ok and pos < capacity:
                     dst = pos * (d + 1)
                     for j in range(d):
-                        out[dst + j] = inp[base_in + j]
-                    out[dst + d] = v
-            b += 32
-        row += warps
+                        out[dst + j] = inp[row * d + j]
+                    out[dst + d] = x
+                b += 32
+            cuda.syncwarp()
+            row += warps
+
+    return seed_expand

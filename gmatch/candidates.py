@@ -39,33 +39,67 @@ from common.device import cuda, simulator_active
 
 from .plan import MAX_QUERY_VERTICES, QueryPlan
 
-# qp rows
+# qp rows (int32, one column per order position)
 QP_LABELS, QP_DEGREES, QP_BACKWARD, QP_RESTRICT, QP_QLABELS, QP_SIZES = 0, 1, 2, 3, 4, 5
-QP_WORDS = 6                                # bitmap words per candidate-graph row of position d
-# qp[QP_SIZES]: [0] |V(Q)|, [1] distinct labels, [2] 1 when the candidate graph is used
-QP_NLF = 8                                  # rows 8..39: required neighbour count per (position, label slot)
+QP_WORDS = 6        # bitmap words per candidate-graph row of position d
+QP_SAME = 7         # earlier positions with d's label (injectivity checks)
+QP_CBASE = 8        # where C(d) starts in the candidate graph's cand_set
+QP_CSIZE = 9        # |C(d)|
+QP_LEAFS = 10       # free-leaf positions whose parent is d (counted, not enumerated)
+QP_VLOW = 11        # lowest position a candidate check of d must reach
+QP_GLOW = 12        # lowest position the task group of d depends on
+QP_NLF = 13         # rows 13..44: required neighbour count per (position, label slot)
 QP_ROWS = QP_NLF + MAX_QUERY_VERTICES
+# qp[QP_SIZES]: [0] |V(Q)|, [1] distinct labels, [2] enumerated positions (|V(Q)| minus the
+# counted free leaves), [3] lowest parent of a counted free leaf
+SHARED_ROWS = (QP_BACKWARD, QP_RESTRICT, QP_SAME, QP_WORDS, QP_CBASE, QP_CSIZE, QP_LEAFS,
+               QP_VLOW, QP_GLOW)    # the rows the search kernels copy to shared memory
 FILTER_THREADS = 32 if simulator_active() else 256
 
 
-def pack_query(plan: QueryPlan, query_labels_by_vertex: np.ndarray, adjacency_lists) -> np.ndarray:
-    """The (QP_ROWS, 32) int32 parameter block: labels, degrees, backward and restriction masks,
-    distinct labels, sizes and the NLF requirement of every position."""
+def _lowest(mask: int, default: int) -> int:
+    return (mask & -mask).bit_length() - 1 if mask else default
+
+
+def pack_query(plan: QueryPlan, query_labels_by_vertex: np.ndarray, adjacency_lists,
+               count_leaves: bool = False) -> np.ndarray:
+    """The (QP_ROWS, 32) int32 parameter block: labels, degrees, backward, restriction and
+    same-label masks, walk bounds, sizes, the NLF requirement of every position and, with
+    ``count_leaves``, the plan's trailing free leaves by parent position."""
     n = plan.size
     qp = np.zeros((QP_ROWS, MAX_QUERY_VERTICES), dtype=np.int32)
     qp[QP_LABELS, :n] = plan.labels
     qp[QP_DEGREES, :n] = plan.degrees
     qp[QP_BACKWARD, :n] = plan.backward.view(np.int32)
     qp[QP_RESTRICT, :n] = plan.restrict.view(np.int32)
+    qp[QP_SAME, :n] = plan.same_label.view(np.int32)
     distinct = np.unique(plan.labels)
     qp[QP_QLABELS, :distinct.size] = distinct
+    leaves = plan.free_leaves if count_leaves else 0
     qp[QP_SIZES, 0] = n
     qp[QP_SIZES, 1] = distinct.size
+    qp[QP_SIZES, 2] = n - leaves
+    qp[QP_SIZES, 3] = n - leaves
+    for d in range(n):
+        back, restr, same = int(plan.backward[d]), int(plan.restrict[d]), int(plan.same_label[d])
+        qp[QP_VLOW, d] = _lowest(back | same, d)
+        qp[QP_GLOW, d] = _lowest(back | restr, d)
+    for t in range(n - leaves, n):
+        parent = _lowest(int(plan.backward[t]), -1)
+        qp[QP_LEAFS, parent] |= np.int32(1 << t) if t < 31 else np.int32(-2**31)
+        qp[QP_SIZES, 3] = min(qp[QP_SIZES, 3], parent)
     slot = {int(l): i for i, l in enumerate(distinct)}
     for d, u in enumerate(plan.order):
         for x in adjacency_lists[int(u)]:
             qp[QP_NLF + d, slot[int(query_labels_by_vertex[int(x)])]] += 1
     return qp
+
+
+def pack_candidate_graph(qp: np.ndarray, cg: CandidateGraph) -> None:
+    """Add the candidate graph's per-position sizes to ``qp``."""
+    qp[QP_WORDS] = cg.words
+    qp[QP_CBASE] = cg.cand_base
+    qp[QP_CSIZE, :cg.sizes.size] = cg.sizes
 
 
 @cuda.jit
@@ -111,70 +145,136 @@ def filter_kernel(offsets, neighbors, labels, qp, cand_mask):
 
 @dataclass(frozen=True)
 class CandidateGraph:
-    """Host arrays of one query's candidate graph (see the module docstring)."""
+    """Host arrays of one query's candidate graph in compact indices (see the module docstring)."""
 
-    cand_bits: np.ndarray       # uint32 per data vertex, refined
-    cidx: np.ndarray            # (n, |V(G)|) int32 rank of v in C(d), -1 if v is not in C(d)
-    offsets: np.ndarray         # int64, every edge's rows back to back (|C(j)| + 1 entries each)
-    neighbors: np.ndarray       # int32 candidate vertices of every row
-    bitmap: np.ndarray          # uint32 bitsets over C(d), rows back to back
-    edge_bases: np.ndarray      # (32, 32, 2) int64: [d, j] = (first row, first bitmap word)
-    words: np.ndarray           # int32 bitmap words per row, per position d
-    sizes: np.ndarray           # |C(d)| after refinement
+    cand_bits: np.ndarray       # uint32 per data vertex, refined: bit d = v in C(d)
+    cand_set: np.ndarray        # int32, C(0), C(1), ... back to back, each sorted by vertex id
+    cand_base: np.ndarray       # int32 (32,): where C(d) starts in cand_set
+    sizes: np.ndarray           # int64 |C(d)| after refinement
+    offsets: np.ndarray         # int32, every backward edge's rows back to back (+ 1 end entry)
+    entries: np.ndarray         # int32 ranks in C(d) of the candidates adjacent to a row's vertex
+    bitmap: np.ndarray          # uint32 bitsets over C(d), one per row, rows back to back
+    edges: np.ndarray           # (2, 32, 32) int32: [0, d, j] first row, [1, d, j] first word
+    words: np.ndarray           # int32 (32,) bitmap words per row of position d
 
 
-def build_candidate_graph(data: Graph, row_of_entry: np.ndarray, cand_bits: np.ndarray,
-                          plan: QueryPlan) -> CandidateGraph:
-    """Refine the LDF/NLF candidate sets and build the per-query-edge CSR and bitmaps."""
-    n = plan.size
-    nv = data.num_vertices
-    offsets = np.asarray(data.offsets, dtype=np.int64)
-    neighbors = np.asarray(data.neighbors, dtype=np.int64)
-    member = [((cand_bits >> np.uint32(d)) & 1).astype(bool) for d in range(n)]
-    adjacent = [[j for j in range(n) if j != d and (
-        (int(plan.backward[d]) >> j) & 1 or (int(plan.backward[j]) >> d) & 1)] for d in range(n)]
-    for sweep in (range(n), range(n - 1, -1, -1)):
-        for d in sweep:
-            for j in adjacent[d]:
-                if not member[d].any():
-                    break
-                hits = np.bincount(row_of_entry, weights=member[j][neighbors], minlength=nv)
-                member[d] &= hits > 0
-    sizes = np.array([int(m.sum()) for m in member], dtype=np.int64)
-    cidx = np.full((n, nv), -1, dtype=np.int32)
+@numba.njit(cache=True)
+def _refine_and_build(offsets, neighbors, bits, n, adjacent, backward, max_words):
+    """Two refinement sweeps over C(0..n-1), then the rows and bitmaps of every backward edge.
+    Returns None-free arrays; ``ok`` is False when the bitmaps would exceed ``max_words``."""
+    nv = bits.size
+    counts = np.zeros(n, np.int64)
+    for v in range(nv):
+        for d in range(n):
+            if (bits[v] >> d) & 1:
+                counts[d] += 1
+    starts = np.zeros(n + 1, np.int64)
     for d in range(n):
-        cidx[d, member[d]] = np.arange(sizes[d], dtype=np.int32)
-    words = np.zeros(MAX_QUERY_VERTICES, dtype=np.int32)
-    words[:n] = (sizes + 31) // 32
-    bases = np.zeros((MAX_QUERY_VERTICES, MAX_QUERY_VERTICES, 2), dtype=np.int64)
-    all_off, all_nbr, all_bits = [], [], []
-    row_base = entry_base = word_base = 0
+        starts[d + 1] = starts[d] + counts[d]
+    lists = np.empty(starts[n], np.int32)
+    fill = starts[:n].copy()
+    for v in range(nv):
+        for d in range(n):
+            if (bits[v] >> d) & 1:
+                lists[fill[d]] = v
+                fill[d] += 1
+    for sweep in range(2):
+        for step in range(n):
+            d = step if sweep == 0 else n - 1 - step
+            for i in range(starts[d], starts[d + 1]):
+                v = lists[i]
+                if not (bits[v] >> d) & 1:
+                    continue
+                for j in range(n):
+                    if not (adjacent[d] >> j) & 1:
+                        continue
+                    hit = False
+                    for e in range(offsets[v], offsets[v + 1]):
+                        if (bits[neighbors[e]] >> j) & 1:
+                            hit = True
+                            break
+                    if not hit:
+                        bits[v] &= ~np.uint32(1 << d)
+                        break
+    sizes = np.zeros(n, np.int64)
+    base = np.zeros(32, np.int32)
+    cand_set = np.empty(starts[n], np.int32)
+    k = 0
+    for d in range(n):
+        base[d] = k
+        for i in range(starts[d], starts[d + 1]):
+            if (bits[lists[i]] >> d) & 1:
+                cand_set[k] = lists[i]
+                k += 1
+        sizes[d] = k - base[d]
+    cand_set = cand_set[:k]
+    words = np.zeros(32, np.int32)
+    for d in range(n):
+        words[d] = (sizes[d] + 31) // 32
+    edges = np.zeros((2, 32, 32), np.int32)
+    rows = 0
+    total_words = 0
+    total_entries = 0
     for d in range(1, n):
         for j in range(d):
-            if not (int(plan.backward[d]) >> j) & 1:
+            if (backward[d] >> j) & 1:
+                edges[0, d, j] = rows
+                edges[1, d, j] = total_words
+                rows += sizes[j]
+                total_words += sizes[j] * words[d]
+                for i in range(base[j], base[j] + sizes[j]):
+                    v = cand_set[i]
+                    for e in range(offsets[v], offsets[v + 1]):
+                        if (bits[neighbors[e]] >> d) & 1:
+                            total_entries += 1
+    ok = total_words <= max_words and total_entries < 2**31 - 1
+    if not ok:
+        return (bits, cand_set, base, sizes, np.zeros(1, np.int32), np.zeros(1, np.int32),
+                np.zeros(1, np.uint32), edges, words, False)
+    row_off = np.zeros(rows + 1, np.int32)
+    entries = np.empty(max(total_entries, 1), np.int32)
+    bitmap = np.zeros(max(total_words, 1), np.uint32)
+    rank = np.full(nv, -1, np.int32)
+    r = 0
+    pos = 0
+    for d in range(1, n):
+        for i in range(sizes[d]):
+            rank[cand_set[base[d] + i]] = i
+        for j in range(d):
+            if not (backward[d] >> j) & 1:
                 continue
-            rows = np.flatnonzero(member[j])
-            starts, lengths = offsets[rows], offsets[rows + 1] - offsets[rows]
-            row_id = np.repeat(np.arange(rows.size), lengths)
-            first = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
-            entries = neighbors[first + np.arange(row_id.size)] if row_id.size else row_id
-            keep = member[d][entries]
-            row_id, entries = row_id[keep], entries[keep]
-            counts = np.bincount(row_id, minlength=rows.size)
-            all_off.append(entry_base + np.concatenate(([0], np.cumsum(counts))))
-            all_nbr.append(entries.astype(np.int32))
-            bits = np.zeros(rows.size * int(words[d]), dtype=np.uint32)
-            rank = cidx[d, entries].astype(np.int64)
-            np.bitwise_or.at(bits, row_id * int(words[d]) + (rank >> 5),
-                             (np.uint32(1) << (rank & 31).astype(np.uint32)))
-            all_bits.append(bits)
-            bases[d, j] = (row_base, word_base)
-            row_base += rows.size + 1
-            entry_base += int(counts.sum())
-            word_base += bits.size
-    cat = lambda parts, dtype: (np.concatenate(parts).astype(dtype) if parts else np.zeros(1, dtype))
-    refined = np.zeros(nv, dtype=np.uint32)
+            w0 = edges[1, d, j]
+            for i in range(sizes[j]):
+                v = cand_set[base[j] + i]
+                row_off[r] = pos
+                for e in range(offsets[v], offsets[v + 1]):
+                    x = rank[neighbors[e]]
+                    if x >= 0 and (bits[neighbors[e]] >> d) & 1:
+                        entries[pos] = x
+                        pos += 1
+                        bitmap[w0 + i * words[d] + (x >> 5)] |= np.uint32(1) << np.uint32(x & 31)
+                r += 1
+        for i in range(sizes[d]):
+            rank[cand_set[base[d] + i]] = -1
+    row_off[r] = pos
+    return bits, cand_set, base, sizes, row_off, entries, bitmap, edges, words, True
+
+
+def build_candidate_graph(data: Graph, cand_bits: np.ndarray, plan: QueryPlan,
+                          max_bitmap_bytes: int = 1 << 30) -> CandidateGraph | None:
+    """Refine the LDF/NLF candidate sets and build the per-backward-edge rows and bitmaps in
+    compact indices; None when the bitmaps would take more than ``max_bitmap_bytes``."""
+    n = plan.size
+    backward = np.asarray(plan.backward, dtype=np.int64)
+    adjacent = backward.copy()
     for d in range(n):
-        refined[member[d]] |= np.uint32(1) << np.uint32(d)
-    return CandidateGraph(refined, cidx, cat(all_off, np.int64), cat(all_nbr, np.int32),
-                          cat(all_bits, np.uint32), bases, words, sizes)
+        for j in range(d):
+            if (int(backward[d]) >> j) & 1:
+                adjacent[j] |= 1 << d
+    out = _refine_and_build(np.asarray(data.offsets, dtype=np.int64),
+                            np.asarray(data.neighbors, dtype=np.int32),
+                            np.array(cand_bits, dtype=np.uint32), n, adjacent, backward,
+                            max_bitmap_bytes // 4)
+    if not out[-1]:
+        return None
+    return CandidateGraph(*out[:-1])

@@ -47,33 +47,39 @@ from __future__ import annotations
 import math
 import time
 
+import numba
 import numpy as np
 
 from common.device import DeviceMemoryBudget, LaunchWatch, PhaseTimer, cuda, fill, simulator_active
 from common.engine import Engine
+from common.errors import DeviceOutOfMemory
 from common.graph import Graph
 from common.result import MatchResult, Status
 
-from .balance import seed_expand, seed_level0
-from .candidates import (FILTER_THREADS, QP_ROWS, QP_SIZES, QP_WORDS, build_candidate_graph,
-                         filter_kernel, pack_query)
+from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
+from .candidates import (FILTER_THREADS, QP_CSIZE, QP_ROWS, QP_SIZES, build_candidate_graph,
+                         filter_kernel, pack_candidate_graph, pack_query)
 from .kernels import (C_COUNT, C_GSTEALS, C_IDLE, C_ITERS, C_STEALS, C_STOP, CTRL_SIZE, MAILBOX,
                       STEAL_BLOCK, STEAL_GLOBAL, STEAL_MAILBOX, STEAL_NONE, coarse_kernel,
                       fine_kernel, reset_ctrl, xfer_words)
 from .plan import MAX_QUERY_VERTICES, all_automorphisms, build_plan
 
 SHARED_BUDGET = 45 * 1024          # static shared memory a fine-kernel block may use
-SLOT_BYTES = 4 + 1 + 4 + 4 + 1     # mv, par, gsrc, glen, gskip per slot
+SLOT_BYTES = 4 + 1 + 4 + 4 + 1     # mi, par, gsrc, glen, gskip per slot
 LEVEL_BYTES = 32 * SLOT_BYTES + 3 * 4
 SIM = simulator_active()
 RESET_BLOCKS, RESET_THREADS = (1, 32) if SIM else (32, 256)
+SEED_THREADS = 32 if SIM else 32 * SEED_WARPS
 STEALING_SCOPES = {"global": STEAL_GLOBAL, "mailbox": STEAL_MAILBOX, "block": STEAL_BLOCK,
                    False: STEAL_NONE}
+STACK_LEVELS = (4, 8, 12, 16, 24, MAX_QUERY_VERTICES)   # compiled stack depths
+POOL_START = 1 << 22               # int32 elements of each seed-pool buffer before it grows
+POOL_MAX = 1 << 28                 # a BFS level needing more falls back to the previous level
 
 
 def stack_levels(n: int) -> int:
-    """Compile-time stack depth for a query of n vertices."""
-    for levels in (8, 16, MAX_QUERY_VERTICES):
+    """Compile-time stack depth for a query of n vertices (the smallest compiled depth >= n)."""
+    for levels in STACK_LEVELS:
         if n <= levels:
             return levels
     raise ValueError(f"query of {n} vertices exceeds {MAX_QUERY_VERTICES}")
@@ -82,6 +88,18 @@ def stack_levels(n: int) -> int:
 def fine_warps(levels: int) -> int:
     """Warps per block of the fine kernel so that W stacks fit the shared-memory budget."""
     return max(1, min(8, SHARED_BUDGET // (levels * LEVEL_BYTES + 12)))
+
+
+def resident_blocks(kernel, args, threads: int) -> tuple[int, dict]:
+    """Blocks of ``kernel`` the whole GPU holds at once for these arguments (from the compiled
+    kernel's registers and shared memory), and its resource use."""
+    if SIM:
+        return 1, {}
+    compiled = kernel.compile(tuple(numba.typeof(a) for a in args))
+    blocks = compiled.max_cooperative_grid_blocks(threads)
+    return max(1, blocks), {"registers_per_thread": compiled.regs_per_thread,
+                            "local_bytes_per_thread": compiled.local_mem_per_thread,
+                            "shared_bytes_per_block": compiled.shared_mem_per_block}
 
 
 class GMatch(Engine):
@@ -97,8 +115,9 @@ class GMatch(Engine):
     def __init__(self, *, granularity: str = "fine", unroll: int = 1, batch: bool = True,
                  work_stealing: str | bool = "global", seed_pool: int = 10**6, roots_per_fetch: int = 4,
                  warps_per_block: int | None = None, blocks: int | None = None,
-                 symmetry_breaking: bool = True, candidate_graph: bool = False,
-                 device_memory_limit: int | None = None):
+                 symmetry_breaking: bool = True, candidate_graph: bool | str = "auto",
+                 leaf_counting: bool = True, idle_stats: bool = False,
+                 max_registers: int | None = None, device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if granularity not in ("fine", "coarse"):
             raise ValueError(f"granularity must be 'fine' or 'coarse', got {granularity!r}")
@@ -119,6 +138,10 @@ class GMatch(Engine):
         if work_stealing not in STEALING_SCOPES:
             raise ValueError("work_stealing must be 'global', 'mailbox', 'block' or False, "
                              f"got {work_stealing!r}")
+        if candidate_graph not in ("auto", True, False):
+            raise ValueError(f"candidate_graph must be 'auto', True or False, got {candidate_graph!r}")
+        if max_registers is not None and not 16 <= int(max_registers) <= 255:
+            raise ValueError(f"max_registers must be in 16..255, got {max_registers}")
         self.granularity = granularity
         self.unroll = int(unroll)
         self.batch = bool(batch)
@@ -128,35 +151,37 @@ class GMatch(Engine):
         self.warps_per_block = None if warps_per_block is None else int(warps_per_block)
         self.blocks = None if blocks is None else int(blocks)
         self.symmetry_breaking = bool(symmetry_breaking)
-        self.candidate_graph = bool(candidate_graph)
+        self.candidate_graph = candidate_graph
+        self.leaf_counting = bool(leaf_counting)
+        self.idle_stats = bool(idle_stats)
+        self.max_registers = None if max_registers is None else int(max_registers)
 
     # ------------------------------------------------------------------ prepare
     def _prepare(self, data: Graph) -> None:
         # Edge-labelled or directed data: the base class answers every query 'unsupported'.
         self._budget = budget = DeviceMemoryBudget(self.device_memory_limit)
         nv = data.num_vertices
-        self._d_offsets = budget.to_device(np.asarray(data.offsets, dtype=np.int64), "offsets")
-        self._d_neighbors = budget.to_device(np.asarray(data.neighbors, dtype=np.int32), "neighbors")
+        d_offsets = budget.to_device(np.asarray(data.offsets, dtype=np.int64), "offsets")
+        d_neighbors = budget.to_device(np.asarray(data.neighbors, dtype=np.int32), "neighbors")
         self._d_labels = budget.to_device(np.asarray(data.labels, dtype=np.int32), "labels")
         self._d_cand = budget.device_array(max(nv, 1), np.uint32, "candidate bits")
         self._d_qp = budget.device_array((QP_ROWS, MAX_QUERY_VERTICES), np.int32, "query plan")
         self._d_ctrl = budget.zeros(CTRL_SIZE, np.int64, "control block")
         self._d_levels = budget.zeros(MAX_QUERY_VERTICES + 1, np.int64, "BFS level counters")
-        self._pool_elements = max(nv + 1, 32 * self.seed_pool)
-        self._d_pool = [budget.device_array(self._pool_elements, np.int32, "seed pool"),
-                        budget.device_array(self._pool_elements, np.int32, "seed pool")]
+        start = max(nv + 1, min(32 * self.seed_pool, POOL_START))
+        self._d_pool = [budget.device_array(start, np.int32, "seed pool"),
+                        budget.device_array(start, np.int32, "seed pool")]
         self._d_no_emb = budget.device_array((1, MAX_QUERY_VERTICES), np.int32, "no embeddings")
         self._d_mail = budget.device_array(MAILBOX + 32, np.int32, "steal mailbox")
         self._watch = LaunchWatch()                          # stops a DFS launch at timeout_s
         self._d_xfer = budget.device_array((1, 1), np.int32, "steal hand-over records")
         self._fc = None
-        self._row_of_entry = None           # source vertex of every CSR entry (candidate graph)
-        self._d_eg = budget.zeros((MAX_QUERY_VERTICES, MAX_QUERY_VERTICES, 2), np.int64,
-                                  "candidate-graph edges")
-        self._d_no_cidx = budget.zeros((1, 1), np.int32, "no candidate indices")
-        self._d_no_bitmap = budget.zeros(1, np.uint32, "no candidate bitmaps")
+        self._data_graph = (d_offsets, d_neighbors, budget.zeros(1, np.uint32, "no bitmap"),
+                            budget.zeros(1, np.int32, "no candidate set"),
+                            budget.zeros((2, MAX_QUERY_VERTICES, MAX_QUERY_VERTICES), np.int32,
+                                         "no candidate-graph edges"), self._d_cand)
         self._cg_buffers: dict[str, object] = {}
-        self._lc = (self._d_offsets, self._d_neighbors, self._d_no_cidx, self._d_no_bitmap, self._d_eg)
+        self._labelled = np.unique(np.asarray(data.labels)).size > 1
         self._max_degree = int(data.max_degree) if nv else 0
         self._sms = 1 if SIM else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
 
@@ -174,40 +199,39 @@ class GMatch(Engine):
         view.copy_to_device(flat)
         return view.reshape(host.shape)
 
-    def _candidate_graph(self, plan, qp) -> dict:
-        """Refine the candidates, build and upload the candidate graph; returns its statistics."""
-        if self._row_of_entry is None:
-            self._row_of_entry = np.repeat(np.arange(self.data.num_vertices, dtype=np.int64),
-                                           np.diff(np.asarray(self.data.offsets)))
+    def _candidate_graph(self, plan, qp):
+        """Refine the candidates and build and upload the candidate graph in compact indices;
+        returns (graph tuple for the kernels, statistics), or (None, {}) when its bitmaps would
+        not fit (the search then runs over the data graph)."""
         bits = self._d_cand.copy_to_host()
-        cg = build_candidate_graph(self.data, self._row_of_entry, bits, plan)
-        qp[QP_SIZES, 2] = 1
-        qp[QP_WORDS] = cg.words
-        self._d_cand.copy_to_device(cg.cand_bits)
-        self._d_qp.copy_to_device(qp)
-        self._d_eg.copy_to_device(cg.edge_bases)
-        self._lc = (self._upload("offsets", cg.offsets), self._upload("neighbors", cg.neighbors),
-                    self._upload("cidx", cg.cidx), self._upload("bitmap", cg.bitmap), self._d_eg)
-        return {"candidates": cg.sizes.tolist(), "candidate_edges": int(cg.neighbors.size),
-                "candidate_graph_bytes": int(cg.offsets.nbytes + cg.neighbors.nbytes + cg.cidx.nbytes
-                                             + cg.bitmap.nbytes)}
+        room = self._budget.limit - self._budget.in_use if self._budget.limit is not None else 1 << 40
+        cg = build_candidate_graph(self.data, bits, plan, max_bitmap_bytes=min(1 << 30, room // 4))
+        if cg is None:
+            return None, {}
+        pack_candidate_graph(qp, cg)
+        graph = (self._upload("offsets", cg.offsets), self._upload("entries", cg.entries),
+                 self._upload("bitmap", cg.bitmap), self._upload("cand_set", cg.cand_set),
+                 self._upload("edges", cg.edges), self._d_cand)
+        return graph, {"candidates": cg.sizes.tolist(), "candidate_edges": int(cg.entries.size),
+                       "candidate_graph_bytes": int(cg.offsets.nbytes + cg.entries.nbytes
+                                                    + cg.bitmap.nbytes + cg.cand_set.nbytes)}
+
+    def _use_candidate_graph(self) -> bool:
+        if self.candidate_graph == "auto":
+            return self._labelled
+        return bool(self.candidate_graph)
 
     # ------------------------------------------------------------------ launch shapes
-    def _fine_shape(self, n: int, seeds: int) -> tuple[int, int, int]:
+    def _fine_shape(self, n: int, seeds: int, kernel, args) -> tuple[int, int, int, dict]:
         levels = stack_levels(n)
         warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
-        per_block = warps * (levels * LEVEL_BYTES + 12)
+        resident, resources = resident_blocks(kernel, args, warps * 32)
         if self.blocks:
-            blocks = self.blocks
-        else:
-            resident = max(1, min(64 // warps, (227 * 1024) // per_block))
-            if SIM:
-                resident = 1                        # the simulator runs every thread in Python
-            needed = math.ceil(seeds / (warps * self.roots_per_fetch))
-            if self.work_stealing in ("global", "mailbox"):     # idle blocks are fed by stealing
-                needed = self._sms * resident
-            blocks = max(1, min(self._sms * resident, needed))
-        return levels, warps, blocks
+            return levels, warps, self.blocks, resources
+        needed = math.ceil(seeds / (warps * self.roots_per_fetch))
+        if self.work_stealing in ("global", "mailbox"):     # idle blocks are fed by stealing
+            needed = resident
+        return levels, warps, max(1, min(resident, needed)), resources
 
     def _coarse_shape(self, seeds: int) -> tuple[int, int]:
         warps = self.warps_per_block or (2 if SIM else 8)
@@ -216,31 +240,60 @@ class GMatch(Engine):
         return warps, max(1, min(self._sms, math.ceil(seeds / (warps * self.unroll))))
 
     # ------------------------------------------------------------------ BFS seed pool
-    def _seed_pool(self, n: int, deadline) -> tuple[object, int, int, bool]:
-        """Fill the pool; returns (device buffer, rows, width, timed_out)."""
-        nv = self.data.num_vertices
-        threads = 32 if SIM else 256
+    def _grow_pool(self, index: int, elements: int) -> bool:
+        """Grow seed-pool buffer ``index`` to ``elements`` int32; False when it may not."""
+        if elements > POOL_MAX:
+            return False
+        old = self._d_pool[index]
+        self._budget.free(old)
+        try:
+            self._d_pool[index] = self._budget.device_array(elements, np.int32, "seed pool")
+        except DeviceOutOfMemory:
+            self._d_pool[index] = self._budget.device_array(old.size, np.int32, "seed pool")
+            return False
+        return True
+
+    def _seed_pool(self, ne: int, graph, indexed: bool, deadline):
+        """Fill the pool breadth-first until it holds ``seed_pool`` partial matches (at most
+        ne - 1 positions wide); returns (device buffer, rows, width, timed_out, pool growths)."""
         fill(self._d_levels, 0)
-        blocks = max(1, min(1024, math.ceil(nv / threads)))
-        cur, other = self._d_pool
-        seed_level0[blocks, threads](self._d_cand, cur, self._pool_elements, self._d_levels[0:1])
-        rows = int(self._d_levels[0:1].copy_to_host()[0])
+        cur_i = 0
+        if indexed:
+            rows = int(self._qp_host[QP_CSIZE, 0])          # |C(0)|
+            if rows + 1 > self._d_pool[0].size:
+                self._grow_pool(0, rows + 1)
+            seed_indices[max(1, min(1024, math.ceil(rows / SEED_THREADS))), SEED_THREADS](
+                self._d_pool[0], rows)
+        else:
+            nv = self.data.num_vertices
+            blocks = max(1, min(1024, math.ceil(nv / SEED_THREADS)))
+            seed_level0[blocks, SEED_THREADS](self._d_cand, self._d_pool[0], self._d_pool[0].size,
+                                               self._d_levels[0:1])
+            rows = int(self._d_levels[0:1].copy_to_host()[0])
         width = 1
-        while width < n - 1 and 0 < rows < self.seed_pool:
+        growths = 0
+        expand = seed_expand_kernel(indexed)
+        while width < ne - 1 and 0 < rows < self.seed_pool:
             if deadline is not None and time.perf_counter() > deadline:
-                return cur, rows, width, True
-            capacity = self._pool_elements // (width + 1)
+                return self._d_pool[cur_i], rows, width, True, growths
+            out_i = 1 - cur_i
             counter = self._d_levels[width:width + 1]
-            blocks = max(1, min(self._sms * 64, math.ceil(rows * 32 / threads)))
-            seed_expand[blocks, threads](*self._lc, self._d_cand, self._d_qp,
-                                         cur, rows, width, other, capacity, counter)
-            nxt = int(counter.copy_to_host()[0])
+            blocks = max(1, min(self._sms * 64, math.ceil(rows * 32 / SEED_THREADS)))
+            while True:
+                capacity = self._d_pool[out_i].size // (width + 1)
+                expand[blocks, SEED_THREADS](*graph, self._d_qp, self._d_pool[cur_i], rows, width,
+                                             self._d_pool[out_i], capacity, counter)
+                nxt = int(counter.copy_to_host()[0])
+                if nxt <= capacity or not self._grow_pool(out_i, nxt * (width + 1)):
+                    break
+                growths += 1
+                fill(counter, 0)
             if nxt > capacity:
-                break
-            cur, other = other, cur
+                break                                        # too large: keep the previous level
+            cur_i = out_i
             rows = nxt
             width += 1
-        return cur, rows, width, False
+        return self._d_pool[cur_i], rows, width, False, growths
 
     def _steal_buffers(self, total_warps: int, levels: int) -> None:
         """Grow (never per query once large enough) the mailbox + warp states and the global
@@ -255,24 +308,31 @@ class GMatch(Engine):
             self._d_xfer = self._budget.device_array(grow, np.int32, "steal hand-over records")
 
     # ------------------------------------------------------------------ DFS
-    def _dfs(self, n, pool, rows, width, emb, emb_cap, limit_unique, deadline):
+    def _dfs(self, n, graph, indexed, pool, rows, width, emb, emb_cap, limit_unique, deadline):
         """Run the DFS over seeds [0, rows); returns (timed_out, launch stats)."""
-        d = *self._lc, self._d_cand, self._d_qp
+        watch = 0 if deadline is None else 1
+        head = (*graph, self._d_qp, pool, width, 0, rows, self._d_ctrl, emb, emb_cap, limit_unique,
+                watch)
         if self.granularity == "fine":
-            levels, warps, blocks = self._fine_shape(n, rows)
             scope = STEALING_SCOPES[self.work_stealing]
-            kernel = fine_kernel(levels, warps, self.batch, scope, self.roots_per_fetch)
+            levels = stack_levels(n)
+            warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
+            kernel = fine_kernel(levels, warps, self.batch, scope, self.roots_per_fetch, indexed,
+                                 self.idle_stats, self.max_registers)
+            global_scope = scope in (STEAL_GLOBAL, STEAL_MAILBOX)
+            args = (*head, self._d_mail, self._d_xfer)
+            levels, warps, blocks, resources = self._fine_shape(n, rows, kernel, args)
             steal_bytes = 0
-            if scope in (STEAL_GLOBAL, STEAL_MAILBOX):
+            if global_scope:
                 self._steal_buffers(blocks * warps, levels)
+                args = (*head, self._d_mail, self._d_xfer)
                 steal_bytes = blocks * warps * (xfer_words(levels) + 1) * 4 + MAILBOX * 4
-            extra = (self._d_mail, self._d_xfer)
             shape = {"stack_levels": levels, "warps_per_block": warps, "blocks": blocks,
                      "stack_shared_bytes": blocks * warps * levels * LEVEL_BYTES,
-                     "stack_global_bytes": 0, "steal_buffer_bytes": steal_bytes}
+                     "stack_global_bytes": 0, "steal_buffer_bytes": steal_bytes, **resources}
         else:
             warps, blocks = self._coarse_shape(rows)
-            kernel = coarse_kernel(warps, self.unroll)
+            kernel = coarse_kernel(warps, self.unroll, indexed)
             capacity = max(self.unroll * max(self._max_degree, 1), 32)
             need = (blocks * warps, n, capacity)
             if self._fc is None or any(a < b for a, b in zip(self._fc[0].shape, need)):
@@ -284,7 +344,7 @@ class GMatch(Engine):
                     self._fc = None
                 self._fc = (self._budget.device_array(grow, np.int32, "coarse feasible sets"),
                             self._budget.device_array(grow, np.int32, "coarse parent indices"))
-            extra = self._fc
+            args = (*head, *self._fc)
             shape = {"warps_per_block": warps, "blocks": blocks, "stack_shared_bytes": 0,
                      "stack_global_bytes": 2 * blocks * warps * n * capacity * 4,
                      "steal_buffer_bytes": 0}
@@ -292,20 +352,18 @@ class GMatch(Engine):
             return True, shape
         reset_ctrl[RESET_BLOCKS, RESET_THREADS](self._d_ctrl, self._d_mail)
         if deadline is None:
-            kernel[blocks, warps * 32](*d, pool, width, 0, rows, self._d_ctrl, emb, emb_cap,
-                                       limit_unique, 0, *extra)
+            kernel[blocks, warps * 32](*args)
             return False, shape
-        args = (*d, pool, width, 0, rows, self._d_ctrl, emb, emb_cap, limit_unique, 1, *extra)
         return self._watch.run(kernel, blocks, warps * 32, args, deadline,
                                self._d_ctrl[C_STOP:C_STOP + 1]), shape
 
-    def _search(self, n, limit_unique, emb_cap, deadline, timer):
+    def _search(self, n, ne, graph, indexed, limit_unique, emb_cap, deadline, timer):
         """BFS + DFS; returns (unique count, ctrl block, embeddings device array, timed_out, stats)."""
         emb = self._budget.device_array((emb_cap, n), np.int32, "embeddings") if emb_cap else self._d_no_emb
         with timer.phase("enumerate"):
-            pool, rows, width, timed_out = self._seed_pool(n, deadline)
+            pool, rows, width, timed_out, growths = self._seed_pool(ne, graph, indexed, deadline)
         stats = {"seeds": rows, "seed_width": width, "seed_pool_bytes": rows * width * 4,
-                 "max_stack_bytes": 0, "steal_buffer_bytes": 0}
+                 "seed_pool_growths": growths, "max_stack_bytes": 0, "steal_buffer_bytes": 0}
         ctrl = np.zeros(CTRL_SIZE, dtype=np.int64)
         if n == 1:
             ctrl[C_COUNT] = rows
@@ -313,7 +371,8 @@ class GMatch(Engine):
         if rows == 0 or timed_out:
             return 0, ctrl, emb, timed_out, stats
         with timer.phase("enumerate"):
-            timed_out, shape = self._dfs(n, pool, rows, width, emb, emb_cap, limit_unique, deadline)
+            timed_out, shape = self._dfs(n, graph, indexed, pool, rows, width, emb, emb_cap,
+                                         limit_unique, deadline)
         stats.update(shape)
         stats["max_stack_bytes"] = shape["stack_shared_bytes"] + shape["stack_global_bytes"]
         with timer.phase("transfer"):
@@ -324,36 +383,47 @@ class GMatch(Engine):
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         start = time.perf_counter()
         deadline = None if timeout_s is None else start + timeout_s
+        self._budget.reset_peak()
         timer = PhaseTimer()
         n = query.num_vertices
-        plan = build_plan(query, self.symmetry_breaking)
+        indexed = self._use_candidate_graph() and n > 1
+        count_leaves = (indexed and self.leaf_counting and self.granularity == "fine"
+                        and limit is None and not collect)
+        plan = build_plan(query, self.symmetry_breaking, defer_leaves=count_leaves)
         adjacency = [query.neighbors[query.offsets[u]:query.offsets[u + 1]] for u in range(n)]
-        qp = pack_query(plan, np.asarray(query.labels), adjacency)
+        qp = pack_query(plan, np.asarray(query.labels), adjacency, count_leaves=count_leaves)
         timer.add("plan", time.perf_counter() - start)
         aut = plan.automorphisms
         with timer.phase("filter"):
             self._d_qp.copy_to_device(qp)
             nv = self.data.num_vertices
             blocks = max(1, min(4096, math.ceil(nv / FILTER_THREADS)))
-            filter_kernel[blocks, FILTER_THREADS](self._d_offsets, self._d_neighbors, self._d_labels,
-                                                  self._d_qp, self._d_cand)
+            filter_kernel[blocks, FILTER_THREADS](self._data_graph[0], self._data_graph[1],
+                                                  self._d_labels, self._d_qp, self._d_cand)
         index_stats = {}
-        self._lc = (self._d_offsets, self._d_neighbors, self._d_no_cidx, self._d_no_bitmap, self._d_eg)
-        if self.candidate_graph and n > 1:
+        graph = self._data_graph
+        if indexed:
             begin = time.perf_counter()
-            index_stats = self._candidate_graph(plan, qp)
+            graph, index_stats = self._candidate_graph(plan, qp)
+            if graph is None:                     # bitmaps too large: search the data graph
+                indexed, count_leaves, graph = False, False, self._data_graph
+                qp = pack_query(plan, np.asarray(query.labels), adjacency)
+            self._d_qp.copy_to_device(qp)
             timer.add("index", time.perf_counter() - begin)
+        self._qp_host = qp
+        ne = int(qp[QP_SIZES, 2])                 # positions enumerated (the rest are counted)
         limit_unique = 0 if limit is None else -(-limit // aut)
         emb_cap = 0
         if collect:
             if limit is None:
-                unique, _, _, timed_out, _ = self._search(n, 0, 0, deadline, timer)
+                unique, _, _, timed_out, _ = self._search(n, ne, graph, indexed, 0, 0, deadline, timer)
                 if timed_out:
                     return self._result(timer, unique * aut, Status.TIMEOUT, np.zeros((0, n), np.int32), {})
                 emb_cap = unique
             else:
                 emb_cap = limit_unique
-        unique, ctrl, emb, timed_out, stats = self._search(n, limit_unique, emb_cap, deadline, timer)
+        unique, ctrl, emb, timed_out, stats = self._search(n, ne, graph, indexed, limit_unique,
+                                                           emb_cap, deadline, timer)
         total = unique * aut
         status = Status.OK
         if timed_out:
@@ -368,12 +438,14 @@ class GMatch(Engine):
         iters = int(ctrl[C_ITERS])
         stats.update(index_stats)
         stats.update(order=plan.order.tolist(), automorphisms=aut, unique_embeddings=unique,
-                     warp_iterations=iters, idle_lanes=int(ctrl[C_IDLE]),
-                     idle_rate=(ctrl[C_IDLE] / (32.0 * iters)) if iters else 0.0,
+                     counted_leaves=n - ne, warp_iterations=iters,
                      steals=int(ctrl[C_STEALS]), global_steals=int(ctrl[C_GSTEALS]),
                      granularity=self.granularity, unroll=self.unroll,
                      batch=self.batch, work_stealing=self.work_stealing, seed_pool=self.seed_pool,
-                     candidate_graph=self.candidate_graph)
+                     candidate_graph=indexed)
+        if self.idle_stats or self.granularity == "coarse":
+            stats.update(idle_lanes=int(ctrl[C_IDLE]),
+                         idle_rate=(ctrl[C_IDLE] / (32.0 * iters)) if iters else 0.0)
         return self._result(timer, total, status, embeddings, stats)
 
     def _expand(self, plan, query: Graph, unique_rows: np.ndarray, limit) -> np.ndarray:

@@ -84,13 +84,15 @@ Counts are unique embeddings (one per automorphism class); every counter is int6
 from __future__ import annotations
 
 import functools
+import types
 
 from numba import int8, int32, int64
 
 from common.device import cuda
 from common.device_functions import contains, lower_bound
 
-from .candidates import QP_BACKWARD, QP_RESTRICT, QP_SIZES, QP_WORDS
+from .candidates import (QP_BACKWARD, QP_CBASE, QP_CSIZE, QP_GLOW, QP_LEAFS, QP_RESTRICT, QP_SAME,
+                         QP_SIZES, QP_VLOW, QP_WORDS)
 
 FULL = 0xFFFFFFFF
 NO_BOUND = 0x7FFFFFFF
@@ -118,156 +120,216 @@ def xfer_words(levels: int) -> int:
     return 2 * levels * 32 + 3 * 32 + 3
 
 
-@cuda.jit(device=True)
-def source_row(lc, qp, j, d, vv):
-    """Row of the local-candidate arrays ``lc`` = (lc_off, lc_nbr, cidx, bitmap, eg) that lists the
-    candidates of position d adjacent to ``vv`` (the image of position j): the data vertex itself
-    (lc = the data graph's CSR) or, with the candidate graph, the row of candidate cidx[j, vv] in
-    the CSR of query edge (j, d); -1 when vv is no candidate of j."""
-    if qp[QP_SIZES, 2] == 0:
-        return int32(vv)
-    c = lc[2][j, vv]
-    if c < 0:
-        return int32(-1)
-    return int32(lc[4][d, j, 0] + c)
+# rows of the per-block shared copy ``sq`` of the query plan (see :func:`load_plan`)
+S_BACK, S_RESTR, S_SAME, S_WORDS, S_CBASE, S_CSIZE, S_LEAFS, S_VLOW, S_GLOW = range(9)
+SQ_ROWS = 9
 
 
 @cuda.jit(device=True)
-def row_length(lc, row):
-    if row < 0:
-        return int64(0)
-    return lc[0][row + 1] - lc[0][row]
+def load_plan(qp, sq, tid):
+    """Threads 0..31 copy the plan rows the search reads per task into shared memory."""
+    if tid < 32:
+        sq[S_BACK, tid] = qp[QP_BACKWARD, tid]
+        sq[S_RESTR, tid] = qp[QP_RESTRICT, tid]
+        sq[S_SAME, tid] = qp[QP_SAME, tid]
+        sq[S_WORDS, tid] = qp[QP_WORDS, tid]
+        sq[S_CBASE, tid] = qp[QP_CBASE, tid]
+        sq[S_CSIZE, tid] = qp[QP_CSIZE, tid]
+        sq[S_LEAFS, tid] = qp[QP_LEAFS, tid]
+        sq[S_VLOW, tid] = qp[QP_VLOW, tid]
+        sq[S_GLOW, tid] = qp[QP_GLOW, tid]
 
 
-@cuda.jit(device=True)
-def adjacent(lc, qp, j, vv, d, v):
-    """Is v (candidate of position d) adjacent to vv (image of position j)? A binary search in
-    N(vv), or one bit of the candidate graph's bitmap of query edge (j, d)."""
-    if qp[QP_SIZES, 2] == 0:
-        return contains(lc[1], lc[0][vv], lc[0][vv + 1], v)
-    cj = lc[2][j, vv]
-    cd = lc[2][d, v]
-    if cj < 0 or cd < 0:
-        return False
-    word = lc[3][lc[4][d, j, 1] + int64(cj) * qp[QP_WORDS, d] + (cd >> 5)]
-    return ((word >> (cd & 31)) & 1) != 0
+@functools.lru_cache(maxsize=None)
+def search_functions(cg: bool):
+    """The per-task device functions over the graph tuple G = (off, ent, bitmap, cset, eg, cand).
 
+    ``cg`` (compile time): G is the candidate graph in compact indices (a partial match holds
+    candidate indices; the task group of position d given the index x of position j's image is row
+    ``eg[0, d, j] + x`` of (off, ent); adjacency is one bit of ``bitmap``; ``cset`` maps indices to
+    data vertices). Otherwise G is the data graph's CSR (indices are data vertices, a task group
+    is an adjacency list, adjacency a binary search) and ``cand`` holds the LDF/NLF bits."""
 
-@cuda.jit(device=True)
-def visit(vv, j, v, d, n, qp, lc, skip, ok, best_deg, bsrc, bskip, bound):
-    """Fold the image ``vv`` of earlier position ``j`` into the check of candidate ``v`` at ``d``
-    and into the task group (local-candidate row) of the child at ``d + 1``."""
-    if vv == v:
-        ok = False
-    elif ((qp[QP_BACKWARD, d] >> j) & 1) != 0 and j != skip:
-        if not adjacent(lc, qp, j, vv, d, v):
-            ok = False
-    if d + 1 < n:
-        if ((qp[QP_BACKWARD, d + 1] >> j) & 1) != 0:
-            row = source_row(lc, qp, j, d + 1, vv)
-            deg = row_length(lc, row)
-            if deg < best_deg:
-                best_deg = deg
-                bsrc = row
-                bskip = j
-        if ((qp[QP_RESTRICT, d + 1] >> j) & 1) != 0 and vv < bound:
-            bound = vv
-    return ok, best_deg, bsrc, bskip, bound
+    @cuda.jit(device=True)
+    def real_id(G, sq, d, x):
+        """Data vertex of index x at position d."""
+        if cg:
+            return G[3][sq[S_CBASE, d] + x]
+        return x
 
+    @cuda.jit(device=True)
+    def row_of(G, d, j, xj):
+        """Row listing the candidates of position d adjacent to xj (the image of position j)."""
+        if cg:
+            return G[4][0, d, j] + xj
+        return xj
 
-@cuda.jit(device=True)
-def group_length(lc, row, bound):
-    """Length of LC = the prefix of local-candidate row ``row`` below ``bound``."""
-    if row < 0:
-        return int32(0)
-    lo = lc[0][row]
-    hi = lc[0][row + 1]
-    if bound != NO_BOUND:
-        hi = lower_bound(lc[1], lo, hi, bound)
-    return int32(hi - lo)
+    @cuda.jit(device=True)
+    def row_length(G, row):
+        return int32(G[0][row + 1] - G[0][row])
 
+    @cuda.jit(device=True)
+    def group_start(G, key):
+        """Where the entries of a stored task group begin (CG mode stores the start itself)."""
+        if cg:
+            return key
+        return G[0][key]
 
-@cuda.jit(device=True)
-def check_task(mv, par, wi, s, pool, width, lc, qp, n, d, v, parent, skip):
-    """Validate candidate v at position d whose parent is slot ``parent`` of level d-1; returns
-    (valid, child's LC source, its skipped position, its bound)."""
-    ok = True
-    best_deg = int64(BIG_DEGREE)
-    bsrc = int32(-1)
-    bskip = int32(-1)
-    bound = int32(NO_BOUND)
-    cur = int32(parent)
-    j = d - 1
-    while j >= s and ok:
-        vv = mv[wi, j, cur]
-        ok, best_deg, bsrc, bskip, bound = visit(vv, j, v, d, n, qp, lc, skip,
-                                                 ok, best_deg, bsrc, bskip, bound)
-        cur = int32(par[wi, j, cur])
-        j -= 1
-    if ok:
-        row = int64(mv[wi, s - 1, cur]) * width
-        while j >= 0 and ok:
-            vv = pool[row + j]
-            ok, best_deg, bsrc, bskip, bound = visit(vv, j, v, d, n, qp, lc, skip,
-                                                     ok, best_deg, bsrc, bskip, bound)
+    @cuda.jit(device=True)
+    def adjacent(G, sq, d, j, xj, x):
+        """Is index x (position d) adjacent to index xj (position j)?"""
+        if cg:
+            word = G[2][G[4][1, d, j] + xj * sq[S_WORDS, d] + (x >> 5)]
+            return ((word >> (x & 31)) & 1) != 0
+        return contains(G[1], G[0][xj], G[0][xj + 1], x)
+
+    @cuda.jit(device=True)
+    def validate(mi, par, w, s, pool, width, G, sq, d, x, parent, skip):
+        """Is candidate x valid at position d (parent slot ``parent`` of level d-1)? Checks
+        adjacency to every backward neighbour but ``skip`` (whose row supplied x) and
+        injectivity against the earlier positions with d's label; the walk up the parent
+        pointers stops at the lowest position it needs."""
+        back = sq[S_BACK, d]
+        same = sq[S_SAME, d]
+        lo = sq[S_VLOW, d]
+        rx = int32(-1)
+        if same != 0:
+            rx = real_id(G, sq, d, x)
+        cur = int32(parent)
+        j = d - 1
+        while j >= s and j >= lo:
+            xj = mi[w, j, cur]
+            if ((back >> j) & 1) != 0 and j != skip:
+                if not adjacent(G, sq, d, j, xj, x):
+                    return False
+            if ((same >> j) & 1) != 0 and real_id(G, sq, j, xj) == rx:
+                return False
+            cur = int32(par[w, j, cur])
             j -= 1
-    if ok and d + 1 < n:
-        if ((qp[QP_BACKWARD, d + 1] >> d) & 1) != 0:
-            row = source_row(lc, qp, d, d + 1, v)
-            deg = row_length(lc, row)
-            if deg < best_deg:
-                best_deg = deg
-                bsrc = row
-                bskip = d
-        if ((qp[QP_RESTRICT, d + 1] >> d) & 1) != 0 and v < bound:
-            bound = v
-    return ok, bsrc, bskip, bound
+        if j >= lo:
+            prow = int64(mi[w, s - 1, cur]) * width
+            while j >= lo:
+                xj = pool[prow + j]
+                if ((back >> j) & 1) != 0 and j != skip:
+                    if not adjacent(G, sq, d, j, xj, x):
+                        return False
+                if ((same >> j) & 1) != 0 and real_id(G, sq, j, xj) == rx:
+                    return False
+                j -= 1
+        return True
 
+    @cuda.jit(device=True)
+    def group(mi, par, w, s, pool, width, G, sq, e, slot):
+        """Task group of position e for the partial match ending at slot ``slot`` of level e-1:
+        (key, skip, length) = the shortest row over e's backward neighbours, cut at the
+        symmetry-breaking bound."""
+        back = sq[S_BACK, e]
+        restr = sq[S_RESTR, e]
+        lo = sq[S_GLOW, e]
+        best = int32(NO_BOUND)
+        key = int32(-1)
+        skip = int32(-1)
+        bound = int32(NO_BOUND)
+        cur = int32(slot)
+        j = e - 1
+        prow = int64(-1)
+        while j >= lo:
+            if j >= s:
+                xj = mi[w, j, cur]
+                cur = int32(par[w, j, cur])
+            else:
+                if prow < 0:
+                    prow = int64(mi[w, s - 1, cur]) * width
+                xj = pool[prow + j]
+            if ((back >> j) & 1) != 0:
+                row = row_of(G, e, j, xj)
+                length = row_length(G, row)
+                if length < best:
+                    best = length
+                    key = int32(G[0][row]) if cg else int32(row)
+                    skip = j
+            if ((restr >> j) & 1) != 0:
+                rv = real_id(G, sq, j, xj)
+                if rv < bound:
+                    bound = rv
+            j -= 1
+        if key < 0:
+            return key, skip, int32(0)
+        if bound != NO_BOUND:
+            start = group_start(G, key)
+            cut = bound
+            if cg:
+                cb = sq[S_CBASE, e]
+                cut = lower_bound(G[3], cb, cb + sq[S_CSIZE, e], bound) - cb
+            best = int32(lower_bound(G[1], start, start + best, cut) - start)
+        return key, skip, best
 
-@cuda.jit(device=True)
-def group_of(mv, par, wi, s, pool, width, lc, qp, d, slot):
-    """Task group (local-candidate row, skipped position, length) for position d of the partial
-    match that ends at slot ``slot`` of level d-1."""
-    best_deg = int64(BIG_DEGREE)
-    bsrc = int32(-1)
-    bskip = int32(-1)
-    bound = int32(NO_BOUND)
-    back = qp[QP_BACKWARD, d]
-    restr = qp[QP_RESTRICT, d]
-    cur = int32(slot)
-    j = d - 1
-    while j >= 0:
-        if j >= s:
-            vv = mv[wi, j, cur]
-            cur = int32(par[wi, j, cur])
-        else:
-            vv = pool[int64(mv[wi, s - 1, cur]) * width + j]
-        if ((back >> j) & 1) != 0:
-            row = source_row(lc, qp, j, d, vv)
-            deg = row_length(lc, row)
-            if deg < best_deg:
-                best_deg = deg
-                bsrc = row
-                bskip = j
-        if ((restr >> j) & 1) != 0 and vv < bound:
-            bound = vv
-        j -= 1
-    return bsrc, bskip, group_length(lc, bsrc, bound)
+    @cuda.jit(device=True)
+    def leaf_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent):
+        """Matches of the trailing free leaves (positions ne..n-1) given the partial match that
+        ends with x at position d: the product of their rows' lengths (candidate graph only)."""
+        total = int64(1)
+        m = sq[S_LEAFS, d]
+        if m != 0:
+            for t in range(ne, n):
+                if ((m >> t) & 1) != 0:
+                    total *= row_length(G, row_of(G, t, d, x))
+        cur = int32(parent)
+        j = d - 1
+        prow = int64(-1)
+        while j >= low:
+            if j >= s:
+                xj = mi[w, j, cur]
+                cur = int32(par[w, j, cur])
+            else:
+                if prow < 0:
+                    prow = int64(mi[w, s - 1, cur]) * width
+                xj = pool[prow + j]
+            m = sq[S_LEAFS, j]
+            if m != 0:
+                for t in range(ne, n):
+                    if ((m >> t) & 1) != 0:
+                        total *= row_length(G, row_of(G, t, j, xj))
+            j -= 1
+        return total
 
+    @cuda.jit(device=True)
+    def write_embedding(mi, par, w, s, pool, width, G, sq, d, x, parent, emb, pos):
+        """Write the full match ending with x at position d (data vertices) to emb[pos]."""
+        emb[pos, d] = real_id(G, sq, d, x)
+        cur = int32(parent)
+        j = d - 1
+        while j >= 0:
+            if j >= s:
+                emb[pos, j] = real_id(G, sq, j, mi[w, j, cur])
+                cur = int32(par[w, j, cur])
+            else:
+                emb[pos, j] = real_id(G, sq, j, pool[int64(mi[w, s - 1, cur]) * width + j])
+            j -= 1
 
-@cuda.jit(device=True)
-def write_embedding(mv, par, wi, s, pool, width, d, v, parent, emb, pos):
-    """Write the full match ending with v at position d (parent slot ``parent``) to emb[pos]."""
-    emb[pos, d] = v
-    cur = int32(parent)
-    j = d - 1
-    while j >= 0:
-        if j >= s:
-            emb[pos, j] = mv[wi, j, cur]
-            cur = int32(par[wi, j, cur])
-        else:
-            emb[pos, j] = pool[int64(mv[wi, s - 1, cur]) * width + j]
-        j -= 1
+    @cuda.jit(device=True)
+    def leaf_output(ok, mask, lane, mi, par, w, s, pool, width, G, sq, d, x, parent, ctrl, emb,
+                    emb_cap, limit_unique):
+        """Leaves of one batch when they must be enumerated (``collect`` or ``limit``): write
+        them out and count them at once with a limit (raising the stop flag when it is reached);
+        returns what lane 0 adds to its own count otherwise."""
+        if emb_cap > 0:
+            at = warp_append(ok, ctrl, C_EMB, lane)
+            if ok and at < emb_cap:
+                write_embedding(mi, par, w, s, pool, width, G, sq, d, x, parent, emb, at)
+        found = cuda.popc(mask)
+        if lane != 0 or found == 0:
+            return int64(0)
+        if limit_unique > 0:
+            old = cuda.atomic.add(ctrl, C_COUNT, found)
+            if old + found >= limit_unique:
+                cuda.atomic.exch(ctrl, C_STOP, 1)
+            return int64(0)
+        return int64(found)
+
+    return types.SimpleNamespace(real_id=real_id, row_of=row_of, row_length=row_length,
+                                 group_start=group_start, adjacent=adjacent, validate=validate,
+                                 group=group, leaf_product=leaf_product, leaf_output=leaf_output)
 
 
 @cuda.jit(device=True)
@@ -283,31 +345,16 @@ def warp_append(ok, counter, slot, lane):
 
 
 @cuda.jit(device=True)
-def leaf_output(ok, mask, lane, mv, par, wi, s, pool, width, d, v, parent, ctrl, emb, emb_cap,
-                limit_unique):
-    """Count the valid leaves of one batch (immediately, when a limit is set) and write them out."""
-    found = cuda.popc(mask)
-    if emb_cap > 0:
-        pos = warp_append(ok, ctrl, C_EMB, lane)
-        if ok and pos < emb_cap:
-            write_embedding(mv, par, wi, s, pool, width, d, v, parent, emb, pos)
-    if limit_unique > 0 and lane == 0 and found > 0:
-        old = cuda.atomic.add(ctrl, C_COUNT, found)
-        if old + found >= limit_unique:
-            cuda.atomic.exch(ctrl, C_STOP, 1)
-        return int64(0)
-    return int64(found)
-
-
-@cuda.jit(device=True)
 def stopped(ctrl, lane, limit_unique, watch, polls):
-    """Has the stop flag been raised? Polled (lane 0, one L2 atomic) at every call when a limit
-    is set, every ``STOP_POLL_INTERVAL`` calls (``polls`` counts them) when only the host's
-    deadline watch is on."""
-    flag = int64(0)
-    if lane == 0 and (limit_unique > 0 or (watch != 0 and polls % STOP_POLL_INTERVAL == 0)):
-        flag = cuda.atomic.add(ctrl, C_STOP, 0)
-    return cuda.shfl_sync(FULL, flag, 0) != 0
+    """Has the stop flag been raised? Polled (lane 0, one L2 atomic, one shuffle) at every call
+    when a limit is set, every ``STOP_POLL_INTERVAL`` calls (``polls``, warp-uniform, counts them)
+    when only the host's deadline watch is on; otherwise no work at all."""
+    if limit_unique > 0 or (watch != 0 and (polls & (STOP_POLL_INTERVAL - 1)) == 0):
+        flag = int32(0)
+        if lane == 0:
+            flag = int32(cuda.atomic.add(ctrl, C_STOP, 0))
+        return cuda.shfl_sync(FULL, flag, 0) != 0
+    return False
 
 
 @cuda.jit(device=True)
@@ -338,11 +385,20 @@ def leave_busy(mail, ctrl, gid):
 
 
 @functools.lru_cache(maxsize=None)
-def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int):
+def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int, indexed: bool,
+                idle_stats: bool = False, max_registers: int | None = None):
     """The fine-grained DFS kernel for stacks of ``levels`` levels and ``warps`` warps per block;
     ``stealing`` is STEAL_NONE, STEAL_BLOCK, STEAL_GLOBAL or STEAL_MAILBOX (the global scheme with
-    every hand-over through the mailbox and global memory, no shared-memory fast path)."""
+    every hand-over through the mailbox and global memory, no shared-memory fast path);
+    ``indexed``: the graph tuple is the candidate graph (see :func:`search_functions`);
+    ``idle_stats`` compiles in the idle-lane count (two ballots per iteration);
+    ``max_registers`` caps registers per thread (None: the compiler's choice)."""
     L, W, R = levels, warps, roots
+    fn = search_functions(indexed)
+    validate, group, leaf_product, leaf_output, group_start = (
+        fn.validate, fn.group, fn.leaf_product, fn.leaf_output, fn.group_start)
+    IDLE = idle_stats
+    CHECK_BIT = not indexed                       # data-graph mode: test the LDF/NLF bit per task
     STEAL = stealing != STEAL_NONE
     GLOBAL = stealing == STEAL_GLOBAL or stealing == STEAL_MAILBOX
     LOCAL_FAST = stealing != STEAL_MAILBOX        # in-block hand-over through shared memory
@@ -350,11 +406,12 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int)
     XG = 2 * L * 32               # xfer: task groups of the split level
     XH = XG + 3 * 32              # xfer: header (level, first group, groups)
 
-    @cuda.jit
-    def fine_dfs(lc_off, lc_nbr, cidx, bitmap, eg, cand_mask, qp, pool, width, seed_lo, seed_hi,
+    @cuda.jit(**({} if max_registers is None else {"max_registers": max_registers}))
+    def fine_dfs(off, ent, bitmap, cset, eg, cand, qp, pool, width, seed_lo, seed_hi,
                  ctrl, emb, emb_cap, limit_unique, watch, mail, xfer):
-        lc = (lc_off, lc_nbr, cidx, bitmap, eg)
-        mv = cuda.shared.array((W, L, 32), int32)
+        G = (off, ent, bitmap, cset, eg, cand)
+        sq = cuda.shared.array((SQ_ROWS, 32), int32)
+        mi = cuda.shared.array((W, L, 32), int32)
         par = cuda.shared.array((W, L, 32), int8)
         gsrc = cuda.shared.array((W, L, 32), int32)
         glen = cuda.shared.array((W, L, 32), int32)
@@ -372,7 +429,12 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int)
         gid = cuda.blockIdx.x * W + wi             # global warp id (global scope)
         total_warps = cuda.gridDim.x * W
         n = qp[QP_SIZES, 0]
+        ne = qp[QP_SIZES, 2]                       # positions enumerated (the rest are counted)
+        low = qp[QP_SIZES, 3]                      # lowest parent of a counted free leaf
+        last = ne - 1
+        direct = limit_unique == 0 and emb_cap == 0
         s = width
+        load_plan(qp, sq, tid)
         if tid < W:
             wstate[tid] = 0
         if tid == 0:
@@ -405,8 +467,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int)
                 cnt = min(int64(R), seed_hi - base)
                 if cnt > 0:
                     if lane < cnt:
-                        mv[wi, s - 1, lane] = int32(base + lane)
-                        src, skip, ln = group_of(mv, par, wi, s, pool, width, lc, qp, s, lane)
+                        mi[wi, s - 1, lane] = int32(base + lane)
+                        src, skip, ln = group(mi, par, wi, s, pool, width, G, sq, s, lane)
                         gsrc[wi, s, lane] = src
                         gskip[wi, s, lane] = skip
                         glen[wi, s, lane] = ln
@@ -461,7 +523,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int)
                         cuda.threadfence()
                         lvl = cuda.atomic.add(xfer, (gid, XH), 0)
                         for j in range(s - 1, lvl):
-                            mv[wi, j, lane] = cuda.atomic.add(xfer, (gid, j * 32 + lane), 0)
+                            mi[wi, j, lane] = cuda.atomic.add(xfer, (gid, j * 32 + lane), 0)
                             par[wi, j, lane] = int8(cuda.atomic.add(xfer, (gid, (L + j) * 32 + lane), 0))
                         gsrc[wi, lvl, lane] = cuda.atomic.add(xfer, (gid, XG + lane), 0)
                         glen[wi, lvl, lane] = cuda.atomic.add(xfer, (gid, XG + 32 + lane), 0)
@@ -558,7 +620,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int)
                 if target >= 0 and remote != 0:
                     # another block's warp: the prefix levels and half of level lvl via global memory
                     for j in range(s - 1, lvl):
-                        xfer[target, j * 32 + lane] = mv[wi, j, lane]
+                        xfer[target, j * 32 + lane] = mi[wi, j, lane]
                         xfer[target, (L + j) * 32 + lane] = par[wi, j, lane]
                     xfer[target, XG + lane] = gsrc[wi, lvl, lane]
                     xfer[target, XG + 32 + lane] = glen[wi, lvl, lane]
@@ -578,7 +640,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int)
                     cuda.syncwarp()
                 elif target >= 0:
                     for j in range(s - 1, lvl):
-                        mv[target, j, lane] = mv[wi, j, lane]
+                        mi[target, j, lane] = mi[wi, j, lane]
                         par[target, j, lane] = par[wi, j, lane]
                     gsrc[target, lvl, lane] = gsrc[wi, lvl, lane]
                     glen[target, lvl, lane] = glen[wi, lvl, lane]
@@ -636,25 +698,32 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int)
             ng_g = cuda.shfl_sync(FULL, ng_g, 31)
             ng_o = cuda.shfl_sync(FULL, ng_o, 31)
 
-            v = int32(-1)
+            x = int32(-1)
             ok = False
-            nsrc = int32(-1)
-            nskip = int32(-1)
-            nbound = int32(NO_BOUND)
             if has:
-                v = lc_nbr[lc_off[gsrc[wi, d, g]] + r]
-                if ((cand_mask[v] >> d) & 1) != 0:
-                    ok, nsrc, nskip, nbound = check_task(mv, par, wi, s, pool, width, lc,
-                                                         qp, n, d, v, g, gskip[wi, d, g])
+                x = ent[group_start(G, gsrc[wi, d, g]) + r]
+                ok = True
+                if CHECK_BIT:
+                    ok = ((cand[x] >> d) & 1) != 0
+                if ok:
+                    ok = validate(mi, par, wi, s, pool, width, G, sq, d, x, g, gskip[wi, d, g])
             mask = cuda.ballot_sync(FULL, ok)
-            busy = cuda.ballot_sync(FULL, has)
-            if lane == 0:
-                iters += 1
+            iters += 1
+            if IDLE:
+                busy = cuda.ballot_sync(FULL, has)
                 idle += 32 - cuda.popc(busy)
             descend = False
-            if d == n - 1:
-                found += leaf_output(ok, mask, lane, mv, par, wi, s, pool, width, d, v, g, ctrl, emb,
-                                     emb_cap, limit_unique)
+            if d == last:
+                if direct:
+                    if ok:
+                        if ne < n:
+                            found += leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low,
+                                                  d, x, g)
+                        else:
+                            found += 1
+                else:
+                    found += leaf_output(ok, mask, lane, mi, par, wi, s, pool, width, G, sq, d, x,
+                                         g, ctrl, emb, emb_cap, limit_unique)
             else:
                 descend = mask != 0
             cuda.syncwarp()
@@ -662,13 +731,14 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int)
                 cg[wi, d] = ng_g
                 co[wi, d] = ng_o
             if descend:
-                if ok:
+                if ok:                                  # the lane reads back only its own slot k
                     k = cuda.popc(mask & cuda.lanemask_lt())
-                    mv[wi, d, k] = v
+                    mi[wi, d, k] = x
                     par[wi, d, k] = g
+                    nsrc, nskip, nlen = group(mi, par, wi, s, pool, width, G, sq, d + 1, k)
                     gsrc[wi, d + 1, k] = nsrc
                     gskip[wi, d + 1, k] = nskip
-                    glen[wi, d + 1, k] = group_length(lc, nsrc, nbound)
+                    glen[wi, d + 1, k] = nlen
                 if lane == 0:
                     cg[wi, d + 1] = 0
                     co[wi, d + 1] = 0
@@ -688,11 +758,12 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int)
             verdict = cuda.shfl_sync(FULL, verdict, 0)
             if verdict == 1:
                 broadcast_termination(mail, total_warps, lane)
+        if found != 0:                                  # every lane counted its own matches
+            cuda.atomic.add(ctrl, C_COUNT, found)
         if lane == 0:
             if done_by_stop and STEAL and not GLOBAL:
                 cuda.atomic.exch(wstate, wi, 4)
                 cuda.atomic.add(waiting, 1, 1)
-            cuda.atomic.add(ctrl, C_COUNT, found)
             cuda.atomic.add(ctrl, C_ITERS, iters)
             cuda.atomic.add(ctrl, C_IDLE, idle)
             cuda.atomic.add(ctrl, C_STEALS, steals)
@@ -702,14 +773,19 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int)
 
 
 @functools.lru_cache(maxsize=None)
-def coarse_kernel(warps: int, unroll: int):
-    """The coarse-grained DFS kernel (Naive for ``unroll=1``, Unroll-k otherwise)."""
+def coarse_kernel(warps: int, unroll: int, indexed: bool):
+    """The coarse-grained DFS kernel (Naive for ``unroll=1``, Unroll-k otherwise) over the data
+    graph or, ``indexed``, the candidate graph (see :func:`search_functions`)."""
     W, K, L = warps, unroll, 32
+    fn = search_functions(indexed)
+    validate, group, leaf_output, group_start = fn.validate, fn.group, fn.leaf_output, fn.group_start
+    CHECK_BIT = not indexed
 
     @cuda.jit
-    def coarse_dfs(lc_off, lc_nbr, cidx, bitmap, eg, cand_mask, qp, pool, width, seed_lo, seed_hi,
+    def coarse_dfs(off, ent, bitmap, cset, eg, cand, qp, pool, width, seed_lo, seed_hi,
                    ctrl, emb, emb_cap, limit_unique, watch, fc_v, fc_p):
-        lc = (lc_off, lc_nbr, cidx, bitmap, eg)
+        G = (off, ent, bitmap, cset, eg, cand)
+        sq = cuda.shared.array((SQ_ROWS, 32), int32)
         pos = cuda.shared.array((W, L), int32)
         size = cuda.shared.array((W, L), int32)
         top = cuda.shared.array(W, int32)
@@ -723,8 +799,10 @@ def coarse_kernel(warps: int, unroll: int):
         gw = cuda.blockIdx.x * W + wi
         n = qp[QP_SIZES, 0]
         s = width
+        load_plan(qp, sq, tid)
         if lane == 0:
             top[wi] = s - 1
+        cuda.syncthreads()
         found = int64(0)
         iters = int64(0)
         idle = int64(0)
@@ -759,7 +837,7 @@ def coarse_kernel(warps: int, unroll: int):
                     top[wi] = d - 1
                 continue
             if lane < cnt:
-                src, skip, ln = group_of(fc_v, fc_p, gw, s, pool, width, lc, qp, d, p0 + lane)
+                src, skip, ln = group(fc_v, fc_p, gw, s, pool, width, G, sq, d, p0 + lane)
                 csrc[wi, lane] = src
                 cskip[wi, lane] = skip
                 clen[wi, lane] = ln
@@ -779,18 +857,21 @@ def coarse_kernel(warps: int, unroll: int):
                 v = int32(-1)
                 ok = False
                 if has:
-                    v = lc_nbr[lc_off[csrc[wi, g]] + r]
-                    if ((cand_mask[v] >> d) & 1) != 0:
-                        ok, nsrc, nskip, nbound = check_task(fc_v, fc_p, gw, s, pool, width, lc,
-                                                             qp, n, d, v, p0 + g, cskip[wi, g])
+                    v = ent[group_start(G, csrc[wi, g]) + r]
+                    ok = True
+                    if CHECK_BIT:
+                        ok = ((cand[v] >> d) & 1) != 0
+                    if ok:
+                        ok = validate(fc_v, fc_p, gw, s, pool, width, G, sq, d, v, p0 + g,
+                                      cskip[wi, g])
                 mask = cuda.ballot_sync(FULL, ok)
                 busy = cuda.ballot_sync(FULL, has)
                 if lane == 0:
                     iters += 1
                     idle += 32 - cuda.popc(busy)
                 if d == n - 1:
-                    found += leaf_output(ok, mask, lane, fc_v, fc_p, gw, s, pool, width, d, v, p0 + g,
-                                         ctrl, emb, emb_cap, limit_unique)
+                    found += leaf_output(ok, mask, lane, fc_v, fc_p, gw, s, pool, width, G, sq, d, v,
+                                         p0 + g, ctrl, emb, emb_cap, limit_unique)
                 elif ok:
                     k = out + cuda.popc(mask & cuda.lanemask_lt())
                     fc_v[gw, d, k] = v

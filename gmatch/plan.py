@@ -17,7 +17,14 @@ query's automorphism group and symmetry-breaking restrictions, renamed to order 
   group end at the first neighbour past the bound, since adjacency lists are sorted.
 * Every query vertex is renamed to its order position: ``backward[d]`` is the bitmask of earlier
   positions adjacent to position d, ``restrict[d]`` the bitmask of earlier positions whose image
-  must be greater than the image of position d.
+  must be greater than the image of position d, ``same_label[d]`` the bitmask of earlier positions
+  with d's label (the only ones an injectivity check must look at: candidates are label-filtered).
+* Leaf deferral (``defer_leaves=True``; not in the paper, CFL-Match's postponement of degree-one
+  vertices, Bi et al. SIGMOD 2016): a *free leaf* is a query vertex of degree one whose label no
+  other query vertex has. It is fixed by every automorphism (no restriction) and can never collide
+  with another image, so its matches given its neighbour's image are exactly the candidate-graph
+  row of that image. Free leaves are moved to the end of the RI order (at most n - 2 of them, so at
+  least two positions are enumerated); the engine then counts them as a product of row lengths.
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ class QueryPlan:
     restrict: np.ndarray         # uint32 bitmask of earlier positions whose image must be larger
     automorphisms: int           # |Aut(Q)| (label-preserving)
     orbit_sizes: tuple = field(default_factory=tuple)
+    same_label: np.ndarray = None   # uint32 bitmask of earlier positions with the same label
+    free_leaves: int = 0         # trailing positions that are free leaves (``defer_leaves``)
 
     @property
     def size(self) -> int:
@@ -172,14 +181,27 @@ def all_automorphisms(query: Graph) -> np.ndarray:
     return np.concatenate([rows[identity], rows[~identity]]).astype(np.int64)
 
 
-def build_plan(query: Graph, symmetry_breaking: bool = True) -> QueryPlan:
-    """RI order, backward masks and symmetry-breaking restrictions for a connected query."""
+def free_leaves(adj: np.ndarray, labels: np.ndarray) -> list[int]:
+    """Query vertices of degree one whose label is unique in the query (at most n - 2 of them)."""
+    n = adj.shape[0]
+    if n < 3:
+        return []
+    _, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    leaves = [u for u in range(n) if adj[u].sum() == 1 and counts[inverse[u]] == 1]
+    return leaves[:n - 2]
+
+
+def build_plan(query: Graph, symmetry_breaking: bool = True, defer_leaves: bool = False) -> QueryPlan:
+    """RI order (free leaves last with ``defer_leaves``), backward masks and symmetry-breaking
+    restrictions for a connected query."""
     n = query.num_vertices
     if n > MAX_QUERY_VERTICES:
         raise ValueError(f"gMatch takes at most {MAX_QUERY_VERTICES} query vertices, query has {n}")
     adj = _adjacency(query)
     labels = np.asarray(query.labels, dtype=np.int64)
     order = ri_order(adj)
+    leaves = free_leaves(adj, labels) if defer_leaves else []
+    order = [u for u in order if u not in leaves] + [u for u in order if u in leaves]
     position = np.empty(n, dtype=np.int64)
     position[order] = np.arange(n)
     backward = np.zeros(n, dtype=np.uint32)
@@ -192,6 +214,13 @@ def build_plan(query: Graph, symmetry_breaking: bool = True) -> QueryPlan:
     else:
         restrict, automorphisms, orbits = np.zeros(n, dtype=np.uint32), 1, tuple([1] * n)
     order_arr = np.asarray(order, dtype=np.int32)
-    return QueryPlan(order=order_arr, labels=labels[order_arr].astype(np.int32),
+    ordered_labels = labels[order_arr]
+    same = np.zeros(n, dtype=np.uint32)
+    for d in range(n):
+        for j in range(d):
+            if ordered_labels[j] == ordered_labels[d]:
+                same[d] |= np.uint32(1 << j)
+    return QueryPlan(order=order_arr, labels=ordered_labels.astype(np.int32),
                      degrees=adj.sum(axis=1)[order_arr].astype(np.int32), backward=backward,
-                     restrict=restrict, automorphisms=int(automorphisms), orbit_sizes=orbits)
+                     restrict=restrict, automorphisms=int(automorphisms), orbit_sizes=orbits,
+                     same_label=same, free_leaves=len(leaves))

@@ -21,9 +21,12 @@ from gmatch.candidates import build_candidate_graph
 from gmatch.plan import all_automorphisms, build_plan
 
 #: small launch shapes and pools so the simulator stays fast; BFS still runs a level or two.
-SMALL = dict(seed_pool=8, blocks=2, warps_per_block=2)
+SMALL = dict(seed_pool=8, blocks=2, warps_per_block=2, idle_stats=True)
 VARIANTS = {
     "fine-batch": dict(),
+    "fine-data-graph": dict(candidate_graph=False),
+    "fine-no-leaf-counting": dict(leaf_counting=False),
+    "coarse-data-graph": dict(granularity="coarse", unroll=2, candidate_graph=False),
     "fine-naive": dict(batch=False),
     "fine-block-stealing": dict(work_stealing="block"),
     "fine-mailbox-stealing": dict(work_stealing="mailbox"),
@@ -93,7 +96,7 @@ def test_seed_pool_size_changes_nothing_but_the_split(seed_pool, labelled, refer
     assert result.count == reference_of(labelled, query).count
     assert result.stats["seed_width"] >= 1
     if seed_pool == 10**4:          # the BFS runs down to the last-but-one position
-        assert result.stats["seed_width"] == query.num_vertices - 1
+        assert result.stats["seed_width"] == query.num_vertices - 1 - result.stats["counted_leaves"]
 
 
 def skewed_graph() -> Graph:
@@ -192,27 +195,25 @@ def test_candidate_graph_lists_and_bitmaps_are_the_candidate_adjacency(reference
     data = rmat(60, 150, seed=12, name="rmat60")
     query = pattern("P3")
     plan = build_plan(query)
-    row_of_entry = np.repeat(np.arange(data.num_vertices), np.diff(data.offsets))
-    cg = build_candidate_graph(data, row_of_entry, ldf_bits(data, plan), plan)
-    members = [np.flatnonzero(cg.cidx[d] >= 0) for d in range(plan.size)]
+    cg = build_candidate_graph(data, ldf_bits(data, plan), plan)
+    members = [cg.cand_set[cg.cand_base[d]:cg.cand_base[d] + cg.sizes[d]] for d in range(plan.size)]
     assert max(len(m) for m in members) > 32
     for d in range(plan.size):
-        assert np.array_equal(cg.cidx[d, members[d]], np.arange(len(members[d])))
         assert np.array_equal(members[d], np.flatnonzero((cg.cand_bits >> np.uint32(d)) & 1))
     checked = 0
     for d in range(1, plan.size):
         for j in range(d):
             if not (int(plan.backward[d]) >> j) & 1:
                 continue
-            row_base, word_base = cg.edge_bases[d, j]
+            row_base, word_base = cg.edges[:, d, j]
             for i, x in enumerate(members[j]):
                 row = row_base + i
-                listed = cg.neighbors[cg.offsets[row]:cg.offsets[row + 1]]
+                listed = cg.entries[cg.offsets[row]:cg.offsets[row + 1]]        # ranks in C(d)
                 adjacent = np.intersect1d(data.neighbors[data.offsets[x]:data.offsets[x + 1]], members[d])
-                assert np.array_equal(listed, adjacent)
+                assert np.array_equal(members[d][listed], adjacent)
                 words = cg.bitmap[word_base + i * cg.words[d]: word_base + (i + 1) * cg.words[d]]
                 bits = np.unpackbits(words.view(np.uint8), bitorder="little")[:len(members[d])]
-                assert np.array_equal(np.flatnonzero(bits), cg.cidx[d, adjacent])
+                assert np.array_equal(np.flatnonzero(bits), listed)
                 checked += 1
     assert checked > 0
     images = reference_of(data, query, collect=True).embeddings[:, plan.order]
@@ -220,8 +221,7 @@ def test_candidate_graph_lists_and_bitmaps_are_the_candidate_adjacency(reference
         assert np.isin(images[:, d], members[d]).all()
     hub = Graph.from_edges(5, [0, 0, 0, 0, 1], [1, 2, 3, 4, 2], name="hub+edge")
     tri_plan = build_plan(pattern("P1"))
-    pruned = build_candidate_graph(hub, np.repeat(np.arange(5), np.diff(hub.offsets)),
-                                   ldf_bits(hub, tri_plan), tri_plan)
+    pruned = build_candidate_graph(hub, ldf_bits(hub, tri_plan), tri_plan)
     assert pruned.sizes.tolist() == [3, 3, 3]          # the leaves 3 and 4 are in no triangle
 
 
@@ -237,6 +237,71 @@ def test_candidate_graph_counts_with_multi_word_bitmaps(reference_of):
     collected = engine(data, candidate_graph=True).match(pattern("P1"), collect=True)
     expected = reference_of(data, pattern("P1"), collect=True).embeddings
     assert sorted(map(tuple, collected.embeddings)) == sorted(map(tuple, expected))
+
+
+def test_candidate_graph_that_would_not_fit_falls_back_to_the_data_graph(reference_of, monkeypatch):
+    data = rmat(50, 160, seed=13, name="rmat50")
+    plan = build_plan(pattern("P2"))
+    assert build_candidate_graph(data, ldf_bits(data, plan), plan, max_bitmap_bytes=4) is None
+    import gmatch.engine
+    monkeypatch.setattr(gmatch.engine, "build_candidate_graph", lambda *args, **kw: None)
+    limited = engine(data, candidate_graph=True).match(pattern("P2"))
+    assert limited.count == reference_of(data, pattern("P2")).count
+    assert limited.stats["candidate_graph"] is False
+
+
+# ------------------------------------------------------------------------------ leaf counting
+def star_with_leaves(labels):
+    """A path 0-1-2 (labels 0, 1, 0) with leaves hung on vertex 1 and 2 of the given labels."""
+    src, dst = [0, 1], [1, 2]
+    for i, _ in enumerate(labels):
+        src.append(1 + i % 2)
+        dst.append(3 + i)
+    return Graph.from_edges(3 + len(labels), src, dst, labels=[0, 1, 0, *labels],
+                            name=f"leaves{list(labels)}")
+
+
+@pytest.fixture(scope="module")
+def leafy():
+    return rmat(40, 160, seed=21, labels=uniform_labels(40, 5, seed=22), name="rmat40-5")
+
+
+@pytest.mark.parametrize("labels, counted", [((2, 3, 4), 3),    # three free leaves: all counted
+                                             ((2, 2, 3), 1),    # a repeated leaf label: enumerated
+                                             ((0, 3), 1),       # a leaf sharing the path's label
+                                             ((1,), 0)])        # ... or the hub's label
+def test_free_leaves_are_counted_and_equal_enumeration(labels, counted, leafy, reference_of):
+    query = star_with_leaves(labels)
+    expected = reference_of(leafy, query).count
+    assert expected > 0
+    counted_run = engine(leafy).match(query)
+    enumerated = engine(leafy, leaf_counting=False).match(query)
+    assert counted_run.count == enumerated.count == expected
+    assert counted_run.stats["counted_leaves"] == counted
+    assert enumerated.stats["counted_leaves"] == 0
+    plan = build_plan(query, defer_leaves=True)
+    assert plan.free_leaves == counted
+    tail = plan.order[query.num_vertices - counted:]
+    assert all(query.degrees[u] == 1 for u in tail)
+
+
+def test_leaf_counting_with_symmetry_limit_and_collect(leafy, reference_of):
+    """A symmetric core (two label-0 ends) with free leaves: restrictions stay on the core; limit
+    and collect enumerate every leaf."""
+    query = star_with_leaves((2, 3))
+    reference = reference_of(leafy, query, collect=True)
+    gm = engine(leafy)
+    full = gm.match(query)
+    assert full.count == reference.count and full.stats["counted_leaves"] == 2
+    collected = gm.match(query, collect=True)
+    assert collected.stats["counted_leaves"] == 0
+    assert sorted(map(tuple, collected.embeddings)) == sorted(map(tuple, reference.embeddings))
+    limited = gm.match(query, limit=7)
+    assert (limited.count, limited.status) == (min(7, reference.count), Status.LIMIT)
+    tri = Graph.from_edges(4, [0, 1, 2, 0], [1, 2, 0, 3], labels=[0, 0, 0, 2], name="tri+leaf")
+    result = gm.match(tri)                     # vertices 1 and 2 are symmetric: one restriction
+    assert result.count == reference_of(leafy, tri).count > 0
+    assert result.stats["counted_leaves"] == 1 and result.stats["automorphisms"] == 2
 
 
 # ------------------------------------------------------------------------------ shapes
@@ -261,7 +326,7 @@ def test_large_queries_of_22_and_32_vertices(reference_of):
     expected = reference_of(data, query22).count
     for pool in (1, 8):         # one seed level (a 21-level DFS stack) or a deep BFS
         result = engine(data, seed_pool=pool).match(query22)
-        assert result.count == expected and result.stats["stack_levels"] == 32
+        assert result.count == expected and result.stats["stack_levels"] == 24
     # a 32-cycle inside a 40-vertex graph with a few chords: |Aut(C32)| = 64
     n = 40
     src = list(range(32)) + [0, 5, 10, 33, 34, 35, 36]
