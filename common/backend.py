@@ -25,3 +25,19 @@ def select_backend() -> str:
 
 
 BACKEND = select_backend()
+
+#: numba-cuda warns "Grid size N will likely result in GPU under-utilization" on every launch of
+#: fewer than 128 blocks. The engines size small launches on purpose (one block per query vertex,
+#: a one-block scan, a tiny query), so these warnings say nothing to a user and bury the output.
+#: (numba may wrap the text in terminal highlighting, hence the leading ".*")
+LOW_OCCUPANCY_MESSAGE = r"(?s).*Grid size \d+ will likely result in GPU under-utilization"
+
+
+def quiet_launch_warnings() -> None:
+    """Hide numba-cuda's low-occupancy NumbaPerformanceWarning (only that one; others still show)."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=LOW_OCCUPANCY_MESSAGE, category=Warning)
+
+
+quiet_launch_warnings()
