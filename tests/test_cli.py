@@ -118,7 +118,8 @@ def test_demo_agrees_with_the_reference(capsys):
     assert main(["demo", "--seed", "3", "--size", "tiny"]) == 0
     out = capsys.readouterr().out
     assert "CUDA simulator" in out or "GPU" in out
-    assert "agrees with cpu" in out
+    assert "answered" in out and "agreed" in out and "disagreed" in out
+    assert out.count("answered in") == 7            # a progress line per engine
 
 
 def test_cli_errors_name_the_problem(capsys, tmp_path):

@@ -33,6 +33,34 @@ def test_a_wrong_engine_is_reported_as_disagreeing(wrong_engine_registered):
     assert raw[raw.engine == "cpu"]["agrees"].isna().all()
     assert not raw[raw.engine == "off-by-one"]["agrees"].any()
     table = summarize(raw).set_index("engine")
-    assert table.loc["off-by-one", "agrees with cpu"] == "0/3"
-    assert table.loc["cpu", "agrees with cpu"] == "(reference)"
+    assert (table.loc["off-by-one", "answered"], table.loc["off-by-one", "agreed"],
+            table.loc["off-by-one", "disagreed"]) == (3, 0, 3)
+    assert table.loc["cpu", "agreed"] == table.loc["cpu", "disagreed"] == "-"
     assert table.loc["off-by-one", "total embeddings"] == table.loc["cpu", "total embeddings"] + 3
+
+
+class SkipsFirst(ReferenceMatcher):
+    """The reference, but the first query of each run times out: unanswered, not wrong."""
+
+    name = "skips-first"
+
+    def _match(self, query, **kwargs):
+        from common.result import MatchResult, Status
+        self.calls = getattr(self, "calls", 0) + 1
+        if self.calls == 1:
+            return MatchResult(self.name, 5, Status.TIMEOUT)
+        return super()._match(query, **kwargs)
+
+
+def test_unanswered_is_neither_agreed_nor_disagreed(wrong_engine_registered):
+    engine_module.register("skips-first", SkipsFirst)
+    try:
+        data = rmat(128, 512, seed=1, labels=3)
+        queries = query_set(data, 3, 3, seed=2).queries
+        table = summarize(compare_engines(data, queries, ["cpu", "skips-first", "off-by-one"])).set_index("engine")
+    finally:
+        del engine_module._REGISTRY["skips-first"]
+    row = table.loc["skips-first"]
+    assert (row["queries"], row["answered"], row["agreed"], row["disagreed"]) == (3, 2, 2, 0)
+    row = table.loc["off-by-one"]
+    assert (row["answered"], row["agreed"], row["disagreed"]) == (3, 0, 3)
