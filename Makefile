@@ -3,10 +3,15 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
-# On a machine with an NVIDIA GPU, install the CUDA libraries too: make demo EXTRAS=test,cu13
-EXTRAS ?= test
+# On a machine with an NVIDIA GPU (nvidia-smi answers), the CUDA libraries numba-cuda needs are
+# installed too: the cu13 extra for a driver of CUDA 13 or newer, cu12 for CUDA 12. Override with
+# EXTRAS=test,cu12 (or EXTRAS=test for none).
+comma := ,
+CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9]*\).*/\1/p' | head -n 1)
+CUDA_EXTRA := $(shell v='$(CUDA_MAJOR)'; if [ -z "$$v" ]; then :; elif [ "$$v" -ge 13 ]; then echo cu13; elif [ "$$v" -eq 12 ]; then echo cu12; fi)
+EXTRAS ?= test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
 
-.PHONY: demo test install clean experiments compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
+.PHONY: demo test install cuda-extra clean experiments compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
 # Experiments: make experiment-gsi SCALE=small (tiny | small | full); outputs under results/<paper>/
 # BUDGET=seconds: queries not started by then are recorded as skipped (a later run fills them in);
 # make experiments GPUS=0,1,2,3 runs the six sets in parallel, one process per set, pinned to GPUs
@@ -19,10 +24,15 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpusm needs Python 3.11 or newer")'
+	@echo "gpusm: $(if $(CUDA_MAJOR),NVIDIA driver for CUDA $(CUDA_MAJOR) found,no NVIDIA GPU found (nvidia-smi): kernels will run in the CUDA simulator); installing extras [$(EXTRAS)]"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(PY) -m pip install -e '.[$(EXTRAS)]'
 	@touch $@
+
+# What make install would pick (the GPU check above), without installing anything.
+cuda-extra:
+	@echo "cuda_major=$(CUDA_MAJOR) extras=$(EXTRAS)"
 
 demo: $(STAMP)
 	$(VENV)/bin/gpusm demo

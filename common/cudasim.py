@@ -557,6 +557,58 @@ _METHODS = {
 }
 
 
+#: numba-cuda releases this module's simulator patch was written and tested against: [low, high).
+#: pyproject.toml pins numba-cuda to the same range; tests/test_packaging.py checks both.
+NUMBA_CUDA_TESTED = ("0.30.4", "0.31")
+
+#: The simulator internals the patch replaces or reads, by class: (module, class, attributes);
+#: an attribute in ``__init__``'s source is one the constructor sets.
+_PATCHED = (
+    ("kernelapi", "FakeCUDAModule", ()),
+    ("kernelapi", "FakeCUDAShared", ("array", "__init__:_allocations", "__init__:_dynshared_size",
+                                     "__init__:_dynshared")),
+    ("kernelapi", "GridGroup", ("sync",)),
+    ("kernelapi", "Dim3", ()),
+    ("kernel", "BlockThread", ("run", "syncthreads")),
+    ("kernel", "BlockManager", ("run", "__init__:_block_dim", "__init__:_grid_dim", "__init__:_debug",
+                                "__init__:_f")),
+)
+
+
+def patch_problems() -> list[str]:
+    """Why the simulator patch may not fit the installed numba-cuda ([] when it fits): a version
+    outside :data:`NUMBA_CUDA_TESTED`, or a patched class or attribute that is gone."""
+    import importlib
+    import importlib.metadata
+    import inspect
+
+    version = importlib.metadata.version("numba-cuda")
+    problems = []
+
+    def key(v: str) -> tuple:
+        return tuple(int(x) for x in v.split(".")[:3] if x.isdigit())
+
+    low, high = NUMBA_CUDA_TESTED
+    if not key(low) <= key(version) < key(high):
+        problems.append(f"numba-cuda {version} is outside the range the simulator patch was tested "
+                        f"with (>={low},<{high})")
+    for module_name, class_name, attributes in _PATCHED:
+        module = importlib.import_module(f"numba.cuda.simulator.{module_name}")
+        cls = getattr(module, class_name, None)
+        if cls is None:
+            problems.append(f"numba-cuda {version}: numba.cuda.simulator.{module_name}.{class_name} is gone")
+            continue
+        for attribute in attributes:
+            method, _, field = attribute.partition(":")
+            if field:
+                source = inspect.getsource(getattr(cls, method))
+                if f"self.{field}" not in source:
+                    problems.append(f"numba-cuda {version}: {class_name}.__init__ no longer sets {field}")
+            elif not hasattr(cls, method):
+                problems.append(f"numba-cuda {version}: {class_name}.{method} is gone")
+    return problems
+
+
 def install() -> bool:
     """Add the intrinsics to the simulator (idempotent). Returns whether the simulator is active;
     with a real GPU this does nothing."""

@@ -1,0 +1,63 @@
+"""Packaging: the simulator patch fits the installed numba-cuda (fails naming the version when it
+does not), pyproject pins numba-cuda to the tested range, SPDX licence, and the Makefile's choice of
+the CUDA extra from nvidia-smi."""
+
+import os
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from common.cudasim import NUMBA_CUDA_TESTED, patch_problems
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_simulator_patch_fits_installed_numba_cuda():
+    problems = patch_problems()
+    assert not problems, "common/cudasim.py no longer fits: " + "; ".join(problems)
+
+
+def test_a_version_outside_the_tested_range_is_named(monkeypatch):
+    import importlib.metadata
+
+    import common.cudasim as cudasim
+    monkeypatch.setattr(cudasim, "NUMBA_CUDA_TESTED", ("0.1", "0.2"))
+    version = importlib.metadata.version("numba-cuda")
+    assert f"numba-cuda {version} is outside the range the simulator patch was tested with (>=0.1,<0.2)" \
+        in patch_problems()
+
+
+def test_pyproject_pins_numba_cuda_to_the_tested_range():
+    low, high = NUMBA_CUDA_TESTED
+    specs = [d for d in PYPROJECT["project"]["dependencies"] if d.startswith("numba-cuda")]
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    specs += [d for name in ("cu12", "cu13") for d in extras[name]]
+    assert len(specs) == 3
+    for spec in specs:
+        assert f">={low}" in spec and f"<{high}" in spec, spec
+
+
+def test_spdx_licence_and_licence_file():
+    assert PYPROJECT["project"]["license"] == "MIT"
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    for extra in ("interop", "test"):
+        assert any(d.startswith("networkx") for d in PYPROJECT["project"]["optional-dependencies"][extra])
+
+
+@pytest.mark.parametrize("cuda,extras", [("12.4", "test,cu12"), ("13.0", "test,cu13"), (None, "test")])
+def test_makefile_picks_the_cuda_extra_from_nvidia_smi(tmp_path, cuda, extras):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    if cuda:
+        smi = bin_dir / "nvidia-smi"
+        smi.write_text(f'#!/bin/sh\necho "| NVIDIA-SMI 580.65  Driver Version: 580.65  CUDA Version: {cuda} |"\n')
+        smi.chmod(0o755)
+    path = os.pathsep.join([str(bin_dir)] + [p for p in os.environ["PATH"].split(os.pathsep)
+                                              if not (Path(p) / "nvidia-smi").exists()])
+    env = {k: v for k, v in os.environ.items() if k != "EXTRAS"}
+    out = subprocess.run(["make", "-s", "-C", str(ROOT), "cuda-extra"], env=dict(env, PATH=path),
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.strip() == f"cuda_major={cuda.split('.')[0] if cuda else ''} extras={extras}"
