@@ -200,7 +200,7 @@ def _as_graph(graph_or_path, vertex_label="label", edge_label=None, like: Graph 
         return from_networkx(graph_or_path, vertex_label, edge_label,
                              label_codes=meta.get("vertex_label_codes"),
                              edge_label_codes=meta.get("edge_label_codes"))
-    raise TypeError(f"expected a Graph, a path or a networkx graph, got {type(graph_or_path).__name__}")
+    raise TypeError(f"expected a Graph or a path (or a networkx graph), got {type(graph_or_path).__name__}")
 
 
 def match(data, query, engine: str = "cpu", *, limit: int | None = None, collect: bool = False,
