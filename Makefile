@@ -11,7 +11,7 @@ CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9
 CUDA_EXTRA := $(shell v='$(CUDA_MAJOR)'; if [ -z "$$v" ]; then :; elif [ "$$v" -ge 13 ]; then echo cu13; elif [ "$$v" -eq 12 ]; then echo cu12; fi)
 EXTRAS ?= test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
 
-.PHONY: demo test install cuda-extra clean experiments compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
+.PHONY: demo test test-gpu install cuda-extra clean experiments compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
 # Experiments: make experiment-gsi SCALE=small (tiny | small | full); outputs under results/<paper>/
 # BUDGET=seconds: queries not started by then are recorded as skipped (a later run fills them in);
 # make experiments GPUS=0,1,2,3 runs the six sets in parallel, one process per set, pinned to GPUs
@@ -39,6 +39,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n auto
+
+# The whole suite on the GPU (no simulator), one test at a time: kernels share the device.
+test-gpu: $(STAMP)
+	NUMBA_ENABLE_CUDASIM=0 $(PY) -m pytest -p no:xdist
 
 experiment-gsi: $(STAMP)
 	$(EXPERIMENT) --paper gsi_icde20

@@ -26,7 +26,10 @@ def parse_bytes(text: str) -> int:
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(?:I?B)?\s*", text.upper())
     if not m:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 11G, 512M or bytes)")
-    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2)])
+    size = int(float(m.group(1)) * _SIZE_UNITS[m.group(2)])
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is less than one byte (a size in bytes, or e.g. 0.5G)")
+    return size
 
 
 def parse_option(text: str) -> tuple[str, object]:
@@ -56,6 +59,8 @@ def cmd_match(args) -> int:
     data = load_graph(resolve_input(args.data), symmetrize=args.symmetrize)
     # Queries take the data graph's direction (a GSI query file read against undirected data is undirected).
     queries = load_query_set(resolve_input(args.query), directed=data.directed)
+    if args.collect is not None:          # before the search, not after it
+        check_writable(args.collect, folder=len(queries) > 1 or Path(args.collect).is_dir())
     engine.prepare(data)
     from tqdm import tqdm
 
@@ -141,10 +146,30 @@ def _print_rows(rows: list[dict], fmt: str, single: bool) -> None:
 
 
 # ---------------------------------------------------------------------- generate
+def check_writable(path, folder: bool = False) -> None:
+    """Refuse, before any work, an output that cannot be written: a file target that is a folder
+    (or a folder target that is a file), a missing or read-only parent folder."""
+    import os
+
+    path = Path(path)
+    if folder and path.exists() and not path.is_dir():
+        raise ValueError(f"{path} exists and is not a folder")
+    if not folder and path.is_dir():
+        raise ValueError(f"{path} is a folder, not a file")
+    where = path if folder and path.is_dir() else path.parent
+    while folder and not where.exists() and where != where.parent:
+        where = where.parent                                 # a folder target is created
+    if not where.is_dir():
+        raise ValueError(f"cannot write {path}: folder {where} does not exist")
+    if not os.access(where, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ValueError(f"cannot write {path}: permission denied")
+
+
 def cmd_generate(args) -> int:
     from . import generate
     from .io import load_graph, save_graph
 
+    check_writable(args.out, folder=args.what == "queries")
     if args.what == "rmat":
         labels = None
         if args.labels > 1:
@@ -197,6 +222,7 @@ def cmd_info(args) -> int:
 def cmd_convert(args) -> int:
     from .io import load_graphs, save_graph
 
+    check_writable(args.output)
     graphs = load_graphs(args.input, symmetrize=args.symmetrize)
     if len(graphs) > 1 and args.to != "gsi":
         raise ValueError(f"{args.input} holds {len(graphs)} graphs but the {args.to} format holds one: "
@@ -353,6 +379,13 @@ def main(argv: list[str] | None = None) -> int:
     except (GraphFormatError, InvalidGraphError, FileNotFoundError, ValueError, KeyError) as exc:
         print(f"gpusm {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:                   # a folder as a file, no permission, a full disk, ...
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"gpusm {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"gpusm {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

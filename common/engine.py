@@ -40,11 +40,10 @@ class Engine(ABC):
     max_query_vertices: ClassVar[int | None] = None
     uses_device: ClassVar[bool] = True        # False: a CPU engine (its times are host times)
 
-    def __init__(self, *, device_memory_limit: int | None = None):
-        if device_memory_limit is not None and int(device_memory_limit) <= 0:
-            raise ValueError(f"device_memory_limit must be a positive number of bytes, got {device_memory_limit}")
-        self.device_memory_limit = None if device_memory_limit is None else int(device_memory_limit)
+    def __init__(self, *, device_memory_limit: int | str | None = None):
+        self.device_memory_limit = None if device_memory_limit is None else memory_bytes(device_memory_limit)
         self.data: Graph | None = None
+        self.prepare_error: str | None = None    # why prepare() could not fit (every match is oom)
 
     # ------------------------------------------------------------------ public API
     def prepare(self, data: Graph) -> "Engine":
@@ -52,7 +51,11 @@ class Engine(ABC):
         if not isinstance(data, Graph):
             raise TypeError(f"prepare() takes a Graph, got {type(data).__name__}")
         self.data = data
-        self._prepare(data)
+        self.prepare_error = None
+        try:
+            self._prepare(data)
+        except DeviceOutOfMemory as exc:          # the contract: an overflow is status oom, never a crash
+            self.prepare_error = f"prepare: {exc}"
         return self
 
     def match(self, query: Graph, *, limit: int | None = None, collect: bool = False,
@@ -66,8 +69,11 @@ class Engine(ABC):
             raise RuntimeError(f"{type(self).__name__}.match() called before prepare(data)")
         if not isinstance(query, Graph):
             raise TypeError(f"match() takes a query Graph, got {type(query).__name__}")
-        if limit is not None and int(limit) < 1:
-            raise ValueError(f"limit must be a positive number of embeddings, got {limit}")
+        if limit is not None:
+            whole = not isinstance(limit, bool) and float(limit).is_integer()
+            if not whole or not 1 <= int(limit) <= np.iinfo(np.int64).max:
+                raise ValueError(f"limit must be a positive whole number of embeddings (at most 2**63-1), got {limit}")
+            limit = int(limit)
         if timeout_s is not None and not timeout_s > 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
         if query.num_vertices == 0:
@@ -79,12 +85,14 @@ class Engine(ABC):
         reason = self.unsupported_reason(query, homomorphic=homomorphic)
         if reason:
             return MatchResult.unsupported(self.name, reason, query=query.name)
+        if self.prepare_error is not None:
+            return MatchResult(self.name, 0, Status.OOM, reason=self.prepare_error, query=query.name)
         if not _labels_present(self.data, query):
             empty = np.zeros((0, query.num_vertices), dtype=np.int32) if collect else None
             return MatchResult(self.name, 0, Status.OK, embeddings=empty, query=query.name,
                                stats={"note": "a query label does not occur in the data graph"})
         try:
-            result = self._match(query, limit=None if limit is None else int(limit), collect=collect,
+            result = self._match(query, limit=limit, collect=collect,
                                  timeout_s=timeout_s, homomorphic=homomorphic)
         except DeviceOutOfMemory as exc:
             result = MatchResult(self.name, 0, Status.OOM, reason=str(exc))
@@ -118,6 +126,27 @@ class Engine(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def memory_bytes(value) -> int:
+    """Bytes (at least 1, rounded down) from a number or a size such as '11G', '512MB', '1.5GiB'
+    (binary units); anything else is a ValueError that says what it got."""
+    import re
+
+    number = None
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMGT]?)(?:I?B)?\s*", value.upper())
+        if m:
+            number = float(m.group(1)) * _SIZE_UNITS[m.group(2)]
+    elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        number = float(value)
+    if number is None or not np.isfinite(number) or number < 1:
+        raise ValueError(f"device_memory_limit must be at least one byte: a number of bytes or a "
+                         f"size such as 11G or 512M, got {value!r}")
+    return int(number)
 
 
 def to_original_ids(data: Graph, embeddings: np.ndarray | None) -> np.ndarray | None:

@@ -24,7 +24,9 @@ Options (variants of the paper's Table 4 are options of this one class):
 each stage launch runs through :class:`common.device.LaunchWatch`, which raises the kernels'
 stop flag at the deadline, so one heavy launch ends within a few batches of it (before, only
 the checks between launches existed: one launch of P8 on the unlabelled GitHub graph ran 98.7 s
-under ``timeout_s=20``). A stopped query returns status ``timeout`` with the partial count.
+under ``timeout_s=20``). A stopped query returns status ``timeout`` with the partial count. The deadline is also
+checked between the index build's launches; one of them is not interruptible (overrun bound:
+one index launch, milliseconds on a GPU, seconds in the simulator on dense candidate sets).
 Without a deadline the stages are launched back to back on the default stream, unwatched.
 
 Load balancing (paper §5.6) without dynamic parallelism, which Numba lacks: warps take tasks
@@ -59,6 +61,11 @@ from .cuckoo_trie import (alive_kernel, compact_kernel, count_kernel, fill_kerne
 from .enumerate import extend_kernel
 from .filter import candidate_kernel, filtering_order, neighbour_label_counts, prune_kernel
 from .order import plan as make_plan
+
+
+class _PastDeadline(Exception):
+    """The deadline passed between two index launches."""
+
 
 VARIANTS = {
     "default": {},
@@ -251,7 +258,10 @@ class EGSM(Engine):
         rebuilds = 0
         while True:
             meta[L.M_SEED:L.M_SEED + 2] = rng.integers(1, 2**31 - 1, size=2)
-            built = self._build_index(meta, adj, cells, pairs, timer)
+            try:
+                built = self._build_index(meta, adj, cells, pairs, timer, deadline)
+            except _PastDeadline:
+                return finish(0, Status.TIMEOUT, reason="deadline passed while building the index")
             if built is not None:
                 break
             rebuilds += 1
@@ -305,24 +315,35 @@ class EGSM(Engine):
         meta[L.M_NE] = len(edges)
         return meta
 
-    def _build_index(self, meta, adj, cells, pairs, timer):
-        """Build all tries, run the wedge filter, compact; None if the cuckoo build failed."""
+    def _build_index(self, meta, adj, cells, pairs, timer, deadline=None):
+        """Build all tries, run the wedge filter, compact; None if the cuckoo build failed.
+        Raises :class:`_PastDeadline` between launches once ``deadline`` has passed."""
+
+        def check():
+            if deadline is not None:
+                cuda.synchronize()
+                if time.perf_counter() > deadline:
+                    raise _PastDeadline
+
         with timer.phase("index"):
             self.d_meta.copy_to_device(meta)
             keys = self._buffer("cuckoo keys", cells, np.int32)
             fill(keys, L.EMPTY)
             insert_kernel[_blocks(self.data_n), L.BUILD_THREADS](
                 self.data_n, self.d_masks, self.d_meta, keys, self.d_ctrl)
+            check()
             cnt, off, alive, proj_pos, off2 = self._pair_space(pairs + 1)
             count_kernel[_blocks(cnt.size), L.BUILD_THREADS](
                 cnt.size, pairs, self.d_meta, keys, self.d_masks, self.d_offsets,
                 self.d_neighbors, cnt)
+            check()
             total_slots = self._scan(cnt, off)
             nbr = self._buffer("level-3 lists", total_slots, np.int32)
             removed = self._buffer("level-3 removed flags", total_slots, np.int32)
             fill_kernel[_blocks(pairs), L.BUILD_THREADS](
                 pairs, self.d_meta, keys, self.d_masks, self.d_offsets, self.d_neighbors, off,
                 nbr, removed)
+            check()
         if self.wedge_filter:
             with timer.phase("filter"):
                 delta = filtering_order(adj, np.array([len(a) for a in adj]))
@@ -330,6 +351,7 @@ class EGSM(Engine):
                     cells_u = 2 * L.BUCKET * int(meta[L.M_NB + u])
                     prune_kernel[_blocks(cells_u), L.BUILD_THREADS](
                         u, self.d_meta, keys, cnt, off, nbr, removed)
+                    check()
         with timer.phase("index"):
             alive_kernel[_blocks(alive.size), L.BUILD_THREADS](alive.size, pairs, cnt, alive)
             total_keys = self._scan(alive, proj_pos)

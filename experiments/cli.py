@@ -142,6 +142,15 @@ def run(args, command: str | None = None) -> int:
             print(f"{experiment.name:36s} {experiment.title}{state}")
         return 0
     gpus = [g.strip() for g in args.gpus.split(",") if g.strip()] if args.gpus else None
+    if not args.plan:
+        from common.cli import check_writable
+
+        for paper in selection:                 # before any work: an --out that cannot be written
+            try:
+                check_writable(Path(args.out) / paper, folder=True)
+            except ValueError as exc:
+                print(f"experiments: error: {exc}", file=sys.stderr)
+                return 2
     if args.plan:
         print_plan(selection, args.scale, gpus)
         return 0
@@ -178,4 +187,9 @@ def run(args, command: str | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = add_arguments(argparse.ArgumentParser(prog="python -m experiments", description=__doc__.split("\n")[0]))
-    return run(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("experiments: interrupted (run again to resume)", file=sys.stderr)
+        return 130

@@ -181,7 +181,10 @@ def _serve(conn) -> None:
     engine = job = None
     warmed: set = set()
     while True:
-        message = conn.recv()
+        try:
+            message = conn.recv()
+        except (EOFError, KeyboardInterrupt):   # the parent is gone or interrupted: leave quietly
+            return
         if message is None:
             return
         try:

@@ -168,7 +168,7 @@ class GMatch(Engine):
         self._d_qp = budget.device_array((QP_ROWS, MAX_QUERY_VERTICES), np.int32, "query plan")
         self._d_ctrl = budget.zeros(CTRL_SIZE, np.int64, "control block")
         self._d_levels = budget.zeros(MAX_QUERY_VERTICES + 1, np.int64, "BFS level counters")
-        start = max(nv + 1, min(32 * self.seed_pool, POOL_START))
+        start = max(nv + 1, min(32 * self.seed_pool, POOL_START, 4 * (nv + data.num_edges), (budget.limit or 1 << 40) // 32))
         self._d_pool = [budget.device_array(start, np.int32, "seed pool"),
                         budget.device_array(start, np.int32, "seed pool")]
         self._d_no_emb = budget.device_array((1, MAX_QUERY_VERTICES), np.int32, "no embeddings")

@@ -16,7 +16,9 @@ cannot grow the iteration runs over slices of the current table (a slice's rows 
 later iterations before the next slice starts, so memory holds one slice per level); status
 ``oom`` only when a single row's buffer or output cannot fit. Without ``collect`` the last
 iteration only counts (the scan total of the survivors): the final table is never written.
-``limit`` stops after that many embeddings; ``timeout_s`` is checked before every slice.
+``limit`` stops after that many embeddings; ``timeout_s`` is checked before every slice
+(overrun: about one slice; in the simulator slices are sized to about 50 ms while a deadline is
+set, measured overrun under 0.1 s: docs/performance.md, "Deadline overruns").
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ DEFAULT_MAX_BLOCKS = 2 if _SIM else 4096
 # Initial join-buffer sizes (they grow on demand inside the memory budget).
 DEFAULT_ROWS = 1 << 10 if _SIM else 1 << 20
 DEFAULT_GBA = 1 << 12 if _SIM else 1 << 24
+#: Simulator only, with a deadline: target seconds of one join slice (``_run_level``).
+SIM_SLICE_SECONDS = 0.05
 
 _Q = MAX_QUERY_VERTICES
 _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG = 0, _Q, 2 * _Q, 3 * _Q
@@ -152,6 +156,7 @@ class GSI(Engine):
         balance.allocate(self)
         self._tables: dict[int, object] = {0: budget.device_array(max(n, 1), np.int32, what="table 0")}
         self._rows_cap = 0
+        self._slice_rows = 0
         self._gba = None
         self.scan_ws = None
         self._grow_rows(self.initial_rows, 0)
@@ -258,6 +263,7 @@ class GSI(Engine):
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         start_time = time.perf_counter()
         self._deadline = None if timeout_s is None else start_time + timeout_s
+        self._slice_rows = 1 if _SIM and timeout_s is not None else 0
         self.budget.reset_peak()
         nq = query.num_vertices
         timer = PhaseTimer()
@@ -371,14 +377,27 @@ class GSI(Engine):
         self._add_count(rows)
 
     def _run_level(self, level: int, rows: int) -> None:
-        """Extend the ``rows`` rows of table ``level`` through all later iterations."""
+        """Extend the ``rows`` rows of table ``level`` through all later iterations.
+
+        In the simulator with a deadline, slices start at one row and double while a
+        slice takes under :data:`SIM_SLICE_SECONDS` (halving above twice that), so that the
+        deadline, checked before every slice, is overrun by about one slice."""
         a = 0
         while a < rows:
             self._check_deadline()
             m = rows - a
+            if self._slice_rows:
+                m = min(m, self._slice_rows)
             if not self._grow_rows(m, level):
                 m = self._rows_cap
+            began = time.perf_counter()
             a += self._run_chunk(level, a, m)
+            if self._slice_rows:
+                took = time.perf_counter() - began
+                if took < SIM_SLICE_SECONDS:
+                    self._slice_rows *= 2
+                elif took > 2 * SIM_SLICE_SECONDS:
+                    self._slice_rows = max(1, self._slice_rows // 2)
 
     def _split(self, level, a, m, offsets, sizes, capacity) -> int:
         """Run the longest prefix of rows a..a+m-1 whose buffers (exclusive ``offsets`` and

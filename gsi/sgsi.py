@@ -63,6 +63,7 @@ from common.cudasim import FULL_MASK
 from common.device import DeviceMemoryBudget, PhaseTimer, cuda, fill, simulator_active
 from common.device_functions import lower_bound
 from common.engine import Engine
+from common.errors import DeviceOutOfMemory
 from common.graph import Graph
 from common.result import MatchResult, Status
 from common.scan import ScanWorkspace, exclusive_scan
@@ -75,6 +76,8 @@ from .order import SCORES, join_plan
 from .pcsr import GROUP_WORDS, META, PCSR, _build_pcsr_partition, partition_lists, warp_neighbor_range
 
 _SIM = simulator_active()
+#: Simulator only, with a deadline: target seconds of one join chunk (as GSI's).
+SIM_SLICE_SECONDS = 0.05
 SIG_SEGMENT_WORDS = SIG_WORDS + 3          # signature words, label, out-degree, in-degree per vertex
 SLOT_SHARE = 8                             # each of the two slots gets 1/8 of the budget
 ROW_SHARE = 0.25                           # of the working memory: per-row arrays and table rows
@@ -309,6 +312,8 @@ class SGSI(Engine):
     ``max_blocks``: launch shape.
     """
 
+    _slice_rows = 0                   # simulator: rows per join chunk (set per query)
+
     name = "sgsi"
     supports_edge_labels = True
     supports_directed = True
@@ -358,8 +363,8 @@ class SGSI(Engine):
         n = data.num_vertices
         per_seg = (slot_words // SIG_SEGMENT_WORDS) // 32 * 32
         if per_seg < 32 or slot_words <= GROUP_WORDS:
-            raise ValueError(f"SGSI segment slots of {slot_words * 4:,} bytes cannot hold 32 signature "
-                             f"rows ({32 * SIG_SEGMENT_WORDS * 4:,} bytes): raise device_memory_limit")
+            raise DeviceOutOfMemory(32 * SIG_SEGMENT_WORDS * 4, 0, slot_words * 4,
+                                    "an SGSI segment slot of 32 signature rows (raise device_memory_limit)")
         sig = signature_table(data, column_first=False).reshape(n, SIG_WORDS)
         out_deg = np.asarray(data.degrees, np.int32)
         in_deg = np.diff(data.in_csr[0]).astype(np.int32) if data.directed else out_deg
@@ -397,7 +402,8 @@ class SGSI(Engine):
     def slot_words_for(cls, data: Graph, device_memory_limit: int | None, lists=None) -> int:
         """int32 words per segment slot: the largest piece (signature table or partition) if it
         fits in 1/8 of the budget, else 1/8 of the budget."""
-        need = max(data.num_vertices * SIG_SEGMENT_WORDS, 1)
+        # a slot holds whole warps of signature rows: 32 at least, even for a tiny graph
+        need = max((data.num_vertices + 31) // 32 * 32 * SIG_SEGMENT_WORDS, GROUP_WORDS + 1)
         for rows, _ in partition_lists(data) if lists is None else lists:
             need = max(need, rows.size + GROUP_WORDS * np.unique(rows).size)
         return int(min(need, cls.budget_for(device_memory_limit) // SLOT_SHARE // 4))
@@ -478,6 +484,7 @@ class SGSI(Engine):
     # ------------------------------------------------------------------ match
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         self._deadline = None if timeout_s is None else time.perf_counter() + timeout_s
+        self._slice_rows = 1 if _SIM and timeout_s is not None else 0   # as GSI's _run_level
         self.budget.reset_peak()
         nq = query.num_vertices
         timer = PhaseTimer()
@@ -602,7 +609,14 @@ class SGSI(Engine):
             a = 0
             while a < rows_total:
                 self._check_deadline()
+                began = time.perf_counter()
                 m, produced = self._run_chunk(step, cols, a, width, write, new_cols)
+                if self._slice_rows:
+                    took = time.perf_counter() - began
+                    if took < SIM_SLICE_SECONDS:
+                        self._slice_rows *= 2
+                    elif took > 2 * SIM_SLICE_SECONDS:
+                        self._slice_rows = max(1, self._slice_rows // 2)
                 out_rows += produced
                 if write and out_rows * (width + 1) * 4 > self.host_memory_limit:
                     raise _Stop(Status.OOM, f"host memory: the table of iteration {level + 1} passed "
@@ -632,7 +646,8 @@ class SGSI(Engine):
         returns (m, rows produced)."""
         clock, k, sk = self._clock, self.kernels, self.sgsi_kernels
         col0, part0, lab0 = step.edges[0]
-        window = min(cols[0].size - a, self.rows_cap, max(1, self.tab_cap // width))
+        window = min(cols[0].size - a, self.rows_cap, max(1, self.tab_cap // width),
+                     self._slice_rows or cols[0].size)
         counts = self._degrees(part0, cols[col0][a:a + window])
         incl = np.cumsum(counts)
         m = int(np.searchsorted(incl, self.gba_cap, side="right"))

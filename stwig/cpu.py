@@ -10,7 +10,8 @@ work unit, single-threaded (``parallel=False``, the primary baseline) or with ``
 blocks of units on all cores (``parallel=True``). Registered as ``stwig-cpu``.
 
 Like the GPU join, each compiled call is bounded by a step budget per block (adapted towards
-``chunk_seconds``) so that ``timeout_s`` is checked between calls; a block out of steps keeps
+``chunk_seconds``) so that ``timeout_s`` is checked between calls (exploration too:
+:mod:`stwig.explore`; overrun about one call, tens of ms); a block out of steps keeps
 its DFS state in its own slot and resumes it on the next call. The split probe applies with
 ``split_rows`` = 4 x the blocks of a call by default (1 block single-threaded, so in practice
 only where R_1 has fewer than 4 rows; ``split_probe=False`` never splits).

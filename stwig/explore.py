@@ -18,8 +18,9 @@ Choices where the paper is silent:
 * two passes, exact count per root -> prefix sum -> fill, so relations are exact int32 arrays;
   the probe relation R_1 is written attribute-major (one record per column, §4.4, coalesced
   reads), build relations row-major (the hash pool's record layout, §4.2);
-* the CPU path (the paper's placement, §4) runs compiled ``numba.njit`` code in chunks of roots
-  so that ``timeout_s`` is checked between chunks; the GPU path (an addition the issue asks for)
+* the CPU path (the paper's placement, §4) runs compiled ``numba.njit`` code in calls of a
+  bounded number of steps, resuming a root cut short, so that ``timeout_s`` is checked between
+  calls (overrun: about one call, ``CHUNK_SECONDS`` to 2x that); the GPU path (an addition the issue asks for)
   runs the same per-root routine as a CUDA device function, one thread per root candidate;
 * relations past ``max_relation_bytes`` in all stop the query as out-of-memory (the host stages
   them for the device).
@@ -41,11 +42,11 @@ from .decompose import Twig
 
 #: Largest number of leaves an STwig may have on the GPU path (per-thread local arrays).
 MAX_LEAVES = 31
-#: Roots per compiled call on the CPU path: the deadline is checked between calls, whose size
-#: doubles from 1 root while a call takes under ``CHUNK_SECONDS`` and halves above it, up to
-#: ``ROOT_CHUNK`` (a hub root's STwigs can take seconds: a fixed 256-root call overran a 1 s
-#: deadline by 26 s).
-ROOT_CHUNK = 4096
+#: Steps of the first compiled call on the CPU path (a root and each odometer step cost one):
+#: the deadline is checked between calls, whose budget doubles while a call takes under
+#: ``CHUNK_SECONDS`` and halves above twice that. A hub root is cut between calls too (a call
+#: per root chunk overran a 5 s deadline by over 10 minutes on one root).
+FIRST_STEPS = 1 << 12
 CHUNK_SECONDS = 0.01
 
 
@@ -68,10 +69,14 @@ def label_sorted_adjacency(data: Graph) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 def _match_root(v, nleaves, leaf_label, leaf_qv, leaf_bound, bitmap, homomorphic,
                 lo_buf, hi_buf, idx_buf, off, adj, adjlab, write, out, out_row, row_stride,
-                col_stride):
+                col_stride, work):
     """Matches of one STwig rooted at data vertex ``v``: counts them and, with ``write``, stores
     them from row ``out_row`` of ``out`` (element (row, col) at row*row_stride + col*col_stride).
-    Compiled both with ``numba.njit`` (CPU) and as a CUDA device function (GPU)."""
+    Compiled both with ``numba.njit`` (CPU) and as a CUDA device function (GPU).
+
+    ``work`` = (steps left, saved level, saved count): with steps >= 0 each odometer step spends
+    one; at 0 the odometer (``idx_buf``) is left as it is, the level and count are saved and the
+    partial count returned; a call with a saved level >= 0 resumes there. Steps < 0: no bound."""
     if nleaves == 0:
         if write:
             out[out_row * row_stride] = v
@@ -102,8 +107,19 @@ def _match_root(v, nleaves, leaf_label, leaf_qv, leaf_bound, bitmap, homomorphic
         hi_buf[i] = lo
     count = 0
     level = 0
-    idx_buf[0] = lo_buf[0] - 1
+    if work[1] >= 0:
+        level = work[1]
+        count = work[2]
+        work[1] = -1
+    else:
+        idx_buf[0] = lo_buf[0] - 1
     while level >= 0:
+        if work[0] == 0:
+            work[1] = level
+            work[2] = count
+            return count
+        if work[0] > 0:
+            work[0] -= 1
         p = idx_buf[level] + 1
         end = hi_buf[level]
         while p < end:
@@ -139,26 +155,33 @@ _match_root_gpu = cuda.jit(device=True)(_match_root)
 
 
 @njit(nogil=True, cache=True)
-def _explore_roots_cpu(roots, first, last, root_qv, root_bound, nleaves, leaf_label, leaf_qv,
+def _explore_roots_cpu(roots, first, root_qv, root_bound, nleaves, leaf_label, leaf_qv,
                        leaf_bound, bitmap, homomorphic, off, adj, adjlab, write, out, offsets,
-                       row_stride, col_stride):
-    """Count (``write`` False: offsets[r] = count) or fill the matches of roots[first:last]."""
-    k = max(nleaves, 1)
-    lo_buf = np.empty(k, np.int64)
-    hi_buf = np.empty(k, np.int64)
-    idx_buf = np.empty(k, np.int64)
+                       row_stride, col_stride, work, lo_buf, hi_buf, idx_buf):
+    """Count (``write`` False: offsets[r] = count) or fill the matches of roots from ``first``
+    until ``work[0]`` steps are spent (a root costs one step, and each odometer step one): the
+    next root to take and the count of the roots finished. A root cut short keeps its state in
+    ``work`` and ``idx_buf`` (:func:`_match_root`) and is resumed by the next call."""
     total = 0
-    for r in range(first, last):
+    r = first
+    while r < roots.size:
         v = roots[r]
         c = 0
-        if root_bound == 0 or bitmap[root_qv, v] != 0:
+        if work[1] >= 0 or root_bound == 0 or bitmap[root_qv, v] != 0:
             c = _match_root_cpu(v, nleaves, leaf_label, leaf_qv, leaf_bound, bitmap, homomorphic,
                                 lo_buf, hi_buf, idx_buf, off, adj, adjlab, write, out,
-                                offsets[r] if write else 0, row_stride, col_stride)
+                                offsets[r] if write else 0, row_stride, col_stride, work)
+            if work[1] >= 0:
+                return r, total
         if not write:
             offsets[r] = c
         total += c
-    return total
+        r += 1
+        if work[0] > 0:
+            work[0] -= 1
+        if work[0] == 0:
+            break
+    return r, total
 
 
 @cuda.jit
@@ -169,6 +192,10 @@ def _explore_roots_gpu(roots, nroots, root_qv, root_bound, nleaves, leaf_label, 
     lo_buf = cuda.local.array(MAX_LEAVES, numba.int64)
     hi_buf = cuda.local.array(MAX_LEAVES, numba.int64)
     idx_buf = cuda.local.array(MAX_LEAVES, numba.int64)
+    work = cuda.local.array(3, numba.int64)
+    work[0] = -1                                    # no step bound: a thread runs its roots whole
+    work[1] = -1
+    work[2] = 0
     r = cuda.grid(1)
     step = cuda.gridsize(1)
     while r < nroots:
@@ -177,7 +204,7 @@ def _explore_roots_gpu(roots, nroots, root_qv, root_bound, nleaves, leaf_label, 
         if root_bound == 0 or bitmap[root_qv, v] != 0:
             c = _match_root_gpu(v, nleaves, leaf_label, leaf_qv, leaf_bound, bitmap, homomorphic,
                                 lo_buf, hi_buf, idx_buf, off, adj, adjlab, write, out,
-                                offsets[r] if write else 0, row_stride, col_stride)
+                                offsets[r] if write else 0, row_stride, col_stride, work)
         if not write:
             offsets[r] = c
         r += step
@@ -234,19 +261,19 @@ class CpuExplorer:
             counts = np.zeros(roots.size, np.int64)
             args = (twig.root, root_bound, len(twig.leaves), leaf_label, leaf_qv, leaf_bound,
                     bitmap, bool(homomorphic), self.off, self.adj, self.adjlab)
-            total = 0
-            for first, last in _root_chunks(roots.size, deadline):
-                total += _explore_roots_cpu(roots, first, last, *args, False, _NO_OUTPUT, counts,
-                                            0, 0)
-                if used_bytes + 4 * arity * total > max_bytes:
-                    raise DeviceOutOfMemory(4 * arity * total, used_bytes, max_bytes,
+
+            def too_large(rows, t=t, arity=arity):
+                if used_bytes + 4 * arity * rows > max_bytes:
+                    raise DeviceOutOfMemory(4 * arity * rows, used_bytes, max_bytes,
                                             f"STwig relation R_{t + 1} (max_relation_bytes)")
+
+            total = _explore_bounded(roots, args, False, _NO_OUTPUT, counts, (0, 0), deadline,
+                                     too_large)
             offsets = np.zeros(roots.size + 1, np.int64)
             np.cumsum(counts, out=offsets[1:])
             rel = np.empty(arity * total, np.int32)
             strides = (1, total) if t == 0 else (arity, 1)
-            for first, last in _root_chunks(roots.size, deadline):
-                _explore_roots_cpu(roots, first, last, *args, True, rel, offsets, *strides)
+            _explore_bounded(roots, args, True, rel, offsets, strides, deadline)
             used_bytes += rel.nbytes
             relations.append(rel)
             if total == 0:
@@ -261,18 +288,28 @@ class CpuExplorer:
         return relations, distinct
 
 
-def _root_chunks(count: int, deadline: float | None):
-    """(first, last) ranges over ``count`` roots for the compiled calls, sized as ROOT_CHUNK's
-    comment says; the deadline is checked after each call."""
-    first, size = 0, 1
-    while first < count:
-        last = min(first + size, count)
+def _explore_bounded(roots, args, write, out, offsets, strides, deadline, check=None) -> int:
+    """One pass (count or fill) over ``roots`` in compiled calls of a bounded number of steps
+    (:data:`FIRST_STEPS`, adapted as :data:`CHUNK_SECONDS` says); after each call ``check(rows
+    so far)`` runs and the deadline is checked. Returns the rows of the pass."""
+    k = max(args[2], 1)
+    buffers = tuple(np.empty(k, np.int64) for _ in range(3))
+    work = np.array([0, -1, 0], np.int64)
+    r, steps, total = 0, FIRST_STEPS, 0
+    while r < roots.size:
+        work[0] = steps
         began = time.perf_counter()
-        yield first, last
-        _check_deadline(deadline)
+        r, done = _explore_roots_cpu(roots, r, *args, write, out, offsets, *strides, work, *buffers)
         took = time.perf_counter() - began
-        size = min(ROOT_CHUNK, 2 * size) if took < CHUNK_SECONDS else max(1, size // 2)
-        first = last
+        total += done
+        if check is not None:
+            check(total + (work[2] if work[1] >= 0 else 0))
+        _check_deadline(deadline)
+        if took < CHUNK_SECONDS:
+            steps = min(2 * steps, 1 << 40)
+        elif took > 2 * CHUNK_SECONDS:
+            steps = max(FIRST_STEPS, steps // 2)
+    return total
 
 
 def _check_deadline(deadline: float | None) -> None:

@@ -49,6 +49,17 @@ class SlowEngine(Engine):
 register("slow-test", SlowEngine)
 
 
+def _device_name() -> str:
+    """What the reports must name: the simulator as such, or the GPU the driver reports."""
+    from common.backend import BACKEND
+    from common.device import cuda
+
+    if BACKEND == "simulator":
+        return "CUDA simulator"
+    name = cuda.get_current_device().name
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
 def _counts(data, queries):
     ref = create_engine("cpu").prepare(data)
     return {q.name: ref.match(q).count for q in queries}
@@ -287,7 +298,7 @@ def test_identical_runs_of_a_set_are_shared_not_repeated(tmp_path):
     assert a["count"].tolist() == b["count"].tolist() and a["seconds"].tolist() == b["seconds"].tolist()
     assert all(r.startswith("same run as test.first (cpu)") for r in b["reason"])
     meta = json.loads((tmp_path / "testpaper" / "run.tiny.json").read_text())
-    assert meta["gpu"] == "CUDA simulator" and meta["scale"] == "tiny"
+    assert meta["gpu"] == _device_name() and meta["scale"] == "tiny"
     assert meta["experiments"]["test.again"]["statuses"] == {"ok": len(b)}
 
 
@@ -295,7 +306,7 @@ def test_report_header_names_gpu_scale_command_date_and_versions(tmp_path):
     run_experiment(_tiny_experiment(), "tiny", tmp_path, isolation="inline", progress=False,
                    command="gpusm experiment test.toy --scale tiny")
     header = (tmp_path / "testpaper" / "test.toy.tiny.md").read_text().split("## Measured")[0]
-    assert "GPU: CUDA simulator; scale: `tiny`; date: 20" in header
+    assert f"GPU: {_device_name()}; scale: `tiny`; date: 20" in header
     assert "command: `gpusm experiment test.toy --scale tiny`" in header
     assert "numba-cuda 0.30" in header and "numpy " in header and "python 3." in header
 

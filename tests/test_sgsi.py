@@ -125,8 +125,9 @@ def test_limit_collect_timeout_and_host_memory():
 
 
 def test_errors_name_the_problem():
-    with pytest.raises(ValueError, match="device_memory_limit"):
-        SGSI(device_memory_limit=2_000).prepare(GRAPH)
+    starved = SGSI(device_memory_limit=2_000).prepare(GRAPH)      # too small: every query is oom
+    result = starved.match(walk_query(GRAPH, 3, seed=0))
+    assert result.status is Status.OOM and "raise device_memory_limit" in result.reason
     with pytest.raises(ValueError, match="load_balance"):
         SGSI(load_balance="sometimes")
     assert SGSI(**SHAPE).prepare(GRAPH).match(walk_query(GRAPH, 3, seed=0), homomorphic=True).status is Status.UNSUPPORTED

@@ -1,0 +1,101 @@
+"""One-line errors (exit 2) for input/output problems, found before the work starts (issue 19)."""
+
+from __future__ import annotations
+
+import pytest
+
+import common.cli as cli
+from common import create_engine
+from common.cli import main
+from common.generate import rmat
+from common.io import save_graph
+
+
+@pytest.fixture
+def files(tmp_path):
+    data = rmat(40, 120, seed=1, name="d")
+    save_graph(data, tmp_path / "d.graph", "graph")
+    queries = tmp_path / "queries"
+    assert main(["generate", "queries", str(tmp_path / "d.graph"), "--count", "2", "--size", "3",
+                 "--out", str(queries)]) == 0
+    return tmp_path, tmp_path / "d.graph", queries
+
+
+def _one_line_error(capsys, argv, *needles) -> str:
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in err, err
+    return err
+
+
+def test_a_folder_given_as_the_data_file(files, capsys):
+    tmp, _, queries = files
+    _one_line_error(capsys, ["match", str(tmp), str(queries)], "gpusm match: error:")
+
+
+def test_collect_problems_are_found_before_the_search(files, capsys, monkeypatch):
+    tmp, data, queries = files
+    from common.engine import Engine
+
+    searched = []
+    prepare = Engine.prepare
+    monkeypatch.setattr(Engine, "prepare", lambda self, data: searched.append(1) or prepare(self, data))
+    first = sorted(queries.iterdir())[0]
+    _one_line_error(capsys, ["match", str(data), str(first), "--collect", str(tmp / "missing" / "e.npy")],
+                    "does not exist")
+    (tmp / "taken").write_text("x")
+    _one_line_error(capsys, ["match", str(data), str(queries), "--collect", str(tmp / "taken")],
+                    "exists and is not a folder")
+    assert not searched and not any(p.suffix == ".npy" for p in tmp.rglob("*"))
+
+
+def test_outputs_in_places_that_cannot_be_written(files, capsys):
+    tmp, data, _ = files
+    _one_line_error(capsys, ["generate", "rmat", "--vertices", "8", "--edges", "8", "--out", "/proc/g.graph"])
+    _one_line_error(capsys, ["generate", "rmat", "--vertices", "8", "--edges", "8", "--out", str(tmp)],
+                    "is a folder, not a file")
+    _one_line_error(capsys, ["convert", str(data), str(tmp / "no" / "where.graph"), "--to", "graph"],
+                    "does not exist")
+
+
+def test_limits_and_sizes_out_of_range(files, capsys):
+    _, data, queries = files
+    first = str(sorted(queries.iterdir())[0])
+    _one_line_error(capsys, ["match", str(data), first, "--limit", str(10**23)], "limit must be a positive whole number")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        main(["match", str(data), first, "--device-memory-limit", "0.5"])
+    assert stop.value.code == 2 and "less than one byte" in capsys.readouterr().err
+    engine = create_engine("cpu").prepare(rmat(20, 40, seed=1))
+    with pytest.raises(ValueError, match="positive whole number"):
+        engine.match(rmat(3, 2, seed=1), limit=1.5)
+
+
+def test_negative_budget_is_refused(capsys):
+    from experiments.cli import main as experiments_main
+
+    with pytest.raises(SystemExit) as stop:
+        experiments_main(["gsi_icde20.table5_time", "--scale", "tiny", "--budget", "-1"])
+    assert stop.value.code == 2 and ">= 0" in capsys.readouterr().err
+
+
+def test_experiment_out_that_is_a_file(tmp_path, capsys):
+    from experiments.cli import main as experiments_main
+
+    (tmp_path / "out").write_text("x")
+    assert experiments_main(["gsi_icde20.table5_time", "--scale", "tiny", "--out", str(tmp_path / "out")]) == 2
+    assert "experiments: error:" in capsys.readouterr().err
+
+
+def test_ctrl_c_is_one_line_and_exit_130(files, capsys, monkeypatch):
+    _, data, _ = files
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_info", interrupted)
+    assert main(["info", str(data)]) == 130
+    assert capsys.readouterr().err == "gpusm info: interrupted\n"
