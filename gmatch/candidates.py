@@ -45,16 +45,15 @@ QP_WORDS = 6        # bitmap words per candidate-graph row of position d
 QP_SAME = 7         # earlier positions with d's label (injectivity checks)
 QP_CBASE = 8        # where C(d) starts in the candidate graph's cand_set
 QP_CSIZE = 9        # |C(d)|
-QP_LEAFS = 10       # free-leaf positions whose parent is d (counted, not enumerated)
+QP_LEAFPAR = 10     # the neighbour (parent position) of counted leaf d
 QP_VLOW = 11        # lowest position a candidate check of d must reach
 QP_GLOW = 12        # lowest position the task group of d depends on
 QP_NLF = 13         # rows 13..44: required neighbour count per (position, label slot)
 QP_ROWS = QP_NLF + MAX_QUERY_VERTICES
 # qp[QP_SIZES]: [0] |V(Q)|, [1] distinct labels, [2] enumerated positions (|V(Q)| minus the
-# counted free leaves), [3] lowest parent of a counted free leaf
-SHARED_ROWS = (QP_BACKWARD, QP_RESTRICT, QP_SAME, QP_WORDS, QP_CBASE, QP_CSIZE, QP_LEAFS,
-               QP_VLOW, QP_GLOW)    # the rows the search kernels copy to shared memory
+# counted leaves), [3] lowest position a counted leaf depends on (its parent or a same-label one)
 FILTER_THREADS = 32 if simulator_active() else 256
+SWEEPS = 2                  # refinement passes (matching order, then reverse)
 
 
 def _lowest(mask: int, default: int) -> int:
@@ -65,7 +64,7 @@ def pack_query(plan: QueryPlan, query_labels_by_vertex: np.ndarray, adjacency_li
                count_leaves: bool = False) -> np.ndarray:
     """The (QP_ROWS, 32) int32 parameter block: labels, degrees, backward, restriction and
     same-label masks, walk bounds, sizes, the NLF requirement of every position and, with
-    ``count_leaves``, the plan's trailing free leaves by parent position."""
+    ``count_leaves``, the parents of the plan's trailing countable leaves."""
     n = plan.size
     qp = np.zeros((QP_ROWS, MAX_QUERY_VERTICES), dtype=np.int32)
     qp[QP_LABELS, :n] = plan.labels
@@ -85,9 +84,9 @@ def pack_query(plan: QueryPlan, query_labels_by_vertex: np.ndarray, adjacency_li
         qp[QP_VLOW, d] = _lowest(back | same, d)
         qp[QP_GLOW, d] = _lowest(back | restr, d)
     for t in range(n - leaves, n):
-        parent = _lowest(int(plan.backward[t]), -1)
-        qp[QP_LEAFS, parent] |= np.int32(1 << t) if t < 31 else np.int32(-2**31)
-        qp[QP_SIZES, 3] = min(qp[QP_SIZES, 3], parent)
+        qp[QP_LEAFPAR, t] = _lowest(int(plan.backward[t]), -1)
+        depends = int(plan.backward[t]) | int(plan.same_label[t])
+        qp[QP_SIZES, 3] = min(qp[QP_SIZES, 3], _lowest(depends, t))
     slot = {int(l): i for i, l in enumerate(distinct)}
     for d, u in enumerate(plan.order):
         for x in adjacency_lists[int(u)]:
@@ -158,8 +157,41 @@ class CandidateGraph:
     words: np.ndarray           # int32 (32,) bitmap words per row of position d
 
 
+def label_sorted_adjacency(data: Graph) -> tuple[np.ndarray, np.ndarray]:
+    """Every adjacency list sorted by (label, id), and the label of every entry: the neighbours
+    of v with label l are one contiguous range (found by two binary searches)."""
+    offsets = np.asarray(data.offsets, dtype=np.int64)
+    neighbors = np.asarray(data.neighbors, dtype=np.int32)
+    labels = np.asarray(data.labels, dtype=np.int32)
+    rows = np.repeat(np.arange(data.num_vertices, dtype=np.int64), np.diff(offsets))
+    order = np.lexsort((neighbors, labels[neighbors], rows))
+    sorted_neighbors = neighbors[order]
+    return sorted_neighbors, labels[sorted_neighbors]
+
+
+@numba.njit(cache=True, inline="always")
+def _label_range(entry_labels, lo, hi, label):
+    """[first, last) of the entries of label ``label`` in entry_labels[lo:hi] (sorted)."""
+    a, b = lo, hi
+    while a < b:
+        mid = (a + b) >> 1
+        if entry_labels[mid] < label:
+            a = mid + 1
+        else:
+            b = mid
+    c, b = a, hi
+    while c < b:
+        mid = (c + b) >> 1
+        if entry_labels[mid] <= label:
+            c = mid + 1
+        else:
+            b = mid
+    return a, c
+
+
 @numba.njit(cache=True)
-def _refine_and_build(offsets, neighbors, bits, n, adjacent, backward, max_words):
+def _refine_and_build(offsets, neighbors, entry_labels, qlabels, bits, n, adjacent, backward,
+                      max_words):
     """Two refinement sweeps over C(0..n-1), then the rows and bitmaps of every backward edge.
     Returns None-free arrays; ``ok`` is False when the bitmaps would exceed ``max_words``."""
     nv = bits.size
@@ -178,7 +210,7 @@ def _refine_and_build(offsets, neighbors, bits, n, adjacent, backward, max_words
             if (bits[v] >> d) & 1:
                 lists[fill[d]] = v
                 fill[d] += 1
-    for sweep in range(2):
+    for sweep in range(SWEEPS):
         for step in range(n):
             d = step if sweep == 0 else n - 1 - step
             for i in range(starts[d], starts[d + 1]):
@@ -189,7 +221,8 @@ def _refine_and_build(offsets, neighbors, bits, n, adjacent, backward, max_words
                     if not (adjacent[d] >> j) & 1:
                         continue
                     hit = False
-                    for e in range(offsets[v], offsets[v + 1]):
+                    lo, hi = _label_range(entry_labels, offsets[v], offsets[v + 1], qlabels[j])
+                    for e in range(lo, hi):
                         if (bits[neighbors[e]] >> j) & 1:
                             hit = True
                             break
@@ -224,7 +257,8 @@ def _refine_and_build(offsets, neighbors, bits, n, adjacent, backward, max_words
                 total_words += sizes[j] * words[d]
                 for i in range(base[j], base[j] + sizes[j]):
                     v = cand_set[i]
-                    for e in range(offsets[v], offsets[v + 1]):
+                    lo, hi = _label_range(entry_labels, offsets[v], offsets[v + 1], qlabels[d])
+                    for e in range(lo, hi):
                         if (bits[neighbors[e]] >> d) & 1:
                             total_entries += 1
     ok = total_words <= max_words and total_entries < 2**31 - 1
@@ -247,7 +281,8 @@ def _refine_and_build(offsets, neighbors, bits, n, adjacent, backward, max_words
             for i in range(sizes[j]):
                 v = cand_set[base[j] + i]
                 row_off[r] = pos
-                for e in range(offsets[v], offsets[v + 1]):
+                lo, hi = _label_range(entry_labels, offsets[v], offsets[v + 1], qlabels[d])
+                for e in range(lo, hi):
                     x = rank[neighbors[e]]
                     if x >= 0 and (bits[neighbors[e]] >> d) & 1:
                         entries[pos] = x
@@ -261,9 +296,11 @@ def _refine_and_build(offsets, neighbors, bits, n, adjacent, backward, max_words
 
 
 def build_candidate_graph(data: Graph, cand_bits: np.ndarray, plan: QueryPlan,
-                          max_bitmap_bytes: int = 1 << 30) -> CandidateGraph | None:
+                          max_bitmap_bytes: int = 1 << 30, by_label=None) -> CandidateGraph | None:
     """Refine the LDF/NLF candidate sets and build the per-backward-edge rows and bitmaps in
-    compact indices; None when the bitmaps would take more than ``max_bitmap_bytes``."""
+    compact indices; None when the bitmaps would take more than ``max_bitmap_bytes``.
+    ``by_label``: :func:`label_sorted_adjacency` of ``data`` (computed here when not given)."""
+    neighbors, entry_labels = label_sorted_adjacency(data) if by_label is None else by_label
     n = plan.size
     backward = np.asarray(plan.backward, dtype=np.int64)
     adjacent = backward.copy()
@@ -271,8 +308,8 @@ def build_candidate_graph(data: Graph, cand_bits: np.ndarray, plan: QueryPlan,
         for j in range(d):
             if (int(backward[d]) >> j) & 1:
                 adjacent[j] |= 1 << d
-    out = _refine_and_build(np.asarray(data.offsets, dtype=np.int64),
-                            np.asarray(data.neighbors, dtype=np.int32),
+    out = _refine_and_build(np.asarray(data.offsets, dtype=np.int64), neighbors, entry_labels,
+                            np.asarray(plan.labels, dtype=np.int32),
                             np.array(cand_bits, dtype=np.uint32), n, adjacent, backward,
                             max_bitmap_bytes // 4)
     if not out[-1]:

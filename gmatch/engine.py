@@ -58,7 +58,7 @@ from common.result import MatchResult, Status
 
 from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
 from .candidates import (FILTER_THREADS, QP_CSIZE, QP_ROWS, QP_SIZES, build_candidate_graph,
-                         filter_kernel, pack_candidate_graph, pack_query)
+                         filter_kernel, label_sorted_adjacency, pack_candidate_graph, pack_query)
 from .kernels import (C_COUNT, C_GSTEALS, C_IDLE, C_ITERS, C_STEALS, C_STOP, CTRL_SIZE, MAILBOX,
                       STEAL_BLOCK, STEAL_GLOBAL, STEAL_MAILBOX, STEAL_NONE, coarse_kernel,
                       fine_kernel, reset_ctrl, xfer_words)
@@ -117,7 +117,7 @@ class GMatch(Engine):
                  warps_per_block: int | None = None, blocks: int | None = None,
                  symmetry_breaking: bool = True, candidate_graph: bool | str = "auto",
                  leaf_counting: bool = True, idle_stats: bool = False,
-                 max_registers: int | None = None, device_memory_limit: int | None = None):
+                 max_registers: int | None = 64, device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if granularity not in ("fine", "coarse"):
             raise ValueError(f"granularity must be 'fine' or 'coarse', got {granularity!r}")
@@ -178,9 +178,10 @@ class GMatch(Engine):
         self._fc = None
         self._data_graph = (d_offsets, d_neighbors, budget.zeros(1, np.uint32, "no bitmap"),
                             budget.zeros(1, np.int32, "no candidate set"),
-                            budget.zeros((2, MAX_QUERY_VERTICES, MAX_QUERY_VERTICES), np.int32,
+                            budget.zeros(2 * MAX_QUERY_VERTICES ** 2, np.int32,
                                          "no candidate-graph edges"), self._d_cand)
         self._cg_buffers: dict[str, object] = {}
+        self._by_label = None                 # label-sorted adjacency, built on the first query
         self._labelled = np.unique(np.asarray(data.labels)).size > 1
         self._max_degree = int(data.max_degree) if nv else 0
         self._sms = 1 if SIM else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
@@ -205,13 +206,16 @@ class GMatch(Engine):
         not fit (the search then runs over the data graph)."""
         bits = self._d_cand.copy_to_host()
         room = self._budget.limit - self._budget.in_use if self._budget.limit is not None else 1 << 40
-        cg = build_candidate_graph(self.data, bits, plan, max_bitmap_bytes=min(1 << 30, room // 4))
+        if self._by_label is None:
+            self._by_label = label_sorted_adjacency(self.data)
+        cg = build_candidate_graph(self.data, bits, plan, max_bitmap_bytes=min(1 << 30, room // 4),
+                                   by_label=self._by_label)
         if cg is None:
             return None, {}
         pack_candidate_graph(qp, cg)
         graph = (self._upload("offsets", cg.offsets), self._upload("entries", cg.entries),
                  self._upload("bitmap", cg.bitmap), self._upload("cand_set", cg.cand_set),
-                 self._upload("edges", cg.edges), self._d_cand)
+                 self._upload("edges", cg.edges.reshape(-1)), self._d_cand)
         return graph, {"candidates": cg.sizes.tolist(), "candidate_edges": int(cg.entries.size),
                        "candidate_graph_bytes": int(cg.offsets.nbytes + cg.entries.nbytes
                                                     + cg.bitmap.nbytes + cg.cand_set.nbytes)}

@@ -88,10 +88,10 @@ import types
 
 from numba import int8, int32, int64
 
-from common.device import cuda
+from common.device import cuda, simulator_active
 from common.device_functions import contains, lower_bound
 
-from .candidates import (QP_BACKWARD, QP_CBASE, QP_CSIZE, QP_GLOW, QP_LEAFS, QP_RESTRICT, QP_SAME,
+from .candidates import (QP_BACKWARD, QP_CBASE, QP_CSIZE, QP_GLOW, QP_LEAFPAR, QP_RESTRICT, QP_SAME,
                          QP_SIZES, QP_VLOW, QP_WORDS)
 
 FULL = 0xFFFFFFFF
@@ -121,8 +121,9 @@ def xfer_words(levels: int) -> int:
 
 
 # rows of the per-block shared copy ``sq`` of the query plan (see :func:`load_plan`)
-S_BACK, S_RESTR, S_SAME, S_WORDS, S_CBASE, S_CSIZE, S_LEAFS, S_VLOW, S_GLOW = range(9)
+S_BACK, S_RESTR, S_SAME, S_WORDS, S_CBASE, S_CSIZE, S_LEAFPAR, S_VLOW, S_GLOW = range(9)
 SQ_ROWS = 9
+MAX_LEVELS = 32             # positions of a query (plan.MAX_QUERY_VERTICES)
 
 
 @cuda.jit(device=True)
@@ -135,7 +136,7 @@ def load_plan(qp, sq, tid):
         sq[S_WORDS, tid] = qp[QP_WORDS, tid]
         sq[S_CBASE, tid] = qp[QP_CBASE, tid]
         sq[S_CSIZE, tid] = qp[QP_CSIZE, tid]
-        sq[S_LEAFS, tid] = qp[QP_LEAFS, tid]
+        sq[S_LEAFPAR, tid] = qp[QP_LEAFPAR, tid]
         sq[S_VLOW, tid] = qp[QP_VLOW, tid]
         sq[S_GLOW, tid] = qp[QP_GLOW, tid]
 
@@ -146,7 +147,7 @@ def search_functions(cg: bool):
 
     ``cg`` (compile time): G is the candidate graph in compact indices (a partial match holds
     candidate indices; the task group of position d given the index x of position j's image is row
-    ``eg[0, d, j] + x`` of (off, ent); adjacency is one bit of ``bitmap``; ``cset`` maps indices to
+    ``eg[32 d + j] + x`` of (off, ent); adjacency is one bit of ``bitmap``; ``cset`` maps indices to
     data vertices). Otherwise G is the data graph's CSR (indices are data vertices, a task group
     is an adjacency list, adjacency a binary search) and ``cand`` holds the LDF/NLF bits."""
 
@@ -161,7 +162,7 @@ def search_functions(cg: bool):
     def row_of(G, d, j, xj):
         """Row listing the candidates of position d adjacent to xj (the image of position j)."""
         if cg:
-            return G[4][0, d, j] + xj
+            return G[4][d * 32 + j] + xj
         return xj
 
     @cuda.jit(device=True)
@@ -179,7 +180,7 @@ def search_functions(cg: bool):
     def adjacent(G, sq, d, j, xj, x):
         """Is index x (position d) adjacent to index xj (position j)?"""
         if cg:
-            word = G[2][G[4][1, d, j] + xj * sq[S_WORDS, d] + (x >> 5)]
+            word = G[2][G[4][1024 + d * 32 + j] + xj * sq[S_WORDS, d] + (x >> 5)]
             return ((word >> (x & 31)) & 1) != 0
         return contains(G[1], G[0][xj], G[0][xj + 1], x)
 
@@ -191,7 +192,12 @@ def search_functions(cg: bool):
         pointers stops at the lowest position it needs."""
         back = sq[S_BACK, d]
         same = sq[S_SAME, d]
+        need = (back & ~(int32(1) << skip)) | same if skip >= 0 else back | same
+        if need == 0:
+            return True                  # x came from the only row it had to be in
         lo = sq[S_VLOW, d]
+        while ((need >> lo) & 1) == 0:   # the lowest position still to check
+            lo += 1
         rx = int32(-1)
         if same != 0:
             rx = real_id(G, sq, d, x)
@@ -266,31 +272,39 @@ def search_functions(cg: bool):
 
     @cuda.jit(device=True)
     def leaf_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent):
-        """Matches of the trailing free leaves (positions ne..n-1) given the partial match that
-        ends with x at position d: the product of their rows' lengths (candidate graph only)."""
-        total = int64(1)
-        m = sq[S_LEAFS, d]
-        if m != 0:
-            for t in range(ne, n):
-                if ((m >> t) & 1) != 0:
-                    total *= row_length(G, row_of(G, t, d, x))
+        """Matches of the trailing countable leaves (positions ne..n-1) given the partial match
+        that ends with x at position d (candidate graph only): the product over the leaves of
+        their parent row's length minus the same-label images found in that row."""
+        img = cuda.local.array(MAX_LEVELS, int32)        # images of positions low..d
+        img[d] = x
         cur = int32(parent)
         j = d - 1
         prow = int64(-1)
         while j >= low:
             if j >= s:
-                xj = mi[w, j, cur]
+                img[j] = mi[w, j, cur]
                 cur = int32(par[w, j, cur])
             else:
                 if prow < 0:
                     prow = int64(mi[w, s - 1, cur]) * width
-                xj = pool[prow + j]
-            m = sq[S_LEAFS, j]
-            if m != 0:
-                for t in range(ne, n):
-                    if ((m >> t) & 1) != 0:
-                        total *= row_length(G, row_of(G, t, j, xj))
+                img[j] = pool[prow + j]
             j -= 1
+        total = int64(1)
+        for t in range(ne, n):
+            p = sq[S_LEAFPAR, t]
+            xp = img[p]
+            count = row_length(G, row_of(G, t, p, xp))
+            same = sq[S_SAME, t]
+            if same != 0 and count > 0:
+                tb = sq[S_CBASE, t]
+                tz = sq[S_CSIZE, t]
+                for c in range(low, d + 1):
+                    if ((same >> c) & 1) != 0:
+                        v = real_id(G, sq, c, img[c])
+                        r = lower_bound(G[3], tb, tb + tz, v)
+                        if r < tb + tz and G[3][r] == v and adjacent(G, sq, t, p, xp, r - tb):
+                            count -= 1
+            total *= count
         return total
 
     @cuda.jit(device=True)
@@ -406,7 +420,9 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
     XG = 2 * L * 32               # xfer: task groups of the split level
     XH = XG + 3 * 32              # xfer: header (level, first group, groups)
 
-    @cuda.jit(**({} if max_registers is None else {"max_registers": max_registers}))
+    cap = {} if max_registers is None or simulator_active() else {"max_registers": max_registers}
+
+    @cuda.jit(**cap)
     def fine_dfs(off, ent, bitmap, cset, eg, cand, qp, pool, width, seed_lo, seed_hi,
                  ctrl, emb, emb_cap, limit_unique, watch, mail, xfer):
         G = (off, ent, bitmap, cset, eg, cand)

@@ -20,11 +20,13 @@ query's automorphism group and symmetry-breaking restrictions, renamed to order 
   must be greater than the image of position d, ``same_label[d]`` the bitmask of earlier positions
   with d's label (the only ones an injectivity check must look at: candidates are label-filtered).
 * Leaf deferral (``defer_leaves=True``; not in the paper, CFL-Match's postponement of degree-one
-  vertices, Bi et al. SIGMOD 2016): a *free leaf* is a query vertex of degree one whose label no
-  other query vertex has. It is fixed by every automorphism (no restriction) and can never collide
-  with another image, so its matches given its neighbour's image are exactly the candidate-graph
-  row of that image. Free leaves are moved to the end of the RI order (at most n - 2 of them, so at
-  least two positions are enumerated); the engine then counts them as a product of row lengths.
+  vertices, Bi et al. SIGMOD 2016): a *countable leaf* is a query vertex of degree one that every
+  automorphism fixes (so no restriction names it) and whose label no other countable leaf has.
+  Given the images of the other positions, its matches are the candidate-graph row of its
+  neighbour's image minus the images of the same-label positions that lie in that row, and
+  countable leaves cannot collide with each other, so the number of ways to place all of them is
+  a product. They are moved to the end of the RI order (at most n - 2, so at least two positions
+  are enumerated); of several leaves with one label, the first in RI order is counted.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ class QueryPlan:
     automorphisms: int           # |Aut(Q)| (label-preserving)
     orbit_sizes: tuple = field(default_factory=tuple)
     same_label: np.ndarray = None   # uint32 bitmask of earlier positions with the same label
-    free_leaves: int = 0         # trailing positions that are free leaves (``defer_leaves``)
+    free_leaves: int = 0         # trailing positions that are countable leaves (``defer_leaves``)
 
     @property
     def size(self) -> int:
@@ -181,14 +183,23 @@ def all_automorphisms(query: Graph) -> np.ndarray:
     return np.concatenate([rows[identity], rows[~identity]]).astype(np.int64)
 
 
-def free_leaves(adj: np.ndarray, labels: np.ndarray) -> list[int]:
-    """Query vertices of degree one whose label is unique in the query (at most n - 2 of them)."""
+def countable_leaves(adj: np.ndarray, labels: np.ndarray, order: list[int]) -> list[int]:
+    """Degree-one query vertices fixed by every automorphism, at most one per label, in
+    ``order`` (at most n - 2 of them)."""
     n = adj.shape[0]
     if n < 3:
         return []
-    _, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
-    leaves = [u for u in range(n) if adj[u].sum() == 1 and counts[inverse[u]] == 1]
-    return leaves[:n - 2]
+    colours = _refined_colours(adj, labels)
+    chosen, taken = [], set()
+    for u in order:
+        if adj[u].sum() != 1 or int(labels[u]) in taken:
+            continue
+        if any(w != u and colours[w] == colours[u]
+               and _extends_to_automorphism(adj, colours, order, {u: w}) for w in range(n)):
+            continue
+        chosen.append(u)
+        taken.add(int(labels[u]))
+    return chosen[:n - 2]
 
 
 def build_plan(query: Graph, symmetry_breaking: bool = True, defer_leaves: bool = False) -> QueryPlan:
@@ -200,7 +211,7 @@ def build_plan(query: Graph, symmetry_breaking: bool = True, defer_leaves: bool 
     adj = _adjacency(query)
     labels = np.asarray(query.labels, dtype=np.int64)
     order = ri_order(adj)
-    leaves = free_leaves(adj, labels) if defer_leaves else []
+    leaves = countable_leaves(adj, labels, order) if defer_leaves else []
     order = [u for u in order if u not in leaves] + [u for u in order if u in leaves]
     position = np.empty(n, dtype=np.int64)
     position[order] = np.arange(n)

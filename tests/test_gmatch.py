@@ -266,10 +266,11 @@ def leafy():
     return rmat(40, 160, seed=21, labels=uniform_labels(40, 5, seed=22), name="rmat40-5")
 
 
-@pytest.mark.parametrize("labels, counted", [((2, 3, 4), 3),    # three free leaves: all counted
-                                             ((2, 2, 3), 1),    # a repeated leaf label: enumerated
-                                             ((0, 3), 1),       # a leaf sharing the path's label
-                                             ((1,), 0)])        # ... or the hub's label
+@pytest.mark.parametrize("labels, counted", [
+    ((2, 3, 4), 4),     # vertex 0 (label 0 like the core's vertex 2) and the three hung leaves
+    ((2, 2, 3), 3),     # of two leaves labelled 2 the first is counted, the other enumerated
+    ((0, 3), 1),        # vertex 0 and the leaf labelled 0 on vertex 1 are symmetric: enumerated
+    ((1,), 1)])         # a leaf with its own neighbour's label (vertices 0 and 2 symmetric)
 def test_free_leaves_are_counted_and_equal_enumeration(labels, counted, leafy, reference_of):
     query = star_with_leaves(labels)
     expected = reference_of(leafy, query).count
@@ -279,6 +280,7 @@ def test_free_leaves_are_counted_and_equal_enumeration(labels, counted, leafy, r
     assert counted_run.count == enumerated.count == expected
     assert counted_run.stats["counted_leaves"] == counted
     assert enumerated.stats["counted_leaves"] == 0
+    assert engine(leafy, candidate_graph=False).match(query).stats["counted_leaves"] == 0
     plan = build_plan(query, defer_leaves=True)
     assert plan.free_leaves == counted
     tail = plan.order[query.num_vertices - counted:]
@@ -286,13 +288,13 @@ def test_free_leaves_are_counted_and_equal_enumeration(labels, counted, leafy, r
 
 
 def test_leaf_counting_with_symmetry_limit_and_collect(leafy, reference_of):
-    """A symmetric core (two label-0 ends) with free leaves: restrictions stay on the core; limit
-    and collect enumerate every leaf."""
+    """Counted leaves with limit and collect (which enumerate every leaf) and with a symmetric
+    core (a triangle of one label: its restriction stays on the core)."""
     query = star_with_leaves((2, 3))
     reference = reference_of(leafy, query, collect=True)
     gm = engine(leafy)
     full = gm.match(query)
-    assert full.count == reference.count and full.stats["counted_leaves"] == 2
+    assert full.count == reference.count and full.stats["counted_leaves"] == 3
     collected = gm.match(query, collect=True)
     assert collected.stats["counted_leaves"] == 0
     assert sorted(map(tuple, collected.embeddings)) == sorted(map(tuple, reference.embeddings))
