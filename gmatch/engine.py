@@ -44,6 +44,7 @@ CHOICES where the paper is silent:
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 
@@ -90,16 +91,21 @@ def fine_warps(levels: int) -> int:
     return max(1, min(8, SHARED_BUDGET // (levels * LEVEL_BYTES + 12)))
 
 
-def resident_blocks(kernel, args, threads: int) -> tuple[int, dict]:
-    """Blocks of ``kernel`` the whole GPU holds at once for these arguments (from the compiled
-    kernel's registers and shared memory), and its resource use."""
-    if SIM:
-        return 1, {}
-    compiled = kernel.compile(tuple(numba.typeof(a) for a in args))
+@functools.lru_cache(maxsize=None)
+def _resident(kernel, signature, threads: int) -> tuple[int, dict]:
+    compiled = kernel.compile(signature)
     blocks = compiled.max_cooperative_grid_blocks(threads)
     return max(1, blocks), {"registers_per_thread": compiled.regs_per_thread,
                             "local_bytes_per_thread": compiled.local_mem_per_thread,
                             "shared_bytes_per_block": compiled.shared_mem_per_block}
+
+
+def resident_blocks(kernel, args, threads: int) -> tuple[int, dict]:
+    """Blocks of ``kernel`` the whole GPU holds at once for these arguments (from the compiled
+    kernel's registers and shared memory), and its resource use; looked up once per kernel."""
+    if SIM:
+        return 1, {}
+    return _resident(kernel, tuple(numba.typeof(a) for a in args), threads)
 
 
 class GMatch(Engine):
@@ -117,7 +123,8 @@ class GMatch(Engine):
                  warps_per_block: int | None = None, blocks: int | None = None,
                  symmetry_breaking: bool = True, candidate_graph: bool | str = "auto",
                  leaf_counting: bool = True, idle_stats: bool = False,
-                 max_registers: int | None = 64, device_memory_limit: int | None = None):
+                 max_registers: int | None = 64, probe_s: float = 0.005,
+                 device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if granularity not in ("fine", "coarse"):
             raise ValueError(f"granularity must be 'fine' or 'coarse', got {granularity!r}")
@@ -155,6 +162,9 @@ class GMatch(Engine):
         self.leaf_counting = bool(leaf_counting)
         self.idle_stats = bool(idle_stats)
         self.max_registers = None if max_registers is None else int(max_registers)
+        if not float(probe_s) >= 0:
+            raise ValueError(f"probe_s must be non-negative, got {probe_s}")
+        self.probe_s = float(probe_s)
 
     # ------------------------------------------------------------------ prepare
     def _prepare(self, data: Graph) -> None:
@@ -361,10 +371,11 @@ class GMatch(Engine):
         return self._watch.run(kernel, blocks, warps * 32, args, deadline,
                                self._d_ctrl[C_STOP:C_STOP + 1]), shape
 
-    def _search(self, n, ne, graph, indexed, limit_unique, emb_cap, deadline, timer):
+    def _search(self, n, ne, graph, indexed, limit_unique, emb_cap, deadline, timer,
+                phase="enumerate"):
         """BFS + DFS; returns (unique count, ctrl block, embeddings device array, timed_out, stats)."""
         emb = self._budget.device_array((emb_cap, n), np.int32, "embeddings") if emb_cap else self._d_no_emb
-        with timer.phase("enumerate"):
+        with timer.phase(phase):
             pool, rows, width, timed_out, growths = self._seed_pool(ne, graph, indexed, deadline)
         stats = {"seeds": rows, "seed_width": width, "seed_pool_bytes": rows * width * 4,
                  "seed_pool_growths": growths, "max_stack_bytes": 0, "steal_buffer_bytes": 0}
@@ -374,7 +385,7 @@ class GMatch(Engine):
             return rows, ctrl, pool, timed_out, stats
         if rows == 0 or timed_out:
             return 0, ctrl, emb, timed_out, stats
-        with timer.phase("enumerate"):
+        with timer.phase(phase):
             timed_out, shape = self._dfs(n, graph, indexed, pool, rows, width, emb, emb_cap,
                                          limit_unique, deadline)
         stats.update(shape)
@@ -406,6 +417,18 @@ class GMatch(Engine):
                                                   self._d_labels, self._d_qp, self._d_cand)
         index_stats = {}
         graph = self._data_graph
+        if indexed and self.candidate_graph == "auto" and limit is None and not collect and self.probe_s:
+            # probe: most queries finish over the data graph before an index would be built
+            probe_qp = pack_query(plan, np.asarray(query.labels), adjacency)
+            self._d_qp.copy_to_device(probe_qp)
+            self._qp_host = probe_qp
+            probe_end = start + self.probe_s if deadline is None else min(deadline, start + self.probe_s)
+            unique, ctrl, _, stopped, stats = self._search(n, n, graph, False, 0, 0, probe_end, timer,
+                                                           phase="probe")
+            if not stopped or (deadline is not None and time.perf_counter() >= deadline):
+                status = Status.TIMEOUT if stopped else Status.OK
+                stats.update(probe_finished=not stopped)
+                return self._finish(timer, plan, unique, ctrl, stats, status, False)
         if indexed:
             begin = time.perf_counter()
             graph, index_stats = self._candidate_graph(plan, qp)
@@ -428,21 +451,27 @@ class GMatch(Engine):
                 emb_cap = limit_unique
         unique, ctrl, emb, timed_out, stats = self._search(n, ne, graph, indexed, limit_unique,
                                                            emb_cap, deadline, timer)
-        total = unique * aut
-        status = Status.OK
-        if timed_out:
-            status = Status.TIMEOUT
-        elif limit is not None and total >= limit:
-            status, total = Status.LIMIT, limit
+        stats.update(index_stats)
+        status = Status.TIMEOUT if timed_out else Status.OK
+        if status is Status.OK and limit is not None and unique * aut >= limit:
+            status = Status.LIMIT
         embeddings = None
         if collect:
             with timer.phase("transfer"):
                 rows = emb[:min(unique, emb_cap if n > 1 else unique)].copy_to_host()
             embeddings = self._expand(plan, query, rows.reshape(-1, n), limit)
+        return self._finish(timer, plan, unique, ctrl, stats, status, indexed, embeddings, limit)
+
+    def _finish(self, timer, plan, unique, ctrl, stats, status, indexed, embeddings=None,
+                limit=None) -> MatchResult:
+        """The result of a search: count (unique embeddings x |Aut(Q)|, cut at ``limit``) and
+        statistics."""
+        aut = plan.automorphisms
+        total = unique * aut if status is not Status.LIMIT else limit
         iters = int(ctrl[C_ITERS])
-        stats.update(index_stats)
         stats.update(order=plan.order.tolist(), automorphisms=aut, unique_embeddings=unique,
-                     counted_leaves=n - ne, warp_iterations=iters,
+                     counted_leaves=plan.size - int(self._qp_host[QP_SIZES, 2]),
+                     warp_iterations=iters,
                      steals=int(ctrl[C_STEALS]), global_steals=int(ctrl[C_GSTEALS]),
                      granularity=self.granularity, unroll=self.unroll,
                      batch=self.batch, work_stealing=self.work_stealing, seed_pool=self.seed_pool,

@@ -21,11 +21,13 @@ from gmatch.candidates import build_candidate_graph
 from gmatch.plan import all_automorphisms, build_plan
 
 #: small launch shapes and pools so the simulator stays fast; BFS still runs a level or two.
-SMALL = dict(seed_pool=8, blocks=2, warps_per_block=2, idle_stats=True)
+SMALL = dict(seed_pool=8, blocks=2, warps_per_block=2, idle_stats=True, probe_s=0)
 VARIANTS = {
     "fine-batch": dict(),
     "fine-data-graph": dict(candidate_graph=False),
     "fine-no-leaf-counting": dict(leaf_counting=False),
+    "fine-probe-finishes": dict(probe_s=100.0),         # auto: the data-graph probe answers
+    "fine-probe-stops": dict(probe_s=1e-4),             # auto: probe stopped, then the index
     "coarse-data-graph": dict(granularity="coarse", unroll=2, candidate_graph=False),
     "fine-naive": dict(batch=False),
     "fine-block-stealing": dict(work_stealing="block"),
@@ -78,6 +80,10 @@ def test_every_variant_equals_the_reference(variant, labelled, unlabelled, refer
             assert result.status is Status.OK
             assert result.count == reference_of(data, query).count, (variant, data.name, k)
             assert 0.0 <= result.stats["idle_rate"] <= 1.0
+            if variant == "fine-probe-finishes" and data is labelled:
+                assert result.stats["probe_finished"] and not result.stats["candidate_graph"]
+            if variant == "fine-probe-stops" and data is labelled:
+                assert result.stats["candidate_graph"] and "probe" in result.phases
 
 
 @pytest.mark.parametrize("options", [dict(), dict(granularity="coarse", unroll=4)], ids=["fine", "unroll-4"])
