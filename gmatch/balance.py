@@ -1,18 +1,19 @@
-"""gMatch initialisation: the BFS seed pool (paper Sec. 3.1 step 3 and Sec. 3.6 "Initialisation";
-digest Sec. 3.6 and 6.7). Work stealing itself lives in the DFS kernel (:mod:`gmatch.kernels`).
+"""gMatch initialisation: the BFS seed pool (paper Sec. 3.1 step 3 and Sec. 3.6 "Initialisation").
+Work stealing itself lives in the DFS kernel (:mod:`gmatch.kernels`).
 
 The search tree is expanded breadth-first on the GPU, one level per launch, until the pool holds
-at least ``seed_pool`` partial matches (the paper's N, default 10^6 as in the authors' bitmap build);
-warps of the DFS kernel then take seeds with an atomic counter.
+at least ``seed_pool`` partial matches (the paper's N, default 10^6 as in the authors' bitmap
+build); warps of the DFS kernel then take seeds with an atomic counter.
 CHOICES where the paper is silent:
-* level 0 is every candidate of the first query vertex; each BFS launch gives one warp per partial
-  match, whose lanes test its local candidates 32 at a time (the same fused check as the DFS) and
-  append the valid ones with one warp-aggregated atomic per batch (no count/scan/fill passes: the
-  order of seeds does not matter). One 8-byte read-back per level decides whether to go on.
-* the BFS stops at position |V(Q)| - 2 at the latest, so the DFS always has one level to run;
-* the pool is two preallocated ping-pong buffers of ``pool_elements`` int32 each (grown on demand,
-  never per query): a level that overflows them is discarded and the previous level is used as the
-  pool (fewer, larger seeds; stealing then balances).
+* level 0 is every candidate of the first query vertex (over the candidate graph, simply the
+  ranks 0..|C(0)|-1); each BFS launch gives one warp per partial match, whose lanes test its
+  local candidates 32 at a time with the DFS's own check and task-group functions and append the
+  valid ones with one warp-aggregated atomic per batch (no count/scan/fill passes: the order of
+  seeds does not matter). One 8-byte read-back per level decides whether to go on.
+* the BFS stops one position before the last enumerated one, so the DFS always has a level;
+* the pool is two ping-pong buffers that grow when a level needs more room (the engine's
+  ``_grow_pool``); a level past the largest buffer or the memory budget is discarded and the
+  previous level is used as the pool (fewer, larger seeds; stealing then balances).
 """
 
 from __future__ import annotations

@@ -1,26 +1,22 @@
-"""Candidate filtering and the candidate graph for gMatch (paper Sec. 3.1 step 2 and Sec. 3.5;
-digest Sec. 3.5).
+"""Candidate filtering and the candidate graph for gMatch (paper Sec. 3.1 step 2 and Sec. 3.5).
 
-The paper filters small queries by degree on the GPU and adopts EGSM's candidate graph only for
-its comparison with EGSM. CHOICE: one GPU pass per query computes the LDF + NLF filter (label,
-degree, and per-label neighbour counts) and stores the result as a bitmap over query positions,
-``cand_mask[v]`` bit d set iff data vertex v may match query position d (|V(Q)| <= 32, so one
-uint32 per data vertex, allocated once in ``prepare``). The search kernels test that bit for every
-task: an O(1) membership test in place of the authors' per-edge candidate-graph bitsets, which
-need an O(sum |C(u)| * deg) index build per query. On an unlabelled graph NLF reduces to the
-degree test.
+One GPU pass per query computes the LDF + NLF filter (label, degree, per-label neighbour counts)
+as a bitmap over query positions, ``cand_mask[v]`` bit d set iff data vertex v may match
+position d (|V(Q)| <= 32: one uint32 per data vertex, allocated once in ``prepare``). Over the
+data graph the search kernels test that bit for every task.
 
-Candidate graph (``GMatch(candidate_graph=True)``; the paper adopts EGSM's for its comparison with
-EGSM, Sec. 3.5): :func:`build_candidate_graph` refines C(u) with two passes (matching order, then
-reverse; v stays in C(u) iff every query neighbour u' of u has a candidate adjacent to v), writes
-the refined bits back to ``cand_mask`` (so the BFS seeds come from refined sets), and for every
-query edge (j, d), j an earlier position, stores a CSR over C(j): row i lists C(d) ∩ N(C(j)[i])
-(sorted data vertex ids), plus a bitset over C(d) per row, so that "is v adjacent to the image of
-j" is one bit test (bitmap set intersection) instead of a binary search. CHOICES where the paper
-is silent: the build runs on the host with NumPy from the GPU's LDF/NLF bits (one copy each way,
-timed as the ``index`` phase), not with the authors' GPU count/scan/fill passes; candidate
-indices are kept as a dense (|V(Q)|, |V(G)|) int32 table ``cidx`` (rank of v in C(d), or -1),
-which costs 4 |V(Q)| |V(G)| bytes per query instead of a hash of the candidate sets.
+Candidate graph (the authors' bitmap build, Sec. 3.5): :func:`build_candidate_graph` refines C(u)
+with two passes (matching order, then reverse; v stays in C(u) iff every query neighbour u' of u
+has a candidate adjacent to v) and, for every backward edge (j, d), stores one row per candidate
+of j listing the ranks in C(d) of its neighbours there (sorted), plus a bitset over C(d) per row.
+The search then carries ranks ("compact indices"): a row is found by arithmetic, an adjacency
+test is one bit, and a data vertex is needed only for injectivity, restrictions and output.
+CHOICES where the paper is silent: the build runs on the host, compiled with Numba, from the
+GPU's LDF/NLF bits (one copy each way, timed as the ``index`` phase) instead of the authors'
+GPU count/scan/fill passes; it scans only the neighbours with the wanted label (adjacency lists
+re-sorted by (label, id) once per data graph: :func:`label_sorted_adjacency`); when the bitmaps
+would take more than the memory budget allows (default at most 1 GiB), the search runs over the
+data graph instead (the authors' hash build is not ported).
 
 ``qp`` is the packed per-query parameter block shared by every gMatch kernel (int32, shape
 (QP_ROWS, 32), one host-to-device copy per query): see :func:`pack_query`.

@@ -1,23 +1,36 @@
-"""The gMatch engine (PVLDB 2026; digest papers/notes/gmatch.md): the only public entry of the package.
+"""The gMatch engine (Chen et al., PVLDB 2026; docs/papers.md): the only public entry of the package.
 
 Pipeline per query (paper Sec. 3.1): RI order + symmetry breaking on the host (:mod:`gmatch.plan`),
-LDF/NLF candidate bits on the GPU and, with ``candidate_graph=True``, the refined candidate graph
-with per-edge bitmaps (:mod:`gmatch.candidates`), BFS seed pool
-(:mod:`gmatch.balance`), then one persistent DFS launch (:mod:`gmatch.kernels`): fine-grained
-with shared-memory stacks, batch exploration and work stealing in and across blocks, or the
-coarse-grained Naive / Unroll-k baseline. The count is the number of unique embeddings times |Aut(Q)|.
+LDF/NLF candidate bits on the GPU and the refined candidate graph in compact indices
+(:mod:`gmatch.candidates`), BFS seed pool (:mod:`gmatch.balance`), then one persistent DFS launch
+(:mod:`gmatch.kernels`): fine-grained with shared-memory stacks, batch exploration and work
+stealing in and across blocks, or the coarse-grained Naive / Unroll-k baseline. The count is the
+number of unique embeddings times |Aut(Q)|.
 
 Variants are constructor options (Tables 2, 5, 6, 8 and Figs. 11, 16):
 ``GMatch(granularity="fine"|"coarse", unroll=1|2|4|8, batch=True|False,
 work_stealing="global"|"block"|"mailbox"|False, seed_pool=10**6)``. ``work_stealing``: "global"
 (default, the paper's full scheme: in-block stealing through shared memory plus the global mailbox
 across blocks), "block" (in-block only, as the authors' code), "mailbox" (global scheme with every
-hand-over through global memory), False (none); ``True`` means "global". ``candidate_graph``
-(default False: the paper uses it only in its comparison with EGSM) replaces adjacency lists and
-binary searches by the candidate graph's lists and bitmaps. ``unroll`` is the coarse model's
-number of partial matches per warp step (1 = Naive); the fine model ignores it (it takes
-``roots_per_fetch`` seeds per fetch). ``batch`` and ``work_stealing`` belong to the fine model;
-the coarse baseline has neither (as in the paper).
+hand-over through global memory), False (none); ``True`` means "global". ``unroll`` is the coarse
+model's number of partial matches per warp step (1 = Naive); the fine model ignores it (it takes
+``roots_per_fetch`` seeds per fetch). ``batch`` and ``work_stealing`` belong to the fine model.
+
+Past the paper (each an option, so the paper's gMatch is ``candidate_graph=False,
+leaf_counting=False``, which the experiments use):
+* ``candidate_graph``: "auto" (default) searches a labelled data graph for ``probe_s`` (5 ms)
+  over adjacency lists first; a query still running then is stopped and searched again over the
+  candidate graph (the paper uses it only against EGSM, Sec. 3.5), with its build timed as the
+  ``index`` phase and the probe as ``probe``. True always builds it, False never does. An
+  unlabelled data graph is searched over adjacency lists (its candidate graph is the graph).
+* ``leaf_counting`` (default True; count-only queries over the candidate graph): degree-one
+  query vertices that every automorphism fixes are counted per partial match as row lengths
+  minus same-label images, not enumerated (:mod:`gmatch.plan`); ``limit`` and ``collect``
+  always enumerate.
+* ``max_registers`` (default 64) caps the fine kernel's registers: on an H100 the compiler's
+  choice (96) gave 16 resident warps per SM and ran 20% slower than 64 registers with 32 warps
+  (a few bytes of spills); None leaves it to the compiler. ``idle_stats`` compiles the idle-lane
+  count into the fine kernel (Tables 2 and 6); the coarse kernel always counts.
 
 CHOICES where the paper is silent:
 * ``collect=True`` returns every ordered embedding: each unique embedding found is expanded by the
@@ -25,21 +38,21 @@ CHOICES where the paper is silent:
   runs the search twice (count, then write into an exactly sized buffer).
 * ``limit`` counts ordered embeddings: the kernels stop once ceil(limit / |Aut(Q)|) unique ones are
   found (a stop flag polled by every warp each iteration when a limit is set).
-* ``timeout_s``: deadline checks between BFS levels; the DFS is one launch either way. With a
-  timeout it runs through :class:`common.device.LaunchWatch`: on its own stream while the host
-  polls an event, and at the deadline the host writes the stop flag through a second stream (the
-  copy engine runs beside the kernel); the kernels poll the flag every 32 warp iterations, so the launch ends within a few iterations of
-  the deadline (earlier versions split the seed pool into 64 launches with checks between them,
-  which could not stop one heavy launch: a 12-vertex GitHub query ran for minutes under a 2 s
-  timeout). The count of a stopped launch is partial: status ``timeout``.
-* With global stealing the fine kernel is launched on the whole resident grid (SMs x resident
-  blocks) whatever the number of seeds: idle blocks get work by stealing.
+* ``timeout_s``: deadline checks between BFS levels; the DFS launch runs through
+  :class:`common.device.LaunchWatch`, which raises the stop flag from a second stream at the
+  deadline; warps poll it every 32 iterations. The count of a stopped launch is partial: status
+  ``timeout``.
+* Grids: the fine kernel's resident grid comes from the compiled kernel (registers and shared
+  memory: ``max_cooperative_grid_blocks``); with global stealing it is launched whole whatever
+  the number of seeds, since idle blocks get work by stealing.
+* The seed pool grows (up to 2^28 int32 per buffer, within the memory budget) when a BFS level
+  needs more room; only past that does it fall back to the previous level.
 * Memory statistics: ``max_stack_bytes`` = the execution stacks of the launch (shared memory for
   the fine model, the global feasible-set buffers for the coarse one); ``steal_buffer_bytes`` = the
   global mailbox, warp states and hand-over records (global stealing only, not counted as stack);
   ``seed_pool_bytes`` = the seeds the BFS left in the pool (rows x width x 4).
-* Stack levels are a compile-time constant (8, 16 or 32 levels) with warps per block chosen so the
-  stacks fit Numba's 48 KB static shared memory: 8, 6 and 3 warps.
+* Stack levels are a compile-time constant (4, 8, 12, 16, 24 or 32 levels) with warps per block
+  chosen so the stacks fit Numba's 48 KB static shared memory.
 """
 
 from __future__ import annotations

@@ -1,26 +1,42 @@
-"""gMatch search kernels (paper Sec. 3.2-3.4, Alg. 2; digest Sec. 2, 3.2-3.4, 6).
+"""gMatch search kernels (paper Sec. 3.2-3.4, Alg. 2; docs/papers.md).
 
-Fine-grained model (:func:`fine_kernel`): a task is (partial match M, candidate v); a warp owns a
-stack of |V(Q)| levels x 32 slots in SHARED memory. Slot k of level d holds the data vertex of the
-k-th valid child produced by the last 32-task batch at level d and the slot of its parent in level
-d-1; the task group of that child (its local candidate set LC for position d+1) is stored at level
-d+1, entry k, as (source row, length, skipped position): LC = the first ``length`` entries of
-row ``source`` of the local-candidate CSR ``lc``, the row of the backward neighbour's image with
-the fewest entries, and the length stops at the symmetry-breaking bound (rows are sorted, so the
-restriction "f(u_{d+1}) < f(u_j)" truncates the list, the code's "reach_bound"). ``lc`` is the
-data graph's CSR (row = data vertex, LC = its adjacency list; membership = binary search) or,
-with the candidate graph (:mod:`gmatch.candidates`), the CSR of query edge (j, d+1) (row = the
-candidate index of the image of j, LC = its candidate neighbours in C(d+1); membership = one
-bitmap bit); the kernels read the mode from ``qp``. Partial matches are never
-materialised: a lane rebuilds its own by following parent pointers, fused with validation
-(injectivity, one membership test per other backward neighbour, candidate bit), and the same walk
-computes the task group of the child. Each iteration fetches the next 32 tasks of the level's
-virtual task pool through two cursors (task group, offset); with ``batch`` the 32 lanes may span
-several task groups (batch exploration), without it they stay in one group (the paper's "Fine
-(naive)"). A ballot gives the valid tasks; the warp descends (children compacted to slots
-0..popc-1) or, when nothing is valid or the level is the last, counts and backtracks once the
-level's cursor is exhausted. All control flow is warp-uniform: the stack top and cursors live in
-shared memory, written by lane 0 between ``syncwarp`` calls.
+Fine-grained model (:func:`fine_kernel`): a task is (partial match M, candidate x); a warp owns a
+stack of levels x 32 slots in SHARED memory. Slot k of level d holds the index ``mi`` of the k-th
+valid child produced by the last 32-task batch at level d and the slot ``par`` of its parent in
+level d-1; the task group of that child (its local candidates for position d+1) is stored at
+level d+1, entry k, as (key, length, skipped position): the shortest row over the backward
+neighbours' images, cut at the symmetry-breaking bound (rows are sorted, so the restriction
+"f(u_{d+1}) < f(u_j)" truncates the list, the authors' "reach_bound").
+
+The graph the kernels read is chosen at compile time (:func:`search_functions`):
+* the candidate graph (``indexed``; :mod:`gmatch.candidates`): an index is a rank in C(d), a row
+  lists the ranks in C(d) adjacent to one candidate of j, the stored key is the row's start, an
+  adjacency test is one bit of the edge's bitmap, and ``cset`` maps ranks to data vertices (for
+  injectivity, restrictions and output) - the authors' bitmap build;
+* the data graph: an index is a data vertex, a row its adjacency list, adjacency a binary search,
+  and every task first tests its LDF/NLF candidate bit.
+
+Partial matches are never materialised: a lane rebuilds its own by following parent pointers.
+CHOICES where the paper is silent (as the authors' code does, or past it):
+* a candidate is checked only against its backward neighbours other than the one whose row
+  supplied it and, for injectivity, the earlier positions with its label (candidates are
+  label-filtered); the walk stops at the lowest such position;
+* the child's task group is computed after the ballot, by the valid lanes only (a second walk
+  over its backward neighbours and restricted positions);
+* the plan rows read per task are copied to shared memory once per block (:func:`load_plan`);
+* every lane keeps its own count (no per-leaf atomics or ballots); with ``limit`` or ``collect``
+  leaves are counted and written per batch (:func:`search_functions` ``leaf_output``);
+* the last ``n - ne`` positions may be countable leaves (:mod:`gmatch.plan`): at position ne-1
+  a valid lane adds the product of their row lengths minus the same-label images in each row
+  (``leaf_product``) instead of enumerating them.
+
+Each iteration fetches the next 32 tasks of the level's virtual task pool through two cursors
+(task group, offset); with ``batch`` the 32 lanes may span several task groups (batch
+exploration), without it they stay in one group (the paper's "Fine (naive)"). A ballot gives the
+valid tasks; the warp descends (children compacted to slots 0..popc-1) or, when nothing is valid
+or the level is the last, backtracks once the level's cursor is exhausted. All control flow is
+warp-uniform: the stack top and cursors live in shared memory, written by lane 0 between
+``syncwarp`` calls.
 
 Seeds: the stack's bottom level (position s-1, s = seed width) holds up to ``roots`` row indices
 of the BFS seed pool (:mod:`gmatch.balance`); positions < s are read from the pool row. A warp
@@ -115,7 +131,7 @@ W_BUSY, W_WAITING, W_SHARED_GIFT, W_CLAIMED, W_EXITED, W_GLOBAL_GIFT, W_TERMINAT
 
 
 def xfer_words(levels: int) -> int:
-    """int32 words of one warp's global hand-over record: mv and par of every level, the task
+    """int32 words of one warp's global hand-over record: mi and par of every level, the task
     groups (source, length, skip) of the split level, and (level, first group, groups)."""
     return 2 * levels * 32 + 3 * 32 + 3
 

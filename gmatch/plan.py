@@ -1,4 +1,4 @@
-"""gMatch query plan (paper Sec. 3.1 step 1; digest Sec. 1 and 3.1): RI matching order, the
+"""gMatch query plan (paper Sec. 3.1 step 1; docs/papers.md): RI matching order, the
 query's automorphism group and symmetry-breaking restrictions, renamed to order positions.
 
 * Order: RI (Bonnici et al. 2013) as the authors' code implements it: first the vertex of maximum
