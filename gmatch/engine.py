@@ -280,7 +280,7 @@ class GMatch(Engine):
             return False
         return True
 
-    def _seed_pool(self, ne: int, graph, indexed: bool, deadline):
+    def _seed_pool(self, ne: int, graph, indexed: bool, deadline, max_width: int = 32):
         """Fill the pool breadth-first until it holds ``seed_pool`` partial matches (at most
         ne - 1 positions wide); returns (device buffer, rows, width, timed_out, pool growths)."""
         fill(self._d_levels, 0)
@@ -300,7 +300,7 @@ class GMatch(Engine):
         width = 1
         growths = 0
         expand = seed_expand_kernel(indexed)
-        while width < ne - 1 and 0 < rows < self.seed_pool:
+        while width < min(ne - 1, max_width) and 0 < rows < self.seed_pool:
             if deadline is not None and time.perf_counter() > deadline:
                 return self._d_pool[cur_i], rows, width, True, growths
             out_i = 1 - cur_i
@@ -385,11 +385,12 @@ class GMatch(Engine):
                                self._d_ctrl[C_STOP:C_STOP + 1]), shape
 
     def _search(self, n, ne, graph, indexed, limit_unique, emb_cap, deadline, timer,
-                phase="enumerate"):
+                phase="enumerate", max_width=32):
         """BFS + DFS; returns (unique count, ctrl block, embeddings device array, timed_out, stats)."""
         emb = self._budget.device_array((emb_cap, n), np.int32, "embeddings") if emb_cap else self._d_no_emb
         with timer.phase(phase):
-            pool, rows, width, timed_out, growths = self._seed_pool(ne, graph, indexed, deadline)
+            pool, rows, width, timed_out, growths = self._seed_pool(ne, graph, indexed, deadline,
+                                                                    max_width)
         stats = {"seeds": rows, "seed_width": width, "seed_pool_bytes": rows * width * 4,
                  "seed_pool_growths": growths, "max_stack_bytes": 0, "steal_buffer_bytes": 0}
         ctrl = np.zeros(CTRL_SIZE, dtype=np.int64)
@@ -408,6 +409,21 @@ class GMatch(Engine):
         return int(ctrl[C_COUNT]), ctrl, emb, timed_out, stats
 
     # ------------------------------------------------------------------ match
+    def _plan(self, query, adjacency, count_leaves, timer):
+        """Plan the query, upload its parameter block and filter the candidates on the GPU."""
+        begin = time.perf_counter()
+        plan = build_plan(query, self.symmetry_breaking, defer_leaves=count_leaves)
+        qp = pack_query(plan, np.asarray(query.labels), adjacency, count_leaves=count_leaves)
+        self._qp_host = qp
+        timer.add("plan", time.perf_counter() - begin)
+        with timer.phase("filter"):
+            self._d_qp.copy_to_device(qp)
+            nv = self.data.num_vertices
+            blocks = max(1, min(4096, math.ceil(nv / FILTER_THREADS)))
+            filter_kernel[blocks, FILTER_THREADS](self._data_graph[0], self._data_graph[1],
+                                                  self._d_labels, self._d_qp, self._d_cand)
+        return plan, qp
+
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         start = time.perf_counter()
         deadline = None if timeout_s is None else start + timeout_s
@@ -417,31 +433,25 @@ class GMatch(Engine):
         indexed = self._use_candidate_graph() and n > 1
         count_leaves = (indexed and self.leaf_counting and self.granularity == "fine"
                         and limit is None and not collect)
-        plan = build_plan(query, self.symmetry_breaking, defer_leaves=count_leaves)
+        probe = (indexed and self.candidate_graph == "auto" and limit is None and not collect
+                 and self.probe_s > 0)
         adjacency = [query.neighbors[query.offsets[u]:query.offsets[u + 1]] for u in range(n)]
-        qp = pack_query(plan, np.asarray(query.labels), adjacency, count_leaves=count_leaves)
-        timer.add("plan", time.perf_counter() - start)
+        plan, qp = self._plan(query, adjacency, count_leaves and not probe, timer)
         aut = plan.automorphisms
-        with timer.phase("filter"):
-            self._d_qp.copy_to_device(qp)
-            nv = self.data.num_vertices
-            blocks = max(1, min(4096, math.ceil(nv / FILTER_THREADS)))
-            filter_kernel[blocks, FILTER_THREADS](self._data_graph[0], self._data_graph[1],
-                                                  self._d_labels, self._d_qp, self._d_cand)
         index_stats = {}
         graph = self._data_graph
-        if indexed and self.candidate_graph == "auto" and limit is None and not collect and self.probe_s:
-            # probe: most queries finish over the data graph before an index would be built
-            probe_qp = pack_query(plan, np.asarray(query.labels), adjacency)
-            self._d_qp.copy_to_device(probe_qp)
-            self._qp_host = probe_qp
+        if probe:
+            # most queries finish over the data graph before an index would be built: search from
+            # the first position's candidates (no BFS: one BFS level can outlast the probe)
             probe_end = start + self.probe_s if deadline is None else min(deadline, start + self.probe_s)
             unique, ctrl, _, stopped, stats = self._search(n, n, graph, False, 0, 0, probe_end, timer,
-                                                           phase="probe")
+                                                           phase="probe", max_width=1)
             if not stopped or (deadline is not None and time.perf_counter() >= deadline):
                 status = Status.TIMEOUT if stopped else Status.OK
                 stats.update(probe_finished=not stopped)
                 return self._finish(timer, plan, unique, ctrl, stats, status, False)
+            if count_leaves:                      # countable leaves go last: a new order
+                plan, qp = self._plan(query, adjacency, True, timer)
         if indexed:
             begin = time.perf_counter()
             graph, index_stats = self._candidate_graph(plan, qp)
