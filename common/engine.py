@@ -17,6 +17,7 @@ and reports the budget's peak as ``MatchResult.peak_device_bytes``.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import os
 from abc import ABC, abstractmethod
@@ -182,6 +183,10 @@ _REGISTRY: dict[str, str] = {
     "stwig": "stwig.engine:STwig",
     "stwig-cpu": "stwig.cpu:STwigCPU",
 }
+#: Peer CPU engines (common/peers.py), registered when their package is installed (extra `peers`).
+PEER_ENGINES: dict[str, str] = {"networkx": "common.peers:NetworkXMatcher", "igraph": "common.peers:IGraphMatcher"}
+_REGISTRY.update({name: target for name, target in PEER_ENGINES.items()
+                  if importlib.util.find_spec(name) is not None})
 
 
 def register(name: str, target: str | type) -> None:

@@ -1,7 +1,8 @@
 """All registered engines side by side on one workload, checked against the CPU reference.
 
 ``gpusm demo`` (and ``make demo``) runs :func:`demo` on a built-in seeded workload: a labelled
-R-MAT data graph and a random-walk query set. Every engine prepares the data graph once, answers
+R-MAT data graph and a random-walk query set. Every registered engine (the peers networkx and
+igraph too, when installed: common/peers.py) prepares the data graph once, answers
 every query, and the summary table shows, per engine, the queries answered (status ok), how many
 of those agree and disagree with the reference, the total number of embeddings and the median
 time per query. A query not answered (timeout, oom, unsupported) is neither agreed nor disagreed.
@@ -16,6 +17,7 @@ import pandas as pd
 
 from common import BACKEND, Graph, available_engines, create_engine
 from common.generate import power_law_labels, query_set, rmat
+from common.peers import installed_peers
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ def _side_by_side_experiments():
     from .core import Config, Experiment, Metric, Point
     from .workloads import ENRON, GITHUB, GITHUB_Q, HPRD, HPRD_DENSE_16, YEAST, QuerySpec, yeast_queries
 
-    configs = tuple(Config.of(name, name) for name in ENGINES_COMPARED)
+    configs = tuple(Config.of(name, name) for name in (*ENGINES_COMPARED, *PEERS_COMPARED))
     known = (Point("HPRD dense_16", HPRD, HPRD_DENSE_16),
              *(Point(f"yeast {kind}", YEAST, yeast_queries(kind))
                for kind in ("dense_8", "sparse_8", "dense_16")),
@@ -170,4 +172,6 @@ def _side_by_side_experiments():
 
 ENGINES_COMPARED = ("cpu", "gsi", "egsm", "gmatch", "stwig")
 """The reference and the four GPU engines, in report order."""
+PEERS_COMPARED = tuple(installed_peers())
+"""networkx and igraph (common/peers.py) where installed (extra ``peers``), after gpusm's engines."""
 EXPERIMENTS = _side_by_side_experiments()

@@ -1,0 +1,125 @@
+"""The peer engines (common/peers.py): networkx VF2 and igraph LAD/VF2 count exactly what the cpu
+reference counts on tiny cases (undirected, directed, edge labels), stop at their deadline, and
+join the side-by-side comparison."""
+
+import time
+
+import numpy as np
+import pytest
+
+import common
+from common import Graph, Status
+from common.generate import power_law_labels, query_set, rmat
+from common.peers import installed_peers
+from _paths import DATA
+from experiments.compare import compare_engines, summarize
+
+PEERS = [("networkx", {}), ("igraph", {"method": "lad"}), ("igraph", {"method": "vf2"})]
+
+
+def _case(seed: int, directed: bool = False, edge_labels: bool = False):
+    """A random 40-vertex labelled graph and three 4-vertex queries cut from it (the edges among
+    vertices a breadth-first search reached, directions and edge labels kept)."""
+    rng = np.random.default_rng(seed)
+    n = 40
+    src = rng.integers(0, n, 160)
+    dst = rng.integers(0, n, 160)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    labels = rng.integers(0, 3, n)
+    elab = (src * dst + src + dst) % 2 if edge_labels else None     # the same label for both copies of an edge
+    data = Graph.from_edges(n, src, dst, labels, elab, directed=directed, name=f"case{seed}")
+    s, d, e = data.edges()
+    adjacency = {v: set() for v in range(n)}
+    for u, v in zip(s.tolist(), d.tolist()):
+        adjacency[u].add(v)
+        adjacency[v].add(u)
+    queries = []
+    for start in rng.permutation(n).tolist():
+        chosen = [start]
+        for v in chosen:
+            chosen += sorted(adjacency[v] - set(chosen))[:4 - len(chosen)]
+        if len(chosen) < 4:
+            continue
+        ids = {v: i for i, v in enumerate(chosen)}
+        inside = [k for k, (u, v) in enumerate(zip(s.tolist(), d.tolist())) if u in ids and v in ids]
+        queries.append(Graph.from_edges(4, [ids[s[k]] for k in inside], [ids[d[k]] for k in inside],
+                                        labels[chosen], None if e is None else e[inside], directed=directed,
+                                        name=f"q{len(queries)}"))
+        if len(queries) == 3:
+            return data, queries
+    raise AssertionError("no 4-vertex connected pieces")
+
+
+def _rows(result) -> set:
+    return set(map(tuple, result.embeddings.tolist()))
+
+
+def test_both_peers_are_registered_when_installed():
+    assert installed_peers() == ["networkx", "igraph"]
+    assert {"networkx", "igraph"} <= set(common.available_engines())
+    assert not common.create_engine("networkx").uses_device
+
+
+@pytest.mark.parametrize("name,options", PEERS, ids=["networkx", "igraph-lad", "igraph-vf2"])
+@pytest.mark.parametrize("directed,edge_labels", [(False, False), (True, False), (False, True)],
+                         ids=["undirected", "directed", "edge-labels"])
+def test_peer_counts_and_embeddings_equal_the_reference(name, options, directed, edge_labels):
+    checked = 0
+    for seed in (1, 2):
+        data, queries = _case(seed, directed, edge_labels)
+        reference = common.create_engine("cpu").prepare(data)
+        peer = common.create_engine(name, **options).prepare(data)
+        for query in queries:
+            expected = reference.match(query, collect=True)
+            got = peer.match(query, collect=True)
+            if edge_labels and options.get("method") == "lad":
+                assert got.status == Status.UNSUPPORTED and "edge labels" in got.reason
+                continue
+            assert got.status == Status.OK, got.reason
+            assert got.count == expected.count
+            assert _rows(got) == _rows(expected)
+            checked += expected.count > 0
+    assert checked or (edge_labels and options.get("method") == "lad")
+
+
+@pytest.mark.parametrize("name,options", PEERS, ids=["networkx", "igraph-lad", "igraph-vf2"])
+def test_peer_counts_on_bundled_hprd_queries(name, options):
+    # exact counts shipped with the data (data/hprd): 3 and 80
+    queries = [DATA / "hprd" / "queries" / f"query_dense_16_{i}.graph" for i in (1, 2)]
+    results = common.match_many(DATA / "hprd" / "HPRD.graph", queries, engine=name, timeout_s=60, **options)
+    assert [(str(r.status), r.count) for r in results] == [("ok", 3), ("ok", 80)]
+
+
+@pytest.mark.parametrize("name,options", PEERS, ids=["networkx", "igraph-lad", "igraph-vf2"])
+def test_peer_stops_at_its_deadline(name, options):
+    # an unlabelled dense graph and a 7-vertex cycle: millions of embeddings, far more than 0.3 s of search
+    data = rmat(256, 6000, seed=3, name="dense")
+    cycle = Graph.from_edges(7, np.arange(7), (np.arange(7) + 1) % 7, np.zeros(7, int), name="C7")
+    engine = common.create_engine(name, **options).prepare(data)
+    start = time.perf_counter()
+    result = engine.match(cycle, timeout_s=0.3)
+    assert result.status == Status.TIMEOUT
+    assert time.perf_counter() - start < 3.0     # the full count runs far longer
+
+
+@pytest.mark.parametrize("name,options", PEERS, ids=["networkx", "igraph-lad", "igraph-vf2"])
+def test_peer_limit(name, options):
+    data, queries = _case(1)
+    query = max(queries, key=lambda q: common.match(data, q).count)
+    total = common.match(data, query).count
+    assert total > 2
+    result = common.match(data, query, engine=name, limit=2, collect=True, **options)
+    assert (result.status, result.count, result.embeddings.shape) == (Status.LIMIT, 2, (2, query.num_vertices))
+
+
+def test_peers_join_the_side_by_side_comparison():
+    labels = power_law_labels(96, 4, 1.0, seed=7)
+    data = rmat(96, 320, seed=7, labels=labels, name="rmat-demo")
+    queries = list(query_set(data, 3, 4, seed=8, method="induced").queries)
+    raw = compare_engines(data, queries, ["cpu", "networkx", "igraph"], timeout_s=20)
+    table = summarize(raw).set_index("engine")
+    for peer in ("networkx", "igraph"):
+        assert table.loc[peer, "answered"] == 3
+        assert table.loc[peer, "agreed"] == 3 and table.loc[peer, "disagreed"] == 0
+    assert table.loc["cpu", "total embeddings"] == table.loc["networkx", "total embeddings"] > 0
