@@ -136,7 +136,7 @@ class Experiment:
     ``time_limit_s`` and ``memory_cap`` are the paper's; the scale may lower the time limit.
     ``scale_at`` maps a scale name to overrides of that scale's fields for this experiment
     alone (fewer queries, a shorter limit, fewer points, smaller stand-ins).
-    ``figure``: None, ``"bars"``, ``"lines"`` (x = ``Point.x``) or ``"scatter"`` (per-query
+    ``figure``: None, ``"bars"``, ``"lines"`` (x = ``Point.x``, named with its unit by ``xlabel``) or ``"scatter"`` (per-query
     times of each config against ``scatter_base``). ``rows`` maps point labels to table rows
     when a row pools several points (e.g. one pattern on several datasets); by default each
     point is a row.
@@ -159,6 +159,7 @@ class Experiment:
     rows: dict = field(default_factory=dict)        # point label -> row label (pooled rows)
     memory_cap_at: dict = field(default_factory=dict)  # scale name -> device-memory cap (override)
     scale_at: dict = field(default_factory=dict)       # scale name -> {Scale field: value} (override)
+    xlabel: str = ""                                   # lines: what Point.x is, with its unit
 
     def scale_for(self, scale: Scale) -> Scale:
         """``scale`` with this experiment's overrides for it applied."""

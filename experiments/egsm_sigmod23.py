@@ -85,7 +85,7 @@ EXPERIMENTS = (
     _experiment("table4", "Table 4: speedup of EGSM over its variants (t_variant / t_EGSM)",
                 (EGSM, *VARIANTS), Metric("speedup", base="EGSM"), _T4),
     _experiment("fig11_labels", "Fig. 11(a/b): number of labels (Enron), EGSM", (EGSM,), Metric("avg_ms"),
-                points=_SIGMA_SWEEP, figure="lines", notes="sizes 8 for |Σ| < 8, as §6.3 does for |Σ| = 1, 4"),
+                points=_SIGMA_SWEEP, figure="lines", xlabel="vertex labels |Σ| (count)", notes="sizes 8 for |Σ| < 8, as §6.3 does for |Σ| = 1, 4"),
     _experiment("fig11_sizes", "Fig. 11(c/d): query size (Enron), EGSM", (EGSM,), Metric("avg_ms"),
-                points=_SIZE_SWEEP, figure="lines"),
+                points=_SIZE_SWEEP, figure="lines", xlabel="query vertices |V(Q)| (count)"),
 )

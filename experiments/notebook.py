@@ -1,8 +1,8 @@
 """What the paper notebooks (``notebooks/``) call: show a paper's measured tables beside the
 printed ones, its figures, and any count disagreement, from the files a run left in ``results/``.
 
-The tables are recomputed from the raw per-query CSV (not copied from the markdown), so a
-notebook shows exactly what the rows say.
+The tables and figures are recomputed from the raw per-query CSV (not copied from the markdown
+or the PNG), so a notebook shows exactly what the rows say, drawn by the current plotting code.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pandas as pd
 
 from . import experiments_of
 from .core import check_counts
-from .report import side_by_side
+from .report import draw_figure, side_by_side, write_figure
 from .runner import read_rows
 from .workloads import get_scale
 
@@ -25,6 +25,40 @@ def _display(obj) -> None:
         print(obj.to_string() if isinstance(obj, pd.DataFrame) else obj)
         return
     display(obj)
+
+
+def _display_figure(fig) -> None:
+    import matplotlib.pyplot as plt
+
+    try:
+        from IPython.display import display
+    except ImportError:
+        print(f"figure: {fig.axes[0].get_title()}")
+    else:
+        display(fig)
+    plt.close(fig)
+
+
+def draw_from_rows(experiment, folder: Path | str, scale: str = "small"):
+    """``experiment``'s figure (:func:`experiments.report.draw_figure`) drawn from the raw rows in ``folder``."""
+    raw = read_rows(Path(folder) / f"{experiment.name}.{scale}.csv")
+    raw = raw[raw.experiment == experiment.name]
+    return draw_figure(experiment, get_scale(scale), raw, experiment.table(raw, get_scale(scale)))
+
+
+def redraw_figures(paper: str, results: Path | str = "results", scale: str = "small") -> list[Path]:
+    """Rewrite the PNG of every figure of ``paper`` that has run at ``scale``, from its raw rows
+    (after a change to the plots; the rows and tables are not touched)."""
+    folder = Path(results) / paper
+    written = []
+    for experiment in experiments_of(paper):
+        raw_file = folder / f"{experiment.name}.{scale}.csv"
+        if experiment.figure and raw_file.exists():
+            raw = read_rows(raw_file)
+            raw = raw[raw.experiment == experiment.name]
+            written.append(write_figure(experiment, get_scale(scale), raw, experiment.table(raw, get_scale(scale)),
+                                        folder / f"{experiment.name}.{scale}.png"))
+    return written
 
 
 def paper_outputs(paper: str, results: Path | str = "results", scale: str = "small") -> dict[str, pd.DataFrame]:
@@ -57,11 +91,6 @@ def show_paper(paper: str, results: Path | str = "results", scale: str = "small"
         if len(problems):
             print("COUNT DISAGREEMENTS between configurations:")
             _display(problems)
-        figure = folder / f"{experiment.name}.{scale}.png"
-        if figure.exists():
-            try:
-                from IPython.display import Image
-                _display(Image(filename=str(figure)))
-            except ImportError:
-                print(f"figure: {figure}")
+        if experiment.figure:
+            _display_figure(draw_from_rows(experiment, folder, scale))
     return tables

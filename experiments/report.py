@@ -1,5 +1,5 @@
 """Reports of one experiment run: a markdown table with the paper's value beside every measured
-cell, and a matplotlib PNG for figures (bars, lines, or per-query scatter on log axes).
+cell, and a matplotlib PNG for figures (bars, lines, or per-query scatter; :func:`draw_figure`).
 
 The raw per-query rows are the runner's CSV (``<name>.<scale>.csv``) in the same folder. Every
 report's header names the GPU, the scale, the command, the date and the package versions;
@@ -185,52 +185,167 @@ def write_markdown(experiment, scale, raw, table, disagreements, path: Path, com
     return path
 
 
-def write_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame, path: Path) -> Path | None:
-    """A PNG for experiments that reproduce a figure (``experiment.figure``)."""
-    if experiment.figure is None:
-        return None
+STAT_AXES = {
+    "max_stack_bytes": ("maximum execution-stack size (bytes)", True),
+    "seed_pool_bytes": ("seed-pool size (bytes)", True),
+    "candidate_index_bytes": ("candidate-index size (bytes)", True),
+    "candidate_edges_per_relation": ("candidate edges per query-edge relation (count)", True),
+    "loads_total": ("global-memory loads (count)", True),
+    "idle_rate": ("idle rate (share of lanes without a task)", False),
+}
+"""y-axis label (with its unit) and log scale of the statistics figures plot; others: :func:`value_axis`."""
+
+
+def value_axis(experiment) -> tuple[str, bool]:
+    """The value axis of ``experiment``'s figure: its label with the unit, and whether it is logarithmic
+    (times, bytes, counts that span decades and ratios are; solved-query counts and rates are not)."""
+    metric = experiment.metric
+    if metric.kind == "avg_ms":
+        return "time per query (ms), mean over solved queries", True
+    if metric.kind == "solved":
+        return "solved queries (count)", False
+    if metric.kind == "speedup":
+        return f"speedup over {metric.base} (time ratio, x)", True
+    if metric.kind == "peak_mb":
+        return "peak device memory (MiB), mean over solved queries", True
+    if metric.stat in STAT_AXES:
+        return STAT_AXES[metric.stat]
+    if metric.stat.endswith("_s") and metric.factor == 1000.0:
+        return f"{metric.stat[:-2]} time (ms)", True
+    return f"{metric.stat} (mean over queries)", metric.stat.endswith("bytes")
+
+
+def unsolved_counts(experiment, scale, raw: pd.DataFrame) -> pd.DataFrame:
+    """Per (row, config): queries that ran but were not solved (any status but ok and skipped)."""
+    table = pd.DataFrame(0, index=list(experiment.row_groups(scale)), columns=[c.label for c in experiment.configs])
+    for row, members in experiment.row_groups(scale).items():
+        here = raw[raw.dataset.isin(members)]
+        for config in table.columns:
+            rows = here[here.config == config]
+            table.loc[row, config] = int((~rows.status.isin(("ok", SKIPPED))).sum())
+    return table
+
+
+def _log_if_positive(ax, axis: str, values) -> None:
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if len(values) and values.min() > 0:
+        (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
+
+
+def draw_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame):
+    """The matplotlib Figure of an experiment that reproduces a figure (``experiment.figure``).
+
+    Every axis is labelled with its unit; times, bytes and ratios are on log scales. Queries that
+    ran but were not solved stay visible: a bar or line's legend entry says how many, a time cell
+    with no solved query is drawn at the time limit (marker x), and a scatter draws each unsolved
+    side of a pair at the time limit (marker ^, its own legend entry). The scatter's y = x line is
+    in the legend.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    if experiment.figure == "bars":
-        table.plot.bar(ax=ax, rot=0, logy=experiment.metric.kind == "avg_ms")
-        ax.set_ylabel(METRIC_UNITS[experiment.metric.kind])
-    elif experiment.figure == "lines":
-        xs = [p.x for p in experiment.points_for(scale)]
-        for column in table.columns:
-            ax.plot(xs, table[column].to_numpy(dtype=float), marker="o", label=column)
-        ax.set_ylabel(METRIC_UNITS[experiment.metric.kind])
-        ax.legend()
+    limit_ms = experiment.time_limit_for(scale) * 1e3
+    fig, ax = plt.subplots(figsize=(10.5 if experiment.figure == "scatter" else 7.5, 4.5))
+    if experiment.figure in ("bars", "lines"):
+        ylabel, log = value_axis(experiment)
+        unsolved = unsolved_counts(experiment, scale, raw)
+        ran = raw[raw.status != SKIPPED]
+        is_time = experiment.metric.kind == "avg_ms"
+        shown = [table.to_numpy(dtype=float).ravel()]
+        marked = False
+        if experiment.figure == "bars":
+            xs = np.arange(len(table.index), dtype=float)
+            width = 0.8 / max(1, len(table.columns))
+        else:
+            by_label = {p.label: p.x for p in experiment.points_for(scale)}
+            xs = np.array([by_label.get(row, math.nan) for row in table.index], dtype=float)
+        for i, column in enumerate(table.columns):
+            values = table[column].to_numpy(dtype=float)
+            missing = int(unsolved[column].sum())
+            total = int((ran.config == column).sum())
+            label = f"{column} ({missing} of {total} queries unsolved)" if missing else column
+            if experiment.figure == "bars":
+                here = xs - 0.4 + width * (i + 0.5)
+                artist = ax.bar(here, np.nan_to_num(values, nan=0.0), width, label=label)
+                colour = artist.patches[0].get_facecolor() if artist.patches else None
+            else:
+                here = xs
+                (line,) = ax.plot(xs, values, marker="o", label=label)
+                colour = line.get_color()
+            if is_time:      # a cell where every query that ran went unsolved: at the time limit
+                empty = np.isnan(values) & (unsolved[column].to_numpy() > 0)
+                if empty.any():
+                    ax.plot(here[empty], np.full(int(empty.sum()), limit_ms), linestyle="none", marker="x",
+                            markersize=9, color=colour,
+                            label=None if marked else f"no query solved (drawn at the {limit_ms / 1e3:g} s limit)")
+                    marked = True
+                    shown.append(np.full(1, limit_ms))
+        if experiment.figure == "bars":
+            ax.set_xticks(xs, [str(r) for r in table.index])
+            ax.set_xlabel(experiment.xlabel or "data graph")
+        else:
+            ax.set_xlabel(experiment.xlabel or "x")
+        ax.set_ylabel(ylabel)
+        if log:
+            _log_if_positive(ax, "y", np.concatenate(shown))
+            values = np.concatenate(shown)
+            values = values[np.isfinite(values) & (values > 0)]
+            if experiment.figure == "bars" and ax.get_yscale() == "log" and len(values):
+                # bars grow from a decade below the smallest one, so that it stays visible
+                ax.set_ylim(bottom=10.0 ** (math.floor(math.log10(values.min())) - 1))
+        ax.legend(fontsize=8)
     elif experiment.figure == "scatter":
         base = experiment.scatter_base
-        solved = raw[raw.status == "ok"]
-        times = solved.assign(seconds=solved["seconds"].astype(float)).pivot_table(
-            index=["dataset", "query"], columns="config", values="seconds")
+        ran = raw[raw.status != SKIPPED]
+        ms = ran.assign(ms=ran["seconds"].astype(float) * 1e3)
+        ms.loc[ms.status != "ok", "ms"] = limit_ms            # unsolved: drawn at the time limit
+        times = ms.pivot_table(index=["dataset", "query"], columns="config", values="ms")
+        solved = ms.assign(ok=ms.status == "ok").pivot_table(index=["dataset", "query"], columns="config",
+                                                            values="ok", aggfunc="all")
+        drawn = []
         for column in times.columns if base in times.columns else ():
             if column == base:
                 continue
-            pair = times[[base, column]].dropna() * 1e3
-            ax.scatter(pair[base], pair[column], s=12, label=column)
-        values = times.to_numpy(dtype=float)
-        values = values[np.isfinite(values)] * 1e3
-        if len(values) and values.min() > 0:
-            ax.plot([values.min(), values.max()], [values.min(), values.max()], color="grey", linewidth=0.8)
+            pair = times[[base, column]].dropna()
+            both = solved.loc[pair.index, [base, column]].astype(bool).all(axis=1)
+            points = ax.scatter(pair.loc[both, base], pair.loc[both, column], s=14, label=f"{column}: both solved")
+            if (~both).any():
+                ax.scatter(pair.loc[~both, base], pair.loc[~both, column], s=40, marker="^",
+                           color=points.get_facecolor()[0] if len(points.get_facecolor()) else None,
+                           label=f"{column}: unsolved by one or both ({int((~both).sum())}), "
+                                 f"at the {limit_ms / 1e3:g} s limit")
+            drawn.append(pair.to_numpy(dtype=float).ravel())
+        values = np.concatenate(drawn) if drawn else np.zeros(0)
+        values = values[np.isfinite(values) & (values > 0)]
+        if len(values):
+            low, high = values.min(), values.max()
+            ax.plot([low, high], [low, high], color="grey", linewidth=0.8, label="y = x (equal time)")
             ax.set_xscale("log")
             ax.set_yscale("log")
-        ax.set_xlabel(f"{base} time per query (ms)")
-        ax.set_ylabel("time per query (ms)")
-        if ax.collections:
-            ax.legend()
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
         else:
-            ax.text(0.5, 0.5, f"no query solved by {base} and another configuration", ha="center",
+            ax.text(0.5, 0.5, f"no query ran on both {base} and another configuration", ha="center",
                     transform=ax.transAxes)
+        ax.set_xlabel(f"{base}: time per query (ms)")
+        ax.set_ylabel("other configuration: time per query (ms)")
     else:
+        plt.close(fig)
         raise ValueError(f"unknown figure kind {experiment.figure!r}")
-    ax.set_title(f"{experiment.title} [{scale.name}]")
+    ax.set_title(f"{experiment.title} [{scale.name}]", fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+def write_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame, path: Path) -> Path | None:
+    """A PNG of :func:`draw_figure` for experiments that reproduce a figure (``experiment.figure``)."""
+    if experiment.figure is None:
+        return None
+    import matplotlib.pyplot as plt
+
+    fig = draw_figure(experiment, scale, raw, table)
     temp = path.with_name(f".{path.name}.tmp")
     fig.savefig(temp, dpi=120, format="png")
     os.replace(temp, path)

@@ -46,9 +46,9 @@ def _experiment(name, title, configs, metric, points, paper=None, **kw) -> Exper
                       TIME_LIMIT_S, paper_values=paper, scale_at={"small": SMALL}, **kw)
 
 
-def _sweep(name: str, values, make, title: str, paper=None) -> Experiment:
+def _sweep(name: str, values, make, title: str, xlabel: str, paper=None) -> Experiment:
     points = tuple(Point(f"{name}={v}", make(v), QUERIES, x=v) for v in values)
-    return _experiment(f"fig3_{name}", title, (GPU, CPU), SPEEDUP, points, paper, figure="lines")
+    return _experiment(f"fig3_{name}", title, (GPU, CPU), SPEEDUP, points, paper, figure="lines", xlabel=xlabel)
 
 
 EXPERIMENTS = (
@@ -62,11 +62,13 @@ EXPERIMENTS = (
     _experiment("fig3a_explore", "Fig. 3a: exploration ('other') time (ms)", (GPU, CPU),
                 Metric("avg_ms", phases=("filter",)), (DEFAULT,), figure="bars"),
     _sweep("vertices", (16384, 32768, 65536, 131072), lambda n: rmat_graph(vertices=n),
-           "§5.2 / Fig. 3c: speedup vs data size (t_CPU / t_GPU)"),
-    _sweep("labels", (8, 16, 32, 64), lambda k: rmat_graph(labels=k), "Fig. 3b: speedup vs number of labels"),
-    _sweep("degree", (8, 16, 32, 64), lambda d: rmat_graph(degree=d), "Fig. 3c: speedup vs average degree"),
+           "§5.2 / Fig. 3c: speedup vs data size (t_CPU / t_GPU)", "data-graph vertices (count)"),
+    _sweep("labels", (8, 16, 32, 64), lambda k: rmat_graph(labels=k), "Fig. 3b: speedup vs number of labels",
+           "vertex labels (count)"),
+    _sweep("degree", (8, 16, 32, 64), lambda d: rmat_graph(degree=d), "Fig. 3c: speedup vs average degree",
+           "average degree (edges per vertex)"),
     _experiment("fig3d", "Fig. 3d: speedup vs query size N", (GPU, CPU), SPEEDUP,
                 tuple(Point(f"N={n}", rmat_graph(), QuerySpec("stwig", sizes=(n,), count=17), x=n)
                       for n in range(5, 11)),
-                pd.DataFrame({"CPU": [15.66]}, index=["N=9"]), figure="lines"),
+                pd.DataFrame({"CPU": [15.66]}, index=["N=9"]), figure="lines", xlabel="query size N (vertices)"),
 )
