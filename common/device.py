@@ -278,6 +278,33 @@ def fill(d_array, value, stream=0) -> None:
     _fill_kernel[blocks, FILL_THREADS, stream](flat, value)
 
 
+@cuda.jit
+def _clear_bit_kernel(masks, bit, keep, lo, hi, counter, index):
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < masks.size:
+        if (i < lo or i >= hi) and (masks[i] & bit) != 0:
+            masks[i] = masks[i] & keep
+            if index >= 0:
+                cuda.atomic.add(counter, index, -1)
+        i += stride
+
+
+def clear_bit_outside(d_masks, bit: int, lo: int, hi: int, counter=None, index: int = -1) -> None:
+    """Clear bit ``bit`` of ``d_masks[v]`` for every v outside ``[lo, hi)`` (a root range,
+    :mod:`common.roots`), subtracting one from ``counter[index]`` per bit cleared when given."""
+    if d_masks.size == 0:
+        return
+    kind = np.dtype(d_masks.dtype).type
+    width = 8 * np.dtype(d_masks.dtype).itemsize
+    one = 1 << bit
+    keep = kind(((1 << width) - 1) & ~one) if np.dtype(d_masks.dtype).kind == "u" else kind(~one)
+    if counter is None:
+        counter, index = d_masks, -1
+    blocks = min(1024, (d_masks.size + FILL_THREADS - 1) // FILL_THREADS)
+    _clear_bit_kernel[blocks, FILL_THREADS](d_masks, kind(one), keep, lo, hi, counter, index)
+
+
 class LaunchWatch:
     """Stops a running kernel launch at a host deadline (the engines' ``timeout_s``).
 

@@ -40,6 +40,7 @@ from numba import njit
 from .engine import Engine
 from .graph import Graph
 from .result import MatchResult, Status
+from .roots import check_root_range, outside_mask
 
 FILTERS = ("label", "degree", "nlf", "refine")
 ORDERS = ("gql", "ri", "input")
@@ -574,7 +575,9 @@ class ReferenceMatcher(Engine):
     :data:`ORDERS`, see :func:`matching_order`), ``chunk_steps`` (search steps per compiled
     call: the granularity of ``timeout_s``). The defaults were the fastest on the HPRD, yeast
     and GitHub query sets (docs/performance.md). ``device_memory_limit`` is accepted and
-    ignored (this engine runs on the CPU).
+    ignored (this engine runs on the CPU). ``root_range`` (lo, hi) keeps the embeddings whose
+    first vertex of the order (:meth:`root_vertex`, chosen from the unrestricted candidates)
+    maps into ``[lo, hi)`` (:mod:`common.roots`).
     """
 
     name = "cpu"
@@ -586,7 +589,7 @@ class ReferenceMatcher(Engine):
     uses_device = False
 
     def __init__(self, *, filter: str = "refine", order: str = "ri", chunk_steps: int = 1 << 22,
-                 device_memory_limit: int | None = None):
+                 root_range: tuple[int, int] | None = None, device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if filter not in FILTERS:
             raise ValueError(f"unknown filter {filter!r}; choose one of {FILTERS}")
@@ -597,6 +600,7 @@ class ReferenceMatcher(Engine):
         self.filter = filter
         self.order = order
         self.chunk_steps = int(chunk_steps)
+        self.root_range = check_root_range(root_range)
         self._arrays: _DataArrays | None = None
 
     def _prepare(self, data: Graph) -> None:
@@ -624,6 +628,23 @@ class ReferenceMatcher(Engine):
                     q_labels, *_query_arcs(query))
         return (cand, *_candidate_lists(cand, q_labels, g.vertices_by_label, g.label_offsets))
 
+    def root_vertex(self, query: Graph, *, homomorphic: bool = False) -> int:
+        """The query vertex that ``root_range`` restricts: the first of the matching order."""
+        _, cl_off, _ = self.candidates(query, homomorphic=homomorphic)
+        return matching_order(query, np.diff(cl_off), self.order)[0]
+
+    def _restrict_root(self, cand: np.ndarray, root: int, query: Graph):
+        """Drop the root's candidates outside ``root_range``, refine again (fewer candidates of
+        the root can only remove others) and rebuild the lists."""
+        g = self._arrays
+        cand[root, outside_mask(g.n, check_root_range(self.root_range))] = 0
+        q_labels = _own(query.labels, np.int32)
+        if self.filter == "refine":
+            use_el = bool(g.has_edge_labels or query.has_edge_labels)
+            _refine(cand, g.n, g.vertices_by_label, g.label_offsets, *g.out, *g.inn, use_el,
+                    q_labels, *_query_arcs(query))
+        return (cand, *_candidate_lists(cand, q_labels, g.vertices_by_label, g.label_offsets))
+
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         start = time.perf_counter()
         deadline = None if timeout_s is None else start + timeout_s
@@ -635,6 +656,9 @@ class ReferenceMatcher(Engine):
         t_filter = time.perf_counter()
 
         order = matching_order(query, sizes, self.order)
+        if self.root_range is not None:           # the order (and so the root) comes first
+            cand, cl_off, cl = self._restrict_root(cand, order[0], query)
+            sizes = np.diff(cl_off)
         bw_off, bw_p, bw_dir, bw_el = _backward_constraints(query, order)
         qv = np.asarray(order, dtype=np.int64)
         qlab = _own(query.labels[qv], np.int32)
@@ -644,6 +668,8 @@ class ReferenceMatcher(Engine):
 
         stats = {"filter": self.filter, "order": order, "candidate_sizes": sizes.tolist(),
                  "multiplied_levels": nq - tail}
+        if self.root_range is not None:
+            stats["root_range"] = list(self.root_range)
         chunks: list[np.ndarray] = []
         status, count, calls = Status.OK, 0, 0
         if sizes.min() > 0 and (homomorphic or nq <= g.n):

@@ -19,6 +19,11 @@ Options (variants of the paper's Table 4 are options of this one class):
   (the simulator).
 * ``blocks``: blocks of the enumeration kernel (default 4 per SM; 1 in the simulator).
 * ``device_memory_limit``: every device allocation goes through one ``DeviceMemoryBudget``.
+* ``root_range`` (lo, hi) keeps only the embeddings whose u0 maps into [lo, hi) (issue 17,
+  :mod:`common.roots`); u0, the first vertex, comes from the query alone
+  (:meth:`EGSM.root_vertex`), and its
+  candidate bits outside the range are cleared right after filter steps 1-2, so the tries, the
+  wedge filter and the first stage see the restricted C(u0).
 
 ``timeout_s`` (the paper has none): the deadline is checked before every stage launch, and
 each stage launch runs through :class:`common.device.LaunchWatch`, which raises the kernels'
@@ -49,10 +54,12 @@ import time
 
 import numpy as np
 
-from common.device import DeviceMemoryBudget, LaunchWatch, PhaseTimer, cuda, fill, simulator_active
+from common.device import (DeviceMemoryBudget, LaunchWatch, PhaseTimer, clear_bit_outside, cuda, fill,
+                           simulator_active)
 from common.engine import Engine
 from common.graph import Graph
 from common.result import MatchResult, Status
+from common.roots import check_root_range
 from common.scan import ScanWorkspace, exclusive_scan
 
 from . import layout as L
@@ -60,7 +67,7 @@ from .cuckoo_trie import (alive_kernel, compact_kernel, count_kernel, fill_kerne
                           table_sizes)
 from .enumerate import extend_kernel
 from .filter import candidate_kernel, filtering_order, neighbour_label_counts, prune_kernel
-from .order import plan as make_plan
+from .order import first_vertex, plan as make_plan
 
 
 class _PastDeadline(Exception):
@@ -102,7 +109,7 @@ class EGSM(Engine):
                  mode: str | None = None, order: str | None = None, load_balance: bool | None = None,
                  split_threshold: int = SPLIT_THRESHOLD, split_records: int = SPLIT_RECORDS,
                  queue_bytes: int | None = None, blocks: int | None = None,
-                 device_memory_limit: int | None = None):
+                 root_range: tuple[int, int] | None = None, device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {list(VARIANTS)}, got {variant!r}")
@@ -126,6 +133,7 @@ class EGSM(Engine):
             raise ValueError(f"blocks must be positive, got {blocks}")
         self.queue_bytes = None if queue_bytes is None else int(queue_bytes)
         self.blocks = None if blocks is None else int(blocks)
+        self.root_range = check_root_range(root_range)
 
     # ------------------------------------------------------------------ prepare
     def _prepare(self, data: Graph) -> None:
@@ -239,6 +247,11 @@ class EGSM(Engine):
             candidate_kernel[_blocks(self.data_n), L.BUILD_THREADS](
                 self.data_n, self.d_offsets, self.d_labels, self.d_nlc_off, self.d_nlc_lab,
                 self.d_nlc_cnt, self.d_meta, self.d_masks, self.d_ctrl)
+            root_range = check_root_range(self.root_range)
+            if root_range is not None:            # u0 only inside the root range
+                u0 = first_vertex(adj)
+                clear_bit_outside(self.d_masks, u0, *root_range, self.d_ctrl, L.C_CAND + u0)
+                stats["root_range"] = list(root_range)
             ctrl = self._read_ctrl()
         cand = ctrl[L.C_CAND:L.C_CAND + nq].copy()
         stats["candidates"] = cand.tolist()
@@ -290,6 +303,12 @@ class EGSM(Engine):
         stats["groups"] = [list(g) for g in plan.groups]
         return self._enumerate(meta, plan, masks, first_edge, int(card[first_edge]), nq, limit,
                                collect, deadline, timer, stats, finish)
+
+    def root_vertex(self, query: Graph) -> int:
+        """u0, the query vertex ``root_range`` restricts (the vertex itself for one vertex)."""
+        adj = [set(int(a) for a in query.neighbors[query.offsets[u]:query.offsets[u + 1]])
+               for u in range(query.num_vertices)]
+        return first_vertex(adj) if query.num_edges else 0
 
     def _query_meta(self, query: Graph, adj, edges) -> np.ndarray:
         nq = query.num_vertices
@@ -472,6 +491,9 @@ class EGSM(Engine):
         label = int(query.labels[0])
         offsets = self.data.label_offsets
         vertices = self.data.vertices_by_label[offsets[label]:offsets[label + 1]]
+        root_range = check_root_range(self.root_range)
+        if root_range is not None:
+            vertices = vertices[(vertices >= root_range[0]) & (vertices < root_range[1])]
         timer.add("filter", time.perf_counter() - start)
         total = int(vertices.size)
         count = total if limit is None else min(total, int(limit))

@@ -133,6 +133,17 @@ def max_degree_edge(vertices: set[int], adj: list[set[int]]) -> list[int]:
     return best[1]
 
 
+def _first_of(dense: list[int], deg: list[int]) -> int:
+    return max(dense, key=lambda u: (deg[u], -u))
+
+
+def first_vertex(adj: list[set[int]]) -> int:
+    """u0 of :func:`plan` in every mode, from the query alone (no relation sizes): the vertex
+    ``root_range`` restricts (issue 17)."""
+    core = two_core(adj) or set(max_degree_edge(set(range(len(adj))), adj))
+    return _first_of(dense_vertices(core, adj), [len(a) for a in adj])
+
+
 def plan(adj: list[set[int]], rel: dict[tuple[int, int], int], mode: str = "bfs-dfs") -> Plan:
     """Groups of a connected query with at least one edge; ``rel[(u, a)]`` = |R(u, a)|."""
     if mode not in MODES:
@@ -144,7 +155,7 @@ def plan(adj: list[set[int]], rel: dict[tuple[int, int], int], mode: str = "bfs-
         core = set(max_degree_edge(set(range(n)), adj))
     dense = dense_vertices(core, adj)
     dense_set = set(dense)
-    u0 = max(dense, key=lambda u: (deg[u], -u))
+    u0 = _first_of(dense, deg)
 
     def edge_key(group: list[int], anchor: set[int]) -> tuple:
         sizes = [rel[(a, u)] for u in group for a in adj[u] if a in anchor]
@@ -172,4 +183,4 @@ def plan(adj: list[set[int]], rel: dict[tuple[int, int], int], mode: str = "bfs-
                 core=sorted(core))
 
 
-__all__ = ["MODES", "Plan", "plan", "two_core", "components", "dense_vertices"]
+__all__ = ["MODES", "Plan", "plan", "first_vertex", "two_core", "components", "dense_vertices"]

@@ -31,6 +31,12 @@ leaf_counting=False``, which the experiments use):
   choice (96) gave 16 resident warps per SM and ran 20% slower than 64 registers with 32 warps
   (a few bytes of spills); None leaves it to the compiler. ``idle_stats`` compiles the idle-lane
   count into the fine kernel (Tables 2 and 6); the coarse kernel always counts.
+* ``root_range`` (lo, hi) keeps only the seeds whose position 0 maps into [lo, hi) (issue 17,
+  :mod:`common.roots`); position 0 is one query vertex in every plan of a query
+  (:meth:`GMatch.root_vertex`), and the filter's bit 0 is cleared outside the range before the
+  seeds and the candidate graph are built.
+  The count is still unique embeddings x |Aut(Q)|, each unique one counted in the part of its
+  representative's root, so the parts of a partition add up to the whole count.
 
 CHOICES where the paper is silent:
 * ``collect=True`` returns every ordered embedding: each unique embedding found is expanded by the
@@ -64,11 +70,13 @@ import time
 import numba
 import numpy as np
 
-from common.device import DeviceMemoryBudget, LaunchWatch, PhaseTimer, cuda, fill, simulator_active
+from common.device import (DeviceMemoryBudget, LaunchWatch, PhaseTimer, clear_bit_outside, cuda, fill,
+                           simulator_active)
 from common.engine import Engine
 from common.errors import DeviceOutOfMemory
 from common.graph import Graph
 from common.result import MatchResult, Status
+from common.roots import check_root_range
 
 from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
 from .candidates import (FILTER_THREADS, QP_CSIZE, QP_ROWS, QP_SIZES, build_candidate_graph,
@@ -138,7 +146,7 @@ class GMatch(Engine):
                  symmetry_breaking: bool = True, candidate_graph: bool | str = "auto",
                  leaf_counting: bool = True, idle_stats: bool = False,
                  max_registers: int | None = 64, probe_s: float = 0.005,
-                 device_memory_limit: int | None = None):
+                 root_range: tuple[int, int] | None = None, device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if granularity not in ("fine", "coarse"):
             raise ValueError(f"granularity must be 'fine' or 'coarse', got {granularity!r}")
@@ -179,6 +187,7 @@ class GMatch(Engine):
         if not float(probe_s) >= 0:
             raise ValueError(f"probe_s must be non-negative, got {probe_s}")
         self.probe_s = float(probe_s)
+        self.root_range = check_root_range(root_range)
 
     # ------------------------------------------------------------------ prepare
     def _prepare(self, data: Graph) -> None:
@@ -423,7 +432,14 @@ class GMatch(Engine):
             blocks = max(1, min(4096, math.ceil(nv / FILTER_THREADS)))
             filter_kernel[blocks, FILTER_THREADS](self._data_graph[0], self._data_graph[1],
                                                   self._d_labels, self._d_qp, self._d_cand)
+            root_range = check_root_range(self.root_range)
+            if root_range is not None:            # position 0 only inside the root range
+                clear_bit_outside(self._d_cand, 0, *root_range)
         return plan, qp
+
+    def root_vertex(self, query: Graph) -> int:
+        """The query vertex at position 0 (the one ``root_range`` restricts)."""
+        return int(build_plan(query, self.symmetry_breaking).order[0])
 
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         start = time.perf_counter()

@@ -1,0 +1,71 @@
+"""Root ranges: restrict a search to the embeddings whose root lies in a range of data vertices,
+and cut the root's candidates into ranges of similar estimated work (issue 17).
+
+An engine that takes ``root_range=(lo, hi)`` (``cpu``, ``gmatch``, ``egsm``) counts only the
+embeddings whose image of its *root*, the first query vertex it matches, is a data vertex id in
+``[lo, hi)``. The root is chosen from the query (and, for ``cpu``, from the unrestricted candidate
+sizes) and never from the range, so the counts of a partition of ``[0, |V(G)|)`` add up to the
+whole count; ``limit``, ``collect`` and the statuses keep their meaning for each part. Each such
+engine names its root with ``root_vertex(query)``. ``root_range`` only acts in ``match``: it may be
+changed on a prepared engine between two queries.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def check_root_range(value) -> tuple[int, int] | None:
+    """``None``, or ``(lo, hi)`` as two ints with 0 <= lo <= hi, from a pair or a 'lo:hi' string
+    (the command line's ``-o root_range=lo:hi``); anything else is a ValueError."""
+    if value is None:
+        return None
+    pair = value.split(":") if isinstance(value, str) else value
+    try:
+        lo, hi = (int(x) for x in pair)
+    except (TypeError, ValueError):
+        raise ValueError(f"root_range must be (lo, hi) or 'lo:hi' with whole numbers, got {value!r}") from None
+    if not 0 <= lo <= hi:
+        raise ValueError(f"root_range must satisfy 0 <= lo <= hi, got {value!r}")
+    return lo, hi
+
+
+def outside_mask(n: int, root_range: tuple[int, int]) -> np.ndarray:
+    """Boolean array over the data vertices ``0..n-1``: True outside ``[lo, hi)``."""
+    lo, hi = root_range
+    out = np.ones(n, dtype=bool)
+    out[min(lo, n):min(hi, n)] = False
+    return out
+
+
+def work_ranges(candidates: np.ndarray, weights: np.ndarray, n: int, parts: int) -> list[tuple[int, int]]:
+    """Cut ``[0, n)`` into at most ``parts`` ranges of about equal summed weight of the root's
+    candidates (sorted data vertex ids, with one weight each: the estimated work below them).
+
+    The ranges cover ``[0, n)`` without gaps or overlaps, so the parts' counts add up exactly
+    whatever the estimate; each holds at least one candidate (no empty parts), and one
+    candidate heavier than a share is a range of its own.
+    """
+    if parts < 1:
+        raise ValueError(f"parts must be at least 1, got {parts}")
+    candidates = np.asarray(candidates, dtype=np.int64)
+    if candidates.size <= 1 or parts == 1:
+        return [(0, n)]
+    work = np.asarray(weights, dtype=np.float64) + 1.0       # +1: every candidate is some work
+    cumulative = np.cumsum(work)
+    # a candidate goes to share k when the middle of its work lies in the k-th of ``parts``
+    # equal shares of the total; a new range starts wherever the share changes
+    share = np.minimum(((cumulative - work / 2) * parts / cumulative[-1]).astype(np.int64), parts - 1)
+    starts = np.flatnonzero(np.diff(share) > 0) + 1
+    bounds = [0, *candidates[starts].tolist(), n]
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if a < b]
+
+
+def label_degree_candidates(data, label: int, degree: int) -> np.ndarray:
+    """Data vertices with vertex label ``label`` and degree >= ``degree``, sorted (the estimate
+    of a root's candidates that every engine's filter contains)."""
+    offsets = np.asarray(data.label_offsets)
+    if label >= offsets.size - 1:
+        return np.zeros(0, dtype=np.int64)
+    vertices = np.sort(np.asarray(data.vertices_by_label[offsets[label]:offsets[label + 1]], dtype=np.int64))
+    return vertices[np.asarray(data.degrees)[vertices] >= degree]
