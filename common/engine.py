@@ -256,8 +256,17 @@ def match(data, query, engine: str = "cpu", *, limit: int | None = None, collect
 def match_many(data, queries: Iterable, engine: str = "cpu", *, limit: int | None = None,
                collect: bool = False, timeout_s: float | None = None, homomorphic: bool = False,
                vertex_label: str | None = "label", edge_label: str | None = None,
-               **engine_options) -> list[MatchResult]:
-    """Match a query set, preparing the data graph once (inputs as for :func:`match`)."""
+               client=None, **engine_options) -> list[MatchResult]:
+    """Match a query set, preparing the data graph once (inputs as for :func:`match`).
+
+    With a dask.distributed ``client`` every query is a task on the cluster, each worker
+    preparing the data graph once (:func:`common.distributed.match_many`; the ``dask`` extra).
+    """
+    if client is not None:
+        from .distributed import match_many as on_cluster
+        return on_cluster(data, queries, engine, client=client, limit=limit, collect=collect,
+                          timeout_s=timeout_s, homomorphic=homomorphic, vertex_label=vertex_label,
+                          edge_label=edge_label, **engine_options)
     data = _as_graph(data, vertex_label, edge_label)
     prepared = create_engine(engine, **engine_options).prepare(data)
     return [prepared.match(_as_graph(q, vertex_label, edge_label, like=data), limit=limit,

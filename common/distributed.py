@@ -1,0 +1,330 @@
+"""Query sets and split queries on a Dask cluster (issue 17; needs the ``dask`` extra).
+
+* :func:`match_many` runs one Dask task per query. The data graph goes to the workers once:
+  scattered to all of them (``client.scatter(..., broadcast=True)``) or, with
+  ``data_on_workers=True``, as a path each worker reads itself. Each worker process prepares an
+  engine once per (graph, engine, options) and keeps it in a small worker-side cache
+  (:data:`CACHE_SIZE` entries, least recently used dropped first), so a query set pays one
+  ``prepare`` per worker. Results come back in query order, as a local run's, with
+  ``stats["dask_worker"]`` (the worker's address), ``stats["dask_gpu"]`` (its
+  ``CUDA_VISIBLE_DEVICES``, one GPU per worker under ``dask_cuda``), ``stats["dask_pid"]`` and
+  ``stats["dask_warm"]`` (False for the task that prepared the engine).
+* :func:`match_split` runs one query as several tasks, each over a range of data vertices for
+  the engine's root (``root_range``, :mod:`common.roots`; engines ``cpu``, ``gmatch``, ``egsm``).
+  The ranges are cut by estimated work (the degrees of the root's label-and-degree candidates),
+  more of them than workers, so that the scheduler balances them. Counts add up exactly,
+  embeddings concatenate (in range order), the status is the worst of the parts, and ``limit``
+  and ``timeout_s`` hold for the whole: parts still queued when the limit is reached are
+  cancelled, and a part that starts after the deadline returns ``timeout`` at once.
+* A worker that dies (a killed process) loses its running and queued tasks; the scheduler runs
+  them again elsewhere (up to ``distributed.scheduler.allowed-failures`` times), so a lost
+  worker costs time, never a wrong or missing count.
+
+The deadline of a split run is wall-clock time taken on the client and read on the workers:
+their clocks must agree (they do on one host).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from .engine import _as_graph, create_engine
+from .graph import Graph
+from .result import MatchResult, Status
+
+#: prepared engines a worker process keeps (one per graph, engine and options)
+CACHE_SIZE = 4
+#: worst first: the status of a split run is the worst of its parts'
+_SEVERITY = {Status.OK: 0, Status.LIMIT: 1, Status.TIMEOUT: 2, Status.OOM: 3, Status.UNSUPPORTED: 4}
+#: seconds the client waits past a split run's deadline for parts still running (they stop
+#: themselves at the deadline; this covers the transfer of their results)
+DEADLINE_GRACE_S = 5.0
+
+_cache: OrderedDict = OrderedDict()        # worker side: key -> [lock, engine]
+_graphs: dict = {}                        # worker side: path token -> Graph
+_cache_lock = threading.Lock()
+_scattered: dict = {}                     # client side: (client id, token) -> graph future
+
+
+def _require_distributed():
+    try:
+        import distributed
+    except ImportError as exc:
+        raise ImportError("the Dask path needs dask and distributed: pip install 'gpusm[dask]'") from exc
+    return distributed
+
+
+# ---------------------------------------------------------------------- worker side
+def graph_token(graph: Graph) -> str:
+    """A content hash of a data graph (the worker-side cache key; equal graphs share engines)."""
+    h = hashlib.blake2b(digest_size=16)
+    for array in (graph.offsets, graph.neighbors, graph.labels, graph.edge_labels):
+        if array is not None:
+            array = np.ascontiguousarray(array)
+            h.update(str(array.dtype).encode() + str(array.shape).encode())
+            h.update(array.tobytes())
+    h.update(repr((graph.directed, graph.name)).encode())
+    return h.hexdigest()
+
+
+def _path_token(path: str) -> str:
+    stat = os.stat(path)
+    return f"path:{os.path.abspath(path)}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def _engine_entry(graph, token: str, engine: str, options: dict):
+    """The worker's prepared engine for (graph, engine, options): (lock, engine, warm)."""
+    key = (token, engine, repr(sorted(options.items())))
+    with _cache_lock:
+        entry = _cache.get(key)
+        warm = entry is not None
+        if warm:
+            _cache.move_to_end(key)
+        else:
+            entry = _cache[key] = [threading.Lock(), None]
+            while len(_cache) > CACHE_SIZE:
+                _cache.popitem(last=False)
+            entry[0].acquire()            # prepared below, outside the cache lock
+    if warm:
+        with entry[0]:                    # another task may still be preparing it
+            prepared = entry[1]
+        if prepared is None:
+            raise RuntimeError(f"preparing {engine} failed in another task on this worker")
+        return entry[0], prepared, True
+    try:
+        if isinstance(graph, str):        # a path every worker reads: loaded once per process
+            data = _graphs.get(token)
+            if data is None:
+                from .io import load_graph
+                data = _graphs[token] = load_graph(graph)
+        else:
+            data = graph
+        entry[1] = create_engine(engine, **options).prepare(data)
+    except BaseException:
+        with _cache_lock:
+            _cache.pop(key, None)
+        raise
+    finally:
+        entry[0].release()
+    return entry[0], entry[1], False
+
+
+def _worker_address() -> str:
+    try:
+        from distributed import get_worker
+        return get_worker().address
+    except (ImportError, ValueError):
+        return "local"
+
+
+def _run_query(graph, token: str, engine: str, options: dict, query: Graph, kwargs: dict,
+               root_range=None, deadline: float | None = None) -> MatchResult:
+    """One task: match ``query`` on this worker's prepared engine (``deadline``: epoch seconds)."""
+    lock, prepared, warm = _engine_entry(graph, token, engine, options)
+    kwargs = dict(kwargs)
+    if deadline is not None:
+        left = deadline - time.time()
+        if left <= 0:
+            result = MatchResult(engine, 0, Status.TIMEOUT, query=query.name,
+                                 reason="the deadline passed before this part started")
+            result.stats["root_range"] = list(root_range) if root_range else None
+            return _stamp(result, warm)
+        kwargs["timeout_s"] = left
+    with lock:                            # one query at a time on one prepared engine
+        if root_range is not None:
+            prepared.root_range = root_range
+        try:
+            result = prepared.match(query, **kwargs)
+        finally:
+            if root_range is not None:
+                prepared.root_range = None
+    return _stamp(result, warm)
+
+
+def _stamp(result: MatchResult, warm: bool) -> MatchResult:
+    gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    result.stats.update(dask_worker=_worker_address(), dask_gpu=gpus.split(",")[0] if gpus else "",
+                        dask_pid=os.getpid(), dask_warm=warm)
+    return result
+
+
+def _split_plan(graph, token: str, engine: str, options: dict, query: Graph, parts: int,
+                homomorphic: bool):
+    """On a worker: the root query vertex and the work-balanced ranges of data vertices for it
+    (``None`` when the engine cannot take the query: the caller runs it whole)."""
+    from .roots import label_degree_candidates, work_ranges
+
+    lock, prepared, _ = _engine_entry(graph, token, engine, options)
+    if not hasattr(prepared, "root_vertex"):
+        raise ValueError(f"engine {engine!r} takes no root_range; split runs need cpu, gmatch or egsm")
+    data = prepared.data
+    if prepared.unsupported_reason(query, homomorphic=homomorphic) or query.directed != data.directed:
+        return None
+    takes = inspect.signature(prepared.root_vertex).parameters
+    with lock:
+        root = prepared.root_vertex(query, **({"homomorphic": homomorphic} if "homomorphic" in takes else {}))
+    degree = 0 if homomorphic else int(query.degrees[root])
+    candidates = label_degree_candidates(data, int(query.labels[root]), degree)
+    return int(root), work_ranges(candidates, np.asarray(data.degrees)[candidates],
+                                  data.num_vertices, parts)
+
+
+# ---------------------------------------------------------------------- client side
+def _ship(client, data, data_on_workers: bool):
+    """(what the tasks receive for the data graph, its token): a path, or a broadcast future."""
+    if data_on_workers:
+        if not isinstance(data, (str, os.PathLike)):
+            raise ValueError("data_on_workers=True needs the data graph as a path every worker can read")
+        path = str(data)
+        return path, _path_token(path)
+    token = graph_token(data)
+    key = (client.id, token)
+    future = _scattered.get(key)
+    if future is None or future.status != "finished":
+        for old in [k for k in _scattered if k[0] == client.id]:
+            del _scattered[old]           # keep one graph per client on the cluster
+        future = client.scatter(data, broadcast=True, hash=False)
+        _scattered[key] = future
+    return future, token
+
+
+def _graphs_for(data, queries, vertex_label, edge_label, data_on_workers):
+    """The data graph (None when the workers read its path) and the query Graphs."""
+    if data_on_workers:
+        if not isinstance(data, (str, os.PathLike)):
+            raise ValueError("data_on_workers=True needs the data graph as a path every worker can read")
+        from .interop import is_networkx_graph
+        if any(is_networkx_graph(q) for q in queries):
+            raise ValueError("networkx queries take the data graph's label codes: "
+                             "pass the data graph itself, not data_on_workers=True")
+        return None, [_as_graph(q) for q in queries]
+    graph = _as_graph(data, vertex_label, edge_label)
+    return graph, [_as_graph(q, vertex_label, edge_label, like=graph) for q in queries]
+
+
+def submit_many(data, queries, engine: str = "cpu", *, client, limit=None, collect=False,
+                timeout_s=None, homomorphic=False, vertex_label="label", edge_label=None,
+                data_on_workers: bool = False, **engine_options) -> list:
+    """One future per query (in query order) for :func:`match_many`; gather them for the results."""
+    _require_distributed()
+    create_engine(engine, **engine_options)        # an unknown engine or option fails here
+    graph, queries = _graphs_for(data, list(queries), vertex_label, edge_label, data_on_workers)
+    shipped, token = _ship(client, data if data_on_workers else graph, data_on_workers)
+    kwargs = dict(limit=limit, collect=collect, timeout_s=timeout_s, homomorphic=homomorphic)
+    return [client.submit(_run_query, shipped, token, engine, engine_options, q, kwargs, pure=False,
+                          key=f"gpusm-{engine}-{i}-{q.name}-{os.urandom(4).hex()}")
+            for i, q in enumerate(queries)]
+
+
+def match_many(data, queries, engine: str = "cpu", *, client, limit=None, collect=False,
+               timeout_s=None, homomorphic=False, vertex_label="label", edge_label=None,
+               data_on_workers: bool = False, **engine_options) -> list[MatchResult]:
+    """:func:`common.match_many` on a Dask cluster: one task per query, results in query order."""
+    futures = submit_many(data, queries, engine, client=client, limit=limit, collect=collect,
+                          timeout_s=timeout_s, homomorphic=homomorphic, vertex_label=vertex_label,
+                          edge_label=edge_label, data_on_workers=data_on_workers, **engine_options)
+    return client.gather(futures)
+
+
+def default_parts(client) -> int:
+    """Four ranges per worker thread: enough for the scheduler to balance uneven ranges."""
+    threads = sum(client.nthreads().values()) or 1
+    return 4 * threads
+
+
+def match_split(data, query, engine: str = "cpu", client=None, parts: int | None = None, *,
+                limit=None, collect=False, timeout_s=None, homomorphic=False,
+                vertex_label="label", edge_label=None, data_on_workers: bool = False,
+                **engine_options) -> MatchResult:
+    """One query split over the cluster by ranges of its root's data vertices (module docstring)."""
+    distributed = _require_distributed()
+    if client is None:
+        raise ValueError("match_split needs a dask.distributed Client (client=...)")
+    start = time.time()
+    deadline = None if timeout_s is None else start + timeout_s
+    create_engine(engine, **engine_options)
+    graph, (q,) = _graphs_for(data, [query], vertex_label, edge_label, data_on_workers)
+    shipped, token = _ship(client, data if data_on_workers else graph, data_on_workers)
+    parts = default_parts(client) if parts is None else int(parts)
+    if parts < 1:
+        raise ValueError(f"parts must be at least 1, got {parts}")
+    plan = client.submit(_split_plan, shipped, token, engine, engine_options, q, parts,
+                         bool(homomorphic), pure=False).result()
+    kwargs = dict(limit=limit, collect=collect, homomorphic=homomorphic)
+    if plan is None:                       # the engine cannot take the query: its own answer
+        whole = client.submit(_run_query, shipped, token, engine, engine_options, q,
+                              dict(kwargs, timeout_s=timeout_s), pure=False).result()
+        whole.stats.update(split_parts=1)
+        return whole
+    root, ranges = plan
+    futures = [client.submit(_run_query, shipped, token, engine, engine_options, q, kwargs,
+                             root_range=r, deadline=deadline, pure=False) for r in ranges]
+    index = {f.key: i for i, f in enumerate(futures)}
+    done: dict[int, MatchResult] = {}
+    pending = set(futures)
+    total, timed_out_waiting = 0, False
+    try:
+        while pending:
+            wait_s = None if deadline is None else max(0.0, deadline + DEADLINE_GRACE_S - time.time())
+            try:
+                finished, pending = distributed.wait(list(pending), timeout=wait_s,
+                                                     return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                timed_out_waiting = True
+                break
+            for future in finished:
+                result = future.result()
+                done[index[future.key]] = result
+                total += result.count
+            if limit is not None and total >= limit:
+                break
+    finally:
+        for future in pending:            # past the limit or the deadline (or an error)
+            future.cancel()
+    return _combine(engine, q, ranges, root, done, limit, collect, timed_out_waiting,
+                    time.time() - start)
+
+
+def _combine(engine, query, ranges, root, done, limit, collect, timed_out_waiting, wall_s):
+    """The whole query's result from the parts that finished."""
+    parts = [done[i] for i in sorted(done)]
+    count = sum(r.count for r in parts)
+    statuses = [r.status for r in parts] or [Status.TIMEOUT]
+    if timed_out_waiting or len(parts) < len(ranges):
+        statuses.append(Status.TIMEOUT)
+    if limit is not None and count >= limit:
+        status, count = Status.LIMIT, int(limit)
+    else:
+        status = max(statuses, key=_SEVERITY.__getitem__)
+    embeddings = None
+    if collect:
+        chunks = [r.embeddings for r in parts if r.embeddings is not None]
+        embeddings = np.concatenate(chunks) if chunks else np.zeros((0, query.num_vertices), np.int32)
+        if limit is not None:
+            embeddings = embeddings[:limit]
+    phases: dict[str, float] = {}
+    for r in parts:
+        for name, seconds in r.phases.items():
+            phases[name] = phases.get(name, 0.0) + seconds
+    reasons = sorted({r.reason for r in parts if r.reason and r.status is status})
+    if status is Status.TIMEOUT and not reasons and len(parts) < len(ranges):
+        reasons = [f"{len(ranges) - len(parts)} of {len(ranges)} parts did not finish by the deadline"]
+    workers = sorted({str(r.stats.get("dask_worker")) for r in parts})
+    stats = {"split_parts": len(ranges), "split_parts_finished": len(parts), "split_root": root,
+             "split_ranges": [list(r) for r in ranges], "split_wall_s": wall_s,
+             "dask_worker": ",".join(workers),
+             "part_counts": [r.count for r in parts], "part_workers": [r.stats.get("dask_worker") for r in parts]}
+    return MatchResult(engine, count, status, reason="; ".join(reasons), embeddings=embeddings,
+                       phases=phases, peak_device_bytes=max((r.peak_device_bytes for r in parts), default=0),
+                       stats=stats, query=query.name)
+
+
+__all__ = ["match_many", "submit_many", "match_split", "graph_token", "default_parts", "CACHE_SIZE"]

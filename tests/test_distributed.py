@@ -1,0 +1,164 @@
+"""The Dask path (issue 17, common/distributed.py) on a LocalCluster of two worker processes:
+query sets give the local run's results in query order and prepare once per worker; split runs
+add up to the whole count (cpu on HPRD / yeast / GitHub, gmatch and egsm on tiny graphs in the
+simulator) with ``limit`` and ``timeout_s`` holding for the whole; a worker killed mid-run still
+gives every result exactly once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import distributed
+import numpy as np
+import pytest
+
+import common
+from common.distributed import match_many, match_split, submit_many
+from common.generate import random_walk_query, rmat, uniform_labels
+from common.result import Status
+
+from _paths import DATA
+
+#: gMatch launch shapes that keep the simulator fast (as tests/test_gmatch.py)
+GMATCH = dict(seed_pool=8, blocks=2, warps_per_block=2, probe_s=0)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, worker_dashboard_address=None)
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    data = rmat(12, 30, seed=3, labels=uniform_labels(12, 2, seed=4), name="tiny")
+    queries = [random_walk_query(data, k, seed=s, name=f"walk{k}-{s}") for k, s in ((3, 1), (4, 2), (3, 5))]
+    return data, queries
+
+
+def hprd_queries(count: int) -> list:
+    return [DATA / "hprd" / "queries" / f"query_dense_16_{i}.graph" for i in range(1, count + 1)]
+
+
+def rows(embeddings) -> list[tuple]:
+    return sorted(map(tuple, np.asarray(embeddings).tolist()))
+
+
+def same_results(remote, local):
+    assert [r.query for r in remote] == [r.query for r in local]
+    assert [(r.count, r.status, r.reason) for r in remote] == [(r.count, r.status, r.reason) for r in local]
+    for a, b in zip(remote, local):
+        assert (a.embeddings is None) == (b.embeddings is None)
+        if a.embeddings is not None:
+            assert rows(a.embeddings) == rows(b.embeddings)
+
+
+def test_query_set_equals_local_run_and_prepares_once_per_worker(client):
+    data = DATA / "hprd" / "HPRD.graph"
+    queries = hprd_queries(20)
+    local = common.match_many(data, queries, "cpu", collect=True)
+    remote = common.match_many(data, queries, "cpu", collect=True, client=client)
+    same_results(remote, local)
+    workers = set(client.scheduler_info()["workers"])
+    assert {r.stats["dask_worker"] for r in remote} <= workers
+    cold = [r for r in remote if not r.stats["dask_warm"]]
+    assert 1 <= len(cold) <= len(workers)          # one prepare per worker that ran a query
+    again = match_many(data, queries[:6], "cpu", client=client)
+    assert all(r.stats["dask_warm"] for r in again)  # the engines stayed warm across calls
+    assert [r.count for r in again] == [r.count for r in local[:6]]
+    assert all(set(r.to_row()) >= {"dask_worker", "dask_gpu", "count", "status"} for r in again)
+
+
+def test_query_set_from_a_path_every_worker_reads(client):
+    data = DATA / "yeast" / "yeast.graph"
+    queries = sorted((DATA / "yeast" / "queries").glob("query_dense_4_*.graph"))[:6]
+    local = common.match_many(data, queries, "cpu", limit=100)
+    remote = match_many(str(data), queries, "cpu", client=client, limit=100, data_on_workers=True)
+    same_results(remote, local)
+
+
+@pytest.mark.parametrize("engine,options", [("gmatch", GMATCH), ("egsm", {})])
+def test_query_set_gpu_engines_equal_local_run(client, tiny, engine, options):
+    data, queries = tiny
+    local = common.match_many(data, queries, engine, collect=True, **options)
+    remote = common.match_many(data, queries, engine, collect=True, client=client, **options)
+    same_results(remote, local)
+    assert all(r.stats["dask_gpu"] == "" for r in remote)  # no CUDA_VISIBLE_DEVICES here
+
+
+@pytest.mark.parametrize("folder,data_file,names", [
+    ("hprd", "HPRD.graph", {"query_dense_16_2": 80, "query_dense_16_6": 132}),
+    ("yeast", "yeast.graph", {"query_dense_4_1": 720, "query_dense_4_2": 296}),
+    ("gmatch_test", "data.graph", {"Q_0": 6267, "Q_2": 285836}),
+])
+def test_split_counts_add_up_cpu(client, folder, data_file, names):
+    data = common.load_graph(DATA / folder / data_file)
+    for name, count in names.items():
+        query = DATA / folder / "queries" / f"{name}.graph"
+        result = match_split(data, query, "cpu", client, parts=6)
+        assert result.status is Status.OK and result.count == count
+        assert sum(result.stats["part_counts"]) == count
+        assert result.stats["split_parts_finished"] == result.stats["split_parts"] >= 1
+        ranges = result.stats["split_ranges"]
+        assert ranges[0][0] == 0 and ranges[-1][1] == data.num_vertices
+        assert all(a[1] == b[0] for a, b in zip(ranges[:-1], ranges[1:]))
+    if folder == "hprd":                                  # embeddings concatenate to the whole set
+        whole = common.match(data, query, "cpu", collect=True)
+        split = match_split(data, query, "cpu", client, collect=True)
+        assert split.stats["split_parts"] > 2                # default: 4 ranges per worker thread
+        assert rows(split.embeddings) == rows(whole.embeddings)
+
+
+@pytest.mark.parametrize("engine,options", [("gmatch", GMATCH), ("egsm", {})])
+def test_split_counts_add_up_gpu_engines(client, tiny, engine, options):
+    data, queries = tiny
+    query = queries[1]
+    whole = common.match(data, query, "cpu", collect=True)
+    split = match_split(data, query, engine, client, parts=3, collect=True, **options)
+    assert split.status is Status.OK and split.count == whole.count > 0
+    assert rows(split.embeddings) == rows(whole.embeddings)
+
+
+def test_split_limit_and_timeout_hold_for_the_whole(client):
+    data = common.load_graph(DATA / "gmatch_test" / "data.graph")
+    query = common.load_graph(DATA / "gmatch_test" / "queries" / "Q_2.graph")
+    limited = match_split(data, query, "cpu", client, parts=8, limit=1000, collect=True)
+    assert limited.status is Status.LIMIT and limited.count == 1000
+    assert limited.embeddings.shape == (1000, query.num_vertices)
+    assert len(set(map(tuple, limited.embeddings.tolist()))) == 1000
+    src, dst, _ = data.edges()
+    edges = set(zip(src.tolist(), dst.tolist())) | set(zip(dst.tolist(), src.tolist()))
+    qs, qd, _ = query.edges()
+    assert all((row[a], row[b]) in edges for row in limited.embeddings.tolist() for a, b in zip(qs, qd))
+    # chunk_steps=1: a deadline check after every search step, so the parts stop at the deadline
+    timed = match_split(data, query, "cpu", client, parts=4, timeout_s=0.05, chunk_steps=1)
+    assert timed.status is Status.TIMEOUT and 0 <= timed.count < 285836
+    assert timed.reason
+
+
+def test_killed_worker_costs_a_retry_not_a_result(client, tiny):
+    data, queries = tiny
+    queries = queries * 3                                    # nine simulator runs of ~1 s
+    expected = [common.match(data, q, "cpu").count for q in queries]
+    pids = client.run(os.getpid)
+    victim = sorted(pids)[-1]
+    futures = submit_many(data, queries, "gmatch", client=client, **GMATCH)
+    running = None
+    stop = time.time() + 120
+    while running is None and time.time() < stop:
+        running = next(iter(client.call_stack().get(victim, {})), None)
+        time.sleep(0.02)
+    assert running is not None, "no task ran on the chosen worker"
+    os.kill(pids[victim], signal.SIGKILL)
+    results = client.gather(futures)
+    assert [r.query for r in results] == [q.name for q in queries]
+    assert [r.count for r in results] == expected
+    assert all(r.status is Status.OK for r in results)
+    rerun = results[[f.key for f in futures].index(running)]
+    assert rerun.stats["dask_pid"] != pids[victim]          # it ran again on a living worker
+    client.wait_for_workers(2, timeout=120)                  # the nanny brings the worker back
