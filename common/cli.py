@@ -61,7 +61,6 @@ def cmd_match(args) -> int:
     queries = load_query_set(resolve_input(args.query), directed=data.directed)
     if args.collect is not None:          # before the search, not after it
         check_writable(args.collect, folder=len(queries) > 1 or Path(args.collect).is_dir())
-    engine.prepare(data)
     from tqdm import tqdm
 
     from .device import backend_label
@@ -71,9 +70,16 @@ def cmd_match(args) -> int:
     statuses = set()
     progress = tqdm(queries, desc=f"{args.engine} on {data.name or 'data'}", unit="query", file=sys.stderr,
                     disable=args.quiet or len(queries) < 2)
-    for query in progress:
-        result = engine.match(query, limit=args.limit, collect=args.collect is not None,
-                              timeout_s=args.timeout, homomorphic=args.homomorphic)
+    kwargs = dict(limit=args.limit, collect=args.collect is not None, timeout_s=args.timeout,
+                  homomorphic=args.homomorphic)
+    if args.dask:
+        results = _match_on_dask(args, data, queries, options, kwargs, progress)
+    else:
+        engine.prepare(data)
+        results = (engine.match(query, **kwargs) for query in progress)
+    for result, query in zip(results, queries):     # results first: the progress bar ends at n/n
+        if args.dask:                      # the backend of the worker that ran it
+            backend = result.stats.get("dask_backend", backend)
         if args.collect is not None and result.embeddings is not None:
             target = Path(args.collect)
             _save_embeddings(result.embeddings, target, query.name,
@@ -82,6 +88,38 @@ def cmd_match(args) -> int:
         statuses.add(result.status)
     _print_rows(rows, args.format, single=len(queries) == 1)
     return match_exit_code(statuses, args.allow_partial)
+
+
+def _match_on_dask(args, data, queries, options, kwargs, progress) -> list:
+    """The query set as Dask tasks (common/distributed.py) on ``--dask``'s cluster, in query order."""
+    try:
+        import distributed
+    except ImportError:
+        raise ValueError("--dask needs dask and distributed: pip install 'gpusm[dask]'") from None
+    from .distributed import submit_many
+
+    cluster = None
+    workers = {} if args.dask_workers is None else {"n_workers": args.dask_workers}
+    if args.dask == "local":               # CPU processes: the simulator or the cpu engines
+        cluster = distributed.LocalCluster(threads_per_worker=1, processes=True,
+                                           dashboard_address=None, **workers)
+    elif args.dask == "local-cuda":        # one worker per visible GPU
+        try:
+            from dask_cuda import LocalCUDACluster
+        except ImportError:
+            raise ValueError("--dask local-cuda needs dask-cuda: pip install 'gpusm[dask]'") from None
+        cluster = LocalCUDACluster(dashboard_address=None, **workers)
+    client = distributed.Client(cluster if cluster is not None else args.dask)
+    try:
+        futures = submit_many(data, queries, args.engine, client=client, **kwargs, **options)
+        for _ in distributed.as_completed(futures):
+            progress.update()
+        progress.close()
+        return client.gather(futures)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 #: Exit codes of ``gpusm match`` (also in ``gpusm --help``).
@@ -309,6 +347,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--allow-partial", action="store_true",
                    help="exit 0 even when a query timed out, ran out of memory or was unsupported")
     m.add_argument("--quiet", "-q", action="store_true", help="no progress bar for a folder of queries")
+    m.add_argument("--dask", metavar="local|local-cuda|ADDRESS",
+                   help="run the queries as Dask tasks: local = CPU worker processes, local-cuda = one "
+                        "worker per GPU (dask-cuda), or a scheduler address (needs the dask extra)")
+    m.add_argument("--dask-workers", type=int, metavar="N",
+                   help="workers of --dask local / local-cuda (default: one per core / per GPU)")
     m.set_defaults(func=cmd_match)
 
     e = sub.add_parser("engines", help="list the engines, what queries they take, and their -o options")

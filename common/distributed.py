@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .engine import _REGISTRY as _REGISTERED
 from .engine import _as_graph, create_engine
 from .graph import Graph
 from .result import MatchResult, Status
@@ -150,9 +151,15 @@ def _run_query(graph, token: str, engine: str, options: dict, query: Graph, kwar
 
 
 def _stamp(result: MatchResult, warm: bool) -> MatchResult:
+    from .engine import engine_class
+
+    backend = "cpu"
+    if result.engine in _REGISTERED and engine_class(result.engine).uses_device:
+        from .device import backend_label
+        backend = backend_label()
     gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     result.stats.update(dask_worker=_worker_address(), dask_gpu=gpus.split(",")[0] if gpus else "",
-                        dask_pid=os.getpid(), dask_warm=warm)
+                        dask_pid=os.getpid(), dask_warm=warm, dask_backend=backend)
     return result
 
 

@@ -6,8 +6,10 @@ gives every result exactly once."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import sys
 import time
 
 import distributed
@@ -162,3 +164,27 @@ def test_killed_worker_costs_a_retry_not_a_result(client, tiny):
     rerun = results[[f.key for f in futures].index(running)]
     assert rerun.stats["dask_pid"] != pids[victim]          # it ran again on a living worker
     client.wait_for_workers(2, timeout=120)                  # the nanny brings the worker back
+
+
+def test_cli_match_on_a_scheduler_address(client, capsys):
+    from common.cli import main
+
+    folder = DATA / "hprd" / "queries"
+    code = main(["match", str(DATA / "hprd" / "HPRD.graph"), str(folder), "--dask",
+                 client.scheduler.address, "--format", "json", "--quiet"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0
+    local = {r.query: r.count for r in common.match_many(DATA / "hprd" / "HPRD.graph",
+                                                         sorted(folder.glob("*.graph")), "cpu")}
+    assert {row["query"]: row["count"] for row in rows} == local
+    assert {row["dask_worker"] for row in rows} <= set(client.scheduler_info()["workers"])
+    assert all(row["backend"] == "cpu" for row in rows)
+
+
+def test_cli_local_cuda_without_dask_cuda_says_so(monkeypatch, capsys):
+    from common.cli import main
+
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)      # import dask_cuda fails
+    code = main(["match", str(DATA / "hprd" / "HPRD.graph"),
+                 str(DATA / "hprd" / "queries" / "query_dense_16_1.graph"), "--dask", "local-cuda"])
+    assert code == 2 and "dask-cuda" in capsys.readouterr().err
