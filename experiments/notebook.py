@@ -28,14 +28,19 @@ def _display(obj) -> None:
 
 
 def _display_figure(fig) -> None:
+    """Show a Figure as a PNG (whatever matplotlib backend is active), or name it in plain Python."""
+    import io
+
     import matplotlib.pyplot as plt
 
     try:
-        from IPython.display import display
+        from IPython.display import Image, display
     except ImportError:
         print(f"figure: {fig.axes[0].get_title()}")
     else:
-        display(fig)
+        png = io.BytesIO()
+        fig.savefig(png, dpi=100, format="png")
+        display(Image(data=png.getvalue(), format="png"))
     plt.close(fig)
 
 

@@ -30,8 +30,37 @@ def _execute(notebook: Path, env: dict, monkeypatch) -> str:
     return out.getvalue()
 
 
-def test_there_is_one_notebook_per_paper():
-    assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == sorted(PAPERS)
+def test_there_is_one_notebook_per_paper_and_the_tutorial():
+    assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == sorted([*PAPERS, "tutorial"])
+
+
+def test_tutorial_executes_without_errors_and_shows_embeddings_a_frame_and_a_plot(tmp_path):
+    """Runs notebooks/tutorial.ipynb in a Jupyter kernel (nbclient); any cell error fails the test."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(NOTEBOOKS / "tutorial.ipynb", as_version=4)
+    NotebookClient(notebook, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert "cpu and egsm found the same embeddings: True" in text
+    assert "every count equals the published exact count" in text
+    rich = [o.data for o in outputs if o.output_type in ("execute_result", "display_data")]
+    assert any("text/html" in d and "known count" in d["text/html"] for d in rich)      # the DataFrame
+    assert any("image/png" in d for d in rich)                                          # the plot
+
+
+def test_committed_notebooks_carry_their_outputs():
+    for path in NOTEBOOKS.glob("*.ipynb"):
+        cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+        assert all(c["execution_count"] for c in cells), f"{path.name} has cells that were not executed"
+        assert any(c["outputs"] for c in cells), f"{path.name} was committed without outputs"
+        assert not [o for c in cells for o in c["outputs"] if o["output_type"] == "error"], path.name
+        figures = path.stem == "tutorial" or any(e.figure for e in experiments_of(path.stem))
+        shown = [o for c in cells for o in c["outputs"] if "image/png" in o.get("data", {})]
+        assert shown or not figures, f"{path.name} shows no figure"
 
 
 @pytest.mark.parametrize("paper", [p for p in PAPERS if p != "compare"])
