@@ -41,6 +41,7 @@ from .engine import Engine
 from .graph import Graph
 from .result import MatchResult, Status
 from .roots import check_root_range, outside_mask
+from .sorted_ranges import lower_bound
 
 FILTERS = ("label", "degree", "nlf", "refine")
 ORDERS = ("gql", "ri", "input")
@@ -57,24 +58,12 @@ _COLLECT_MAX = 1 << 22       # largest single collect buffer
 
 # ---------------------------------------------------------------------- compiled kernels
 @njit(cache=True, nogil=True)
-def _lower_bound(a, lo, hi, x):
-    """First index in ``a[lo:hi]`` (sorted) whose value is >= x, or ``hi``."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True, nogil=True)
 def _label_range(off, key, v, label, n):
     """[lo, hi) of v's neighbours with vertex label ``label`` in a label-keyed CSR."""
     start, stop = off[v], off[v + 1]
     base = np.int64(label) * n
-    lo = _lower_bound(key, start, stop, base)
-    hi = _lower_bound(key, lo, stop, base + n)
+    lo = lower_bound(key, start, stop, base)
+    hi = lower_bound(key, lo, stop, base + n)
     return lo, hi
 
 
@@ -88,12 +77,12 @@ def _has_edge(n, labels, out_off, out_key, out_el, in_off, in_key, in_el, a, b, 
     b0, b1 = in_off[b], in_off[b + 1]
     if a1 - a0 <= b1 - b0:
         k = np.int64(labels[b]) * n + b
-        i = _lower_bound(out_key, a0, a1, k)
+        i = lower_bound(out_key, a0, a1, k)
         if i == a1 or out_key[i] != k:
             return False
         return (not use_el) or out_el[i] == el
     k = np.int64(labels[a]) * n + a
-    i = _lower_bound(in_key, b0, b1, k)
+    i = lower_bound(in_key, b0, b1, k)
     if i == b1 or in_key[i] != k:
         return False
     return (not use_el) or in_el[i] == el

@@ -30,6 +30,7 @@ import numba
 import numpy as np
 
 from common.graph import Graph
+from common.sorted_ranges import lower_bound
 
 from common.device import cuda, simulator_active
 
@@ -165,24 +166,11 @@ def label_sorted_adjacency(data: Graph) -> tuple[np.ndarray, np.ndarray]:
     return sorted_neighbors, labels[sorted_neighbors]
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _label_range(entry_labels, lo, hi, label):
     """[first, last) of the entries of label ``label`` in entry_labels[lo:hi] (sorted)."""
-    a, b = lo, hi
-    while a < b:
-        mid = (a + b) >> 1
-        if entry_labels[mid] < label:
-            a = mid + 1
-        else:
-            b = mid
-    c, b = a, hi
-    while c < b:
-        mid = (c + b) >> 1
-        if entry_labels[mid] <= label:
-            c = mid + 1
-        else:
-            b = mid
-    return a, c
+    first = lower_bound(entry_labels, lo, hi, label)
+    return first, lower_bound(entry_labels, first, hi, label + 1)
 
 
 @numba.njit(cache=True)

@@ -290,13 +290,15 @@ class GMatch(Engine):
             return False
         return True
 
-    def _seed_pool(self, ne: int, graph, indexed: bool, deadline, target: int):
-        """Fill the pool breadth-first until it holds ``seed_pool`` partial matches (at most
-        ne - 1 positions wide); returns (device buffer, rows, width, timed_out, pool growths)."""
+    def _seed_pool(self, qp, graph, indexed: bool, deadline, target: int):
+        """Fill the pool breadth-first until it holds ``target`` partial matches (at most one
+        position short of the last enumerated one, ``qp``'s ne); returns (device buffer, rows,
+        width, timed_out, pool growths)."""
+        ne = int(qp[QP_SIZES, 2])
         fill(self._d_levels, 0)
         cur_i = 0
         if indexed:
-            rows = int(self._qp_host[QP_CSIZE, 0])          # |C(0)|
+            rows = int(qp[QP_CSIZE, 0])                     # |C(0)|
             if rows + 1 > self._d_pool[0].size:
                 self._grow_pool(0, rows + 1)
             seed_indices[max(1, min(1024, math.ceil(rows / SEED_THREADS))), SEED_THREADS](
@@ -394,12 +396,12 @@ class GMatch(Engine):
         return self._watch.run(kernel, blocks, warps * 32, args, deadline,
                                self._d_ctrl[C_STOP:C_STOP + 1]), shape
 
-    def _search(self, n, ne, graph, indexed, limit_unique, emb_cap, deadline, timer,
+    def _search(self, n, qp, graph, indexed, limit_unique, emb_cap, deadline, timer,
                 phase="enumerate", seeds=None):
         """BFS + DFS; returns (unique count, ctrl block, embeddings device array, timed_out, stats)."""
         emb = self._budget.device_array((emb_cap, n), np.int32, "embeddings") if emb_cap else self._d_no_emb
         with timer.phase(phase):
-            pool, rows, width, timed_out, growths = self._seed_pool(ne, graph, indexed, deadline,
+            pool, rows, width, timed_out, growths = self._seed_pool(qp, graph, indexed, deadline,
                                                                     seeds or self.seed_pool)
         stats = {"seeds": rows, "seed_width": width, "seed_pool_bytes": rows * width * 4,
                  "seed_pool_growths": growths, "max_stack_bytes": 0, "steal_buffer_bytes": 0}
@@ -424,7 +426,6 @@ class GMatch(Engine):
         begin = time.perf_counter()
         plan = build_plan(query, self.symmetry_breaking, defer_leaves=count_leaves)
         qp = pack_query(plan, np.asarray(query.labels), adjacency, count_leaves=count_leaves)
-        self._qp_host = qp
         timer.add("plan", time.perf_counter() - begin)
         with timer.phase("filter"):
             self._d_qp.copy_to_device(qp)
@@ -461,36 +462,34 @@ class GMatch(Engine):
             # most queries finish over the data graph before an index would be built; a small
             # seed pool (one BFS level over hub lists outlasted a 5 ms probe by 3.8 s with 10^6)
             probe_end = start + self.probe_s if deadline is None else min(deadline, start + self.probe_s)
-            unique, ctrl, _, stopped, stats = self._search(n, n, graph, False, 0, 0, probe_end, timer,
+            unique, ctrl, _, stopped, stats = self._search(n, qp, graph, False, 0, 0, probe_end, timer,
                                                            phase="probe",
                                                            seeds=min(self.seed_pool, PROBE_SEEDS))
             if not stopped or (deadline is not None and time.perf_counter() >= deadline):
                 status = Status.TIMEOUT if stopped else Status.OK
                 stats.update(probe_finished=not stopped)
-                return self._finish(timer, plan, unique, ctrl, stats, status, False)
+                return self._finish(timer, plan, qp, unique, ctrl, stats, status, False)
             if count_leaves:                      # countable leaves go last: a new order
                 plan, qp = self._plan(query, adjacency, True, timer)
         if indexed:
             begin = time.perf_counter()
             graph, index_stats = self._candidate_graph(plan, qp)
             if graph is None:                     # bitmaps too large: search the data graph
-                indexed, count_leaves, graph = False, False, self._data_graph
+                indexed, graph = False, self._data_graph
                 qp = pack_query(plan, np.asarray(query.labels), adjacency)
             self._d_qp.copy_to_device(qp)
             timer.add("index", time.perf_counter() - begin)
-        self._qp_host = qp
-        ne = int(qp[QP_SIZES, 2])                 # positions enumerated (the rest are counted)
         limit_unique = 0 if limit is None else -(-limit // aut)
         emb_cap = 0
         if collect:
             if limit is None:
-                unique, _, _, timed_out, _ = self._search(n, ne, graph, indexed, 0, 0, deadline, timer)
+                unique, _, _, timed_out, _ = self._search(n, qp, graph, indexed, 0, 0, deadline, timer)
                 if timed_out:
                     return self._result(timer, unique * aut, Status.TIMEOUT, np.zeros((0, n), np.int32), {})
                 emb_cap = unique
             else:
                 emb_cap = limit_unique
-        unique, ctrl, emb, timed_out, stats = self._search(n, ne, graph, indexed, limit_unique,
+        unique, ctrl, emb, timed_out, stats = self._search(n, qp, graph, indexed, limit_unique,
                                                            emb_cap, deadline, timer)
         stats.update(index_stats)
         status = Status.TIMEOUT if timed_out else Status.OK
@@ -501,9 +500,9 @@ class GMatch(Engine):
             with timer.phase("transfer"):
                 rows = emb[:min(unique, emb_cap if n > 1 else unique)].copy_to_host()
             embeddings = self._expand(plan, query, rows.reshape(-1, n), limit)
-        return self._finish(timer, plan, unique, ctrl, stats, status, indexed, embeddings, limit)
+        return self._finish(timer, plan, qp, unique, ctrl, stats, status, indexed, embeddings, limit)
 
-    def _finish(self, timer, plan, unique, ctrl, stats, status, indexed, embeddings=None,
+    def _finish(self, timer, plan, qp, unique, ctrl, stats, status, indexed, embeddings=None,
                 limit=None) -> MatchResult:
         """The result of a search: count (unique embeddings x |Aut(Q)|, cut at ``limit``) and
         statistics."""
@@ -511,7 +510,7 @@ class GMatch(Engine):
         total = unique * aut if status is not Status.LIMIT else limit
         iters = int(ctrl[C_ITERS])
         stats.update(order=plan.order.tolist(), automorphisms=aut, unique_embeddings=unique,
-                     counted_leaves=plan.size - int(self._qp_host[QP_SIZES, 2]),
+                     counted_leaves=plan.size - int(qp[QP_SIZES, 2]),
                      warp_iterations=iters,
                      steals=int(ctrl[C_STEALS]), global_steals=int(ctrl[C_GSTEALS]),
                      granularity=self.granularity, unroll=self.unroll,

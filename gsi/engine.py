@@ -64,6 +64,16 @@ class _Stop(Exception):
         self.status = status
 
 
+
+def adapt_slice(rows: int, took: float) -> int:
+    """Simulator join slice (rows) after one that took ``took`` seconds: doubled under
+    :data:`SIM_SLICE_SECONDS`, halved above twice that."""
+    if took < SIM_SLICE_SECONDS:
+        return 2 * rows
+    if took > 2 * SIM_SLICE_SECONDS:
+        return max(1, rows // 2)
+    return rows
+
 class GSI(Engine):
     """GSI (Zeng et al., ICDE 2020). Options (defaults = GSI-opt):
 
@@ -393,11 +403,7 @@ class GSI(Engine):
             began = time.perf_counter()
             a += self._run_chunk(level, a, m)
             if self._slice_rows:
-                took = time.perf_counter() - began
-                if took < SIM_SLICE_SECONDS:
-                    self._slice_rows *= 2
-                elif took > 2 * SIM_SLICE_SECONDS:
-                    self._slice_rows = max(1, self._slice_rows // 2)
+                self._slice_rows = adapt_slice(self._slice_rows, time.perf_counter() - began)
 
     def _split(self, level, a, m, offsets, sizes, capacity) -> int:
         """Run the longest prefix of rows a..a+m-1 whose buffers (exclusive ``offsets`` and

@@ -69,15 +69,14 @@ from common.result import MatchResult, Status
 from common.scan import ScanWorkspace, exclusive_scan
 
 from . import balance
-from .engine import _QI_EDGES, _QI_IN, _QI_LAB, _QI_OUT, _QI_SIG, DEFAULT_BLOCK_THREADS, DEFAULT_MAX_BLOCKS
+from .engine import (_QI_EDGES, _QI_IN, _QI_LAB, _QI_OUT, _QI_SIG, DEFAULT_BLOCK_THREADS,
+                     DEFAULT_MAX_BLOCKS, adapt_slice)
 from .filter import SIG_WORDS, filter_kernel, signature_table
 from .join import MAX_QUERY_VERTICES, make_kernels, merge_in_place
 from .order import SCORES, join_plan
 from .pcsr import GROUP_WORDS, META, PCSR, _build_pcsr_partition, partition_lists, warp_neighbor_range
 
 _SIM = simulator_active()
-#: Simulator only, with a deadline: target seconds of one join chunk (as GSI's).
-SIM_SLICE_SECONDS = 0.05
 SIG_SEGMENT_WORDS = SIG_WORDS + 3          # signature words, label, out-degree, in-degree per vertex
 SLOT_SHARE = 8                             # each of the two slots gets 1/8 of the budget
 ROW_SHARE = 0.25                           # of the working memory: per-row arrays and table rows
@@ -612,11 +611,7 @@ class SGSI(Engine):
                 began = time.perf_counter()
                 m, produced = self._run_chunk(step, cols, a, width, write, new_cols)
                 if self._slice_rows:
-                    took = time.perf_counter() - began
-                    if took < SIM_SLICE_SECONDS:
-                        self._slice_rows *= 2
-                    elif took > 2 * SIM_SLICE_SECONDS:
-                        self._slice_rows = max(1, self._slice_rows // 2)
+                    self._slice_rows = adapt_slice(self._slice_rows, time.perf_counter() - began)
                 out_rows += produced
                 if write and out_rows * (width + 1) * 4 > self.host_memory_limit:
                     raise _Stop(Status.OOM, f"host memory: the table of iteration {level + 1} passed "
