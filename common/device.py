@@ -142,6 +142,11 @@ class DeviceMemoryBudget:
     raises :class:`common.errors.DeviceOutOfMemory` naming what was being allocated. Arrays are
     tracked by identity: :meth:`free` (or leaving a :meth:`scope`) stops counting one, and an
     array that is garbage-collected is uncounted automatically.
+
+    :attr:`peak` is a per-query figure (:meth:`reset_peak` at each query's start): bytes kept in a
+    :class:`BufferPool` count only as far as the current query asked for them (``slack`` = bytes
+    allocated but not demanded by this query), so the same query reports the same peak whatever
+    ran before it.
     """
 
     def __init__(self, limit_bytes: int | None = None):
@@ -155,6 +160,8 @@ class DeviceMemoryBudget:
         self._tokens = itertools.count()
         self._in_use = 0
         self._peak = 0
+        self._slack = 0                     # pooled bytes the current query has not asked for
+        self._pools: list[weakref.ref] = []
         self._scopes: list[list[int]] = []
 
     @property
@@ -166,7 +173,18 @@ class DeviceMemoryBudget:
         return self._peak
 
     def reset_peak(self) -> None:
-        self._peak = self._in_use
+        """Start a new query: pooled buffers count as not demanded until it asks for them."""
+        with self._lock:
+            for ref in self._pools:
+                pool = ref()
+                if pool is not None:
+                    self._slack += pool._forget_demand()
+            self._peak = self._in_use - self._slack
+
+    def _add_slack(self, nbytes: int) -> None:
+        with self._lock:
+            self._slack += nbytes
+            self._peak = max(self._peak, self._in_use - self._slack)
 
     def live(self) -> dict[str, int]:
         """Bytes in use per allocation label."""
@@ -181,7 +199,7 @@ class DeviceMemoryBudget:
             if self.limit is not None and self._in_use + nbytes > self.limit:
                 raise DeviceOutOfMemory(nbytes, self._in_use, self.limit, what)
             self._in_use += nbytes
-            self._peak = max(self._peak, self._in_use)
+            self._peak = max(self._peak, self._in_use - self._slack)
 
     def _unreserve(self, nbytes: int) -> None:
         with self._lock:
@@ -255,6 +273,104 @@ class DeviceMemoryBudget:
                         self._in_use -= entry[0]
                 if entry is not None:
                     entry[3].detach()
+
+
+class BufferPool:
+    """Named grow-and-reuse device buffers of one engine, allocated through its budget.
+
+    ``get(name, size, dtype)`` returns a buffer of at least ``size`` elements, reusing the one
+    kept from earlier queries or replacing it by one ``growth`` times larger (the old contents
+    are kept for the first ``keep`` elements). Each query's demand (the largest size it asked
+    for per buffer) is what the budget's peak counts, not the capacity kept from an earlier,
+    larger query. :meth:`scan` does the same for a :class:`common.scan.ScanWorkspace`.
+    """
+
+    def __init__(self, budget: DeviceMemoryBudget, prefix: str = "", growth: float = 1.5):
+        self.budget = budget
+        self.prefix = prefix
+        self.growth = float(growth)
+        self._arrays: dict[str, object] = {}
+        self._demand: dict[str, int] = {}        # bytes asked for by the current query
+        self._scans: dict[str, object] = {}
+        budget._pools.append(weakref.ref(self))
+
+    def _forget_demand(self) -> int:
+        """A new query begins: return the bytes demanded so far (they become slack)."""
+        total = sum(self._demand.values())
+        self._demand = dict.fromkeys(self._demand, 0)
+        return total
+
+    def _demand_bytes(self, name: str, nbytes: int) -> None:
+        old = self._demand.get(name, 0)
+        if nbytes > old:
+            self._demand[name] = nbytes
+            self.budget._add_slack(old - nbytes)
+
+    def get(self, name: str, size, dtype, keep: int = 0):
+        """The whole buffer (at least ``size`` elements) for an int ``size``; for a shape, a view
+        of its first elements in that shape."""
+        dtype = np.dtype(dtype)
+        shape = tuple(int(s) for s in np.atleast_1d(size))
+        elements = max(math.prod(shape), 1)
+        current = self._arrays.get(name)
+        if current is None or current.size < elements or current.dtype != dtype:
+            capacity = elements if current is None else max(elements, int(current.size * self.growth))
+            if current is not None and not keep:
+                self.free(name)
+            array = self.budget.device_array(capacity, dtype, what=f"{self.prefix}{name}")
+            self.budget._add_slack(array.nbytes)
+            if current is not None and keep:
+                array[:keep].copy_to_device(current[:keep])
+                self.free(name)
+            self._arrays[name] = array
+            self._demand.setdefault(name, 0)
+            current = array
+        self._demand_bytes(name, elements * dtype.itemsize)
+        if len(shape) == 1:
+            return current               # the whole buffer: slicing costs as much as a launch
+        return current[:math.prod(shape)].reshape(shape)
+
+    def upload(self, name: str, host):
+        """``host`` copied into the pooled buffer ``name``: a view of its first elements, host's shape."""
+        host = np.ascontiguousarray(host)
+        flat = host.reshape(-1)
+        view = self.get(name, flat.size, flat.dtype)[:flat.size]
+        if flat.size:
+            view.copy_to_device(flat)
+        return view.reshape(host.shape)
+
+    def scan(self, size: int, dtype=np.int64):
+        """A :class:`common.scan.ScanWorkspace` for scans of at least ``size`` elements."""
+        from .scan import ScanWorkspace
+
+        key = np.dtype(dtype).str
+        workspace = self._scans.get(key)
+        if workspace is None or workspace.capacity < size:
+            if workspace is not None:
+                workspace.free(self.budget)
+            capacity = size if workspace is None else max(int(size), int(workspace.capacity * self.growth))
+            workspace = ScanWorkspace(capacity, dtype, self.budget)
+            self._scans[key] = workspace
+        return workspace
+
+    def free(self, name: str) -> None:
+        """Give buffer ``name`` back to the budget."""
+        array = self._arrays.pop(name, None)
+        if array is None:
+            return
+        demanded = self._demand.pop(name, 0)
+        self.budget._add_slack(demanded - array.nbytes)
+        self.budget.free(array)
+
+    def free_all(self) -> None:
+        for name in list(self._arrays):
+            self.free(name)
+        for workspace in self._scans.values():
+            workspace.free(self.budget)
+        self._scans.clear()
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._arrays
 
 
 @cuda.jit
@@ -413,5 +529,5 @@ def kernel_resources(kernel, *signature_args) -> dict:
 
 __all__ = [
     "cuda", "FULL_MASK", "WARP_SIZE", "simulator_active", "gpu_available", "device_info",
-    "PhaseTimer", "DeviceTimer", "DeviceMemoryBudget", "LaunchWatch", "fill", "kernel_resources",
+    "PhaseTimer", "DeviceTimer", "DeviceMemoryBudget", "BufferPool", "LaunchWatch", "fill", "kernel_resources",
 ]

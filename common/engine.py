@@ -8,10 +8,12 @@ an engine cannot take becomes status ``unsupported`` and a device-memory overflo
 status ``oom``, never a crash.
 
 A GPU engine allocates every device array through one
-``common.device.DeviceMemoryBudget(self.device_memory_limit)`` created in ``_prepare`` (so that
-the limit emulates the papers' 11/12/24 GB cards and overflowing it raises
-:class:`~common.errors.DeviceOutOfMemory`), times its phases with ``common.device.PhaseTimer``,
-and reports the budget's peak as ``MatchResult.peak_device_bytes``.
+``common.device.DeviceMemoryBudget(self.device_memory_limit)`` kept as ``self.budget`` and created
+in ``_prepare`` (so that the limit emulates the papers' 11/12/24 GB cards and overflowing it
+raises :class:`~common.errors.DeviceOutOfMemory`), keeps its grow-and-reuse buffers in a
+``common.device.BufferPool`` over that budget, times its phases with ``common.device.PhaseTimer``,
+and reports the budget's peak as ``MatchResult.peak_device_bytes``; the base class resets the
+peak before every query, so the peak is that query's own.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class Engine(ABC):
     def __init__(self, *, device_memory_limit: int | str | None = None):
         self.device_memory_limit = None if device_memory_limit is None else memory_bytes(device_memory_limit)
         self.data: Graph | None = None
+        self.budget = None                       # a GPU engine's DeviceMemoryBudget (set in _prepare)
         self.prepare_error: str | None = None    # why prepare() could not fit (every match is oom)
 
     # ------------------------------------------------------------------ public API
@@ -66,10 +69,40 @@ class Engine(ABC):
         Embeddings name data vertices by the input's own ids: a graph whose ids were compacted on
         reading (SNAP lists, networkx graphs) carries them in ``meta["original_ids"]``.
         """
+        return self.match_batch([query], limit=limit, collect=collect, timeout_s=timeout_s,
+                                homomorphic=homomorphic)[0]
+
+    def match_batch(self, queries, *, limit: int | None = None, collect: bool = False,
+                    timeout_s: float | None = None, homomorphic: bool = False) -> list[MatchResult]:
+        """:meth:`match` for each query, in order; ``limit``, ``collect`` and ``timeout_s`` hold per
+        query. An engine that overrides ``_match_batch`` answers many small queries together
+        (shared launches and copies); the others answer them one at a time."""
         if self.data is None:
             raise RuntimeError(f"{type(self).__name__}.match() called before prepare(data)")
-        if not isinstance(query, Graph):
-            raise TypeError(f"match() takes a query Graph, got {type(query).__name__}")
+        queries = list(queries)
+        limit = self._checked_arguments(limit, timeout_s)
+        results: list[MatchResult | None] = []
+        pending: list[int] = []
+        for i, query in enumerate(queries):
+            results.append(self._answer_without_search(query, collect, homomorphic))
+            if results[-1] is None:
+                pending.append(i)
+        if pending:
+            if self.budget is not None:
+                self.budget.reset_peak()
+            try:
+                answered = self._match_batch([queries[i] for i in pending], limit=limit, collect=collect,
+                                             timeout_s=timeout_s, homomorphic=homomorphic)
+            except DeviceOutOfMemory as exc:
+                answered = [MatchResult(self.name, 0, Status.OOM, reason=str(exc)) for _ in pending]
+            for i, result in zip(pending, answered):
+                results[i] = result
+        for query, result in zip(queries, results):
+            result.query = query.name
+            result.embeddings = to_original_ids(self.data, result.embeddings)
+        return results
+
+    def _checked_arguments(self, limit, timeout_s) -> int | None:
         if limit is not None:
             whole = not isinstance(limit, bool) and float(limit).is_integer()
             if not whole or not 1 <= int(limit) <= np.iinfo(np.int64).max:
@@ -77,6 +110,13 @@ class Engine(ABC):
             limit = int(limit)
         if timeout_s is not None and not timeout_s > 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+        return limit
+
+    def _answer_without_search(self, query: Graph, collect: bool, homomorphic: bool) -> MatchResult | None:
+        """The checks every engine needs: a bad query raises; an answer known without a search
+        (unsupported, prepare out of memory, a label the data lacks) is returned; None otherwise."""
+        if not isinstance(query, Graph):
+            raise TypeError(f"match() takes a query Graph, got {type(query).__name__}")
         if query.num_vertices == 0:
             raise ValueError(f"query {query.name!r} has no vertices")
         if query.directed != self.data.directed:
@@ -92,14 +132,7 @@ class Engine(ABC):
             empty = np.zeros((0, query.num_vertices), dtype=np.int32) if collect else None
             return MatchResult(self.name, 0, Status.OK, embeddings=empty, query=query.name,
                                stats={"note": "a query label does not occur in the data graph"})
-        try:
-            result = self._match(query, limit=limit, collect=collect,
-                                 timeout_s=timeout_s, homomorphic=homomorphic)
-        except DeviceOutOfMemory as exc:
-            result = MatchResult(self.name, 0, Status.OOM, reason=str(exc))
-        result.query = query.name
-        result.embeddings = to_original_ids(self.data, result.embeddings)
-        return result
+        return None
 
     def unsupported_reason(self, query: Graph, *, homomorphic: bool = False) -> str:
         """Why this engine cannot take ``query`` on the prepared data graph ('' if it can)."""
@@ -124,6 +157,20 @@ class Engine(ABC):
     @abstractmethod
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         """Answer one query; the base class has already checked it (see :meth:`match`)."""
+
+    def _match_batch(self, queries: list[Graph], *, limit, collect, timeout_s, homomorphic) -> list[MatchResult]:
+        """Answer checked queries (see :meth:`match_batch`); by default one at a time, each with
+        its own peak and its own out-of-memory status."""
+        out = []
+        for i, query in enumerate(queries):
+            if i and self.budget is not None:
+                self.budget.reset_peak()
+            try:
+                out.append(self._match(query, limit=limit, collect=collect, timeout_s=timeout_s,
+                                       homomorphic=homomorphic))
+            except DeviceOutOfMemory as exc:
+                out.append(MatchResult(self.name, 0, Status.OOM, reason=str(exc)))
+        return out
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -257,7 +304,8 @@ def match_many(data, queries: Iterable, engine: str = "cpu", *, limit: int | Non
                collect: bool = False, timeout_s: float | None = None, homomorphic: bool = False,
                vertex_label: str | None = "label", edge_label: str | None = None,
                client=None, **engine_options) -> list[MatchResult]:
-    """Match a query set, preparing the data graph once (inputs as for :func:`match`).
+    """Match a query set, preparing the data graph once (inputs as for :func:`match`); an engine
+    with batches (:meth:`Engine.match_batch`) answers small queries together.
 
     With a dask.distributed ``client`` every query is a task on the cluster, each worker
     preparing the data graph once (:func:`common.distributed.match_many`; the ``dask`` extra).
@@ -269,6 +317,6 @@ def match_many(data, queries: Iterable, engine: str = "cpu", *, limit: int | Non
                           edge_label=edge_label, **engine_options)
     data = _as_graph(data, vertex_label, edge_label)
     prepared = create_engine(engine, **engine_options).prepare(data)
-    return [prepared.match(_as_graph(q, vertex_label, edge_label, like=data), limit=limit,
-                           collect=collect, timeout_s=timeout_s, homomorphic=homomorphic)
-            for q in queries]
+    return prepared.match_batch([_as_graph(q, vertex_label, edge_label, like=data) for q in queries],
+                                limit=limit, collect=collect, timeout_s=timeout_s,
+                                homomorphic=homomorphic)

@@ -133,6 +133,12 @@ class ScanWorkspace:
         self.host_total = np.zeros(1, self.dtype)
         self.kernels = _kernels(self.dtype.str)
 
+    def free(self, budget) -> None:
+        """Give the tile buffers back to ``budget`` (the one they were allocated through)."""
+        for level in self.levels:
+            budget.free(level)
+        self.levels, self.heads, self.capacity = [], [], 0
+
 
 def exclusive_scan(d_in, d_out=None, stream=0, workspace: ScanWorkspace | None = None, *,
                    n: int | None = None, want_total: bool = True) -> int | None:

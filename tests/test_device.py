@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from common.device import (DeviceMemoryBudget, PhaseTimer, cuda, device_info, fill, gpu_available,
+from common.device import (BufferPool, DeviceMemoryBudget, PhaseTimer, cuda, device_info, fill, gpu_available,
                            kernel_resources, simulator_active)
 from common.device_functions import (binary_search, contains, hash32, hash32_host, intersect,
                                      intersect_count, intersect_count_merge,
@@ -322,3 +322,44 @@ def test_kernel_resources():
         assert resources["shared_bytes_per_block"] == 128 * 4
         assert resources["local_bytes_per_thread"] >= 0
         assert resources["max_threads_per_block"] >= 128
+
+
+def _query_on(pool, budget, sizes):
+    """One 'query' of a pooled engine: reset the peak, ask for buffers of these sizes."""
+    budget.reset_peak()
+    for name, size in sizes.items():
+        pool.get(name, size, np.int32)
+    return budget.peak
+
+
+def test_buffer_pool_peak_is_the_query_s_own_demand():
+    budget = DeviceMemoryBudget(None)
+    kept = budget.device_array(100, np.int32, "prepared state")       # 400 B for every query
+    pool = BufferPool(budget, prefix="test ")
+    small = {"rows": 10, "keys": 5}
+    first = _query_on(pool, budget, small)
+    assert first == 400 + 15 * 4
+    _query_on(pool, budget, {"rows": 1000, "keys": 700})             # grows the buffers
+    assert budget.in_use >= 400 + 1700 * 4
+    assert _query_on(pool, budget, small) == first                   # same query, same peak
+    pool.free_all()
+    assert budget.in_use == 400 and budget.peak >= 400
+    del kept
+
+
+def test_buffer_pool_reuses_grows_keeps_and_checks_the_limit():
+    budget = DeviceMemoryBudget(4096)
+    pool = BufferPool(budget, growth=2.0)
+    a = pool.get("a", 10, np.int64)
+    a.copy_to_device(np.arange(10, dtype=np.int64))
+    assert pool.get("a", 8, np.int64).size == 10                     # reused, not reallocated
+    b = pool.get("a", 12, np.int64, keep=10)                         # grown x2, first 10 kept
+    assert b.size == 20 and np.array_equal(b[:10].copy_to_host(), np.arange(10))
+    view = pool.upload("h", np.arange(6, dtype=np.int32).reshape(2, 3))
+    assert view.shape == (2, 3) and np.array_equal(view.copy_to_host(), np.arange(6).reshape(2, 3))
+    with pytest.raises(DeviceOutOfMemory, match="big"):
+        pool.get("big", 10_000, np.int64)
+    workspace = pool.scan(5000)
+    assert pool.scan(100) is workspace and pool.scan(6000) is not workspace
+    pool.free_all()
+    assert budget.in_use == 0

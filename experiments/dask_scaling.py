@@ -1,0 +1,167 @@
+"""Dask on GPUs: query-set throughput and one heavy query split, against a local run (issues 17, 18).
+
+Starts ``dask_cuda.LocalCUDACluster`` with 1, 2, ... workers (one GPU each; ``--workers 1,2,4``)
+and measures, with the same engine prepared in this process as the base (one GPU, no Dask):
+
+* **query sets** (``--sets``): HPRD dense-16, yeast dense-16/sparse-16 (counts <= 10^7, as the
+  small-query benchmark), rw12 (the 30 random-walk queries, ``--timeout`` each): wall seconds of
+  the whole set, queries/s, speedup over the local run, and the counts against the exact ones
+  (and against the local run where no exact count is known);
+* **split heavy queries** (``--heavy``): each query through ``common.distributed.match_split``
+  (``--parts-per-worker`` ranges per worker): wall seconds, speedup, embeddings/s, and the split
+  count against the local one.
+
+On one GPU the ratio dask/local is the Dask path's overhead. Each configuration answers its
+workload once untimed first (worker-side prepare and kernel compiles), then once timed. Printed
+last: one table; ``--out`` writes it as CSV.
+
+    python -m experiments.dask_scaling --engine gmatch --workers 1 --out dask.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from common.device import backend_label
+from common.engine import create_engine
+from common.io import load_graph
+from common.paths import data_dir
+from common.result import Status
+
+from .workloads import GITHUB, HPRD, HPRD_DENSE_16, SCALES, YEAST, yeast_queries
+
+SETS = {
+    "hprd": (HPRD, HPRD_DENSE_16),
+    "yeast16d": (YEAST, yeast_queries("dense_16")),
+    "yeast16s": (YEAST, yeast_queries("sparse_16")),
+}
+HEAVY = ("q12_000", "q12_006", "q12_015")       # the longest rw12 queries one H200 solves in 8 s
+
+
+def query_set(name: str):
+    """(data graph, queries, exact counts) of a query set."""
+    if name == "rw12":
+        data = GITHUB.load(SCALES["full"])
+        folder = data_dir() / "gmatch_test" / "rw12"
+        authors = pd.read_csv(folder / "authors_gmatch_h200.csv").set_index("query")
+        queries = [load_graph(p) for p in sorted(folder.glob("q12_*.graph"))]
+        known = {q: int(r["count"]) for q, r in authors.iterrows() if r["status"] == "ok"}
+        return data, queries, known
+    dataset, spec = SETS[name]
+    data = dataset.load(SCALES["full"])
+    queries, known = spec.build(data, dataset, SCALES["full"])
+    return data, queries, known
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def _check(results, known, base):
+    """Queries whose count is exact where known, equal to the local run otherwise (ok only)."""
+    good = 0
+    for result, local in zip(results, base):
+        expected = known.get(result.query, local.count if local.status is Status.OK else None)
+        good += result.status is Status.OK and expected is not None and result.count == expected
+    return good
+
+
+def start_cluster(kind: str, workers: int):
+    """``local-cuda``: one worker per GPU (dask-cuda); ``local``: CPU processes, one thread each."""
+    if kind == "local-cuda":
+        from dask_cuda import LocalCUDACluster
+        return LocalCUDACluster(n_workers=workers, dashboard_address=None)
+    from dask.distributed import LocalCluster
+    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+
+
+def run(engine_name, worker_counts, sets, heavy, timeout_s, parts_per_worker, cluster_kind="local-cuda"):
+    from dask.distributed import Client
+
+    from common.distributed import match_many, match_split
+
+    rows = []
+    loaded = {name: query_set(name) for name in sets}
+    rw12 = query_set("rw12") if heavy else None
+    local = {}
+    for name, (data, queries, known) in loaded.items():            # the base: one GPU, no Dask
+        engine = create_engine(engine_name).prepare(data)
+        [engine.match(q, timeout_s=timeout_s) for q in queries]
+        wall, results = _timed(lambda: [engine.match(q, timeout_s=timeout_s) for q in queries])
+        local[name] = results
+        rows.append(_row("set", name, "local", 0, wall, len(queries), results, _check(results, known, results)))
+    heavy_queries = []
+    if heavy:
+        data, queries, known = rw12
+        by_name = {q.name: q for q in queries}
+        heavy_queries = [by_name[h] for h in heavy]
+        engine = create_engine(engine_name).prepare(data)
+        engine.match(by_name["q12_001"], timeout_s=timeout_s)       # compile
+        for q in heavy_queries:
+            wall, result = _timed(lambda: engine.match(q, timeout_s=timeout_s))
+            local[q.name] = [result]
+            rows.append(_row("split", q.name, "local", 0, wall, 1, [result],
+                             _check([result], known, [result])))
+    for workers in worker_counts:
+        with start_cluster(cluster_kind, workers) as cluster, Client(cluster) as client:
+            for name, (data, queries, known) in loaded.items():
+                match_many(data, queries, engine_name, client=client, timeout_s=timeout_s)
+                wall, results = _timed(lambda: match_many(data, queries, engine_name, client=client,
+                                                          timeout_s=timeout_s))
+                rows.append(_row("set", name, "dask", workers, wall, len(queries), results,
+                                 _check(results, known, local[name])))
+            if heavy:
+                data, _, known = rw12
+                parts = parts_per_worker * workers
+                match_split(data, by_name["q12_001"], engine_name, client=client, parts=parts,
+                            timeout_s=timeout_s)
+                for q in heavy_queries:
+                    wall, result = _timed(lambda: match_split(data, q, engine_name, client=client,
+                                                              parts=parts, timeout_s=timeout_s))
+                    rows.append(_row("split", q.name, "dask", workers, wall, 1, [result],
+                                     _check([result], known, local[q.name])))
+    frame = pd.DataFrame(rows)
+    base = frame[frame["run"] == "local"].set_index(["kind", "workload"]).wall_s
+    frame["speedup"] = [base[(r.kind, r.workload)] / r.wall_s for r in frame.itertuples()]
+    frame["backend"] = backend_label()
+    return frame
+
+
+def _row(kind, workload, mode, workers, wall, queries, results, good):
+    embeddings = sum(r.count for r in results)
+    return {"kind": kind, "workload": workload, "run": mode, "workers": workers, "wall_s": wall,
+            "queries": queries, "queries_per_s": queries / wall, "embeddings_per_s": embeddings / wall,
+            "exact": good, "statuses": ",".join(sorted({str(r.status) for r in results}))}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", default="gmatch")
+    parser.add_argument("--workers", default="1", help="comma-separated worker (GPU) counts")
+    parser.add_argument("--sets", default="hprd", help=f"query sets: {', '.join([*SETS, 'rw12'])}")
+    parser.add_argument("--heavy", default=",".join(HEAVY), help="rw12 queries to split ('' for none)")
+    parser.add_argument("--timeout", type=float, default=8.0)
+    parser.add_argument("--parts-per-worker", type=int, default=4)
+    parser.add_argument("--cluster", choices=("local-cuda", "local"), default="local-cuda")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    sets = [s for s in args.sets.split(",") if s]
+    heavy = [h for h in args.heavy.split(",") if h]
+    frame = run(args.engine, [int(w) for w in args.workers.split(",")], sets, heavy, args.timeout,
+                args.parts_per_worker, args.cluster)
+    if args.out:
+        frame.to_csv(args.out, index=False)
+    print(f"backend: {backend_label()}, engine {args.engine}")
+    print(frame.drop(columns="backend").to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    good = frame.exact == frame.queries
+    return 0 if bool(good.all()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
