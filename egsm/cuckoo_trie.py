@@ -83,11 +83,12 @@ def edge_of_pair(meta, p):
 
 
 @cuda.jit
-def insert_kernel(n, masks, meta, keys, ctrl):
-    """Level 1: insert every data vertex v into the table of every u with v in C(u)."""
+def insert_kernel(n, moff, masks, meta, keys, ctrl):
+    """Level 1: insert every data vertex v into the table of every u with v in C(u) (the
+    query's bitmaps start at masks[moff])."""
     nq = meta[M_NQ]
     for v in range(cuda.grid(1), n, cuda.gridsize(1)):
-        m = masks[v]
+        m = masks[moff + v]
         if m == 0:
             continue
         for u in range(nq):
@@ -115,7 +116,7 @@ def insert_kernel(n, masks, meta, keys, ctrl):
 
 
 @cuda.jit
-def count_kernel(capacity, num_pairs, meta, keys, masks, offsets, neighbors, cnt):
+def count_kernel(capacity, num_pairs, meta, keys, masks, moff, offsets, neighbors, cnt):
     """Level 2 sizes: cnt[p] = |N(v, u, u')| for pair p = (edge (u, u'), cell of v); 0 past the
     last pair, so that a scan over the whole buffer ends with the total."""
     for p in range(cuda.grid(1), capacity, cuda.gridsize(1)):
@@ -127,13 +128,13 @@ def count_kernel(capacity, num_pairs, meta, keys, masks, offsets, neighbors, cnt
             v = keys[meta[M_CBASE + u] + p - meta[M_PBASE + e]]
             if v != EMPTY:
                 for i in range(offsets[v], offsets[v + 1]):
-                    if masks[neighbors[i]] & bit:
+                    if masks[moff + neighbors[i]] & bit:
                         c += 1
         cnt[p] = c
 
 
 @cuda.jit
-def fill_kernel(num_pairs, meta, keys, masks, offsets, neighbors, off, nbr, removed):
+def fill_kernel(num_pairs, meta, keys, masks, moff, offsets, neighbors, off, nbr, removed):
     """Level 3: copy N(v, u, u') (sorted) to nbr[off[p]:]; clear the slots' REMOVED flags."""
     for p in range(cuda.grid(1), num_pairs, cuda.gridsize(1)):
         e = edge_of_pair(meta, p)
@@ -145,10 +146,17 @@ def fill_kernel(num_pairs, meta, keys, masks, offsets, neighbors, off, nbr, remo
         pos = off[p]
         for i in range(offsets[v], offsets[v + 1]):
             w = neighbors[i]
-            if masks[w] & bit:
+            if masks[moff + w] & bit:
                 nbr[pos] = w
                 removed[pos] = 0
                 pos += 1
+
+
+@cuda.jit
+def fill_n_kernel(array, n, value):
+    """array[:n] = value (a pooled buffer may be longer than this query needs)."""
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        array[i] = value
 
 
 @cuda.jit
@@ -197,4 +205,4 @@ def table_sizes(candidate_counts: np.ndarray) -> np.ndarray:
 
 
 __all__ = ["MAX_CUCKOO_LOOP", "MAXQ", "lookup", "list_contains", "insert_kernel", "count_kernel",
-           "fill_kernel", "alive_kernel", "compact_kernel", "table_sizes"]
+           "fill_kernel", "fill_n_kernel", "alive_kernel", "compact_kernel", "table_sizes"]

@@ -51,22 +51,24 @@ BFS-to-DFS fallback ran, cuckoo rebuilds.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from common.device import (DeviceMemoryBudget, LaunchWatch, PhaseTimer, clear_bit_outside, cuda, fill,
-                           simulator_active)
+from common.device import BufferPool, DeviceMemoryBudget, LaunchWatch, PhaseTimer, cuda, fill, simulator_active
 from common.engine import Engine
+from common.errors import DeviceOutOfMemory
 from common.graph import Graph
 from common.result import MatchResult, Status
 from common.roots import check_root_range
-from common.scan import ScanWorkspace, exclusive_scan
+from common.scan import exclusive_scan
 
 from . import layout as L
-from .cuckoo_trie import (alive_kernel, compact_kernel, count_kernel, fill_kernel, insert_kernel,
-                          table_sizes)
+from .cuckoo_trie import (alive_kernel, compact_kernel, count_kernel, fill_kernel, fill_n_kernel,
+                          insert_kernel, table_sizes)
 from .enumerate import extend_kernel
-from .filter import candidate_kernel, filtering_order, neighbour_label_counts, prune_kernel
+from .filter import (candidate_kernel, filtering_order, neighbour_label_counts, prune_all_kernel,
+                     prune_kernel, restrict_root_kernel)
 from .order import first_vertex, plan as make_plan
 
 
@@ -89,10 +91,32 @@ SPLIT_RECORDS = 1024 if simulator_active() else 1 << 16
 SIM_QUEUE_BYTES = 4 << 20
 MAX_REBUILDS = 8
 BUILD_BLOCKS_MAX = 4096
+#: Threads of the one-block wedge filter (all centres in one launch).
+PRUNE_THREADS = 64 if simulator_active() else 1024
+#: Largest cell count of a centre for the one-block wedge filter; above it, a launch per centre.
+FUSED_PRUNE_CELLS = 8 * PRUNE_THREADS
+#: Compacted lists sized by the level-3 total (an upper bound, no host read) up to this many
+#: slots; above it the host reads the exact totals (one more copy, for heavy queries only).
+BOUND_COMPACT_SLOTS = 16 << 20
+#: Data-vertex bitmaps of one shared filter launch, at most (BATCH_MAX queries or fewer).
+BATCH_MASK_WORDS = 8 << 20
 
 
 def _blocks(work: int) -> int:
     return max(1, min(BUILD_BLOCKS_MAX, (work + L.BUILD_THREADS - 1) // L.BUILD_THREADS))
+
+
+@dataclass
+class _Query:
+    """Host state of one query of a batch between the shared filter and its own search."""
+
+    query: Graph
+    adj: list
+    edges: list
+    meta: np.ndarray
+    stats: dict = field(default_factory=dict)
+    cand: np.ndarray | None = None
+    filter_seconds: float = 0.0
 
 
 class EGSM(Engine):
@@ -138,6 +162,7 @@ class EGSM(Engine):
     # ------------------------------------------------------------------ prepare
     def _prepare(self, data: Graph) -> None:
         self.budget = budget = DeviceMemoryBudget(self.device_memory_limit)
+        self.pool = BufferPool(budget, prefix="egsm ")
         nlc_off, nlc_lab, nlc_cnt = neighbour_label_counts(data)
         self.d_offsets = budget.to_device(data.offsets.astype(np.int64), "data offsets")
         self.d_neighbors = budget.to_device(data.neighbors.astype(np.int32), "data neighbors")
@@ -145,20 +170,23 @@ class EGSM(Engine):
         self.d_nlc_off = budget.to_device(nlc_off, "NLC offsets")
         self.d_nlc_lab = budget.to_device(nlc_lab if nlc_lab.size else np.zeros(1, np.int32), "NLC labels")
         self.d_nlc_cnt = budget.to_device(nlc_cnt if nlc_cnt.size else np.zeros(1, np.int32), "NLC counts")
-        self.d_masks = budget.device_array(max(data.num_vertices, 1), np.int64, "candidate bitmaps")
         self.d_meta = budget.device_array(L.META_SIZE, np.int64, "query metadata")
-        self.d_einfo = budget.device_array(L.EINFO_SIZE, np.int64, "edge info")
-        self.d_ctrl = budget.device_array(L.CTRL_SIZE, np.int64, "counters")
+        # ctrl and einfo are views of one array made once: one copy reads both, no slicing later
+        self.d_state = budget.zeros(L.STATE_SIZE, np.int64, "counters and edge info")
+        self.d_ctrl = self.d_state[L.S_CTRL:L.S_CTRL + L.CTRL_SIZE]
+        self.d_einfo = self.d_state[L.S_EINFO:L.S_EINFO + L.EINFO_SIZE]
+        self.d_stop = self.d_ctrl[L.C_STOP:L.C_STOP + 1]
+        self.d_fail = self.d_ctrl[L.C_CUCKOO_FAIL:L.C_CUCKOO_FAIL + 1]
         self.d_emb_dummy = budget.device_array(1, np.int32, "no embeddings")
         self.d_split = budget.to_device(   # flags 0: never a launch's epoch (they start at 1)
             np.zeros(self.split_records * L.REC_WIDTH if self.load_balance else 1, np.int64),
             "split records")
         self._epoch = 0
-        self.h_meta = np.zeros(L.META_SIZE, np.int64)
-        self.h_ctrl = cuda.pinned_array(L.CTRL_SIZE, np.int64) if not simulator_active() else np.zeros(L.CTRL_SIZE, np.int64)
-        self.h_einfo = np.zeros(L.EINFO_SIZE, np.int64)
-        self._buffers: dict[str, object] = {}
-        self._scan_ws: ScanWorkspace | None = None
+        sim = simulator_active()
+        self.h_meta = np.zeros(L.META_SIZE, np.int64) if sim else cuda.pinned_array(L.META_SIZE, np.int64)
+        self.h_state = np.zeros(L.STATE_SIZE, np.int64) if sim else cuda.pinned_array(L.STATE_SIZE, np.int64)
+        self.h_ctrl = self.h_state[L.S_CTRL:L.S_CTRL + L.CTRL_SIZE]
+        self.h_einfo = self.h_state[L.S_EINFO:L.S_EINFO + L.EINFO_SIZE]
         if self.queue_bytes is not None:
             qbytes = self.queue_bytes
         elif budget.limit is None:
@@ -168,50 +196,12 @@ class EGSM(Engine):
         self.d_queue = budget.device_array(max(1, qbytes // 4), np.int32, "BFS queue")
         if self.blocks is not None:
             self.enum_blocks = self.blocks
-        elif simulator_active():
+        elif sim:
             self.enum_blocks = 1
         else:
             self.enum_blocks = 4 * int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
         self.data_n = data.num_vertices
         self._watch = LaunchWatch()
-
-    def _buffer(self, name: str, size: int, dtype) -> object:
-        """A device buffer of at least ``size`` elements, grown (x1.5) and reused across queries."""
-        size = max(int(size), 1)
-        current = self._buffers.get(name)
-        if current is not None and current.size >= size:
-            return current
-        if current is not None:
-            self.budget.free(current)
-            self._buffers[name] = None
-        grown = size if current is None else max(size, int(current.size * 1.5))
-        self._buffers[name] = self.budget.device_array(grown, dtype, name)
-        return self._buffers[name]
-
-    def _pair_space(self, size: int) -> tuple:
-        """The per-(edge, cell) arrays, all of one length (the scans need equal sizes):
-        counts, offsets, alive flags, key positions, compacted offsets."""
-        specs = (("level-2 counts", np.int32), ("level-2 offsets", np.int64),
-                 ("alive pairs", np.int64), ("key positions", np.int64),
-                 ("compacted offsets", np.int64))
-        current = self._buffers.get(specs[0][0])
-        if current is None or current.size < size:
-            grown = size if current is None else max(size, int(current.size * 1.5))
-            for name, dtype in specs:
-                if self._buffers.get(name) is not None:
-                    self.budget.free(self._buffers[name])
-                    self._buffers[name] = None
-            for name, dtype in specs:
-                self._buffers[name] = self.budget.device_array(grown, dtype, name)
-        return tuple(self._buffers[name] for name, _ in specs)
-
-    def _scan(self, d_in, d_out) -> int:
-        if self._scan_ws is None or self._scan_ws.capacity < d_in.size:
-            if self._scan_ws is not None:
-                for level in self._scan_ws.levels:
-                    self.budget.free(level)
-            self._scan_ws = ScanWorkspace(d_in.size, np.int64, self.budget)
-        return exclusive_scan(d_in, d_out, workspace=self._scan_ws)
 
     def _read_ctrl(self) -> np.ndarray:
         self.d_ctrl.copy_to_host(self.h_ctrl)
@@ -219,42 +209,104 @@ class EGSM(Engine):
 
     # ------------------------------------------------------------------ match
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
+        return self._match_batch([query], limit=limit, collect=collect, timeout_s=timeout_s,
+                                 homomorphic=homomorphic)[0]
+
+    def _match_batch(self, queries, *, limit, collect, timeout_s, homomorphic) -> list[MatchResult]:
+        """Answer checked queries: filter steps 1-2 of up to ``BATCH_MAX`` queries in one launch
+        with one copy back of every |C(u)|, then each query's index, grouping and enumeration in
+        turn, each with its own deadline (started when its own search starts), peak, status,
+        limit and embeddings."""
+        results: list[MatchResult | None] = [None] * len(queries)
+        chunk = max(1, min(L.BATCH_MAX, BATCH_MASK_WORDS // max(self.data_n, 1)))
+        first = True
+        for lo in range(0, len(queries), chunk):
+            part = list(range(lo, min(lo + chunk, len(queries))))
+            searched = [i for i in part if queries[i].num_edges > 0]
+            for i in part:
+                if queries[i].num_edges == 0:
+                    results[i] = self._single_vertex(queries[i], limit, collect)
+            if not searched:
+                continue
+            if not first:
+                self.budget.reset_peak()
+            first = False
+            try:
+                prepared = self._filter_batch([queries[i] for i in searched])
+            except DeviceOutOfMemory as exc:
+                for i in searched:
+                    results[i] = MatchResult(self.name, 0, Status.OOM, reason=str(exc))
+                continue
+            masks_words = len(searched) * self.data_n
+            for k, (i, state) in enumerate(zip(searched, prepared)):
+                if k:
+                    self.budget.reset_peak()
+                    self.pool.get("candidate bitmaps", masks_words, np.int64)   # its share of the peak
+                try:
+                    results[i] = self._search(state, k * self.data_n, limit, collect, timeout_s)
+                except DeviceOutOfMemory as exc:
+                    results[i] = MatchResult(self.name, 0, Status.OOM, reason=str(exc))
+        return results
+
+    def _filter_batch(self, queries: list[Graph]) -> list[_Query]:
+        """Filter steps 1-2 of every query in one launch; one copy back of all |C(u)|."""
+        start = time.perf_counter()
+        states = []
+        metas = np.zeros((len(queries), L.META_SIZE), np.int64)
+        for k, query in enumerate(queries):
+            nq = query.num_vertices
+            adj = [set(int(a) for a in query.neighbors[query.offsets[u]:query.offsets[u + 1]])
+                   for u in range(nq)]
+            edges = [(u, a) for u in range(nq) for a in sorted(adj[u])]
+            self._query_meta(query, adj, edges, metas[k])
+            states.append(_Query(query, adj, edges, metas[k], {"variant": self.variant}))
+        n, b = self.data_n, len(queries)
+        d_metas = self.pool.upload("batch metadata", metas.reshape(-1))
+        masks = self.pool.get("candidate bitmaps", b * n, np.int64)
+        d_cand = self.pool.get("candidate counts", b * L.MAXQ, np.int64)
+        fill(d_cand, 0)
+        candidate_kernel[_blocks(b * n), L.BUILD_THREADS](
+            n, b, self.d_offsets, self.d_labels, self.d_nlc_off, self.d_nlc_lab, self.d_nlc_cnt,
+            d_metas, masks, d_cand)
+        root_range = check_root_range(self.root_range)
+        if root_range is not None:            # u0 only inside the root range
+            for k, state in enumerate(states):
+                u0 = first_vertex(state.adj)
+                restrict_root_kernel[_blocks(n), L.BUILD_THREADS](
+                    n, k * n, masks, u0, root_range[0], root_range[1], d_cand, k * L.MAXQ + u0)
+                state.stats["root_range"] = list(root_range)
+        host = np.empty(d_cand.size, np.int64)
+        d_cand.copy_to_host(host)
+        seconds = (time.perf_counter() - start) / b
+        for k, state in enumerate(states):
+            state.cand = host[k * L.MAXQ:k * L.MAXQ + state.query.num_vertices].copy()
+            state.stats["candidate_sizes"] = state.cand.tolist()
+            state.filter_seconds = seconds
+            if b > 1:
+                state.stats["batched_filter"] = b
+        return states
+
+    def _search(self, state: _Query, moff: int, limit, collect, timeout_s) -> MatchResult:
+        """Index, grouping and enumeration of one filtered query (bitmaps at masks[moff:])."""
         deadline = None if timeout_s is None else time.perf_counter() + timeout_s
         timer = PhaseTimer()
-        self.budget.reset_peak()
+        timer.add("filter", state.filter_seconds)
+        query, adj, edges, meta, stats, cand = (state.query, state.adj, state.edges, state.meta,
+                                                state.stats, state.cand)
         nq = query.num_vertices
-        stats: dict = {"variant": self.variant}
-        if query.num_edges == 0:
-            return self._single_vertex(query, limit, collect, timer)
-        adj = [set(int(a) for a in query.neighbors[query.offsets[u]:query.offsets[u + 1]])
-               for u in range(nq)]
-        edges = [(u, a) for u in range(nq) for a in sorted(adj[u])]
         eid = {e: i for i, e in enumerate(edges)}
-        meta = self._query_meta(query, adj, edges)
 
         def finish(count, status=Status.OK, embeddings=None, reason=""):
             phases = timer.seconds
             stats["filter_seconds"] = phases.get("filter", 0.0) + phases.get("index", 0.0)
+            if "order" not in stats:        # stopped before grouping: the plan on |C(u)| |C(u')|
+                rough = make_plan(adj, {(u, a): int(cand[u]) * int(cand[a]) for u, a in edges}, self.mode)
+                stats["order"] = [u for g in rough.groups for u in g]
             if collect and embeddings is None:
                 embeddings = np.zeros((0, nq), np.int32)
             return MatchResult(self.name, count, status, reason=reason, embeddings=embeddings,
                                phases=phases, peak_device_bytes=self.budget.peak, stats=stats)
 
-        # ---- filter steps 1-2 ------------------------------------------------------------
-        with timer.phase("filter"):
-            fill(self.d_ctrl, 0)
-            self.d_meta.copy_to_device(meta)
-            candidate_kernel[_blocks(self.data_n), L.BUILD_THREADS](
-                self.data_n, self.d_offsets, self.d_labels, self.d_nlc_off, self.d_nlc_lab,
-                self.d_nlc_cnt, self.d_meta, self.d_masks, self.d_ctrl)
-            root_range = check_root_range(self.root_range)
-            if root_range is not None:            # u0 only inside the root range
-                u0 = first_vertex(adj)
-                clear_bit_outside(self.d_masks, u0, *root_range, self.d_ctrl, L.C_CAND + u0)
-                stats["root_range"] = list(root_range)
-            ctrl = self._read_ctrl()
-        cand = ctrl[L.C_CAND:L.C_CAND + nq].copy()
-        stats["candidates"] = cand.tolist()
         if cand.min() == 0:
             return finish(0)
         # ---- Cuckoo tries + wedge filter ----------------------------------------------------
@@ -266,13 +318,18 @@ class EGSM(Engine):
         meta[L.M_CBASE:L.M_CBASE + nq + 1] = cbase
         meta[L.M_NB:L.M_NB + nq] = nb
         meta[L.M_PBASE:L.M_PBASE + len(edges) + 1] = pbase
+        delta = filtering_order(adj, np.array([len(a) for a in adj]))
+        meta[L.M_NDELTA] = 2 * nq
+        meta[L.M_DELTA:L.M_DELTA + 2 * nq] = delta + delta[::-1]
         cells, pairs = int(cbase[-1]), int(pbase[-1])
         rng = np.random.default_rng(0)
         rebuilds = 0
+        fill(self.d_ctrl, 0)
         while True:
             meta[L.M_SEED:L.M_SEED + 2] = rng.integers(1, 2**31 - 1, size=2)
             try:
-                built = self._build_index(meta, adj, cells, pairs, timer, deadline)
+                built = self._build_index(meta, delta, int((2 * L.BUCKET * nb).max()), cells, pairs,
+                                          moff, timer, deadline)
             except _PastDeadline:
                 return finish(0, Status.TIMEOUT, reason="deadline passed while building the index")
             if built is not None:
@@ -290,17 +347,19 @@ class EGSM(Engine):
                      candidate_edges_before_wedge=int(total_slots),
                      candidate_index_bytes=int(4 * cells + 8 * (pairs + 1) + 4 * total_live
                                                + 4 * total_keys))
-        if card.min() == 0:
-            return finish(0)
         # ---- grouping ------------------------------------------------------------------------
         start = time.perf_counter()
         plan = make_plan(adj, {e: int(rel[eid[e]]) for e in edges}, self.mode)
+        stats["groups"] = [list(g) for g in plan.groups]
+        stats["order"] = [u for g in plan.groups for u in g]
+        if card.min() == 0:
+            timer.add("plan", time.perf_counter() - start)
+            return finish(0)
         masks = plan.stage_masks()
         meta[L.M_STAGEMASK:L.M_STAGEMASK + len(masks)] = masks
         u0 = plan.first_vertex
         first_edge = min((eid[(u0, a)] for a in adj[u0]), key=lambda e: (card[e], e))
         timer.add("plan", time.perf_counter() - start)
-        stats["groups"] = [list(g) for g in plan.groups]
         return self._enumerate(meta, plan, masks, first_edge, int(card[first_edge]), nq, limit,
                                collect, deadline, timer, stats, finish)
 
@@ -310,10 +369,10 @@ class EGSM(Engine):
                for u in range(query.num_vertices)]
         return first_vertex(adj) if query.num_edges else 0
 
-    def _query_meta(self, query: Graph, adj, edges) -> np.ndarray:
+    def _query_meta(self, query: Graph, adj, edges, meta: np.ndarray) -> np.ndarray:
+        """Fill ``meta`` (zeroed, META_SIZE) with the query's labels, degrees, adjacency, NLC and
+        directed edges."""
         nq = query.num_vertices
-        meta = self.h_meta
-        meta[:] = 0
         meta[L.M_LAB:L.M_LAB + nq] = query.labels
         meta[L.M_DEG:L.M_DEG + nq] = [len(a) for a in adj]
         meta[L.M_ADJ:L.M_ADJ + nq] = [sum(1 << a for a in adj[u]) for u in range(nq)]
@@ -334,57 +393,73 @@ class EGSM(Engine):
         meta[L.M_NE] = len(edges)
         return meta
 
-    def _build_index(self, meta, adj, cells, pairs, timer, deadline=None):
+    def _upload_meta(self, meta: np.ndarray) -> None:
+        self.h_meta[:] = meta                       # pinned staging (a plain array in the simulator)
+        self.d_meta.copy_to_device(self.h_meta)
+
+    def _build_index(self, meta, delta, max_cells, cells, pairs, moff, timer, deadline=None):
         """Build all tries, run the wedge filter, compact; None if the cuckoo build failed.
-        Raises :class:`_PastDeadline` between launches once ``deadline`` has passed."""
+        Raises :class:`_PastDeadline` between launches once ``deadline`` has passed (host time
+        only: no synchronisation)."""
 
         def check():
-            if deadline is not None:
-                cuda.synchronize()
-                if time.perf_counter() > deadline:
-                    raise _PastDeadline
+            if deadline is not None and time.perf_counter() > deadline:
+                raise _PastDeadline
 
+        pool, n = self.pool, self.data_n
+        masks = pool.get("candidate bitmaps", moff + n, np.int64)
         with timer.phase("index"):
-            self.d_meta.copy_to_device(meta)
-            keys = self._buffer("cuckoo keys", cells, np.int32)
-            fill(keys, L.EMPTY)
-            insert_kernel[_blocks(self.data_n), L.BUILD_THREADS](
-                self.data_n, self.d_masks, self.d_meta, keys, self.d_ctrl)
+            self._upload_meta(meta)
+            keys = pool.get("cuckoo keys", cells, np.int32)
+            fill_n_kernel[_blocks(cells), L.BUILD_THREADS](keys, cells, L.EMPTY)
+            insert_kernel[_blocks(n), L.BUILD_THREADS](n, moff, masks, self.d_meta, keys, self.d_ctrl)
             check()
-            cnt, off, alive, proj_pos, off2 = self._pair_space(pairs + 1)
-            count_kernel[_blocks(cnt.size), L.BUILD_THREADS](
-                cnt.size, pairs, self.d_meta, keys, self.d_masks, self.d_offsets,
-                self.d_neighbors, cnt)
+            size = pairs + 1
+            cnt = pool.get("level-2 counts", size, np.int32)
+            off = pool.get("level-2 offsets", size, np.int64)
+            alive = pool.get("alive pairs", size, np.int64)
+            proj_pos = pool.get("key positions", size, np.int64)
+            off2 = pool.get("compacted offsets", size, np.int64)
+            workspace = pool.scan(size, np.int64)
+            count_kernel[_blocks(size), L.BUILD_THREADS](
+                size, pairs, self.d_meta, keys, masks, moff, self.d_offsets, self.d_neighbors, cnt)
             check()
-            total_slots = self._scan(cnt, off)
-            nbr = self._buffer("level-3 lists", total_slots, np.int32)
-            removed = self._buffer("level-3 removed flags", total_slots, np.int32)
+            total_slots = exclusive_scan(cnt, off, workspace=workspace, n=size)
+            nbr = pool.get("level-3 lists", total_slots, np.int32)
+            removed = pool.get("level-3 removed flags", total_slots, np.int32)
             fill_kernel[_blocks(pairs), L.BUILD_THREADS](
-                pairs, self.d_meta, keys, self.d_masks, self.d_offsets, self.d_neighbors, off,
+                pairs, self.d_meta, keys, masks, moff, self.d_offsets, self.d_neighbors, off,
                 nbr, removed)
             check()
         if self.wedge_filter:
             with timer.phase("filter"):
-                delta = filtering_order(adj, np.array([len(a) for a in adj]))
-                for u in delta + delta[::-1]:
-                    cells_u = 2 * L.BUCKET * int(meta[L.M_NB + u])
-                    prune_kernel[_blocks(cells_u), L.BUILD_THREADS](
-                        u, self.d_meta, keys, cnt, off, nbr, removed)
-                    check()
+                if max_cells <= FUSED_PRUNE_CELLS:
+                    prune_all_kernel[1, PRUNE_THREADS](self.d_meta, keys, cnt, off, nbr, removed)
+                else:
+                    for u in delta + delta[::-1]:
+                        cells_u = 2 * L.BUCKET * int(meta[L.M_NB + u])
+                        prune_kernel[_blocks(cells_u), L.BUILD_THREADS](
+                            u, self.d_meta, keys, cnt, off, nbr, removed)
+                        check()
         with timer.phase("index"):
-            alive_kernel[_blocks(alive.size), L.BUILD_THREADS](alive.size, pairs, cnt, alive)
-            total_keys = self._scan(alive, proj_pos)
-            total_live = self._scan(cnt, off2)
-            nbr2 = self._buffer("compacted lists", total_live, np.int32)
-            proj_keys = self._buffer("compacted keys", total_keys, np.int32)
+            alive_kernel[_blocks(size), L.BUILD_THREADS](size, pairs, cnt, alive)
+            exact = total_slots > BOUND_COMPACT_SLOTS
+            total_keys = exclusive_scan(alive, proj_pos, workspace=workspace, n=size, want_total=exact)
+            total_live = exclusive_scan(cnt, off2, workspace=workspace, n=size, want_total=exact)
+            if not exact:                       # upper bounds: no host read before compaction
+                total_live, total_keys = total_slots, pairs
+            nbr2 = pool.get("compacted lists", total_live, np.int32)
+            proj_keys = pool.get("compacted keys", total_keys, np.int32)
             compact_kernel[_blocks(pairs), L.BUILD_THREADS](
                 pairs, self.d_meta, keys, cnt, off, nbr, removed, off2, nbr2, proj_pos,
                 proj_keys, self.d_einfo)
-            self.d_einfo.copy_to_host(self.h_einfo)
-            ctrl = self._read_ctrl()
-        if ctrl[L.C_CUCKOO_FAIL]:
-            fill(self.d_ctrl[L.C_CUCKOO_FAIL:L.C_CUCKOO_FAIL + 1], 0)
+            self.d_state.copy_to_host(self.h_state)
+        if self.h_ctrl[L.C_CUCKOO_FAIL]:
+            fill(self.d_fail, 0)
             return None
+        ne = int(meta[L.M_NE])
+        total_live = int(self.h_einfo[L.EI_REL:L.EI_REL + ne].sum())
+        total_keys = int(self.h_einfo[L.EI_CARD:L.EI_CARD + ne].sum())
         self.index = (keys, off2, nbr2, proj_keys)
         return total_slots, total_live, total_keys
 
@@ -397,7 +472,7 @@ class EGSM(Engine):
         emb = self.d_emb_dummy
         if collect:
             emb_rows = 1024 if limit is None else min(int(limit), 1 << 20)
-            emb = self._buffer("embeddings", emb_rows * nq, np.int32)
+            emb = self.pool.get("embeddings", emb_rows * nq, np.int32)
             emb_rows = emb.size // nq
         first_tasks = (first_card + L.WARP - 1) // L.WARP
         split_cap = self.split_records if self.load_balance else 0
@@ -405,24 +480,28 @@ class EGSM(Engine):
         groups = plan.groups
         timed_out = False
 
+        # stage 0 (GetFirstMatches, group {u0}) has exactly first_tasks warp tasks and never
+        # splits: its grid is sized to them; later stages read row counts only the device knows
+        first_blocks = max(1, min(self.enum_blocks, -(-first_tasks // L.WARPS_PER_BLOCK)))
+
         def launch(stage, slot, group_mask, mapped_before, final, fallback) -> bool:
             """Run one stage; True when the deadline stopped it (its output is then partial)."""
             self._epoch += 1
+            blocks = first_blocks if stage == 0 else self.enum_blocks
             args = (self.d_meta, self.d_einfo, keys, off2, nbr2, proj_keys, self.d_queue,
                     self.d_ctrl, emb, emb_rows, self.d_split, split_cap, split_threshold,
                     self._epoch, stage, slot, first_edge, first_tasks, group_mask, mapped_before,
                     final, fallback, limit_arg, adaptive, int(deadline is not None))
             if deadline is None:
-                extend_kernel[self.enum_blocks, L.ENUM_THREADS](*args)
+                extend_kernel[blocks, L.ENUM_THREADS](*args)
                 return False
-            return self._watch.run(extend_kernel, self.enum_blocks, L.ENUM_THREADS, args, deadline,
-                                   self.d_ctrl[L.C_STOP:L.C_STOP + 1])
+            return self._watch.run(extend_kernel, blocks, L.ENUM_THREADS, args, deadline, self.d_stop)
 
         def past_deadline():
             return deadline is not None and time.perf_counter() > deadline
 
         with timer.phase("enumerate"):
-            self.d_meta.copy_to_device(meta)
+            self._upload_meta(meta)
             before = 0
             for s, group in enumerate(groups):
                 if past_deadline():
@@ -451,7 +530,7 @@ class EGSM(Engine):
             if collect and not timed_out and total > emb_rows and (limit is None or emb_rows < limit):
                 # the kernel kept counting past the buffer: rerun the last stage with room for all
                 want = total if limit is None else min(total, int(limit))
-                emb = self._buffer("embeddings", want * nq, np.int32)
+                emb = self.pool.get("embeddings", want * nq, np.int32)
                 emb_rows = emb.size // nq
                 rerun = fallback_stage if fallback_stage >= 0 else len(groups) - 1
                 slot = L.FALLBACK_SLOT if fallback_stage >= 0 else rerun
@@ -485,8 +564,9 @@ class EGSM(Engine):
                 embeddings = host.reshape(rows, nq)
         return finish(count, status, embeddings)
 
-    def _single_vertex(self, query, limit, collect, timer):
+    def _single_vertex(self, query, limit, collect):
         """A one-vertex query: every data vertex of its label is an embedding."""
+        timer = PhaseTimer()
         start = time.perf_counter()
         label = int(query.labels[0])
         offsets = self.data.label_offsets
@@ -500,7 +580,8 @@ class EGSM(Engine):
         status = Status.LIMIT if limit is not None and total >= limit else Status.OK
         emb = vertices[:count].astype(np.int32).reshape(-1, 1) if collect else None
         return MatchResult(self.name, count, status, embeddings=emb, phases=timer.seconds,
-                           peak_device_bytes=self.budget.peak, stats={"variant": self.variant})
+                           peak_device_bytes=self.budget.peak,
+                           stats={"variant": self.variant, "candidate_sizes": [total], "order": [0]})
 
 
 __all__ = ["EGSM", "VARIANTS"]

@@ -2,8 +2,9 @@
 
 Steps 1 and 2 (label filter, neighbour-label-count filter) are per-vertex tests: v is a
 candidate of u iff L(v) = L(u), d(v) >= d(u) and NLC(v)[l] >= NLC(u)[l] for every label l of
-N(u). ``candidate_kernel`` evaluates every query vertex for every data vertex in one launch and
-writes one bitmap word per data vertex (bit u = v in C(u), the paper's B[u][v]) and |C(u)|.
+N(u). ``candidate_kernel`` evaluates every query vertex of every query of a batch for every data
+vertex in one launch and writes one bitmap word per (query, data vertex) (bit u = v in C(u), the
+paper's B[u][v]) and |C(u)|.
 Step 3 (the wedge filter) runs on the Cuckoo tries: ``prune_kernel`` is PruneCuckooTries.
 
 Choices where the paper is silent, recorded:
@@ -16,7 +17,11 @@ Choices where the paper is silent, recorded:
 * Filtering order δ: BFS from the query vertex of largest degree (ties: smallest id), the
   paper's "arbitrary vertex then BFS order"; the authors default to degeneracy order. Two
   passes (δ then reversed δ), no fixpoint, as the paper.
-* One launch per centre u per pass applies both chains of Prune over ⟨N(u)⟩ at once: after the
+* One block of ``prune_all_kernel`` runs the 2 |V(Q)| centres of both passes in turn, with a
+  block barrier between centres (the order and the result of one launch per centre), when every
+  centre has at most ``FUSED_PRUNE_CELLS`` cells (engine.py); larger queries launch
+  ``prune_kernel`` once per centre over a grid sized to that centre's cells.
+* Each centre u applies both chains of Prune over ⟨N(u)⟩ at once: after the
   two chains every CT(u, a) keeps exactly the u-values present in all of them (§4.2), so one
   thread per key of u checks all of u's tries and, if the key is missing from one, deletes it
   from every CT(u, a) and deletes the mirrored tuples (v'', v) from CT(a, u). Keys are deleted
@@ -35,8 +40,8 @@ from common.device_functions import lower_bound
 from common.graph import Graph
 
 from .cuckoo_trie import lookup
-from .layout import (C_CAND, EMPTY, M_ADJ, M_CBASE, M_DEG, M_EIDX, M_LAB, M_NLCCNT, M_NLCLAB,
-                     M_NLCOFF, M_NQ, M_PBASE, MAXQ)
+from .layout import (EMPTY, M_ADJ, M_CBASE, M_DEG, M_DELTA, M_EIDX, M_LAB, M_NDELTA, M_NLCCNT,
+                     M_NLCLAB, M_NLCOFF, M_NQ, M_PBASE, MAXQ, META_SIZE)
 
 
 def neighbour_label_counts(data: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -53,69 +58,102 @@ def neighbour_label_counts(data: Graph) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 @cuda.jit
-def candidate_kernel(n, offsets, labels, nlc_off, nlc_lab, nlc_cnt, meta, masks, ctrl):
-    """Steps 1-2: masks[v] bit u set iff v passes the label and NLC filters for u; |C(u)| is
-    counted at ctrl[C_CAND + u]."""
-    nq = meta[M_NQ]
-    for v in range(cuda.grid(1), n, cuda.gridsize(1)):
+def candidate_kernel(n, num_queries, offsets, labels, nlc_off, nlc_lab, nlc_cnt, metas, masks,
+                     cand):
+    """Steps 1-2 for a batch of queries in one launch (one thread per (query, data vertex)):
+    masks[q * n + v] bit u set iff v passes the label and NLC filters for vertex u of query q
+    (meta at metas[q * META_SIZE:]); |C(u)| is counted at cand[q * MAXQ + u]."""
+    for i in range(cuda.grid(1), n * num_queries, cuda.gridsize(1)):
+        q = i // n
+        v = i - q * n
+        mb = q * META_SIZE
+        nq = metas[mb + M_NQ]
         lab = labels[v]
         deg = offsets[v + 1] - offsets[v]
         lo = nlc_off[v]
         hi = nlc_off[v + 1]
         m = int64(0)
         for u in range(nq):
-            if meta[M_LAB + u] != lab or deg < meta[M_DEG + u]:
+            if metas[mb + M_LAB + u] != lab or deg < metas[mb + M_DEG + u]:
                 continue
             ok = True
-            for j in range(meta[M_NLCOFF + u], meta[M_NLCOFF + u + 1]):
-                want = meta[M_NLCLAB + j]
+            for j in range(metas[mb + M_NLCOFF + u], metas[mb + M_NLCOFF + u + 1]):
+                want = metas[mb + M_NLCLAB + j]
                 a = lower_bound(nlc_lab, lo, hi, want)
-                if a == hi or nlc_lab[a] != want or nlc_cnt[a] < meta[M_NLCCNT + j]:
+                if a == hi or nlc_lab[a] != want or nlc_cnt[a] < metas[mb + M_NLCCNT + j]:
                     ok = False
                     break
             if ok:
                 m |= int64(1) << u
-                cuda.atomic.add(ctrl, C_CAND + u, 1)
-        masks[v] = m
+                cuda.atomic.add(cand, q * MAXQ + u, 1)
+        masks[i] = m
+
+
+@cuda.jit
+def restrict_root_kernel(n, moff, masks, u0, lo, hi, cand, index):
+    """root_range: clear bit u0 of masks[moff + v] for v outside [lo, hi), one off cand[index]
+    per bit cleared."""
+    bit = int64(1) << u0
+    for v in range(cuda.grid(1), n, cuda.gridsize(1)):
+        if (v < lo or v >= hi) and (masks[moff + v] & bit) != 0:
+            masks[moff + v] = masks[moff + v] & ~bit
+            cuda.atomic.add(cand, index, -1)
+
+
+@cuda.jit(device=True)
+def prune_cell(u, c, meta, keys, cnt, off, nbr, removed):
+    """Prune for cell c of centre u: a key of u missing from any CT(u, a) leaves all of them,
+    and its tuples leave the mirrored tries CT(a, u)."""
+    nq = meta[M_NQ]
+    adj = meta[M_ADJ + u]
+    v = keys[meta[M_CBASE + u] + c]
+    if v == EMPTY:
+        return
+    keep = True
+    for a in range(nq):
+        if (adj >> a) & 1 and cnt[meta[M_PBASE + meta[M_EIDX + u * MAXQ + a]] + c] == 0:
+            keep = False
+    if keep:
+        return
+    for a in range(nq):
+        if not (adj >> a) & 1:
+            continue
+        p = meta[M_PBASE + meta[M_EIDX + u * MAXQ + a]] + c
+        if cnt[p] == 0:
+            continue
+        cnt[p] = 0
+        back = meta[M_PBASE + meta[M_EIDX + a * MAXQ + u]] - meta[M_CBASE + a]
+        for s in range(off[p], off[p + 1]):
+            w = nbr[s]
+            cell = lookup(keys, meta, a, w)
+            if cell < 0:
+                continue
+            q = back + cell
+            lo = lower_bound(nbr, off[q], off[q + 1], v)
+            # a key of CT(a, u) deleted earlier (count 0) has no live slot left to delete
+            if cnt[q] > 0 and lo < off[q + 1] and nbr[lo] == v:
+                if cuda.atomic.exch(removed, lo, 1) == 0:
+                    cuda.atomic.add(cnt, q, -1)
 
 
 @cuda.jit
 def prune_kernel(u, meta, keys, cnt, off, nbr, removed):
-    """Wedge filter around centre u: a key of u missing from any CT(u, a) leaves all of them,
-    and its tuples leave the mirrored tries CT(a, u)."""
-    nq = meta[M_NQ]
-    first = meta[M_CBASE + u]
-    cells = meta[M_CBASE + u + 1] - first
-    adj = meta[M_ADJ + u]
+    """Wedge filter around centre u, one thread per cell of u (a query with large C(u))."""
+    cells = meta[M_CBASE + u + 1] - meta[M_CBASE + u]
     for c in range(cuda.grid(1), cells, cuda.gridsize(1)):
-        v = keys[first + c]
-        if v == EMPTY:
-            continue
-        keep = True
-        for a in range(nq):
-            if (adj >> a) & 1 and cnt[meta[M_PBASE + meta[M_EIDX + u * MAXQ + a]] + c] == 0:
-                keep = False
-        if keep:
-            continue
-        for a in range(nq):
-            if not (adj >> a) & 1:
-                continue
-            p = meta[M_PBASE + meta[M_EIDX + u * MAXQ + a]] + c
-            if cnt[p] == 0:
-                continue
-            cnt[p] = 0
-            back = meta[M_PBASE + meta[M_EIDX + a * MAXQ + u]] - meta[M_CBASE + a]
-            for s in range(off[p], off[p + 1]):
-                w = nbr[s]
-                cell = lookup(keys, meta, a, w)
-                if cell < 0:
-                    continue
-                q = back + cell
-                lo = lower_bound(nbr, off[q], off[q + 1], v)
-                # a key of CT(a, u) deleted earlier (count 0) has no live slot left to delete
-                if cnt[q] > 0 and lo < off[q + 1] and nbr[lo] == v:
-                    if cuda.atomic.exch(removed, lo, 1) == 0:
-                        cuda.atomic.add(cnt, q, -1)
+        prune_cell(u, c, meta, keys, cnt, off, nbr, removed)
+
+
+@cuda.jit
+def prune_all_kernel(meta, keys, cnt, off, nbr, removed):
+    """Both passes of the wedge filter in one launch of one block: the centres of
+    meta[M_DELTA:] in turn, a block barrier between two centres (what separate launches gave)."""
+    for k in range(meta[M_NDELTA]):
+        u = meta[M_DELTA + k]
+        cells = meta[M_CBASE + u + 1] - meta[M_CBASE + u]
+        for c in range(cuda.threadIdx.x, cells, cuda.blockDim.x):
+            prune_cell(u, c, meta, keys, cnt, off, nbr, removed)
+        cuda.syncthreads()
 
 
 def filtering_order(adjacency: list[list[int]], degrees: np.ndarray) -> list[int]:
@@ -134,4 +172,5 @@ def filtering_order(adjacency: list[list[int]], degrees: np.ndarray) -> list[int
     return order
 
 
-__all__ = ["neighbour_label_counts", "candidate_kernel", "prune_kernel", "filtering_order"]
+__all__ = ["neighbour_label_counts", "candidate_kernel", "restrict_root_kernel", "prune_kernel",
+           "prune_all_kernel", "filtering_order"]

@@ -37,7 +37,9 @@ M_SEED = M_PBASE + MAXE + 1    # hash seeds of table 0 and table 1
 M_NQ = M_SEED + 2              # |V(Q)|
 M_NE = M_NQ + 1                # number of directed edges
 M_STAGEMASK = M_NE + 1         # mapped-vertex mask after each stage (MAXSTAGES)
-META_SIZE = M_STAGEMASK + MAXSTAGES
+M_NDELTA = M_STAGEMASK + MAXSTAGES  # centres of the wedge filter's two passes (2 |V(Q)|)
+M_DELTA = M_NDELTA + 1         # the centres: δ then reversed δ (2 MAXQ)
+META_SIZE = M_DELTA + 2 * MAXQ
 
 # ---- edge info (int64, 3 x MAXE), written on the device after compaction -------------------
 EI_PROJSTART = 0               # start of the compacted keys pi_u R(u, u') in proj_keys
@@ -54,14 +56,32 @@ C_ERROR = 4                    # a group had no extendable vertex (a planning bu
 C_ROWS = 8                     # rows written by stage s at C_ROWS + s
 C_TASK = C_ROWS + MAXSTAGES    # task cursor of launch slot s at C_TASK + s
 FALLBACK_SLOT = MAXSTAGES + 1  # task cursor of the fallback launch
-C_CAND = C_TASK + MAXSTAGES + 2  # |C(u)| at C_CAND + u (filter steps 1-2)
 # Look-forward load balancing, per launch slot s (at X + s): split records reserved, taken,
 # finished, and main tasks finished (termination of the in-kernel task pool).
-C_SPLIT_RES = C_CAND + MAXQ
+C_SPLIT_RES = C_TASK + MAXSTAGES + 2
 C_SPLIT_TAKE = C_SPLIT_RES + MAXSTAGES + 2
 C_REC_DONE = C_SPLIT_TAKE + MAXSTAGES + 2
 C_MAIN_DONE = C_REC_DONE + MAXSTAGES + 2
 CTRL_SIZE = C_MAIN_DONE + MAXSTAGES + 2
+
+# ---- state (int64): ctrl then einfo in one device array, so one copy reads both ----------
+S_CTRL = 0
+S_EINFO = CTRL_SIZE
+STATE_SIZE = S_EINFO + EINFO_SIZE
+
+# ---- per-warp DFS level state (enumerate.py): int64 rows of a (LV_FIELDS, MAXQ) local array --
+LV_U = 0          # query vertex extended at the level
+LV_KIND = 1       # s_min is 0: a level-3 list N(M(a), a, u), 1: a projection π_u R(u, a)
+LV_EDGE = 2       # directed edge of s_min
+LV_START = 3      # first element of s_min (in nbr2 or proj_keys)
+LV_LEN = 4        # elements of s_min (a split chunk: its end)
+LV_SCAN = 5       # next element of s_min to test (a split chunk: its begin)
+LV_BSIZE = 6      # survivors in the level's candidate buffer
+LV_BPOS = 7       # next buffered survivor to extend
+LV_FIELDS = 8
+
+# ---- batched filter (engine._match_batch): per query of a batch ---------------------------
+BATCH_MAX = 64    # queries per shared filter launch (their bitmaps: BATCH_MAX x |V(G)| int64)
 
 # ---- split records (int64, REC_WIDTH each): a prefix and a 32-aligned chunk of its s_min ----
 R_FLAG, R_MAPPED, R_U, R_KIND, R_START, R_BEGIN, R_END, R_EDGE, R_M = range(9)

@@ -33,7 +33,7 @@ def _build(num_keys: int, buckets: int, seeds=(12345, 987)):
     fill(d_keys, L.EMPTY)
     d_ctrl = cuda.to_device(np.zeros(L.CTRL_SIZE, np.int64))
     d_meta = cuda.to_device(meta)
-    insert_kernel[2, 32](n, cuda.to_device(masks), d_meta, d_keys, d_ctrl)
+    insert_kernel[2, 32](n, 0, cuda.to_device(masks), d_meta, d_keys, d_ctrl)
     probe = np.arange(n, dtype=np.int32)
     out = cuda.device_array(n, np.int64)
     lookup_kernel[1, 64](d_keys, d_meta, cuda.to_device(probe), out)
