@@ -34,14 +34,15 @@ per block (the "owner" is the first warp with that vertex).
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 
 from common.cudasim import FULL_MASK
 from common.device import cuda, fill, simulator_active
 
-from .join import (MAX_QUERY_VERTICES, add_loads, emit, first_edge_keeps, flush, load_row,
-                   warp_first_edge)
+from .join import (LOAD_BITSET, LOAD_NEIGHBORS, LOAD_STRUCTURE, LOAD_TABLE, MAX_QUERY_VERTICES,
+                   add_loads, emit, first_edge_keeps, flush, intersect_row, load_row, warp_first_edge)
 from .pcsr import warp_neighbor_range
 
 W1 = 4096
@@ -50,41 +51,184 @@ HIST_BINS = 4096
 T_SYNC = 1.0
 T_LAUNCH = 50.0
 _NO_LIMIT = np.int64(2 ** 62)
+# Layer of a row in the block kernel (``s_kind``): none (past the table), warp, pool, queued.
+KIND_NONE, KIND_WARP, KIND_POOL, KIND_QUEUED = 0, 1, 2, 3
+
+
+@cuda.jit(device=True)
+def block_scan(pred, wtot, scan, warps):
+    """Block-wide exclusive prefix of ``pred`` into scan[tid]; returns the block total."""
+    lane = cuda.laneid
+    w = cuda.threadIdx.x // 32
+    mask = cuda.ballot_sync(FULL_MASK, pred)
+    if lane == 0:
+        wtot[w] = cuda.popc(mask)
+    cuda.syncthreads()
+    before = 0
+    total = 0
+    for r in range(warps):
+        if r < w:
+            before += wtot[r]
+        total += wtot[r]
+    scan[cuda.threadIdx.x] = before + cuda.popc(mask & ((1 << lane) - 1))
+    cuda.syncthreads()
+    return total
+
+
+@cuda.jit(device=True)
+def classify_row(i, m, rowc, w, tab, a, width, col, part, n, structure, meta, gl, keys, offs, w1, w3,
+                 queue, qcount, s_start, s_work, s_kind, s_vert, s_written):
+    """Step 1 of the load balance (one warp, row a + i): look up N(v', l0) and pick its layer by
+    its work |N(v', l0)|: queued for a block (> w1), the block's pool (> w3), else a warp.
+    Returns the structure loads."""
+    ld = 0
+    if i < m:
+        load_row(rowc, w, tab, a + i, width)
+        v = rowc[w, col]
+        s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, part, v, n)
+        if cuda.laneid == 0:
+            work = e - s
+            kind = KIND_WARP
+            if work > w1:
+                kind = KIND_QUEUED
+                queue[cuda.atomic.add(qcount, 0, 1)] = i
+            elif work > w3:
+                kind = KIND_POOL
+            s_start[w] = s
+            s_work[w] = work
+            s_kind[w] = kind
+            s_vert[w] = v
+            s_written[w] = 0
+    elif cuda.laneid == 0:
+        s_kind[w] = KIND_NONE
+        s_work[w] = 0
+        s_vert[w] = -1
+    return ld
+
+
+@cuda.jit(device=True)
+def pool_position(q, s_kind, s_work, warps):
+    """The pooled row holding pool element q and the pool position of its first element."""
+    acc = np.int64(0)
+    for r in range(warps):
+        if s_kind[r] == KIND_POOL:
+            if q < acc + s_work[r]:
+                return r, acc
+            acc += s_work[r]
+    return -1, acc
+
+
+@cuda.jit(device=True)
+def pool_rows(g, rowc, width, label, bits, ubase, F, gba, ci, ci_label, structure, s_start, s_work,
+              s_kind, s_written, wtot, scan, warps):
+    """Layers 2-3: the block's task pool, one element per thread per round; a block scan
+    segmented by row keeps each pooled row's output in order (s_written: its size)."""
+    T = warps * 32
+    tid = cuda.threadIdx.x
+    pool = np.int64(0)
+    for r in range(warps):
+        if s_kind[r] == KIND_POOL:
+            pool += s_work[r]
+    rb = np.int64(0)
+    while rb < pool:
+        r, first = pool_position(rb + tid, s_kind, s_work, warps)
+        pred = False
+        x = np.int32(-1)
+        if r >= 0:
+            k = s_start[r] + (rb + tid - first)
+            x = ci[k]
+            pred = first_edge_keeps(structure, ci_label, k, label, bits, ubase, rowc, r, width, x)
+        total = block_scan(pred, wtot, scan, warps)
+        if pred:
+            seg = first - rb
+            if seg < 0:
+                seg = 0
+            gba[F[g * warps + r] + s_written[r] + scan[tid] - scan[seg]] = x
+        cuda.syncthreads()
+        if tid < warps and s_kind[tid] == KIND_POOL:
+            # this round's survivors of row tid: scan at its segment's end minus its start
+            acc = np.int64(0)
+            for rr in range(tid):
+                if s_kind[rr] == KIND_POOL:
+                    acc += s_work[rr]
+            lo = acc - rb
+            hi = acc + s_work[tid] - rb
+            if lo < T and hi > 0:
+                if lo < 0:
+                    lo = 0
+                end = total if hi >= T else scan[hi]
+                s_written[tid] += end - scan[lo]
+        cuda.syncthreads()
+        rb += T
+
+
+@cuda.jit(device=True)
+def dedup_warp_rows(rowc, cache, batch, w, width, label, bits, ubase, out, base, ci, ci_label,
+                    structure, s_start, s_work, s_kind, s_vert, use_cache, warps):
+    """Layer 4 with duplicate removal (Algorithm 5): the block's light rows run their batches in
+    lockstep; a row reads the batch of the first warp with the same v' from shared memory.
+    Returns (this warp's output size, neighbour batches loaded, bitset reads)."""
+    lane = cuda.laneid
+    owner = w
+    for r in range(w - 1, -1, -1):
+        if s_kind[r] == KIND_WARP and s_vert[r] == s_vert[w]:
+            owner = r
+    rounds = np.int64(0)
+    for r in range(warps):
+        if s_kind[r] == KIND_WARP and (s_work[r] + 31) // 32 > rounds:
+            rounds = (s_work[r] + 31) // 32
+    mine = s_kind[w] == KIND_WARP
+    cached = 0
+    written = np.int64(0)
+    l_nbr = l_bits = 0
+    for bt in range(rounds):
+        k = s_start[w] + bt * 32
+        live = mine and bt * 32 < s_work[w]
+        if live and owner == w:
+            if bt * 32 + lane < s_work[w]:
+                batch[w, lane] = ci[k + lane]
+            l_nbr += 1
+        cuda.syncthreads()
+        if live:
+            pred = False
+            x = np.int32(-1)
+            if bt * 32 + lane < s_work[w]:
+                x = batch[owner, lane]
+                pred = first_edge_keeps(structure, ci_label, k + lane, label, bits, ubase, rowc, w, width, x)
+            l_bits += 1
+            cached, written = emit(cache, w, pred, x, cached, written, out, base, use_cache)
+        cuda.syncthreads()
+    if mine:
+        written = flush(cache, w, cached, written, out, base)
+    return written, l_nbr, l_bits
+
+
+class BalanceKernels(NamedTuple):
+    block_first_edge: object
+    heavy: object
+    histogram: object
 
 
 @functools.lru_cache(maxsize=None)
-def make_balanced_kernels(warps: int) -> dict:
+def make_balanced_kernels(warps: int) -> BalanceKernels:
     """Block-cooperative first-edge kernels for blocks of ``warps`` warps."""
+    return BalanceKernels(_block_kernel(warps), _heavy_kernel(warps), histogram_kernel)
+
+
+def _block_kernel(warps: int):
     Q = MAX_QUERY_VERTICES
     T = warps * 32
 
-    @cuda.jit(device=True)
-    def block_scan(pred, wtot, scan):
-        """Block-wide exclusive prefix of ``pred`` into scan[tid]; returns the block total."""
-        lane = cuda.laneid
-        w = cuda.threadIdx.x // 32
-        mask = cuda.ballot_sync(FULL_MASK, pred)
-        if lane == 0:
-            wtot[w] = cuda.popc(mask)
-        cuda.syncthreads()
-        before = 0
-        total = 0
-        for r in range(warps):
-            if r < w:
-                before += wtot[r]
-            total += wtot[r]
-        scan[cuda.threadIdx.x] = before + cuda.popc(mask & ((1 << lane) - 1))
-        cuda.syncthreads()
-        return total
-
     @cuda.jit
-    def block_first_edge_kernel(tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n,
-                                structure, meta, gl, keys, offs, ci, ci_label, use_cache, w1, w3,
-                                dedup, queue, qcount, loads, instrument):
-        """The first linking edge with layers 1-4 of the load balance and duplicate removal."""
+    def block_first_edge(tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n, structure,
+                         meta, gl, keys, offs, ci, ci_label, use_cache, w1, w3, dedup, queue, qcount,
+                         qinfo, e_lo, e_hi, loads, instrument):
+        """The first linking edge with layers 1-4 of the load balance and duplicate removal, then
+        (fused) the other linking edges e_lo..e_hi-1 of every row not queued for ``heavy``."""
         rowc = cuda.shared.array((warps, Q), np.int32)
         cache = cuda.shared.array((warps, 32), np.int32)
         batch = cuda.shared.array((warps, 32), np.int32)
+        ntile = cuda.shared.array((warps, 32), np.int32)
         s_start = cuda.shared.array(warps, np.int64)
         s_work = cuda.shared.array(warps, np.int64)
         s_kind = cuda.shared.array(warps, np.int32)
@@ -92,152 +236,78 @@ def make_balanced_kernels(warps: int) -> dict:
         s_written = cuda.shared.array(warps, np.int64)
         wtot = cuda.shared.array(warps, np.int32)
         scan = cuda.shared.array(T, np.int32)
-        tid = cuda.threadIdx.x
-        lane = cuda.laneid
-        w = tid // 32
-        l_struct = l_nbr = l_bits = 0
+        w = cuda.threadIdx.x // 32
+        l_struct = l_nbr = l_bits = l_tab = 0
         g = cuda.blockIdx.x
         while g * warps < m:
             i = g * warps + w
-            if i < m:
-                load_row(rowc, w, tab, a + i, width)
-                v = rowc[w, col]
-                s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, part, v, n)
-                l_struct += ld
-                if lane == 0:
-                    work = e - s
-                    kind = 1
-                    if work > w1:
-                        kind = 3
-                        slot = cuda.atomic.add(qcount, 0, 1)
-                        queue[slot] = i
-                    elif work > w3:
-                        kind = 2
-                    s_start[w] = s
-                    s_work[w] = work
-                    s_kind[w] = kind
-                    s_vert[w] = v
-                    s_written[w] = 0
-            elif lane == 0:
-                s_kind[w] = 0
-                s_work[w] = 0
-                s_vert[w] = -1
+            l_struct += classify_row(i, m, rowc, w, tab, a, width, col, part, n, structure, meta, gl,
+                                     keys, offs, w1, w3, queue, qcount, s_start, s_work, s_kind, s_vert,
+                                     s_written)
             cuda.syncthreads()
-            # ---- layers 2-3: the block's task pool, one element per thread per round
-            pool = np.int64(0)
-            for r in range(warps):
-                if s_kind[r] == 2:
-                    pool += s_work[r]
-            rb = np.int64(0)
-            while rb < pool:
-                q = rb + tid
-                r = -1
-                first = np.int64(0)          # pool position of row r's first element
-                acc = np.int64(0)
-                for rr in range(warps):
-                    if s_kind[rr] == 2:
-                        if r < 0 and q < acc + s_work[rr]:
-                            r = rr
-                            first = acc
-                        acc += s_work[rr]
-                pred = False
-                x = np.int32(-1)
-                if r >= 0:
-                    k = s_start[r] + (q - first)
-                    x = ci[k]
-                    pred = first_edge_keeps(structure, ci_label, k, label, bits,
-                                            ubase, rowc, r, width, x)
-                total = block_scan(pred, wtot, scan)
-                if pred:
-                    seg = first - rb
-                    if seg < 0:
-                        seg = 0
-                    gba[F[g * warps + r] + s_written[r] + scan[tid] - scan[seg]] = x
-                cuda.syncthreads()
-                if tid < warps and s_kind[tid] == 2:
-                    # this round's survivors of row tid: scan at its segment's end minus its start
-                    acc = np.int64(0)
-                    for rr in range(tid):
-                        if s_kind[rr] == 2:
-                            acc += s_work[rr]
-                    lo = acc - rb
-                    hi = acc + s_work[tid] - rb
-                    if lo < T and hi > 0:
-                        if lo < 0:
-                            lo = 0
-                        end = total if hi >= T else scan[hi]
-                        s_written[tid] += end - scan[lo]
-                cuda.syncthreads()
-                rb += T
-            if lane == 0 and s_kind[w] == 2:
-                num[g * warps + w] = s_written[w]
+            pool_rows(g, rowc, width, label, bits, ubase, F, gba, ci, ci_label, structure, s_start,
+                      s_work, s_kind, s_written, wtot, scan, warps)
+            kind = s_kind[w]
+            size = np.int64(0)
+            if kind == KIND_POOL:
+                size = s_written[w]
                 l_nbr += (s_work[w] + 31) // 32
                 l_bits += (s_work[w] + 31) // 32
-            # ---- layer 4: a warp per light row (with duplicate removal: lockstep batches)
             if dedup == 0:
-                if s_kind[w] == 1:
-                    written, batches = warp_first_edge(rowc, cache, w, width, s_start[w],
-                                                       s_start[w] + s_work[w], ci, ci_label, structure,
-                                                       label, bits, ubase, gba, F[i], use_cache)
+                if kind == KIND_WARP:
+                    size, batches = warp_first_edge(rowc, cache, w, width, s_start[w], s_start[w] + s_work[w],
+                                                    ci, ci_label, structure, label, bits, ubase, gba, F[i],
+                                                    use_cache)
                     l_nbr += batches
                     l_bits += batches
-                    if lane == 0:
-                        num[i] = written
             else:
-                owner = w
-                for r in range(w - 1, -1, -1):
-                    if s_kind[r] == 1 and s_vert[r] == s_vert[w]:
-                        owner = r
-                rounds = np.int64(0)
-                for r in range(warps):
-                    if s_kind[r] == 1 and (s_work[r] + 31) // 32 > rounds:
-                        rounds = (s_work[r] + 31) // 32
-                mine = s_kind[w] == 1
-                cached = 0
-                written = np.int64(0)
-                for bt in range(rounds):
-                    k = s_start[w] + bt * 32
-                    live = mine and bt * 32 < s_work[w]
-                    if live and owner == w:
-                        if bt * 32 + lane < s_work[w]:
-                            batch[w, lane] = ci[k + lane]
-                        l_nbr += 1
-                    cuda.syncthreads()
-                    if live:
-                        pred = False
-                        x = np.int32(-1)
-                        if bt * 32 + lane < s_work[w]:
-                            x = batch[owner, lane]
-                            pred = first_edge_keeps(structure, ci_label, k + lane, label, bits,
-                                                    ubase, rowc, w, width, x)
-                        l_bits += 1
-                        cached, written = emit(cache, w, pred, x, cached, written, gba, F[i], use_cache)
-                    cuda.syncthreads()
-                if mine:
-                    written = flush(cache, w, cached, written, gba, F[i])
-                    if lane == 0:
-                        num[i] = written
+                written, ln, lb = dedup_warp_rows(rowc, cache, batch, w, width, label, bits, ubase, gba,
+                                                  F[i] if i < m else 0, ci, ci_label, structure, s_start,
+                                                  s_work, s_kind, s_vert, use_cache, warps)
+                l_nbr += ln
+                l_bits += lb
+                if kind == KIND_WARP:
+                    size = written
+            if kind == KIND_WARP or kind == KIND_POOL:
+                size, ls, ln, lt = intersect_row(rowc, batch, ntile, cache, w, qinfo, e_lo, e_hi, gba, F[i],
+                                                 size, n, structure, meta, gl, keys, offs, ci, ci_label,
+                                                 use_cache)
+                l_struct += ls
+                l_nbr += ln
+                l_tab += lt
+                if cuda.laneid == 0:
+                    num[i] = size
             cuda.syncthreads()
             g += cuda.gridDim.x
-        if lane == 0:
-            add_loads(loads, instrument, 0, l_struct)
-            add_loads(loads, instrument, 1, l_nbr)
-            add_loads(loads, instrument, 2, l_bits)
+        if cuda.laneid == 0:
+            add_loads(loads, instrument, LOAD_STRUCTURE, l_struct)
+            add_loads(loads, instrument, LOAD_NEIGHBORS, l_nbr)
+            add_loads(loads, instrument, LOAD_BITSET, l_bits)
+            add_loads(loads, instrument, LOAD_TABLE, l_tab)
+
+    return block_first_edge
+
+
+def _heavy_kernel(warps: int):
+    Q = MAX_QUERY_VERTICES
+    T = warps * 32
 
     @cuda.jit
-    def heavy_kernel(tab, width, a, part, col, label, bits, ubase, F, gba, num, n, structure, meta,
-                     gl, keys, offs, ci, ci_label, queue, qcount, loads, instrument):
-        """Layer 1: a whole block for each queued row, rounds of one element per thread."""
+    def heavy(tab, width, a, part, col, label, bits, ubase, F, gba, num, n, structure, meta, gl, keys,
+              offs, ci, ci_label, queue, qcount, qinfo, e_lo, e_hi, use_cache, loads, instrument):
+        """Layer 1: a whole block for each queued row, rounds of one element per thread; then its
+        first warp intersects the row with the other linking edges."""
         rowc = cuda.shared.array((1, Q), np.int32)
+        cache = cuda.shared.array((1, 32), np.int32)
+        btile = cuda.shared.array((1, 32), np.int32)
+        ntile = cuda.shared.array((1, 32), np.int32)
         wtot = cuda.shared.array(warps, np.int32)
         scan = cuda.shared.array(T, np.int32)
         tid = cuda.threadIdx.x
-        lane = cuda.laneid
         w = tid // 32
-        l_struct = l_nbr = 0
+        l_struct = l_nbr = l_tab = 0
         h = cuda.blockIdx.x
-        queued = qcount[0]
-        while h < queued:
+        while h < qcount[0]:
             i = queue[h]
             if w == 0:
                 load_row(rowc, 0, tab, a + i, width)
@@ -252,36 +322,44 @@ def make_balanced_kernels(warps: int) -> dict:
                 x = np.int32(-1)
                 if k < e:
                     x = ci[k]
-                    pred = first_edge_keeps(structure, ci_label, k, label, bits,
-                                            ubase, rowc, 0, width, x)
-                total = block_scan(pred, wtot, scan)
+                    pred = first_edge_keeps(structure, ci_label, k, label, bits, ubase, rowc, 0, width, x)
+                total = block_scan(pred, wtot, scan, warps)
                 if pred:
                     gba[F[i] + written + scan[tid]] = x
                 written += total
                 l_nbr += 1
                 cuda.syncthreads()
                 k0 += T
-            if tid == 0:
-                num[i] = written
+            if w == 0:
+                written, ls, ln, lt = intersect_row(rowc, btile, ntile, cache, 0, qinfo, e_lo, e_hi, gba,
+                                                    F[i], written, n, structure, meta, gl, keys, offs, ci,
+                                                    ci_label, use_cache)
+                l_struct += ls
+                l_tab += lt
+                if tid == 0:
+                    num[i] = written
+                    add_loads(loads, instrument, LOAD_NEIGHBORS, ln)
             cuda.syncthreads()
             h += cuda.gridDim.x
-        if lane == 0:
-            add_loads(loads, instrument, 0, l_struct)
-            add_loads(loads, instrument, 1, l_nbr)
-            add_loads(loads, instrument, 2, l_nbr)
+        if cuda.laneid == 0:
+            add_loads(loads, instrument, LOAD_STRUCTURE, l_struct)
+            add_loads(loads, instrument, LOAD_NEIGHBORS, l_nbr)
+            add_loads(loads, instrument, LOAD_BITSET, l_nbr)
+            add_loads(loads, instrument, LOAD_TABLE, l_tab)
 
-    @cuda.jit
-    def histogram_kernel(counts, m, hist):
-        i = cuda.grid(1)
-        while i < m:
-            b = counts[i] // 32
-            if b >= HIST_BINS:
-                b = HIST_BINS - 1
-            cuda.atomic.add(hist, b, 1)
-            i += cuda.gridsize(1)
+    return heavy
 
-    return {"block_first_edge_kernel": block_first_edge_kernel, "heavy_kernel": heavy_kernel,
-            "histogram_kernel": histogram_kernel}
+
+@cuda.jit
+def histogram_kernel(counts, m, hist):
+    """hist[b] = rows whose work falls in the 32-wide interval b (the last bin pools the rest)."""
+    i = cuda.grid(1)
+    while i < m:
+        b = counts[i] // 32
+        if b >= HIST_BINS:
+            b = HIST_BINS - 1
+        cuda.atomic.add(hist, b, 1)
+        i += cuda.gridsize(1)
 
 
 def histogram_thresholds(hist: np.ndarray, sms: int, block_threads: int,
@@ -318,45 +396,68 @@ def _sm_count() -> int:
     return int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
 
 
-def allocate(engine) -> None:
-    """The queue length and the work histogram, allocated once in the engine's prepare."""
-    engine._d_qcount = engine.budget.device_array(1, np.int64, what="load-balance queue length")
-    engine._d_hist = engine.budget.device_array(HIST_BINS, np.int64, what="work histogram")
-    engine._h_hist = np.zeros(HIST_BINS, np.int64)
-    engine._sms = _sm_count()
+class LoadBalancer:
+    """An engine's load-balance state and launcher for the first linking edge (GSI and SGSI):
+    the queue length and the work histogram, allocated once through the engine's budget.
 
+    ``load_balance``: False | True (thresholds ``w1``/``w3``) | "histogram"; ``qcount`` is the
+    device cell ``row_counts``/``counts_scan`` empty at each iteration; ``queued`` counts rows
+    queued for whole blocks when ``instrument`` (a host round trip per iteration)."""
 
-def first_edge(engine, tab, width, a, m, col, part, label, ubase, F, gba, num, idx, max_list,
-               stream=0) -> None:
-    """Run the first linking edge of rows a..a+m-1 of ``tab`` with the engine's load-balance and
-    duplicate-removal options, over the neighbour structure ``idx`` (kernel arguments) whose
-    longest list is ``max_list``. ``engine.d_counts`` holds the rows' work sizes (from
-    ``row_counts_kernel``, which also emptied the queue); it becomes the queue. The engine
-    provides the options and the buffers named below (GSI and SGSI both do)."""
-    kernels = engine.balanced
-    T = engine.block_threads
-    if engine.load_balance == "histogram":
-        fill(engine._d_hist, 0, stream=stream)
-        blocks = max(1, min(engine.max_blocks, (m + T - 1) // T))
-        kernels["histogram_kernel"][blocks, T, stream](engine.d_counts, m, engine._d_hist)
-        engine._d_hist.copy_to_host(engine._h_hist, stream=stream)
-        if stream != 0:
-            stream.synchronize()
-        w1, w3 = histogram_thresholds(engine._h_hist, engine._sms, T)
-    elif engine.load_balance:
-        w1, w3 = engine.w1, engine.w3
-    else:
-        w1 = w3 = _NO_LIMIT
-    inst = 1 if engine.instrument else 0
-    queue = engine.d_counts
-    grid = max(1, min(engine.max_blocks, (m + engine.warps - 1) // engine.warps))
-    kernels["block_first_edge_kernel"][grid, T, stream](
-        tab, width, a, m, col, part, label, engine.d_bits, ubase, F, gba, num, engine.n, *idx,
-        int(engine.write_cache), np.int64(w1), np.int64(w3), int(engine.duplicate_removal), queue,
-        engine._d_qcount, engine.d_loads, inst)
-    if engine.instrument:
-        engine._lb_queued += int(engine._d_qcount.copy_to_host()[0])
-    if engine.load_balance and max_list > w1:   # else none queued
-        kernels["heavy_kernel"][grid, T, stream](
-            tab, width, a, part, col, label, engine.d_bits, ubase, F, gba, num, engine.n, *idx,
-            queue, engine._d_qcount, engine.d_loads, inst)
+    def __init__(self, budget, *, warps: int, load_balance, w1: int, w3: int, duplicate_removal: bool,
+                 write_cache: bool, max_blocks: int, instrument: bool = False):
+        self.kernels = make_balanced_kernels(warps)
+        self.warps, self.block_threads, self.max_blocks = warps, warps * 32, max_blocks
+        self.load_balance, self.w1, self.w3 = load_balance, int(w1), int(w3)
+        self.duplicate_removal, self.write_cache = bool(duplicate_removal), bool(write_cache)
+        self.instrument = bool(instrument)
+        self.qcount = budget.device_array(1, np.int64, what="load-balance queue length")
+        self.d_hist = budget.device_array(HIST_BINS, np.int64, what="work histogram")
+        self.h_hist = np.zeros(HIST_BINS, np.int64)
+        self.h_queued = np.zeros(1, np.int64)
+        self.sms = _sm_count()
+        self.queued = 0
+
+    def needed(self, max_list: int) -> bool:
+        """Whether the block kernel is used (else the plain warp-per-row kernel does the same)."""
+        return (self.load_balance == "histogram" or (bool(self.load_balance) and max_list > self.w3)
+                or self.duplicate_removal)
+
+    def thresholds(self, counts, m: int, stream=0) -> tuple[int, int]:
+        if self.load_balance == "histogram":
+            T = self.block_threads
+            fill(self.d_hist, 0, stream=stream)
+            blocks = max(1, min(self.max_blocks, (m + T - 1) // T))
+            self.kernels.histogram[blocks, T, stream](counts, m, self.d_hist)
+            self.d_hist.copy_to_host(self.h_hist, stream=stream)
+            if stream != 0:
+                stream.synchronize()
+            return histogram_thresholds(self.h_hist, self.sms, T)
+        if self.load_balance:
+            return self.w1, self.w3
+        return _NO_LIMIT, _NO_LIMIT
+
+    def first_edge(self, tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n, idx, max_list,
+                   counts, qinfo, e_lo, e_hi, loads, stream=0) -> None:
+        """Rows a..a+m-1 of ``tab``: the first linking edge (col, part, label) into gba[F[i]:] with
+        the load balance and duplicate removal, then the linking edges e_lo..e_hi-1 of ``qinfo``
+        (none when e_lo == e_hi); num[i] = each row's survivors. ``counts`` holds the rows' work
+        sizes (row_counts / counts_scan, which also emptied the queue) and becomes the queue;
+        ``idx`` is the neighbour structure's kernel arguments, ``max_list`` its longest list."""
+        w1, w3 = self.thresholds(counts, m, stream)
+        inst = int(self.instrument)
+        T = self.block_threads
+        grid = max(1, min(self.max_blocks, (m + self.warps - 1) // self.warps))
+        self.kernels.block_first_edge[grid, T, stream](
+            tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n, *idx, int(self.write_cache),
+            np.int64(w1), np.int64(w3), int(self.duplicate_removal), counts, self.qcount, qinfo, e_lo, e_hi,
+            loads, inst)
+        if self.instrument:
+            self.qcount.copy_to_host(self.h_queued, stream=stream)
+            if stream != 0:
+                stream.synchronize()
+            self.queued += int(self.h_queued[0])
+        if self.load_balance and max_list > w1:   # else none queued
+            self.kernels.heavy[grid, T, stream](
+                tab, width, a, part, col, label, bits, ubase, F, gba, num, n, *idx, counts, self.qcount,
+                qinfo, e_lo, e_hi, int(self.write_cache), loads, inst)

@@ -24,19 +24,21 @@ set, measured overrun under 0.1 s: docs/performance.md, "Deadline overruns").
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from common.device import DeviceMemoryBudget, PhaseTimer, fill, simulator_active
+from common.device import BufferPool, DeviceMemoryBudget, PhaseTimer, fill, simulator_active
 from common.engine import Engine
 from common.errors import DeviceOutOfMemory
 from common.graph import Graph
 from common.result import MatchResult, Status
-from common.scan import ScanWorkspace, exclusive_scan
+from common.scan import exclusive_scan
 
 from . import balance
 from .filter import FILTERS, SIG_WORDS, filter_kernel, make_compact_kernel, signature_table
-from .join import EDGE_FIELDS, LOAD_CLASSES, MAX_LINK_EDGES, MAX_QUERY_VERTICES, make_kernels
+from .join import (CELL_GBA, CELL_OUT, CELLS, EDGE_FIELDS, LOAD_CLASSES, MAX_LINK_EDGES,
+                   MAX_QUERY_VERTICES, make_kernels)
 from .order import SCORES, join_plan
 from .pcsr import STRUCTURES, build_index
 
@@ -52,11 +54,34 @@ DEFAULT_ROWS = 1 << 10 if _SIM else 1 << 20
 DEFAULT_GBA = 1 << 12 if _SIM else 1 << 24
 #: Simulator only, with a deadline: target seconds of one join slice (``_run_level``).
 SIM_SLICE_SECONDS = 0.05
+#: Tables of at most this many rows per block thread run their scans in one block (one launch,
+#: the total left on the device): ``counts_scan`` and ``scan_link``.
+SINGLE_BLOCK_ROUNDS = 16
+#: ``scan_link`` also links when the new table has at most this many rows per block thread.
+LINK_FUSE_ROUNDS = 64
 
 _Q = MAX_QUERY_VERTICES
 _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG = 0, _Q, 2 * _Q, 3 * _Q
 _QI_EDGES = -(-(3 * _Q + SIG_WORDS * _Q) // EDGE_FIELDS) * EDGE_FIELDS   # linking-edge triples
 _QI_SIZE = _QI_EDGES + EDGE_FIELDS * MAX_LINK_EDGES * _Q
+
+
+@dataclass
+class _Query:
+    """One query's join state (GSI keeps none on the engine)."""
+
+    nq: int
+    limit: int | None
+    collect: bool
+    deadline: float | None
+    slice_rows: int
+    plan: object = None
+    edge_start: list = field(default_factory=list)
+    count: int = 0
+    rows_out: list = field(default_factory=list)
+    iter_rows: list = field(default_factory=list)
+    iter_gba: list = field(default_factory=list)
+    chunks: int = 0
 
 
 class _Stop(Exception):
@@ -137,9 +162,11 @@ class GSI(Engine):
         self.block_threads, self.max_blocks = int(block_threads), int(max_blocks)
         self.initial_rows, self.initial_gba = max(1, int(initial_rows)), max(1, int(initial_gba))
 
+
     # ------------------------------------------------------------------ prepare
     def _prepare(self, data: Graph) -> None:
         self.budget = budget = DeviceMemoryBudget(self.device_memory_limit)
+        self.pool = BufferPool(budget, prefix="gsi ")
         n = data.num_vertices
         self.n = n
         self.nwords = (n + 31) // 32
@@ -156,35 +183,39 @@ class GSI(Engine):
         self.d_sizes = budget.device_array(_Q, np.int64, what="candidate sizes")
         self.d_qinfo = budget.device_array(_QI_SIZE, np.int32, what="query info")
         self.d_loads = budget.zeros(len(LOAD_CLASSES), np.int64, what="load counters")
+        self.d_cells = budget.zeros(CELLS, np.int64, what="join totals")
+        self.h_cells = np.zeros(CELLS, np.int64)
         self.h_qinfo = np.zeros(_QI_SIZE, np.int32)
         self.h_sizes = np.zeros(_Q, np.int64)
         self.total_edges = int(data.neighbors.size)
         self.warps = self.block_threads // 32
         self.kernels = make_kernels(self.warps)
         self.compact = make_compact_kernel(self.block_threads)
-        self.balanced = balance.make_balanced_kernels(self.warps)
-        balance.allocate(self)
-        self._tables: dict[int, object] = {0: budget.device_array(max(n, 1), np.int32, what="table 0")}
+        self.lb = balance.LoadBalancer(budget, warps=self.warps, load_balance=self.load_balance, w1=self.w1,
+                                       w3=self.w3, duplicate_removal=self.duplicate_removal,
+                                       write_cache=self.write_cache, max_blocks=self.max_blocks,
+                                       instrument=self.instrument)
+        self._table_levels: set[int] = set()
         self._rows_cap = 0
-        self._slice_rows = 0
-        self._gba = None
-        self.scan_ws = None
+        self._grow_table(0, max(n, 1))
         self._grow_rows(self.initial_rows, 0)
         self._grow_gba(self.initial_gba, 0)
 
-    # ------------------------------------------------------------------ buffers (grow and reuse)
-    def _alloc(self, shape, dtype, what, release_above: int):
-        """Allocate, or None if the budget refuses even after dropping the tables of levels above
-        ``release_above`` (they hold no live rows while that level's slice is being joined)."""
+    # ------------------------------------------------------------------ buffers (BufferPool)
+    def _get(self, name: str, size: int, dtype, release_above: int):
+        """The pooled buffer ``name`` of at least ``size`` elements, or None if the budget refuses
+        even after dropping the tables of levels above ``release_above`` (they hold no live rows
+        while that level's slice is being joined)."""
         for attempt in range(2):
             try:
-                return self.budget.device_array(shape, dtype, what=what)
+                return self.pool.get(name, size, dtype)
             except DeviceOutOfMemory:
-                deeper = [lv for lv in self._tables if lv > release_above]
+                deeper = [lv for lv in self._table_levels if lv > release_above]
                 if attempt or not deeper:
                     return None
                 for lv in deeper:
-                    self.budget.free(self._tables.pop(lv))
+                    self.pool.free(f"table {lv}")
+                    self._table_levels.discard(lv)
         return None
 
     @staticmethod
@@ -202,60 +233,56 @@ class GSI(Engine):
         budget allows, else as many as it allows; True when ``rows`` fit."""
         if rows <= self._rows_cap:
             return True
-        for a in (getattr(self, name, None) for name in ("d_counts", "d_F", "d_num", "d_P")):
-            if a is not None:
-                self.budget.free(a)
-        if getattr(self, "scan_ws", None) is not None:
-            for tiles in self.scan_ws.levels:
-                self.budget.free(tiles)
-            self.scan_ws = None
         for target in self._targets(rows, self._rows_cap):
-            arrays = [self._alloc(target, np.int64, f"per-row {name}", level) for name in ("counts", "F", "num", "P")]
+            arrays = [self._get(name, target, np.int64, level) for name in ("counts", "F", "num", "P")]
+            scan = None
             if all(a is not None for a in arrays):
                 try:
-                    self.scan_ws = ScanWorkspace(target, np.int64, budget=self.budget)
+                    scan = self.pool.scan(target, np.int64)
                 except DeviceOutOfMemory:
-                    self.scan_ws = None
-            if self.scan_ws is not None:
+                    scan = None
+            if scan is not None:
                 self.d_counts, self.d_F, self.d_num, self.d_P = arrays
-                self._rows_cap = target
-                return target >= rows
-            for a in arrays:
-                if a is not None:
-                    self.budget.free(a)
+                self.scan_ws = scan
+                self._rows_cap = min(min(a.size for a in arrays), scan.capacity)
+                return self._rows_cap >= rows
+            for name in ("counts", "F", "num", "P"):
+                self.pool.free(name)
+            self._rows_cap = 0
         raise DeviceOutOfMemory(32, self.budget.in_use, self.budget.limit or 0, "per-row join arrays")
 
     def _grow_gba(self, elements: int, level: int) -> bool:
-        cap = 0 if self._gba is None else self._gba.size
+        cap = self.pool.get("GBA", 1, np.int32).size if "GBA" in self.pool else 0
         if elements <= cap:
             return True
-        if self._gba is not None:
-            self.budget.free(self._gba)
-            self._gba = None
         for target in self._targets(elements, cap):
-            self._gba = self._alloc(target, np.int32, "GBA", level)
-            if self._gba is not None:
-                return target >= elements
+            gba = self._get("GBA", target, np.int32, level)
+            if gba is not None:
+                return gba.size >= elements
         raise DeviceOutOfMemory(4, self.budget.in_use, self.budget.limit or 0, "GBA")
+
+    def _gba(self):
+        return self.pool.get("GBA", 1, np.int32)
+
+    def _table(self, level: int):
+        return self.pool.get(f"table {level}", 1, np.int32)
 
     def _grow_table(self, level: int, rows: int) -> bool:
         width = level + 1
-        table = self._tables.pop(level, None)
-        cap = 0 if table is None else table.size // width
+        cap = self._table_rows(level)
         if rows <= cap:
-            self._tables[level] = table
             return True
-        if table is not None:
-            self.budget.free(table)
         for target in self._targets(rows, cap, floor=1024):
-            table = self._alloc(target * width, np.int32, f"table {level}", level)
+            table = self._get(f"table {level}", target * width, np.int32, level)
             if table is not None:
-                self._tables[level] = table
-                return target >= rows
+                self._table_levels.add(level)
+                return table.size // width >= rows
         raise DeviceOutOfMemory(width * 4, self.budget.in_use, self.budget.limit or 0, f"table {level}")
 
     def _table_rows(self, level: int) -> int:
-        return self._tables[level].size // (level + 1)
+        if level not in self._table_levels or f"table {level}" not in self.pool:
+            return 0
+        return self._table(level).size // (level + 1)
 
     # ------------------------------------------------------------------ launch helpers
     def _warp_grid(self, m: int) -> int:
@@ -265,128 +292,125 @@ class GSI(Engine):
         return max(1, min(self.max_blocks, (m + self.block_threads - 1) // self.block_threads))
 
     def _scan(self, src, dst, m: int, want_total: bool = True) -> int:
-        """Exclusive scan of src[:m] into dst[:m] with the preallocated workspace; the total (-1 if not wanted)."""
+        """Exclusive scan of src[:m] into dst[:m] with the pooled workspace; the total (-1 if not wanted)."""
         total = exclusive_scan(src, dst, workspace=self.scan_ws, n=m, want_total=want_total)
         return -1 if total is None else total
 
+    def _cells(self) -> np.ndarray:
+        """The totals single-block kernels left on the device (one copy back)."""
+        self.d_cells.copy_to_host(self.h_cells)
+        return self.h_cells
+
     # ------------------------------------------------------------------ match
+    def _filter(self, query: Graph, nq: int) -> np.ndarray:
+        """Query info to the device, one filter launch into the candidate bitsets; |C(u)|."""
+        qi = self.h_qinfo
+        qi[_QI_LAB:_QI_LAB + nq] = query.labels
+        out_deg = query.degrees
+        qi[_QI_OUT:_QI_OUT + nq] = out_deg
+        qi[_QI_IN:_QI_IN + nq] = np.diff(query.in_csr[0]) if query.directed else out_deg
+        if self.filter == "signature":
+            qi[_QI_SIG:_QI_SIG + nq * SIG_WORDS] = signature_table(query, column_first=False)
+        self.d_qinfo.copy_to_device(qi)
+        fill(self.d_sizes, 0)
+        blocks = max(1, min(self.max_blocks, (nq * self.nwords + self.warps - 1) // self.warps))
+        filter_kernel[blocks, self.block_threads](
+            FILTERS.index(self.filter), self.n, self.nwords, nq, self.d_sig, self.d_labels, self.d_out_deg,
+            self.d_in_deg, self.d_qinfo, _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG, self.d_bits, self.d_sizes, 0,
+            self.nwords)
+        self.d_sizes.copy_to_host(self.h_sizes)
+        return self.h_sizes[:nq].copy()
+
+    def _plan(self, query: Graph, q: _Query, sizes: np.ndarray) -> None:
+        """Algorithm 2's order and linking edges; the edges go to ``qinfo`` (one copy)."""
+        qi = self.h_qinfo
+        q.plan = join_plan(query, sizes, self.index.partition, self.index.partition_edges,
+                           self.total_edges, self.order_score)
+        pos = 0
+        for step in q.plan.steps:
+            q.edge_start.append(pos)
+            for edge in step.edges:
+                qi[_QI_EDGES + pos * EDGE_FIELDS:_QI_EDGES + (pos + 1) * EDGE_FIELDS] = edge
+                pos += 1
+        self.d_qinfo.copy_to_device(qi)
+
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         start_time = time.perf_counter()
-        self._deadline = None if timeout_s is None else start_time + timeout_s
-        self._slice_rows = 1 if _SIM and timeout_s is not None else 0
-        self.budget.reset_peak()
         nq = query.num_vertices
+        q = _Query(nq, limit, collect, None if timeout_s is None else start_time + timeout_s,
+                   1 if _SIM and timeout_s is not None else 0, iter_rows=[0] * nq, iter_gba=[0] * nq)
         timer = PhaseTimer()
         if self.instrument:
             fill(self.d_loads, 0)
-        qi = self.h_qinfo
+        self.lb.queued = 0
         with timer.phase("filter"):
-            qi[_QI_LAB:_QI_LAB + nq] = query.labels
-            out_deg = query.degrees
-            in_deg = np.diff(query.in_csr[0]) if query.directed else out_deg
-            qi[_QI_OUT:_QI_OUT + nq] = out_deg
-            qi[_QI_IN:_QI_IN + nq] = in_deg
-            if self.filter == "signature":
-                qi[_QI_SIG:_QI_SIG + nq * SIG_WORDS] = signature_table(query, column_first=False)
-            self.d_qinfo.copy_to_device(qi)
-            fill(self.d_sizes, 0)
-            mode = FILTERS.index(self.filter)
-            blocks = max(1, min(self.max_blocks, (nq * self.nwords + self.warps - 1) // self.warps))
-            filter_kernel[blocks, self.block_threads](
-                mode, self.n, self.nwords, nq, self.d_sig, self.d_labels, self.d_out_deg, self.d_in_deg,
-                self.d_qinfo, _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG, self.d_bits, self.d_sizes, 0, self.nwords)
-            self.d_sizes.copy_to_host(self.h_sizes)
-        sizes = self.h_sizes[:nq].copy()
-        stats = {"candidate_sizes": sizes.tolist(), "min_candidates": int(sizes.min()),
+            sizes = self._filter(query, nq)
+        stats = {"candidate_sizes": sizes.tolist(), "min_candidates": int(sizes.min()), "order": [],
                  # the candidate sets as GSI keeps them here: one |V|-bit bitset per query vertex
                  "candidate_index_bytes": int(nq * self.nwords * 4),
                  "filter": self.filter, "structure": self.structure,
                  "output": self.output, "set_ops": self.set_ops, "load_balance": self.load_balance,
                  "duplicate_removal": self.duplicate_removal}
-        self._count = 0
-        self._rows_out: list[np.ndarray] = []
-        self._limit = limit
-        self._collect = collect
-        self._iter_rows = [0] * nq
-        self._iter_gba = [0] * nq
-        self._chunks = 0
-        self._lb_queued = 0
-        status = Status.OK
-        reason = ""
+        status, reason = Status.OK, ""
         if sizes.min() == 0:
-            return self._result(Status.OK, "", timer, stats, nq, None)
+            return self._result(q, Status.OK, "", timer, stats)
         with timer.phase("plan"):
-            plan = join_plan(query, sizes, self.index.partition, self.index.partition_edges,
-                             self.total_edges, self.order_score)
-            self._plan = plan
-            self._edge_start = []
-            pos = 0
-            for step in plan.steps:
-                self._edge_start.append(pos)
-                for col, part, label in step.edges:
-                    qi[_QI_EDGES + pos * EDGE_FIELDS:_QI_EDGES + (pos + 1) * EDGE_FIELDS] = (col, part, label)
-                    pos += 1
-            self.d_qinfo.copy_to_device(qi)
-            stats["order"] = list(plan.order)
-        self._nq = nq
-        start_rows = int(sizes[plan.order[0]])
+            self._plan(query, q, sizes)
+            stats["order"] = list(q.plan.order)
+        start_rows = int(sizes[q.plan.order[0]])
         with timer.phase("filter"):
-            self.compact[1, self.block_threads](self.d_bits, plan.order[0] * self.nwords, self.nwords,
-                                                self._tables[0])
-        self._iter_rows[0] = start_rows
+            self.compact[1, self.block_threads](self.d_bits, q.plan.order[0] * self.nwords, self.nwords,
+                                                self._table(0))
+        q.iter_rows[0] = start_rows
         with timer.phase("enumerate"):
             try:
                 if nq == 1:
-                    self._finish_rows(0, self._tables[0], start_rows)
+                    self._finish_rows(q, 0, self._table(0), start_rows)
                 else:
-                    self._run_level(0, start_rows)
+                    self._run_level(q, 0, start_rows)
             except _Stop as stop:
                 status = stop.status
             except DeviceOutOfMemory as exc:
                 status, reason = Status.OOM, str(exc)
-        return self._result(status, reason, timer, stats, nq, plan)
+        return self._result(q, status, reason, timer, stats)
 
-    def _result(self, status, reason, timer, stats, nq, plan) -> MatchResult:
+    def _result(self, q: _Query, status, reason, timer, stats) -> MatchResult:
         embeddings = None
-        if self._collect:
+        if q.collect:
             with timer.phase("transfer"):
-                rows = (np.concatenate(self._rows_out) if self._rows_out
-                        else np.zeros((0, nq), np.int32))
+                rows = np.concatenate(q.rows_out) if q.rows_out else np.zeros((0, q.nq), np.int32)
                 embeddings = np.empty_like(rows)
-                if plan is not None:
-                    embeddings[:, list(plan.order)] = rows
-        stats["rows_per_iteration"] = self._iter_rows if plan is not None else []
-        stats["slices"] = self._chunks
+                if q.plan is not None:
+                    embeddings[:, list(q.plan.order)] = rows
+        stats["rows_per_iteration"] = q.iter_rows if q.plan is not None else []
+        stats["slices"] = q.chunks
         if self.instrument:
             loads = self.d_loads.copy_to_host()
             for name, value in zip(LOAD_CLASSES, loads.tolist()):
                 stats[f"loads_{name}"] = value
             stats["loads_total"] = int(loads.sum())
-            stats["lb_queued_rows"] = self._lb_queued
-            stats["gba_per_iteration"] = self._iter_gba if plan is not None else []
-        return MatchResult(self.name, self._count, status, reason=reason, embeddings=embeddings,
+            stats["lb_queued_rows"] = self.lb.queued
+            stats["gba_per_iteration"] = q.iter_gba if q.plan is not None else []
+        return MatchResult(self.name, q.count, status, reason=reason, embeddings=embeddings,
                            phases=timer.seconds, peak_device_bytes=self.budget.peak, stats=stats)
 
     # ------------------------------------------------------------------ the join, slice by slice
-    def _check_deadline(self) -> None:
-        if self._deadline is not None and time.perf_counter() > self._deadline:
-            raise _Stop(Status.TIMEOUT)
-
-    def _add_count(self, found: int) -> None:
-        self._count += found
-        if self._limit is not None and self._count >= self._limit:
-            self._count = self._limit
+    @staticmethod
+    def _add_count(q: _Query, found: int) -> None:
+        q.count += found
+        if q.limit is not None and q.count >= q.limit:
+            q.count = q.limit
             raise _Stop(Status.LIMIT)
 
-    def _finish_rows(self, level: int, table, rows: int) -> None:
+    def _finish_rows(self, q: _Query, level: int, table, rows: int) -> None:
         """Final rows: count them, and with ``collect`` copy them to the host."""
-        if self._collect and rows:
-            keep = rows if self._limit is None else min(rows, self._limit - self._count)
+        if q.collect and rows:
+            keep = rows if q.limit is None else min(rows, q.limit - q.count)
             host = table[:keep * (level + 1)].copy_to_host().reshape(keep, level + 1)
-            self._rows_out.append(host)
-        self._add_count(rows)
+            q.rows_out.append(host)
+        self._add_count(q, rows)
 
-    def _run_level(self, level: int, rows: int) -> None:
+    def _run_level(self, q: _Query, level: int, rows: int) -> None:
         """Extend the ``rows`` rows of table ``level`` through all later iterations.
 
         In the simulator with a deadline, slices start at one row and double while a
@@ -394,18 +418,19 @@ class GSI(Engine):
         deadline, checked before every slice, is overrun by about one slice."""
         a = 0
         while a < rows:
-            self._check_deadline()
+            if q.deadline is not None and time.perf_counter() > q.deadline:
+                raise _Stop(Status.TIMEOUT)
             m = rows - a
-            if self._slice_rows:
-                m = min(m, self._slice_rows)
+            if q.slice_rows:
+                m = min(m, q.slice_rows)
             if not self._grow_rows(m, level):
                 m = self._rows_cap
             began = time.perf_counter()
-            a += self._run_chunk(level, a, m)
-            if self._slice_rows:
-                self._slice_rows = adapt_slice(self._slice_rows, time.perf_counter() - began)
+            a += self._run_chunk(q, level, a, m)
+            if q.slice_rows:
+                q.slice_rows = adapt_slice(q.slice_rows, time.perf_counter() - began)
 
-    def _split(self, level, a, m, offsets, sizes, capacity) -> int:
+    def _split(self, q, level, a, m, offsets, sizes, capacity) -> int:
         """Run the longest prefix of rows a..a+m-1 whose buffers (exclusive ``offsets`` and
         ``sizes`` on the device) fit in ``capacity``; returns how many rows it ran."""
         incl = offsets[:m].copy_to_host() + sizes[:m].copy_to_host()
@@ -413,88 +438,123 @@ class GSI(Engine):
         if j == 0:
             raise DeviceOutOfMemory(int(incl[0]) * 4, self.budget.in_use, self.budget.limit or 0,
                                     f"one row of join iteration {level + 1}")
-        return self._run_chunk(level, a, j)
+        return self._run_chunk(q, level, a, j)
 
-    def _run_chunk(self, level: int, a: int, m: int) -> int:
-        k = self.kernels
-        step = self._plan.steps[level]
-        e_lo = self._edge_start[level]
-        e_hi = e_lo + len(step.edges)
-        col0, part0, lab0 = step.edges[0]
-        ubase = step.vertex * self.nwords
-        tab = self._tables[level]
-        width = level + 1
-        idx = self.d_index.args()
-        inst = 1 if self.instrument else 0
-        loads = self.d_loads
-        wg, tg, T = self._warp_grid(m), self._thread_grid(m), self.block_threads
-        self._chunks += 1
+    def _edges(self, q: _Query, level: int) -> tuple[int, int]:
+        """Indices in ``qinfo`` of level's linking edges e0 and one past its last."""
+        lo = _QI_EDGES // EDGE_FIELDS + q.edge_start[level]
+        return lo, lo + len(q.plan.steps[level].edges)
+
+    def _run_chunk(self, q: _Query, level: int, a: int, m: int) -> int:
+        """One join iteration over rows a..a+m-1 of table ``level``; returns the rows it ran."""
+        q.chunks += 1
+        last = level + 2 == q.nq
+        write = q.collect or not last
         if self.output == "prealloc-combine":
-            k["row_counts_kernel"][tg, T](tab, width, a, m, col0, part0, self.n, *idx, self.d_counts,
-                                          self._d_qcount, loads, inst)
-            # When m times the partition's longest list fits, GBA's size needs no host round trip.
-            bound_fits = m * int(self.index.partition_max_list[part0]) <= self._gba.size
-            gba_total = self._scan(self.d_counts, self.d_F, m, want_total=self.instrument or not bound_fits)
-            if gba_total >= 0 and not self._grow_gba(gba_total, level):
-                return self._split(level, a, m, self.d_F, self.d_counts, self._gba.size)
-            gba, F, num = self._gba, self.d_F, self.d_num
-            if self.set_ops == "naive":
-                k["naive_first_kernel"][tg, T](tab, width, a, m, col0, part0, lab0, self.d_bits, ubase,
-                                               F, gba, num, self.n, *idx, loads, inst)
-                k["naive_subtract_kernel"][tg, T](tab, width, a, m, F, gba, num, loads, inst)
-                for col, part, label in step.edges[1:]:
-                    k["naive_intersect_kernel"][tg, T](tab, width, a, m, col, part, label, F, gba, num,
-                                                       self.n, *idx, loads, inst)
-            else:
-                heavy_possible = (self.load_balance == "histogram" or (
-                    self.load_balance and self.index.partition_max_list[part0] > self.w3))
-                if heavy_possible or self.duplicate_removal:
-                    balance.first_edge(self, tab, width, a, m, col0, part0, lab0, ubase, F, gba, num,
-                                       idx, self.index.partition_max_list[part0])
-                else:
-                    k["first_edge_kernel"][wg, T](tab, width, a, m, col0, part0, lab0, self.d_bits, ubase,
-                                                  F, gba, num, self.n, *idx, int(self.write_cache),
-                                                  loads, inst)
-                if e_hi - e_lo > 1:
-                    qe = _QI_EDGES // EDGE_FIELDS
-                    k["intersect_kernel"][wg, T](tab, width, a, m, self.d_qinfo, qe + e_lo + 1, qe + e_hi, F, gba,
-                                                 num, self.n, *idx, int(self.write_cache), loads, inst)
-            out_total = self._scan(num, self.d_P, m)
-            buf, boff = gba, F
+            done = self._prealloc_combine(q, level, a, m, write)
         else:
-            num, qe = self.d_num, _QI_EDGES // EDGE_FIELDS
-            if self.set_ops == "naive":
-                def check(write, out):
-                    k["check_thread_kernel"][tg, T](write, tab, width, a, m, self.d_qinfo, qe + e_lo, qe + e_hi,
-                                                    self.d_bits, ubase, self.d_P, out, num, self.n, *idx,
-                                                    loads, inst)
-            else:
-                def check(write, out):
-                    k["check_warp_kernel"][wg, T](write, tab, width, a, m, self.d_qinfo, qe + e_lo, qe + e_hi,
-                                                  self.d_bits, ubase, self.d_P, out, num, self.n, *idx,
-                                                  int(self.write_cache), loads, inst)
-            check(0, self._gba)
-            out_total = self._scan(num, self.d_P, m)
-            if not self._grow_gba(out_total, level):
-                return self._split(level, a, m, self.d_P, num, self._gba.size)
-            gba_total = out_total
-            check(1, self._gba)
-            buf, boff = self._gba, self.d_P
-        last = level + 2 == self._nq
-        if out_total and (self._collect or not last) and not self._grow_table(level + 1, out_total):
-            return self._split(level, a, m, self.d_P, num, self._table_rows(level + 1))
-        self._iter_rows[level + 1] += out_total
+            done = self._two_step(q, level, a, m)
+        if done[0] is None:
+            return done[1]
+        buf, boff, gba_total, out_total, linked = done
+        if not linked and out_total and write and not self._grow_table(level + 1, out_total):
+            return self._split(q, level, a, m, self.d_P, self.d_num, self._table_rows(level + 1))
+        q.iter_rows[level + 1] += out_total
         if gba_total >= 0:
-            self._iter_gba[level + 1] += gba_total
+            q.iter_gba[level + 1] += gba_total
         if out_total == 0:
             return m
-        if last and not self._collect:
-            self._add_count(out_total)
+        if last and not q.collect:
+            self._add_count(q, out_total)
             return m
-        out = self._tables[level + 1]
-        k["link_kernel"][wg, T](tab, width, a, m, buf, boff, num, self.d_P, out)
+        out = self._table(level + 1)
+        if not linked:
+            self.kernels.link[self._warp_grid(m), self.block_threads](
+                self._table(level), level + 1, a, m, buf, boff, self.d_num, self.d_P, out)
         if last:
-            self._finish_rows(level + 1, out, out_total)
+            self._finish_rows(q, level + 1, out, out_total)
         else:
-            self._run_level(level + 1, out_total)
+            self._run_level(q, level + 1, out_total)
         return m
+
+    def _prealloc_combine(self, q: _Query, level: int, a: int, m: int, write: bool):
+        """Prealloc-Combine for rows a..a+m-1: GBA offsets, the set operations, the survivors'
+        offsets (and, for small tables, the new table: ``linked``). Returns (GBA, offsets, GBA
+        size or -1 if not copied back, rows out, linked), or (None, rows run) after a split."""
+        k, T = self.kernels, self.block_threads
+        step = q.plan.steps[level]
+        col0, part0, lab0 = step.edges[0]
+        tab, width = self._table(level), level + 1
+        idx = self.d_index.args()
+        inst, loads = int(self.instrument), self.d_loads
+        max_list = int(self.index.partition_max_list[part0])
+        small = m <= SINGLE_BLOCK_ROUNDS * T
+        # When m times the partition's longest list fits, GBA's size needs no host round trip.
+        want_gba = self.instrument or m * max_list > self._gba().size
+        gba_total = -1
+        if small:
+            k.counts_scan[1, T](tab, width, a, m, col0, part0, self.n, *idx, self.d_counts, self.d_F,
+                                self.d_cells, self.lb.qcount, loads, inst)
+            if want_gba:
+                gba_total = int(self._cells()[CELL_GBA])
+        else:
+            k.row_counts[self._thread_grid(m), T](tab, width, a, m, col0, part0, self.n, *idx, self.d_counts,
+                                                  self.lb.qcount, loads, inst)
+            gba_total = self._scan(self.d_counts, self.d_F, m, want_total=want_gba)
+        if gba_total >= 0 and not self._grow_gba(gba_total, level):
+            return None, self._split(q, level, a, m, self.d_F, self.d_counts, self._gba().size)
+        gba, F, num = self._gba(), self.d_F, self.d_num
+        e0, e_hi = self._edges(q, level)
+        ubase = step.vertex * self.nwords
+        if self.set_ops == "naive":
+            tg = self._thread_grid(m)
+            k.naive_first[tg, T](tab, width, a, m, col0, part0, lab0, self.d_bits, ubase, F, gba, num, self.n,
+                                 *idx, loads, inst)
+            k.naive_subtract[tg, T](tab, width, a, m, F, gba, num, loads, inst)
+            for col, part, label in step.edges[1:]:
+                k.naive_intersect[tg, T](tab, width, a, m, col, part, label, F, gba, num, self.n, *idx,
+                                         loads, inst)
+        elif self.lb.needed(max_list):
+            self.lb.first_edge(tab, width, a, m, col0, part0, lab0, self.d_bits, ubase, F, gba, num, self.n,
+                               idx, max_list, self.d_counts, self.d_qinfo, e0 + 1, e_hi, loads)
+        else:
+            k.first_edge[self._warp_grid(m), T](tab, width, a, m, col0, part0, lab0, self.d_bits, ubase, F,
+                                                gba, num, self.n, *idx, int(self.write_cache), self.d_qinfo,
+                                                e0 + 1, e_hi, loads, inst)
+        bound = gba_total if gba_total >= 0 else m * max_list
+        # The new table is written in the same launch when it surely fits (grown to the bound only
+        # without a memory limit: under one, rows are not reserved that a later level may need).
+        fits = not write or self._table_rows(level + 1) >= bound or (
+            self.device_memory_limit is None and self._grow_table(level + 1, max(bound, 1)))
+        if small and bound <= LINK_FUSE_ROUNDS * T and fits:
+            out = self._table(level + 1) if write else tab
+            k.scan_link[1, T](tab, width, a, m, gba, F, num, self.d_P, out, self.d_cells, int(write))
+            return gba, F, gba_total, int(self._cells()[CELL_OUT]), write
+        return gba, F, gba_total, self._scan(num, self.d_P, m), False
+
+    def _two_step(self, q: _Query, level: int, a: int, m: int):
+        """Join-twice for rows a..a+m-1: count, scan, write (same return as _prealloc_combine)."""
+        k, T = self.kernels, self.block_threads
+        tab, width = self._table(level), level + 1
+        idx = self.d_index.args()
+        inst, loads = int(self.instrument), self.d_loads
+        e0, e_hi = self._edges(q, level)
+        ubase = q.plan.steps[level].vertex * self.nwords
+        num = self.d_num
+
+        def check(write, out):
+            if self.set_ops == "naive":
+                k.check_thread[self._thread_grid(m), T](write, tab, width, a, m, self.d_qinfo, e0, e_hi,
+                                                        self.d_bits, ubase, self.d_P, out, num, self.n, *idx,
+                                                        loads, inst)
+            else:
+                k.check_warp[self._warp_grid(m), T](write, tab, width, a, m, self.d_qinfo, e0, e_hi,
+                                                    self.d_bits, ubase, self.d_P, out, num, self.n, *idx,
+                                                    int(self.write_cache), loads, inst)
+
+        check(0, self._gba())
+        out_total = self._scan(num, self.d_P, m)
+        if not self._grow_gba(out_total, level):
+            return None, self._split(q, level, a, m, self.d_P, num, self._gba().size)
+        check(1, self._gba())
+        return self._gba(), self.d_P, out_total, out_total, False

@@ -32,12 +32,14 @@ The bitset reads of a batch are a gather, so one request can be several transact
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 
 from common.cudasim import FULL_MASK
 from common.device import cuda
 from common.device_functions import lower_bound
+from common.scan import warp_inclusive_scan
 
 from .pcsr import CSR, neighbor_range, warp_neighbor_range
 
@@ -45,7 +47,12 @@ MAX_QUERY_VERTICES = 64
 MAX_LINK_EDGES = 2 * MAX_QUERY_VERTICES
 INT32_MAX = np.int32(2 ** 31 - 1)
 EDGE_FIELDS = 3           # (column, partition, edge label) per linking edge in ``qinfo``
+EDGE_COL, EDGE_PART, EDGE_LABEL = 0, 1, 2
 LOAD_CLASSES = ("structure", "neighbors", "bitset", "table")
+LOAD_STRUCTURE, LOAD_NEIGHBORS, LOAD_BITSET, LOAD_TABLE = 0, 1, 2, 3
+# Slots of the engine's small int64 ``cells`` array that single-block kernels leave totals in.
+CELL_GBA, CELL_OUT = 0, 1
+CELLS = 2
 
 
 @cuda.jit(device=True)
@@ -200,333 +207,528 @@ def warp_first_edge(rowc, cache, w, width, s, e, ci, ci_label, structure, label,
     return flush(cache, w, cached, written, out, base), batches
 
 
-@functools.lru_cache(maxsize=None)
-def make_kernels(warps: int):
-    """The join kernels for blocks of ``warps`` warps (shared-memory shapes are compile-time)."""
-    Q = MAX_QUERY_VERTICES
-    R = 2 * MAX_LINK_EDGES        # (start, end) of every linking edge; a literal for shared shapes
+@cuda.jit(device=True)
+def edge_at(qinfo, ed):
+    """Linking edge ``ed`` of ``qinfo``: (column of v'', partition, edge label)."""
+    return (qinfo[ed * EDGE_FIELDS + EDGE_COL], qinfo[ed * EDGE_FIELDS + EDGE_PART],
+            qinfo[ed * EDGE_FIELDS + EDGE_LABEL])
+
+
+@cuda.jit(device=True)
+def intersect_row(rowc, btile, ntile, cache, w, qinfo, e_lo, e_hi, gba, base, size, n, structure,
+                  meta, gl, keys, offs, ci, ci_label, use_cache):
+    """One warp, one row (cached in rowc[w]): gba[base:base+size] ∩= N(v'', l) for the linking
+    edges e_lo..e_hi-1, in place by tile merges. Returns (size, structure loads, neighbour tiles,
+    buffer tiles)."""
+    l_struct = l_nbr = l_tab = 0
+    for ed in range(e_lo, e_hi):
+        if size == 0:
+            break
+        col, part, label = edge_at(qinfo, ed)
+        s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, part, rowc[w, col], n)
+        l_struct += ld
+        size, _, loaded_b, loaded_n = merge_in_place(btile, ntile, cache, w, gba, base, np.int64(0), size,
+                                                     ci, s, e, np.int64(0), structure, ci_label, label,
+                                                     use_cache)
+        l_tab += loaded_b
+        l_nbr += loaded_n
+    return size, l_struct, l_nbr, l_tab
+
+
+@cuda.jit(device=True)
+def link_row(tab, width, src_row, buf, b, cnt, dst_row, out):
+    """One warp: out rows dst_row.. = row src_row of tab extended by each of buf[b:b+cnt]."""
+    new_width = width + 1
+    src = src_row * width
+    dst = dst_row * new_width
+    t = np.int64(cuda.laneid)
+    total = cnt * new_width
+    while t < total:
+        r = t // new_width
+        c = t - r * new_width
+        if c < width:
+            out[dst + t] = tab[src + c]
+        else:
+            out[dst + t] = buf[b + r]
+        t += 32
+
+
+@cuda.jit(device=True)
+def block_exclusive_scan(value, wsum, warps):
+    """Block-wide exclusive prefix sum of each thread's int64 ``value``; returns (prefix, block
+    total). ``wsum`` is shared scratch of ``warps`` int64."""
+    lane = cuda.laneid
+    w = cuda.threadIdx.x // 32
+    inc = warp_inclusive_scan(FULL_MASK, value)
+    if lane == 31:
+        wsum[w] = inc
+    cuda.syncthreads()
+    before = np.int64(0)
+    total = np.int64(0)
+    for r in range(warps):
+        if r < w:
+            before += wsum[r]
+        total += wsum[r]
+    cuda.syncthreads()
+    return before + inc - value, total
+
+
+@cuda.jit(device=True)
+def naive_first_row(tab, row, width, col, part, label, bits, ubase, gba, base, n, structure, meta,
+                    gl, keys, offs, ci, ci_label):
+    """One thread: gba[base:] = N(v', l0) ∩ C(u); returns (how many, structure loads, neighbours
+    read, bitset reads)."""
+    s, e, l_struct = neighbor_range(structure, meta, gl, keys, offs, part, tab[row * width + col], n)
+    l_bits = 0
+    c = np.int64(0)
+    for k in range(s, e):
+        x = ci[k]
+        if label_ok(structure, ci_label, k, label):
+            l_bits += 1
+            if in_bitset(bits, ubase, x) != 0:
+                gba[base + c] = x
+                c += 1
+    return c, l_struct, e - s, l_bits
+
+
+@cuda.jit(device=True)
+def naive_subtract_row(tab, row, width, gba, base, size):
+    """One thread: remove row's own vertices from gba[base:base+size]; returns (size, loads)."""
+    c = np.int64(0)
+    l_tab = 0
+    for k in range(size):
+        x = gba[base + k]
+        keep = True
+        for j in range(width):
+            if tab[row * width + j] == x:
+                keep = False
+        l_tab += 1 + width
+        if keep:
+            gba[base + c] = x
+            c += 1
+    return c, l_tab
+
+
+@cuda.jit(device=True)
+def naive_intersect_row(v, part, label, gba, base, size, n, structure, meta, gl, keys, offs, ci,
+                        ci_label):
+    """One thread: gba[base:base+size] ∩= N(v, l) by a merge walk, in place; returns (size,
+    structure loads, neighbours read, buffer reads)."""
+    s, e, l_struct = neighbor_range(structure, meta, gl, keys, offs, part, v, n)
+    p = np.int64(0)
+    c = np.int64(0)
+    k = s
+    steps = 0
+    while p < size and k < e:
+        x = gba[base + p]
+        y = ci[k]
+        steps += 1
+        if x < y:
+            p += 1
+        elif y < x:
+            k += 1
+        else:
+            if label_ok(structure, ci_label, k, label):
+                gba[base + c] = x
+                c += 1
+            p += 1
+            k += 1
+    return c, l_struct, steps, steps
+
+
+@cuda.jit(device=True)
+def all_edges_contain(qinfo, e_lo, e_hi, ranges, w, x, structure, ci, ci_label):
+    """Whether x is in N(v'', l) of every linking edge e_lo+1..e_hi-1 (binary searches in the
+    ranges the warp looked up)."""
+    for ed in range(e_lo + 1, e_hi):
+        end = ranges[w, 2 * (ed - e_lo) + 1]
+        lo = lower_bound(ci, ranges[w, 2 * (ed - e_lo)], end, x)
+        if lo >= end or ci[lo] != x:
+            return False
+        if not label_ok(structure, ci_label, lo, qinfo[ed * EDGE_FIELDS + EDGE_LABEL]):
+            return False
+    return True
+
+
+@cuda.jit(device=True)
+def check_row_warp(write, rowc, cache, ranges, w, width, qinfo, e_lo, e_hi, bits, ubase, out, base,
+                   n, structure, meta, gl, keys, offs, ci, ci_label, use_cache):
+    """Join-twice for one row (a warp): every candidate of e0 checked against all linking edges,
+    counted (write == 0) or written to out[base:]; returns (how many, structure loads,
+    neighbour loads, bitset loads)."""
+    lane = cuda.laneid
+    l_struct = 0
+    for ed in range(e_lo, e_hi):
+        col, part, _ = edge_at(qinfo, ed)
+        s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, part, rowc[w, col], n)
+        l_struct += ld
+        if lane == 0:
+            ranges[w, 2 * (ed - e_lo)] = s
+            ranges[w, 2 * (ed - e_lo) + 1] = e
+    cuda.syncwarp(FULL_MASK)
+    s = ranges[w, 0]
+    e = ranges[w, 1]
+    label = qinfo[e_lo * EDGE_FIELDS + EDGE_LABEL]
+    cached = 0
+    written = np.int64(0)
+    batches = 0
+    k = s
+    while k < e:
+        x = np.int32(-1)
+        pred = False
+        if k + lane < e:
+            x = ci[k + lane]
+            pred = first_edge_keeps(structure, ci_label, k + lane, label, bits, ubase, rowc, w, width, x)
+            if pred:
+                pred = all_edges_contain(qinfo, e_lo, e_hi, ranges, w, x, structure, ci, ci_label)
+        batches += 1
+        if write != 0:
+            cached, written = emit(cache, w, pred, x, cached, written, out, base, use_cache)
+        else:
+            written += cuda.popc(cuda.ballot_sync(FULL_MASK, pred))
+        k += 32
+    if write != 0:
+        written = flush(cache, w, cached, written, out, base)
+    cuda.syncwarp(FULL_MASK)
+    return written, l_struct, batches * (1 + 5 * (e_hi - e_lo - 1)), batches
+
+
+@cuda.jit(device=True)
+def check_row_thread(write, tab, row, width, qinfo, e_lo, e_hi, bits, ubase, out, base, n,
+                     structure, meta, gl, keys, offs, ci, ci_label):
+    """Join-twice for one row (a thread): each candidate of e0 checked by a lookup and binary
+    search per further linking edge; returns (how many, structure, neighbour, bitset loads)."""
+    col0, part0, label = edge_at(qinfo, e_lo)
+    s, e, l_struct = neighbor_range(structure, meta, gl, keys, offs, part0, tab[row * width + col0], n)
+    l_nbr = l_bits = 0
+    c = np.int64(0)
+    for k in range(s, e):
+        x = ci[k]
+        l_nbr += 1
+        if not label_ok(structure, ci_label, k, label):
+            continue
+        l_bits += 1
+        if in_bitset(bits, ubase, x) == 0:
+            continue
+        keep = True
+        for j in range(width):
+            if tab[row * width + j] == x:
+                keep = False
+        ed = e_lo + 1
+        while keep and ed < e_hi:
+            col, part, lab = edge_at(qinfo, ed)
+            s2, e2, ld = neighbor_range(structure, meta, gl, keys, offs, part, tab[row * width + col], n)
+            l_struct += ld
+            lo = s2
+            hi = e2
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                l_nbr += 1
+                if ci[mid] < x:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            keep = lo < e2 and ci[lo] == x and label_ok(structure, ci_label, lo, lab)
+            ed += 1
+        if keep:
+            if write != 0:
+                out[base + c] = x
+            c += 1
+    return c, l_struct, l_nbr, l_bits
+
+
+class JoinKernels(NamedTuple):
+    """The join kernels for one block size (see :func:`make_kernels`)."""
+
+    row_counts: object
+    counts_scan: object
+    first_edge: object
+    intersect: object
+    link: object
+    scan_link: object
+    naive_first: object
+    naive_subtract: object
+    naive_intersect: object
+    check_warp: object
+    check_thread: object
+
+
+def _offset_kernels(warps: int):
+    """Prealloc-Combine's sizing and writing steps: row counts, scans, link."""
+    T = 32 * warps
 
     @cuda.jit
-    def row_counts_kernel(tab, width, a, m, col, part, n, structure, meta, gl, keys, offs, ci,
-                          ci_label, counts, qcount, loads, instrument):
-        """counts[i] = |N(tab[a + i, col], part)| for i < m (a thread per row); also empties the
-        load-balance queue of this iteration (saves a launch)."""
+    def row_counts(tab, width, a, m, col, part, n, structure, meta, gl, keys, offs, ci, ci_label,
+                   counts, qcount, loads, instrument):
+        """counts[i] = |N(tab[a + i, col], part)| (a thread per row); empties the load-balance
+        queue of this iteration."""
         i = cuda.grid(1)
         if i == 0:
             qcount[0] = 0
-        stride = cuda.gridsize(1)
         total = 0
         while i < m:
-            v = tab[(a + i) * width + col]
-            s, e, ld = neighbor_range(structure, meta, gl, keys, offs, part, v, n)
+            s, e, ld = neighbor_range(structure, meta, gl, keys, offs, part, tab[(a + i) * width + col], n)
             counts[i] = e - s
             total += ld
-            i += stride
-        add_loads(loads, instrument, 0, total)
+            i += cuda.gridsize(1)
+        add_loads(loads, instrument, LOAD_STRUCTURE, total)
 
     @cuda.jit
-    def first_edge_kernel(tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n,
-                          structure, meta, gl, keys, offs, ci, ci_label, use_cache, loads, instrument):
-        """num[i] = |(N(v', l0) minus row) ∩ C(u)|, written to gba[F[i]:] (a warp per row)."""
-        rowc = cuda.shared.array((warps, Q), np.int32)
-        cache = cuda.shared.array((warps, 32), np.int32)
-        lane = cuda.laneid
-        w = cuda.threadIdx.x // 32
-        gw = cuda.blockIdx.x * warps + w
-        nw = cuda.gridDim.x * warps
-        l_struct = l_nbr = l_bits = 0
-        i = gw
-        while i < m:
-            load_row(rowc, w, tab, a + i, width)
-            s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, part, rowc[w, col], n)
-            l_struct += ld
-            written, batches = warp_first_edge(rowc, cache, w, width, s, e, ci, ci_label, structure,
-                                               label, bits, ubase, gba, F[i], use_cache)
-            l_nbr += batches
-            l_bits += batches
-            if lane == 0:
-                num[i] = written
-            i += nw
-        if lane == 0:
-            add_loads(loads, instrument, 0, l_struct)
-            add_loads(loads, instrument, 1, l_nbr)
-            add_loads(loads, instrument, 2, l_bits)
+    def counts_scan(tab, width, a, m, col, part, n, structure, meta, gl, keys, offs, ci, ci_label,
+                    counts, F, cells, qcount, loads, instrument):
+        """One block: ``row_counts`` and the exclusive scan of the counts into F (GBA offsets) in
+        one launch, the GBA size left in cells[CELL_GBA] (for tables of a few blocks' rows)."""
+        wsum = cuda.shared.array(warps, np.int64)
+        tid = cuda.threadIdx.x
+        if tid == 0:
+            qcount[0] = 0
+        carry = np.int64(0)
+        total_ld = 0
+        r0 = 0
+        while r0 < m:
+            i = r0 + tid
+            c = np.int64(0)
+            if i < m:
+                s, e, ld = neighbor_range(structure, meta, gl, keys, offs, part, tab[(a + i) * width + col], n)
+                c = e - s
+                counts[i] = c
+                total_ld += ld
+            before, total = block_exclusive_scan(c, wsum, warps)
+            if i < m:
+                F[i] = carry + before
+            carry += total
+            r0 += T
+        if tid == 0:
+            cells[CELL_GBA] = carry
+        add_loads(loads, instrument, LOAD_STRUCTURE, total_ld)
+
+    return row_counts, counts_scan
+
+
+def _set_kernels(warps: int):
+    """GPU-friendly set operations (a warp per row): first edge (fused with the others), intersect."""
+    Q = MAX_QUERY_VERTICES
 
     @cuda.jit
-    def intersect_kernel(tab, width, a, m, qinfo, e_lo, e_hi, F, gba, num, n, structure, meta, gl,
-                         keys, offs, ci, ci_label, use_cache, loads, instrument):
-        """gba[F[i]:F[i]+num[i]] ∩= N(v'', l) for the linking edges e_lo..e_hi-1 of ``qinfo``,
-        in place, by 32 x 32 tile merges (a warp per row)."""
+    def first_edge(tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n, structure, meta,
+                   gl, keys, offs, ci, ci_label, use_cache, qinfo, e_lo, e_hi, loads, instrument):
+        """A warp per row: gba[F[i]:] = (N(v', l0) minus row) ∩ C(u), then intersected with the
+        linking edges e_lo..e_hi-1 of ``qinfo`` (fused: one launch); num[i] = its size."""
         rowc = cuda.shared.array((warps, Q), np.int32)
         cache = cuda.shared.array((warps, 32), np.int32)
         btile = cuda.shared.array((warps, 32), np.int32)
         ntile = cuda.shared.array((warps, 32), np.int32)
-        lane = cuda.laneid
         w = cuda.threadIdx.x // 32
-        gw = cuda.blockIdx.x * warps + w
-        nw = cuda.gridDim.x * warps
-        l_struct = l_nbr = l_tab = 0
-        i = gw
+        l_struct = l_nbr = l_bits = l_tab = 0
+        i = cuda.blockIdx.x * warps + w
         while i < m:
             load_row(rowc, w, tab, a + i, width)
-            base = F[i]
-            size = np.int64(num[i])
-            for ed in range(e_lo, e_hi):
-                if size == 0:
-                    break
-                col = qinfo[ed * 3]
-                part = qinfo[ed * 3 + 1]
-                label = qinfo[ed * 3 + 2]
-                s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, part, rowc[w, col], n)
-                l_struct += ld
-                size, _, loaded_b, loaded_n = merge_in_place(btile, ntile, cache, w, gba, base, np.int64(0), size,
-                                                             ci, s, e, np.int64(0), structure, ci_label,
-                                                             label, use_cache)
-                l_tab += loaded_b
-                l_nbr += loaded_n
-            if lane == 0:
+            s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, part, rowc[w, col], n)
+            written, batches = warp_first_edge(rowc, cache, w, width, s, e, ci, ci_label, structure,
+                                               label, bits, ubase, gba, F[i], use_cache)
+            size, ls, ln, lt = intersect_row(rowc, btile, ntile, cache, w, qinfo, e_lo, e_hi, gba, F[i],
+                                             written, n, structure, meta, gl, keys, offs, ci, ci_label,
+                                             use_cache)
+            l_struct += ld + ls
+            l_nbr += batches + ln
+            l_bits += batches
+            l_tab += lt
+            if cuda.laneid == 0:
                 num[i] = size
-            i += nw
-        if lane == 0:
-            add_loads(loads, instrument, 0, l_struct)
-            add_loads(loads, instrument, 1, l_nbr)
-            add_loads(loads, instrument, 3, l_tab)
+            i += cuda.gridDim.x * warps
+        if cuda.laneid == 0:
+            add_loads(loads, instrument, LOAD_STRUCTURE, l_struct)
+            add_loads(loads, instrument, LOAD_NEIGHBORS, l_nbr)
+            add_loads(loads, instrument, LOAD_BITSET, l_bits)
+            add_loads(loads, instrument, LOAD_TABLE, l_tab)
 
     @cuda.jit
-    def link_kernel(tab, width, a, m, buf, boff, num, P, out):
-        """out[P[i] + k] = tab[a + i] + (buf[boff[i] + k],) for k < num[i] (a warp per row)."""
-        lane = cuda.laneid
+    def intersect(tab, width, a, m, qinfo, e_lo, e_hi, F, gba, num, n, structure, meta, gl, keys,
+                  offs, ci, ci_label, use_cache, loads, instrument):
+        """A warp per row: gba[F[i]:F[i]+num[i]] ∩= N(v'', l) for linking edges e_lo..e_hi-1."""
+        rowc = cuda.shared.array((warps, Q), np.int32)
+        cache = cuda.shared.array((warps, 32), np.int32)
+        btile = cuda.shared.array((warps, 32), np.int32)
+        ntile = cuda.shared.array((warps, 32), np.int32)
         w = cuda.threadIdx.x // 32
+        l_struct = l_nbr = l_tab = 0
         i = cuda.blockIdx.x * warps + w
-        nw = cuda.gridDim.x * warps
-        new_width = width + 1
         while i < m:
-            cnt = np.int64(num[i])
-            src = (a + i) * width
-            dst = P[i] * new_width
-            b = boff[i]
-            t = np.int64(lane)
-            total = cnt * new_width
-            while t < total:
-                r = t // new_width
-                c = t - r * new_width
-                if c < width:
-                    out[dst + t] = tab[src + c]
-                else:
-                    out[dst + t] = buf[b + r]
-                t += 32
-            i += nw
+            load_row(rowc, w, tab, a + i, width)
+            size, ls, ln, lt = intersect_row(rowc, btile, ntile, cache, w, qinfo, e_lo, e_hi, gba, F[i],
+                                             np.int64(num[i]), n, structure, meta, gl, keys, offs, ci,
+                                             ci_label, use_cache)
+            l_struct += ls
+            l_nbr += ln
+            l_tab += lt
+            if cuda.laneid == 0:
+                num[i] = size
+            i += cuda.gridDim.x * warps
+        if cuda.laneid == 0:
+            add_loads(loads, instrument, LOAD_STRUCTURE, l_struct)
+            add_loads(loads, instrument, LOAD_NEIGHBORS, l_nbr)
+            add_loads(loads, instrument, LOAD_TABLE, l_tab)
 
-    # ------------------------------------------------------------------ naive set operations
+    return first_edge, intersect
+
+
+def _link_kernels(warps: int):
+    T = 32 * warps
+
     @cuda.jit
-    def naive_first_kernel(tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n,
-                           structure, meta, gl, keys, offs, ci, ci_label, loads, instrument):
-        """gba[F[i]:] = N(v', l0) ∩ C(u) (a thread per row)."""
+    def link(tab, width, a, m, buf, boff, num, P, out):
+        """A warp per row: out[P[i] + k] = tab[a + i] + (buf[boff[i] + k],) for k < num[i]."""
+        i = cuda.blockIdx.x * warps + cuda.threadIdx.x // 32
+        while i < m:
+            link_row(tab, width, a + i, buf, boff[i], np.int64(num[i]), P[i], out)
+            i += cuda.gridDim.x * warps
+
+    @cuda.jit
+    def scan_link(tab, width, a, m, buf, boff, num, P, out, cells, write):
+        """One block: the exclusive scan of num into P (new-table offsets, total in
+        cells[CELL_OUT]) and, when ``write``, ``link`` of every row (for small tables whose output
+        is known to fit ``out``)."""
+        wsum = cuda.shared.array(warps, np.int64)
+        tid = cuda.threadIdx.x
+        carry = np.int64(0)
+        r0 = 0
+        while r0 < m:
+            i = r0 + tid
+            c = np.int64(0)
+            if i < m:
+                c = num[i]
+            before, total = block_exclusive_scan(c, wsum, warps)
+            if i < m:
+                P[i] = carry + before
+            carry += total
+            r0 += T
+        if tid == 0:
+            cells[CELL_OUT] = carry
+        if write != 0:
+            cuda.syncthreads()              # P of every row is visible to the whole block
+            i = tid // 32
+            while i < m:
+                link_row(tab, width, a + i, buf, boff[i], np.int64(num[i]), P[i], out)
+                i += warps
+
+    return link, scan_link
+
+
+def _naive_kernels(warps: int):
+    """``set_ops="naive"``: a kernel per set operation, a thread per row."""
+
+    @cuda.jit
+    def naive_first(tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n, structure, meta,
+                    gl, keys, offs, ci, ci_label, loads, instrument):
+        """A thread per row: gba[F[i]:] = N(v', l0) ∩ C(u)."""
         i = cuda.grid(1)
-        stride = cuda.gridsize(1)
         l_struct = l_nbr = l_bits = 0
         while i < m:
-            v = tab[(a + i) * width + col]
-            s, e, ld = neighbor_range(structure, meta, gl, keys, offs, part, v, n)
-            l_struct += ld
-            c = np.int64(0)
-            for k in range(s, e):
-                x = ci[k]
-                l_nbr += 1
-                if label_ok(structure, ci_label, k, label):
-                    l_bits += 1
-                    if in_bitset(bits, ubase, x) != 0:
-                        gba[F[i] + c] = x
-                        c += 1
+            c, ls, ln, lb = naive_first_row(tab, a + i, width, col, part, label, bits, ubase, gba, F[i], n,
+                                            structure, meta, gl, keys, offs, ci, ci_label)
             num[i] = c
-            i += stride
-        add_loads(loads, instrument, 0, l_struct)
-        add_loads(loads, instrument, 1, l_nbr)
-        add_loads(loads, instrument, 2, l_bits)
+            l_struct += ls
+            l_nbr += ln
+            l_bits += lb
+            i += cuda.gridsize(1)
+        add_loads(loads, instrument, LOAD_STRUCTURE, l_struct)
+        add_loads(loads, instrument, LOAD_NEIGHBORS, l_nbr)
+        add_loads(loads, instrument, LOAD_BITSET, l_bits)
 
     @cuda.jit
-    def naive_subtract_kernel(tab, width, a, m, F, gba, num, loads, instrument):
-        """Remove the row's own vertices from its buffer, in place (a thread per row)."""
+    def naive_subtract(tab, width, a, m, F, gba, num, loads, instrument):
+        """A thread per row: remove the row's own vertices from its buffer, in place."""
         i = cuda.grid(1)
-        stride = cuda.gridsize(1)
         l_tab = 0
         while i < m:
-            row = (a + i) * width
-            c = np.int64(0)
-            for k in range(num[i]):
-                x = gba[F[i] + k]
-                l_tab += 1
-                keep = True
-                for j in range(width):
-                    if tab[row + j] == x:
-                        keep = False
-                l_tab += width
-                if keep:
-                    gba[F[i] + c] = x
-                    c += 1
+            c, lt = naive_subtract_row(tab, a + i, width, gba, F[i], num[i])
             num[i] = c
-            i += stride
-        add_loads(loads, instrument, 3, l_tab)
+            l_tab += lt
+            i += cuda.gridsize(1)
+        add_loads(loads, instrument, LOAD_TABLE, l_tab)
 
     @cuda.jit
-    def naive_intersect_kernel(tab, width, a, m, col, part, label, F, gba, num, n, structure,
-                               meta, gl, keys, offs, ci, ci_label, loads, instrument):
-        """gba[F[i]:F[i]+num[i]] ∩= N(v'', l) by a merge walk, in place (a thread per row)."""
+    def naive_intersect(tab, width, a, m, col, part, label, F, gba, num, n, structure, meta, gl, keys,
+                        offs, ci, ci_label, loads, instrument):
+        """A thread per row: gba[F[i]:F[i]+num[i]] ∩= N(v'', l) by a merge walk, in place."""
         i = cuda.grid(1)
-        stride = cuda.gridsize(1)
         l_struct = l_nbr = l_tab = 0
         while i < m:
-            v = tab[(a + i) * width + col]
-            s, e, ld = neighbor_range(structure, meta, gl, keys, offs, part, v, n)
-            l_struct += ld
-            base = F[i]
-            size = np.int64(num[i])
-            p = np.int64(0)
-            c = np.int64(0)
-            k = s
-            while p < size and k < e:
-                x = gba[base + p]
-                y = ci[k]
-                l_tab += 1
-                l_nbr += 1
-                if x < y:
-                    p += 1
-                elif y < x:
-                    k += 1
-                else:
-                    if label_ok(structure, ci_label, k, label):
-                        gba[base + c] = x
-                        c += 1
-                    p += 1
-                    k += 1
+            c, ls, ln, lt = naive_intersect_row(tab[(a + i) * width + col], part, label, gba, F[i],
+                                                np.int64(num[i]), n, structure, meta, gl, keys, offs,
+                                                ci, ci_label)
             num[i] = c
-            i += stride
-        add_loads(loads, instrument, 0, l_struct)
-        add_loads(loads, instrument, 1, l_nbr)
-        add_loads(loads, instrument, 3, l_tab)
+            l_struct += ls
+            l_nbr += ln
+            l_tab += lt
+            i += cuda.gridsize(1)
+        add_loads(loads, instrument, LOAD_STRUCTURE, l_struct)
+        add_loads(loads, instrument, LOAD_NEIGHBORS, l_nbr)
+        add_loads(loads, instrument, LOAD_TABLE, l_tab)
 
-    # ------------------------------------------------------------------ join-twice (two-step)
-    @cuda.jit(device=True)
-    def all_edges_contain(qinfo, e_lo, e_hi, ranges, w, x, structure, ci, ci_label):
-        """Whether x is in N(v'', l) of every linking edge e_lo+1..e_hi-1 (binary searches)."""
-        for ed in range(e_lo + 1, e_hi):
-            end = ranges[w, 2 * (ed - e_lo) + 1]
-            lo = lower_bound(ci, ranges[w, 2 * (ed - e_lo)], end, x)
-            if lo >= end or ci[lo] != x:
-                return False
-            if not label_ok(structure, ci_label, lo, qinfo[ed * 3 + 2]):
-                return False
-        return True
+    return naive_first, naive_subtract, naive_intersect
+
+
+def _two_step_kernels(warps: int):
+    """``output="two-step"``: the join-twice passes."""
+    Q = MAX_QUERY_VERTICES
+    R = 2 * MAX_LINK_EDGES        # (start, end) of every linking edge; a literal for shared shapes
 
     @cuda.jit
-    def check_warp_kernel(write, tab, width, a, m, qinfo, e_lo, e_hi, bits, ubase, P, out, num, n,
-                          structure, meta, gl, keys, offs, ci, ci_label, use_cache, loads, instrument):
-        """Join-twice pass (a warp per row): every candidate of e0 is checked against all
-        linking edges; ``write == 0`` counts into num[i], ``write == 1`` writes to out[P[i]:]."""
+    def check_warp(write, tab, width, a, m, qinfo, e_lo, e_hi, bits, ubase, P, out, num, n, structure,
+                   meta, gl, keys, offs, ci, ci_label, use_cache, loads, instrument):
+        """Join-twice pass, a warp per row: count into num[i] (write 0) or write to out[P[i]:]."""
         rowc = cuda.shared.array((warps, Q), np.int32)
         cache = cuda.shared.array((warps, 32), np.int32)
         ranges = cuda.shared.array((warps, R), np.int64)
-        lane = cuda.laneid
         w = cuda.threadIdx.x // 32
-        gw = cuda.blockIdx.x * warps + w
-        nw = cuda.gridDim.x * warps
         l_struct = l_nbr = l_bits = 0
-        i = gw
+        i = cuda.blockIdx.x * warps + w
         while i < m:
             load_row(rowc, w, tab, a + i, width)
-            for ed in range(e_lo, e_hi):
-                s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, qinfo[ed * 3 + 1],
-                                               rowc[w, qinfo[ed * 3]], n)
-                l_struct += ld
-                if lane == 0:
-                    ranges[w, 2 * (ed - e_lo)] = s
-                    ranges[w, 2 * (ed - e_lo) + 1] = e
-            cuda.syncwarp(FULL_MASK)
-            s = ranges[w, 0]
-            e = ranges[w, 1]
-            label = qinfo[e_lo * 3 + 2]
             base = P[i] if write != 0 else 0
-            cached = 0
-            written = np.int64(0)
-            k = s
-            while k < e:
-                x = np.int32(-1)
-                pred = False
-                if k + lane < e:
-                    x = ci[k + lane]
-                    pred = first_edge_keeps(structure, ci_label, k + lane, label, bits,
-                                            ubase, rowc, w, width, x)
-                    if pred:
-                        pred = all_edges_contain(qinfo, e_lo, e_hi, ranges, w, x, structure, ci, ci_label)
-                l_nbr += 1 + 5 * (e_hi - e_lo - 1)
-                l_bits += 1
-                if write != 0:
-                    cached, written = emit(cache, w, pred, x, cached, written, out, base, use_cache)
-                else:
-                    written += cuda.popc(cuda.ballot_sync(FULL_MASK, pred))
-                k += 32
-            if write != 0:
-                written = flush(cache, w, cached, written, out, base)
-            if lane == 0:
-                num[i] = written
-            cuda.syncwarp(FULL_MASK)
-            i += nw
-        if lane == 0:
-            add_loads(loads, instrument, 0, l_struct)
-            add_loads(loads, instrument, 1, l_nbr)
-            add_loads(loads, instrument, 2, l_bits)
+            c, ls, ln, lb = check_row_warp(write, rowc, cache, ranges, w, width, qinfo, e_lo, e_hi, bits,
+                                           ubase, out, base, n, structure, meta, gl, keys, offs, ci,
+                                           ci_label, use_cache)
+            if cuda.laneid == 0:
+                num[i] = c
+            l_struct += ls
+            l_nbr += ln
+            l_bits += lb
+            i += cuda.gridDim.x * warps
+        if cuda.laneid == 0:
+            add_loads(loads, instrument, LOAD_STRUCTURE, l_struct)
+            add_loads(loads, instrument, LOAD_NEIGHBORS, l_nbr)
+            add_loads(loads, instrument, LOAD_BITSET, l_bits)
 
     @cuda.jit
-    def check_thread_kernel(write, tab, width, a, m, qinfo, e_lo, e_hi, bits, ubase, P, out, num, n,
-                            structure, meta, gl, keys, offs, ci, ci_label, loads, instrument):
-        """Join-twice pass with a thread per row (naive set operations): each candidate of e0 is
-        checked by a lookup and binary search per further linking edge."""
+    def check_thread(write, tab, width, a, m, qinfo, e_lo, e_hi, bits, ubase, P, out, num, n,
+                     structure, meta, gl, keys, offs, ci, ci_label, loads, instrument):
+        """Join-twice pass, a thread per row (naive set operations)."""
         i = cuda.grid(1)
-        stride = cuda.gridsize(1)
         l_struct = l_nbr = l_bits = 0
         while i < m:
-            row = (a + i) * width
-            s, e, ld = neighbor_range(structure, meta, gl, keys, offs, qinfo[e_lo * 3 + 1],
-                                      tab[row + qinfo[e_lo * 3]], n)
-            l_struct += ld
-            label = qinfo[e_lo * 3 + 2]
-            c = np.int64(0)
-            for k in range(s, e):
-                x = ci[k]
-                l_nbr += 1
-                if not label_ok(structure, ci_label, k, label):
-                    continue
-                l_bits += 1
-                if in_bitset(bits, ubase, x) == 0:
-                    continue
-                keep = True
-                for j in range(width):
-                    if tab[row + j] == x:
-                        keep = False
-                ed = e_lo + 1
-                while keep and ed < e_hi:
-                    s2, e2, ld = neighbor_range(structure, meta, gl, keys, offs, qinfo[ed * 3 + 1],
-                                                tab[row + qinfo[ed * 3]], n)
-                    l_struct += ld
-                    lo = s2
-                    hi = e2
-                    while lo < hi:
-                        mid = (lo + hi) >> 1
-                        l_nbr += 1
-                        if ci[mid] < x:
-                            lo = mid + 1
-                        else:
-                            hi = mid
-                    keep = lo < e2 and ci[lo] == x and label_ok(structure, ci_label, lo, qinfo[ed * 3 + 2])
-                    ed += 1
-                if keep:
-                    if write != 0:
-                        out[P[i] + c] = x
-                    c += 1
+            base = P[i] if write != 0 else 0
+            c, ls, ln, lb = check_row_thread(write, tab, a + i, width, qinfo, e_lo, e_hi, bits, ubase, out,
+                                             base, n, structure, meta, gl, keys, offs, ci, ci_label)
             num[i] = c
-            i += stride
-        add_loads(loads, instrument, 0, l_struct)
-        add_loads(loads, instrument, 1, l_nbr)
-        add_loads(loads, instrument, 2, l_bits)
+            l_struct += ls
+            l_nbr += ln
+            l_bits += lb
+            i += cuda.gridsize(1)
+        add_loads(loads, instrument, LOAD_STRUCTURE, l_struct)
+        add_loads(loads, instrument, LOAD_NEIGHBORS, l_nbr)
+        add_loads(loads, instrument, LOAD_BITSET, l_bits)
 
-    return {name: obj for name, obj in locals().items() if name.endswith("_kernel")}
+    return check_warp, check_thread
+
+
+@functools.lru_cache(maxsize=None)
+def make_kernels(warps: int) -> JoinKernels:
+    """The join kernels for blocks of ``warps`` warps (shared-memory shapes are compile-time);
+    each maps rows onto warps or threads and calls the per-row steps above."""
+    row_counts, counts_scan = _offset_kernels(warps)
+    first_edge, intersect = _set_kernels(warps)
+    link, scan_link = _link_kernels(warps)
+    return JoinKernels(row_counts, counts_scan, first_edge, intersect, link, scan_link,
+                       *_naive_kernels(warps), *_two_step_kernels(warps))

@@ -55,18 +55,19 @@ import functools
 import os
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from common.cudasim import FULL_MASK
-from common.device import DeviceMemoryBudget, PhaseTimer, cuda, fill, simulator_active
+from common.device import BufferPool, DeviceMemoryBudget, PhaseTimer, cuda, fill, simulator_active
 from common.device_functions import lower_bound
 from common.engine import Engine
 from common.errors import DeviceOutOfMemory
 from common.graph import Graph
 from common.result import MatchResult, Status
-from common.scan import ScanWorkspace, exclusive_scan
+from common.scan import exclusive_scan
 
 from . import balance
 from .engine import (_QI_EDGES, _QI_IN, _QI_LAB, _QI_OUT, _QI_SIG, DEFAULT_BLOCK_THREADS,
@@ -146,8 +147,14 @@ def _pin(segments: list[Segment]) -> None:
         pos += seg.words
 
 
+class SGSIKernels(NamedTuple):
+    append_offsets: object
+    segment_intersect: object
+    column: object
+
+
 @functools.lru_cache(maxsize=None)
-def make_sgsi_kernels(warps: int) -> dict:
+def make_sgsi_kernels(warps: int) -> SGSIKernels:
     """The kernels SGSI adds to GSI's: offsets of the next segment's appends, the partitioned
     intersection (Algorithm 5) and the column writer (Algorithm 6)."""
 
@@ -218,8 +225,7 @@ def make_sgsi_kernels(warps: int) -> dict:
                     k += 32
             i += nw
 
-    return {"append_offsets_kernel": append_offsets_kernel,
-            "segment_intersect_kernel": segment_intersect_kernel, "column_kernel": column_kernel}
+    return SGSIKernels(append_offsets_kernel, segment_intersect_kernel, column_kernel)
 
 
 class _Streams:
@@ -440,9 +446,12 @@ class SGSI(Engine):
         self.d_dummy64 = budget.zeros(1, np.int64, what="unused structure arrays")
         self.h_qinfo = np.zeros(_QI_EDGES, np.int32)
         self.h_sizes = np.zeros(MAX_QUERY_VERTICES, np.int64)
+        self.pool = BufferPool(budget, prefix="sgsi ")
         self.d_bits, self._bits_rows = None, 0
         self._grow_bits(4)
-        balance.allocate(self)
+        self.lb = balance.LoadBalancer(budget, warps=self.warps, load_balance=self.load_balance, w1=self.w1,
+                                       w3=self.w3, duplicate_removal=self.duplicate_removal,
+                                       write_cache=self.write_cache, max_blocks=self.max_blocks)
         self.streams = _Streams(budget, slot_words)
         self.kernels = make_kernels(self.warps)
         self.balanced = balance.make_balanced_kernels(self.warps)
@@ -461,19 +470,14 @@ class SGSI(Engine):
         self.d_F, self.d_Fx, self.d_num, self.d_numx, self.d_P, self.d_counts = (
             budget.device_array(rows, np.int64, what=f"per-row {name}")
             for name in ("F", "Fx", "num", "num_seg", "P", "counts"))
-        self.scan_ws = ScanWorkspace(rows, np.int64, budget=budget)
+        self.scan_ws = self.pool.scan(rows, np.int64)
         self.d_tab = budget.device_array(self.tab_cap, np.int32, what="table chunk")
         self.d_gba = budget.device_array(self.gba_cap, np.int32, what="GBA")
         self.d_col = budget.device_array(self.gba_cap, np.int32, what="output column")
 
     def _grow_bits(self, nq: int) -> None:
-        if nq <= self._bits_rows:
-            return
-        if self.d_bits is not None:
-            self.budget.free(self.d_bits)
-        rows = max(nq, 2 * self._bits_rows)
-        self.d_bits = self.budget.device_array(max(1, rows * self.nwords), np.uint32, what="candidate bitsets")
-        self._bits_rows = rows
+        self.d_bits = self.pool.get("candidate bitsets", max(1, nq * self.nwords), np.uint32)
+        self._bits_rows = self.d_bits.size // max(1, self.nwords)
 
     @property
     def partitions(self) -> int:
@@ -484,13 +488,13 @@ class SGSI(Engine):
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         self._deadline = None if timeout_s is None else time.perf_counter() + timeout_s
         self._slice_rows = 1 if _SIM and timeout_s is not None else 0   # as GSI's _run_level
-        self.budget.reset_peak()
         nq = query.num_vertices
         timer = PhaseTimer()
         clock = _Clock(self.streams)
         self._clock, self._limit, self._collect = clock, limit, collect
         self._count, self._chunks, self._limited = 0, 0, False
         stats = {"partitions": self.partitions, "signature_segments": len(self.sig_segments),
+                 "candidate_sizes": [], "order": [],
                  "load_balance": self.load_balance}
         status, reason, order, embeddings = Status.OK, "", list(range(nq)), None
         iter_rows = [0] * nq
@@ -663,20 +667,21 @@ class SGSI(Engine):
         cache = int(self.write_cache)
         heavy = self.load_balance == "histogram" or self.load_balance is True
         with clock.comp_default.phase("kernels"):
-            sk["append_offsets_kernel"][tg, T](self.d_F, self.d_num, self.d_numx, self.d_Fx, m, 1)
+            sk.append_offsets[tg, T](self.d_F, self.d_num, self.d_numx, self.d_Fx, m, 1)
 
         def first(slot, seg, stream):       # Algorithm 4 for one segment
             idx = (PCSR, self.d_meta, slot, self.d_dummy32, self.d_dummy64, slot, self.d_dummy32)
             if heavy or self.duplicate_removal:
-                k["row_counts_kernel"][tg, T, stream](tab, width, 0, m, col0, seg.sid, self.n, *idx,
-                                                      self.d_counts, self._d_qcount, self.d_loads, 0)
-                balance.first_edge(self, tab, width, 0, m, col0, seg.sid, lab0, ubase, self.d_Fx,
-                                   self.d_gba, self.d_numx, idx, seg.max_list, stream)
-            else:
-                k["first_edge_kernel"][wg, T, stream](tab, width, 0, m, col0, seg.sid, lab0, self.d_bits,
-                                                      ubase, self.d_Fx, self.d_gba, self.d_numx, self.n,
-                                                      *idx, cache, self.d_loads, 0)
-            sk["append_offsets_kernel"][tg, T, stream](self.d_F, self.d_num, self.d_numx, self.d_Fx, m, 0)
+                k.row_counts[tg, T, stream](tab, width, 0, m, col0, seg.sid, self.n, *idx, self.d_counts,
+                                            self.lb.qcount, self.d_loads, 0)
+                self.lb.first_edge(tab, width, 0, m, col0, seg.sid, lab0, self.d_bits, ubase, self.d_Fx,
+                                   self.d_gba, self.d_numx, self.n, idx, seg.max_list, self.d_counts,
+                                   self.d_qinfo, 0, 0, self.d_loads, stream)
+            else:      # (no further linking edges here: Algorithm 5 streams them below)
+                k.first_edge[wg, T, stream](tab, width, 0, m, col0, seg.sid, lab0, self.d_bits, ubase,
+                                            self.d_Fx, self.d_gba, self.d_numx, self.n, *idx, cache,
+                                            self.d_qinfo, 0, 0, self.d_loads, 0)
+            sk.append_offsets[tg, T, stream](self.d_F, self.d_num, self.d_numx, self.d_Fx, m, 0)
 
         self.streams.run(self._segments_for(part0, cols[col0][a:a + m]), first, clock)
         for col, part, _label in step.edges[1:]:           # Algorithm 5, edge by edge
@@ -686,7 +691,7 @@ class SGSI(Engine):
 
             def other(slot, seg, stream, col=col, rd=rd, wr=wr):
                 idx = (PCSR, self.d_meta, slot, self.d_dummy32, self.d_dummy64, slot, self.d_dummy32)
-                sk["segment_intersect_kernel"][wg, T, stream](tab, width, m, col, seg.sid, self.d_F,
+                sk.segment_intersect[wg, T, stream](tab, width, m, col, seg.sid, self.d_F,
                                                               self.d_gba, self.d_num, rd, wr, self.n,
                                                               *idx, cache)
 
@@ -697,7 +702,7 @@ class SGSI(Engine):
         if write and total:
             for c in range(width + 1):                    # Algorithm 6: a column at a time
                 with clock.comp_default.phase("kernels"):
-                    sk["column_kernel"][wg, T](tab, width, c, m, self.d_gba, self.d_F, self.d_num,
+                    sk.column[wg, T](tab, width, c, m, self.d_gba, self.d_F, self.d_num,
                                                self.d_P, self.d_col)
                 with clock.comm_default.phase("d2h"):
                     new_cols[c].append(self.d_col[:total].copy_to_host())
