@@ -16,7 +16,13 @@ cannot grow the iteration runs over slices of the current table (a slice's rows 
 later iterations before the next slice starts, so memory holds one slice per level); status
 ``oom`` only when a single row's buffer or output cannot fit. Without ``collect`` the last
 iteration only counts (the scan total of the survivors): the final table is never written.
-``limit`` stops after that many embeddings; ``timeout_s`` is checked before every slice
+Launch shape (choices where the paper is silent): the first-edge kernel also intersects the
+other linking edges (one launch); a table of at most ``SINGLE_BLOCK_ROUNDS`` rows per block
+thread gets its row counts and GBA offsets from one one-block launch (``counts_scan``) and its
+survivor scan and new table from another (``scan_link``, when the new table surely fits: GBA's
+size or rows x longest list), so such a level costs 3 launches and one copy back; larger tables
+use the grid kernels and the multi-block scan. Buffers come from a :class:`BufferPool`; a
+query's join state is a ``_Query``, not the engine's. ``limit`` stops after that many embeddings; ``timeout_s`` is checked before every slice
 (overrun: about one slice; in the simulator slices are sized to about 50 ms while a deadline is
 set, measured overrun under 0.1 s: docs/performance.md, "Deadline overruns").
 """
