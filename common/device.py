@@ -421,6 +421,9 @@ def clear_bit_outside(d_masks, bit: int, lo: int, hi: int, counter=None, index: 
     _clear_bit_kernel[blocks, FILL_THREADS](d_masks, kind(one), keep, lo, hi, counter, index)
 
 
+SPIN_S = 1e-3       # LaunchWatch polls without sleeping for this long after a launch
+
+
 class LaunchWatch:
     """Stops a running kernel launch at a host deadline (the engines' ``timeout_s``).
 
@@ -430,7 +433,9 @@ class LaunchWatch:
     while the kernel runs. The kernel must read the flag with an atomic (a plain load may be
     served from a stale L1 line) and leave when it is set; the caller clears it before the next
     watched launch. The simulator runs a launch synchronously, so there a thread raises the
-    flag. Polling backs off from 10 us to 1 ms between event queries. The host time spent
+    flag. Polling spins for the first ``SPIN_S`` (a sleep costs ~60 us however short, which is
+    more than a small query's whole launch), then backs off from 20 us to 1 ms between event
+    queries. The host time spent
     enqueueing the launch (Numba compiles a kernel on its first launch with new argument types)
     moves the deadline back: a cold kernel's compilation is not charged to the search. Launches
     without a deadline should not go through the watch (no stream, no polling).
@@ -488,13 +493,16 @@ class LaunchWatch:
         deadline += time.perf_counter() - enqueue
         self._done.record(self.stream)
         raised = False
-        pause = 1e-5
+        spin_until = time.perf_counter() + SPIN_S
+        pause = 2e-5
         while not self._done.query():
-            if not raised and time.perf_counter() > deadline:
+            now = time.perf_counter()
+            if not raised and now > deadline:
                 self._raise(flag)
                 raised = True
-            time.sleep(pause)
-            pause = min(2 * pause, 1e-3)
+            if now > spin_until:             # a short launch is caught while spinning
+                time.sleep(pause)
+                pause = min(2 * pause, 1e-3)
         if raised:
             self._side.synchronize()        # the flag has landed before the caller clears it
         return raised

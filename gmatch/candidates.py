@@ -46,7 +46,8 @@ QP_LEAFPAR = 10     # the neighbour (parent position) of counted leaf d
 QP_VLOW = 11        # lowest position a candidate check of d must reach
 QP_GLOW = 12        # lowest position the task group of d depends on
 QP_NLF = 13         # rows 13..44: required neighbour count per (position, label slot)
-QP_ROWS = QP_NLF + MAX_QUERY_VERTICES
+QP_CCOUNT = QP_NLF + MAX_QUERY_VERTICES   # |C(d)| after LDF/NLF, added up by the filter kernel
+QP_ROWS = QP_CCOUNT + 1
 # qp[QP_SIZES]: [0] |V(Q)|, [1] distinct labels, [2] enumerated positions (|V(Q)| minus the
 # counted leaves), [3] lowest position a counted leaf depends on (its parent or a same-label one)
 FILTER_THREADS = 32 if simulator_active() else 256
@@ -99,11 +100,18 @@ def pack_candidate_graph(qp: np.ndarray, cg: CandidateGraph) -> None:
 
 
 @cuda.jit
-def filter_kernel(offsets, neighbors, labels, qp, cand_mask):
-    """cand_mask[v] = bitmask of the query positions that data vertex v passes LDF + NLF for."""
+def filter_kernel(offsets, neighbors, labels, qps, cands):
+    """cands[q, v] = bitmask of the query positions that data vertex v passes LDF + NLF for, for
+    query q = blockIdx.y (one launch filters a batch); each warp adds its per-position counts to
+    qps[q, QP_CCOUNT] (zeroed by the host's upload)."""
     counts = cuda.local.array(MAX_QUERY_VERTICES, numba.int32)
+    passed = cuda.local.array(MAX_QUERY_VERTICES, numba.int32)
+    qp = qps[cuda.blockIdx.y]
+    cand_mask = cands[cuda.blockIdx.y]
     n = qp[QP_SIZES, 0]
     k = qp[QP_SIZES, 1]
+    for d in range(n):
+        passed[d] = 0
     nv = cand_mask.size
     v = cuda.grid(1)
     stride = cuda.gridsize(1)
@@ -135,8 +143,18 @@ def filter_kernel(offsets, neighbors, labels, qp, cand_mask):
                                 ok = False
                     if ok:
                         mask |= numba.uint32(1) << numba.uint32(d)
+                        passed[d] += 1
         cand_mask[v] = mask
         v += stride
+    lane = cuda.threadIdx.x % 32
+    for d in range(n):                    # |C(d)|: one atomic per warp and position
+        c = passed[d]
+        offset = 16
+        while offset > 0:
+            c += cuda.shfl_down_sync(0xFFFFFFFF, c, offset)
+            offset //= 2
+        if lane == 0 and c != 0:
+            cuda.atomic.add(qp, (QP_CCOUNT, d), c)
 
 
 @dataclass(frozen=True)

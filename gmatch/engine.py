@@ -70,8 +70,8 @@ import time
 import numba
 import numpy as np
 
-from common.device import (DeviceMemoryBudget, LaunchWatch, PhaseTimer, clear_bit_outside, cuda, fill,
-                           simulator_active)
+from common.device import (BufferPool, DeviceMemoryBudget, LaunchWatch, PhaseTimer, clear_bit_outside,
+                           cuda, fill, simulator_active)
 from common.engine import Engine
 from common.errors import DeviceOutOfMemory
 from common.graph import Graph
@@ -81,9 +81,9 @@ from common.roots import check_root_range
 from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
 from .candidates import (FILTER_THREADS, QP_CSIZE, QP_ROWS, QP_SIZES, build_candidate_graph,
                          filter_kernel, label_sorted_adjacency, pack_candidate_graph, pack_query)
-from .kernels import (C_COUNT, C_GSTEALS, C_IDLE, C_ITERS, C_STEALS, C_STOP, CTRL_SIZE, MAILBOX,
-                      STEAL_BLOCK, STEAL_GLOBAL, STEAL_MAILBOX, STEAL_NONE, coarse_kernel,
-                      fine_kernel, reset_ctrl, xfer_words)
+from .kernels import (C_CAND, C_COUNT, C_FINISHED, C_GSTEALS, C_IDLE, C_ITERS, C_LIMIT, C_SEED_HI,
+                      C_SEED_LO, C_STEALS, C_STOP, CTRL_SIZE, MAILBOX, STEAL_BLOCK, STEAL_GLOBAL,
+                      STEAL_MAILBOX, STEAL_NONE, coarse_kernel, fine_kernel, reset_mail, xfer_words)
 from .plan import MAX_QUERY_VERTICES, all_automorphisms, build_plan
 
 SHARED_BUDGET = 45 * 1024          # static shared memory a fine-kernel block may use
@@ -97,7 +97,8 @@ STEALING_SCOPES = {"global": STEAL_GLOBAL, "mailbox": STEAL_MAILBOX, "block": ST
 STACK_LEVELS = (4, 8, 12, 16, 24, MAX_QUERY_VERTICES)   # compiled stack depths
 POOL_START = 1 << 22               # int32 elements of each seed-pool buffer before it grows
 POOL_MAX = 1 << 28                 # a BFS level needing more falls back to the previous level
-PROBE_SEEDS = 1 << 14              # seed-pool target of the data-graph probe
+BLOCK_QUERY_SLOTS = 1 << 16        # blocks a launch may have (block -> query map entries)
+BATCH_QUERIES = 256                # queries per batched launch (at most the resident blocks)
 
 
 def stack_levels(n: int) -> int:
@@ -146,7 +147,8 @@ class GMatch(Engine):
                  symmetry_breaking: bool = True, candidate_graph: bool | str = "auto",
                  leaf_counting: bool = True, idle_stats: bool = False,
                  max_registers: int | None = 64, probe_s: float = 0.005,
-                 root_range: tuple[int, int] | None = None, device_memory_limit: int | None = None):
+                 root_range: tuple[int, int] | None = None, batch_queries: int = BATCH_QUERIES,
+                 device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if granularity not in ("fine", "coarse"):
             raise ValueError(f"granularity must be 'fine' or 'coarse', got {granularity!r}")
@@ -188,18 +190,33 @@ class GMatch(Engine):
             raise ValueError(f"probe_s must be non-negative, got {probe_s}")
         self.probe_s = float(probe_s)
         self.root_range = check_root_range(root_range)
+        if int(batch_queries) < 1:
+            raise ValueError(f"batch_queries must be positive, got {batch_queries}")
+        self.batch_queries = int(batch_queries)
 
     # ------------------------------------------------------------------ prepare
     def _prepare(self, data: Graph) -> None:
         # Edge-labelled or directed data: the base class answers every query 'unsupported'.
-        self._budget = budget = DeviceMemoryBudget(self.device_memory_limit)
+        self.budget = budget = DeviceMemoryBudget(self.device_memory_limit)
+        self._pool = BufferPool(budget, prefix="gmatch ")
         nv = data.num_vertices
+        labels = np.asarray(data.labels, dtype=np.int32)
         d_offsets = budget.to_device(np.asarray(data.offsets, dtype=np.int64), "offsets")
         d_neighbors = budget.to_device(np.asarray(data.neighbors, dtype=np.int32), "neighbors")
-        self._d_labels = budget.to_device(np.asarray(data.labels, dtype=np.int32), "labels")
-        self._d_cand = budget.device_array(max(nv, 1), np.uint32, "candidate bits")
-        self._d_qp = budget.device_array((QP_ROWS, MAX_QUERY_VERTICES), np.int32, "query plan")
-        self._d_ctrl = budget.zeros(CTRL_SIZE, np.int64, "control block")
+        self._d_labels = budget.to_device(labels, "labels")
+        # one query's blocks (a batch of one): row 0 of each, views made once
+        self._d_cands = budget.device_array((1, max(nv, 1)), np.uint32, "candidate bits")
+        self._d_qps = budget.device_array((1, QP_ROWS, MAX_QUERY_VERTICES), np.int32, "query plan")
+        self._d_ctrls = budget.zeros((1, CTRL_SIZE), np.int64, "control block")
+        self._d_cand, self._d_qp, self._d_ctrl = self._d_cands[0], self._d_qps[0], self._d_ctrls[0]
+        self._d_stop = self._d_ctrl[C_STOP:C_STOP + 1]
+        self._h_ctrl = cuda.pinned_array((1, CTRL_SIZE), np.int64)
+        self._d_block_query = budget.zeros(BLOCK_QUERY_SLOTS, np.int32, "block-to-query map")
+        # label-range seeds of the probe: vertices sorted by label, where each label starts
+        by_label = np.argsort(labels, kind="stable").astype(np.int32)
+        self._label_start = np.searchsorted(labels[by_label], np.arange(int(labels.max(initial=0)) + 2))
+        self._d_vertices_by_label = budget.to_device(by_label if nv else np.zeros(1, np.int32),
+                                                     "vertices by label")
         self._d_levels = budget.zeros(MAX_QUERY_VERTICES + 1, np.int64, "BFS level counters")
         start = max(nv + 1, min(32 * self.seed_pool, POOL_START, 4 * (nv + data.num_edges), (budget.limit or 1 << 40) // 32))
         self._d_pool = [budget.device_array(start, np.int32, "seed pool"),
@@ -213,32 +230,18 @@ class GMatch(Engine):
                             budget.zeros(1, np.int32, "no candidate set"),
                             budget.zeros(2 * MAX_QUERY_VERTICES ** 2, np.int32,
                                          "no candidate-graph edges"), self._d_cand)
-        self._cg_buffers: dict[str, object] = {}
         self._by_label = None                 # label-sorted adjacency, built on the first query
         self._labelled = np.unique(np.asarray(data.labels)).size > 1
         self._max_degree = int(data.max_degree) if nv else 0
         self._sms = 1 if SIM else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
 
     # ------------------------------------------------------------------ candidate graph
-    def _upload(self, key: str, host: np.ndarray):
-        """``host`` in a grow-and-reuse device buffer (a prefix view of it)."""
-        flat = np.ascontiguousarray(host).reshape(-1)
-        buf = self._cg_buffers.get(key)
-        if buf is None or buf.size < flat.size:
-            if buf is not None:
-                self._budget.free(buf)
-            buf = self._budget.device_array(max(flat.size, 1), flat.dtype, f"candidate graph {key}")
-            self._cg_buffers[key] = buf
-        view = buf[:flat.size]
-        view.copy_to_device(flat)
-        return view.reshape(host.shape)
-
     def _candidate_graph(self, plan, qp):
         """Refine the candidates and build and upload the candidate graph in compact indices;
         returns (graph tuple for the kernels, statistics), or (None, {}) when its bitmaps would
         not fit (the search then runs over the data graph)."""
         bits = self._d_cand.copy_to_host()
-        room = self._budget.limit - self._budget.in_use if self._budget.limit is not None else 1 << 40
+        room = self.budget.limit - self.budget.in_use if self.budget.limit is not None else 1 << 40
         if self._by_label is None:
             self._by_label = label_sorted_adjacency(self.data)
         cg = build_candidate_graph(self.data, bits, plan, max_bitmap_bytes=min(1 << 30, room // 4),
@@ -246,10 +249,11 @@ class GMatch(Engine):
         if cg is None:
             return None, {}
         pack_candidate_graph(qp, cg)
-        graph = (self._upload("offsets", cg.offsets), self._upload("entries", cg.entries),
-                 self._upload("bitmap", cg.bitmap), self._upload("cand_set", cg.cand_set),
-                 self._upload("edges", cg.edges.reshape(-1)), self._d_cand)
-        return graph, {"candidates": cg.sizes.tolist(), "candidate_edges": int(cg.entries.size),
+        upload = self._pool.upload
+        graph = (upload("candidate graph offsets", cg.offsets), upload("candidate graph entries", cg.entries),
+                 upload("candidate graph bitmap", cg.bitmap), upload("candidate graph cand_set", cg.cand_set),
+                 upload("candidate graph edges", cg.edges.reshape(-1)), self._d_cand)
+        return graph, {"candidate_graph_sizes": cg.sizes.tolist(), "candidate_edges": int(cg.entries.size),
                        "candidate_graph_bytes": int(cg.offsets.nbytes + cg.entries.nbytes
                                                     + cg.bitmap.nbytes + cg.cand_set.nbytes)}
 
@@ -282,11 +286,11 @@ class GMatch(Engine):
         if elements > POOL_MAX:
             return False
         old = self._d_pool[index]
-        self._budget.free(old)
+        self.budget.free(old)
         try:
-            self._d_pool[index] = self._budget.device_array(elements, np.int32, "seed pool")
+            self._d_pool[index] = self.budget.device_array(elements, np.int32, "seed pool")
         except DeviceOutOfMemory:
-            self._d_pool[index] = self._budget.device_array(old.size, np.int32, "seed pool")
+            self._d_pool[index] = self.budget.device_array(old.size, np.int32, "seed pool")
             return False
         return True
 
@@ -338,20 +342,20 @@ class GMatch(Engine):
         """Grow (never per query once large enough) the mailbox + warp states and the global
         hand-over records for ``total_warps`` warps with ``levels``-level stacks."""
         if self._d_mail.size < MAILBOX + total_warps:
-            self._budget.free(self._d_mail)
-            self._d_mail = self._budget.device_array(MAILBOX + total_warps, np.int32, "steal mailbox")
+            self.budget.free(self._d_mail)
+            self._d_mail = self.budget.device_array(MAILBOX + total_warps, np.int32, "steal mailbox")
         need = (total_warps, xfer_words(levels))
         if any(a < b for a, b in zip(self._d_xfer.shape, need)):
             grow = tuple(max(a, b) for a, b in zip(self._d_xfer.shape, need))
-            self._budget.free(self._d_xfer)
-            self._d_xfer = self._budget.device_array(grow, np.int32, "steal hand-over records")
+            self.budget.free(self._d_xfer)
+            self._d_xfer = self.budget.device_array(grow, np.int32, "steal hand-over records")
 
     # ------------------------------------------------------------------ DFS
-    def _dfs(self, n, graph, indexed, pool, rows, width, emb, emb_cap, limit_unique, deadline):
-        """Run the DFS over seeds [0, rows); returns (timed_out, launch stats)."""
+    def _dfs(self, n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap, limit_unique,
+             deadline):
+        """Run the DFS over seeds [seed_lo, seed_hi) of ``pool``; returns (timed_out, launch stats)."""
         watch = 0 if deadline is None else 1
-        head = (*graph, self._d_qp, pool, width, 0, rows, self._d_ctrl, emb, emb_cap, limit_unique,
-                watch)
+        rows = seed_hi - seed_lo
         if self.granularity == "fine":
             scope = STEALING_SCOPES[self.work_stealing]
             levels = stack_levels(n)
@@ -359,50 +363,57 @@ class GMatch(Engine):
             kernel = fine_kernel(levels, warps, self.batch, scope, self.roots_per_fetch, indexed,
                                  self.idle_stats, self.max_registers)
             global_scope = scope in (STEAL_GLOBAL, STEAL_MAILBOX)
-            args = (*head, self._d_mail, self._d_xfer)
+            args = (*graph[:5], self._d_cands, self._d_qps, pool, width, self._d_ctrls, emb, emb_cap,
+                    watch, self._d_stop, self._d_mail, self._d_xfer, self._d_block_query)
             levels, warps, blocks, resources = self._fine_shape(n, rows, kernel, args)
             steal_bytes = 0
             if global_scope:
                 self._steal_buffers(blocks * warps, levels)
-                args = (*head, self._d_mail, self._d_xfer)
+                args = (*args[:14], self._d_mail, self._d_xfer, self._d_block_query)
                 steal_bytes = blocks * warps * (xfer_words(levels) + 1) * 4 + MAILBOX * 4
             shape = {"stack_levels": levels, "warps_per_block": warps, "blocks": blocks,
                      "stack_shared_bytes": blocks * warps * levels * LEVEL_BYTES,
                      "stack_global_bytes": 0, "steal_buffer_bytes": steal_bytes, **resources}
         else:
+            global_scope = False
             warps, blocks = self._coarse_shape(rows)
             kernel = coarse_kernel(warps, self.unroll, indexed)
             capacity = max(self.unroll * max(self._max_degree, 1), 32)
             need = (blocks * warps, n, capacity)
-            if self._fc is None or any(a < b for a, b in zip(self._fc[0].shape, need)):
-                grow = need
-                if self._fc is not None:
-                    grow = tuple(max(a, b) for a, b in zip(self._fc[0].shape, need))
-                    for array in self._fc:
-                        self._budget.free(array)
-                    self._fc = None
-                self._fc = (self._budget.device_array(grow, np.int32, "coarse feasible sets"),
-                            self._budget.device_array(grow, np.int32, "coarse parent indices"))
-            args = (*head, *self._fc)
+            fc = (self._pool.get("coarse feasible sets", need, np.int32),
+                  self._pool.get("coarse parent indices", need, np.int32))
+            args = (*graph, self._d_qp, pool, width, seed_lo, seed_hi, self._d_ctrl, emb, emb_cap,
+                    limit_unique, watch, self._d_stop, *fc)
             shape = {"warps_per_block": warps, "blocks": blocks, "stack_shared_bytes": 0,
                      "stack_global_bytes": 2 * blocks * warps * n * capacity * 4,
                      "steal_buffer_bytes": 0}
         if deadline is not None and time.perf_counter() > deadline:
             return True, shape
-        reset_ctrl[RESET_BLOCKS, RESET_THREADS](self._d_ctrl, self._d_mail)
+        control = self._h_ctrl
+        control[:] = 0
+        control[0, C_SEED_LO], control[0, C_SEED_HI], control[0, C_LIMIT] = seed_lo, seed_hi, limit_unique
+        self._d_ctrls.copy_to_device(control)
+        if global_scope:
+            reset_mail[RESET_BLOCKS, RESET_THREADS](self._d_mail)
         if deadline is None:
             kernel[blocks, warps * 32](*args)
             return False, shape
-        return self._watch.run(kernel, blocks, warps * 32, args, deadline,
-                               self._d_ctrl[C_STOP:C_STOP + 1]), shape
+        return self._watch.run(kernel, blocks, warps * 32, args, deadline, self._d_stop), shape
 
     def _search(self, n, qp, graph, indexed, limit_unique, emb_cap, deadline, timer,
-                phase="enumerate", seeds=None):
-        """BFS + DFS; returns (unique count, ctrl block, embeddings device array, timed_out, stats)."""
-        emb = self._budget.device_array((emb_cap, n), np.int32, "embeddings") if emb_cap else self._d_no_emb
-        with timer.phase(phase):
-            pool, rows, width, timed_out, growths = self._seed_pool(qp, graph, indexed, deadline,
-                                                                    seeds or self.seed_pool)
+                phase="enumerate", label_seeds=None):
+        """BFS + DFS, or with ``label_seeds`` = (lo, hi) a DFS straight from the root's label range
+        of the vertices sorted by label (no BFS, no host round trip: the small-query probe);
+        returns (unique count, ctrl row, embeddings device array, timed_out, stats)."""
+        emb = self.budget.device_array((emb_cap, n), np.int32, "embeddings") if emb_cap else self._d_no_emb
+        if label_seeds is not None:
+            pool, (seed_lo, seed_hi), width, timed_out, growths = self._d_vertices_by_label, label_seeds, 1, False, 0
+        else:
+            with timer.phase(phase):
+                pool, rows, width, timed_out, growths = self._seed_pool(qp, graph, indexed, deadline,
+                                                                        self.seed_pool)
+            seed_lo, seed_hi = 0, rows
+        rows = seed_hi - seed_lo
         stats = {"seeds": rows, "seed_width": width, "seed_pool_bytes": rows * width * 4,
                  "seed_pool_growths": growths, "max_stack_bytes": 0, "steal_buffer_bytes": 0}
         ctrl = np.zeros(CTRL_SIZE, dtype=np.int64)
@@ -412,12 +423,13 @@ class GMatch(Engine):
         if rows == 0 or timed_out:
             return 0, ctrl, emb, timed_out, stats
         with timer.phase(phase):
-            timed_out, shape = self._dfs(n, graph, indexed, pool, rows, width, emb, emb_cap,
+            timed_out, shape = self._dfs(n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap,
                                          limit_unique, deadline)
         stats.update(shape)
         stats["max_stack_bytes"] = shape["stack_shared_bytes"] + shape["stack_global_bytes"]
         with timer.phase("transfer"):
-            ctrl = self._d_ctrl.copy_to_host()
+            self._d_ctrls.copy_to_host(self._h_ctrl)
+            ctrl = self._h_ctrl[0].copy()
         return int(ctrl[C_COUNT]), ctrl, emb, timed_out, stats
 
     # ------------------------------------------------------------------ match
@@ -429,14 +441,23 @@ class GMatch(Engine):
         timer.add("plan", time.perf_counter() - begin)
         with timer.phase("filter"):
             self._d_qp.copy_to_device(qp)
-            nv = self.data.num_vertices
-            blocks = max(1, min(4096, math.ceil(nv / FILTER_THREADS)))
-            filter_kernel[blocks, FILTER_THREADS](self._data_graph[0], self._data_graph[1],
-                                                  self._d_labels, self._d_qp, self._d_cand)
+            self._filter(self._d_qps, self._d_cands)
             root_range = check_root_range(self.root_range)
             if root_range is not None:            # position 0 only inside the root range
                 clear_bit_outside(self._d_cand, 0, *root_range)
         return plan, qp
+
+    def _filter(self, d_qps, d_cands) -> None:
+        """LDF/NLF candidate bits of every query of ``d_qps`` (one launch)."""
+        nv = self.data.num_vertices
+        blocks = max(1, min(max(1, 4096 // d_qps.shape[0]), math.ceil(nv / FILTER_THREADS)))
+        filter_kernel[(blocks, d_qps.shape[0]), FILTER_THREADS](
+            self._data_graph[0], self._data_graph[1], self._d_labels, d_qps, d_cands)
+
+    def _label_seeds(self, query: Graph, plan) -> tuple[int, int]:
+        """The range of the vertices-by-label array holding the root's label (position 0)."""
+        label = int(query.labels[int(plan.order[0])])
+        return int(self._label_start[label]), int(self._label_start[label + 1])
 
     def root_vertex(self, query: Graph) -> int:
         """The query vertex at position 0 (the one ``root_range`` restricts)."""
@@ -445,7 +466,6 @@ class GMatch(Engine):
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         start = time.perf_counter()
         deadline = None if timeout_s is None else start + timeout_s
-        self._budget.reset_peak()
         timer = PhaseTimer()
         n = query.num_vertices
         indexed = self._use_candidate_graph() and n > 1
@@ -459,12 +479,12 @@ class GMatch(Engine):
         index_stats = {}
         graph = self._data_graph
         if probe:
-            # most queries finish over the data graph before an index would be built; a small
-            # seed pool (one BFS level over hub lists outlasted a 5 ms probe by 3.8 s with 10^6)
+            # most queries finish over the data graph before an index would be built: a DFS from
+            # the root's label range, no BFS (the fine kernel checks the seeds' LDF/NLF bit)
             probe_end = start + self.probe_s if deadline is None else min(deadline, start + self.probe_s)
+            label_seeds = self._label_seeds(query, plan) if self.granularity == "fine" else None
             unique, ctrl, _, stopped, stats = self._search(n, qp, graph, False, 0, 0, probe_end, timer,
-                                                           phase="probe",
-                                                           seeds=min(self.seed_pool, PROBE_SEEDS))
+                                                           phase="probe", label_seeds=label_seeds)
             if not stopped or (deadline is not None and time.perf_counter() >= deadline):
                 status = Status.TIMEOUT if stopped else Status.OK
                 stats.update(probe_finished=not stopped)
@@ -502,6 +522,108 @@ class GMatch(Engine):
             embeddings = self._expand(plan, query, rows.reshape(-1, n), limit)
         return self._finish(timer, plan, qp, unique, ctrl, stats, status, indexed, embeddings, limit)
 
+    # ------------------------------------------------------------------ batches
+    def _match_batch(self, queries, *, limit, collect, timeout_s, homomorphic):
+        """Small queries in batches (past the paper): one filter launch, one DFS launch whose
+        blocks each serve one query (in-block work stealing only), one copy of every query's
+        control row back. A batch runs for at most ``probe_s`` per query (and never past
+        ``timeout_s``); a query not finished by then is answered alone, as :meth:`match` does,
+        with its own full deadline. Batches are the probe of ``candidate_graph="auto"`` for many
+        queries at once: ``collect``, ``root_range``, the coarse model, ``candidate_graph`` True
+        or False, ``probe_s=0`` and ``batch_queries=1`` answer one query at a time."""
+        if (collect or self.granularity != "fine" or self.batch_queries < 2 or len(queries) < 2
+                or self.data.num_vertices == 0 or self.root_range is not None
+                or self.candidate_graph != "auto" or self.probe_s == 0):
+            return super()._match_batch(queries, limit=limit, collect=collect, timeout_s=timeout_s,
+                                        homomorphic=homomorphic)
+        results: list[MatchResult | None] = [None] * len(queries)
+        size = self._batch_size()
+        for first in range(0, len(queries), size):
+            chunk = list(range(first, min(first + size, len(queries))))
+            for i, result in zip(chunk, self._run_batch([queries[i] for i in chunk], limit, timeout_s)):
+                results[i] = result
+        unfinished = [i for i, r in enumerate(results) if r is None]
+        if unfinished:
+            self.budget.reset_peak()
+        for i, result in zip(unfinished, super()._match_batch([queries[i] for i in unfinished], limit=limit,
+                                                              collect=False, timeout_s=timeout_s,
+                                                              homomorphic=homomorphic)):
+            result.stats["batch_tried"] = True
+            results[i] = result
+        return results
+
+    def _batch_size(self) -> int:
+        """Queries per batch: ``batch_queries``, within the block-to-query map and a memory share
+        for the candidate bits (B x |V| words)."""
+        per_query = 4 * max(1, self.data.num_vertices)
+        room = (self.budget.limit - self.budget.in_use) // 8 if self.budget.limit is not None else 1 << 30
+        return max(1, min(self.batch_queries, BLOCK_QUERY_SLOTS, room // per_query))
+
+    def _run_batch(self, queries, limit, timeout_s) -> list[MatchResult | None]:
+        """One batched launch over ``queries``; None for a query it did not finish."""
+        start = time.perf_counter()
+        timer = PhaseTimer()
+        count = len(queries)
+        plans, blocks_host = [], []
+        qps = np.zeros((count, QP_ROWS, MAX_QUERY_VERTICES), np.int32)
+        control = np.zeros((count, CTRL_SIZE), np.int64)
+        for b, query in enumerate(queries):
+            n = query.num_vertices
+            adjacency = [query.neighbors[query.offsets[u]:query.offsets[u + 1]] for u in range(n)]
+            plan = build_plan(query, self.symmetry_breaking)
+            qps[b] = pack_query(plan, np.asarray(query.labels), adjacency)
+            lo, hi = self._label_seeds(query, plan)
+            limit_unique = 0 if limit is None else -(-limit // plan.automorphisms)
+            control[b, C_SEED_LO], control[b, C_SEED_HI], control[b, C_LIMIT] = lo, hi, limit_unique
+            if n == 1:                             # no DFS: every seed with bit 0 is an embedding
+                control[b, C_SEED_HI] = lo
+            plans.append(plan)
+        timer.add("plan", time.perf_counter() - start)
+        levels = stack_levels(max(q.num_vertices for q in queries))
+        warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
+        kernel = fine_kernel(levels, warps, self.batch, STEAL_BLOCK, self.roots_per_fetch, False,
+                             self.idle_stats, self.max_registers)
+        pool = self._pool
+        d_qps = pool.upload("batch query plans", qps)
+        d_cands = pool.get("batch candidate bits", (count, max(1, self.data.num_vertices)), np.uint32)
+        d_ctrls = pool.upload("batch control rows", control)
+        d_halt = pool.get("batch halt flag", 1, np.int64)
+        with timer.phase("filter"):
+            fill(d_halt, 0)
+            self._filter(d_qps, d_cands)
+        args = (*self._data_graph[:5], d_cands, d_qps, self._d_vertices_by_label, 1, d_ctrls,
+                self._d_no_emb, 0, 1, d_halt, self._d_mail, self._d_xfer, self._d_block_query)
+        resident, _ = resident_blocks(kernel, args, warps * 32)
+        seeds = control[:, C_SEED_HI] - control[:, C_SEED_LO]
+        block_query = _blocks_per_query(seeds, max(resident, count), warps * self.roots_per_fetch)
+        d_block_query = pool.upload("batch block-to-query map", block_query)
+        args = (*args[:16], d_block_query)
+        window = self.probe_s * count
+        deadline = start + (window if timeout_s is None else min(window, timeout_s))
+        with timer.phase("enumerate"):
+            self._watch.run(kernel, block_query.size, warps * 32, args, deadline, d_halt)
+        with timer.phase("transfer"):
+            d_ctrls.copy_to_host(control)
+        phases = {name: seconds / count for name, seconds in timer.seconds.items()}
+        blocks_of = np.bincount(block_query, minlength=count)
+        results: list[MatchResult | None] = []
+        for b, (query, plan) in enumerate(zip(queries, plans)):
+            ctrl = control[b]
+            unique = int(ctrl[C_COUNT])
+            if query.num_vertices == 1:
+                unique = int(ctrl[C_CAND])
+            finished = ctrl[C_FINISHED] == blocks_of[b] * warps or query.num_vertices == 1
+            limited = limit is not None and unique * plan.automorphisms >= limit
+            if not (finished or limited):
+                results.append(None)
+                continue
+            status = Status.LIMIT if limited else Status.OK
+            stats = {"seeds": int(seeds[b]), "seed_width": 1, "batch_size": count,
+                     "blocks": int(blocks_of[b]), "warps_per_block": warps, "stack_levels": levels}
+            result = self._finish(None, plan, qps[b], unique, ctrl, stats, status, False, limit=limit)
+            result.phases = dict(phases)
+            results.append(result)
+        return results
     def _finish(self, timer, plan, qp, unique, ctrl, stats, status, indexed, embeddings=None,
                 limit=None) -> MatchResult:
         """The result of a search: count (unique embeddings x |Aut(Q)|, cut at ``limit``) and
@@ -509,8 +631,14 @@ class GMatch(Engine):
         aut = plan.automorphisms
         total = unique * aut if status is not Status.LIMIT else limit
         iters = int(ctrl[C_ITERS])
-        stats.update(order=plan.order.tolist(), automorphisms=aut, unique_embeddings=unique,
-                     counted_leaves=plan.size - int(qp[QP_SIZES, 2]),
+        by_position = stats.pop("candidate_graph_sizes", None)
+        if by_position is None:               # the filter's |C(d)| (the fine kernel copies them)
+            by_position = ctrl[C_CAND:C_CAND + plan.size].tolist()
+        candidate_sizes = [0] * plan.size
+        for d, u in enumerate(plan.order.tolist()):
+            candidate_sizes[u] = int(by_position[d])
+        stats.update(order=plan.order.tolist(), candidate_sizes=candidate_sizes, automorphisms=aut,
+                     unique_embeddings=unique, counted_leaves=plan.size - int(qp[QP_SIZES, 2]),
                      warp_iterations=iters,
                      steals=int(ctrl[C_STEALS]), global_steals=int(ctrl[C_GSTEALS]),
                      granularity=self.granularity, unroll=self.unroll,
@@ -535,5 +663,19 @@ class GMatch(Engine):
         return np.ascontiguousarray(out, dtype=np.int32).reshape(-1, n)
 
     def _result(self, timer, count, status, embeddings, stats) -> MatchResult:
-        return MatchResult(self.name, int(count), status, embeddings=embeddings, phases=timer.seconds,
-                           peak_device_bytes=self._budget.peak, stats=stats)
+        return MatchResult(self.name, int(count), status, embeddings=embeddings,
+                           phases={} if timer is None else timer.seconds,
+                           peak_device_bytes=self.budget.peak, stats=stats)
+
+
+def _blocks_per_query(seeds: np.ndarray, blocks: int, seeds_per_block: int) -> np.ndarray:
+    """The block-to-query map of a batched launch: every query one block, the remaining blocks
+    shared in proportion to the seeds, a query never more than it has seeds for."""
+    count = seeds.size
+    want = np.maximum(1, -(-np.maximum(seeds, 0) // max(1, seeds_per_block)))
+    share = np.ones(count, np.int64)
+    spare = blocks - count
+    if spare > 0 and want.sum() > count:
+        extra = np.floor(spare * (want - 1) / max(1, (want - 1).sum())).astype(np.int64)
+        share += np.minimum(extra, want - 1)
+    return np.repeat(np.arange(count, dtype=np.int32), share)

@@ -107,8 +107,8 @@ from numba import int8, int32, int64
 from common.device import cuda, simulator_active
 from common.device_functions import contains, lower_bound
 
-from .candidates import (QP_BACKWARD, QP_CBASE, QP_CSIZE, QP_GLOW, QP_LEAFPAR, QP_RESTRICT, QP_SAME,
-                         QP_SIZES, QP_VLOW, QP_WORDS)
+from .candidates import (QP_BACKWARD, QP_CBASE, QP_CCOUNT, QP_CSIZE, QP_GLOW, QP_LEAFPAR, QP_RESTRICT,
+                         QP_SAME, QP_SIZES, QP_VLOW, QP_WORDS)
 
 FULL = 0xFFFFFFFF
 NO_BOUND = 0x7FFFFFFF
@@ -117,7 +117,10 @@ BIG_DEGREE = 0x7FFFFFFFFFFFFFFF
 # ctrl (int64) slots, shared by the kernels and the engine
 C_SEED, C_COUNT, C_STOP, C_ITERS, C_IDLE, C_STEALS, C_EMB = 0, 1, 2, 3, 4, 5, 6
 C_GSTEALS, C_BUSY, C_DONE, C_POSTED = 7, 8, 9, 10
-CTRL_SIZE = 16
+C_FINISHED = 11               # warps of the query that left with no stop flag raised (fine kernel)
+C_SEED_LO, C_SEED_HI, C_LIMIT = 12, 13, 14    # the query's seed range and unique-match limit (set by the host)
+C_CAND = 16                   # 32 slots: |C(d)| per position, copied from the filter's counts (fine kernel)
+CTRL_SIZE = C_CAND + 32
 
 # work-stealing scopes (``fine_kernel``'s ``stealing``)
 STEAL_NONE, STEAL_BLOCK, STEAL_GLOBAL, STEAL_MAILBOX = 0, 1, 2, 3
@@ -375,14 +378,19 @@ def warp_append(ok, counter, slot, lane):
 
 
 @cuda.jit(device=True)
-def stopped(ctrl, lane, limit_unique, watch, polls):
-    """Has the stop flag been raised? Polled (lane 0, one L2 atomic, one shuffle) at every call
-    when a limit is set, every ``STOP_POLL_INTERVAL`` calls (``polls``, warp-uniform, counts them)
-    when only the host's deadline watch is on; otherwise no work at all."""
+def stopped(ctrl, halt, lane, limit_unique, watch, polls):
+    """Has the query's stop flag (``ctrl[C_STOP]``: its limit is reached) or the launch's halt
+    flag (``halt[0]``: the host's deadline; in a single-query launch the same word) been raised?
+    Polled (lane 0, L2 atomics, one shuffle) at every call when a limit is set, every
+    ``STOP_POLL_INTERVAL`` calls (``polls``, warp-uniform, counts them) when only the host's
+    deadline watch is on; otherwise no work at all."""
     if limit_unique > 0 or (watch != 0 and (polls & (STOP_POLL_INTERVAL - 1)) == 0):
         flag = int32(0)
         if lane == 0:
-            flag = int32(cuda.atomic.add(ctrl, C_STOP, 0))
+            if limit_unique > 0:
+                flag = int32(cuda.atomic.add(ctrl, C_STOP, 0))
+            if flag == 0 and watch != 0:
+                flag = int32(cuda.atomic.add(halt, 0, 0))
         return cuda.shfl_sync(FULL, flag, 0) != 0
     return False
 
@@ -439,8 +447,16 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
     cap = {} if max_registers is None or simulator_active() else {"max_registers": max_registers}
 
     @cuda.jit(**cap)
-    def fine_dfs(off, ent, bitmap, cset, eg, cand, qp, pool, width, seed_lo, seed_hi,
-                 ctrl, emb, emb_cap, limit_unique, watch, mail, xfer):
+    def fine_dfs(off, ent, bitmap, cset, eg, cands, qps, pool, width, ctrls, emb, emb_cap, watch,
+                 halt, mail, xfer, block_query):
+        # the block's query: its LDF/NLF bits, plan, control row (seed range, limit, counters)
+        q = block_query[cuda.blockIdx.x]
+        cand = cands[q]
+        qp = qps[q]
+        ctrl = ctrls[q]
+        seed_lo = ctrl[C_SEED_LO]
+        seed_hi = ctrl[C_SEED_HI]
+        limit_unique = ctrl[C_LIMIT]
         G = (off, ent, bitmap, cset, eg, cand)
         sq = cuda.shared.array((SQ_ROWS, 32), int32)
         mi = cuda.shared.array((W, L, 32), int32)
@@ -467,6 +483,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         direct = limit_unique == 0 and emb_cap == 0
         s = width
         load_plan(qp, sq, tid)
+        if tid < 32:
+            ctrl[C_CAND + tid] = qp[QP_CCOUNT, tid]      # every block of q writes the same values
         if tid < W:
             wstate[tid] = 0
         if tid == 0:
@@ -486,7 +504,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         done_by_stop = False
         while True:
             cuda.syncwarp()
-            if stopped(ctrl, lane, limit_unique, watch, iters):
+            if stopped(ctrl, halt, lane, limit_unique, watch, iters):
                 done_by_stop = True
                 break
             d = top[wi]
@@ -501,6 +519,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                     if lane < cnt:
                         mi[wi, s - 1, lane] = int32(base + lane)
                         src, skip, ln = group(mi, par, wi, s, pool, width, G, sq, s, lane)
+                        if CHECK_BIT and width == 1 and (cand[pool[base + lane]] & 1) == 0:
+                            ln = int32(0)                  # a label-range seed that fails LDF/NLF
                         gsrc[wi, s, lane] = src
                         gskip[wi, s, lane] = skip
                         glen[wi, s, lane] = ln
@@ -793,6 +813,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         if found != 0:                                  # every lane counted its own matches
             cuda.atomic.add(ctrl, C_COUNT, found)
         if lane == 0:
+            if not done_by_stop:
+                cuda.atomic.add(ctrl, C_FINISHED, 1)
             if done_by_stop and STEAL and not GLOBAL:
                 cuda.atomic.exch(wstate, wi, 4)
                 cuda.atomic.add(waiting, 1, 1)
@@ -815,7 +837,7 @@ def coarse_kernel(warps: int, unroll: int, indexed: bool):
 
     @cuda.jit
     def coarse_dfs(off, ent, bitmap, cset, eg, cand, qp, pool, width, seed_lo, seed_hi,
-                   ctrl, emb, emb_cap, limit_unique, watch, fc_v, fc_p):
+                   ctrl, emb, emb_cap, limit_unique, watch, halt, fc_v, fc_p):
         G = (off, ent, bitmap, cset, eg, cand)
         sq = cuda.shared.array((SQ_ROWS, 32), int32)
         pos = cuda.shared.array((W, L), int32)
@@ -843,7 +865,7 @@ def coarse_kernel(warps: int, unroll: int, indexed: bool):
         while True:
             cuda.syncwarp()
             polls += 1
-            if stopped(ctrl, lane, limit_unique, watch, polls):
+            if stopped(ctrl, halt, lane, limit_unique, watch, polls):
                 break
             d = top[wi]
             if d < s:
@@ -912,7 +934,7 @@ def coarse_kernel(warps: int, unroll: int, indexed: bool):
                 b += 32
                 # poll at every level: one partial match's lists (a hub's) can take many batches
                 polls += 1
-                if stopped(ctrl, lane, limit_unique, watch, polls):
+                if stopped(ctrl, halt, lane, limit_unique, watch, polls):
                     halted = True
                     break
             if halted:
@@ -933,13 +955,10 @@ def coarse_kernel(warps: int, unroll: int, indexed: bool):
 
 
 @cuda.jit
-def reset_ctrl(ctrl, mail):
-    """Zero the control block before a query's DFS launch, empty the global mailbox and mark every
-    warp busy."""
+def reset_mail(mail):
+    """Empty the global mailbox and mark every warp busy before a launch with global stealing."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
-    if i < ctrl.size:
-        ctrl[i] = 0
     while i < mail.size:
         mail[i] = -1 if i < MAILBOX else W_BUSY
         i += stride

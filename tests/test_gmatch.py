@@ -239,7 +239,7 @@ def test_candidate_graph_counts_with_multi_word_bitmaps(reference_of):
         query = pattern(name)
         result = engine(data, candidate_graph=True, **options).match(query)
         assert result.count == reference_of(data, query).count, (name, options)
-        assert max(result.stats["candidates"]) > 32
+        assert max(result.stats["candidate_sizes"]) > 32
     collected = engine(data, candidate_graph=True).match(pattern("P1"), collect=True)
     expected = reference_of(data, pattern("P1"), collect=True).embeddings
     assert sorted(map(tuple, collected.embeddings)) == sorted(map(tuple, expected))
@@ -426,7 +426,7 @@ def test_timeout_and_out_of_memory(labelled):
     query = random_walk_query(labelled, 4, seed=2, name="walk4-2")
     assert engine(labelled).match(query, timeout_s=1e-9).status is Status.TIMEOUT
     gm = GMatch(seed_pool=8, blocks=2, warps_per_block=2, granularity="coarse", unroll=8)
-    budget_after_prepare = GMatch(seed_pool=8).prepare(labelled)._budget.peak
+    budget_after_prepare = GMatch(seed_pool=8).prepare(labelled).budget.peak
     gm.device_memory_limit = budget_after_prepare + 64
     gm.prepare(labelled)
     result = gm.match(query)
@@ -481,3 +481,60 @@ def test_unsupported_inputs_and_bad_options(labelled):
                 dict(work_stealing="grid")):
         with pytest.raises(ValueError):
             GMatch(**bad)
+
+
+# ------------------------------------------------------------------------------ batches
+def test_batches_equal_one_query_at_a_time(labelled, unlabelled, reference_of):
+    """match_batch (one filter and one DFS launch for many queries, blocks split among them)
+    gives every query the count, status and statistics keys of a lone match()."""
+    for data in (labelled, unlabelled):
+        queries = [random_walk_query(data, size, seed=seed, name=f"w{size}-{seed}")
+                   for size, seed in ((3, 1), (4, 2), (5, 3), (4, 6), (2, 7))]
+        queries.append(Graph.from_edges(1, [], [], labels=[int(data.labels[0])], name="one"))
+        gm = GMatch(warps_per_block=2, probe_s=100.0).prepare(data)
+        batched = gm.match_batch(queries)
+        for query, result in zip(queries, batched):
+            expected = reference_of(data, query)
+            assert (result.status, result.count) == (Status.OK, expected.count), query.name
+            assert result.stats["batch_size"] == len(queries), query.name
+            assert len(result.stats["candidate_sizes"]) == query.num_vertices
+            assert sorted(result.stats["order"]) == list(range(query.num_vertices))
+        lone = [gm.match(q) for q in queries]
+        assert [r.count for r in lone] == [r.count for r in batched]
+        for alone, together in zip(lone, batched):
+            if alone.stats.get("probe_finished"):          # the same filter ran: the same |C(u)|
+                assert alone.stats["candidate_sizes"] == together.stats["candidate_sizes"]
+
+
+def test_a_batch_mixing_unsupported_limited_timed_out_and_heavy_queries(labelled, reference_of):
+    """Per-query meaning in a batch: an unsupported query says why, a limit cuts its own query,
+    a query the batch window does not finish is answered alone (its own deadline), and a query
+    past its deadline times out, while its neighbours in the batch stay exact."""
+    disconnected = Graph.from_edges(4, [0, 2], [1, 3], labels=[0, 0, 1, 1], name="disconnected")
+    small = [random_walk_query(labelled, 3, seed=s, name=f"w3-{s}") for s in (1, 2, 3)]
+    queries = [small[0], disconnected, small[1], small[2]]
+    gm = GMatch(warps_per_block=2, probe_s=100.0).prepare(labelled)
+    results = gm.match_batch(queries, limit=2)
+    assert results[1].status is Status.UNSUPPORTED and "connected" in results[1].reason
+    for i in (0, 2, 3):
+        full = reference_of(labelled, queries[i]).count
+        assert results[i].count == min(2, full)
+        assert results[i].status is (Status.LIMIT if full >= 2 else Status.OK)
+    # a batch window too short for anything: every query is answered alone, still exact
+    rushed = GMatch(warps_per_block=2, probe_s=1e-9).prepare(labelled).match_batch(small)
+    assert [r.count for r in rushed] == [reference_of(labelled, q).count for q in small]
+    assert all(r.status is Status.OK for r in rushed)
+    # a deadline nothing can meet: each query times out on its own
+    late = GMatch(warps_per_block=2).prepare(labelled).match_batch(small, timeout_s=1e-9)
+    assert all(r.status is Status.TIMEOUT for r in late)
+
+
+def test_batch_falls_back_to_single_queries_where_it_does_not_apply(labelled, reference_of):
+    queries = [random_walk_query(labelled, 4, seed=s, name=f"w4-{s}") for s in (1, 2)]
+    for options in (dict(candidate_graph=True), dict(granularity="coarse"), dict(batch_queries=1)):
+        results = GMatch(warps_per_block=2, **options).prepare(labelled).match_batch(queries)
+        assert [r.count for r in results] == [reference_of(labelled, q).count for q in queries]
+        assert all("batch_size" not in r.stats for r in results), options
+    collected = GMatch(warps_per_block=2).prepare(labelled).match_batch(queries, collect=True)
+    for query, result in zip(queries, collected):
+        assert result.embeddings.shape == (reference_of(labelled, query).count, query.num_vertices)
