@@ -4,7 +4,7 @@ Workloads: HPRD dense-16 (100 queries), yeast dense-8 and sparse-8 (those of at 
 embeddings: 92 and 87), GitHub Q_0-Q_10,
 all with exact counts. Each engine prepares the data graph once and answers the whole set once
 untimed (kernels compiled, buffers grown); then every query is timed, wall clock around
-``match()`` (``one``), and, for an engine with ``match_batch``, the whole set in batches
+``match()`` (``one``), and, for an engine with batches (its own ``_match_batch``), the whole set
 (``batched``: the set's total divided per query). Printed last: per workload and engine, the
 median and total ms per query, the ratio to ``cpu`` measured in the same run, and the count check.
 ``--profile DIR`` adds a one-at-a-time pass under cProfile (after the timed ones) and writes its
@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from common.device import backend_label
-from common.engine import create_engine
+from common.engine import Engine, create_engine
 from common.result import Status
 
 from .workloads import GITHUB, GITHUB_Q, HPRD, HPRD_DENSE_16, SCALES, YEAST, yeast_queries
@@ -74,6 +74,11 @@ def time_one_at_a_time(engine, queries, timeout_s, profile_to: Path | None, labe
     return out
 
 
+def batches(engine) -> bool:
+    """Does the engine answer query sets in batches (its own ``_match_batch``)?"""
+    return type(engine)._match_batch is not Engine._match_batch
+
+
 def time_batched(engine, queries, timeout_s):
     """(wall seconds of the whole set, results) through ``engine.match_batch``."""
     start = time.perf_counter()
@@ -90,7 +95,7 @@ def run(workloads, engines, timeout_s, profile_to=None):
             engine = create_engine(name).prepare(data)
             for query in queries:                          # untimed: compile, grow buffers
                 engine.match(query, timeout_s=timeout_s)
-            if hasattr(engine, "match_batch"):
+            if batches(engine):
                 engine.match_batch(queries, timeout_s=timeout_s)
             label = f"{workload}_{name}"
             timed = time_one_at_a_time(engine, queries, timeout_s, None, label)
@@ -98,7 +103,7 @@ def run(workloads, engines, timeout_s, profile_to=None):
                 time_one_at_a_time(engine, queries, timeout_s, profile_to, label)
             for query, (wall, result) in zip(queries, timed):
                 rows.append(_row(workload, name, "one", query, wall, result, known))
-            if hasattr(engine, "match_batch"):
+            if batches(engine):
                 wall, results = time_batched(engine, queries, timeout_s)
                 for query, result in zip(queries, results):
                     rows.append(_row(workload, name, "batched", query, wall / len(queries), result,
