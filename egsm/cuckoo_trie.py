@@ -43,7 +43,7 @@ from numba import int32, int64
 from common.device import cuda
 from common.device_functions import hash32, lower_bound
 
-from .layout import (BUCKET, C_CUCKOO_FAIL, EI_CARD, EI_PROJSTART, EI_REL, EMPTY, M_CBASE,
+from .layout import (BUCKET, C_CUCKOO_FAIL, C_KEYS, C_SLOTS, SCAN_BLOCK, EI_CARD, EI_PROJSTART, EI_REL, EMPTY, M_CBASE,
                      M_EDST, M_ESRC, M_NB, M_NE, M_NQ, M_PBASE, M_SEED, MAXQ)
 
 MAX_CUCKOO_LOOP = 64
@@ -160,6 +160,59 @@ def fill_n_kernel(array, n, value):
 
 
 @cuda.jit
+def small_scan_kernel(cnt, n, num_pairs, out_a, out_b, ctrl, compact):
+    """Exclusive scans of cnt[:n] by one block of SCAN_BLOCK threads (a thread per contiguous
+    chunk, a shared-memory scan of the chunk sums). ``compact`` = 0: level-2 offsets to out_a,
+    the total to ctrl[C_SLOTS]; 1: key positions (scan of the alive flags cnt[p] > 0, p <
+    num_pairs) to out_a and compacted offsets (scan of cnt) to out_b, in the same pass, their
+    totals to ctrl[C_KEYS] and ctrl[C_SLOTS]."""
+    sa = cuda.shared.array(SCAN_BLOCK, int64)
+    sb = cuda.shared.array(SCAN_BLOCK, int64)
+    tid = cuda.threadIdx.x
+    per = (n + SCAN_BLOCK - 1) // SCAN_BLOCK
+    lo = min(n, tid * per)
+    hi = min(n, lo + per)
+    a = int64(0)
+    b = int64(0)
+    for p in range(lo, hi):
+        c = cnt[p]
+        if p < num_pairs and c > 0:
+            a += 1
+        b += c
+    sa[tid] = a
+    sb[tid] = b
+    cuda.syncthreads()
+    d = 1
+    while d < SCAN_BLOCK:                      # Hillis-Steele inclusive scan of the chunk sums
+        va = int64(0)
+        vb = int64(0)
+        if tid >= d:
+            va = sa[tid - d]
+            vb = sb[tid - d]
+        cuda.syncthreads()
+        sa[tid] += va
+        sb[tid] += vb
+        cuda.syncthreads()
+        d *= 2
+    ra = sa[tid] - a
+    rb = sb[tid] - b
+    for p in range(lo, hi):
+        c = cnt[p]
+        if compact:
+            out_a[p] = ra
+            if p < num_pairs and c > 0:
+                ra += 1
+            out_b[p] = rb
+        else:
+            out_a[p] = rb
+        rb += c
+    if tid == SCAN_BLOCK - 1:
+        ctrl[C_SLOTS] = sb[tid]
+        if compact:
+            ctrl[C_KEYS] = sa[tid]
+
+
+@cuda.jit
 def alive_kernel(capacity, num_pairs, cnt, alive):
     """alive[p] = 1 if pair p still has a non-empty list (its key is in π_u R(u, u'))."""
     for p in range(cuda.grid(1), capacity, cuda.gridsize(1)):
@@ -205,4 +258,4 @@ def table_sizes(candidate_counts: np.ndarray) -> np.ndarray:
 
 
 __all__ = ["MAX_CUCKOO_LOOP", "MAXQ", "lookup", "list_contains", "insert_kernel", "count_kernel",
-           "fill_kernel", "fill_n_kernel", "alive_kernel", "compact_kernel", "table_sizes"]
+           "fill_kernel", "fill_n_kernel", "small_scan_kernel", "alive_kernel", "compact_kernel", "table_sizes"]

@@ -29,10 +29,34 @@ Options (variants of the paper's Table 4 are options of this one class):
 each stage launch runs through :class:`common.device.LaunchWatch`, which raises the kernels'
 stop flag at the deadline, so one heavy launch ends within a few batches of it (before, only
 the checks between launches existed: one launch of P8 on the unlabelled GitHub graph ran 98.7 s
-under ``timeout_s=20``). A stopped query returns status ``timeout`` with the partial count. The deadline is also
-checked between the index build's launches; one of them is not interruptible (overrun bound:
-one index launch, milliseconds on a GPU, seconds in the simulator on dense candidate sets).
+under ``timeout_s=20``). A stopped query returns status ``timeout`` with the partial count. The
+deadline is also checked (host clock only, no synchronisation) between the index build's
+launches; a queued index launch is not interruptible (overrun bound: the launches queued since
+the last host read, milliseconds on a GPU, seconds in the simulator on dense candidate sets).
 Without a deadline the stages are launched back to back on the default stream, unwatched.
+
+Per-query fixed cost (choices where the paper is silent; it counts kernel time only):
+
+* Host reads: |C(u)| after filter steps 1-2 (table sizes), the level-3 total (list buffer size),
+  ctrl + einfo in one copy after compaction (cuckoo failure, |R|, |π R| for grouping; one
+  device array holds both), ctrl after the stages. Nothing else synchronises; the compacted
+  lists are sized by the level-3 total and the pair count (upper bounds) up to
+  ``BOUND_COMPACT_SLOTS``, above which two more totals are read to size them exactly.
+* Wedge filter: one block of ``PRUNE_THREADS`` runs every centre of both passes in δ order with
+  a block barrier between centres, when no centre has more than ``FUSED_PRUNE_CELLS`` cells;
+  otherwise one launch per centre (grid sized to its cells), as before.
+* Scans: up to ``layout.SMALL_SCAN`` (edge, cell) pairs, one block scans the level-2 counts
+  (its total read with ctrl) and later, in one launch, both compaction scans (the alive flags
+  computed on the fly); larger queries use :func:`common.scan.exclusive_scan`.
+* Grids: index kernels over the query's pairs / cells only (pooled buffers may be longer; the
+  scans take ``n``); stage 0 (GetFirstMatches, never split) gets one warp per 32-element task.
+* Buffers: every per-query device buffer comes from one :class:`common.device.BufferPool`
+  (``self.pool``; grown x1.5, reused); metadata goes through a pinned staging array.
+* Batches (``match_batch``): filter steps 1-2 of up to ``layout.BATCH_MAX`` queries (bitmaps
+  of at most ``BATCH_MASK_WORDS`` words) run in one launch with one copy back of every |C(u)|;
+  then each query builds its index and enumerates alone, with its own deadline (started when
+  its own search starts), limit, status, embeddings and peak (which counts the shared bitmaps).
+  A query whose filter leaves a vertex without candidates costs no further launch.
 
 Load balancing (paper §5.6) without dynamic parallelism, which Numba lacks: warps take tasks
 from a device cursor; look-forward splitting publishes a level whose s_min has more than TH1
@@ -42,8 +66,10 @@ main tasks and records are finished); the splitting warp leaves that level. When
 full the warp keeps the level itself. Look-backward splitting (TH2 = 1e6 batches) is not
 implemented.
 
-Statistics (``MatchResult.stats``): candidates per query vertex after steps 1-2, candidate
-edges per relation |R(u, u')| (list and mean), candidate-index bytes (level 1 + 2 + 3 and the
+Statistics (``MatchResult.stats``): ``candidate_sizes`` (|C(u)| per query vertex after steps
+1-2), ``order`` (the matching order: the groups' vertices in stage order; inside a group the
+adaptive order is each warp's own; a query stopped before grouping reports the plan on
+|C(u)| |C(u')|), ``groups``, candidate edges per relation |R(u, u')| (list and mean), candidate-index bytes (level 1 + 2 + 3 and the
 compacted key lists), filtering seconds (filter + index phases), stage row counts, whether the
 BFS-to-DFS fallback ran, cuckoo rebuilds.
 """
@@ -65,7 +91,7 @@ from common.scan import exclusive_scan
 
 from . import layout as L
 from .cuckoo_trie import (alive_kernel, compact_kernel, count_kernel, fill_kernel, fill_n_kernel,
-                          insert_kernel, table_sizes)
+                          insert_kernel, small_scan_kernel, table_sizes)
 from .enumerate import extend_kernel
 from .filter import (candidate_kernel, filtering_order, neighbour_label_counts, prune_all_kernel,
                      prune_kernel, restrict_root_kernel)
@@ -417,14 +443,19 @@ class EGSM(Engine):
             size = pairs + 1
             cnt = pool.get("level-2 counts", size, np.int32)
             off = pool.get("level-2 offsets", size, np.int64)
-            alive = pool.get("alive pairs", size, np.int64)
             proj_pos = pool.get("key positions", size, np.int64)
             off2 = pool.get("compacted offsets", size, np.int64)
-            workspace = pool.scan(size, np.int64)
+            small = size <= L.SMALL_SCAN
+            workspace = None if small else pool.scan(size, np.int64)
             count_kernel[_blocks(size), L.BUILD_THREADS](
                 size, pairs, self.d_meta, keys, masks, moff, self.d_offsets, self.d_neighbors, cnt)
             check()
-            total_slots = exclusive_scan(cnt, off, workspace=workspace, n=size)
+            if small:                       # one launch, the total read with ctrl
+                small_scan_kernel[1, L.SCAN_BLOCK](cnt, size, pairs, off, off, self.d_ctrl, 0)
+                total_slots = int(self._read_ctrl()[L.C_SLOTS])
+            else:
+                total_slots = exclusive_scan(cnt, off, workspace=workspace, n=size)
+            check()
             nbr = pool.get("level-3 lists", total_slots, np.int32)
             removed = pool.get("level-3 removed flags", total_slots, np.int32)
             fill_kernel[_blocks(pairs), L.BUILD_THREADS](
@@ -441,11 +472,21 @@ class EGSM(Engine):
                         prune_kernel[_blocks(cells_u), L.BUILD_THREADS](
                             u, self.d_meta, keys, cnt, off, nbr, removed)
                         check()
+                check()
         with timer.phase("index"):
-            alive_kernel[_blocks(size), L.BUILD_THREADS](size, pairs, cnt, alive)
             exact = total_slots > BOUND_COMPACT_SLOTS
-            total_keys = exclusive_scan(alive, proj_pos, workspace=workspace, n=size, want_total=exact)
-            total_live = exclusive_scan(cnt, off2, workspace=workspace, n=size, want_total=exact)
+            if small:                       # both scans in one launch, no total needed
+                small_scan_kernel[1, L.SCAN_BLOCK](cnt, size, pairs, proj_pos, off2, self.d_ctrl, 1)
+                if exact:
+                    ctrl = self._read_ctrl()
+                    total_live, total_keys = int(ctrl[L.C_SLOTS]), int(ctrl[L.C_KEYS])
+            else:
+                alive = pool.get("alive pairs", size, np.int64)
+                alive_kernel[_blocks(size), L.BUILD_THREADS](size, pairs, cnt, alive)
+                total_keys = exclusive_scan(alive, proj_pos, workspace=workspace, n=size, want_total=exact)
+                check()
+                total_live = exclusive_scan(cnt, off2, workspace=workspace, n=size, want_total=exact)
+            check()
             if not exact:                       # upper bounds: no host read before compaction
                 total_live, total_keys = total_slots, pairs
             nbr2 = pool.get("compacted lists", total_live, np.int32)

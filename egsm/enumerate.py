@@ -63,10 +63,10 @@ from common.device import FULL_MASK, cuda
 
 from .cuckoo_trie import list_contains, lookup
 from .layout import (C_COUNT, C_ERROR, C_MAIN_DONE, C_OVERFLOW, C_REC_DONE, C_ROWS, C_SPLIT_RES,
-                     C_SPLIT_TAKE, C_STOP, C_TASK, EI_CARD, EI_PROJSTART, R_BEGIN, R_EDGE,
-                     R_END, R_FLAG, R_KIND, R_M, R_MAPPED, R_START, R_U, REC_WIDTH,
-                     M_ADJ, M_CBASE, M_EIDX, M_ESRC, M_NQ, M_PBASE, M_STAGEMASK, MAXQ, WARP,
-                     WARPS_PER_BLOCK)
+                     C_SPLIT_TAKE, C_STOP, C_TASK, EI_CARD, EI_PROJSTART, LV_BPOS, LV_BSIZE,
+                     LV_EDGE, LV_FIELDS, LV_KIND, LV_LEN, LV_SCAN, LV_START, LV_U, M_ADJ, M_CBASE,
+                     M_EIDX, M_ESRC, M_NQ, M_PBASE, M_STAGEMASK, MAXQ, R_BEGIN, R_EDGE, R_END,
+                     R_FLAG, R_KIND, R_M, R_MAPPED, R_START, R_U, REC_WIDTH, WARP, WARPS_PER_BLOCK)
 
 NO_KEY = int64(1) << 62
 SPIN_NS = 256          # back-off of a warp waiting for a split record
@@ -210,6 +210,173 @@ def wait_record(ctrl, split, slot, idx, ntasks, epoch, fallback):
     return cuda.shfl_sync(FULL_MASK, status, 0) == 1
 
 
+@cuda.jit(device=True)
+def queue_geometry(meta, ctrl, stage, qcap, out_mask):
+    """Where stage ``stage`` reads and writes the cyclic queue: it writes right after its input,
+    the output of stage - 1. Returns (input width, input rows, input start, output start, output
+    width, most output rows that fit)."""
+    acc = int64(0)
+    for j in range(stage - 1):
+        acc += ctrl[C_ROWS + j] * cuda.popc(meta[M_STAGEMASK + j])
+    w_in = int64(0)
+    in_rows = int64(0)
+    in_start = int64(0)
+    if stage > 0:
+        w_in = cuda.popc(meta[M_STAGEMASK + stage - 1])
+        in_rows = ctrl[C_ROWS + stage - 1]
+        in_start = acc % qcap
+        acc += in_rows * w_in
+    w_out = int64(cuda.popc(out_mask))
+    return w_in, in_rows, in_start, acc % qcap, w_out, (qcap - in_rows * w_in) // w_out
+
+
+@cuda.jit(device=True)
+def take_task(ctrl, counter):
+    """Lane 0 takes the next index of device counter ``counter``; every lane gets it."""
+    t = int64(0)
+    if cuda.laneid == 0:
+        t = cuda.atomic.add(ctrl, counter, 1)
+    return cuda.shfl_sync(FULL_MASK, t, 0)
+
+
+@cuda.jit(device=True)
+def set_level(lv, depth, u, kind, start, length, scan):
+    """Level ``depth`` extends u over s_min = (kind, start, length) from element ``scan``."""
+    lv[LV_U, depth] = u
+    lv[LV_KIND, depth] = kind
+    lv[LV_START, depth] = start
+    lv[LV_LEN, depth] = length
+    lv[LV_SCAN, depth] = scan
+    lv[LV_BSIZE, depth] = 0
+    lv[LV_BPOS, depth] = 0
+
+
+@cuda.jit(device=True)
+def map_vertex(keys, meta, sM, sC, w, u, v):
+    """M(u) = v in the warp's partial match, with v's cuckoo cell in u's level 1."""
+    sM[w, u] = v
+    sC[w, u] = lookup(keys, meta, u, v)
+
+
+@cuda.jit(device=True)
+def load_split_record(split, idx, keys, meta, sM, sC, w, lv):
+    """Task = split record ``idx``: its prefix becomes the partial match, its chunk of s_min
+    level 0. Records are read with atomics (L1 may hold a stale line). Returns the mapped mask."""
+    r = idx * REC_WIDTH
+    mapped = cuda.atomic.add(split, r + R_MAPPED, 0)
+    lane = cuda.laneid
+    cuda.syncwarp(FULL_MASK)
+    if lane < meta[M_NQ] and (mapped >> lane) & 1:
+        map_vertex(keys, meta, sM, sC, w, lane, int32(cuda.atomic.add(split, r + R_M + lane, 0)))
+    cuda.syncwarp(FULL_MASK)
+    set_level(lv, 0, cuda.atomic.add(split, r + R_U, 0), cuda.atomic.add(split, r + R_KIND, 0),
+              cuda.atomic.add(split, r + R_START, 0), cuda.atomic.add(split, r + R_END, 0),
+              cuda.atomic.add(split, r + R_BEGIN, 0))
+    lv[LV_EDGE, 0] = cuda.atomic.add(split, r + R_EDGE, 0)
+    return mapped
+
+
+@cuda.jit(device=True)
+def load_first_chunk(meta, einfo, first_edge, t, lv):
+    """GetFirstMatches task t: elements [32 t, 32 t + 32) of π_{u0} R(u0, first_edge)."""
+    set_level(lv, 0, meta[M_ESRC + first_edge], 1, einfo[EI_PROJSTART + first_edge],
+              min(einfo[EI_CARD + first_edge], (t + 1) * WARP), t * WARP)
+    lv[LV_EDGE, 0] = first_edge
+
+
+@cuda.jit(device=True)
+def load_queue_row(queue, row_start, qcap, keys, meta, sM, sC, w, mapped):
+    """Task = one queue row: the data vertices of ``mapped`` in ascending query-vertex order."""
+    lane = cuda.laneid
+    cuda.syncwarp(FULL_MASK)
+    if lane < meta[M_NQ] and (mapped >> lane) & 1:
+        col = cuda.popc(mapped & ((int64(1) << lane) - 1))
+        map_vertex(keys, meta, sM, sC, w, lane, queue[(row_start + col) % qcap])
+    cuda.syncwarp(FULL_MASK)
+
+
+@cuda.jit(device=True)
+def open_level(meta, einfo, off2, sC, w, mapped, group_mask, adaptive, lv, depth):
+    """SelectNext the level's vertex and its s_min; the vertex, or -1 (a planning error)."""
+    u = select_next(meta, einfo, off2, sC, w, mapped, group_mask & ~mapped, adaptive)
+    if u < 0:
+        return -1
+    size, kind, start, edge = smallest_set(meta, einfo, off2, sC, w, mapped, u)
+    set_level(lv, depth, u, kind, start, size, 0)
+    lv[LV_EDGE, depth] = edge
+    return u
+
+
+@cuda.jit(device=True)
+def publish_split(ctrl, split, slot, split_cap, epoch, sM, w, nq, mapped, lv, depth):
+    """Look-forward: publish level ``depth`` as 32-element chunk records for idle warps (one CAS
+    reserves them all); on success the warp leaves the level to them (its length becomes 0)."""
+    size = lv[LV_LEN, depth]
+    chunks = (size + WARP - 1) // WARP
+    first = int64(-1)
+    if cuda.laneid == 0:
+        old = cuda.atomic.add(ctrl, C_SPLIT_RES + slot, 0)
+        while old + chunks <= split_cap:
+            prev = cuda.atomic.cas(ctrl, C_SPLIT_RES + slot, old, old + chunks)
+            if prev == old:
+                first = old
+                break
+            old = prev
+    first = cuda.shfl_sync(FULL_MASK, first, 0)
+    if first < 0:
+        return                                     # the pool is full: the warp keeps the level
+    for j in range(cuda.laneid, chunks, WARP):
+        r = (first + j) * REC_WIDTH
+        split[r + R_MAPPED] = mapped
+        split[r + R_U] = lv[LV_U, depth]
+        split[r + R_KIND] = lv[LV_KIND, depth]
+        split[r + R_START] = lv[LV_START, depth]
+        split[r + R_BEGIN] = j * WARP
+        split[r + R_END] = min(size, (j + 1) * WARP)
+        split[r + R_EDGE] = lv[LV_EDGE, depth]
+        for q in range(nq):
+            split[r + R_M + q] = sM[w, q]
+        cuda.threadfence()                         # the record before its flag
+        split[r + R_FLAG] = epoch
+    lv[LV_LEN, depth] = 0
+
+
+@cuda.jit(device=True)
+def emit_embeddings(ctrl, emb, emb_cap, limit, sM, w, nq, u, x, ok, n, rank):
+    """Last stage: count the batch's n full matches (stop at the limit) and write the ones that
+    fit in the embeddings buffer."""
+    pos = int64(0)
+    if cuda.laneid == 0:
+        pos = cuda.atomic.add(ctrl, C_COUNT, n)
+        if limit > 0 and pos + n >= limit:
+            ctrl[C_STOP] = 1
+    pos = cuda.shfl_sync(FULL_MASK, pos, 0)
+    if ok and pos + rank < emb_cap:
+        r = pos + rank
+        for q in range(nq):
+            emb[r * nq + q] = x if q == u else sM[w, q]
+
+
+@cuda.jit(device=True)
+def emit_rows(ctrl, queue, qcap, stage, max_rows, out_start, w_out, out_mask, sM, w, nq, u, x,
+              ok, n, rank):
+    """Stage before the last (BFS between groups): append the batch's n partial matches to the
+    queue, or raise the overflow flag (the host then reruns the stage depth-first)."""
+    pos = int64(0)
+    if cuda.laneid == 0:
+        pos = cuda.atomic.add(ctrl, C_ROWS + stage, n)
+        if pos + n > max_rows:
+            cuda.atomic.cas(ctrl, C_OVERFLOW, 0, stage + 1)
+    pos = cuda.shfl_sync(FULL_MASK, pos, 0)
+    if ok and pos + n <= max_rows:
+        base = out_start + (pos + rank) * w_out
+        col = 0
+        for q in range(nq):
+            if (out_mask >> q) & 1:
+                queue[(base + col) % qcap] = x if q == u else sM[w, q]
+                col += 1
+
+
 @cuda.jit
 def extend_kernel(meta, einfo, keys, off2, nbr2, proj_keys, queue, ctrl, emb, emb_cap, split,
                   split_cap, split_threshold, epoch, stage, slot, first_edge, num_tasks,
@@ -223,218 +390,111 @@ def extend_kernel(meta, einfo, keys, off2, nbr2, proj_keys, queue, ctrl, emb, em
     sC = cuda.shared.array((WARPS_PER_BLOCK, MAXQ), int32)
     buf_v = cuda.shared.array((WARPS_PER_BLOCK, MAXQ, WARP), int32)
     buf_c = cuda.shared.array((WARPS_PER_BLOCK, MAXQ, WARP), int32)
-    lv_u = cuda.local.array(MAXQ, int32)
-    lv_kind = cuda.local.array(MAXQ, int32)
-    lv_edge = cuda.local.array(MAXQ, int64)
-    lv_start = cuda.local.array(MAXQ, int64)
-    lv_len = cuda.local.array(MAXQ, int64)
-    lv_scan = cuda.local.array(MAXQ, int64)
-    lv_bsize = cuda.local.array(MAXQ, int32)
-    lv_bpos = cuda.local.array(MAXQ, int32)
+    lv = cuda.local.array((LV_FIELDS, MAXQ), int64)
 
-    lane = cuda.laneid
     w = cuda.threadIdx.x // WARP
     nq = meta[M_NQ]
     qcap = queue.size
     if not fallback and ctrl[C_OVERFLOW] != 0:
         return
-    # Queue geometry: stage s writes right after its input, the output of stage s - 1.
-    acc = int64(0)
-    for j in range(stage - 1):
-        acc += ctrl[C_ROWS + j] * cuda.popc(meta[M_STAGEMASK + j])
-    w_in = int64(0)
-    in_rows = int64(0)
-    in_start = int64(0)
-    if stage > 0:
-        w_in = cuda.popc(meta[M_STAGEMASK + stage - 1])
-        in_rows = ctrl[C_ROWS + stage - 1]
-        in_start = acc % qcap
-        acc += in_rows * w_in
-    out_start = acc % qcap
     out_mask = mapped_before | group_mask
-    w_out = int64(cuda.popc(out_mask))
-    max_rows = (qcap - in_rows * w_in) // w_out
+    w_in, in_rows, in_start, out_start, w_out, max_rows = queue_geometry(meta, ctrl, stage, qcap,
+                                                                         out_mask)
     ntasks = num_tasks if stage == 0 else in_rows
-    lower = (int64(1) << lane) - 1
     polls = int64(0)
 
     while True:
-        t = int64(0)
-        if lane == 0:
-            t = cuda.atomic.add(ctrl, C_TASK + slot, 1)
-        t = cuda.shfl_sync(FULL_MASK, t, 0)
+        t = take_task(ctrl, C_TASK + slot)
         polls += 1
         if stopped(ctrl, fallback, watch, polls):
             break
         is_record = t >= ntasks
+        mapped = mapped_before
         if is_record:
             if split_threshold <= 0:
                 break
-            idx = int64(0)
-            if lane == 0:
-                idx = cuda.atomic.add(ctrl, C_SPLIT_TAKE + slot, 1)
-            idx = cuda.shfl_sync(FULL_MASK, idx, 0)
+            idx = take_task(ctrl, C_SPLIT_TAKE + slot)
             if not wait_record(ctrl, split, slot, idx, ntasks, epoch, fallback):
                 break
-            # records are read with atomics: L1 may hold a stale line shared with a neighbour
-            r = idx * REC_WIDTH
-            mapped = cuda.atomic.add(split, r + R_MAPPED, 0)
-            cuda.syncwarp(FULL_MASK)
-            if lane < nq and (mapped >> lane) & 1:
-                v = int32(cuda.atomic.add(split, r + R_M + lane, 0))
-                sM[w, lane] = v
-                sC[w, lane] = lookup(keys, meta, lane, v)
-            cuda.syncwarp(FULL_MASK)
-            lv_u[0] = cuda.atomic.add(split, r + R_U, 0)
-            lv_kind[0] = cuda.atomic.add(split, r + R_KIND, 0)
-            lv_edge[0] = cuda.atomic.add(split, r + R_EDGE, 0)
-            lv_start[0] = cuda.atomic.add(split, r + R_START, 0)
-            lv_len[0] = cuda.atomic.add(split, r + R_END, 0)
-            lv_scan[0] = cuda.atomic.add(split, r + R_BEGIN, 0)
+            mapped = load_split_record(split, idx, keys, meta, sM, sC, w, lv)
         elif stage == 0:
-            mapped = mapped_before
-            lv_u[0] = meta[M_ESRC + first_edge]
-            lv_kind[0] = 1
-            lv_edge[0] = first_edge
-            lv_start[0] = einfo[EI_PROJSTART + first_edge]
-            lv_len[0] = min(einfo[EI_CARD + first_edge], (t + 1) * WARP)
-            lv_scan[0] = t * WARP
+            load_first_chunk(meta, einfo, first_edge, t, lv)
         else:
-            mapped = mapped_before
-            cuda.syncwarp(FULL_MASK)
-            if lane < nq and (mapped >> lane) & 1:
-                col = cuda.popc(mapped & lower)
-                v = queue[(in_start + t * w_in + col) % qcap]
-                sM[w, lane] = v
-                sC[w, lane] = lookup(keys, meta, lane, v)
-            cuda.syncwarp(FULL_MASK)
-            u = select_next(meta, einfo, off2, sC, w, mapped, group_mask & ~mapped, adaptive)
-            if u < 0:
+            load_queue_row(queue, in_start + t * w_in, qcap, keys, meta, sM, sC, w, mapped)
+            if open_level(meta, einfo, off2, sC, w, mapped, group_mask, adaptive, lv, 0) < 0:
                 ctrl[C_ERROR] = 1
                 break
-            size, kind, start, edge = smallest_set(meta, einfo, off2, sC, w, mapped, u)
-            lv_u[0] = u
-            lv_kind[0] = kind
-            lv_edge[0] = edge
-            lv_start[0] = start
-            lv_len[0] = size
-            lv_scan[0] = 0
-        last = cuda.popc(group_mask & ~mapped) - 1
-        lv_bsize[0] = 0
-        lv_bpos[0] = 0
-        depth = 0
-        while depth >= 0:
-            if depth == last or lv_bpos[depth] >= lv_bsize[depth]:
-                if lv_scan[depth] >= lv_len[depth]:       # level exhausted: backtrack
-                    depth -= 1
-                    if depth >= 0:
-                        mapped &= ~(int64(1) << lv_u[depth])
-                    continue
-                polls += 1
-                if stopped(ctrl, fallback, watch, polls):  # polled once per batch
-                    break
-                u = lv_u[depth]
-                ok, x, cell = test_candidate(meta, keys, off2, nbr2, proj_keys, sM, sC, w, mapped,
-                                             u, lv_kind[depth], lv_start[depth], lv_edge[depth],
-                                             lv_scan[depth] + lane, lv_len[depth])
-                lv_scan[depth] += WARP
-                ballot = int64(cuda.ballot_sync(FULL_MASK, ok)) & 0xFFFFFFFF
-                n = int64(cuda.popc(ballot))
-                rank = cuda.popc(ballot & lower)
-                if depth < last:                           # fill the level's buffer
-                    if ok:
-                        buf_v[w, depth, rank] = x
-                        buf_c[w, depth, rank] = cell
-                    cuda.syncwarp(FULL_MASK)
-                    lv_bsize[depth] = n
-                    lv_bpos[depth] = 0
-                    continue
-                if n == 0:
-                    continue
-                pos = int64(0)
-                if final:
-                    if lane == 0:
-                        pos = cuda.atomic.add(ctrl, C_COUNT, n)
-                        if limit > 0 and pos + n >= limit:
-                            ctrl[C_STOP] = 1
-                    pos = cuda.shfl_sync(FULL_MASK, pos, 0)
-                    if ok and pos + rank < emb_cap:
-                        r = pos + rank
-                        for q in range(nq):
-                            emb[r * nq + q] = x if q == u else sM[w, q]
-                else:
-                    if lane == 0:
-                        pos = cuda.atomic.add(ctrl, C_ROWS + stage, n)
-                        if pos + n > max_rows:
-                            cuda.atomic.cas(ctrl, C_OVERFLOW, 0, stage + 1)
-                    pos = cuda.shfl_sync(FULL_MASK, pos, 0)
-                    if ok and pos + n <= max_rows:
-                        base = out_start + (pos + rank) * w_out
-                        col = 0
-                        for q in range(nq):
-                            if (out_mask >> q) & 1:
-                                queue[(base + col) % qcap] = x if q == u else sM[w, q]
-                                col += 1
-                continue
-            # extend the next buffered candidate of this level
-            b = lv_bpos[depth]
-            lv_bpos[depth] = b + 1
-            u = lv_u[depth]
-            v = buf_v[w, depth, b]
-            c = buf_c[w, depth, b]
-            cuda.syncwarp(FULL_MASK)
-            sM[w, u] = v
-            sC[w, u] = c
-            cuda.syncwarp(FULL_MASK)
-            mapped |= int64(1) << u
-            depth += 1
-            nxt = select_next(meta, einfo, off2, sC, w, mapped, group_mask & ~mapped, adaptive)
-            if nxt < 0:
-                ctrl[C_ERROR] = 1
-                depth = -1
-                break
-            size, kind, start, edge = smallest_set(meta, einfo, off2, sC, w, mapped, nxt)
-            lv_u[depth] = nxt
-            lv_kind[depth] = kind
-            lv_edge[depth] = edge
-            lv_start[depth] = start
-            lv_len[depth] = size
-            lv_scan[depth] = 0
-            lv_bsize[depth] = 0
-            lv_bpos[depth] = 0
-            if split_threshold > 0 and size > split_threshold:
-                # look-forward: publish the level as 32-element chunks for idle warps
-                chunks = (size + WARP - 1) // WARP
-                first = int64(-1)
-                if lane == 0:
-                    old = cuda.atomic.add(ctrl, C_SPLIT_RES + slot, 0)
-                    while old + chunks <= split_cap:
-                        prev = cuda.atomic.cas(ctrl, C_SPLIT_RES + slot, old, old + chunks)
-                        if prev == old:
-                            first = old
-                            break
-                        old = prev
-                first = cuda.shfl_sync(FULL_MASK, first, 0)
-                if first >= 0:
-                    for j in range(lane, chunks, WARP):
-                        r = (first + j) * REC_WIDTH
-                        split[r + R_MAPPED] = mapped
-                        split[r + R_U] = nxt
-                        split[r + R_KIND] = kind
-                        split[r + R_START] = start
-                        split[r + R_BEGIN] = j * WARP
-                        split[r + R_END] = min(size, (j + 1) * WARP)
-                        split[r + R_EDGE] = edge
-                        for q in range(nq):
-                            split[r + R_M + q] = sM[w, q]
-                        cuda.threadfence()                 # the record before its flag
-                        split[r + R_FLAG] = epoch
-                    lv_len[depth] = 0                      # this warp leaves the level to them
-        if lane == 0:
+        polls = extend_task(meta, einfo, keys, off2, nbr2, proj_keys, queue, qcap, ctrl, emb,
+                            emb_cap, split, split_cap, split_threshold, epoch, stage, slot,
+                            group_mask, final, fallback, limit, adaptive, watch, sM, sC, buf_v,
+                            buf_c, lv, w, nq, mapped, max_rows, out_start, w_out, out_mask, polls)
+        if cuda.laneid == 0:
             if is_record:
                 cuda.atomic.add(ctrl, C_REC_DONE + slot, 1)
             else:
                 cuda.atomic.add(ctrl, C_MAIN_DONE + slot, 1)
 
 
-__all__ = ["extend_kernel", "select_next", "smallest_set", "test_candidate"]
+@cuda.jit(device=True)
+def extend_task(meta, einfo, keys, off2, nbr2, proj_keys, queue, qcap, ctrl, emb, emb_cap, split,
+                split_cap, split_threshold, epoch, stage, slot, group_mask, final, fallback, limit,
+                adaptive, watch, sM, sC, buf_v, buf_c, lv, w, nq, mapped, max_rows, out_start,
+                w_out, out_mask, polls):
+    """ExtendDFS of one task through the group (Algorithm 4 restricted to V_i): at each level,
+    one 32-lane intersection batch over s_min fills the level's buffer, its survivors are
+    extended one by one; the last level emits (rows or embeddings). Returns the poll count."""
+    lane = cuda.laneid
+    lower = (int64(1) << lane) - 1
+    last = cuda.popc(group_mask & ~mapped) - 1
+    depth = 0
+    while depth >= 0:
+        if depth == last or lv[LV_BPOS, depth] >= lv[LV_BSIZE, depth]:
+            if lv[LV_SCAN, depth] >= lv[LV_LEN, depth]:     # level exhausted: backtrack
+                depth -= 1
+                if depth >= 0:
+                    mapped &= ~(int64(1) << lv[LV_U, depth])
+                continue
+            polls += 1
+            if stopped(ctrl, fallback, watch, polls):    # polled once per batch
+                break
+            u = lv[LV_U, depth]
+            ok, x, cell = test_candidate(meta, keys, off2, nbr2, proj_keys, sM, sC, w, mapped, u,
+                                         lv[LV_KIND, depth], lv[LV_START, depth],
+                                         lv[LV_EDGE, depth], lv[LV_SCAN, depth] + lane,
+                                         lv[LV_LEN, depth])
+            lv[LV_SCAN, depth] += WARP
+            ballot = int64(cuda.ballot_sync(FULL_MASK, ok)) & 0xFFFFFFFF
+            n = int64(cuda.popc(ballot))
+            rank = cuda.popc(ballot & lower)
+            if depth < last:                             # fill the level's buffer
+                if ok:
+                    buf_v[w, depth, rank] = x
+                    buf_c[w, depth, rank] = cell
+                cuda.syncwarp(FULL_MASK)
+                lv[LV_BSIZE, depth] = n
+                lv[LV_BPOS, depth] = 0
+            elif n > 0 and final:
+                emit_embeddings(ctrl, emb, emb_cap, limit, sM, w, nq, u, x, ok, n, rank)
+            elif n > 0:
+                emit_rows(ctrl, queue, qcap, stage, max_rows, out_start, w_out, out_mask, sM, w,
+                          nq, u, x, ok, n, rank)
+            continue
+        # extend the next buffered candidate of this level
+        b = lv[LV_BPOS, depth]
+        lv[LV_BPOS, depth] = b + 1
+        u = lv[LV_U, depth]
+        cuda.syncwarp(FULL_MASK)
+        sM[w, u] = buf_v[w, depth, b]
+        sC[w, u] = buf_c[w, depth, b]
+        cuda.syncwarp(FULL_MASK)
+        mapped |= int64(1) << u
+        depth += 1
+        if open_level(meta, einfo, off2, sC, w, mapped, group_mask, adaptive, lv, depth) < 0:
+            ctrl[C_ERROR] = 1
+            break
+        if split_threshold > 0 and lv[LV_LEN, depth] > split_threshold:
+            publish_split(ctrl, split, slot, split_cap, epoch, sM, w, nq, mapped, lv, depth)
+    return polls
+
+
+__all__ = ["extend_kernel", "extend_task", "select_next", "smallest_set", "test_candidate"]

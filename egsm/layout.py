@@ -53,6 +53,8 @@ C_STOP = 1                     # set: every warp returns (limit reached or queue
 C_OVERFLOW = 2                 # stage + 1 of the first stage whose output overflowed the queue
 C_CUCKOO_FAIL = 3              # a cuckoo insertion passed MAX_CUCKOO_LOOP evictions
 C_ERROR = 4                    # a group had no extendable vertex (a planning bug: the host raises)
+C_SLOTS = 5                    # one-block scans: level-3 total, then live slots after pruning
+C_KEYS = 6                     # one-block compaction scan: surviving keys
 C_ROWS = 8                     # rows written by stage s at C_ROWS + s
 C_TASK = C_ROWS + MAXSTAGES    # task cursor of launch slot s at C_TASK + s
 FALLBACK_SLOT = MAXSTAGES + 1  # task cursor of the fallback launch
@@ -91,5 +93,8 @@ REC_WIDTH = R_M + MAXQ
 #: buffers, 2 x MAXQ x 32 int32 per warp = 8 KB).
 WARPS_PER_BLOCK = 1 if simulator_active() else 4
 ENUM_THREADS = WARPS_PER_BLOCK * WARP
+#: Threads of the one-block scans of the index (queries with at most SMALL_SCAN pairs).
+SCAN_BLOCK = 64 if simulator_active() else 1024
+SMALL_SCAN = 64 * SCAN_BLOCK
 #: Threads per block of the filter / index kernels (one thread per vertex, cell or pair).
 BUILD_THREADS = 32 if simulator_active() else 256

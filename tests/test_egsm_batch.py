@@ -1,0 +1,164 @@
+"""EGSM batches in the simulator: ``match_batch`` (filter steps 1-2 of the batch in one launch,
+then each query's own search) gives the counts, statuses and embeddings of one query at a time
+and of the CPU reference, in a batch that mixes unsupported (edge-labelled, disconnected),
+one-vertex, missing-label, limited, plain and timed-out queries; stats carry candidate_sizes
+and order; the per-centre wedge-filter launches count as the one-block launch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import egsm.engine as egsm_engine
+from common.engine import create_engine
+from common.generate import random_walk_query, rmat, uniform_labels
+from common.graph import Graph
+from common.result import Status
+from egsm.engine import EGSM
+
+
+def _rows(result):
+    return sorted(map(tuple, result.embeddings.tolist()))
+
+
+@pytest.fixture(scope="module")
+def data():
+    return rmat(40, 130, seed=2, labels=uniform_labels(40, 3, seed=1), name="rmat40")
+
+
+@pytest.fixture(scope="module")
+def mixed(data):
+    return [
+        random_walk_query(data, 4, seed=1),                                   # 181 embeddings
+        Graph.from_edges(2, [0], [1], labels=[0, 1], edge_labels=[1], name="edge-labelled"),
+        random_walk_query(data, 6, seed=8),                                   # 8
+        Graph.from_edges(4, [0, 2], [1, 3], labels=[0, 0, 1, 1], name="disconnected"),
+        Graph.from_edges(1, [], [], labels=[2], name="one vertex"),
+        Graph.from_edges(2, [0], [1], labels=[0, 99], name="missing label"),
+        random_walk_query(data, 5, seed=7),                                   # 128
+    ]
+
+
+def test_batch_equals_one_at_a_time_and_reference(data, mixed):
+    cpu = create_engine("cpu").prepare(data)
+    engine = EGSM().prepare(data)
+    for limit in (None, 20):
+        batch = engine.match_batch(mixed, limit=limit, collect=True)
+        single = [engine.match(q, limit=limit, collect=True) for q in mixed]
+        want = [cpu.match(q, limit=limit, collect=True) for q in mixed]
+        statuses = [r.status for r in batch]
+        assert statuses.count(Status.UNSUPPORTED) == 2
+        if limit is not None:
+            assert statuses.count(Status.LIMIT) == 2          # 181 and 128 (the one-vertex: 13)
+        assert statuses.count(Status.OK) == 5 - statuses.count(Status.LIMIT)
+        for q, b, s, w in zip(mixed, batch, single, want):
+            assert b.query == q.name
+            assert b.status is s.status, (q.name, b.status, s.status)
+            if b.status is Status.UNSUPPORTED:               # the cpu engine takes these
+                continue
+            assert b.status is w.status, (q.name, b.status, w.status)
+            assert b.count == s.count == w.count, q.name
+            assert b.embeddings.shape == (b.count, q.num_vertices)
+            if b.status is Status.OK:                          # a limit keeps any b.count rows
+                assert _rows(b) == _rows(s) == _rows(w), q.name
+            else:
+                assert set(_rows(b)) <= set(_rows(cpu.match(q, collect=True)))
+
+
+def test_stats_name_candidate_sizes_and_order(data, mixed):
+    engine = EGSM().prepare(data)
+    for q, r in zip(mixed, engine.match_batch(mixed)):
+        if r.status is Status.UNSUPPORTED or q.name == "missing label":
+            continue
+        sizes, order = r.stats["candidate_sizes"], r.stats["order"]
+        assert len(sizes) == q.num_vertices and min(sizes) > 0
+        assert sorted(order) == list(range(q.num_vertices))
+        assert "candidates" not in r.stats
+    # a query stopped before grouping (no candidate) still names an order
+    k = int(data.max_degree) + 1
+    star = Graph.from_edges(k + 1, [0] * k, list(range(1, k + 1)), labels=[0] * (k + 1))
+    r = engine.match(star)
+    assert r.count == 0 and min(r.stats["candidate_sizes"]) == 0
+    assert sorted(r.stats["order"]) == list(range(k + 1))
+
+
+def _trap():
+    """K12 (label 0) plus a label-1 and a label-2 vertex hanging off vertex 0; a 8-vertex path
+    whose ends need those two neighbours maps both ends to vertex 0 only, so injectivity rejects
+    every one of the 332,640 partial paths at the last level: minutes in the simulator, with no
+    embedding."""
+    n = 12
+    src = [a for a in range(n) for b in range(a + 1, n)] + [0, 0]
+    dst = [b for a in range(n) for b in range(a + 1, n)] + [n, n + 1]
+    data = Graph.from_edges(n + 2, src, dst, labels=[0] * n + [1, 2], name="K12+2")
+    k = 8
+    qsrc = list(range(k - 1)) + [0, k - 1]
+    qdst = list(range(1, k)) + [k, k + 1]
+    trap = Graph.from_edges(k + 2, qsrc, qdst, labels=[0] * k + [1, 2], name="trap")
+    return data, trap
+
+
+def test_batch_mixes_timeout_limit_and_unsupported():
+    data, trap = _trap()
+    triangle = Graph.from_edges(3, [0, 1, 2], [1, 2, 0], labels=[0, 0, 0], name="triangle")
+    leaf = Graph.from_edges(2, [0], [1], labels=[0, 1], name="leaf")             # 1 embedding
+    labelled = Graph.from_edges(2, [0], [1], labels=[0, 0], edge_labels=[3], name="edge-labelled")
+    queries = [triangle, trap, labelled, leaf]
+    cpu = create_engine("cpu").prepare(data)
+    engine = EGSM(variant="DFS").prepare(data)
+    engine.match(trap, timeout_s=1e-9)                       # compile outside the deadline
+    batch = engine.match_batch(queries, limit=50, collect=True, timeout_s=6.0)
+    single = [engine.match(q, limit=50, collect=True, timeout_s=6.0) for q in queries]
+    want = {q.name: cpu.match(q, limit=50, collect=True) for q in (triangle, leaf)}
+    for q, b, s in zip(queries, batch, single):
+        assert b.status is s.status, q.name
+    assert [r.status for r in batch] == [Status.LIMIT, Status.TIMEOUT, Status.UNSUPPORTED, Status.OK]
+    assert batch[0].count == 50 == want["triangle"].count
+    assert batch[1].count == 0 and batch[1].embeddings.shape == (0, trap.num_vertices)
+    assert batch[3].count == 1 == want["leaf"].count
+    assert _rows(batch[3]) == _rows(single[3]) == _rows(want["leaf"])
+    assert set(_rows(batch[0])) <= set(_rows(cpu.match(triangle, collect=True)))
+
+
+def test_per_centre_wedge_filter_equals_one_block(data, monkeypatch):
+    cpu = create_engine("cpu").prepare(data)
+    qs = [random_walk_query(data, 6, seed=8), random_walk_query(data, 5, seed=7)]
+    fused = [EGSM().prepare(data).match(q) for q in qs]
+    monkeypatch.setattr(egsm_engine, "FUSED_PRUNE_CELLS", 0)      # one launch per centre
+    apart = [EGSM().prepare(data).match(q) for q in qs]
+    for q, f, a in zip(qs, fused, apart):
+        assert f.count == a.count == cpu.match(q).count
+        assert f.stats["candidate_edges"] == a.stats["candidate_edges"]
+
+
+def test_batch_larger_than_one_filter_launch(data, monkeypatch):
+    # three shared filter launches of two queries (BATCH_MAX = 2): counts and peaks per query
+    import egsm.layout as layout
+    monkeypatch.setattr(layout, "BATCH_MAX", 2)
+    cpu = create_engine("cpu").prepare(data)
+    qs = [random_walk_query(data, k, seed=s) for k, s in ((4, 1), (6, 8), (5, 7), (4, 3), (5, 2))]
+    engine = EGSM().prepare(data)
+    got = engine.match_batch(qs)
+    assert [r.count for r in got] == [cpu.match(q).count for q in qs]
+    assert all(r.stats.get("batched_filter", 1) <= 2 for r in got)
+    assert all(r.peak_device_bytes > 0 for r in got)
+
+
+@pytest.mark.parametrize("small_scan, bound", [(0, None), (0, 0), (None, 0)])
+def test_scan_and_compaction_paths_agree(data, monkeypatch, small_scan, bound):
+    """Multi-block scans (SMALL_SCAN = 0) and exact compacted sizes (BOUND_COMPACT_SLOTS = 0)
+    give the counts and index statistics of the one-block scans with upper-bound sizes."""
+    import egsm.layout as layout
+    cpu = create_engine("cpu").prepare(data)
+    qs = [random_walk_query(data, 6, seed=8), random_walk_query(data, 5, seed=7)]
+    default = EGSM().prepare(data).match_batch(qs, collect=True)
+    if small_scan is not None:
+        monkeypatch.setattr(layout, "SMALL_SCAN", small_scan)
+    if bound is not None:
+        monkeypatch.setattr(egsm_engine, "BOUND_COMPACT_SLOTS", bound)
+    other = EGSM().prepare(data).match_batch(qs, collect=True)
+    for q, a, b in zip(qs, default, other):
+        assert a.count == b.count == cpu.match(q).count
+        assert _rows(a) == _rows(b)
+        for key in ("candidate_edges", "candidate_edges_before_wedge", "candidate_index_bytes"):
+            assert a.stats[key] == b.stats[key], key
