@@ -146,8 +146,12 @@ class CpuHashJoin:
     def __init__(self, parallel: bool):
         self.parallel = bool(parallel)
 
-    def load(self, plan: JoinPlan, r1, nr1: int, builds, rows: list[int], homomorphic: bool,
+    def load(self, plan: JoinPlan, relations, rows: list[int], homomorphic: bool,
              timer, split_rows: int | None, split_levels: int) -> None:
+        """As :meth:`GpuHashJoin.load <stwig.hashjoin.GpuHashJoin.load>` on the host: one flat
+        relation array, R_1 first."""
+        r1 = relations
+        nr1 = rows[0]
         self.timer = timer
         self.nq = plan.vertex_of_slot.size
         self.nt = plan.num_builds
@@ -158,10 +162,10 @@ class CpuHashJoin:
         self.keycol, self.keyslot, self.newcol = plan.keycol, plan.keyslot, plan.newcol
         self.max_blocks = numba.get_num_threads() * PARALLEL_BLOCKS_PER_THREAD if self.parallel else 1
         with timer.phase("index"):
-            self.tab, pool_size, head_size, _ = table_layout(plan, rows)
+            self.tab, pool_size, head_size = table_layout(plan, rows)
             self.pool = np.empty(max(pool_size, 1), np.int32)
             self.head = np.full(max(head_size, 1), -1, np.int32)
-            _build_tables_cpu(builds, self.tab, self.keycol, self.nt, self.pool, self.head)
+            _build_tables_cpu(relations, self.tab, self.keycol, self.nt, self.pool, self.head)
             if split_rows is None:
                 split_rows = 4 * self.max_blocks
             self.depth, self.units = 0, self.nr1

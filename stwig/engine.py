@@ -39,7 +39,7 @@ from abc import abstractmethod
 
 import numpy as np
 
-from common.device import DeviceMemoryBudget, PhaseTimer, cuda, simulator_active
+from common.device import BufferPool, DeviceMemoryBudget, PhaseTimer, cuda, simulator_active
 from common.engine import Engine
 from common.errors import DeviceOutOfMemory
 from common.graph import Graph
@@ -55,6 +55,22 @@ JOIN_ORDERS = ("estimate", "stwig")
 FIRST_GPU_STEPS = 4096
 #: The same in the simulator (one Python thread per CUDA thread: ~1e5x slower).
 FIRST_SIMULATOR_STEPS = 256
+
+
+def _candidate_sizes(twigs, rows, distinct, label_counts) -> list[int]:
+    """Candidates per query vertex after exploration: the distinct values of its column in the
+    latest relation holding it (its binding), 0 for the vertices of an empty relation, else
+    (never explored) its label's frequency."""
+    sizes = list(label_counts)
+    for t, twig in enumerate(twigs):
+        if t >= len(distinct):
+            if rows[t] == 0:
+                for x in twig.columns:
+                    sizes[x] = 0
+            break
+        for c, x in enumerate(twig.columns):
+            sizes[x] = int(distinct[t][c])
+    return sizes
 
 
 class STwigPipeline(Engine):
@@ -109,19 +125,17 @@ class STwigPipeline(Engine):
         """Step budget per thread of the first join launch (later ones adapt to ``chunk_seconds``)."""
 
     def _explore(self, twigs, query, homomorphic, deadline, timer):
-        """(R_1, |R_1|, build relations flat, build row counts); R_1 attribute-major."""
+        """(relations, rows, distinct): R_1..R_n in one flat int32 array (R_1 attribute-major
+        first, then the build relations row-major in STwig order), the rows of each (0 past an
+        empty one) and the distinct values per column of each relation up to the first empty one."""
         start = time.perf_counter()
         try:
-            relations, distinct = self._cpu_explorer.explore(
+            relations, _, rows, distinct = self._cpu_explorer.explore(
                 twigs, query.labels, homomorphic=homomorphic, deadline=deadline,
                 max_bytes=self.max_relation_bytes)
         finally:                      # a timeout's row must show the time it spent exploring
             timer.add("filter", time.perf_counter() - start)
-        arities = [len(t.columns) for t in twigs]
-        rows = [r.size // a for r, a in zip(relations, arities)]
-        rows += [0] * (len(twigs) - len(rows))
-        builds = np.concatenate(relations[1:]) if len(relations) > 1 else np.zeros(0, np.int32)
-        return relations[0], rows[0], builds, rows[1:], distinct
+        return relations, rows, distinct
 
     # ------------------------------------------------------------------ engine contract
     def _prepare(self, data: Graph) -> None:
@@ -145,23 +159,28 @@ class STwigPipeline(Engine):
 
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         start = time.perf_counter()
-        twigs = decompose(query, self.data.label_frequencies)
+        twigs = self._given_twigs
+        if twigs is None:
+            twigs = decompose(query, self.data.label_frequencies)
         return self._run(query, twigs, limit, collect, timeout_s, homomorphic, start)
+
+    _given_twigs: list[Twig] | None = None
 
     def match_twigs(self, query: Graph, twigs: list[Twig], *, limit: int | None = None,
                     collect: bool = False, timeout_s: float | None = None,
                     homomorphic: bool = False) -> MatchResult:
-        """Match ``query`` with a given STwig decomposition (as the paper's Fig. 1 example)."""
+        """Match ``query`` with a given STwig decomposition (as the paper's Fig. 1 example);
+        otherwise exactly :meth:`match` (the base class's checks, statuses and peak)."""
         if self.data is None:
             raise RuntimeError("match_twigs() called before prepare(data)")
-        check_twigs(query, twigs)
+        if isinstance(query, Graph):
+            check_twigs(query, twigs)
+        self._given_twigs = list(twigs)
         try:
-            result = self._run(query, list(twigs), limit, collect, timeout_s, homomorphic,
-                               time.perf_counter())
-        except DeviceOutOfMemory as exc:
-            result = MatchResult(self.name, 0, Status.OOM, reason=str(exc))
-        result.query = query.name
-        return result
+            return self.match(query, limit=limit, collect=collect, timeout_s=timeout_s,
+                              homomorphic=homomorphic)
+        finally:
+            self._given_twigs = None
 
     # ------------------------------------------------------------------ the pipeline
     def _run(self, query, twigs, limit, collect, timeout_s, homomorphic, start) -> MatchResult:
@@ -170,26 +189,28 @@ class STwigPipeline(Engine):
         timer = self._timer()
         plan = join_plan(twigs, nq)
         timer.add("plan", time.perf_counter() - start)
-        stats = {"twigs": [[t.root, *t.leaves] for t in twigs], "num_twigs": len(twigs)}
-        budget = getattr(self, "_budget", None)
-        if budget is not None:
-            budget.reset_peak()
+        candidates = [int(c) for c in self.data.label_frequencies[query.labels]]
+        stats = {"twigs": [[t.root, *t.leaves] for t in twigs], "num_twigs": len(twigs),
+                 "order": [int(v) for v in plan.vertex_of_slot], "candidate_sizes": candidates}
         status, count, pieces = Status.OK, 0, []
         try:
-            r1, nr1, builds, rows, distinct = self._explore(twigs, query, homomorphic, deadline, timer)
-            stats["relation_rows"] = [nr1, *rows]
+            relations, rows, distinct = self._explore(twigs, query, homomorphic, deadline, timer)
+            nr1 = rows[0]
+            stats["relation_rows"] = list(rows)
+            stats["candidate_sizes"] = _candidate_sizes(twigs, rows, distinct, candidates)
             began = time.perf_counter()
             if self.join_order == "estimate" and len(distinct) == len(twigs) > 2:
-                plan = join_plan(twigs, nq, estimated_order(twigs, [nr1, *rows], distinct))
+                plan = join_plan(twigs, nq, estimated_order(twigs, rows, distinct))
             stats["join_order"] = list(plan.build_order)
+            stats["order"] = [int(v) for v in plan.vertex_of_slot]
             timer.add("plan", time.perf_counter() - began)
-            if nr1 == 0 or min(rows, default=1) == 0:
+            if min(rows) == 0:
                 pass
-            elif not rows:
-                status, count, pieces = self._star(r1, nr1, plan, limit, collect)
+            elif len(twigs) == 1:
+                status, count, pieces = self._star(relations, nr1, plan, limit, collect)
             else:
                 join = self._new_join()
-                join.load(plan, r1, nr1, builds, rows, homomorphic, timer,
+                join.load(plan, relations, rows, homomorphic, timer,
                           self.split_rows if self.split_probe else 0, self.split_levels)
                 stats["copy_s"] = timer.seconds.get("transfer", 0.0)
                 stats["split_depth"] = join.depth
@@ -210,7 +231,8 @@ class STwigPipeline(Engine):
             embeddings = np.empty_like(slots)
             embeddings[:, plan.vertex_of_slot] = slots
         return MatchResult(self.name, count, status, embeddings=embeddings, phases=phases,
-                           peak_device_bytes=budget.peak if budget is not None else 0, stats=stats)
+                           peak_device_bytes=self.budget.peak if self.budget is not None else 0,
+                           stats=stats)
 
     @staticmethod
     def _star(r1, nr1, plan: JoinPlan, limit, collect):
@@ -343,9 +365,11 @@ class STwig(STwigPipeline):
         self.blocks = None if blocks is None else int(blocks)
 
     def _prepare(self, data: Graph) -> None:
-        self._budget = DeviceMemoryBudget(self.device_memory_limit)
-        self._gpu_explorer = GpuExplorer(data, self._budget) if self.exploration == "gpu" else None
-        self._join_state = GpuHashJoin(self._budget, self.threads_per_block, self.blocks)
+        self.budget = DeviceMemoryBudget(self.device_memory_limit)
+        self.buffers = BufferPool(self.budget, prefix="stwig ")
+        self._gpu_explorer = (GpuExplorer(data, self.budget, self.buffers)
+                              if self.exploration == "gpu" else None)
+        self._join_state = GpuHashJoin(self.buffers, self.threads_per_block, self.blocks)
         super()._prepare(data)
 
     def _explore(self, twigs, query, homomorphic, deadline, timer):

@@ -23,7 +23,13 @@ Choices where the paper is silent:
   calls (overrun: about one call, ``CHUNK_SECONDS`` to 2x that); the GPU path (an addition the issue asks for)
   runs the same per-root routine as a CUDA device function, one thread per root candidate;
 * relations past ``max_relation_bytes`` in all stop the query as out-of-memory (the host stages
-  them for the device).
+  them for the device);
+* all relations of a query lie in one flat int32 array, R_1 (attribute-major) first and then
+  R_2..R_n (row-major) in STwig order, so that the join uploads them with one copy;
+* the CPU path first tries the whole query in **one** compiled call (:func:`_explore_query_cpu`,
+  bounded by :data:`FAST_STEPS` steps: a root, an odometer step, a binding row cost one each);
+  a query that runs out of steps keeps its finished STwigs and goes on STwig by STwig in the
+  resumable calls above (what the cut STwig had done is redone: at most ``FAST_STEPS`` steps).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from numba import njit
 from common.device import cuda
 from common.errors import DeviceOutOfMemory
 from common.graph import Graph
+from common.scan import exclusive_scan
 
 from .decompose import Twig
 
@@ -48,6 +55,17 @@ MAX_LEAVES = 31
 #: per root chunk overran a 5 s deadline by over 10 minutes on one root).
 FIRST_STEPS = 1 << 12
 CHUNK_SECONDS = 0.01
+#: Step budget of the one-call fast path (a few ms at most; the median HPRD query needs ~1e4).
+FAST_STEPS = 1 << 18
+
+# Columns of the STwig table of the fast path (int64, one row per STwig).
+TW_ROOT, TW_NLEAVES, TW_LEAVES = 0, 1, 2
+TWIG_FIELDS = TW_LEAVES + MAX_LEAVES
+# Fields of the fast path's report (int64).
+FAST_STATUS, FAST_TWIGS, FAST_ENTRIES, FAST_WANTED = range(4)
+FAST_INFO = 4
+# Values of FAST_STATUS: every STwig matched (or one relation empty), out of steps, too large.
+FAST_DONE, FAST_OUT_OF_STEPS, FAST_TOO_LARGE = range(3)
 
 
 _NO_OUTPUT = np.zeros(1, np.int32)
@@ -184,11 +202,126 @@ def _explore_roots_cpu(roots, first, root_qv, root_bound, nleaves, leaf_label, l
     return r, total
 
 
+@njit(nogil=True, cache=True)
+def _bind_columns_cpu(bitmap, bound, twig_tab, t, rel, total, row_stride, col_stride, distinct):
+    """Bindings of STwig ``t``'s query vertices from its relation (one bitmap row each, rebuilt),
+    their distinct-value counts in ``distinct[t]``; returns the steps spent (rows x columns)."""
+    k = twig_tab[t, TW_NLEAVES]
+    for c in range(k + 1):
+        x = twig_tab[t, TW_ROOT] if c == 0 else twig_tab[t, TW_LEAVES + c - 1]
+        bitmap[x, :] = 0
+        seen = 0
+        for i in range(total):
+            v = rel[i * row_stride + c * col_stride]
+            if bitmap[x, v] == 0:
+                bitmap[x, v] = 1
+                seen += 1
+        distinct[t, c] = seen
+        bound[x] = 1
+    return (k + 1) * total
+
+
+@njit(nogil=True, cache=True)
+def _explore_query_cpu(twig_tab, query_labels, vertices_by_label, label_offsets, bitmap, bound,
+                       homomorphic, off, adj, adjlab, steps, max_entries, rows, distinct, info):
+    """MatchSTwig for every STwig of a query in one call of at most ``steps`` steps: returns the
+    flat relation array (R_1 attribute-major, then R_2.. row-major; ``info[FAST_ENTRIES]`` used)
+    with ``rows[t]``, ``distinct[t, c]`` and the bindings of the finished STwigs
+    (``info[FAST_TWIGS]``). ``info[FAST_STATUS]``: FAST_DONE (all, or an empty relation),
+    FAST_OUT_OF_STEPS (STwig ``info[FAST_TWIGS]`` was cut: redo it) or FAST_TOO_LARGE (past
+    ``max_entries``; ``info[FAST_WANTED]`` entries asked for)."""
+    lo_buf = np.empty(MAX_LEAVES, np.int64)
+    hi_buf = np.empty(MAX_LEAVES, np.int64)
+    idx_buf = np.empty(MAX_LEAVES, np.int64)
+    leaf_label = np.empty(MAX_LEAVES, np.int32)
+    leaf_qv = np.empty(MAX_LEAVES, np.int32)
+    leaf_bound = np.empty(MAX_LEAVES, np.uint8)
+    work = np.empty(3, np.int64)
+    out = np.empty(4096, np.int32)
+    used = 0
+    left = steps
+    info[FAST_STATUS] = FAST_OUT_OF_STEPS
+    for t in range(twig_tab.shape[0]):
+        info[FAST_TWIGS] = t
+        info[FAST_ENTRIES] = used
+        root = twig_tab[t, TW_ROOT]
+        k = twig_tab[t, TW_NLEAVES]
+        for i in range(k):
+            qv = twig_tab[t, TW_LEAVES + i]
+            leaf_qv[i] = qv
+            leaf_label[i] = query_labels[qv]
+            leaf_bound[i] = bound[qv]
+        lab = query_labels[root]
+        roots = vertices_by_label[label_offsets[lab]:label_offsets[lab + 1]]
+        offsets = np.zeros(roots.size + 1, np.int64)
+        total = 0
+        for write in (False, True):
+            if left <= 0:
+                return out
+            work[0] = left
+            work[1] = -1
+            work[2] = 0
+            arity = k + 1
+            base = used
+            rs, cs = (1, total) if t == 0 else (arity, 1)
+            r, got = _explore_roots_cpu(roots, 0, root, bound[root], k, leaf_label, leaf_qv,
+                                        leaf_bound, bitmap, homomorphic, off, adj, adjlab, write,
+                                        out[base:], offsets[:roots.size] if not write else offsets,
+                                        rs, cs, work, lo_buf, hi_buf, idx_buf)
+            if r < roots.size or work[1] >= 0:
+                return out
+            left = work[0]
+            if not write:
+                total = got
+                for i in range(roots.size - 1, -1, -1):
+                    offsets[i + 1] = offsets[i]
+                offsets[0] = 0
+                for i in range(roots.size):
+                    offsets[i + 1] += offsets[i]
+                if used + arity * total > max_entries:
+                    info[FAST_STATUS] = FAST_TOO_LARGE
+                    info[FAST_WANTED] = arity * total
+                    return out
+                if used + arity * total > out.size:
+                    grown = np.empty(max(used + arity * total, 2 * out.size), np.int32)
+                    grown[:used] = out[:used]
+                    out = grown
+        rows[t] = total
+        used += (k + 1) * total
+        info[FAST_ENTRIES] = used
+        if total == 0:
+            info[FAST_TWIGS] = t + 1
+            info[FAST_STATUS] = FAST_DONE
+            return out
+        rs, cs = (1, total) if t == 0 else (k + 1, 1)
+        left -= _bind_columns_cpu(bitmap, bound, twig_tab, t, out[used - (k + 1) * total:used],
+                                  total, rs, cs, distinct)
+    info[FAST_TWIGS] = twig_tab.shape[0]
+    info[FAST_STATUS] = FAST_DONE
+    return out
+
+
+def twig_table(twigs: list[Twig]) -> np.ndarray:
+    """The STwigs as rows (root, leaf count, leaves...) of TWIG_FIELDS int64."""
+    tab = np.zeros((len(twigs), TWIG_FIELDS), np.int64)
+    for t, twig in enumerate(twigs):
+        tab[t, TW_ROOT] = twig.root
+        tab[t, TW_NLEAVES] = len(twig.leaves)
+        tab[t, TW_LEAVES:TW_LEAVES + len(twig.leaves)] = twig.leaves
+    return tab
+
+
 @cuda.jit
-def _explore_roots_gpu(roots, nroots, root_qv, root_bound, nleaves, leaf_label, leaf_qv,
-                       leaf_bound, bitmap, homomorphic, off, adj, adjlab, write, out, offsets,
+def _explore_roots_gpu(vertices, first, nroots, root_qv, root_bound, nleaves, leaf_args, t,
+                       bitmap, homomorphic, off, adj, adjlab, write, rel, base, offsets,
                        row_stride, col_stride):
-    """One thread per root candidate: count (offsets[r] = count) or fill, as the CPU routine."""
+    """One thread per root candidate ``vertices[first + r]``: count (offsets[r] = count) or
+    fill from ``rel[base]``, as the CPU routine; ``leaf_args[t]``: leaf labels, vertices and
+    bound flags of STwig ``t`` (rows of MAX_LEAVES)."""
+    leaf_label = leaf_args[t, 0]
+    leaf_qv = leaf_args[t, 1]
+    leaf_bound = leaf_args[t, 2]
+    out = rel[base:]
     lo_buf = cuda.local.array(MAX_LEAVES, numba.int64)
     hi_buf = cuda.local.array(MAX_LEAVES, numba.int64)
     idx_buf = cuda.local.array(MAX_LEAVES, numba.int64)
@@ -199,7 +332,7 @@ def _explore_roots_gpu(roots, nroots, root_qv, root_bound, nleaves, leaf_label, 
     r = cuda.grid(1)
     step = cuda.gridsize(1)
     while r < nroots:
-        v = roots[r]
+        v = vertices[first + r]
         c = 0
         if root_bound == 0 or bitmap[root_qv, v] != 0:
             c = _match_root_gpu(v, nleaves, leaf_label, leaf_qv, leaf_bound, bitmap, homomorphic,
@@ -211,14 +344,32 @@ def _explore_roots_gpu(roots, nroots, root_qv, root_bound, nleaves, leaf_label, 
 
 
 @cuda.jit
-def _bind_column_gpu(bitmap, qv, rel, nrows, row_stride, col_stride, col, distinct, slot):
-    """bitmap[qv, v] = 1 for every value v of column ``col`` of a relation; distinct[slot]
-    counts the values (the first thread to set a bit counts it)."""
+def _clear_columns_gpu(bitmap, twig_tab, t):
+    """Zero the binding rows of STwig ``t``'s query vertices (before they are rebuilt)."""
+    n = bitmap.shape[1]
+    cols = twig_tab[t, TW_NLEAVES] + 1
     i = cuda.grid(1)
     step = cuda.gridsize(1)
-    while i < nrows:
-        if cuda.atomic.exch(bitmap, (qv, rel[i * row_stride + col * col_stride]), numba.int32(1)) == 0:
-            cuda.atomic.add(distinct, slot, numba.int32(1))
+    while i < cols * n:
+        c = i // n
+        x = twig_tab[t, TW_ROOT] if c == 0 else twig_tab[t, TW_LEAVES + c - 1]
+        bitmap[x, i - c * n] = 0
+        i += step
+
+
+@cuda.jit
+def _bind_columns_gpu(bitmap, twig_tab, t, rel, nrows, row_stride, col_stride, distinct, slot):
+    """bitmap[x, v] = 1 for every value v of every column x of STwig ``t``'s relation;
+    distinct[slot + c] counts column c's values (the first thread to set a bit counts it)."""
+    cols = twig_tab[t, TW_NLEAVES] + 1
+    i = cuda.grid(1)
+    step = cuda.gridsize(1)
+    while i < cols * nrows:
+        c = i // nrows
+        r = i - c * nrows
+        x = twig_tab[t, TW_ROOT] if c == 0 else twig_tab[t, TW_LEAVES + c - 1]
+        if cuda.atomic.exch(bitmap, (x, rel[r * row_stride + c * col_stride]), numba.int32(1)) == 0:
+            cuda.atomic.add(distinct, slot + c, numba.int32(1))
         i += step
 
 
@@ -241,18 +392,45 @@ class CpuExplorer:
 
     def explore(self, twigs: list[Twig], query_labels: np.ndarray, *, homomorphic: bool,
                 deadline: float | None, max_bytes: int):
-        """(relations, distinct): R_1..R_n as flat int32 arrays (R_1 attribute-major, the others
-        row-major) and each relation's distinct values per column.
-
-        Stops early (returning the relations so far) when one is empty: the answer is then empty.
-        """
+        """(relations, R_1 entries, rows, distinct): R_1..R_n in one flat int32 array (R_1
+        attribute-major, the others row-major, in STwig order), each relation's rows (0 past an
+        empty one: the query then stops, its answer empty) and, per relation up to the first
+        empty one, the distinct values of each column."""
         nq = query_labels.size
         bitmap = np.zeros((nq, self.n), np.uint8)
         bound = np.zeros(nq, np.uint8)
-        relations: list[np.ndarray] = []
-        distinct: list[list[int]] = []
-        used_bytes = 0
+        rows = np.zeros(len(twigs), np.int64)
+        distinct = np.zeros((len(twigs), MAX_LEAVES + 1), np.int64)
+        info = np.zeros(FAST_INFO, np.int64)
+        labels = np.ascontiguousarray(query_labels, dtype=np.int64)
+        flat = _explore_query_cpu(twig_table(twigs), labels, self.vertices_by_label,
+                                  self.label_offsets, bitmap, bound, bool(homomorphic), self.off,
+                                  self.adj, self.adjlab, FAST_STEPS, max_bytes // 4, rows, distinct,
+                                  info)
+        done, used = int(info[FAST_TWIGS]), int(info[FAST_ENTRIES])
+        if info[FAST_STATUS] == FAST_TOO_LARGE:
+            raise DeviceOutOfMemory(4 * int(info[FAST_WANTED]), 4 * used, max_bytes,
+                                    f"STwig relation R_{done + 1} (max_relation_bytes)")
+        _check_deadline(deadline)
+        pieces = [flat[:used]]
+        if info[FAST_STATUS] == FAST_OUT_OF_STEPS:
+            pieces += self._explore_resumable(twigs, done, query_labels, bitmap, bound, rows,
+                                              distinct, homomorphic, deadline, max_bytes, 4 * used)
+        relations = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+        per_twig = []
         for t, twig in enumerate(twigs):
+            if rows[t] == 0:
+                break
+            per_twig.append([int(v) for v in distinct[t, :len(twig.columns)]])
+        return relations, len(twigs[0].columns) * int(rows[0]), [int(r) for r in rows], per_twig
+
+    def _explore_resumable(self, twigs, first, query_labels, bitmap, bound, rows, distinct,
+                           homomorphic, deadline, max_bytes, used_bytes) -> list[np.ndarray]:
+        """STwigs ``first``.. in compiled calls of a bounded number of steps (a query the fast
+        path could not finish): their relations, stopping after an empty one."""
+        relations: list[np.ndarray] = []
+        for t in range(first, len(twigs)):
+            twig = twigs[t]
             root_label, root_bound, leaf_label, leaf_qv, leaf_bound = twig_arguments(
                 twig, query_labels, bound)
             roots = self.vertices_by_label[self.label_offsets[root_label]:
@@ -262,9 +440,9 @@ class CpuExplorer:
             args = (twig.root, root_bound, len(twig.leaves), leaf_label, leaf_qv, leaf_bound,
                     bitmap, bool(homomorphic), self.off, self.adj, self.adjlab)
 
-            def too_large(rows, t=t, arity=arity):
-                if used_bytes + 4 * arity * rows > max_bytes:
-                    raise DeviceOutOfMemory(4 * arity * rows, used_bytes, max_bytes,
+            def too_large(n, t=t, arity=arity):
+                if used_bytes + 4 * arity * n > max_bytes:
+                    raise DeviceOutOfMemory(4 * arity * n, used_bytes, max_bytes,
                                             f"STwig relation R_{t + 1} (max_relation_bytes)")
 
             total = _explore_bounded(roots, args, False, _NO_OUTPUT, counts, (0, 0), deadline,
@@ -276,16 +454,12 @@ class CpuExplorer:
             _explore_bounded(roots, args, True, rel, offsets, strides, deadline)
             used_bytes += rel.nbytes
             relations.append(rel)
+            rows[t] = total
             if total == 0:
                 break
-            table = rel.reshape(arity, total) if t == 0 else rel.reshape(total, arity).T
-            distinct.append([])
-            for c, x in enumerate(twig.columns):
-                bitmap[x, :] = 0
-                bitmap[x, table[c]] = 1
-                bound[x] = 1
-                distinct[-1].append(int(np.count_nonzero(bitmap[x])))
-        return relations, distinct
+            _bind_columns_cpu(bitmap, bound, twig_table(twigs), t, rel, total, *strides, distinct)
+            _check_deadline(deadline)
+        return relations
 
 
 def _explore_bounded(roots, args, write, out, offsets, strides, deadline, check=None) -> int:
@@ -319,15 +493,12 @@ def _check_deadline(deadline: float | None) -> None:
 
 class GpuExplorer:
     """MatchSTwig as CUDA kernels (``exploration="gpu"``): one thread per root candidate counts
-    its matches, a device scan turns counts into offsets, the same threads write them, and a
-    scatter kernel rebuilds the bindings of the STwig's query vertices. Relations stay on the
-    device: R_1 in the probe buffer, the others appended to one build buffer."""
+    its matches, a device scan turns counts into offsets, the same threads write them, and two
+    kernels rebuild the bindings of the STwig's query vertices. The relations stay on the device
+    in the pooled buffer ``relations`` (the flat layout of :meth:`CpuExplorer.explore`); the
+    STwigs' leaf arguments go up in one copy per query."""
 
-    def __init__(self, data: Graph, budget):
-        from common.scan import ScanWorkspace
-
-        from .hashjoin import DeviceBuffers
-
+    def __init__(self, data: Graph, budget, buffers):
         off, adj, adjlab = label_sorted_adjacency(data)
         self.off = budget.to_device(off, "stwig adjacency offsets")
         self.adj = budget.to_device(adj, "stwig adjacency")
@@ -336,86 +507,80 @@ class GpuExplorer:
                                                   "stwig label index")
         self.label_offsets = data.label_offsets
         self.n = data.num_vertices
-        self.buffers = DeviceBuffers(budget)
-        self.scan = ScanWorkspace(max(int(data.label_frequencies.max(initial=1)), 1), np.int64, budget)
+        self.buffers = buffers
+        self.max_roots = max(int(data.label_frequencies.max(initial=1)), 1)
+        self.buffers.scan(self.max_roots)
 
     def explore(self, twigs: list[Twig], query_labels: np.ndarray, *, homomorphic: bool,
                 deadline: float | None, max_bytes: int, timer):
-        """(R_1 device, |R_1|, build relations device (row-major, appended), their row counts,
-        per-relation distinct values per column)."""
+        """(relations (device), rows, distinct) as :meth:`STwigPipeline._explore`."""
         from common.device import fill
 
         from .hashjoin import JOIN_THREADS
 
-        nq = query_labels.size
-        bitmap = self.buffers.get("bindings", nq * self.n, np.int32)[:nq * self.n].reshape(nq, self.n)
+        nq, nt = query_labels.size, len(twigs)
         slots = sum(len(t.columns) for t in twigs)
-        distinct = self.buffers.get("distinct values", slots, np.int32)[:slots]
-        fill(distinct, 0)
-        slot = 0
+        # One upload: per STwig its leaf labels, leaf vertices and leaf bound flags (rows of
+        # MAX_LEAVES), then the distinct-value counters (zero), then the STwig table.
         bound = np.zeros(nq, np.uint8)
-        r1 = builds = None
-        nr1, rows, used = 0, [], 0
-        threads = JOIN_THREADS
+        host = np.zeros(3 * nt * MAX_LEAVES + slots + nt * TWIG_FIELDS, np.int32)
+        leaf_args = host[:3 * nt * MAX_LEAVES].reshape(nt, 3, MAX_LEAVES)
+        root_bound = []
+        for t, twig in enumerate(twigs):
+            _, rb, leaf_label, leaf_qv, leaf_bound = twig_arguments(twig, query_labels, bound)
+            k = len(twig.leaves)
+            leaf_args[t, 0, :k], leaf_args[t, 1, :k], leaf_args[t, 2, :k] = leaf_label, leaf_qv, leaf_bound
+            root_bound.append(rb)
+            bound[list(twig.columns)] = 1
+        host[3 * nt * MAX_LEAVES + slots:] = twig_table(twigs).reshape(-1)
         with timer.phase("filter"):
+            d_host = self.buffers.upload("exploration arguments", host)
+            d_leaf = d_host[:3 * nt * MAX_LEAVES].reshape(nt, 3, MAX_LEAVES)
+            distinct = d_host[3 * nt * MAX_LEAVES:3 * nt * MAX_LEAVES + slots]
+            d_twigs = d_host[3 * nt * MAX_LEAVES + slots:].reshape(nt, TWIG_FIELDS)
+            bitmap = self.buffers.get("bindings", (nq, self.n), np.int32)
+            fill(bitmap, 0)
+            scan = self.buffers.scan(self.max_roots)
+            counts = self.buffers.get("root counts", self.max_roots, np.int64)
+            rows = [0] * nt
+            slot, used = 0, 0
+            threads = JOIN_THREADS
+            rel = self.buffers.get("relations", 1, np.int32)
             for t, twig in enumerate(twigs):
-                root_label, root_bound, leaf_label, leaf_qv, leaf_bound = twig_arguments(
-                    twig, query_labels, bound)
-                first, last = int(self.label_offsets[root_label]), int(self.label_offsets[root_label + 1])
+                label = int(query_labels[twig.root])
+                first, last = int(self.label_offsets[label]), int(self.label_offsets[label + 1])
                 nroots = last - first
-                roots = self.vertices_by_label[first:last]
-                arity = len(twig.columns)
-                k = len(twig.leaves)
-                leaves = self.buffers.get(f"twig {t} leaves", 3 * max(k, 1), np.int32)
-                leaves[:3 * max(k, 1)].copy_to_device(np.concatenate(
-                    [leaf_label, leaf_qv, leaf_bound.astype(np.int32)]) if k else np.zeros(3, np.int32))
-                d_label, d_qv, d_bound = leaves[0:max(k, 1)], leaves[max(k, 1):2 * max(k, 1)], leaves[2 * max(k, 1):3 * max(k, 1)]
-                counts = self.buffers.get("root counts", nroots, np.int64)[:nroots]
+                arity, k = len(twig.columns), len(twig.leaves)
                 blocks = max(1, min(1024, (nroots + threads - 1) // threads))
-                args = (roots, nroots, twig.root, root_bound, k, d_label, d_qv, d_bound, bitmap,
-                        bool(homomorphic), self.off, self.adj, self.adjlab)
-                out = self.buffers.get("probe relation R_1", 1, np.int32)
-                _explore_roots_gpu[blocks, threads](*args, False, out, counts, 0, 0)
-                total = exclusive_scan_total(counts, self.scan)
-                if used + 4 * arity * total > max_bytes:
-                    raise DeviceOutOfMemory(4 * arity * total, used, max_bytes,
+                args = (self.vertices_by_label, first, nroots, twig.root, root_bound[t], k, d_leaf, t,
+                        bitmap, bool(homomorphic), self.off, self.adj, self.adjlab)
+                _explore_roots_gpu[blocks, threads](*args, False, rel, 0, counts, 0, 0)
+                total = exclusive_scan(counts, workspace=scan, n=nroots) if nroots else 0
+                if 4 * (used + arity * total) > max_bytes:
+                    raise DeviceOutOfMemory(4 * arity * total, 4 * used, max_bytes,
                                             f"STwig relation R_{t + 1} (max_relation_bytes)")
                 _check_deadline(deadline)
-                if t == 0:
-                    out = self.buffers.get("probe relation R_1", arity * total, np.int32)
-                    base, strides = 0, (1, total)
-                    r1, nr1 = out, total
-                else:
-                    base = sum(r * len(tw.columns) for r, tw in zip(rows, twigs[1:]))
-                    out = self.buffers.get("build relations", base + arity * total, np.int32, keep=base)
-                    strides = (arity, 1)
-                    builds = out
-                    rows.append(total)
-                used += 4 * arity * total
+                rel = self.buffers.get("relations", used + arity * total, np.int32, keep=used)
+                rows[t] = total
                 if total == 0:
                     break
-                view = out[base:base + arity * total]
-                _explore_roots_gpu[blocks, threads](*args, True, view, counts, *strides)
-                for c, x in enumerate(twig.columns):
-                    fill(bitmap[x], 0)
-                    grid = max(1, min(1024, (total + threads - 1) // threads))
-                    _bind_column_gpu[grid, threads](bitmap, x, view, total, strides[0], strides[1], c,
-                                                    distinct, slot + c)
-                    bound[x] = 1
+                strides = (1, total) if t == 0 else (arity, 1)
+                _explore_roots_gpu[blocks, threads](*args, True, rel, used, counts, *strides)
+                grid = max(1, min(1024, (arity * self.n + threads - 1) // threads))
+                _clear_columns_gpu[grid, threads](bitmap, d_twigs, t)
+                grid = max(1, min(1024, (arity * total + threads - 1) // threads))
+                _bind_columns_gpu[grid, threads](bitmap, d_twigs, t, rel[used:], total, *strides,
+                                                 distinct, slot)
+                used += arity * total
                 slot += arity
-            counts = distinct.copy_to_host()
-        rows += [0] * (len(twigs) - 1 - len(rows))
-        if builds is None:
-            builds = self.buffers.get("build relations", 1, np.int32)
+            counted = distinct.copy_to_host()
         per_twig, start = [], 0
-        for twig in twigs:
-            per_twig.append([int(v) for v in counts[start:start + len(twig.columns)]])
+        for t, twig in enumerate(twigs):
+            if rows[t] == 0:
+                break
+            per_twig.append([int(v) for v in counted[start:start + len(twig.columns)]])
             start += len(twig.columns)
-        return r1, nr1, builds, rows, per_twig
+        return rel, rows, per_twig
 
 
-def exclusive_scan_total(counts, workspace) -> int:
-    """In-place exclusive scan of per-root counts on the device; returns their sum."""
-    from common.scan import exclusive_scan
 
-    return exclusive_scan(counts, workspace=workspace) if counts.size else 0

@@ -53,9 +53,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from common.device import DeviceMemoryBudget, cuda, fill, simulator_active
+from common.device import BufferPool, cuda, simulator_active
 from common.errors import DeviceOutOfMemory
-from common.scan import ScanWorkspace, exclusive_scan
+from common.scan import exclusive_scan
 
 from .decompose import JoinPlan
 
@@ -69,28 +69,53 @@ JOIN_THREADS = 32 if simulator_active() else 256
 SHARED_LIMIT = 48 * 1024
 
 
-def table_layout(plan: JoinPlan, rows: list[int]) -> tuple[np.ndarray, int, int, int]:
-    """(tab, pool entries, head entries, relation entries) of the build tables in join order.
+def table_layout(plan: JoinPlan, rows: list[int]) -> tuple[np.ndarray, int, int]:
+    """(tab, pool entries, head entries) of the build tables in join order.
 
-    ``rows[k]``: rows of STwig k+1's relation; the relations lie row-major one after another
-    in STwig order (as the explorers write them)."""
+    ``rows[t]``: rows of STwig t's relation; the relations lie in one flat array as the
+    explorers write them: R_1 (``l1 * rows[0]`` entries) first, then R_2.. row-major in STwig
+    order, so ``tab[k, REL_OFF]`` is an offset into that array."""
     nt = plan.num_builds
     arity = [len(t.columns) for t in plan.twigs]
     rel_off = np.zeros(len(plan.twigs), np.int64)
-    for t in range(2, len(plan.twigs)):
-        rel_off[t] = rel_off[t - 1] + int(rows[t - 2]) * arity[t - 1]
+    rel_off[0] = 0
+    for t in range(1, len(plan.twigs)):
+        rel_off[t] = rel_off[t - 1] + int(rows[t - 1]) * arity[t - 1]
     tab = np.zeros((max(nt, 1), TAB_FIELDS), np.int64)
     pool = head = start = 0
     for k, t in enumerate(plan.build_order):
-        nrows = int(rows[t - 1])
+        nrows = int(rows[t])
         buckets = 1 << (max(nrows, 1).bit_length() - 1)
         tab[k] = (arity[t], pool, head, buckets - 1, plan.nkeys[k], plan.nnew[k],
                   plan.first_new_slot[k], rel_off[t], start, nrows)
         pool += nrows * (arity[t] + 1)
         head += buckets
         start += nrows
-    rel = int(sum(int(r) * a for r, a in zip(rows, arity[1:])))
-    return tab, pool, head, rel
+    return tab, pool, head
+
+
+#: Rows of the fixed-shape plan block uploaded per query (build tables; a query has <= 32
+#: vertices, so <= 31 build relations) and its key/new-column width (columns of an STwig).
+MAX_TABLES = 32
+MAX_COLS = 32
+# Offsets of the plan block (int64): tab (MAX_TABLES x TAB_FIELDS), then keycol, keyslot and
+# newcol (MAX_TABLES x MAX_COLS each). Its shape never changes, so its device views are made once.
+PLAN_TAB = 0
+PLAN_KEYCOL = PLAN_TAB + MAX_TABLES * TAB_FIELDS
+PLAN_KEYSLOT = PLAN_KEYCOL + MAX_TABLES * MAX_COLS
+PLAN_NEWCOL = PLAN_KEYSLOT + MAX_TABLES * MAX_COLS
+PLAN_SIZE = PLAN_NEWCOL + MAX_TABLES * MAX_COLS
+
+
+def plan_block(plan: JoinPlan, tab: np.ndarray) -> np.ndarray:
+    """The join's metadata (tab, keycol, keyslot, newcol) padded into one PLAN_SIZE int64 array."""
+    block = np.zeros(PLAN_SIZE, np.int64)
+    block[PLAN_TAB:PLAN_KEYCOL].reshape(MAX_TABLES, TAB_FIELDS)[:tab.shape[0]] = tab
+    for start, part in ((PLAN_KEYCOL, plan.keycol), (PLAN_KEYSLOT, plan.keyslot),
+                        (PLAN_NEWCOL, plan.newcol)):
+        block[start:start + MAX_TABLES * MAX_COLS].reshape(MAX_TABLES, MAX_COLS)[
+            :part.shape[0], :part.shape[1]] = part
+    return block
 
 
 # Registers of one thread's DFS (``io``, int64): depth, results of the unit so far, steps spent.
@@ -381,140 +406,236 @@ def _join_gpu(r1, nr1, l1, lo, hi, ctrl, sel, n_in, queue, cap, budget, depth, u
     cuda.atomic.add(ctrl, C_SUM, local)
 
 
-class DeviceBuffers:
-    """Grow-and-reuse device buffers, each allocated through the engine's memory budget."""
+@cuda.jit
+def _fill_prefix_gpu(out, n, value):
+    """out[:n] = value (a reused buffer longer than the data: slicing costs a launch)."""
+    i = cuda.grid(1)
+    step = cuda.gridsize(1)
+    while i < n:
+        out[i] = value
+        i += step
 
-    def __init__(self, budget: DeviceMemoryBudget):
-        self.budget = budget
-        self._arrays: dict[str, object] = {}
 
-    def get(self, name: str, size: int, dtype, keep: int = 0):
-        """A device array of at least ``size`` elements (its first ``keep`` kept when it grows)."""
-        size = max(int(size), 1)
-        current = self._arrays.get(name)
-        if current is not None and current.size >= size and current.dtype == np.dtype(dtype):
-            return current
-        capacity = 1 << (size - 1).bit_length()
-        if current is not None and not keep:
-            self.budget.free(current)
-            del self._arrays[name]
-        array = self.budget.device_array(capacity, dtype, what=f"stwig {name}")
-        if current is not None and keep:
-            array[:keep].copy_to_device(current[:keep])
-            self.budget.free(current)
-        self._arrays[name] = array
-        return array
+#: Units a one-block split launch holds per level (its counts live in shared memory): while the
+#: probe side is this small, every split level runs in one launch (count, block scan, fill).
+SMALL_SPLIT_UNITS = 64 if simulator_active() else 4096
+#: Most threads of a block (the block scan's shared array).
+MAX_BLOCK_THREADS = 1024
+# Fields of the one-block split's report (int64): levels done, units, buffer set holding them.
+SS_DEPTH, SS_UNITS, SS_SET = range(3)
+SS_FIELDS = 4
+
+
+@cuda.jit(device=True)
+def _block_exclusive_offset(sums, tid, nthreads, mine):
+    """Block-wide scan of the threads' ``mine`` (Hillis-Steele in ``sums``): (this thread's
+    exclusive offset, the block's total). Every thread of the block must call."""
+    sums[tid] = mine
+    cuda.syncthreads()
+    off = 1
+    while off < nthreads:
+        v = sums[tid - off] if tid >= off else 0
+        cuda.syncthreads()
+        sums[tid] += v
+        cuda.syncthreads()
+        off *= 2
+    return sums[tid] - mine, sums[nthreads - 1]
+
+
+@cuda.jit
+def _split_small_gpu(units, depth, max_depth, split_rows, r1, nr1, l1, pool, head, tab, keycol,
+                     keyslot, newcol, homomorphic, rows0, recs0, rows1, recs1, report):
+    """Split levels while the units fit SMALL_SPLIT_UNITS, all in one block and one launch:
+    per level each thread counts the child units of a run of units (expand_unit), a block
+    scan gives the offsets and the same threads write them (the units and their order are
+    those of the count/scan/fill launches). The units of a level go to buffer set 0 or 1 in
+    turn (set -1: the R_1 rows); ``report``: levels done, units, set holding them."""
+    counts = cuda.shared.array(SMALL_SPLIT_UNITS, numba.int32)
+    sums = cuda.shared.array(MAX_BLOCK_THREADS, numba.int32)
+    st = cuda.local.array(MAX_QUERY_VERTICES, numba.int32)
+    tid = cuda.threadIdx.x
+    nthreads = cuda.blockDim.x
+    cur = -1
+    while units < split_rows and depth < max_depth and units > 0:
+        if cur == 0:
+            src_row, src_rec, dst_row, dst_rec = rows0, recs0, rows1, recs1
+        else:
+            src_row, src_rec, dst_row, dst_rec = rows1, recs1, rows0, recs0
+        per = (units + nthreads - 1) // nthreads
+        lo = min(tid * per, units)
+        hi = min(lo + per, units)
+        mine = 0
+        for u in range(lo, hi):
+            c = _expand_unit_gpu(u, depth, src_row, src_rec, r1, nr1, l1, pool, head, tab, keycol,
+                                 keyslot, newcol, homomorphic, st, False, 0, dst_row, dst_rec)
+            c = min(c, SMALL_SPLIT_UNITS + 1)          # the sum only needs to exceed the cap
+            counts[u] = c
+            mine += c
+        first, total = _block_exclusive_offset(sums, tid, nthreads, mine)
+        if total > SMALL_SPLIT_UNITS:
+            break
+        for u in range(lo, hi):
+            _expand_unit_gpu(u, depth, src_row, src_rec, r1, nr1, l1, pool, head, tab, keycol,
+                             keyslot, newcol, homomorphic, st, True, first, dst_row, dst_rec)
+            first += counts[u]
+        cuda.syncthreads()
+        units = total
+        depth += 1
+        cur = 1 if cur == 0 else 0
+    if tid == 0:
+        report[SS_DEPTH] = depth
+        report[SS_UNITS] = units
+        report[SS_SET] = cur
 
 
 class GpuHashJoin:
     """Device side of one query: hash tables for R_2..R_n, the work units (R_1 rows or split
-    pairs) and bounded launches of Alg. 2 that save and resume DFS states."""
+    pairs) and bounded launches of Alg. 2 that save and resume DFS states. Device arrays come
+    from the engine's :class:`~common.device.BufferPool`; views of reused buffers are kept while
+    their buffer is (slicing a device array costs about a launch)."""
 
-    def __init__(self, budget: DeviceMemoryBudget, threads: int, blocks: int | None):
-        self.buffers = DeviceBuffers(budget)
-        self.budget = budget
+    def __init__(self, buffers: BufferPool, threads: int, blocks: int | None):
+        self.buffers = buffers
         self.threads = int(threads)
         self.blocks = blocks
-        self.scan = None
-        self.queue_view = None
-        self.no_split = None
+        self.small_split = True           # one launch for split levels of <= SMALL_SPLIT_UNITS
+        self._views: dict[str, tuple] = {}
+        self._sms = None
         self.host_ctrl = np.zeros(CTRL_FIELDS, np.int64)
+        self.host_report = np.zeros(SS_FIELDS, np.int64)
+
+    def _view(self, name: str, size: int, dtype, shape_of):
+        """A view ``shape_of(buffer)`` of pooled buffer ``name`` (>= ``size`` elements), made
+        again only when the buffer is replaced."""
+        buffer = self.buffers.get(name, size, dtype)
+        kept = self._views.get(name)
+        if kept is None or kept[0] is not buffer:
+            kept = (buffer, shape_of(buffer))
+            self._views[name] = kept
+        return kept[1]
+
+    def _records(self, name: str, units: int):
+        """Pooled split records (``units`` x MAX_SPLIT_LEVELS int32, or more rows)."""
+        def rows_of(buffer):
+            rows = buffer.size // MAX_SPLIT_LEVELS
+            return buffer[:rows * MAX_SPLIT_LEVELS].reshape(rows, MAX_SPLIT_LEVELS)
+        return self._view(name, max(units, 1) * MAX_SPLIT_LEVELS, np.int32, rows_of)
 
     def _grid(self, shared_bytes: int, threads: int) -> int:
         if self.blocks is not None:
             return int(self.blocks)
         if simulator_active():
             return 1
-        device = cuda.get_current_device()
+        if self._sms is None:
+            self._sms = int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
         per_sm = max(1, min(2048 // threads, (200 * 1024) // max(shared_bytes, 1)))
-        return int(device.MULTIPROCESSOR_COUNT) * per_sm
+        return self._sms * per_sm
 
-    def _small(self, name: str, host: np.ndarray):
-        """Copy a small host array (plan metadata) into a reused device buffer of its shape."""
-        host = np.ascontiguousarray(host)
-        buffer = self.buffers.get(name, host.size, host.dtype)[:host.size]
-        buffer.copy_to_device(host.reshape(-1))
-        return buffer.reshape(host.shape)
+    def _upload_plan(self, plan: JoinPlan, tab: np.ndarray) -> None:
+        """One copy of the plan block; tab/keycol/keyslot/newcol are fixed views of it."""
+        def parts(buffer):
+            return (buffer[PLAN_TAB:PLAN_KEYCOL].reshape(MAX_TABLES, TAB_FIELDS),
+                    *(buffer[a:a + MAX_TABLES * MAX_COLS].reshape(MAX_TABLES, MAX_COLS)
+                      for a in (PLAN_KEYCOL, PLAN_KEYSLOT, PLAN_NEWCOL)))
+        self.tab, self.keycol, self.keyslot, self.newcol = self._view(
+            "join plan", PLAN_SIZE, np.int64, parts)
+        buffer = self._views["join plan"][0]
+        host = plan_block(plan, tab)
+        (buffer if buffer.size == PLAN_SIZE else buffer[:PLAN_SIZE]).copy_to_device(host)
 
-    def load(self, plan: JoinPlan, r1, nr1: int, builds, rows: list[int], homomorphic: bool,
-             timer, split_rows: int | None, split_levels: int) -> None:
-        """Copy (if host arrays) R_1 and the build relations to the device, build the tables,
-        then split the probe side while it has fewer units than ``split_rows`` (None: 4 x the
-        threads of a launch; 0: never), by at most ``split_levels`` levels."""
+    def load(self, plan: JoinPlan, relations, rows: list[int], homomorphic: bool, timer,
+             split_rows: int | None, split_levels: int) -> None:
+        """Copy the relations (one flat array, R_1 first: :func:`table_layout`) to the device
+        if they are on the host, and the plan, build the tables, then split the probe side while
+        it has fewer units than ``split_rows`` (None: 4 x the threads of a launch; 0: never), by
+        at most ``split_levels`` levels."""
+        if plan.num_builds > MAX_TABLES or max(len(t.columns) for t in plan.twigs) > MAX_COLS:
+            raise ValueError(f"a join plan takes at most {MAX_TABLES} build relations of at most "
+                             f"{MAX_COLS} columns")
         self.plan = plan
         self.timer = timer
         self.homomorphic = bool(homomorphic)
         self.nq = plan.vertex_of_slot.size
         self.nt = plan.num_builds
         self.l1 = len(plan.twigs[0].columns)
-        self.nr1 = int(nr1)
-        tab, pool_size, head_size, rel_size = table_layout(plan, rows)
+        self.nr1 = int(rows[0])
+        tab, pool_size, head_size = table_layout(plan, rows)
         slots = self.nq + max(self.nt, 1)
         fitting = SHARED_LIMIT // (4 * slots)
         self.join_threads = min(self.threads, max(32, fitting - fitting % 32))
         self.shared = slots * self.join_threads * 4
         with timer.phase("transfer"):
-            if isinstance(r1, np.ndarray):
-                d_r1 = self.buffers.get("probe relation R_1", r1.size, np.int32)
-                d_r1[:r1.size].copy_to_device(r1)
-                r1 = d_r1
-            if isinstance(builds, np.ndarray):
-                d_rel = self.buffers.get("build relations", builds.size, np.int32)
-                d_rel[:builds.size].copy_to_device(builds)
-                builds = d_rel
-            self.tab = self._small("plan table", tab)
-            self.keycol = self._small("plan key columns", plan.keycol)
-            self.keyslot = self._small("plan key slots", plan.keyslot)
-            self.newcol = self._small("plan new columns", plan.newcol)
-        self.r1 = r1
+            if isinstance(relations, np.ndarray):
+                device = self.buffers.get("relations", relations.size, np.int32)
+                device[:relations.size].copy_to_device(relations)
+                relations = device
+            self._upload_plan(plan, tab)
+        self.r1 = relations
         with timer.phase("index"):
             self.ctrl = self.buffers.get("join control", CTRL_FIELDS, np.int64)
             self.pool = self.buffers.get("hash pool", pool_size, np.int32)
             self.head = self.buffers.get("hash heads", head_size, np.int32)
-            fill(self.head[:max(head_size, 1)], -1)
-            total_rows = int(sum(rows))
+            fill_blocks = max(1, min(self._grid(0, self.threads), (head_size + self.threads - 1) // self.threads))
+            _fill_prefix_gpu[fill_blocks, self.threads](self.head, head_size, -1)
+            total_rows = int(sum(rows[1:]))
             if self.nt and total_rows:
                 blocks = min(self._grid(0, self.threads), (total_rows + self.threads - 1) // self.threads)
-                _build_tables_gpu[blocks, self.threads](builds, self.tab, self.keycol, self.nt,
+                _build_tables_gpu[blocks, self.threads](relations, self.tab, self.keycol, self.nt,
                                                         total_rows, self.pool, self.head)
         if split_rows is None:
             split_rows = 4 * self.join_threads * self._grid(self.shared, self.join_threads)
         self._split(split_rows, split_levels, timer)
 
+    def _split_args(self):
+        return (self.r1, self.nr1, self.l1, self.pool, self.head, self.tab, self.keycol,
+                self.keyslot, self.newcol, self.homomorphic)
+
+    def _split_small(self, split_rows: int, levels: int) -> None:
+        """The first split levels in one launch (:func:`_split_small_gpu`) and one copy back."""
+        sets = []
+        for i in (0, 1):
+            sets.append(self._view(f"small split rows {i}", SMALL_SPLIT_UNITS, np.int32, lambda b: b))
+            sets.append(self._records(f"small split records {i}", SMALL_SPLIT_UNITS))
+        report = self.buffers.get("split report", SS_FIELDS, np.int64)
+        threads = min(self.threads, MAX_BLOCK_THREADS)
+        _split_small_gpu[1, threads](self.units, self.depth, levels, split_rows, *self._split_args(),
+                                     *sets, report)
+        got = report.copy_to_host(self.host_report)
+        if int(got[SS_SET]) >= 0:
+            self.urow, self.urec = sets[2 * int(got[SS_SET])], sets[2 * int(got[SS_SET]) + 1]
+            self.depth, self.units = int(got[SS_DEPTH]), int(got[SS_UNITS])
+
     def _split(self, split_rows: int, levels: int, timer) -> None:
         """Split the probe side level by level while it has fewer than ``split_rows`` units (at
-        most ``levels`` levels, none past MAX_PAIRS units): count + scan + fill per level."""
+        most ``levels`` levels, none past MAX_PAIRS units): while the units are few, in one
+        launch (:meth:`_split_small`); then count + scan + fill launches per level."""
         self.depth, self.units = 0, self.nr1
-        if self.no_split is None:
-            self.no_split = (self.buffers.get("split rows (none)", 1, np.int32),
-                             self.buffers.get("split records (none)", MAX_SPLIT_LEVELS,
-                                              np.int32).reshape(1, MAX_SPLIT_LEVELS))
-        self.urow, self.urec = self.no_split
+        self.urow = self._view("split rows (none)", 1, np.int32, lambda b: b)
+        self.urec = self._records("split records (none)", 1)
+        levels = min(levels, self.nt)
         with timer.phase("index"):
-            while self.units < split_rows and self.depth < min(levels, self.nt) and self.units:
+            if self.small_split and 0 < self.units <= SMALL_SPLIT_UNITS and \
+                    self.units < split_rows and levels > 0:
+                try:
+                    self._split_small(split_rows, levels)
+                except DeviceOutOfMemory:
+                    pass                    # the split is optional
+            while self.units < split_rows and self.depth < levels and self.units:
                 units = self.units
                 counts = self.buffers.get("split counts", units, np.int64)
-                if self.scan is None or self.scan.capacity < units:
-                    if self.scan is not None:
-                        for level in self.scan.levels:
-                            self.budget.free(level)
-                    self.scan = ScanWorkspace(max(units, 1024), np.int64, self.budget)
+                scan = self.buffers.scan(max(units, 1024))
                 blocks = min(self._grid(0, self.threads), (units + self.threads - 1) // self.threads)
-                args = (units, self.depth, self.urow, self.urec, self.r1, self.nr1, self.l1,
-                        self.pool, self.head, self.tab, self.keycol, self.keyslot, self.newcol,
-                        self.homomorphic)
+                args = (units, self.depth, self.urow, self.urec, *self._split_args())
                 _expand_units_kernel[blocks, self.threads](*args, False, counts, self.urow, self.urec)
-                new = int(exclusive_scan(counts, workspace=self.scan, n=units))
+                new = int(exclusive_scan(counts, workspace=scan, n=units))
                 if new > MAX_PAIRS:
                     break
                 side = self.depth % 2
                 try:
                     nrow = self.buffers.get(f"split rows {side}", new, np.int32)
-                    nrec = self.buffers.get(f"split records {side}", max(new, 1) * MAX_SPLIT_LEVELS,
-                                            np.int32)
+                    nrec = self._records(f"split records {side}", new)
                 except DeviceOutOfMemory:
                     break                   # the split is optional: keep the units so far
-                nrec = nrec[:max(new, 1) * MAX_SPLIT_LEVELS].reshape(max(new, 1), MAX_SPLIT_LEVELS)
                 _expand_units_kernel[blocks, self.threads](*args, True, counts, nrow, nrec)
                 self.urow, self.urec, self.units = nrow, nrec, new
                 self.depth += 1
@@ -528,15 +649,14 @@ class GpuHashJoin:
         self.grid = max(1, min(self._grid(self.shared, threads), (hi - lo + threads - 1) // threads))
         self.cap = self.grid * threads
         width = SAVED_HEADER + self.nq + self.nt
+        shape = (2 * self.cap, width)
         queue = self.buffers.get("saved DFS states", 2 * self.cap * width, np.int64)
-        if self.queue_view is None or self.queue_view[0] is not queue or \
-                self.queue_view[1].shape != (2 * self.cap, width):
-            # A view costs about as much as a launch on a GPU: reuse it while the shape holds.
-            view = queue[:2 * self.cap * width].reshape(2 * self.cap, width)
-            self.queue_view = (queue, view)
-        self.queue = self.queue_view[1]
+        kept = self._views.get("saved DFS states")
+        if kept is None or kept[0] is not queue or kept[1].shape != shape:
+            self._views["saved DFS states"] = (queue, queue[:shape[0] * width].reshape(shape))
+        self.queue = self._views["saved DFS states"][1]
         self.sel, self.n_in = 0, 0
-        fill(self.ctrl, 0)
+        _fill_prefix_gpu[1, 32](self.ctrl, CTRL_FIELDS, 0)
         self.rowvals = self.buffers.get("unit values", hi - lo, np.int64)
         self.out = self.buffers.get("output", rows * self.nq, np.int32)
         if mode == 2:
