@@ -748,7 +748,8 @@ def load_graph(path, *, directed: bool | None = None, symmetrize: bool = False,
     return graphs[0]
 
 
-def _natural_key(text: str) -> list:
+def natural_key(text: str) -> list:
+    """Sort key that orders digit runs by value: ``q_2`` before ``q_10``."""
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
 
 
@@ -766,7 +767,7 @@ def load_query_set(folder_or_files, **options) -> list[Graph]:
         if source.is_dir():
             files = sorted((p for p in source.iterdir() if p.is_file() and not p.name.startswith(".")
                             and p.suffix.lower() not in _METADATA_SUFFIXES),
-                           key=lambda p: _natural_key(p.name))
+                           key=lambda p: natural_key(p.name))
             if not files:
                 raise FileNotFoundError(f"no query files in {source}")
         else:

@@ -9,7 +9,7 @@ the reference's counts as the expected ones, to check that the script runs.
 Exit status 1 if any count is wrong. CSV rows go to --out (default $OUT, else ./bench_out);
 the summary table is printed last.
 
-    .venv/bin/python benchmarks/egsm_bench.py --time-budget 240
+    python -m experiments.bench_egsm --time-budget 240
 """
 
 from __future__ import annotations
@@ -23,52 +23,23 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import numpy as np
 
-import numpy as np  # noqa: E402
+from common.device import simulator_active
+from common.reference import ReferenceMatcher
+from common.result import Status
+from egsm.engine import EGSM, VARIANTS
 
-from common.paths import data_dir as bundled_data  # noqa: E402
-from common.device import simulator_active  # noqa: E402
-from common.io import load_graph, load_query_set, read_expected_counts  # noqa: E402
-from common.reference import ReferenceMatcher  # noqa: E402
-from common.result import Status  # noqa: E402
-from egsm.engine import EGSM, VARIANTS  # noqa: E402
+from .timing import timed as _timed
+from .workloads import check_set
 
 WORKLOADS = ("hprd", "yeast", "github")
-YEAST_SETS = ("dense_8", "sparse_8", "dense_16")
-YEAST_MAX_COUNT = 10**7
 
 
-def load_workload(name: str, data_dir: Path, quick: bool):
-    """(data graph, [(query, expected count)])."""
-    if name == "hprd":
-        folder = data_dir / "hprd"
-        expected = read_expected_counts(folder / "expected_counts_1_100.txt")
-        files = [folder / "queries" / f"query_dense_16_{i}.graph" for i in range(1, 101)]
-        data = load_graph(folder / "HPRD.graph")
-    elif name == "yeast":
-        folder = data_dir / "yeast"
-        expected = {k: v for k, v in read_expected_counts(folder / "expected_counts.txt").items()
-                    if v <= YEAST_MAX_COUNT and any(k.startswith(f"query_{s}_") for s in YEAST_SETS)}
-        files = [folder / "queries" / f"{k}.graph" for k in sorted(expected, key=_natural)]
-        data = load_graph(folder / "yeast.graph")
-    elif name == "github":
-        folder = data_dir / "gmatch_test"
-        expected = read_expected_counts(folder / "expected_counts.txt")
-        files = [folder / "queries" / f"Q_{i}.graph" for i in range(11)]
-        data = load_graph(folder / "data.graph")
-    else:
-        raise ValueError(f"unknown workload {name!r}")
-    if quick:
-        files = files[:4] if name != "yeast" else files[::max(1, len(files) // 6)][:6]
-    queries = load_query_set(files)
-    return data, [(q, expected[q.name]) for q in queries]
-
-
-def _natural(key: str):
-    import re
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", key)]
+def load_workload(name: str, quick: bool):
+    """(data graph, [(query, expected count)]); ``quick``: 4 queries (6 of yeast)."""
+    item = check_set(name, (6 if name == "yeast" else 4) if quick else None)
+    return item.data, item.queries
 
 
 def simulator_workload():
@@ -82,20 +53,12 @@ def simulator_workload():
 def timed(engine, query, repeats: int):
     """Warm-up once, then the median over ``repeats`` runs of (device seconds, wall seconds);
     returns (last result, device median, wall median)."""
-    result = engine.match(query)
-    device, wall = [], []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = engine.match(query)
-        wall.append(time.perf_counter() - start)
-        device.append(result.seconds)
-    return result, statistics.median(device), statistics.median(wall)
+    t = _timed(engine, query, repeats)
+    return t.last, t.seconds, t.wall_s
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    default_data = str(bundled_data())
-    parser.add_argument("--data", default=default_data, help="data folder (default: $GPUSM_DATA, else the bundled data/)")
+    parser = argparse.ArgumentParser(prog="python -m experiments.bench_egsm", description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=WORKLOADS)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="a few queries per workload")
@@ -117,7 +80,7 @@ def main(argv=None) -> int:
         workloads = {}
         for name in args.workloads:
             start = time.perf_counter()
-            workloads[name] = load_workload(name, Path(args.data), args.quick)
+            workloads[name] = load_workload(name, args.quick)
             print(f"loaded {name}: {len(workloads[name][1])} queries in {time.perf_counter() - start:.1f} s")
         repeats = args.repeats
 

@@ -37,19 +37,17 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import numpy as np
 
-import numpy as np  # noqa: E402
+from common.device import simulator_active
+from common.generate import query_set, relabel, rmat, uniform_labels
+from common.io import load_graph, load_query_set
+from common.reference import ReferenceMatcher
+from common.result import Status
+from gmatch import GMatch
 
-import common.backend  # noqa: E402,F401  (picks GPU or simulator before numba.cuda loads)
-from common.paths import data_dir as bundled_data  # noqa: E402
-from common.device import simulator_active  # noqa: E402
-from common.generate import query_set, relabel, rmat, uniform_labels  # noqa: E402
-from common.io import load_graph, load_query_set, read_expected_counts  # noqa: E402
-from common.reference import ReferenceMatcher  # noqa: E402
-from common.result import Status  # noqa: E402
-from gmatch import GMatch  # noqa: E402
+from .timing import median, timed
+from .workloads import check_set, data_dir
 
 WORKLOADS = ("hprd", "yeast", "github", "patterns", "variants", "idle")
 COMPILE_TIMEOUT = 120.0     # s: the idle workload's compiling limit=1 run of its first query
@@ -88,22 +86,11 @@ class Bench:
         return budget is not None and time.perf_counter() - self.start > budget
 
     def timed(self, engine, query, repeats, timeout, warm=True):
-        """(result of the last run, median search s, median total s, median wall s)."""
-        if warm:
-            # warm-up (compiles); once it has finished within the timeout, the timed runs go
-            # without one (no host polling of the launch for the deadline)
-            if engine.match(query, timeout_s=timeout).status is Status.OK:
-                timeout = None
-        searches, totals, walls, result = [], [], [], None
-        for _ in range(max(1, repeats)):
-            t = time.perf_counter()
-            result = engine.match(query, timeout_s=timeout)
-            walls.append(time.perf_counter() - t)
-            searches.append(result.phases.get("enumerate", 0.0))
-            totals.append(result.seconds)
-            if result.status is not Status.OK:
-                break
-        return result, statistics.median(searches), statistics.median(totals), statistics.median(walls)
+        """(result of the last run, median search s, median total s, median wall s): after the
+        warm-up (compiles) finished within the timeout, the timed runs go without one (no host
+        polling of the launch for the deadline)."""
+        t = timed(engine, query, repeats, timeout_s=timeout, warm=warm, untimed_after_warm=True)
+        return (t.last, median(r.phases.get("enumerate", 0.0) for r in t.runs), t.seconds, t.wall_s)
 
     def reference(self, ref, query, repeats):
         t = time.perf_counter()
@@ -227,9 +214,8 @@ class Bench:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    default_data = str(bundled_data())
-    parser.add_argument("--data", default=default_data, help="data folder (default: $GPUSM_DATA, else the bundled data/)")
+    parser = argparse.ArgumentParser(prog="python -m experiments.bench_gmatch", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help=f"subset of {','.join(WORKLOADS)}")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per query (median)")
     parser.add_argument("--quick", action="store_true", help="a few queries per workload")
@@ -240,7 +226,6 @@ def main(argv=None) -> int:
     parser.add_argument("--idle-queries", type=int, default=100, help="random 12-vertex queries per graph")
     parser.add_argument("--idle-graphs", default="github,enron", help="graphs of the idle workload")
     args = parser.parse_args(argv)
-    data_dir = Path(args.data)
     chosen = [w.strip() for w in args.workloads.split(",") if w.strip()]
     unknown = set(chosen) - set(WORKLOADS)
     if unknown:
@@ -262,27 +247,16 @@ def main(argv=None) -> int:
         nonlocal github
         if github is None:
             github = (rmat(120, 300, seed=1, labels=uniform_labels(120, 4, seed=2), name="github-stand-in")
-                      if stand_in else load_graph(data_dir / "gmatch_test" / "data.graph"))
+                      if stand_in else check_set("github", 0).data)
         return github
 
-    if "hprd" in chosen:
-        data = load_graph(data_dir / "hprd" / "HPRD.graph")
-        queries = load_query_set(data_dir / "hprd" / "queries")
-        expected = read_expected_counts(data_dir / "hprd" / "expected_counts_1_100.txt")
-        queries = [q for q in queries if q.name in expected]
-        bench.run_set("hprd", data, queries[:quick] if quick else queries, expected)
-    if "yeast" in chosen:
-        data = load_graph(data_dir / "yeast" / "yeast.graph")
-        expected = read_expected_counts(data_dir / "yeast" / "expected_counts.txt")
-        names = [k for k, v in expected.items() if v <= 10**7
-                 and k.rsplit("_", 1)[0] in ("query_dense_8", "query_sparse_8", "query_dense_16")]
-        names = sorted(names, key=lambda k: (expected[k], k))[:quick] if quick else sorted(names)
-        queries = load_query_set([data_dir / "yeast" / "queries" / f"{k}.graph" for k in names])
-        bench.run_set("yeast", data, queries, expected)
+    for name in ("hprd", "yeast"):
+        if name in chosen:
+            item = check_set(name, quick, smallest=name == "yeast")
+            bench.run_set(name, item.data, [q for q, _ in item.queries], {q.name: c for q, c in item.queries})
     if "github" in chosen or "variants" in chosen:
-        expected = read_expected_counts(data_dir / "gmatch_test" / "expected_counts.txt")
-        queries = load_query_set(data_dir / "gmatch_test" / "queries")
-        queries = [q for q in queries if q.name in expected]
+        item = check_set("github")
+        queries, expected = [q for q, _ in item.queries], {q.name: c for q, c in item.queries}
         if quick:
             queries = [q for q in queries if q.name in ("Q_7", "Q_1")]
         if stand_in:
@@ -302,14 +276,14 @@ def main(argv=None) -> int:
     if "patterns" in chosen:
         data = github_graph()
         unlabelled = relabel(data, np.zeros(data.num_vertices, dtype=np.int32))
-        queries = load_query_set(data_dir / "gmatch_test" / "patterns")
+        queries = load_query_set(data_dir() / "gmatch_test" / "patterns")
         bench.run_set("patterns", unlabelled, queries[:1] if quick else queries, {})
     if "idle" in chosen:
         count = 2 if quick else args.idle_queries
         if stand_in:
             enron = rmat(100, 250, seed=3, labels=uniform_labels(100, 4, seed=4), name="enron-stand-in")
         else:
-            enron = load_graph(data_dir / "snap" / "email-Enron.txt.gz", symmetrize=True)
+            enron = load_graph(data_dir() / "snap" / "email-Enron.txt.gz", symmetrize=True)
             enron = relabel(enron, uniform_labels(enron.num_vertices, 16, seed=6))
         graphs = {"github": github_graph, "enron": lambda: enron}
         for name in args.idle_graphs.split(","):

@@ -14,7 +14,7 @@ after the main pass on every workload's first ``--variant-queries`` queries, wit
 and makes the exit status 1. ``--time-budget`` stops launching new queries after that many
 seconds (the summary says how many ran).
 
-    .venv/bin/python benchmarks/gsi_bench.py --time-budget 240 --out $OUT
+    python -m experiments.bench_gsi --time-budget 240 --out $OUT
 """
 
 from __future__ import annotations
@@ -27,17 +27,15 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import numpy as np
 
-import numpy as np  # noqa: E402
+from common.device import device_info, simulator_active
+from common.graph import Graph
+from common.reference import ReferenceMatcher
+from gsi.engine import GSI
 
-from common.paths import data_dir as bundled_data  # noqa: E402
-from common.device import device_info, simulator_active  # noqa: E402
-from common.graph import Graph  # noqa: E402
-from common.io import load_graph, load_query_set, read_expected_counts  # noqa: E402
-from common.reference import ReferenceMatcher  # noqa: E402
-from gsi.engine import GSI  # noqa: E402
+from .timing import timed as _timed
+from .workloads import check_set
 
 #: The ablations of GSI Tables IV-IX, as constructor options (GSI-opt is the default engine).
 VARIANTS = {
@@ -59,56 +57,27 @@ VARIANTS = {
 }
 
 
-def workloads(data: Path, names, quick: bool):
+def workloads(names, quick: bool):
     """[(name, data graph, [(query, expected count)])]; expected None means "ask the reference"."""
-    out = []
     if quick and simulator_active():
         from common.generate import random_walk_query
         rng = np.random.default_rng(3)
         n, m = 40, 120
         src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
         g = Graph.from_edges(n, src, dst, rng.integers(0, 3, n), name="tiny")
-        out.append(("tiny", g, [(random_walk_query(g, k, seed=k), None) for k in (3, 4)]))
-        return out
-    take = 5 if quick else None
-    if "hprd" in names:
-        g = load_graph(data / "hprd" / "HPRD.graph")
-        counts = read_expected_counts(data / "hprd" / "expected_counts_1_100.txt")
-        qs = [q for q in load_query_set(data / "hprd" / "queries") if q.name in counts]
-        out.append(("hprd", g, [(q, counts[q.name]) for q in qs][:take]))
-    if "yeast" in names:
-        g = load_graph(data / "yeast" / "yeast.graph")
-        counts = read_expected_counts(data / "yeast" / "expected_counts.txt")
-        files = sorted((p for p in (data / "yeast" / "queries").iterdir()
-                        if p.stem in counts and counts[p.stem] <= 10 ** 7
-                        and any(p.stem.startswith(f"query_{s}_") for s in ("dense_8", "sparse_8", "dense_16"))),
-                       key=lambda p: (p.stem.rsplit("_", 1)[0], int(p.stem.rsplit("_", 1)[1])))
-        qs = load_query_set(files)
-        out.append(("yeast", g, [(q, counts[q.name]) for q in qs][:take]))
-    if "github" in names:
-        g = load_graph(data / "gmatch_test" / "data.graph")
-        counts = read_expected_counts(data / "gmatch_test" / "expected_counts.txt")
-        files = [data / "gmatch_test" / "queries" / f"Q_{i}.graph" for i in range(11)]
-        out.append(("github", g, [(q, counts[q.name]) for q in load_query_set(files)][:take]))
-    return out
+        return [("tiny", g, [(random_walk_query(g, k, seed=k), None) for k in (3, 4)])]
+    sets = [check_set(name, 5 if quick else None) for name in ("hprd", "yeast", "github") if name in names]
+    return [(item.name, item.data, item.queries) for item in sets]
 
 
 def timed(engine, query, repeats):
     """(result of the warm-up, median device seconds, median wall seconds)."""
-    first = engine.match(query)
-    device, wall = [], []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        r = engine.match(query)
-        wall.append(time.perf_counter() - t)
-        device.append(r.seconds)
-    return first, statistics.median(device), statistics.median(wall)
+    t = _timed(engine, query, repeats)
+    return t.warm, t.seconds, t.wall_s
 
 
 def main(argv=None) -> int:
-    default_data = str(bundled_data())
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=default_data)
+    ap = argparse.ArgumentParser(prog="python -m experiments.bench_gsi", description=__doc__.splitlines()[0])
     ap.add_argument("--workloads", default="hprd,yeast,github")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
@@ -133,7 +102,7 @@ def main(argv=None) -> int:
         return args.time_budget is not None and time.perf_counter() - start > args.time_budget
 
     rows, mismatches, summary = [], [], []
-    for wname, graph, queries in workloads(Path(args.data), names, args.quick):
+    for wname, graph, queries in workloads(names, args.quick):
         t = time.perf_counter()
         gsi = GSI().prepare(graph)
         prep_gsi = time.perf_counter() - t
@@ -229,7 +198,8 @@ def main(argv=None) -> int:
         for m in mismatches:
             print("!!!", *m)
     print("\nsummary (device = median of per-query medians; ratio = median CPU/GSI, or GSI-opt/variant)")
-    print(f"{'workload':8s} {'variant':16s} {'done':>9s} {'device ms':>10s} {'wall ms':>10s} {'ratio':>8s} {'loads':>12s}")
+    print(f"{'workload':8s} {'variant':16s} {'done':>9s} {'device ms':>10s} {'wall ms':>10s} {'ratio':>8s} "
+          f"{'loads':>12s}")
     for entry in summary:
         wname, vname, done, total, times, walls, ratios = entry[:7]
         loads = entry[7] if len(entry) > 7 else ""

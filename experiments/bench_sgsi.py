@@ -13,7 +13,7 @@ phase times (filter + plan + enumerate). ``comm``/``comp``: summed device time o
 kernels (they overlap, so they can add up to more than the elapsed time). A wrong count is
 printed loudly and makes the exit status 1. Under the simulator ``--quick`` runs a tiny workload.
 
-    python3 benchmarks/sgsi_bench.py --workloads hprd,github,rmat --time-budget 240 --out $OUT
+    python -m experiments.bench_sgsi --workloads hprd,github,rmat --time-budget 240 --out $OUT
 """
 
 from __future__ import annotations
@@ -26,20 +26,18 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import numpy as np
 
-import numpy as np  # noqa: E402
+from common.device import device_info, simulator_active
+from common.generate import power_law_labels, query_set, rmat
+from common.graph import Graph
+from common.result import Status
+from gsi.engine import GSI
+from gsi.pcsr import GROUP_WORDS, partition_lists
+from gsi.sgsi import SGSI, SIG_SEGMENT_WORDS
 
-from common.paths import data_dir as bundled_data  # noqa: E402
-from common.device import device_info, simulator_active  # noqa: E402
-from common.generate import power_law_labels, query_set, rmat  # noqa: E402
-from common.graph import Graph  # noqa: E402
-from common.io import load_graph, load_query_set, read_expected_counts  # noqa: E402
-from common.result import Status  # noqa: E402
-from gsi.engine import GSI  # noqa: E402
-from gsi.pcsr import GROUP_WORDS, partition_lists  # noqa: E402
-from gsi.sgsi import SIG_SEGMENT_WORDS, SGSI  # noqa: E402
+from .timing import timed as _timed
+from .workloads import check_set
 
 ENGINES = ("SGSI", "SGSI+", "GSI in-core")
 
@@ -53,20 +51,15 @@ def footprint(data: Graph) -> int:
 
 
 def workloads(args, quick: bool):
-    data_dir = Path(args.data)
     chosen = args.workloads.split(",")
     if quick:
         g = rmat(300, 1200, seed=3, labels=power_law_labels(300, 6, 1.0, seed=4), name="rmat-quick")
         yield "rmat-quick", g, list(query_set(g, 2, 4, seed=5, method="walk").queries), {}
         return
-    if "hprd" in chosen:
-        expected = read_expected_counts(data_dir / "hprd" / "expected_counts_1_100.txt")
-        queries = [q for q in load_query_set(data_dir / "hprd" / "queries") if q.name in expected]
-        yield "hprd", load_graph(data_dir / "hprd" / "HPRD.graph"), queries, expected
-    if "github" in chosen:
-        expected = read_expected_counts(data_dir / "gmatch_test" / "expected_counts.txt")
-        queries = [q for q in load_query_set(data_dir / "gmatch_test" / "queries") if q.name in expected]
-        yield "github", load_graph(data_dir / "gmatch_test" / "data.graph"), queries, expected
+    for name in ("hprd", "github"):
+        if name in chosen:
+            item = check_set(name)
+            yield name, item.data, [q for q, _ in item.queries], {q.name: c for q, c in item.queries}
     if "rmat" in chosen:
         n, m = args.rmat_vertices, args.rmat_edges
         g = rmat(n, m, seed=7, labels=power_law_labels(n, args.rmat_labels, 1.0, seed=8))
@@ -78,18 +71,14 @@ def workloads(args, quick: bool):
 
 
 def timed(engine, query, repeats, timeout):
-    warm = engine.match(query, timeout_s=timeout)
-    times, results = [], [warm]
-    for _ in range(repeats if warm.status is Status.OK else 0):
-        r = engine.match(query, timeout_s=timeout)
-        times.append(sum(r.phases.get(k, 0.0) for k in ("filter", "plan", "enumerate")))
-        results.append(r)
-    return warm, (statistics.median(times) if times else float("nan")), results[-1]
+    """(warm-up result, median filter + plan + enumerate seconds, last result)."""
+    t = _timed(engine, query, repeats, timeout_s=timeout,
+               measure=lambda r: sum(r.phases.get(k, 0.0) for k in ("filter", "plan", "enumerate")))
+    return t.warm, (t.seconds if t.runs[-1] is not t.warm else float("nan")), t.last
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(bundled_data()))
+    ap = argparse.ArgumentParser(prog="python -m experiments.bench_sgsi", description=__doc__.splitlines()[0])
     ap.add_argument("--workloads", default="hprd,github,rmat")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--ratio", type=float, default=4.5, help="data footprint / device_memory_limit")

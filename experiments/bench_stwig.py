@@ -23,8 +23,8 @@ three sets). Every query prints a progress line with the elapsed time.
 
 Writes per-query rows to ``--out``/stwig_bench.csv and prints a summary table last.
 ``--time-budget`` stops launching new queries once spent (shared out over the workloads).
-Example (GPU): ``python benchmarks/stwig_bench.py --time-budget 300``;
-simulator smoke test: ``python benchmarks/stwig_bench.py --quick``.
+Example (GPU): ``python -m experiments.bench_stwig --time-budget 300``;
+simulator smoke test: ``python -m experiments.bench_stwig --quick``.
 """
 
 from __future__ import annotations
@@ -35,33 +35,25 @@ import os
 import statistics
 import sys
 import time
-from itertools import zip_longest
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from common import generate
+from common.device import simulator_active
+from common.reference import ReferenceMatcher
+from common.result import Status
+from stwig import STwig, STwigCPU
 
-import common.backend  # noqa: E402,F401  (chooses GPU or simulator before numba.cuda loads)
-
-from common.paths import data_dir as bundled_data  # noqa: E402
-from common import generate  # noqa: E402
-from common.device import simulator_active  # noqa: E402
-from common.io import load_graph, load_query_set, read_expected_counts  # noqa: E402
-from common.reference import ReferenceMatcher  # noqa: E402
-from common.result import Status  # noqa: E402
-from stwig import STwig, STwigCPU  # noqa: E402
+from .timing import timed as _timed
+from .workloads import check_set
 
 WORKLOADS = ("hprd", "github", "rmat", "yeast", "variants")
-YEAST_SETS = ("dense_8", "sparse_8", "dense_16")
 LOWER_BOUND = (Status.TIMEOUT, Status.OOM, Status.LIMIT)
 
 
 def parse_args(argv=None):
-    default_data = str(bundled_data())
     default_out = os.environ.get("OUT") or "bench_out"
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="python -m experiments.bench_stwig", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", default=default_data, help="data folder (default: $GPUSM_DATA, else the bundled data/)")
     p.add_argument("--workloads", default=",".join(WORKLOADS), help=f"comma list of {', '.join(WORKLOADS)}")
     p.add_argument("--repeats", type=int, default=3, help="timed runs per query after one warm-up")
     p.add_argument("--quick", action="store_true", help="a few small queries per workload")
@@ -111,21 +103,15 @@ class Budget:
         return time.perf_counter() > self.part_deadline
 
 
+def _join_seconds(result) -> float:
+    return result.stats.get("join_s", result.phases.get("enumerate", 0.0))
+
+
 def timed(engine, query, repeats: int, timeout: float):
     """(result of the warm-up run, median seconds, median join seconds): warm-up, then repeats;
     a run longer than 2 s (or not ok) is not repeated."""
-    wall = time.perf_counter()
-    first = engine.match(query, timeout_s=timeout)
-    wall = time.perf_counter() - wall
-    seconds = [first.seconds]
-    joins = [first.stats.get("join_s", first.phases.get("enumerate", 0.0))]
-    if first.status is Status.OK and wall < 2.0:
-        for _ in range(repeats):
-            again = engine.match(query, timeout_s=timeout)
-            seconds.append(again.seconds)
-            joins.append(again.stats.get("join_s", again.phases.get("enumerate", 0.0)))
-        seconds, joins = seconds[1:], joins[1:]
-    return first, statistics.median(seconds), statistics.median(joins)
+    t = _timed(engine, query, repeats, timeout_s=timeout, repeat_below_s=2.0)
+    return t.warm, t.seconds, statistics.median(_join_seconds(r) for r in t.runs)
 
 
 def row_of(workload, query, name, result, seconds, join_s, expected):
@@ -249,7 +235,6 @@ def summary(rows, done, mismatches):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    data_dir = Path(args.data)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     budget = Budget(args.time_budget, len(args.workloads))
@@ -263,25 +248,10 @@ def main(argv=None) -> int:
         share = budget.next_part()
         print(f"=== [{workload}] starts at t={budget.elapsed():.0f}s with a budget share of "
               f"{share:.0f}s", flush=True)
-        if workload == "hprd":
-            data = load_graph(data_dir / "hprd" / "HPRD.graph")
-            queries = load_query_set(data_dir / "hprd" / "queries")
-            expected = read_expected_counts(data_dir / "hprd" / "expected_counts_1_100.txt")
-        elif workload == "yeast":
-            data = load_graph(data_dir / "yeast" / "yeast.graph")
-            known = read_expected_counts(data_dir / "yeast" / "expected_counts.txt")
-            expected = {k: v for k, v in known.items()
-                        if v <= 10**7 and any(k.startswith(f"query_{s}_") for s in YEAST_SETS)}
-            by_set = [sorted(k for k in expected if k.startswith(f"query_{s}_")) for s in YEAST_SETS]
-            names = [k for group in zip_longest(*by_set) for k in group if k is not None]
-            names = names[:max(args.yeast_max, 0)]
-            expected = {k: expected[k] for k in names}
-            files = [data_dir / "yeast" / "queries" / f"{k}.graph" for k in names]
-            queries = load_query_set(files)
-        elif workload == "github":
-            data = load_graph(data_dir / "gmatch_test" / "data.graph")
-            queries = load_query_set(data_dir / "gmatch_test" / "queries")
-            expected = read_expected_counts(data_dir / "gmatch_test" / "expected_counts.txt")
+        if workload in ("hprd", "yeast", "github"):
+            item = check_set(workload, max(args.yeast_max, 0) if workload == "yeast" else None)
+            data, queries = item.data, [q for q, _ in item.queries]
+            expected = {q.name: c for q, c in item.queries if c is not None}
         else:
             data, queries = rmat_workload(args)
             expected = {}

@@ -11,7 +11,7 @@ check. Queries the authors do not finish in the time limit are checked against a
 leaf counting (full enumeration of every leaf, a different code path). ``--variants`` adds our
 own ablations to the same run. A summary table comes last; ``--out`` writes the rows as CSV.
 
-    python benchmarks/gmatch_heavy.py --timeout 8
+    python -m experiments.gmatch_heavy --timeout 8
 """
 
 from __future__ import annotations
@@ -25,12 +25,10 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common.engine import create_engine
+from common.result import Status
 
-from common.engine import create_engine  # noqa: E402
-from common.io import load_graph  # noqa: E402
-from common.paths import data_dir  # noqa: E402
-from common.result import Status  # noqa: E402
+from .workloads import GMATCH_AUTHORS, check_set, data_dir, read_authors_csv
 
 VARIANTS = {
     "default": {},
@@ -50,25 +48,15 @@ def variant_options(token: str) -> dict:
     return options
 
 
-def workloads(root: Path, names: list[str]):
+def workloads(names: list[str]):
     """(workload, query name, query graph, authors' count or None, authors' search ms or None)."""
-    base = root / "gmatch_test"
     for name in names:
-        if name == "rw12":
-            authors = pd.read_csv(base / "rw12" / "authors_gmatch_h200.csv").set_index("query")
-            for path in sorted((base / "rw12").glob("q12_*.graph")):
-                row = authors.loc[path.stem]
-                solved = row["status"] == "ok"
-                yield ("rw12", path.stem, load_graph(path), int(row["count"]) if solved else None,
-                       float(row["search_ms"]) if solved else None)
-        elif name == "github":
-            authors = pd.read_csv(base / "authors_gmatch_h200.csv").set_index("query")
-            for q in authors.index:
-                path = base / "queries" / f"{q}.graph"
-                row = authors.loc[q]
-                yield "github", q, load_graph(path), int(row["count"]), float(row["search_ms"])
-        else:
-            raise SystemExit(f"unknown workload {name!r} (rw12, github)")
+        if name not in GMATCH_AUTHORS:
+            raise SystemExit(f"unknown workload {name!r} ({', '.join(GMATCH_AUTHORS)})")
+        authors = read_authors_csv(data_dir() / GMATCH_AUTHORS[name])
+        for query, count in check_set(name).queries:
+            solved = authors[query.name]["status"] == "ok"
+            yield name, query.name, query, count, float(authors[query.name]["search_ms"]) if solved else None
 
 
 def _sm_count() -> int:
@@ -77,7 +65,7 @@ def _sm_count() -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.gmatch_heavy", description=__doc__.splitlines()[0])
     parser.add_argument("--timeout", type=float, default=8.0, help="seconds per query (authors: 8)")
     parser.add_argument("--workloads", default="rw12,github")
     parser.add_argument("--variants", default="default",
@@ -87,12 +75,11 @@ def main(argv=None) -> int:
     parser.add_argument("--check-timeout", type=float, default=20.0)
     parser.add_argument("--check-budget", type=float, default=120.0,
                         help="seconds for all second-engine checks together")
-    parser.add_argument("--data", type=Path, default=data_dir())
     parser.add_argument("--out", type=Path, help="CSV of every row")
     args = parser.parse_args(argv)
 
-    data = load_graph(args.data / "gmatch_test" / "data.graph")
-    queries = list(workloads(args.data, args.workloads.split(",")))
+    data = check_set("github", 0).data
+    queries = list(workloads(args.workloads.split(",")))
     if args.queries:
         queries = [q for q in queries if q[1] in args.queries.split(",")]
     rows = []

@@ -57,7 +57,7 @@ def _pattern_points(datasets) -> tuple:
 
 PAPER_GMATCH = dict(candidate_graph=False, leaf_counting=False)
 """The paper's gMatch: adjacency lists (the candidate graph only against EGSM) and every leaf
-enumerated; gpusm's defaults (candidate graph, counted leaves) go past it (benchmarks/gmatch_heavy.py)."""
+enumerated; gpusm's defaults (candidate graph, counted leaves) go past it (python -m experiments.gmatch_heavy)."""
 GMATCH = Config.of("gMatch", "gmatch", **PAPER_GMATCH)
 GMATCH_IDLE = Config.of("gMatch", "gmatch", idle_stats=True, **PAPER_GMATCH)
 COARSE = (Config.of("Naive", "gmatch", granularity="coarse", unroll=1, **PAPER_GMATCH),

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import zip_longest
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from common.generate import pattern, power_law_labels, query_set, rmat, stwig_query, uniform_labels
 from common.graph import Graph
+from common.io import load_graph, load_query_set, natural_key, read_expected_counts
 from common.paths import data_dir as _data_dir
-from common.io import _natural_key, load_graph, load_query_set, read_expected_counts
 
 GB = 1 << 30
 
@@ -205,15 +207,33 @@ class QuerySpec:
     def _files(self, count: int) -> tuple[list[Graph], dict[str, int]]:
         root = data_dir()
         source = root / self.glob
-        files = sorted(root.glob(self.glob), key=lambda p: _natural_key(p.name)) if "*" in self.glob else source
+        files = sorted(root.glob(self.glob), key=lambda p: natural_key(p.name)) if "*" in self.glob else source
         if not files:
             raise FileNotFoundError(f"no query files match {source}")
         queries = load_query_set(files)
-        known = read_expected_counts(root / self.counts) if self.counts else {}
+        known = read_counts(root / self.counts) if self.counts else {}
         if self.max_known_count is not None:
             queries = [q for q in queries if q.name in known and known[q.name] <= self.max_known_count]
         queries = queries[:count]
         return queries, {q.name: known[q.name] for q in queries if q.name in known}
+
+
+def read_counts(path: Path) -> dict[str, int]:
+    """Exact counts by query name: a counts file (:func:`common.io.read_expected_counts`) or an
+    authors' results CSV (``query,count,search_ms,...,status``; rows with a status other than
+    ``ok`` have no count and are left out)."""
+    if Path(path).suffix != ".csv":
+        return read_expected_counts(path)
+    return {name: int(row["count"]) for name, row in read_authors_csv(path).items() if row["status"] == "ok"}
+
+
+def read_authors_csv(path: Path) -> dict[str, dict]:
+    """The gMatch authors' results per query (``count``, ``search_ms``, ``wall_ms``, ``status``);
+    a file without a status column (every query solved) reads as status ``ok``."""
+    frame = pd.read_csv(path)
+    if "status" not in frame:
+        frame["status"] = "ok"
+    return {row["query"]: row for row in frame.to_dict("records")}
 
 
 # ---------------------------------------------------------------------- the real graphs
@@ -226,6 +246,12 @@ ENRON = Dataset("Enron", 36692, 183831, vertex_labels=16, path="snap/email-Enron
 HPRD_DENSE_16 = QuerySpec("files", size=16, glob="hprd/queries", counts="hprd/expected_counts_1_100.txt")
 GITHUB_Q = QuerySpec("files", size=7, count=11, glob="gmatch_test/queries",
                      counts="gmatch_test/expected_counts.txt")
+GITHUB_RW12 = QuerySpec("files", size=12, count=30, glob="gmatch_test/rw12/q12_*.graph",
+                        counts="gmatch_test/rw12/authors_gmatch_h200.csv")
+"""30 random-walk 12-vertex GitHub queries with the gMatch authors' counts (H200 build, 8 s limit);
+those they did not finish have no count."""
+GMATCH_AUTHORS = {"github": "gmatch_test/authors_gmatch_h200.csv", "rw12": "gmatch_test/rw12/authors_gmatch_h200.csv"}
+"""The gMatch authors' own results (count, search_ms) for GitHub Q_0-Q_10 and rw12."""
 
 
 def yeast_queries(kind: str, max_known_count: int | None = 10**7) -> QuerySpec:
@@ -245,3 +271,58 @@ def scaled_sweep(points: tuple, scale_name: str, largest: int | None = None) -> 
     return tuple(replace(p, dataset=p.dataset.with_(
         num_vertices=max(16, p.dataset.num_vertices * cap // largest),
         num_edges=max(16, p.dataset.num_edges * cap // largest))) for p in points)
+
+
+# ---------------------------------------------------------------------- checks and benchmarks
+YEAST_KINDS = ("dense_8", "sparse_8", "dense_16")
+"""The yeast query sets the checks and benchmarks use (known counts <= 10^7)."""
+FULL = SCALES["full"]
+
+KNOWN_COUNTS = {
+    "hprd": (HPRD, (HPRD_DENSE_16,)),
+    "yeast": (YEAST, tuple(yeast_queries(kind) for kind in YEAST_KINDS)),
+    "github": (GITHUB, (GITHUB_Q,)),
+    "rw12": (GITHUB, (GITHUB_RW12,)),
+}
+"""Query sets with exact counts from outside gpusm: HPRD dense-16, yeast, GitHub Q_0-Q_10, and
+the gMatch authors' rw12 counts (rw12 queries they did not finish are kept, without a count)."""
+
+CROSS_CHECKED = {
+    "patterns": (GITHUB.with_(name="GitHub (unlabelled)", vertex_labels=1, relabel=True),
+                 (QuerySpec("patterns", count=9, names=tuple(f"P{i}" for i in range(1, 10))),)),
+    "enron": (ENRON, (QuerySpec("induced", size=8, count=20, seed=8),)),
+}
+"""Query sets without exact counts (P1-P9 on unlabelled GitHub, up to ~10^10; random induced
+8-vertex queries on Enron with 16 power-law labels): the engines are checked against each other."""
+
+CHECK_SETS = {**KNOWN_COUNTS, **CROSS_CHECKED}
+
+
+@dataclass(frozen=True)
+class CheckSet:
+    """A data graph and its queries, each with its exact count (None: not known, cross-checked)."""
+
+    name: str
+    data: Graph
+    queries: list[tuple[Graph, int | None]]
+
+
+def check_set(name: str, count: int | None = None, smallest: bool = False) -> CheckSet:
+    """The query set ``name`` of :data:`CHECK_SETS` at full scale (real data).
+
+    ``count`` keeps that many queries (per yeast kind: taken in turn from the kinds), the first
+    ones, or with ``smallest`` those with the fewest known embeddings (then fewest vertices).
+    """
+    if name not in CHECK_SETS:
+        raise ValueError(f"unknown check set {name!r}; choose from {', '.join(CHECK_SETS)}")
+    dataset, specs = CHECK_SETS[name]
+    data = dataset.load(FULL)
+    groups = []
+    for spec in specs:
+        queries, known = spec.build(data, dataset, FULL)
+        pairs = [(q, known.get(q.name)) for q in queries]
+        if smallest:
+            pairs.sort(key=lambda p: (p[1] is None, p[1] or 0, p[0].num_vertices, p[0].num_edges))
+        groups.append(pairs)
+    pairs = [p for row in zip_longest(*groups) for p in row if p is not None]
+    return CheckSet(name, data, pairs if count is None else pairs[:count])
