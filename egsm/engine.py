@@ -118,7 +118,7 @@ SIM_QUEUE_BYTES = 4 << 20
 MAX_REBUILDS = 8
 BUILD_BLOCKS_MAX = 4096
 #: Threads of the one-block wedge filter (all centres in one launch).
-PRUNE_THREADS = 64 if simulator_active() else 1024
+PRUNE_THREADS = 64 if simulator_active() else 512
 #: Largest cell count of a centre for the one-block wedge filter; above it, a launch per centre.
 FUSED_PRUNE_CELLS = 8 * PRUNE_THREADS
 #: Compacted lists sized by the level-3 total (an upper bound, no host read) up to this many

@@ -94,7 +94,7 @@ REC_WIDTH = R_M + MAXQ
 WARPS_PER_BLOCK = 1 if simulator_active() else 4
 ENUM_THREADS = WARPS_PER_BLOCK * WARP
 #: Threads of the one-block scans of the index (queries with at most SMALL_SCAN pairs).
-SCAN_BLOCK = 64 if simulator_active() else 1024
+SCAN_BLOCK = 64 if simulator_active() else 512
 SMALL_SCAN = 64 * SCAN_BLOCK
 #: Threads per block of the filter / index kernels (one thread per vertex, cell or pair).
 BUILD_THREADS = 32 if simulator_active() else 256
