@@ -162,3 +162,56 @@ def test_scan_and_compaction_paths_agree(data, monkeypatch, small_scan, bound):
         assert _rows(a) == _rows(b)
         for key in ("candidate_edges", "candidate_edges_before_wedge", "candidate_index_bytes"):
             assert a.stats[key] == b.stats[key], key
+
+
+def _count_calls(monkeypatch):
+    """Kernel launches by name and device-to-host copies / synchronisations, in the simulator."""
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+    from common.device import cuda
+
+    calls = {"launches": [], "copies": 0, "syncs": 0}
+    getitem, copy = FakeCUDAKernel.__getitem__, FakeCUDAArray.copy_to_host
+
+    def launch(self, config):
+        calls["launches"].append(getattr(self, "py_func", self).__name__)
+        return getitem(self, config)
+
+    def copy_back(self, *args, **kwargs):
+        calls["copies"] += 1
+        return copy(self, *args, **kwargs)
+
+    def sync(*args, **kwargs):
+        calls["syncs"] += 1
+
+    monkeypatch.setattr(FakeCUDAKernel, "__getitem__", launch)
+    monkeypatch.setattr(FakeCUDAArray, "copy_to_host", copy_back)
+    monkeypatch.setattr(cuda, "synchronize", sync)
+    return calls
+
+
+def test_fixed_cost_launches_and_copies(data, monkeypatch):
+    """A small query: one filter launch, no per-centre wedge-filter launches, one-block scans,
+    one launch per stage, 4 host reads (|C(u)|, level-3 total, ctrl + einfo, final ctrl), no
+    synchronize; a batch shares the filter launch and its copy."""
+    cpu = create_engine("cpu").prepare(data)
+    q = random_walk_query(data, 6, seed=8)
+    engine = EGSM().prepare(data)
+    calls = _count_calls(monkeypatch)
+    got = engine.match(q)
+    assert got.count == cpu.match(q).count > 0
+    stages = len(got.stats["groups"])
+    launched = calls["launches"]
+    assert launched.count("candidate_kernel") == 1 and launched.count("prune_all_kernel") == 1
+    assert "prune_kernel" not in launched and "scan_tiles" not in launched
+    assert launched.count("extend_kernel") == stages
+    assert len(launched) <= 11 + stages, launched
+    assert calls["copies"] == 4 and calls["syncs"] == 0
+    qs = [q, random_walk_query(data, 5, seed=7), random_walk_query(data, 4, seed=1)]
+    calls["launches"].clear()
+    calls["copies"] = 0
+    got = engine.match_batch(qs)
+    assert [r.count for r in got] == [cpu.match(x).count for x in qs]
+    assert calls["launches"].count("candidate_kernel") == 1
+    assert calls["copies"] == 1 + 3 * len(qs)
