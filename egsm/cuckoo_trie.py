@@ -153,10 +153,13 @@ def fill_kernel(num_pairs, meta, keys, masks, moff, offsets, neighbors, off, nbr
 
 
 @cuda.jit
-def fill_n_kernel(array, n, value):
-    """array[:n] = value (a pooled buffer may be longer than this query needs)."""
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        array[i] = value
+def reset_kernel(ctrl, keys, cells):
+    """A build attempt starts: ctrl zeroed, keys[:cells] EMPTY (the pooled buffer may be longer)."""
+    start = cuda.grid(1)
+    for i in range(start, ctrl.size, cuda.gridsize(1)):
+        ctrl[i] = 0
+    for i in range(start, cells, cuda.gridsize(1)):
+        keys[i] = EMPTY
 
 
 @cuda.jit
@@ -258,4 +261,4 @@ def table_sizes(candidate_counts: np.ndarray) -> np.ndarray:
 
 
 __all__ = ["MAX_CUCKOO_LOOP", "MAXQ", "lookup", "list_contains", "insert_kernel", "count_kernel",
-           "fill_kernel", "fill_n_kernel", "small_scan_kernel", "alive_kernel", "compact_kernel", "table_sizes"]
+           "fill_kernel", "reset_kernel", "small_scan_kernel", "alive_kernel", "compact_kernel", "table_sizes"]

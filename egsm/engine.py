@@ -90,7 +90,7 @@ from common.roots import check_root_range
 from common.scan import exclusive_scan
 
 from . import layout as L
-from .cuckoo_trie import (alive_kernel, compact_kernel, count_kernel, fill_kernel, fill_n_kernel,
+from .cuckoo_trie import (alive_kernel, compact_kernel, count_kernel, fill_kernel, reset_kernel,
                           insert_kernel, small_scan_kernel, table_sizes)
 from .enumerate import extend_kernel
 from .filter import (candidate_kernel, filtering_order, neighbour_label_counts, prune_all_kernel,
@@ -202,7 +202,6 @@ class EGSM(Engine):
         self.d_ctrl = self.d_state[L.S_CTRL:L.S_CTRL + L.CTRL_SIZE]
         self.d_einfo = self.d_state[L.S_EINFO:L.S_EINFO + L.EINFO_SIZE]
         self.d_stop = self.d_ctrl[L.C_STOP:L.C_STOP + 1]
-        self.d_fail = self.d_ctrl[L.C_CUCKOO_FAIL:L.C_CUCKOO_FAIL + 1]
         self.d_emb_dummy = budget.device_array(1, np.int32, "no embeddings")
         self.d_split = budget.to_device(   # flags 0: never a launch's epoch (they start at 1)
             np.zeros(self.split_records * L.REC_WIDTH if self.load_balance else 1, np.int64),
@@ -350,7 +349,6 @@ class EGSM(Engine):
         cells, pairs = int(cbase[-1]), int(pbase[-1])
         rng = np.random.default_rng(0)
         rebuilds = 0
-        fill(self.d_ctrl, 0)
         while True:
             meta[L.M_SEED:L.M_SEED + 2] = rng.integers(1, 2**31 - 1, size=2)
             try:
@@ -437,7 +435,7 @@ class EGSM(Engine):
         with timer.phase("index"):
             self._upload_meta(meta)
             keys = pool.get("cuckoo keys", cells, np.int32)
-            fill_n_kernel[_blocks(cells), L.BUILD_THREADS](keys, cells, L.EMPTY)
+            reset_kernel[_blocks(max(cells, L.CTRL_SIZE)), L.BUILD_THREADS](self.d_ctrl, keys, cells)
             insert_kernel[_blocks(n), L.BUILD_THREADS](n, moff, masks, self.d_meta, keys, self.d_ctrl)
             check()
             size = pairs + 1
@@ -496,8 +494,7 @@ class EGSM(Engine):
                 proj_keys, self.d_einfo)
             self.d_state.copy_to_host(self.h_state)
         if self.h_ctrl[L.C_CUCKOO_FAIL]:
-            fill(self.d_fail, 0)
-            return None
+            return None                         # the next attempt's reset clears the flag
         ne = int(meta[L.M_NE])
         total_live = int(self.h_einfo[L.EI_REL:L.EI_REL + ne].sum())
         total_keys = int(self.h_einfo[L.EI_CARD:L.EI_CARD + ne].sum())
