@@ -1,7 +1,10 @@
-"""The ``gpusm`` command line: match, generate, info, convert, demo, experiment.
+"""The library's command line: match, engines, generate, info, convert.
 
 Every subcommand talks to the library only through the public API (``common.match`` and the
 engine registry, ``common.io``, ``common.generate``), so what the CLI does a script can do too.
+The installed ``gpusm`` command is :func:`experiments.gpusm.main`: these subcommands plus the
+harness's ``demo`` and ``experiment``, which it adds through ``build_parser(commands=...)``; the
+shared layer does not import the harness.
 """
 
 from __future__ import annotations
@@ -270,14 +273,6 @@ def cmd_convert(args) -> int:
     return 0
 
 
-def cmd_demo(args) -> int:
-    from experiments.compare import demo
-
-    table = demo(seed=args.seed, size=args.size, timeout_s=args.timeout)
-    disagreed = table.loc[table["disagreed"] != "-", "disagreed"].astype(int)
-    return EXIT_DISAGREE if disagreed.any() else EXIT_OK
-
-
 def cmd_engines(args) -> int:
     from .describe import describe_engines, format_engines
 
@@ -306,16 +301,10 @@ def version_text() -> str:
     return f"gpusm {v('gpusm')} (numba {v('numba')}, numba-cuda {v('numba-cuda')}, backend: {BACKEND})"
 
 
-def cmd_experiment(args) -> int:
-    import shlex
-
-    from experiments import cli
-
-    return cli.run(args, command="gpusm " + shlex.join(sys.argv[1:]))
-
-
 # ---------------------------------------------------------------------- parser
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands=()) -> argparse.ArgumentParser:
+    """The parser of every subcommand; each of ``commands`` is called with the subparsers object
+    to add more (each sets ``func``, called with the parsed arguments, returning the exit status)."""
     parser = argparse.ArgumentParser(prog="gpusm", description=(
         "GPU subgraph matching: GSI/SGSI, EGSM, gMatch and STwig side by side. "
         f"Backend now: {BACKEND}."), formatter_class=argparse.RawDescriptionHelpFormatter, epilog=(
@@ -401,22 +390,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--symmetrize", action="store_true", help="read SNAP edge lists as undirected")
     c.set_defaults(func=cmd_convert)
 
-    d = sub.add_parser("demo", help="all registered engines side by side on a built-in workload")
-    d.add_argument("--seed", type=int, default=7)
-    d.add_argument("--size", choices=["tiny", "default"],
-                   help="workload size (default: tiny under the simulator, default on a GPU)")
-    d.add_argument("--timeout", type=float, default=10.0, help="per-query deadline in seconds")
-    d.set_defaults(func=cmd_demo)
-
-    x = sub.add_parser("experiment", help="run a paper's table or figure (resumable); --list names them")
-    from experiments.cli import add_arguments
-    add_arguments(x)
-    x.set_defaults(func=cmd_experiment)
+    for add in commands:
+        add(sub)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, commands=()) -> int:
+    """Parse ``argv`` (default ``sys.argv[1:]``) and run the subcommand; returns the exit status
+    (errors in the input are status 2 with a one-line message)."""
+    args = build_parser(commands).parse_args(argv)
     try:
         return args.func(args)
     except (GraphFormatError, InvalidGraphError, FileNotFoundError, ValueError, KeyError) as exc:

@@ -33,14 +33,15 @@ TIME_LIMIT_S = 100.0
 MEMORY_CAP = 12 * GB
 
 
-def _n(text: str) -> float:
+def paper_number(text: str) -> float:
     """'2.1M' -> 2.1e6, '656K' -> 656e3, '28' -> 28."""
     scale = {"K": 1e3, "M": 1e6, "G": 1e9}.get(text[-1], 1.0)
     return float(text[:-1] if scale != 1.0 else text) * scale
 
 
-def _table(rows: dict, columns: list[str]) -> pd.DataFrame:
-    return pd.DataFrame({c: [_n(v[i]) for v in rows.values()] for i, c in enumerate(columns)},
+def paper_table(rows: dict, columns: list[str]) -> pd.DataFrame:
+    """A paper's printed table as numbers: one row per key of ``rows`` (a tuple of printed cells each)."""
+    return pd.DataFrame({c: [paper_number(v[i]) for v in rows.values()] for i, c in enumerate(columns)},
                         index=list(rows))
 
 
@@ -67,7 +68,7 @@ GSI_LB = dict(GSI_PLAIN, load_balance=True)
 GSI_OPT = dict(GSI_LB, duplicate_removal=True)              # GSI-opt = GSI + LB + DR
 
 
-def _instrumented(configs) -> tuple:
+def instrumented(configs) -> tuple:
     """The same configurations with GSI's load counters on (for the GLD tables only)."""
     return tuple(Config(c.label, c.engine, tuple(sorted(dict(c.options, instrument=True).items())))
                  for c in configs)
@@ -94,18 +95,18 @@ _FILTER_COLS = [c.label for c in FILTERS]
 
 JOIN = (Config.of("GSI-", "gsi", **GSI_MINUS), Config.of("+DS", "gsi", **PLUS_DS),
         Config.of("+PC", "gsi", **PLUS_PC), Config.of("+SO (GSI)", "gsi", **GSI_PLAIN))
-_T5_GLD = {"Enron": ("3M", "2.1M", "1.6M", "656K"), "gowalla": ("3.2M", "2M", "1.3M", "848K"),
+T5_GLD = {"Enron": ("3M", "2.1M", "1.6M", "656K"), "gowalla": ("3.2M", "2M", "1.3M", "848K"),
            "patent": ("3.5M", "2.4M", "1.8M", "1.6M"), "road": ("3.4M", "2.2M", "1.7M", "1.6M"),
            "WatDiv": ("40M", "30M", "21M", "13M"), "DBpedia": ("53M", "31M", "24M", "14M")}
-_T5_MS = {"Enron": ("573", "274", "176", "28"), "gowalla": ("353", "172", "88", "69"),
+T5_MS = {"Enron": ("573", "274", "176", "28"), "gowalla": ("353", "172", "88", "69"),
           "patent": ("3K", "1.4K", "700", "524"), "road": ("2.4K", "675", "456", "456"),
           "WatDiv": ("43K", "31K", "25K", "4.4K"), "DBpedia": ("85K", "48K", "36K", "6K")}
-_JOIN_COLS = [c.label for c in JOIN]
+JOIN_COLUMNS = [c.label for c in JOIN]
 
 STRUCTURES = (Config.of("CR", "gsi", **dict(PLUS_DS, structure="cr")), Config.of("PCSR", "gsi", **PLUS_DS))
 _T6_GLD = {"Enron": ("2.4M", "2.1M"), "gowalla": ("2.5M", "2M"), "patent": ("3.2M", "2.4M"),
            "road": ("3.0M", "2.2M"), "WatDiv": ("46M", "30M"), "DBpedia": ("37M", "31M")}
-_T6_MS = {"Enron": ("311", "274"), "gowalla": ("212", "172"), "patent": ("1.8K", "1.4K"),
+T6_MS = {"Enron": ("311", "274"), "gowalla": ("212", "172"), "patent": ("1.8K", "1.4K"),
           "road": ("873", "675"), "WatDiv": ("42K", "31K"), "DBpedia": ("56K", "48K")}
 
 WRITE_CACHE = (Config.of("no cache", "gsi", **dict(GSI_PLAIN, write_cache=False)),
@@ -147,25 +148,25 @@ VERTEX_SWEEP = tuple(Point(f"|V(Q)|={k}", _GOWALLA, QuerySpec("walk", size=k, co
 
 EXPERIMENTS = (
     _experiment("table4_candidates", "Table IV: minimum candidate-set size per filter", FILTERS,
-                Metric("stat", stat="min_candidates"), _table(_T4, _FILTER_COLS + ["t1", "t2", "t3"])[_FILTER_COLS]),
+                Metric("stat", stat="min_candidates"), paper_table(_T4, _FILTER_COLS + ["t1", "t2", "t3"])[_FILTER_COLS]),
     _experiment("table4_time", "Table IV: filtering time (ms) per filter", FILTERS,
                 Metric("avg_ms", phases=("filter",)),
-                _table(_T4, ["c1", "c2", "c3"] + _FILTER_COLS)[_FILTER_COLS]),
-    _experiment("table5_time", "Table V: join techniques, time (ms)", JOIN, Metric("avg_ms"), _table(_T5_MS, _JOIN_COLS)),
-    _experiment("table5_gld", "Table V: join techniques, global-memory loads", _instrumented(JOIN),
-                Metric("stat", stat="loads_total", partial_runs=False), _table(_T5_GLD, _JOIN_COLS)),
+                paper_table(_T4, ["c1", "c2", "c3"] + _FILTER_COLS)[_FILTER_COLS]),
+    _experiment("table5_time", "Table V: join techniques, time (ms)", JOIN, Metric("avg_ms"), paper_table(T5_MS, JOIN_COLUMNS)),
+    _experiment("table5_gld", "Table V: join techniques, global-memory loads", instrumented(JOIN),
+                Metric("stat", stat="loads_total", partial_runs=False), paper_table(T5_GLD, JOIN_COLUMNS)),
     _experiment("table6_time", "Table VI: CR vs PCSR, time (ms)", STRUCTURES, Metric("avg_ms"),
-                _table(_T6_MS, ["CR", "PCSR"])),
-    _experiment("table6_gld", "Table VI: CR vs PCSR, global-memory loads", _instrumented(STRUCTURES),
-                Metric("stat", stat="loads_total", partial_runs=False), _table(_T6_GLD, ["CR", "PCSR"])),
+                paper_table(T6_MS, ["CR", "PCSR"])),
+    _experiment("table6_gld", "Table VI: CR vs PCSR, global-memory loads", instrumented(STRUCTURES),
+                Metric("stat", stat="loads_total", partial_runs=False), paper_table(_T6_GLD, ["CR", "PCSR"])),
     _experiment("table7_time", "Table VII: write cache, time (ms)", WRITE_CACHE, Metric("avg_ms"),
-                _table(_T7_MS, ["no cache", "write cache"])),
+                paper_table(_T7_MS, ["no cache", "write cache"])),
     _experiment("table8", "Table VIII: load balance and duplicate removal, time (ms)", OPTIMIZATIONS,
-                Metric("avg_ms"), _table(_T8_MS, [c.label for c in OPTIMIZATIONS])),
+                Metric("avg_ms"), paper_table(_T8_MS, [c.label for c in OPTIMIZATIONS])),
     _experiment("table9_time", "Table IX: duplicate removal, time (ms)", DUPLICATES, Metric("avg_ms"),
-                _table(_T9_MS, ["with dup", "DR"])),
-    _experiment("table9_gld", "Table IX: duplicate removal, global-memory loads", _instrumented(DUPLICATES),
-                Metric("stat", stat="loads_total", partial_runs=False), _table(_T9_GLD, ["with dup", "DR"])),
+                paper_table(_T9_MS, ["with dup", "DR"])),
+    _experiment("table9_gld", "Table IX: duplicate removal, global-memory loads", instrumented(DUPLICATES),
+                Metric("stat", stat="loads_total", partial_runs=False), paper_table(_T9_GLD, ["with dup", "DR"])),
     _experiment("fig14", "Fig. 14: all engines per dataset, average time (ms)", ALL_ENGINES,
                 Metric("avg_ms"), figure="bars",
                 notes="the paper's competitors are not built; this toolkit's engines stand beside GSI"),

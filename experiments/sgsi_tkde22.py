@@ -44,7 +44,7 @@ _T5 = pd.DataFrame({"SGSI": [56, 210, 596, 282], "SGSI+": [21, 148, 403, 117]},
 _T7_COMP = pd.DataFrame({"SGSI+": [12.9, 111, 323, 76.1]}, index=[d.name for d in LARGE]) * 1000.0
 _T7_COMM = pd.DataFrame({"SGSI+": [8.1, 37, 80, 40.9]}, index=[d.name for d in LARGE]) * 1000.0
 
-_T3_MS = dict(gsi._T5_MS, WatDiv=("43K", "31K", "25K", "1K"), DBpedia=("85K", "48K", "36K", "2K"))
+_T3_MS = dict(gsi.T5_MS, WatDiv=("43K", "31K", "25K", "1K"), DBpedia=("85K", "48K", "36K", "2K"))
 _T6_GPU = pd.DataFrame({"GSI": [661, 685, 915, 1.2 * 1024, 4.9 * 1024, 8.1 * 1024]},
                        index=[d.name for d in gsi.DATASETS])       # MB (paper's M/G units)
 
@@ -78,11 +78,11 @@ def _large(name, title, configs, metric, points=LARGE_POINTS, paper=None, *, sma
 
 EXPERIMENTS = (
     _experiment("table3_time", "Table 3: join techniques, time (ms)", gsi.JOIN, Metric("avg_ms"), gsi.POINTS,
-                gsi._table(_T3_MS, gsi._JOIN_COLS)),
-    _experiment("table3_gld", "Table 3: join techniques, global-memory loads", gsi._instrumented(gsi.JOIN),
-                Metric("stat", stat="loads_total", partial_runs=False), gsi.POINTS, gsi._table(gsi._T5_GLD, gsi._JOIN_COLS)),
+                gsi.paper_table(_T3_MS, gsi.JOIN_COLUMNS)),
+    _experiment("table3_gld", "Table 3: join techniques, global-memory loads", gsi.instrumented(gsi.JOIN),
+                Metric("stat", stat="loads_total", partial_runs=False), gsi.POINTS, gsi.paper_table(gsi.T5_GLD, gsi.JOIN_COLUMNS)),
     _experiment("table4_time", "Table 4: CR vs PCSR, time (ms)", gsi.STRUCTURES, Metric("avg_ms"), gsi.POINTS,
-                gsi._table(gsi._T6_MS, ["CR", "PCSR"])),
+                gsi.paper_table(gsi.T6_MS, ["CR", "PCSR"])),
     _experiment("table6_gpu_memory", "Table 6: peak GPU memory of GSI (MiB)", (GSI_INCORE,), Metric("peak_mb"),
                 gsi.POINTS, _T6_GPU.rename(columns={"GSI": "GSI (in-core)"})),
     _large("table5", "Table 5: elapsed time on graphs larger than the GPU (ms)", (SGSI, SGSI_PLUS),

@@ -1,15 +1,20 @@
-"""The gpusm command line, driven through ``common.cli.main`` as a user would call it."""
+"""The gpusm command line, driven through ``experiments.gpusm.main`` (the installed ``gpusm``)
+as a user would call it."""
 
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
+from _paths import DATA
 
-from common.cli import main, parse_bytes
+from common.cli import parse_bytes
 from common.engine import available_engines
 from common.io import load_graph, read_expected_counts
-
-from _paths import DATA
+from common.peers import installed_peers
+from experiments.compare import demo_engines
+from experiments.gpusm import build_parser, main
 
 
 def run(capsys, *argv):
@@ -120,7 +125,32 @@ def test_demo_agrees_with_the_reference(capsys):
     out = capsys.readouterr().out
     assert "CUDA simulator" in out or "GPU" in out
     assert "answered" in out and "agreed" in out and "disagreed" in out
-    assert out.count("answered in") == len(available_engines())   # a progress line per engine (peers too)
+    engines = demo_engines()
+    assert out.count("answered in") == len(engines)                # a progress line per engine
+    assert all(f"] {name}: preparing" in out for name in engines)
+    assert not any(f"] {peer}: preparing" in out for peer in installed_peers())   # peers only with --peers
+
+
+def test_demo_leaves_the_peers_out_unless_asked():
+    assert set(demo_engines()) == set(available_engines()) - set(installed_peers())
+    assert demo_engines(peers=True) == available_engines()
+    assert {"cpu", "gsi", "sgsi", "egsm", "gmatch", "stwig", "stwig-cpu"} <= set(demo_engines())
+    assert build_parser().parse_args(["demo", "--peers"]).peers
+    assert not build_parser().parse_args(["demo"]).peers
+
+
+def test_the_shared_layer_does_not_import_the_harness():
+    import subprocess
+    import sys
+
+    probe = ("import sys, common, common.cli, common.peers, common.io, common.generate; "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'experiments'))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    common_dir = Path(__file__).resolve().parents[1] / "common"
+    importers = [p.name for p in common_dir.glob("*.py")
+                 if re.search(r"^\s*(from|import) experiments", p.read_text(), re.M)]
+    assert importers == []
 
 
 def test_cli_errors_name_the_problem(capsys, tmp_path):

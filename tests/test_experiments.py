@@ -148,7 +148,7 @@ def test_count_disagreements_are_reported():
 
 
 def test_experiment_needing_a_missing_engine_says_so(tmp_path, capsys):
-    from common.cli import main
+    from experiments.gpusm import main
 
     experiment = Experiment("test.missing", "testpaper", "needs an unbuilt engine",
                             (Config.of("x", "no-such-engine"),), (), Metric("avg_ms"), 1.0)
