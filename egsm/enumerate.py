@@ -47,6 +47,12 @@ round trip between them (the host reads the counters once at the end); the stop 
 reached) is polled once per batch; rows store the mapped data vertices in ascending query-vertex
 order and a task re-derives each vertex's cuckoo cell with one probe per lane.
 
+Code layout: ``extend_kernel`` is the task loop (take a task: a first-match chunk, a queue row
+or a split record; then ``extend_task``), ``extend_task`` is ExtendDFS through the group, and
+the steps are named device functions (``queue_geometry``, ``load_*``, ``open_level`` =
+SelectNext + s_min, ``test_candidate``, ``publish_split``, ``emit_embeddings``, ``emit_rows``);
+a warp's per-level state is one local (LV_FIELDS, MAXQ) array indexed by ``layout.LV_*``.
+
 Deadline (``timeout_s``; the paper has none inside a launch): with ``watch`` = 1 the host runs
 each stage through :class:`common.device.LaunchWatch`, which writes ``ctrl[C_STOP]`` from a second
 stream at the deadline; lane 0 of every warp also reads the flag with an L2 atomic every

@@ -215,3 +215,19 @@ def test_fixed_cost_launches_and_copies(data, monkeypatch):
     assert [r.count for r in got] == [cpu.match(x).count for x in qs]
     assert calls["launches"].count("candidate_kernel") == 1
     assert calls["copies"] == 1 + 3 * len(qs)
+
+
+def test_overfull_cuckoo_tables_are_rebuilt_then_reported(monkeypatch):
+    # one bucket per table (16 cells) for 20 candidates: every build attempt fails, the host
+    # sees the failure flag through the one ctrl + einfo copy, rebuilds MAX_REBUILDS times, raises
+    import egsm.cuckoo_trie as trie
+    g = rmat(20, 80, seed=4, labels=np.zeros(20, np.int32), name="unlabelled20")
+    q = Graph.from_edges(2, [0], [1], labels=[0, 0])
+    engine = EGSM().prepare(g)
+    monkeypatch.setattr(egsm_engine, "table_sizes", lambda sizes: np.ones(len(sizes), np.int64))
+    monkeypatch.setattr(egsm_engine, "MAX_REBUILDS", 2)
+    monkeypatch.setattr(trie, "MAX_CUCKOO_LOOP", 2)            # the simulator reads it per launch
+    with pytest.raises(RuntimeError, match="cuckoo build failed"):
+        engine.match(q)
+    monkeypatch.undo()
+    assert engine.match(q).count == create_engine("cpu").prepare(g).match(q).count
