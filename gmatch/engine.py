@@ -97,6 +97,8 @@ STEALING_SCOPES = {"global": STEAL_GLOBAL, "mailbox": STEAL_MAILBOX, "block": ST
 STACK_LEVELS = (4, 8, 12, 16, 24, MAX_QUERY_VERTICES)   # compiled stack depths
 POOL_START = 1 << 22               # int32 elements of each seed-pool buffer before it grows
 POOL_MAX = 1 << 28                 # a BFS level needing more falls back to the previous level
+PROBE_SEEDS = 1 << 14              # seed-pool target of the probe's BFS stage
+DIRECT_S = 1e-3                    # the probe's first stage: a DFS from the root's label range
 BLOCK_QUERY_SLOTS = 1 << 16        # blocks a launch may have (block -> query map entries)
 BATCH_QUERIES = 256                # queries per batched launch (at most the resident blocks)
 
@@ -263,14 +265,17 @@ class GMatch(Engine):
         return bool(self.candidate_graph)
 
     # ------------------------------------------------------------------ launch shapes
-    def _fine_shape(self, n: int, seeds: int, kernel, args) -> tuple[int, int, int, dict]:
+    def _fine_shape(self, n: int, seeds: int, kernel, args, fit_to_seeds: bool = False):
+        """(stack levels, warps per block, blocks, kernel resources) of a fine launch: the resident
+        grid with global stealing (idle blocks are fed by stealing), else, or with
+        ``fit_to_seeds`` (the probe's label-range stage), no more blocks than the seeds fill."""
         levels = stack_levels(n)
         warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
         resident, resources = resident_blocks(kernel, args, warps * 32)
         if self.blocks:
             return levels, warps, self.blocks, resources
         needed = math.ceil(seeds / (warps * self.roots_per_fetch))
-        if self.work_stealing in ("global", "mailbox"):     # idle blocks are fed by stealing
+        if self.work_stealing in ("global", "mailbox") and not fit_to_seeds:
             needed = resident
         return levels, warps, max(1, min(resident, needed)), resources
 
@@ -365,7 +370,8 @@ class GMatch(Engine):
             global_scope = scope in (STEAL_GLOBAL, STEAL_MAILBOX)
             args = (*graph[:5], self._d_cands, self._d_qps, pool, width, self._d_ctrls, emb, emb_cap,
                     watch, self._d_stop, self._d_mail, self._d_xfer, self._d_block_query)
-            levels, warps, blocks, resources = self._fine_shape(n, rows, kernel, args)
+            levels, warps, blocks, resources = self._fine_shape(n, rows, kernel, args,
+                                                                fit_to_seeds=pool is self._d_vertices_by_label)
             steal_bytes = 0
             if global_scope:
                 self._steal_buffers(blocks * warps, levels)
@@ -401,7 +407,7 @@ class GMatch(Engine):
         return self._watch.run(kernel, blocks, warps * 32, args, deadline, self._d_stop), shape
 
     def _search(self, n, qp, graph, indexed, limit_unique, emb_cap, deadline, timer,
-                phase="enumerate", label_seeds=None):
+                phase="enumerate", label_seeds=None, seed_target=None):
         """BFS + DFS, or with ``label_seeds`` = (lo, hi) a DFS straight from the root's label range
         of the vertices sorted by label (no BFS, no host round trip: the small-query probe);
         returns (unique count, ctrl row, embeddings device array, timed_out, stats)."""
@@ -410,8 +416,8 @@ class GMatch(Engine):
             pool, (seed_lo, seed_hi), width, timed_out, growths = self._d_vertices_by_label, label_seeds, 1, False, 0
         else:
             with timer.phase(phase):
-                pool, rows, width, timed_out, growths = self._seed_pool(qp, graph, indexed, deadline,
-                                                                        self.seed_pool)
+                pool, rows, width, timed_out, growths = self._seed_pool(
+                    qp, graph, indexed, deadline, min(self.seed_pool, seed_target or self.seed_pool))
             seed_lo, seed_hi = 0, rows
         rows = seed_hi - seed_lo
         stats = {"seeds": rows, "seed_width": width, "seed_pool_bytes": rows * width * 4,
@@ -479,12 +485,20 @@ class GMatch(Engine):
         index_stats = {}
         graph = self._data_graph
         if probe:
-            # most queries finish over the data graph before an index would be built: a DFS from
-            # the root's label range, no BFS (the fine kernel checks the seeds' LDF/NLF bit)
+            # most queries finish over the data graph before an index would be built: first a
+            # DFS from the root's label range on a grid sized to it (no BFS, no host round trip;
+            # the fine kernel checks the seeds' LDF/NLF bit) for DIRECT_S, then over a BFS seed
+            # pool (better balanced for hub-heavy roots) for the rest of probe_s
             probe_end = start + self.probe_s if deadline is None else min(deadline, start + self.probe_s)
-            label_seeds = self._label_seeds(query, plan) if self.granularity == "fine" else None
-            unique, ctrl, _, stopped, stats = self._search(n, qp, graph, False, 0, 0, probe_end, timer,
-                                                           phase="probe", label_seeds=label_seeds)
+            stopped = True
+            if self.granularity == "fine":
+                direct_end = min(probe_end, time.perf_counter() + DIRECT_S)
+                unique, ctrl, _, stopped, stats = self._search(
+                    n, qp, graph, False, 0, 0, direct_end, timer, phase="probe",
+                    label_seeds=self._label_seeds(query, plan))
+            if stopped and time.perf_counter() < probe_end:
+                unique, ctrl, _, stopped, stats = self._search(n, qp, graph, False, 0, 0, probe_end, timer,
+                                                               phase="probe", seed_target=PROBE_SEEDS)
             if not stopped or (deadline is not None and time.perf_counter() >= deadline):
                 status = Status.TIMEOUT if stopped else Status.OK
                 stats.update(probe_finished=not stopped)

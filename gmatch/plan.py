@@ -87,7 +87,12 @@ def ri_order(adj: np.ndarray) -> list[int]:
             if placed >> u & 1 or not near >> u & 1:
                 continue                   # ordered already, or would disconnect the order
             unplaced = nbr[u] & ~placed
-            shared = sum(1 for x in order if nbr[x] & unplaced)
+            reach, rest = 0, unplaced         # ordered vertices adjacent to an unplaced neighbour
+            while rest:
+                low = rest & -rest
+                reach |= nbr[low.bit_length() - 1]
+                rest ^= low
+            shared = (reach & placed).bit_count()
             key = ((nbr[u] & placed).bit_count(), shared, (unplaced & ~near).bit_count(), -u)
             if best_key is None or key > best_key:
                 best, best_key = u, key
@@ -98,16 +103,26 @@ def ri_order(adj: np.ndarray) -> list[int]:
 
 
 def _refined_colours(adj: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Colour refinement (1-WL) starting from (label, degree): automorphisms preserve colours."""
+    """Colour refinement (1-WL) starting from (label, degree): automorphisms preserve colours.
+    Plain Python over neighbour lists: a query has at most 32 vertices, and numpy's per-call cost
+    would dominate."""
     n = adj.shape[0]
-    colours = np.unique(np.stack([labels, adj.sum(axis=1)], axis=1), axis=0, return_inverse=True)[1].ravel()
-    while True:
-        signatures = [(int(colours[u]), tuple(sorted(int(c) for c in colours[adj[u]]))) for u in range(n)]
+    neighbours: list[list[int]] = [[] for _ in range(n)]
+    for u, x in zip(*(axis.tolist() for axis in np.nonzero(adj))):
+        neighbours[u].append(x)
+    start = [(int(labels[u]), len(neighbours[u])) for u in range(n)]
+    table = {key: i for i, key in enumerate(sorted(set(start)))}
+    colours = [table[key] for key in start]
+    classes = len(table)
+    while classes < n:
+        signatures = [(colours[u], tuple(sorted(colours[x] for x in neighbours[u]))) for u in range(n)]
         table = {sig: i for i, sig in enumerate(sorted(set(signatures)))}
-        refined = np.array([table[s] for s in signatures], dtype=np.int64)
-        if len(table) == len(set(colours.tolist())):
-            return refined
-        colours = refined
+        refined = [table[sig] for sig in signatures]
+        if len(table) == classes:
+            colours = refined
+            break
+        colours, classes = refined, len(table)
+    return np.asarray(colours, dtype=np.int64)
 
 
 def _automorphisms_extending(adj: np.ndarray, colours: np.ndarray, order: list[int], fixed: dict):
@@ -150,8 +165,10 @@ def symmetry_restrictions(adj: np.ndarray, labels: np.ndarray, order: list[int])
     """(restrict masks by position, |Aut(Q)|, orbit sizes) for the stabiliser chain along ``order``."""
     n = adj.shape[0]
     colours = _refined_colours(adj, labels)
-    position = {u: d for d, u in enumerate(order)}
     restrict = np.zeros(n, dtype=np.uint32)
+    if np.unique(colours).size == n:          # every vertex its own colour: Aut(Q) is trivial
+        return restrict, 1, tuple([1] * n)
+    position = {u: d for d, u in enumerate(order)}
     fixed: dict[int, int] = {}
     automorphisms = 1
     orbit_sizes = []
@@ -213,13 +230,18 @@ def build_plan(query: Graph, symmetry_breaking: bool = True, defer_leaves: bool 
     order = ri_order(adj)
     leaves = countable_leaves(adj, labels, order) if defer_leaves else []
     order = [u for u in order if u not in leaves] + [u for u in order if u in leaves]
-    position = np.empty(n, dtype=np.int64)
-    position[order] = np.arange(n)
+    position = [0] * n
+    for d, u in enumerate(order):
+        position[u] = d
+    nbr = _masks(adj)
     backward = np.zeros(n, dtype=np.uint32)
     for d, u in enumerate(order):
-        for x in np.flatnonzero(adj[u]):
-            if position[x] < d:
-                backward[d] |= np.uint32(1 << int(position[x]))
+        mask, rest = 0, nbr[u]                 # u's neighbours as positions, the earlier ones kept
+        while rest:
+            low = rest & -rest
+            mask |= 1 << position[low.bit_length() - 1]
+            rest ^= low
+        backward[d] = mask & ((1 << d) - 1)
     if symmetry_breaking:
         restrict, automorphisms, orbits = symmetry_restrictions(adj, labels, order)
     else:
@@ -227,10 +249,10 @@ def build_plan(query: Graph, symmetry_breaking: bool = True, defer_leaves: bool 
     order_arr = np.asarray(order, dtype=np.int32)
     ordered_labels = labels[order_arr]
     same = np.zeros(n, dtype=np.uint32)
-    for d in range(n):
-        for j in range(d):
-            if ordered_labels[j] == ordered_labels[d]:
-                same[d] |= np.uint32(1 << j)
+    earlier: dict[int, int] = {}                 # label -> positions so far with it
+    for d, label in enumerate(ordered_labels.tolist()):
+        same[d] = earlier.get(label, 0)
+        earlier[label] = same[d] | 1 << d
     return QueryPlan(order=order_arr, labels=ordered_labels.astype(np.int32),
                      degrees=adj.sum(axis=1)[order_arr].astype(np.int32), backward=backward,
                      restrict=restrict, automorphisms=int(automorphisms), orbit_sizes=orbits,
