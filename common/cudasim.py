@@ -34,12 +34,11 @@ Other simulator gaps covered here: ``nanosleep`` (yields the interpreter), ``cud
 negative value (counted in the value's two's-complement width, as on the GPU),
 ``cuda.shared.array(0, np.int32)`` (dynamic shared memory with a NumPy dtype), and
 ``cuda.cg.this_grid().sync()`` with more than one block, which the simulator cannot honour
-(blocks run one after another) and now raises rather than silently not synchronising.
+(blocks run one after another): it raises.
 
-Blocks also run faster: instead of starting a new Python thread per CUDA thread per block and
-busy-polling them, blocks run on a pool of reusable simulated threads and the block runner sleeps
-until a thread reaches ``syncthreads``, finishes or fails (same semantics; about 10x faster for
-small blocks on a 2-core machine).
+Blocks run on a pool of reusable simulated threads, and the block runner sleeps until a thread
+reaches ``syncthreads``, finishes or fails (the simulator's semantics, without a new Python thread
+per CUDA thread per block or busy polling).
 """
 
 from __future__ import annotations

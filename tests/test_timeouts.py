@@ -28,7 +28,7 @@ def _timed(engine, query, timeout_s):
 
 @pytest.mark.parametrize("parallel", [False, True])
 def test_stwig_cpu_stops_inside_a_hub_roots_exploration(parallel):
-    # one hub root has about 1200^6 STwig matches: before, one compiled call explored it for hours
+    # one hub root has about 1200^6 STwig matches: one compiled call exploring it would run for hours
     data = rmat(4096, 40000, seed=1, name="hubs")
     engine = create_engine("stwig-cpu", parallel=parallel).prepare(data)
     engine.match(_star(6), timeout_s=0.05)                    # compile outside the measurement
