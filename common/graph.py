@@ -54,11 +54,42 @@ def _as_int_array(name: str, values, dtype) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Graph:
-    """CSR graph: ``neighbors[offsets[v]:offsets[v+1]]`` are v's (out-)neighbours, sorted.
+    """A labelled graph in CSR form: ``neighbors[offsets[v]:offsets[v+1]]`` are v's
+    (out-)neighbours, sorted.
 
-    Build one with :meth:`from_edges` (which sorts, deduplicates and drops self-loops) or pass
-    ready CSR arrays, which are validated as they are (``validate=False`` skips the check, for
-    arrays that trusted code built valid).
+    Build one with :meth:`from_edges` (which sorts, deduplicates and drops self-loops), read one
+    with :func:`common.load_graph`, or pass ready CSR arrays, which are validated as they are
+    (``validate=False`` skips the check, for arrays that trusted code built valid).
+
+    Parameters
+    ----------
+    offsets : numpy.ndarray
+        ``num_vertices + 1`` row offsets into ``neighbors``.
+    neighbors : numpy.ndarray
+        The (out-)neighbours of every vertex, each row sorted; an undirected edge is in both rows.
+    labels : numpy.ndarray
+        One integer label per vertex.
+    edge_labels : numpy.ndarray, optional
+        One label per entry of ``neighbors`` (None: unlabelled edges).
+    directed : bool
+        Whether ``neighbors`` holds out-neighbours of a directed graph.
+    name : str
+        Shown in reports and used as a query's name.
+    meta : dict
+        Where the graph came from (``source``, ``format``, ``original_ids``, ...).
+    validate : bool
+        Check the CSR arrays (default True).
+
+    :meth:`replace` returns a copy with some fields changed.
+
+    Examples
+    --------
+    >>> from common import Graph
+    >>> triangle = Graph.from_edges(3, [0, 1, 2], [1, 2, 0], labels=[0, 0, 1])
+    >>> triangle
+    Graph(3 vertices, 3 edges, 2 labels, undirected)
+    >>> triangle.num_vertices, triangle.num_edges
+    (3, 3)
     """
 
     offsets: np.ndarray

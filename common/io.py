@@ -738,7 +738,40 @@ def load_graphs(path, *, directed: bool | None = None, symmetrize: bool = False,
 
 def load_graph(path, *, directed: bool | None = None, symmetrize: bool = False,
                name: str | None = None, fmt: str | None = None) -> Graph:
-    """The one graph in a file (see :func:`load_graphs` for the options)."""
+    """Read the one graph in a file, its format detected from the content.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A graph file: ``graph`` (t/v/e text), ``gsi``, ``gmatch-binary`` or a SNAP edge list
+        (optionally gzipped).
+    directed : bool, optional
+        Defaults to the format's nature: True for ``gsi`` and ``snap``, False for the others.
+    symmetrize : bool
+        Read a directed file as undirected.
+    name : str, optional
+        The graph's name (default: the file stem).
+    fmt : str, optional
+        Force a format instead of detecting it.
+
+    Returns
+    -------
+    Graph
+        The graph; a SNAP list's compacted ids keep the file's ids in ``meta["original_ids"]``.
+
+    Raises
+    ------
+    GraphFormatError
+        The file is not a valid graph, or holds several (read those with :func:`load_graphs`).
+
+    Examples
+    --------
+    >>> from common import load_graph
+    >>> from common.paths import data_dir
+    >>> hprd = load_graph(data_dir() / "hprd" / "HPRD.graph")
+    >>> hprd.num_vertices, hprd.num_edges
+    (9460, 34998)
+    """
     graphs = load_graphs(path, directed=directed, symmetrize=symmetrize, name=name, fmt=fmt)
     if not graphs:
         raise GraphFormatError(path, None, "the file holds no graph")

@@ -28,9 +28,37 @@ PHASES = ("filter", "index", "plan", "enumerate", "transfer")
 class MatchResult:
     """Count, status and measurements of one query on one engine.
 
-    ``phases`` maps the phase names in :data:`PHASES` to seconds (device-event timed on a GPU,
-    wall-clock on the CPU); ``stats`` holds engine-specific statistics (candidate sizes,
-    intermediate rows, idle rate, ...).
+    Parameters
+    ----------
+    engine : str
+        Name of the engine that answered (``"cpu"``, ``"gsi"``, ...).
+    count : int
+        Embeddings found: the exact number when ``status`` is ``ok``, else a lower bound.
+    status : Status or str
+        ``ok``, ``limit`` (stopped at ``limit``), ``timeout``, ``oom`` or ``unsupported``.
+    reason : str
+        Why the status is not ``ok`` (empty when it is).
+    embeddings : numpy.ndarray or None
+        With ``collect=True``: one row per embedding, column ``u`` the data vertex of query
+        vertex ``u``; else None.
+    phases : dict of str to float
+        Seconds per phase of :data:`PHASES` (device-event timed on a GPU, wall-clock on the CPU).
+    peak_device_bytes : int
+        Most device memory the query held at once.
+    stats : dict
+        Engine statistics; every search reports ``order`` and ``candidate_sizes``
+        (docs/statistics.md lists every name).
+    query : str
+        The query graph's name.
+
+    Examples
+    --------
+    >>> from common import Graph, match
+    >>> data = Graph.from_edges(3, [0, 1, 2], [1, 2, 0], labels=[0, 0, 1])
+    >>> edge = Graph.from_edges(2, [0], [1], labels=[0, 1])
+    >>> result = match(data, edge, collect=True)
+    >>> result.status, result.count, result.embeddings.tolist()
+    (<Status.OK: 'ok'>, 2, [[0, 2], [1, 2]])
     """
 
     engine: str
