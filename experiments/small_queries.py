@@ -86,7 +86,9 @@ def time_batched(engine, queries, timeout_s):
     return time.perf_counter() - start, results
 
 
-def run(workloads, engines, timeout_s, profile_to=None):
+def run(workloads, engines, timeout_s, profile_to=None, out: Path | None = None):
+    """Every (workload, engine) timed; each engine's rows are appended to ``out`` (CSV) and
+    summarised on one line as soon as it is done, so a run cut short keeps what it measured."""
     rows = []
     for workload in workloads:
         data, queries, known = load(workload)
@@ -108,7 +110,12 @@ def run(workloads, engines, timeout_s, profile_to=None):
                 for query, result in zip(queries, results):
                     rows.append(_row(workload, name, "batched", query, wall / len(queries), result,
                                      known))
-            print(f"   {name:7s} done", flush=True)
+            done = pd.DataFrame(rows[-len(queries) * (2 if batches(engine) else 1):])
+            if out is not None:
+                done.to_csv(out, mode="a", header=not out.exists(), index=False)
+            for mode, part in done.groupby("mode", sort=False):
+                print(f"   {name:7s} {mode:8s} median {part.wall_ms.median():8.3f} ms, total "
+                      f"{part.wall_ms.sum():9.1f} ms, exact {int(part.exact.sum())}/{len(part)}", flush=True)
     return pd.DataFrame(rows)
 
 
@@ -141,9 +148,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
-    frame = run(args.workloads.split(","), args.engines.split(","), args.timeout, args.profile)
-    if args.out:
-        frame.to_csv(args.out, index=False)
+    if args.out and args.out.exists():
+        args.out.unlink()
+    frame = run(args.workloads.split(","), args.engines.split(","), args.timeout, args.profile, args.out)
     table = summary(frame)
     print(f"backend: {backend_label()}")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
