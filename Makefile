@@ -7,11 +7,12 @@ STAMP  := $(VENV)/.installed-stamp
 # installed too: the cu13 extra for a driver of CUDA 13 or newer, cu12 for CUDA 12. Override with
 # EXTRAS=test,cu12 (or EXTRAS=test for none).
 comma := ,
+space := $(subst ,, )
 CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9]*\).*/\1/p' | head -n 1)
 CUDA_EXTRA := $(shell v='$(CUDA_MAJOR)'; if [ -z "$$v" ]; then :; elif [ "$$v" -ge 13 ]; then echo cu13; elif [ "$$v" -eq 12 ]; then echo cu12; fi)
 EXTRAS ?= test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
 
-.PHONY: demo test test-gpu install cuda-extra clean experiments compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
+.PHONY: demo test lint test-gpu install cuda-extra clean experiments compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
 # Experiments: make experiment-gsi SCALE=small (tiny | small | full); outputs under results/<paper>/
 # BUDGET=seconds: queries not started by then are recorded as skipped (a later run fills them in);
 # make experiments GPUS=0,1,2,3 runs the six sets in parallel, one process per set, pinned to GPUs
@@ -39,6 +40,14 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n auto
+
+# ruff (rules in pyproject.toml) over the paths that pass it; the files still being edited in
+# the engine packages (listed in LINT_PENDING) join once their owners have fixed them.
+LINT_PENDING := gsi egsm gmatch stwig common/engine.py common/device.py common/scan.py \
+	experiments/small_queries.py experiments/dask_scaling.py tests/test_gsi*.py tests/test_sgsi.py \
+	tests/test_egsm*.py tests/test_stwig*.py tests/test_gmatch.py tests/test_device.py tests/test_engine.py
+lint: $(STAMP)
+	$(VENV)/bin/ruff check --extend-exclude '$(subst $(space),$(comma),$(strip $(LINT_PENDING)))' .
 
 # The whole suite on the GPU (no simulator), one test at a time: kernels share the device.
 test-gpu: $(STAMP)

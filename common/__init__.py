@@ -2,12 +2,11 @@
 the engine contract and the GPU helpers every engine uses (docs/design.md)."""
 
 from .backend import BACKEND  # first: picks GPU or CUDA simulator before numba.cuda is imported
-
 from .engine import Engine, available_engines, create_engine, engine_class, match, match_many, register
 from .errors import DeviceOutOfMemory, GraphFormatError, InvalidGraphError
 from .graph import Graph
-from .io import detect_format, load_graph, load_graphs, load_query_set, read_expected_counts, save_graph
 from .interop import from_networkx, from_scipy, results_frame, to_networkx
+from .io import detect_format, load_graph, load_graphs, load_query_set, read_expected_counts, save_graph
 from .result import MatchResult, Status
 
 __all__ = [

@@ -32,7 +32,6 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from pathlib import Path
 
 import numpy as np
 

@@ -792,7 +792,8 @@ _METADATA_SUFFIXES = {".json", ".md", ".csv", ".npy", ".yaml", ".yml"}
 
 def load_query_set(folder_or_files, **options) -> list[Graph]:
     """Queries from a folder (every non-hidden file in it except metadata such as a query set's
-    ``params.json``, in natural order: ``q_2`` before ``q_10``), from one file (all its graphs: GSI and DAF files hold several), or from a list of
+    ``params.json``, in natural order: ``q_2`` before ``q_10``), from one file (all its graphs: GSI
+    and DAF files hold several), or from a list of
     files (in the order given). Each graph is named after its file stem; ``options`` go to
     :func:`load_graphs`."""
     if isinstance(folder_or_files, (str, Path)):

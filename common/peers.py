@@ -38,6 +38,7 @@ from .engine import Engine
 from .graph import Graph
 from .result import MatchResult, Status
 
+
 def installed_peers() -> list[str]:
     """The peer engines registered here: those of ``common.engine.PEER_ENGINES`` whose package is importable."""
     from .engine import PEER_ENGINES, available_engines
@@ -100,7 +101,8 @@ class NetworkXMatcher(Engine):
 
         pattern = self._to_networkx(query)
         kind = iso.DiGraphMatcher if query.directed else iso.GraphMatcher
-        edge_match = (lambda a, b: a["label"] == b["label"]) if (query.has_edge_labels or self.data.has_edge_labels) else None
+        edge_labelled = query.has_edge_labels or self.data.has_edge_labels
+        edge_match = (lambda a, b: a["label"] == b["label"]) if edge_labelled else None
         matcher = kind(self._graph, pattern, node_match=same_label, edge_match=edge_match)
         nq = query.num_vertices
         count, status, reason, mappings = 0, Status.OK, "", []
@@ -201,7 +203,8 @@ class IGraphMatcher(Engine):
             outcome = self._in_child(args, timeout_s)
             if outcome is None:
                 return MatchResult(self.name, 0, Status.TIMEOUT, phases={"enumerate": time.perf_counter() - start},
-                                   reason=f"igraph {self.method} ran past {timeout_s:g} s; its child process was killed")
+                                   reason=f"igraph {self.method} ran past {timeout_s:g} s; "
+                                          "its child process was killed")
             count, mappings = outcome
         status = Status.OK
         if limit is not None and count >= limit:

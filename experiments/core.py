@@ -136,7 +136,8 @@ class Experiment:
     ``time_limit_s`` and ``memory_cap`` are the paper's; the scale may lower the time limit.
     ``scale_at`` maps a scale name to overrides of that scale's fields for this experiment
     alone (fewer queries, a shorter limit, fewer points, smaller stand-ins).
-    ``figure``: None, ``"bars"``, ``"lines"`` (x = ``Point.x``, named with its unit by ``xlabel``) or ``"scatter"`` (per-query
+    ``figure``: None, ``"bars"``, ``"lines"`` (x = ``Point.x``, named with its unit by ``xlabel``)
+    or ``"scatter"`` (per-query
     times of each config against ``scatter_base``). ``rows`` maps point labels to table rows
     when a row pools several points (e.g. one pattern on several datasets); by default each
     point is a row.
@@ -438,9 +439,9 @@ def format_plan(paper: str, lines: list[PlanLine]) -> str:
         note = f"  (needs {', '.join(line.missing)}: not built)" if line.missing else ""
         out.append(f"{line.experiment:40s} {line.jobs:5d} {line.runs:5d} {line.limit_s:6g} "
                    f"{line.query_s:8.1f} {line.warmup_s:8.1f} {line.compile_s:8.0f} {line.worst_s:8.1f}{note}")
-    out.append(f"{'total':40s} {sum(l.jobs for l in lines):5d} {sum(l.runs for l in lines):5d} {'':6s} "
-               f"{sum(l.query_s for l in lines):8.1f} {sum(l.warmup_s for l in lines):8.1f} "
-               f"{sum(l.compile_s for l in lines):8.0f} {sum(l.worst_s for l in lines):8.1f}")
+    out.append(f"{'total':40s} {sum(p.jobs for p in lines):5d} {sum(p.runs for p in lines):5d} {'':6s} "
+               f"{sum(p.query_s for p in lines):8.1f} {sum(p.warmup_s for p in lines):8.1f} "
+               f"{sum(p.compile_s for p in lines):8.0f} {sum(p.worst_s for p in lines):8.1f}")
     return "\n".join(out)
 
 

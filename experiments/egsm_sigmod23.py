@@ -19,7 +19,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .core import Config, Experiment, Metric, Point
-from .workloads import GB, ENRON, GITHUB, Dataset, QuerySpec
+from .workloads import ENRON, GB, GITHUB, Dataset, QuerySpec
 
 PAPER = "egsm_sigmod23"
 TIME_LIMIT_S = 3600.0
@@ -73,11 +73,13 @@ EXPERIMENTS = (
     _experiment("fig8", "Fig. 8: solved queries per dataset", (GSI, EGSM), Metric("solved"),
                 figure="bars", notes="CuTS is not built; the paper reports bars only (no printed values)"),
     _experiment("fig9", "Fig. 9: per-query time, GSI vs EGSM (Enron, GitHub, Patents)", (GSI, EGSM),
-                Metric("speedup", base="EGSM"), pd.DataFrame({"GSI": [702.3] * 3}, index=["Enron", "GitHub", "Patents"]),
+                Metric("speedup", base="EGSM"),
+                pd.DataFrame({"GSI": [702.3] * 3}, index=["Enron", "GitHub", "Patents"]),
                 points=tuple(p for p in POINTS if p.label in ("Enron", "GitHub", "Patents")),
                 figure="scatter", scatter_base="EGSM",
                 notes="cells: mean over queries of t_GSI / t_EGSM (the paper prints 702.3x over all datasets)"),
-    _experiment("table3", "Table 3: candidate-index bytes", (GSI, EGSM), Metric("stat", stat="candidate_index_bytes"), _T3),
+    _experiment("table3", "Table 3: candidate-index bytes", (GSI, EGSM),
+                Metric("stat", stat="candidate_index_bytes"), _T3),
     _experiment("fig10a", "Fig. 10(a): candidate edges per query-edge relation", (GSI, NOF3, EGSM),
                 Metric("stat", stat="candidate_edges_per_relation"), figure="bars"),
     _experiment("fig10b", "Fig. 10(b): filtering time (ms, filter + index build)", (GSI, NOF3, EGSM),
@@ -85,7 +87,8 @@ EXPERIMENTS = (
     _experiment("table4", "Table 4: speedup of EGSM over its variants (t_variant / t_EGSM)",
                 (EGSM, *VARIANTS), Metric("speedup", base="EGSM"), _T4),
     _experiment("fig11_labels", "Fig. 11(a/b): number of labels (Enron), EGSM", (EGSM,), Metric("avg_ms"),
-                points=_SIGMA_SWEEP, figure="lines", xlabel="vertex labels |Σ| (count)", notes="sizes 8 for |Σ| < 8, as §6.3 does for |Σ| = 1, 4"),
+                points=_SIGMA_SWEEP, figure="lines", xlabel="vertex labels |Σ| (count)",
+                notes="sizes 8 for |Σ| < 8, as §6.3 does for |Σ| = 1, 4"),
     _experiment("fig11_sizes", "Fig. 11(c/d): query size (Enron), EGSM", (EGSM,), Metric("avg_ms"),
                 points=_SIZE_SWEEP, figure="lines", xlabel="query vertices |V(Q)| (count)"),
 )

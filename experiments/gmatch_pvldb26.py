@@ -21,7 +21,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .core import Config, Experiment, Metric, Point
-from .workloads import GB, ENRON, GITHUB, Dataset, QuerySpec
+from .workloads import ENRON, GB, GITHUB, Dataset, QuerySpec
 
 PAPER = "gmatch_pvldb26"
 LARGE_LIMIT_S = 1800.0

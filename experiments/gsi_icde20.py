@@ -26,7 +26,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .core import Config, Experiment, Metric, Point
-from .workloads import GB, ENRON, Dataset, QuerySpec, scaled_sweep
+from .workloads import ENRON, GB, Dataset, QuerySpec, scaled_sweep
 
 PAPER = "gsi_icde20"
 TIME_LIMIT_S = 100.0
@@ -89,7 +89,8 @@ FILTERS = (Config.of("label (GpSM)", "gsi", filter="label", **GSI_OPT),
            Config.of("signature (GSI)", "gsi", filter="signature", **GSI_OPT))
 _T4 = {"enron": ("2,246", "2,270", "111", "24", "20", "9"), "gowalla": ("153", "1,072", "90", "31", "24", "16"),
        "patent": ("2,298", "3,401", "25", "781", "569", "354"), "road": ("8", "2,544", "7", "259", "394", "187"),
-       "WatDiv": ("871", "12,145", "604", "290", "252", "201"), "DBpedia": ("138", "11,405", "132", "410", "494", "407")}
+       "WatDiv": ("871", "12,145", "604", "290", "252", "201"),
+       "DBpedia": ("138", "11,405", "132", "410", "494", "407")}
 _T4 = {k.replace("enron", "Enron"): tuple(x.replace(",", "") for x in v) for k, v in _T4.items()}
 _FILTER_COLS = [c.label for c in FILTERS]
 
@@ -148,11 +149,13 @@ VERTEX_SWEEP = tuple(Point(f"|V(Q)|={k}", _GOWALLA, QuerySpec("walk", size=k, co
 
 EXPERIMENTS = (
     _experiment("table4_candidates", "Table IV: minimum candidate-set size per filter", FILTERS,
-                Metric("stat", stat="min_candidates"), paper_table(_T4, _FILTER_COLS + ["t1", "t2", "t3"])[_FILTER_COLS]),
+                Metric("stat", stat="min_candidates"),
+                paper_table(_T4, _FILTER_COLS + ["t1", "t2", "t3"])[_FILTER_COLS]),
     _experiment("table4_time", "Table IV: filtering time (ms) per filter", FILTERS,
                 Metric("avg_ms", phases=("filter",)),
                 paper_table(_T4, ["c1", "c2", "c3"] + _FILTER_COLS)[_FILTER_COLS]),
-    _experiment("table5_time", "Table V: join techniques, time (ms)", JOIN, Metric("avg_ms"), paper_table(T5_MS, JOIN_COLUMNS)),
+    _experiment("table5_time", "Table V: join techniques, time (ms)", JOIN, Metric("avg_ms"),
+                paper_table(T5_MS, JOIN_COLUMNS)),
     _experiment("table5_gld", "Table V: join techniques, global-memory loads", instrumented(JOIN),
                 Metric("stat", stat="loads_total", partial_runs=False), paper_table(T5_GLD, JOIN_COLUMNS)),
     _experiment("table6_time", "Table VI: CR vs PCSR, time (ms)", STRUCTURES, Metric("avg_ms"),

@@ -11,8 +11,8 @@ that prepares each job's data graph once and then answers its queries one by one
 waits for each answer at most ``hard_limit(job)`` seconds. A query that hangs, or crashes the
 worker (a kernel fault kills the CUDA context), becomes a row with status ``timeout`` or
 ``error`` and a fresh worker (preparing the job again) takes the next query. One worker serves
-all jobs of a run, so a kernel compiled once is not compiled again for the next job. The engine's own cooperative ``timeout_s``
-is the job's time limit; the hard limit only catches what the cooperative one cannot.
+all jobs of a run, so a kernel compiled once is not compiled again for the next job. The engine's
+own cooperative ``timeout_s`` is the job's time limit; the hard limit only catches what the cooperative one cannot.
 Workers are started with the ``spawn`` method: a CUDA context does not survive ``fork``.
 ``isolation="inline"`` runs everything in this process (for the simulator-scale tests).
 A caller may pass its own worker (:func:`make_worker`) to several :func:`run_jobs` calls, so that

@@ -26,7 +26,7 @@ from common import create_engine
 from common.engine import Engine, register
 
 from .core import Config, Experiment, Metric, Point, run_set
-from .runner import KEY, ROW_FIELDS, read_rows
+from .runner import KEY, read_rows
 from .store import LOCK_NAME
 from .workloads import Dataset, QuerySpec
 

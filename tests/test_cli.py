@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _paths import DATA
 
+from _paths import DATA
 from common.cli import parse_bytes
 from common.engine import available_engines
 from common.io import load_graph, read_expected_counts

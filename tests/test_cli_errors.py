@@ -64,7 +64,8 @@ def test_outputs_in_places_that_cannot_be_written(files, capsys):
 def test_limits_and_sizes_out_of_range(files, capsys):
     _, data, queries = files
     first = str(sorted(queries.iterdir())[0])
-    _one_line_error(capsys, ["match", str(data), first, "--limit", str(10**23)], "limit must be a positive whole number")
+    _one_line_error(capsys, ["match", str(data), first, "--limit", str(10**23)],
+                    "limit must be a positive whole number")
     capsys.readouterr()
     with pytest.raises(SystemExit) as stop:
         main(["match", str(data), first, "--device-memory-limit", "0.5"])

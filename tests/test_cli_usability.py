@@ -8,10 +8,9 @@ import json
 
 import pytest
 
+from _paths import DATA
 from common import available_engines, engine_class
 from common.cli import EXIT_PARTIAL, EXIT_UNSUPPORTED, main
-
-from _paths import DATA
 
 HPRD = DATA / "hprd"
 GH = DATA / "gmatch_test"

@@ -17,11 +17,10 @@ import numpy as np
 import pytest
 
 import common
+from _paths import DATA
 from common.distributed import match_many, match_split, submit_many
 from common.generate import random_walk_query, rmat, uniform_labels
 from common.result import Status
-
-from _paths import DATA
 
 #: gMatch launch shapes that keep the simulator fast (as tests/test_gmatch.py)
 GMATCH = dict(seed_pool=8, blocks=2, warps_per_block=2, probe_s=0)

@@ -15,8 +15,20 @@ from common import create_engine
 from common.engine import Engine, register
 from common.generate import power_law_labels, query_set, rmat
 from experiments import experiments_of, get_experiment
-from experiments.core import (COMPILE_ALLOWANCE_S, Config, Experiment, Metric, MissingEngine, Point, assign_gpus,
-                              check_counts, plan, plan_set, run_experiment, run_set)
+from experiments.core import (
+    COMPILE_ALLOWANCE_S,
+    Config,
+    Experiment,
+    Metric,
+    MissingEngine,
+    Point,
+    assign_gpus,
+    check_counts,
+    plan,
+    plan_set,
+    run_experiment,
+    run_set,
+)
 from experiments.runner import SKIPPED, Job, read_rows, run_jobs
 from experiments.workloads import Dataset, QuerySpec, get_scale
 

@@ -8,14 +8,24 @@ import math
 import numpy as np
 import pytest
 
+from _paths import DATA
 from common.generate import (
-    DENSE_AVERAGE_DEGREE, PATTERNS, QuerySet, classify_density, gsi_query, pattern, power_law_labels,
-    query_set, random_walk_query, relabel, rmat, stwig_query, uniform_labels,
+    DENSE_AVERAGE_DEGREE,
+    PATTERNS,
+    QuerySet,
+    classify_density,
+    gsi_query,
+    pattern,
+    power_law_labels,
+    query_set,
+    random_walk_query,
+    relabel,
+    rmat,
+    stwig_query,
+    uniform_labels,
 )
 from common.graph import Graph
 from common.io import load_graph
-
-from _paths import DATA
 
 
 def edge_set(graph: Graph) -> set[tuple[int, int]]:

@@ -42,8 +42,8 @@ def test_derived_arrays_match_a_direct_computation():
 
 def test_edge_labels_follow_their_edges_in_both_directions():
     g = Graph.from_edges(3, [0, 1, 2], [1, 2, 0], edge_labels=[5, 6, 7])
-    lookup = {(int(u), int(v)): int(l) for u in range(3)
-              for v, l in zip(g.neighbors_of(u), g.edge_labels[g.offsets[u]:g.offsets[u + 1]])}
+    lookup = {(int(u), int(v)): int(lab) for u in range(3)
+              for v, lab in zip(g.neighbors_of(u), g.edge_labels[g.offsets[u]:g.offsets[u + 1]])}
     assert lookup == {(0, 1): 5, (1, 0): 5, (1, 2): 6, (2, 1): 6, (2, 0): 7, (0, 2): 7}
 
 

@@ -10,15 +10,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _paths import DATA
 from common.errors import GraphFormatError
 from common.graph import Graph, InvalidGraphError
 from common.io import (
-    detect_format, load_graph, load_graphs, load_query_set, read_expected_counts, save_graph,
-    write_gmatch_binary, write_graph, write_gsi,
+    detect_format,
+    load_graph,
+    load_graphs,
+    load_query_set,
+    read_expected_counts,
+    save_graph,
+    write_gmatch_binary,
+    write_graph,
+    write_gsi,
 )
-
-from _paths import DATA
-
 
 # ---------------------------------------------------------------------------------- oracles
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import common
+from _paths import DATA
 from common import Graph, Status
 from common.generate import power_law_labels, query_set, rmat
 from common.peers import installed_peers
-from _paths import DATA
 from experiments.compare import compare_engines, summarize
 
 PEERS = [("networkx", {}), ("igraph", {"method": "lad"}), ("igraph", {"method": "vf2"})]

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import common
+from _paths import DATA
 from common.graph import Graph
 from common.io import load_graph, load_query_set, read_expected_counts
 from common.reference import FILTERS, ORDERS, ReferenceMatcher, matching_order
 from common.result import Status
 
-from _paths import DATA
 #: yeast queries whose known count is at most this are checked (424 of the 497 with a count).
 YEAST_MAX_COUNT = 10**7
 

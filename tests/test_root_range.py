@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 import common
+from _paths import DATA
 from common.engine import create_engine
 from common.generate import random_walk_query, rmat, uniform_labels
 from common.result import Status
 from common.roots import check_root_range, label_degree_candidates, work_ranges
-from egsm.order import first_vertex, plan as egsm_plan
+from egsm.order import first_vertex
+from egsm.order import plan as egsm_plan
 from gmatch.plan import build_plan
-
-from _paths import DATA
 
 
 def rows(embeddings) -> list[tuple]:
@@ -47,7 +47,8 @@ def split_and_compare(engine, query, ranges, whole_count=None):
 
 
 def expected(folder: str, name: str) -> int:
-    for line in (DATA / folder / ("expected_counts.txt" if folder != "hprd" else "expected_counts_1_100.txt")).read_text().split("\n"):
+    counts = DATA / folder / ("expected_counts.txt" if folder != "hprd" else "expected_counts_1_100.txt")
+    for line in counts.read_text().split("\n"):
         key, _, value = line.replace(":", " ").partition(" ")
         if key.removesuffix(".graph") == name:
             return int(value)
