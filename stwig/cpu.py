@@ -28,8 +28,8 @@ from numba import njit, prange
 
 from .decompose import JoinPlan
 from .engine import STwigPipeline
-from .hashjoin import (ARITY, HEAD_OFF, MASK, MAX_PAIRS, NROWS, POOL_OFF,
-                       MAX_SPLIT_LEVELS, SAVED_HEADER, begin_unit, copy_record, expand_unit, join_dfs,
+from .hashjoin import (ARITY, HEAD_OFF, IO_COUNT, IO_STEPS, MASK, MAX_PAIRS, NROWS, POOL_OFF,
+                       MAX_SPLIT_LEVELS, SAVED_HEADER, SV_UNIT, begin_unit, copy_record, expand_unit, join_dfs,
                        restore_state, save_state, table_layout)
 
 _copy_record_cpu = njit(nogil=True, cache=True)(copy_record)
@@ -88,10 +88,10 @@ def _run_block(b, budget, saved, cursor, end, lo, depth, urow, urec, r1, nr1, l1
     st = np.empty(nq + nt, np.int32)
     io = np.zeros(3, np.int64)
     total = 0
-    while io[2] < budget:
-        if saved[b, 0] >= 0:
+    while io[IO_STEPS] < budget:
+        if saved[b, SV_UNIT] >= 0:
             u = _restore_state_cpu(saved, b, st, 0, 1, io, width)
-            saved[b, 0] = -1
+            saved[b, SV_UNIT] = -1
         else:
             u = cursor[b]
             if u >= end[b]:
@@ -103,11 +103,11 @@ def _run_block(b, budget, saved, cursor, end, lo, depth, urow, urec, r1, nr1, l1
         done = _join_dfs_cpu(st, 0, 1, io, budget, depth, nq, nt, pool, head, tab, keycol, keyslot,
                              newcol, homomorphic, mode == 2, out, out_row)
         if mode == 0:
-            total += io[1]
-            io[1] = 0
+            total += io[IO_COUNT]
+            io[IO_COUNT] = 0
         if done:
             if mode == 1:
-                rowvals[u - lo] = io[1]
+                rowvals[u - lo] = io[IO_COUNT]
         else:
             _save_state_cpu(saved, b, u, st, 0, 1, io, width)
             break
@@ -205,7 +205,7 @@ class CpuHashJoin:
                                   self.nq, self.nt, self.pool, self.head, self.tab, self.keycol,
                                   self.keyslot, self.newcol, self.homomorphic, self.mode,
                                   self.rowvals, self.out))
-        done = bool((self.cursor >= self.end).all() and (self.saved[:, 0] < 0).all())
+        done = bool((self.cursor >= self.end).all() and (self.saved[:, SV_UNIT] < 0).all())
         return done, self.total
 
     def unit_counts(self) -> np.ndarray:

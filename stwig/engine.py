@@ -29,6 +29,13 @@ the paper assigns one R_1 record per thread; ``split_probe=False`` reproduces th
 scheme (see :mod:`stwig.hashjoin`); ``stats["split_depth"]`` says how deep a query was split.
 The default match is injective; ``homomorphic=True`` is the raw pipeline (label-preserving
 homomorphisms: only shared query vertices are equated).
+
+Statistics: ``stats["order"]`` lists the query vertices in the order the join plan binds them
+(R_1's columns, then each build relation's new columns in join order); ``stats["candidate_sizes"]``
+gives per query vertex the distinct data vertices of its binding after exploration (its column
+in the latest relation holding it), 0 for the vertices of an empty relation and the label's
+frequency where exploration never got to it (a timeout). :meth:`STwigPipeline.match_twigs` is
+:meth:`~common.engine.Engine.match` with a given decomposition (the same checks and statuses).
 """
 
 from __future__ import annotations
@@ -187,22 +194,22 @@ class STwigPipeline(Engine):
         deadline = None if timeout_s is None else start + timeout_s
         nq = query.num_vertices
         timer = self._timer()
-        plan = join_plan(twigs, nq)
         timer.add("plan", time.perf_counter() - start)
         candidates = [int(c) for c in self.data.label_frequencies[query.labels]]
         stats = {"twigs": [[t.root, *t.leaves] for t in twigs], "num_twigs": len(twigs),
-                 "order": [int(v) for v in plan.vertex_of_slot], "candidate_sizes": candidates}
-        status, count, pieces = Status.OK, 0, []
+                 "candidate_sizes": candidates}
+        status, count, pieces, plan = Status.OK, 0, [], None
         try:
             relations, rows, distinct = self._explore(twigs, query, homomorphic, deadline, timer)
             nr1 = rows[0]
             stats["relation_rows"] = list(rows)
             stats["candidate_sizes"] = _candidate_sizes(twigs, rows, distinct, candidates)
             began = time.perf_counter()
+            order = None                # the plan is made once, after exploration
             if self.join_order == "estimate" and len(distinct) == len(twigs) > 2:
-                plan = join_plan(twigs, nq, estimated_order(twigs, rows, distinct))
+                order = estimated_order(twigs, rows, distinct)
+            plan = join_plan(twigs, nq, order)
             stats["join_order"] = list(plan.build_order)
-            stats["order"] = [int(v) for v in plan.vertex_of_slot]
             timer.add("plan", time.perf_counter() - began)
             if min(rows) == 0:
                 pass
@@ -219,6 +226,9 @@ class STwigPipeline(Engine):
         except ExplorationTimeout:
             status = Status.TIMEOUT
             stats["timeout_in"] = "exploration"
+        if plan is None:
+            plan = join_plan(twigs, nq)
+        stats["order"] = [int(v) for v in plan.vertex_of_slot]
         phases = timer.seconds
         stats["explore_s"] = phases.get("filter", 0.0)
         stats["hash_s"] = phases.get("index", 0.0) + stats.get("copy_s", 0.0)

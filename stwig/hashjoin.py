@@ -38,6 +38,13 @@
   deeper (a unit = R_1 row + one matching record per split table), up to ``split_levels``
   levels (default 8), never past ``MAX_PAIRS`` units nor the device memory budget. ``split_probe=False`` is the paper's
   scheme.
+* **Fixed cost per query [the paper is silent].** The relations (R_1 first, then R_2..R_n, one
+  flat int32 array) go up in one copy and the plan (``tab``, key and new columns, padded to a
+  fixed shape: :data:`PLAN_SIZE`) in another, whose device views are made once; reused buffers
+  come from the engine's :class:`~common.device.BufferPool` and keep their views; while the
+  split units fit :data:`SMALL_SPLIT_UNITS`, split levels run in one single-block launch
+  (:func:`_split_small_gpu`: count, block scan, fill; the same units as the per-level launches)
+  with one copy back.
 * **Output [the paper is silent].** Mode 0 counts (one int64 atomic add per thread at exit,
   partial counts of saved units included); mode 1 writes each unit's count; mode 2 writes each
   unit's embeddings from the offset the host computed from mode 1 (exact batches, no overflow,
@@ -121,6 +128,7 @@ def plan_block(plan: JoinPlan, tab: np.ndarray) -> np.ndarray:
 # Registers of one thread's DFS (``io``, int64): depth, results of the unit so far, steps spent.
 IO_DEPTH, IO_COUNT, IO_STEPS = range(3)
 #: A saved DFS state is a row of int64: unit, depth, count, then imResult and itArray.
+SV_UNIT, SV_DEPTH, SV_COUNT = range(3)
 SAVED_HEADER = 3
 # Fields of the join control array (int64): new-unit cursor, count, take cursors, saved counts.
 C_CURSOR, C_SUM, C_TAKE, C_SAVED = 0, 1, 2, 4
@@ -252,20 +260,20 @@ def join_dfs(st, base, stride, io, budget, dmin, nq, nt, pool, head, tab, keycol
 
 def save_state(saved, row, u, st, base, stride, io, width):
     """Store unit ``u``'s DFS state (depth, count, imResult and itArray) in ``saved[row]``."""
-    saved[row, 0] = u
-    saved[row, 1] = io[IO_DEPTH]
-    saved[row, 2] = io[IO_COUNT]
+    saved[row, SV_UNIT] = u
+    saved[row, SV_DEPTH] = io[IO_DEPTH]
+    saved[row, SV_COUNT] = io[IO_COUNT]
     for s in range(width - SAVED_HEADER):
         saved[row, SAVED_HEADER + s] = st[base + s * stride]
 
 
 def restore_state(saved, row, st, base, stride, io, width):
     """Load the DFS state stored by :func:`save_state`; returns its unit."""
-    io[IO_DEPTH] = saved[row, 1]
-    io[IO_COUNT] = saved[row, 2]
+    io[IO_DEPTH] = saved[row, SV_DEPTH]
+    io[IO_COUNT] = saved[row, SV_COUNT]
     for s in range(width - SAVED_HEADER):
         st[base + s * stride] = saved[row, SAVED_HEADER + s]
-    return saved[row, 0]
+    return saved[row, SV_UNIT]
 
 
 def expand_unit(u, depth, urow, urec, r1, nr1, l1, pool, head, tab, keycol, keyslot, newcol,
@@ -582,9 +590,9 @@ class GpuHashJoin:
                 blocks = min(self._grid(0, self.threads), (total_rows + self.threads - 1) // self.threads)
                 _build_tables_gpu[blocks, self.threads](relations, self.tab, self.keycol, self.nt,
                                                         total_rows, self.pool, self.head)
-        if split_rows is None:
-            split_rows = 4 * self.join_threads * self._grid(self.shared, self.join_threads)
-        self._split(split_rows, split_levels, timer)
+            if split_rows is None:
+                split_rows = 4 * self.join_threads * self._grid(self.shared, self.join_threads)
+            self._split(split_rows, split_levels)
 
     def _split_args(self):
         return (self.r1, self.nr1, self.l1, self.pool, self.head, self.tab, self.keycol,
@@ -605,7 +613,7 @@ class GpuHashJoin:
             self.urow, self.urec = sets[2 * int(got[SS_SET])], sets[2 * int(got[SS_SET]) + 1]
             self.depth, self.units = int(got[SS_DEPTH]), int(got[SS_UNITS])
 
-    def _split(self, split_rows: int, levels: int, timer) -> None:
+    def _split(self, split_rows: int, levels: int) -> None:
         """Split the probe side level by level while it has fewer than ``split_rows`` units (at
         most ``levels`` levels, none past MAX_PAIRS units): while the units are few, in one
         launch (:meth:`_split_small`); then count + scan + fill launches per level."""
@@ -613,32 +621,31 @@ class GpuHashJoin:
         self.urow = self._view("split rows (none)", 1, np.int32, lambda b: b)
         self.urec = self._records("split records (none)", 1)
         levels = min(levels, self.nt)
-        with timer.phase("index"):
-            if self.small_split and 0 < self.units <= SMALL_SPLIT_UNITS and \
-                    self.units < split_rows and levels > 0:
-                try:
-                    self._split_small(split_rows, levels)
-                except DeviceOutOfMemory:
-                    pass                    # the split is optional
-            while self.units < split_rows and self.depth < levels and self.units:
-                units = self.units
-                counts = self.buffers.get("split counts", units, np.int64)
-                scan = self.buffers.scan(max(units, 1024))
-                blocks = min(self._grid(0, self.threads), (units + self.threads - 1) // self.threads)
-                args = (units, self.depth, self.urow, self.urec, *self._split_args())
-                _expand_units_kernel[blocks, self.threads](*args, False, counts, self.urow, self.urec)
-                new = int(exclusive_scan(counts, workspace=scan, n=units))
-                if new > MAX_PAIRS:
-                    break
-                side = self.depth % 2
-                try:
-                    nrow = self.buffers.get(f"split rows {side}", new, np.int32)
-                    nrec = self._records(f"split records {side}", new)
-                except DeviceOutOfMemory:
-                    break                   # the split is optional: keep the units so far
-                _expand_units_kernel[blocks, self.threads](*args, True, counts, nrow, nrec)
-                self.urow, self.urec, self.units = nrow, nrec, new
-                self.depth += 1
+        if self.small_split and 0 < self.units <= SMALL_SPLIT_UNITS and \
+                self.units < split_rows and levels > 0:
+            try:
+                self._split_small(split_rows, levels)
+            except DeviceOutOfMemory:
+                pass                    # the split is optional
+        while self.units < split_rows and self.depth < levels and self.units:
+            units = self.units
+            counts = self.buffers.get("split counts", units, np.int64)
+            scan = self.buffers.scan(max(units, 1024))
+            blocks = min(self._grid(0, self.threads), (units + self.threads - 1) // self.threads)
+            args = (units, self.depth, self.urow, self.urec, *self._split_args())
+            _expand_units_kernel[blocks, self.threads](*args, False, counts, self.urow, self.urec)
+            new = int(exclusive_scan(counts, workspace=scan, n=units))
+            if new > MAX_PAIRS:
+                break
+            side = self.depth % 2
+            try:
+                nrow = self.buffers.get(f"split rows {side}", new, np.int32)
+                nrec = self._records(f"split records {side}", new)
+            except DeviceOutOfMemory:
+                break                   # the split is optional: keep the units so far
+            _expand_units_kernel[blocks, self.threads](*args, True, counts, nrow, nrec)
+            self.urow, self.urec, self.units = nrow, nrec, new
+            self.depth += 1
 
     def start(self, lo: int, hi: int, mode: int, offsets: np.ndarray | None = None,
               rows: int = 0) -> None:
