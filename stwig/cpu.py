@@ -28,9 +28,26 @@ from numba import njit, prange
 
 from .decompose import JoinPlan
 from .engine import STwigPipeline
-from .hashjoin import (ARITY, HEAD_OFF, IO_COUNT, IO_STEPS, MASK, MAX_PAIRS, NROWS, POOL_OFF,
-                       MAX_SPLIT_LEVELS, SAVED_HEADER, SV_UNIT, begin_unit, copy_record, expand_unit, join_dfs,
-                       restore_state, save_state, table_layout)
+from .hashjoin import (
+    ARITY,
+    HEAD_OFF,
+    IO_COUNT,
+    IO_STEPS,
+    MASK,
+    MAX_PAIRS,
+    MAX_SPLIT_LEVELS,
+    NROWS,
+    POOL_OFF,
+    SAVED_HEADER,
+    SV_UNIT,
+    begin_unit,
+    copy_record,
+    expand_unit,
+    join_dfs,
+    restore_state,
+    save_state,
+    table_layout,
+)
 
 _copy_record_cpu = njit(nogil=True, cache=True)(copy_record)
 _begin_unit_cpu = njit(nogil=True, cache=True)(begin_unit)

@@ -56,7 +56,6 @@ from .decompose import JoinPlan, Twig, check_twigs, decompose, estimated_order, 
 from .explore import MAX_LEAVES, CpuExplorer, ExplorationTimeout, GpuExplorer
 from .hashjoin import JOIN_THREADS, MAX_SPLIT_LEVELS, GpuHashJoin
 
-
 JOIN_ORDERS = ("estimate", "stwig")
 #: Steps per thread of a query's first GPU join launch (~ a few ms on an H200; then adaptive).
 FIRST_GPU_STEPS = 4096
