@@ -256,7 +256,29 @@ def engine_class(name: str) -> type[Engine]:
 
 
 def create_engine(name: str, **options) -> Engine:
-    """Instantiate a registered engine with its constructor options (an unknown option is a ValueError)."""
+    """Instantiate a registered engine with its constructor options.
+
+    Parameters
+    ----------
+    name : str
+        A registered engine (``available_engines()``): "cpu", "gsi", "sgsi", "egsm", "gmatch",
+        "stwig", "stwig-cpu", and "networkx"/"igraph" where installed.
+    **options
+        Constructor options (``gpusm engines NAME`` lists them); an unknown one is a ValueError.
+
+    Returns
+    -------
+    Engine
+        Unprepared: call ``prepare(data)`` once, then ``match`` (or ``match_batch``) per query.
+
+    Examples
+    --------
+    >>> from common import Graph, create_engine
+    >>> data = Graph.from_edges(3, [0, 1, 2], [1, 2, 0], labels=[0, 0, 1])
+    >>> engine = create_engine("cpu").prepare(data)
+    >>> engine.match(Graph.from_edges(2, [0], [1], labels=[0, 1])).count
+    2
+    """
     cls = engine_class(name)
     try:
         inspect.signature(cls).bind(**options)
@@ -289,10 +311,37 @@ def match(data, query, engine: str = "cpu", *, limit: int | None = None, collect
           edge_label: str | None = None, **engine_options) -> MatchResult:
     """Match one query against one data graph with a registered engine, in one call.
 
-    ``data`` and ``query`` are :class:`Graph` objects, paths to any supported file format, or
-    networkx graphs (labels from the node/edge attributes ``vertex_label``/``edge_label``;
-    embeddings then name networkx nodes); ``engine_options`` go to the engine's constructor (for
-    example ``device_memory_limit``).
+    Parameters
+    ----------
+    data, query : Graph, str, pathlib.Path or networkx.Graph
+        Graphs, files of any supported format, or networkx graphs (labels from the node/edge
+        attributes ``vertex_label``/``edge_label``; embeddings then name networkx nodes).
+    engine : str
+        A registered engine name (default "cpu").
+    limit : int, optional
+        Stop after this many embeddings (status ``limit``).
+    collect : bool
+        Also return the embeddings (``MatchResult.embeddings``).
+    timeout_s : float, optional
+        Per-query deadline; past it the status is ``timeout`` and ``count`` a lower bound.
+    homomorphic : bool
+        Drop injectivity (where the engine supports it).
+    vertex_label, edge_label : str, optional
+        networkx attribute names of the labels.
+    **engine_options
+        Constructor options, e.g. ``device_memory_limit``.
+
+    Returns
+    -------
+    MatchResult
+
+    Examples
+    --------
+    >>> from common import Graph, match
+    >>> data = Graph.from_edges(3, [0, 1, 2], [1, 2, 0], labels=[0, 0, 1])
+    >>> result = match(data, Graph.from_edges(2, [0], [1], labels=[0, 1]), collect=True)
+    >>> result.count, result.embeddings.tolist()
+    (2, [[0, 2], [1, 2]])
     """
     data = _as_graph(data, vertex_label, edge_label)
     prepared = create_engine(engine, **engine_options).prepare(data)
@@ -304,11 +353,31 @@ def match_many(data, queries: Iterable, engine: str = "cpu", *, limit: int | Non
                collect: bool = False, timeout_s: float | None = None, homomorphic: bool = False,
                vertex_label: str | None = "label", edge_label: str | None = None,
                client=None, **engine_options) -> list[MatchResult]:
-    """Match a query set, preparing the data graph once (inputs as for :func:`match`); an engine
-    with batches (:meth:`Engine.match_batch`) answers small queries together.
+    """Match a query set, preparing the data graph once; an engine with batches (``gmatch``,
+    ``egsm``: :meth:`Engine.match_batch`) answers small queries together.
 
-    With a dask.distributed ``client`` every query is a task on the cluster, each worker
-    preparing the data graph once (:func:`common.distributed.match_many`; the ``dask`` extra).
+    Parameters
+    ----------
+    data : as for :func:`match`
+    queries : iterable of Graph, paths or networkx graphs
+    engine, limit, collect, timeout_s, homomorphic, vertex_label, edge_label, **engine_options
+        As for :func:`match`; ``limit``, ``collect`` and ``timeout_s`` hold per query.
+    client : dask.distributed.Client, optional
+        Run every query as a task on the cluster, each worker preparing the data graph once
+        (:func:`common.distributed.match_many`; the ``dask`` extra).
+
+    Returns
+    -------
+    list of MatchResult
+        One per query, in order.
+
+    Examples
+    --------
+    >>> from common import Graph, match_many
+    >>> data = Graph.from_edges(3, [0, 1, 2], [1, 2, 0], labels=[0, 0, 1])
+    >>> edge = Graph.from_edges(2, [0], [1], labels=[0, 1])
+    >>> [r.count for r in match_many(data, [edge, data])]
+    [2, 2]
     """
     if client is not None:
         from .distributed import match_many as on_cluster

@@ -43,8 +43,26 @@ from numba import int32, int64
 from common.device import cuda
 from common.device_functions import hash32, lower_bound
 
-from .layout import (BUCKET, C_CUCKOO_FAIL, C_KEYS, C_SLOTS, SCAN_BLOCK, EI_CARD, EI_PROJSTART, EI_REL, EMPTY, M_CBASE,
-                     M_EDST, M_ESRC, M_NB, M_NE, M_NQ, M_PBASE, M_SEED, MAXQ)
+from .layout import (
+    BUCKET,
+    C_CUCKOO_FAIL,
+    C_KEYS,
+    C_SLOTS,
+    EI_CARD,
+    EI_PROJSTART,
+    EI_REL,
+    EMPTY,
+    M_CBASE,
+    M_EDST,
+    M_ESRC,
+    M_NB,
+    M_NE,
+    M_NQ,
+    M_PBASE,
+    M_SEED,
+    MAXQ,
+    SCAN_BLOCK,
+)
 
 MAX_CUCKOO_LOOP = 64
 

@@ -69,8 +69,9 @@ implemented.
 Statistics (``MatchResult.stats``): ``candidate_sizes`` (|C(u)| per query vertex after steps
 1-2), ``order`` (the matching order: the groups' vertices in stage order; inside a group the
 adaptive order is each warp's own; a query stopped before grouping reports the plan on
-|C(u)| |C(u')|), ``groups``, candidate edges per relation |R(u, u')| (list and mean), candidate-index bytes (level 1 + 2 + 3 and the
-compacted key lists), filtering seconds (filter + index phases), stage row counts, whether the
+|C(u)| |C(u')|), ``groups``, candidate edges per relation |R(u, u')| (list and mean),
+candidate-index bytes (level 1 + 2 + 3 and the compacted key lists), filtering seconds (filter +
+index phases), stage row counts, whether the
 BFS-to-DFS fallback ran, cuckoo rebuilds.
 """
 
@@ -90,12 +91,27 @@ from common.roots import check_root_range
 from common.scan import exclusive_scan
 
 from . import layout as L
-from .cuckoo_trie import (alive_kernel, compact_kernel, count_kernel, fill_kernel, reset_kernel,
-                          insert_kernel, small_scan_kernel, table_sizes)
+from .cuckoo_trie import (
+    alive_kernel,
+    compact_kernel,
+    count_kernel,
+    fill_kernel,
+    insert_kernel,
+    reset_kernel,
+    small_scan_kernel,
+    table_sizes,
+)
 from .enumerate import extend_kernel
-from .filter import (candidate_kernel, filtering_order, neighbour_label_counts, prune_all_kernel,
-                     prune_kernel, restrict_root_kernel)
-from .order import first_vertex, plan as make_plan
+from .filter import (
+    candidate_kernel,
+    filtering_order,
+    neighbour_label_counts,
+    prune_all_kernel,
+    prune_kernel,
+    restrict_root_kernel,
+)
+from .order import first_vertex
+from .order import plan as make_plan
 
 
 class _PastDeadline(Exception):

@@ -40,8 +40,23 @@ from common.device_functions import lower_bound
 from common.graph import Graph
 
 from .cuckoo_trie import lookup
-from .layout import (EMPTY, M_ADJ, M_CBASE, M_DEG, M_DELTA, M_EIDX, M_LAB, M_NDELTA, M_NLCCNT,
-                     M_NLCLAB, M_NLCOFF, M_NQ, M_PBASE, MAXQ, META_SIZE)
+from .layout import (
+    EMPTY,
+    M_ADJ,
+    M_CBASE,
+    M_DEG,
+    M_DELTA,
+    M_EIDX,
+    M_LAB,
+    M_NDELTA,
+    M_NLCCNT,
+    M_NLCLAB,
+    M_NLCOFF,
+    M_NQ,
+    M_PBASE,
+    MAXQ,
+    META_SIZE,
+)
 
 
 def neighbour_label_counts(data: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -29,10 +29,9 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from common.device import cuda, simulator_active
 from common.graph import Graph
 from common.sorted_ranges import lower_bound
-
-from common.device import cuda, simulator_active
 
 from .plan import MAX_QUERY_VERTICES, QueryPlan
 

@@ -70,8 +70,16 @@ import time
 import numba
 import numpy as np
 
-from common.device import (BufferPool, DeviceMemoryBudget, LaunchWatch, PhaseTimer, clear_bit_outside,
-                           cuda, fill, simulator_active)
+from common.device import (
+    BufferPool,
+    DeviceMemoryBudget,
+    LaunchWatch,
+    PhaseTimer,
+    clear_bit_outside,
+    cuda,
+    fill,
+    simulator_active,
+)
 from common.engine import Engine
 from common.errors import DeviceOutOfMemory
 from common.graph import Graph
@@ -79,11 +87,40 @@ from common.result import MatchResult, Status
 from common.roots import check_root_range
 
 from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
-from .candidates import (FILTER_THREADS, QP_CSIZE, QP_ROWS, QP_SIZES, build_candidate_graph,
-                         filter_kernel, label_sorted_adjacency, pack_candidate_graph, pack_query)
-from .kernels import (C_CAND, C_COUNT, C_FINISHED, C_GSTEALS, C_IDLE, C_ITERS, C_LIMIT, C_SEED_HI,
-                      C_SEED_LO, C_STEALS, C_STOP, CTRL_SIZE, MAILBOX, STEAL_BLOCK, STEAL_GLOBAL,
-                      STEAL_MAILBOX, STEAL_NONE, coarse_kernel, fine_kernel, reset_mail, xfer_words)
+from .candidates import (
+    FILTER_THREADS,
+    QP_CSIZE,
+    QP_ROWS,
+    QP_SIZES,
+    build_candidate_graph,
+    filter_kernel,
+    label_sorted_adjacency,
+    pack_candidate_graph,
+    pack_query,
+)
+from .kernels import (
+    C_CAND,
+    C_COUNT,
+    C_FINISHED,
+    C_GSTEALS,
+    C_IDLE,
+    C_ITERS,
+    C_LIMIT,
+    C_SEED_HI,
+    C_SEED_LO,
+    C_STEALS,
+    C_STOP,
+    CTRL_SIZE,
+    MAILBOX,
+    STEAL_BLOCK,
+    STEAL_GLOBAL,
+    STEAL_MAILBOX,
+    STEAL_NONE,
+    coarse_kernel,
+    fine_kernel,
+    reset_mail,
+    xfer_words,
+)
 from .plan import MAX_QUERY_VERTICES, all_automorphisms, build_plan
 
 SHARED_BUDGET = 45 * 1024          # static shared memory a fine-kernel block may use
@@ -220,7 +257,8 @@ class GMatch(Engine):
         self._d_vertices_by_label = budget.to_device(by_label if nv else np.zeros(1, np.int32),
                                                      "vertices by label")
         self._d_levels = budget.zeros(MAX_QUERY_VERTICES + 1, np.int64, "BFS level counters")
-        start = max(nv + 1, min(32 * self.seed_pool, POOL_START, 4 * (nv + data.num_edges), (budget.limit or 1 << 40) // 32))
+        start = max(nv + 1, min(32 * self.seed_pool, POOL_START, 4 * (nv + data.num_edges),
+                                (budget.limit or 1 << 40) // 32))
         self._d_pool = [budget.device_array(start, np.int32, "seed pool"),
                         budget.device_array(start, np.int32, "seed pool")]
         self._d_no_emb = budget.device_array((1, MAX_QUERY_VERTICES), np.int32, "no embeddings")
@@ -578,7 +616,7 @@ class GMatch(Engine):
         start = time.perf_counter()
         timer = PhaseTimer()
         count = len(queries)
-        plans, blocks_host = [], []
+        plans = []
         qps = np.zeros((count, QP_ROWS, MAX_QUERY_VERTICES), np.int32)
         control = np.zeros((count, CTRL_SIZE), np.int64)
         for b, query in enumerate(queries):

@@ -107,8 +107,19 @@ from numba import int8, int32, int64
 from common.device import cuda, simulator_active
 from common.device_functions import contains, lower_bound
 
-from .candidates import (QP_BACKWARD, QP_CBASE, QP_CCOUNT, QP_CSIZE, QP_GLOW, QP_LEAFPAR, QP_RESTRICT,
-                         QP_SAME, QP_SIZES, QP_VLOW, QP_WORDS)
+from .candidates import (
+    QP_BACKWARD,
+    QP_CBASE,
+    QP_CCOUNT,
+    QP_CSIZE,
+    QP_GLOW,
+    QP_LEAFPAR,
+    QP_RESTRICT,
+    QP_SAME,
+    QP_SIZES,
+    QP_VLOW,
+    QP_WORDS,
+)
 
 FULL = 0xFFFFFFFF
 NO_BOUND = 0x7FFFFFFF

@@ -17,8 +17,9 @@ dynamic parallelism):
 
 Defaults W1 = 4096, W3 = 256 (GSI §VI-A). Launches are skipped where they cannot matter: the
 engine uses the plain warp kernel when the partition's longest list is at most W3 (and duplicate
-removal is off), and the follow-up launch only runs when that list exceeds W1. ``load_balance="histogram"`` chooses W1 and W3 per
-iteration with SGSI's cost model over a histogram of the work in 32-wide intervals (built on the
+removal is off), and the follow-up launch only runs when that list exceeds W1.
+``load_balance="histogram"`` chooses W1 and W3 per iteration with SGSI's cost model over a histogram
+of the work in 32-wide intervals (built on the
 device, one small copy back): the warp and multi-warp terms depend only on x3 and the block and
 kernel terms only on x1, so the brute force over (x1, x3) separates into two 1-D minimisations.
 Its constants (SGSI does not give their values): one block synchronisation t_sn = 1 and one
@@ -41,8 +42,20 @@ import numpy as np
 from common.cudasim import FULL_MASK
 from common.device import cuda, fill, simulator_active
 
-from .join import (LOAD_BITSET, LOAD_NEIGHBORS, LOAD_STRUCTURE, LOAD_TABLE, MAX_QUERY_VERTICES,
-                   add_loads, emit, first_edge_keeps, flush, intersect_row, load_row, warp_first_edge)
+from .join import (
+    LOAD_BITSET,
+    LOAD_NEIGHBORS,
+    LOAD_STRUCTURE,
+    LOAD_TABLE,
+    MAX_QUERY_VERTICES,
+    add_loads,
+    emit,
+    first_edge_keeps,
+    flush,
+    intersect_row,
+    load_row,
+    warp_first_edge,
+)
 from .pcsr import warp_neighbor_range
 
 W1 = 4096

@@ -22,7 +22,8 @@ thread gets its row counts and GBA offsets from one one-block launch (``counts_s
 survivor scan and new table from another (``scan_link``, when the new table surely fits: GBA's
 size or rows x longest list), so such a level costs 3 launches and one copy back; larger tables
 use the grid kernels and the multi-block scan. Buffers come from a :class:`BufferPool`; a
-query's join state is a ``_Query``, not the engine's. ``limit`` stops after that many embeddings; ``timeout_s`` is checked before every slice
+query's join state is a ``_Query``, not the engine's. ``limit`` stops after that many embeddings;
+``timeout_s`` is checked before every slice
 (overrun: about one slice; in the simulator slices are sized to about 50 ms while a deadline is
 set, measured overrun under 0.1 s: docs/performance.md, "Deadline overruns").
 """
@@ -43,8 +44,7 @@ from common.scan import exclusive_scan
 
 from . import balance
 from .filter import FILTERS, SIG_WORDS, filter_kernel, make_compact_kernel, signature_table
-from .join import (CELL_GBA, CELL_OUT, CELLS, EDGE_FIELDS, LOAD_CLASSES, MAX_LINK_EDGES,
-                   MAX_QUERY_VERTICES, make_kernels)
+from .join import CELL_GBA, CELL_OUT, CELLS, EDGE_FIELDS, LOAD_CLASSES, MAX_LINK_EDGES, MAX_QUERY_VERTICES, make_kernels
 from .order import SCORES, join_plan
 from .pcsr import STRUCTURES, build_index
 

@@ -70,8 +70,7 @@ from common.result import MatchResult, Status
 from common.scan import exclusive_scan
 
 from . import balance
-from .engine import (_QI_EDGES, _QI_IN, _QI_LAB, _QI_OUT, _QI_SIG, DEFAULT_BLOCK_THREADS,
-                     DEFAULT_MAX_BLOCKS, adapt_slice)
+from .engine import _QI_EDGES, _QI_IN, _QI_LAB, _QI_OUT, _QI_SIG, DEFAULT_BLOCK_THREADS, DEFAULT_MAX_BLOCKS, adapt_slice
 from .filter import SIG_WORDS, filter_kernel, signature_table
 from .join import MAX_QUERY_VERTICES, make_kernels, merge_in_place
 from .order import SCORES, join_plan

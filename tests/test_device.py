@@ -9,12 +9,30 @@ import time
 import numpy as np
 import pytest
 
-from common.device import (BufferPool, DeviceMemoryBudget, PhaseTimer, cuda, device_info, fill, gpu_available,
-                           kernel_resources, simulator_active)
-from common.device_functions import (binary_search, contains, hash32, hash32_host, intersect,
-                                     intersect_count, intersect_count_merge,
-                                     intersect_count_search, intersect_merge, intersect_search,
-                                     lower_bound)
+from common.device import (
+    BufferPool,
+    DeviceMemoryBudget,
+    PhaseTimer,
+    cuda,
+    device_info,
+    fill,
+    gpu_available,
+    kernel_resources,
+    simulator_active,
+)
+from common.device_functions import (
+    binary_search,
+    contains,
+    hash32,
+    hash32_host,
+    intersect,
+    intersect_count,
+    intersect_count_merge,
+    intersect_count_search,
+    intersect_merge,
+    intersect_search,
+    lower_bound,
+)
 from common.errors import DeviceOutOfMemory
 from common.scan import SCAN_TILE, ScanWorkspace, exclusive_scan, warp_inclusive_scan
 

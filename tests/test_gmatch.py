@@ -11,7 +11,6 @@ import time
 import numpy as np
 import pytest
 
-from common.errors import DeviceOutOfMemory
 from common.generate import PATTERNS, pattern, random_walk_query, rmat, uniform_labels
 from common.graph import Graph
 from common.reference import ReferenceMatcher

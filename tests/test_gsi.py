@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 
 from common.device import DeviceMemoryBudget, cuda
+from common.generate import random_walk_query
 from common.graph import Graph
 from common.reference import ReferenceMatcher
 from common.result import Status
 from gsi.engine import GSI
-from common.generate import random_walk_query
+
 
 def random_graph(n: int, m: int, num_labels: int, num_edge_labels: int, directed: bool, seed: int) -> Graph:
     """A seeded random graph with uniform vertex and edge labels (one label per vertex pair)."""

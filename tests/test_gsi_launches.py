@@ -3,13 +3,12 @@ kernels, exact counts with them, pooled buffers, and the stats both engines repo
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from common.result import Status
 from gsi.engine import GSI
 from gsi.sgsi import SGSI
-from test_gsi import UNDIRECTED, DIRECTED, reference, walk_query
+from test_gsi import DIRECTED, UNDIRECTED, reference, walk_query
 
 
 def count_launches(monkeypatch):

@@ -69,7 +69,8 @@ def test_counts_under_a_limit_that_forces_k_partitions(k):
     # a list that spans two segments (Algorithms 4 and 5 must stitch it)
     assert any(a.hi == b.lo for a, b in zip(engine.segments[0], engine.segments[0][1:]))
     crossing = 0
-    queries = {2: (walk_query(GRAPH, 3, seed=4),), 3: (walk_query(GRAPH, 4, seed=0),), 8: (walk_query(GRAPH, 4, seed=0),)}
+    queries = {2: (walk_query(GRAPH, 3, seed=4),), 3: (walk_query(GRAPH, 4, seed=0),),
+               8: (walk_query(GRAPH, 4, seed=0),)}
     for q in queries[k]:
         got = engine.match(q, collect=True)
         want = reference(GRAPH, q, collect=True)
@@ -130,4 +131,5 @@ def test_errors_name_the_problem():
     assert result.status is Status.OOM and "raise device_memory_limit" in result.reason
     with pytest.raises(ValueError, match="load_balance"):
         SGSI(load_balance="sometimes")
-    assert SGSI(**SHAPE).prepare(GRAPH).match(walk_query(GRAPH, 3, seed=0), homomorphic=True).status is Status.UNSUPPORTED
+    homomorphic = SGSI(**SHAPE).prepare(GRAPH).match(walk_query(GRAPH, 3, seed=0), homomorphic=True)
+    assert homomorphic.status is Status.UNSUPPORTED
