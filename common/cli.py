@@ -71,7 +71,7 @@ def cmd_match(args) -> int:
     backend = backend_label() if engine.uses_device else "cpu"
     rows = []
     statuses = set()
-    progress = tqdm(queries, desc=f"{args.engine} on {data.name or 'data'}", unit="query", file=sys.stderr,
+    progress = tqdm(total=len(queries), desc=f"{args.engine} on {data.name or 'data'}", unit="query", file=sys.stderr,
                     disable=args.quiet or len(queries) < 2)
     kwargs = dict(limit=args.limit, collect=args.collect is not None, timeout_s=args.timeout,
                   homomorphic=args.homomorphic)
@@ -79,7 +79,7 @@ def cmd_match(args) -> int:
         results = _match_on_dask(args, data, queries, options, kwargs, progress)
     else:
         engine.prepare(data)
-        results = (engine.match(query, **kwargs) for query in progress)
+        results = _match_in_batches(engine, queries, kwargs, progress)
     for result, query in zip(results, queries):     # results first: the progress bar ends at n/n
         if args.dask:                      # the backend of the worker that ran it
             backend = result.stats.get("dask_backend", backend)
@@ -91,6 +91,19 @@ def cmd_match(args) -> int:
         statuses.add(result.status)
     _print_rows(rows, args.format, single=len(queries) == 1)
     return match_exit_code(statuses, args.allow_partial)
+
+
+CLI_BATCH = 64          # queries handed to Engine.match_batch at a time (the progress bar's step)
+
+
+def _match_in_batches(engine, queries, kwargs, progress):
+    """Results in query order through ``engine.match_batch`` (engines with batches share launches
+    among small queries), ``CLI_BATCH`` queries at a time so the progress bar moves."""
+    for first in range(0, len(queries), CLI_BATCH):
+        chunk = queries[first:first + CLI_BATCH]
+        yield from engine.match_batch(chunk, **kwargs)
+        progress.update(len(chunk))
+    progress.close()
 
 
 def _match_on_dask(args, data, queries, options, kwargs, progress) -> list:
