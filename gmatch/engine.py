@@ -507,7 +507,9 @@ class GMatch(Engine):
         """The query vertex at position 0 (the one ``root_range`` restricts)."""
         return int(build_plan(query, self.symmetry_breaking).order[0])
 
-    def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
+    def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic,
+               probe_first: bool = True) -> MatchResult:
+        """One query; ``probe_first=False`` skips the data-graph probe (a batch already tried it)."""
         start = time.perf_counter()
         deadline = None if timeout_s is None else start + timeout_s
         timer = PhaseTimer()
@@ -516,7 +518,7 @@ class GMatch(Engine):
         count_leaves = (indexed and self.leaf_counting and self.granularity == "fine"
                         and limit is None and not collect)
         probe = (indexed and self.candidate_graph == "auto" and limit is None and not collect
-                 and self.probe_s > 0)
+                 and self.probe_s > 0 and probe_first)
         adjacency = [query.neighbors[query.offsets[u]:query.offsets[u + 1]] for u in range(n)]
         plan, qp = self._plan(query, adjacency, count_leaves and not probe, timer)
         aut = plan.automorphisms
@@ -579,10 +581,11 @@ class GMatch(Engine):
         """Small queries in batches (past the paper): one filter launch, one DFS launch whose
         blocks each serve one query (in-block work stealing only), one copy of every query's
         control row back. A batch runs for at most ``probe_s`` per query (and never past
-        ``timeout_s``); a query not finished by then is answered alone, as :meth:`match` does,
-        with its own full deadline. Batches are the probe of ``candidate_graph="auto"`` for many
-        queries at once: ``collect``, ``root_range``, the coarse model, ``candidate_graph`` True
-        or False, ``probe_s=0`` and ``batch_queries=1`` answer one query at a time."""
+        ``timeout_s``); a query not finished by then is answered alone with its own full
+        deadline, as :meth:`match` does past its probe (the batch was its probe). Batches are the
+        probe of ``candidate_graph="auto"`` for many queries at once: ``collect``, ``root_range``,
+        the coarse model, ``candidate_graph`` True or False, ``probe_s=0`` and
+        ``batch_queries=1`` answer one query at a time."""
         if (collect or self.granularity != "fine" or self.batch_queries < 2 or len(queries) < 2
                 or self.data.num_vertices == 0 or self.root_range is not None
                 or self.candidate_graph != "auto" or self.probe_s == 0):
@@ -594,14 +597,15 @@ class GMatch(Engine):
             chunk = list(range(first, min(first + size, len(queries))))
             for i, result in zip(chunk, self._run_batch([queries[i] for i in chunk], limit, timeout_s)):
                 results[i] = result
-        unfinished = [i for i, r in enumerate(results) if r is None]
-        if unfinished:
+        for i in [i for i, r in enumerate(results) if r is None]:
+            # the batch was this query's probe over the data graph: on to the candidate graph
             self.budget.reset_peak()
-        for i, result in zip(unfinished, super()._match_batch([queries[i] for i in unfinished], limit=limit,
-                                                              collect=False, timeout_s=timeout_s,
-                                                              homomorphic=homomorphic)):
-            result.stats["batch_tried"] = True
-            results[i] = result
+            try:
+                results[i] = self._match(queries[i], limit=limit, collect=False, timeout_s=timeout_s,
+                                         homomorphic=homomorphic, probe_first=False)
+            except DeviceOutOfMemory as exc:
+                results[i] = MatchResult(self.name, 0, Status.OOM, reason=str(exc))
+            results[i].stats["batch_tried"] = True
         return results
 
     def _batch_size(self) -> int:

@@ -140,6 +140,8 @@ POST_AFTER = 2                # poll rounds an idle warp waits for its own block
 POST_EVERY = 4                # then one CAS on one mailbox slot (the next one) every POST_EVERY rounds
 GLOBAL_CHECK_INTERVAL = 16    # iterations between a busy warp's looks at the global mailbox
 STOP_POLL_INTERVAL = 32       # iterations between a warp's looks at the stop flag (deadline watch)
+# warp states in the block's shared wstate (block scope stealing)
+B_BUSY, B_WAITING, B_GIFT, B_CLAIMED, B_EXITED = 0, 1, 2, 3, 4
 # warp states in mail[MAILBOX + global warp id] (global scope)
 W_BUSY, W_WAITING, W_SHARED_GIFT, W_CLAIMED, W_EXITED, W_GLOBAL_GIFT, W_TERMINATE = 0, 1, 2, 3, 4, 5, 6
 
@@ -457,29 +459,366 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
 
     cap = {} if max_registers is None or simulator_active() else {"max_registers": max_registers}
 
+    # The warp's stack (shared memory), passed to the steps below as one tuple:
+    # mi/par: child index and parent slot per (level, slot); gsrc/glen/gskip: task group per
+    # (level, entry); cg/co/ng: the level's cursor (group, offset) and group count; top: stack top.
+
+    @cuda.jit(device=True)
+    def take_seeds(S, wi, lane, s, pool, width, G, sq, ctrl, seed_lo, seed_hi):
+        """Fetch the next ``R`` seeds into the stack's bottom level (their task groups at level
+        s); False when the pool is exhausted."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        base = int64(0)
+        if lane == 0:
+            base = cuda.atomic.add(ctrl, C_SEED, R)
+        base = cuda.shfl_sync(FULL, base, 0) + seed_lo
+        cnt = min(int64(R), seed_hi - base)
+        if cnt <= 0:
+            return False
+        if lane < cnt:
+            mi[wi, s - 1, lane] = int32(base + lane)
+            src, skip, ln = group(mi, par, wi, s, pool, width, G, sq, s, lane)
+            if CHECK_BIT and width == 1 and (G[5][pool[base + lane]] & 1) == 0:
+                ln = int32(0)                      # a label-range seed that fails LDF/NLF
+            gsrc[wi, s, lane] = src
+            gskip[wi, s, lane] = skip
+            glen[wi, s, lane] = ln
+        if lane == 0:
+            cg[wi, s] = 0
+            co[wi, s] = 0
+            ng[wi, s] = int32(cnt)
+            top[wi] = s
+        return True
+
+    @cuda.jit(device=True)
+    def receive_global_gift(S, wi, lane, gid, s, xfer):
+        """Copy a hand-over record written by another SM into this warp's stack; the record is
+        read with L2 atomics, never from this SM's (non-coherent) L1."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        cuda.threadfence()
+        lvl = cuda.atomic.add(xfer, (gid, XH), 0)
+        for j in range(s - 1, lvl):
+            mi[wi, j, lane] = cuda.atomic.add(xfer, (gid, j * 32 + lane), 0)
+            par[wi, j, lane] = int8(cuda.atomic.add(xfer, (gid, (L + j) * 32 + lane), 0))
+        gsrc[wi, lvl, lane] = cuda.atomic.add(xfer, (gid, XG + lane), 0)
+        glen[wi, lvl, lane] = cuda.atomic.add(xfer, (gid, XG + 32 + lane), 0)
+        gskip[wi, lvl, lane] = int8(cuda.atomic.add(xfer, (gid, XG + 64 + lane), 0))
+        cuda.syncwarp()
+        if lane == 0:
+            for j in range(s, lvl):
+                cg[wi, j] = 0
+                co[wi, j] = 0
+                ng[wi, j] = 0
+            cg[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 1), 0)
+            co[wi, lvl] = 0
+            ng[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 2), 0)
+            top[wi] = lvl
+
+    @cuda.jit(device=True)
+    def wait_global(S, wi, lane, gid, s, total_warps, mail, ctrl, xfer, waiting):
+        """Idle warp, global scope: wait for a warp of this block, then post in the global
+        mailbox; True once work was handed over, False when no warp of the grid is busy."""
+        verdict = int32(0)
+        if lane == 0:
+            cuda.atomic.exch(mail, MAILBOX + gid, W_WAITING)
+            cuda.atomic.add(waiting, 0, 1)
+            verdict = leave_busy(mail, ctrl, gid)
+        verdict = cuda.shfl_sync(FULL, verdict, 0)
+        if verdict == 1:
+            broadcast_termination(mail, total_warps, lane)
+        st = int32(W_TERMINATE)
+        if lane == 0 and verdict == 0:             # lane 0 polls alone; the others wait in the shuffle
+            slot = -1
+            pause = 32
+            rounds = 0
+            while True:
+                st = cuda.atomic.add(mail, MAILBOX + gid, 0)
+                if st == W_SHARED_GIFT or st == W_GLOBAL_GIFT or st == W_TERMINATE:
+                    break
+                if (slot < 0 and st == W_WAITING and rounds >= POST
+                        and (rounds - POST) % POST_EVERY == 0):
+                    i = (gid + (rounds - POST) // POST_EVERY) % MAILBOX
+                    if cuda.atomic.cas(mail, i, -1, gid) == -1:
+                        slot = i
+                        cuda.atomic.add(ctrl, C_POSTED, 1)
+                cuda.nanosleep(pause)
+                if pause < 1024:
+                    pause *= 2
+                rounds += 1
+            if slot >= 0 and cuda.atomic.cas(mail, slot, gid, -1) == gid:
+                cuda.atomic.sub(ctrl, C_POSTED, 1)
+        if lane == 0:
+            cuda.atomic.sub(waiting, 0, 1)
+        st = cuda.shfl_sync(FULL, st, 0)
+        if st == W_TERMINATE:
+            return False
+        if st == W_GLOBAL_GIFT:
+            receive_global_gift(S, wi, lane, gid, s, xfer)
+        else:
+            cuda.threadfence_block()
+        if lane == 0:
+            cuda.atomic.exch(mail, MAILBOX + gid, W_BUSY)
+        return True
+
+    @cuda.jit(device=True)
+    def wait_block(wi, lane, wstate, waiting):
+        """Idle warp, block scope: True once a busy warp of the block handed work over, False
+        when every warp of the block waits or has exited (lane 0 polls with back-off 32 ns ..
+        1 us; the other lanes wait in the shuffle)."""
+        if lane == 0:
+            cuda.atomic.exch(wstate, wi, B_WAITING)
+            cuda.atomic.add(waiting, 0, 1)
+            cuda.atomic.add(waiting, 1, 1)
+        st = int32(0)
+        if lane == 0:
+            pause = 32
+            while True:
+                st = cuda.atomic.add(wstate, wi, 0)
+                if st == B_GIFT or cuda.atomic.add(waiting, 1, 0) >= W:
+                    break
+                cuda.nanosleep(pause)
+                if pause < 1024:
+                    pause *= 2
+        st = cuda.shfl_sync(FULL, st, 0)
+        if st != B_GIFT:
+            return False
+        cuda.threadfence_block()
+        if lane == 0:
+            cuda.atomic.exch(wstate, wi, B_BUSY)
+        return True
+
+    @cuda.jit(device=True)
+    def find_waiter(S, wi, gid, s, d, iters, mail, ctrl, wstate, waiting):
+        """Lane 0 of a busy warp: the shallowest level with at least two untouched task groups
+        and a waiting warp claimed for it (a warp of this block first, then, global scope, one
+        posted in the mailbox); returns (level, target, remote) with target -1 for none."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        lvl = int32(-1)
+        target = int32(-1)
+        remote = int32(0)
+        want = int32(0)
+        if LOCAL_FAST:
+            want = cuda.atomic.add(waiting, 0, 0)
+        posted = int64(0)
+        if GLOBAL and iters % GLOBAL_CHECK_INTERVAL == 0:
+            posted = cuda.atomic.add(ctrl, C_POSTED, 0)
+        if want > 0 or posted > 0:
+            for t in range(s, d + 1):
+                if ng[wi, t] - cg[wi, t] - 1 >= 2:
+                    lvl = t
+                    break
+        if lvl >= 0 and want > 0:
+            for i in range(W):
+                if i == wi:
+                    continue
+                if GLOBAL:
+                    if cuda.atomic.cas(mail, MAILBOX + cuda.blockIdx.x * W + i,
+                                       W_WAITING, W_CLAIMED) == W_WAITING:
+                        target = i
+                        cuda.atomic.add(ctrl, C_BUSY, 1)
+                        break
+                elif cuda.atomic.cas(wstate, i, B_WAITING, B_CLAIMED) == B_WAITING:
+                    target = i
+                    cuda.atomic.sub(waiting, 0, 1)
+                    cuda.atomic.sub(waiting, 1, 1)
+                    break
+        if GLOBAL and lvl >= 0 and target < 0 and posted > 0:
+            for k in range(MAILBOX):
+                i = (gid + k) % MAILBOX
+                t = cuda.atomic.add(mail, i, 0)
+                if t >= 0 and cuda.atomic.cas(mail, i, t, -1) == t:
+                    cuda.atomic.sub(ctrl, C_POSTED, 1)
+                    if cuda.atomic.cas(mail, MAILBOX + t, W_WAITING, W_CLAIMED) == W_WAITING:
+                        cuda.atomic.add(ctrl, C_BUSY, 1)
+                        if LOCAL_FAST and t // W == cuda.blockIdx.x:
+                            target = t % W
+                        else:
+                            target = t
+                            remote = 1
+                        break
+        return lvl, target, remote
+
+    @cuda.jit(device=True)
+    def give_remote(S, wi, lane, s, lvl, target, mail, xfer):
+        """Hand the prefix levels and the upper half of level ``lvl``'s task groups to a warp
+        of another block through its global record; returns 1 (a global steal)."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        for j in range(s - 1, lvl):
+            xfer[target, j * 32 + lane] = mi[wi, j, lane]
+            xfer[target, (L + j) * 32 + lane] = par[wi, j, lane]
+        xfer[target, XG + lane] = gsrc[wi, lvl, lane]
+        xfer[target, XG + 32 + lane] = glen[wi, lvl, lane]
+        xfer[target, XG + 64 + lane] = gskip[wi, lvl, lane]
+        if lane == 0:
+            total = ng[wi, lvl]
+            mid = total - (total - cg[wi, lvl] - 1) // 2
+            xfer[target, XH] = lvl
+            xfer[target, XH + 1] = mid
+            xfer[target, XH + 2] = total
+            ng[wi, lvl] = mid
+        cuda.threadfence()                          # every lane's copies, before the hand-over
+        cuda.syncwarp()
+        if lane == 0:
+            cuda.atomic.exch(mail, MAILBOX + target, W_GLOBAL_GIFT)
+        cuda.syncwarp()
+
+    @cuda.jit(device=True)
+    def give_local(S, wi, lane, s, lvl, target, mail, wstate):
+        """Hand the prefix levels and the upper half of level ``lvl``'s task groups to warp
+        ``target`` of this block through shared memory."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        for j in range(s - 1, lvl):
+            mi[target, j, lane] = mi[wi, j, lane]
+            par[target, j, lane] = par[wi, j, lane]
+        gsrc[target, lvl, lane] = gsrc[wi, lvl, lane]
+        glen[target, lvl, lane] = glen[wi, lvl, lane]
+        gskip[target, lvl, lane] = gskip[wi, lvl, lane]
+        cuda.threadfence_block()                    # every lane's copies, before the hand-over
+        cuda.syncwarp()
+        if lane == 0:
+            for j in range(s, lvl):
+                cg[target, j] = ng[wi, j]
+                co[target, j] = 0
+                ng[target, j] = ng[wi, j]
+            total = ng[wi, lvl]
+            mid = total - (total - cg[wi, lvl] - 1) // 2
+            cg[target, lvl] = mid
+            co[target, lvl] = 0
+            ng[target, lvl] = total
+            top[target] = lvl
+            ng[wi, lvl] = mid
+            cuda.threadfence_block()
+            if GLOBAL:
+                cuda.atomic.exch(mail, MAILBOX + cuda.blockIdx.x * W + target, W_SHARED_GIFT)
+            else:
+                cuda.atomic.exch(wstate, target, B_GIFT)
+        cuda.syncwarp()
+
+    @cuda.jit(device=True)
+    def next_tasks(S, wi, lane, d):
+        """This lane's task of the next 32 of level d's virtual task pool (group g, offset r; batch
+        exploration lets the 32 span groups) and the level's cursor after them (lane 31 walks
+        to task 32 and broadcasts); returns (g, r, has task, next group, next offset)."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        g0 = cg[wi, d]
+        o0 = co[wi, d]
+        groups = ng[wi, d]
+        g = g0
+        r = o0 + lane
+        if batch:
+            while g < groups and r >= glen[wi, d, g]:
+                r -= glen[wi, d, g]
+                g += 1
+        elif g < groups and r >= glen[wi, d, g]:
+            g = groups
+        ng_g = g0
+        ng_o = o0 + 32
+        if lane == 31:
+            if batch:
+                ng_g = g
+                ng_o = r + 1
+                while ng_g < groups and ng_o >= glen[wi, d, ng_g]:
+                    ng_o -= glen[wi, d, ng_g]
+                    ng_g += 1
+            elif g0 < groups and ng_o >= glen[wi, d, g0]:
+                ng_g = g0 + 1
+                ng_o = 0
+                while ng_g < groups and glen[wi, d, ng_g] == 0:
+                    ng_g += 1
+        ng_g = cuda.shfl_sync(FULL, ng_g, 31)
+        ng_o = cuda.shfl_sync(FULL, ng_o, 31)
+        return g, r, g < groups, ng_g, ng_o
+
+    @cuda.jit(device=True)
+    def descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq):
+        """Push the valid children (compacted to slots 0..popc-1) as level d, each with its task
+        group for position d+1."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        if ok:                                      # the lane reads back only its own slot k
+            k = cuda.popc(mask & cuda.lanemask_lt())
+            mi[wi, d, k] = x
+            par[wi, d, k] = g
+            nsrc, nskip, nlen = group(mi, par, wi, s, pool, width, G, sq, d + 1, k)
+            gsrc[wi, d + 1, k] = nsrc
+            gskip[wi, d + 1, k] = nskip
+            glen[wi, d + 1, k] = nlen
+        if lane == 0:
+            cg[wi, d + 1] = 0
+            co[wi, d + 1] = 0
+            ng[wi, d + 1] = cuda.popc(mask)
+            top[wi] = d + 1
+
+    @cuda.jit(device=True)
+    def extend(S, wi, lane, s, d, last, ne, n, low, direct, pool, width, G, sq, ctrl, emb, emb_cap,
+               limit_unique):
+        """One warp iteration at level d (Alg. 2): fetch 32 tasks, validate them, ballot; count
+        or write the leaves at the last level, descend with the valid children, or backtrack once
+        the level is exhausted. Returns (matches this lane counted, lanes without a task)."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        g, r, has, ng_g, ng_o = next_tasks(S, wi, lane, d)
+        x = int32(-1)
+        ok = False
+        if has:
+            x = G[1][group_start(G, gsrc[wi, d, g]) + r]
+            ok = True
+            if CHECK_BIT:
+                ok = ((G[5][x] >> d) & 1) != 0
+            if ok:
+                ok = validate(mi, par, wi, s, pool, width, G, sq, d, x, g, gskip[wi, d, g])
+        mask = cuda.ballot_sync(FULL, ok)
+        idle = int64(0)
+        if IDLE:
+            idle = 32 - cuda.popc(cuda.ballot_sync(FULL, has))
+        found = int64(0)
+        go_down = False
+        if d == last:
+            if direct:
+                if ok:
+                    if ne < n:
+                        found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g)
+                    else:
+                        found = int64(1)
+            else:
+                found = leaf_output(ok, mask, lane, mi, par, wi, s, pool, width, G, sq, d, x, g, ctrl,
+                                    emb, emb_cap, limit_unique)
+        else:
+            go_down = mask != 0
+        cuda.syncwarp()
+        if lane == 0:
+            cg[wi, d] = ng_g
+            co[wi, d] = ng_o
+        if go_down:
+            descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq)
+        elif lane == 0 and ng_g >= ng[wi, d]:       # backtrack to the deepest unfinished level
+            t = d - 1
+            while t >= s and cg[wi, t] >= ng[wi, t]:
+                t -= 1
+            top[wi] = t
+        return found, idle
+
     @cuda.jit(**cap)
     def fine_dfs(off, ent, bitmap, cset, eg, cands, qps, pool, width, ctrls, emb, emb_cap, watch,
                  halt, mail, xfer, block_query):
         # the block's query: its LDF/NLF bits, plan, control row (seed range, limit, counters)
         q = block_query[cuda.blockIdx.x]
-        cand = cands[q]
         qp = qps[q]
         ctrl = ctrls[q]
         seed_lo = ctrl[C_SEED_LO]
         seed_hi = ctrl[C_SEED_HI]
         limit_unique = ctrl[C_LIMIT]
-        G = (off, ent, bitmap, cset, eg, cand)
+        G = (off, ent, bitmap, cset, eg, cands[q])
         sq = cuda.shared.array((SQ_ROWS, 32), int32)
-        mi = cuda.shared.array((W, L, 32), int32)
-        par = cuda.shared.array((W, L, 32), int8)
-        gsrc = cuda.shared.array((W, L, 32), int32)
-        glen = cuda.shared.array((W, L, 32), int32)
-        gskip = cuda.shared.array((W, L, 32), int8)
-        cg = cuda.shared.array((W, L), int32)
-        co = cuda.shared.array((W, L), int32)
-        ng = cuda.shared.array((W, L), int32)
-        top = cuda.shared.array(W, int32)
-        wstate = cuda.shared.array(W, int32)       # block scope: 0 busy, 1 waiting, 3 claimed, 2 handed over
+        S = (cuda.shared.array((W, L, 32), int32),         # mi
+             cuda.shared.array((W, L, 32), int8),          # par
+             cuda.shared.array((W, L, 32), int32),         # gsrc
+             cuda.shared.array((W, L, 32), int32),         # glen
+             cuda.shared.array((W, L, 32), int8),          # gskip
+             cuda.shared.array((W, L), int32),             # cg
+             cuda.shared.array((W, L), int32),             # co
+             cuda.shared.array((W, L), int32),             # ng
+             cuda.shared.array(W, int32))                  # top
+        top = S[8]
+        wstate = cuda.shared.array(W, int32)       # block scope: B_BUSY, B_WAITING, B_CLAIMED, B_GIFT, B_EXITED
         waiting = cuda.shared.array(2, int32)      # [0] waiting warps, [1] waiting or exited warps
 
         tid = cuda.threadIdx.x
@@ -497,7 +836,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         if tid < 32:
             ctrl[C_CAND + tid] = qp[QP_CCOUNT, tid]      # every block of q writes the same values
         if tid < W:
-            wstate[tid] = 0
+            wstate[tid] = B_BUSY
         if tid == 0:
             waiting[0] = 0
             waiting[1] = 0
@@ -519,299 +858,39 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                 done_by_stop = True
                 break
             d = top[wi]
-            if d < s:
-                # ---- take seeds from the pool
-                base = int64(0)
-                if lane == 0:
-                    base = cuda.atomic.add(ctrl, C_SEED, R)
-                base = cuda.shfl_sync(FULL, base, 0) + seed_lo
-                cnt = min(int64(R), seed_hi - base)
-                if cnt > 0:
-                    if lane < cnt:
-                        mi[wi, s - 1, lane] = int32(base + lane)
-                        src, skip, ln = group(mi, par, wi, s, pool, width, G, sq, s, lane)
-                        if CHECK_BIT and width == 1 and (cand[pool[base + lane]] & 1) == 0:
-                            ln = int32(0)                  # a label-range seed that fails LDF/NLF
-                        gsrc[wi, s, lane] = src
-                        gskip[wi, s, lane] = skip
-                        glen[wi, s, lane] = ln
-                    if lane == 0:
-                        cg[wi, s] = 0
-                        co[wi, s] = 0
-                        ng[wi, s] = int32(cnt)
-                        top[wi] = s
+            if d < s:                                   # out of work: seeds, else stealing
+                if take_seeds(S, wi, lane, s, pool, width, G, sq, ctrl, seed_lo, seed_hi):
                     continue
                 if not STEAL:
                     break
                 if GLOBAL:
-                    # ---- idle (global scope): wait for a warp of this block, then post in the
-                    # global mailbox; exit when no warp of the grid is busy any more
-                    verdict = int32(0)
-                    if lane == 0:
-                        cuda.atomic.exch(mail, MAILBOX + gid, W_WAITING)
-                        cuda.atomic.add(waiting, 0, 1)
-                        verdict = leave_busy(mail, ctrl, gid)
-                    verdict = cuda.shfl_sync(FULL, verdict, 0)
-                    if verdict == 1:
-                        broadcast_termination(mail, total_warps, lane)
-                    st = int32(W_TERMINATE)
-                    if lane == 0 and verdict == 0:
-                        slot = -1
-                        pause = 32
-                        rounds = 0
-                        while True:
-                            st = cuda.atomic.add(mail, MAILBOX + gid, 0)
-                            if st == W_SHARED_GIFT or st == W_GLOBAL_GIFT or st == W_TERMINATE:
-                                break
-                            if (slot < 0 and st == W_WAITING and rounds >= POST
-                                    and (rounds - POST) % POST_EVERY == 0):
-                                i = (gid + (rounds - POST) // POST_EVERY) % MAILBOX
-                                if cuda.atomic.cas(mail, i, -1, gid) == -1:
-                                    slot = i
-                                    cuda.atomic.add(ctrl, C_POSTED, 1)
-                            cuda.nanosleep(pause)
-                            if pause < 1024:
-                                pause *= 2
-                            rounds += 1
-                        if slot >= 0 and cuda.atomic.cas(mail, slot, gid, -1) == gid:
-                            cuda.atomic.sub(ctrl, C_POSTED, 1)
-                    if lane == 0:
-                        cuda.atomic.sub(waiting, 0, 1)
-                    st = cuda.shfl_sync(FULL, st, 0)
-                    if st == W_TERMINATE:
-                        break
-                    if st == W_GLOBAL_GIFT:
-                        # the record was written by another SM: read it with L2 atomics, never
-                        # from this SM's (non-coherent) L1
-                        cuda.threadfence()
-                        lvl = cuda.atomic.add(xfer, (gid, XH), 0)
-                        for j in range(s - 1, lvl):
-                            mi[wi, j, lane] = cuda.atomic.add(xfer, (gid, j * 32 + lane), 0)
-                            par[wi, j, lane] = int8(cuda.atomic.add(xfer, (gid, (L + j) * 32 + lane), 0))
-                        gsrc[wi, lvl, lane] = cuda.atomic.add(xfer, (gid, XG + lane), 0)
-                        glen[wi, lvl, lane] = cuda.atomic.add(xfer, (gid, XG + 32 + lane), 0)
-                        gskip[wi, lvl, lane] = int8(cuda.atomic.add(xfer, (gid, XG + 64 + lane), 0))
-                        cuda.syncwarp()
-                        if lane == 0:
-                            for j in range(s, lvl):
-                                cg[wi, j] = 0
-                                co[wi, j] = 0
-                                ng[wi, j] = 0
-                            cg[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 1), 0)
-                            co[wi, lvl] = 0
-                            ng[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 2), 0)
-                            top[wi] = lvl
-                    else:
-                        cuda.threadfence_block()
-                    if lane == 0:
-                        cuda.atomic.exch(mail, MAILBOX + gid, W_BUSY)
-                    continue
-                # ---- idle (block scope): wait for a busy warp of the block to hand over work
-                if lane == 0:
-                    cuda.atomic.exch(wstate, wi, 1)
-                    cuda.atomic.add(waiting, 0, 1)
-                    cuda.atomic.add(waiting, 1, 1)
-                # lane 0 polls alone (back-off 32 ns .. 1 us); the other lanes wait in the shuffle
-                st = int32(0)
-                if lane == 0:
-                    pause = 32
-                    while True:
-                        st = cuda.atomic.add(wstate, wi, 0)
-                        if st == 2 or cuda.atomic.add(waiting, 1, 0) >= W:
-                            break
-                        cuda.nanosleep(pause)
-                        if pause < 1024:
-                            pause *= 2
-                st = cuda.shfl_sync(FULL, st, 0)
-                if st != 2:
+                    if wait_global(S, wi, lane, gid, s, total_warps, mail, ctrl, xfer, waiting):
+                        continue
                     break
-                cuda.threadfence_block()
+                if wait_block(wi, lane, wstate, waiting):
+                    continue
+                break
+            if STEAL:                                   # a waiting warp gets half of a level
+                lvl, target, remote = int32(-1), int32(-1), int32(0)
                 if lane == 0:
-                    cuda.atomic.exch(wstate, wi, 0)
-                continue
-
-            if STEAL:
-                # ---- hand half of a level's untouched task groups to a waiting warp: one of this
-                # block (through shared memory) or, global scope, one posted in the mailbox
-                lvl = int32(-1)
-                target = int32(-1)
-                remote = int32(0)
-                if lane == 0:
-                    want = int32(0)
-                    if LOCAL_FAST:
-                        want = cuda.atomic.add(waiting, 0, 0)
-                    posted = int64(0)
-                    if GLOBAL and iters % GLOBAL_CHECK_INTERVAL == 0:
-                        posted = cuda.atomic.add(ctrl, C_POSTED, 0)
-                    if want > 0 or posted > 0:
-                        for t in range(s, d + 1):
-                            if ng[wi, t] - cg[wi, t] - 1 >= 2:
-                                lvl = t
-                                break
-                    if lvl >= 0 and want > 0:
-                        for i in range(W):
-                            if i == wi:
-                                continue
-                            if GLOBAL:
-                                if cuda.atomic.cas(mail, MAILBOX + cuda.blockIdx.x * W + i,
-                                                   W_WAITING, W_CLAIMED) == W_WAITING:
-                                    target = i
-                                    cuda.atomic.add(ctrl, C_BUSY, 1)
-                                    break
-                            elif cuda.atomic.cas(wstate, i, 1, 3) == 1:
-                                target = i
-                                cuda.atomic.sub(waiting, 0, 1)
-                                cuda.atomic.sub(waiting, 1, 1)
-                                break
-                    if GLOBAL and lvl >= 0 and target < 0 and posted > 0:
-                        for k in range(MAILBOX):
-                            i = (gid + k) % MAILBOX
-                            t = cuda.atomic.add(mail, i, 0)
-                            if t >= 0 and cuda.atomic.cas(mail, i, t, -1) == t:
-                                cuda.atomic.sub(ctrl, C_POSTED, 1)
-                                if cuda.atomic.cas(mail, MAILBOX + t, W_WAITING, W_CLAIMED) == W_WAITING:
-                                    cuda.atomic.add(ctrl, C_BUSY, 1)
-                                    if LOCAL_FAST and t // W == cuda.blockIdx.x:
-                                        target = t % W
-                                    else:
-                                        target = t
-                                        remote = 1
-                                    break
+                    lvl, target, remote = find_waiter(S, wi, gid, s, d, iters, mail, ctrl, wstate,
+                                                      waiting)
                 lvl = cuda.shfl_sync(FULL, lvl, 0)
                 target = cuda.shfl_sync(FULL, target, 0)
                 remote = cuda.shfl_sync(FULL, remote, 0)
                 if target >= 0 and remote != 0:
-                    # another block's warp: the prefix levels and half of level lvl via global memory
-                    for j in range(s - 1, lvl):
-                        xfer[target, j * 32 + lane] = mi[wi, j, lane]
-                        xfer[target, (L + j) * 32 + lane] = par[wi, j, lane]
-                    xfer[target, XG + lane] = gsrc[wi, lvl, lane]
-                    xfer[target, XG + 32 + lane] = glen[wi, lvl, lane]
-                    xfer[target, XG + 64 + lane] = gskip[wi, lvl, lane]
+                    give_remote(S, wi, lane, s, lvl, target, mail, xfer)
                     if lane == 0:
-                        total = ng[wi, lvl]
-                        mid = total - (total - cg[wi, lvl] - 1) // 2
-                        xfer[target, XH] = lvl
-                        xfer[target, XH + 1] = mid
-                        xfer[target, XH + 2] = total
-                        ng[wi, lvl] = mid
                         gsteals += 1
-                    cuda.threadfence()                  # every lane's copies, before the hand-over
-                    cuda.syncwarp()
-                    if lane == 0:
-                        cuda.atomic.exch(mail, MAILBOX + target, W_GLOBAL_GIFT)
-                    cuda.syncwarp()
                 elif target >= 0:
-                    for j in range(s - 1, lvl):
-                        mi[target, j, lane] = mi[wi, j, lane]
-                        par[target, j, lane] = par[wi, j, lane]
-                    gsrc[target, lvl, lane] = gsrc[wi, lvl, lane]
-                    glen[target, lvl, lane] = glen[wi, lvl, lane]
-                    gskip[target, lvl, lane] = gskip[wi, lvl, lane]
-                    cuda.threadfence_block()            # every lane's copies, before the hand-over
-                    cuda.syncwarp()
+                    give_local(S, wi, lane, s, lvl, target, mail, wstate)
                     if lane == 0:
-                        for j in range(s, lvl):
-                            cg[target, j] = ng[wi, j]
-                            co[target, j] = 0
-                            ng[target, j] = ng[wi, j]
-                        total = ng[wi, lvl]
-                        mid = total - (total - cg[wi, lvl] - 1) // 2
-                        cg[target, lvl] = mid
-                        co[target, lvl] = 0
-                        ng[target, lvl] = total
-                        top[target] = lvl
-                        ng[wi, lvl] = mid
                         steals += 1
-                        cuda.threadfence_block()
-                        if GLOBAL:
-                            cuda.atomic.exch(mail, MAILBOX + cuda.blockIdx.x * W + target, W_SHARED_GIFT)
-                        else:
-                            cuda.atomic.exch(wstate, target, 2)
-                    cuda.syncwarp()
-
-            # ---- fetch up to 32 tasks from the virtual task pool of level d
-            g0 = cg[wi, d]
-            o0 = co[wi, d]
-            groups = ng[wi, d]
-            g = g0
-            r = o0 + lane
-            if batch:
-                while g < groups and r >= glen[wi, d, g]:
-                    r -= glen[wi, d, g]
-                    g += 1
-            elif g < groups and r >= glen[wi, d, g]:
-                g = groups
-            has = g < groups
-            # cursor after this batch (lane 31 walks to task 32, then broadcasts)
-            ng_g = g0
-            ng_o = o0 + 32
-            if lane == 31:
-                if batch:
-                    ng_g = g
-                    ng_o = r + 1
-                    while ng_g < groups and ng_o >= glen[wi, d, ng_g]:
-                        ng_o -= glen[wi, d, ng_g]
-                        ng_g += 1
-                elif g0 < groups and ng_o >= glen[wi, d, g0]:
-                    ng_g = g0 + 1
-                    ng_o = 0
-                    while ng_g < groups and glen[wi, d, ng_g] == 0:
-                        ng_g += 1
-            ng_g = cuda.shfl_sync(FULL, ng_g, 31)
-            ng_o = cuda.shfl_sync(FULL, ng_o, 31)
-
-            x = int32(-1)
-            ok = False
-            if has:
-                x = ent[group_start(G, gsrc[wi, d, g]) + r]
-                ok = True
-                if CHECK_BIT:
-                    ok = ((cand[x] >> d) & 1) != 0
-                if ok:
-                    ok = validate(mi, par, wi, s, pool, width, G, sq, d, x, g, gskip[wi, d, g])
-            mask = cuda.ballot_sync(FULL, ok)
+            more, empty = extend(S, wi, lane, s, d, last, ne, n, low, direct, pool, width, G, sq, ctrl,
+                                 emb, emb_cap, limit_unique)
+            found += more
+            idle += empty
             iters += 1
-            if IDLE:
-                busy = cuda.ballot_sync(FULL, has)
-                idle += 32 - cuda.popc(busy)
-            descend = False
-            if d == last:
-                if direct:
-                    if ok:
-                        if ne < n:
-                            found += leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low,
-                                                  d, x, g)
-                        else:
-                            found += 1
-                else:
-                    found += leaf_output(ok, mask, lane, mi, par, wi, s, pool, width, G, sq, d, x,
-                                         g, ctrl, emb, emb_cap, limit_unique)
-            else:
-                descend = mask != 0
-            cuda.syncwarp()
-            if lane == 0:
-                cg[wi, d] = ng_g
-                co[wi, d] = ng_o
-            if descend:
-                if ok:                                  # the lane reads back only its own slot k
-                    k = cuda.popc(mask & cuda.lanemask_lt())
-                    mi[wi, d, k] = x
-                    par[wi, d, k] = g
-                    nsrc, nskip, nlen = group(mi, par, wi, s, pool, width, G, sq, d + 1, k)
-                    gsrc[wi, d + 1, k] = nsrc
-                    gskip[wi, d + 1, k] = nskip
-                    glen[wi, d + 1, k] = nlen
-                if lane == 0:
-                    cg[wi, d + 1] = 0
-                    co[wi, d + 1] = 0
-                    ng[wi, d + 1] = cuda.popc(mask)
-                    top[wi] = d + 1
-            elif lane == 0 and ng_g >= groups:
-                t = d - 1
-                while t >= s and cg[wi, t] >= ng[wi, t]:
-                    t -= 1
-                top[wi] = t
 
         if GLOBAL and done_by_stop:
             verdict = int32(0)
@@ -827,7 +906,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             if not done_by_stop:
                 cuda.atomic.add(ctrl, C_FINISHED, 1)
             if done_by_stop and STEAL and not GLOBAL:
-                cuda.atomic.exch(wstate, wi, 4)
+                cuda.atomic.exch(wstate, wi, B_EXITED)
                 cuda.atomic.add(waiting, 1, 1)
             cuda.atomic.add(ctrl, C_ITERS, iters)
             cuda.atomic.add(ctrl, C_IDLE, idle)
