@@ -391,6 +391,17 @@ def warp_append(ok, counter, slot, lane):
 
 
 @cuda.jit(device=True)
+def claim_seeds(ctrl, lane, count, seed_lo, seed_hi):
+    """The warp's next ``count`` seeds of [seed_lo, seed_hi): one atomic on the pool cursor by
+    lane 0, broadcast; returns (first seed, how many; <= 0 once the pool is exhausted)."""
+    base = int64(0)
+    if lane == 0:
+        base = cuda.atomic.add(ctrl, C_SEED, count)
+    base = cuda.shfl_sync(FULL, base, 0) + seed_lo
+    return base, min(int64(count), seed_hi - base)
+
+
+@cuda.jit(device=True)
 def stopped(ctrl, halt, lane, limit_unique, watch, polls):
     """Has the query's stop flag (``ctrl[C_STOP]``: its limit is reached) or the launch's halt
     flag (``halt[0]``: the host's deadline; in a single-query launch the same word) been raised?
@@ -468,11 +479,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         """Fetch the next ``R`` seeds into the stack's bottom level (their task groups at level
         s); False when the pool is exhausted."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top = S
-        base = int64(0)
-        if lane == 0:
-            base = cuda.atomic.add(ctrl, C_SEED, R)
-        base = cuda.shfl_sync(FULL, base, 0) + seed_lo
-        cnt = min(int64(R), seed_hi - base)
+        base, cnt = claim_seeds(ctrl, lane, R, seed_lo, seed_hi)
         if cnt <= 0:
             return False
         if lane < cnt:
@@ -959,11 +966,7 @@ def coarse_kernel(warps: int, unroll: int, indexed: bool):
                 break
             d = top[wi]
             if d < s:
-                base = int64(0)
-                if lane == 0:
-                    base = cuda.atomic.add(ctrl, C_SEED, K)
-                base = cuda.shfl_sync(FULL, base, 0) + seed_lo
-                cnt = min(int64(K), seed_hi - base)
+                base, cnt = claim_seeds(ctrl, lane, K, seed_lo, seed_hi)
                 if cnt <= 0:
                     break
                 if lane < cnt:
