@@ -591,17 +591,24 @@ class GMatch(Engine):
                 or self.candidate_graph != "auto" or self.probe_s == 0):
             return super()._match_batch(queries, limit=limit, collect=collect, timeout_s=timeout_s,
                                         homomorphic=homomorphic)
-        results: list[MatchResult | None] = [None] * len(queries)
+        results: list[MatchResult] = [None] * len(queries)
         size = self._batch_size()
         for first in range(0, len(queries), size):
             chunk = list(range(first, min(first + size, len(queries))))
             for i, result in zip(chunk, self._run_batch([queries[i] for i in chunk], limit, timeout_s)):
                 results[i] = result
-        for i in [i for i, r in enumerate(results) if r is None]:
-            # the batch was this query's probe over the data graph: on to the candidate graph
+        for i, partial in enumerate(results):
+            if partial.status is not Status.TIMEOUT or not partial.stats.get("batch_unfinished"):
+                continue
+            # the batch was this query's probe over the data graph: on to the candidate graph,
+            # within what is left of its own deadline (its clock started with its batch)
+            left = None if timeout_s is None else timeout_s - partial.stats["batch_seconds"]
+            if left is not None and left <= 0:
+                partial.reason = "the deadline passed in its batch"
+                continue
             self.budget.reset_peak()
             try:
-                results[i] = self._match(queries[i], limit=limit, collect=False, timeout_s=timeout_s,
+                results[i] = self._match(queries[i], limit=limit, collect=False, timeout_s=left,
                                          homomorphic=homomorphic, probe_first=False)
             except DeviceOutOfMemory as exc:
                 results[i] = MatchResult(self.name, 0, Status.OOM, reason=str(exc))
@@ -615,8 +622,9 @@ class GMatch(Engine):
         room = (self.budget.limit - self.budget.in_use) // 8 if self.budget.limit is not None else 1 << 30
         return max(1, min(self.batch_queries, BLOCK_QUERY_SLOTS, room // per_query))
 
-    def _run_batch(self, queries, limit, timeout_s) -> list[MatchResult | None]:
-        """One batched launch over ``queries``; None for a query it did not finish."""
+    def _run_batch(self, queries, limit, timeout_s) -> list[MatchResult]:
+        """One batched launch over ``queries``; a query it did not finish gets status timeout,
+        its partial count and ``stats["batch_unfinished"]`` (with the batch's seconds)."""
         start = time.perf_counter()
         timer = PhaseTimer()
         count = len(queries)
@@ -660,6 +668,7 @@ class GMatch(Engine):
             self._watch.run(kernel, block_query.size, warps * 32, args, deadline, d_halt)
         with timer.phase("transfer"):
             d_ctrls.copy_to_host(control)
+        elapsed = time.perf_counter() - start
         phases = {name: seconds / count for name, seconds in timer.seconds.items()}
         blocks_of = np.bincount(block_query, minlength=count)
         results: list[MatchResult | None] = []
@@ -670,12 +679,11 @@ class GMatch(Engine):
                 unique = int(ctrl[C_CAND])
             finished = ctrl[C_FINISHED] == blocks_of[b] * warps or query.num_vertices == 1
             limited = limit is not None and unique * plan.automorphisms >= limit
-            if not (finished or limited):
-                results.append(None)
-                continue
-            status = Status.LIMIT if limited else Status.OK
+            status = Status.LIMIT if limited else Status.OK if finished else Status.TIMEOUT
             stats = {"seeds": int(seeds[b]), "seed_width": 1, "batch_size": count,
                      "blocks": int(blocks_of[b]), "warps_per_block": warps, "stack_levels": levels}
+            if status is Status.TIMEOUT:
+                stats.update(batch_unfinished=True, batch_seconds=elapsed)
             result = self._finish(None, plan, qps[b], unique, ctrl, stats, status, False, limit=limit)
             result.phases = dict(phases)
             results.append(result)

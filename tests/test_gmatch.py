@@ -526,6 +526,7 @@ def test_a_batch_mixing_unsupported_limited_timed_out_and_heavy_queries(labelled
     # a deadline nothing can meet: each query times out on its own
     late = GMatch(warps_per_block=2).prepare(labelled).match_batch(small, timeout_s=1e-9)
     assert all(r.status is Status.TIMEOUT for r in late)
+    assert all(r.count <= reference_of(labelled, q).count for q, r in zip(small, late))   # lower bounds
 
 
 def test_batch_falls_back_to_single_queries_where_it_does_not_apply(labelled, reference_of):
