@@ -3,7 +3,10 @@
 
 Ranges are ``arr[lo:hi]`` of a sorted array, as CSR neighbour lists are
 (``neighbors[offsets[v]:offsets[v + 1]]``). Intersections assume sorted ranges without
-duplicates. Each function is a small ``@cuda.jit(device=True)`` function that Numba inlines.
+duplicates. Each function is a small ``@cuda.jit(device=True)`` function that Numba inlines;
+the binary search itself (:func:`lower_bound_probes`) is :mod:`common.sorted_ranges`' one
+source, which host ``numba.njit`` code compiles too. The intersections write to ``out`` or,
+given ``out=None``, only count (Numba prunes the write for that type).
 """
 
 from __future__ import annotations
@@ -12,18 +15,13 @@ import numba
 import numpy as np
 
 from .device import cuda
+from .sorted_ranges import lower_bound_probes
 
 
 @cuda.jit(device=True)
 def lower_bound(arr, lo, hi, key):
     """First index i in [lo, hi) with arr[i] >= key (hi if none)."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if arr[mid] < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    return lower_bound_probes(arr, lo, hi, key)[0]
 
 
 @cuda.jit(device=True)
@@ -43,17 +41,26 @@ def contains(arr, lo, hi, key):
 
 
 @cuda.jit(device=True)
-def intersect_count_merge(a, a_lo, a_hi, b, b_lo, b_hi):
-    """|a[a_lo:a_hi] ∩ b[b_lo:b_hi]| by a merge walk: O(|a| + |b|)."""
+def intersect_walk(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos, search):
+    """Write a[a_lo:a_hi] ∩ b[b_lo:b_hi] (ascending) to out[out_pos:]; return how many
+    (``out=None`` only counts). One walk over a with a forward-only position in b, which moves
+    by one step (a merge, O(|a| + |b|)) or, with ``search``, by a binary search for a's element
+    (O(|a| log |b|): pass the shorter range as a)."""
     count = 0
     while a_lo < a_hi and b_lo < b_hi:
         x = a[a_lo]
+        if search:
+            b_lo = lower_bound(b, b_lo, b_hi, x)
+            if b_lo == b_hi:
+                break
         y = b[b_lo]
         if x < y:
             a_lo += 1
         elif y < x:
             b_lo += 1
         else:
+            if out is not None:
+                out[out_pos + count] = x
             count += 1
             a_lo += 1
             b_lo += 1
@@ -62,51 +69,28 @@ def intersect_count_merge(a, a_lo, a_hi, b, b_lo, b_hi):
 
 @cuda.jit(device=True)
 def intersect_merge(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos):
-    """Write a[a_lo:a_hi] ∩ b[b_lo:b_hi] (ascending) to out[out_pos:]; return how many."""
-    count = 0
-    while a_lo < a_hi and b_lo < b_hi:
-        x = a[a_lo]
-        y = b[b_lo]
-        if x < y:
-            a_lo += 1
-        elif y < x:
-            b_lo += 1
-        else:
-            out[out_pos + count] = x
-            count += 1
-            a_lo += 1
-            b_lo += 1
-    return count
+    """Write a ∩ b (ascending) to out[out_pos:] by a merge walk; return how many."""
+    return intersect_walk(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos, False)
 
 
 @cuda.jit(device=True)
-def intersect_count_search(a, a_lo, a_hi, b, b_lo, b_hi):
-    """|a ∩ b| by binary-searching each element of the (short) range a in the (long) range b;
-    the search start only moves forward: O(|a| log |b|)."""
-    count = 0
-    while a_lo < a_hi and b_lo < b_hi:
-        b_lo = lower_bound(b, b_lo, b_hi, a[a_lo])
-        if b_lo < b_hi and b[b_lo] == a[a_lo]:
-            count += 1
-            b_lo += 1
-        a_lo += 1
-    return count
+def intersect_count_merge(a, a_lo, a_hi, b, b_lo, b_hi):
+    """|a[a_lo:a_hi] ∩ b[b_lo:b_hi]| by a merge walk: O(|a| + |b|)."""
+    return intersect_walk(a, a_lo, a_hi, b, b_lo, b_hi, None, 0, False)
 
 
 @cuda.jit(device=True)
 def intersect_search(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos):
     """Write a ∩ b (ascending) to out[out_pos:] by binary search of a's elements in b; return
     how many. Pass the shorter range as a."""
-    count = 0
-    while a_lo < a_hi and b_lo < b_hi:
-        x = a[a_lo]
-        b_lo = lower_bound(b, b_lo, b_hi, x)
-        if b_lo < b_hi and b[b_lo] == x:
-            out[out_pos + count] = x
-            count += 1
-            b_lo += 1
-        a_lo += 1
-    return count
+    return intersect_walk(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos, True)
+
+
+@cuda.jit(device=True)
+def intersect_count_search(a, a_lo, a_hi, b, b_lo, b_hi):
+    """|a ∩ b| by binary-searching each element of the (short) range a in the (long) range b;
+    the search start only moves forward: O(|a| log |b|)."""
+    return intersect_walk(a, a_lo, a_hi, b, b_lo, b_hi, None, 0, True)
 
 
 @cuda.jit(device=True)
@@ -119,27 +103,21 @@ def _prefer_search(short_len, long_len):
 
 
 @cuda.jit(device=True)
-def intersect_count(a, a_lo, a_hi, b, b_lo, b_hi):
-    """|a ∩ b|, by merge or, for very unequal sizes, by binary search of the shorter range."""
+def intersect(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos):
+    """Write a ∩ b (ascending) to out[out_pos:], choosing merge or, for very unequal sizes,
+    binary search of the shorter range; return how many. ``out=None`` only counts."""
     if a_hi - a_lo <= b_hi - b_lo:
-        if _prefer_search(a_hi - a_lo, b_hi - b_lo):
-            return intersect_count_search(a, a_lo, a_hi, b, b_lo, b_hi)
-    elif _prefer_search(b_hi - b_lo, a_hi - a_lo):
-        return intersect_count_search(b, b_lo, b_hi, a, a_lo, a_hi)
-    return intersect_count_merge(a, a_lo, a_hi, b, b_lo, b_hi)
+        return intersect_walk(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos,
+                              _prefer_search(a_hi - a_lo, b_hi - b_lo))
+    if _prefer_search(b_hi - b_lo, a_hi - a_lo):
+        return intersect_walk(b, b_lo, b_hi, a, a_lo, a_hi, out, out_pos, True)
+    return intersect_walk(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos, False)
 
 
 @cuda.jit(device=True)
-def intersect(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos):
-    """Write a ∩ b (ascending) to out[out_pos:], choosing merge or binary search; return how
-    many."""
-    if a_hi - a_lo <= b_hi - b_lo:
-        if _prefer_search(a_hi - a_lo, b_hi - b_lo):
-            return intersect_search(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos)
-        return intersect_merge(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos)
-    if _prefer_search(b_hi - b_lo, a_hi - a_lo):
-        return intersect_search(b, b_lo, b_hi, a, a_lo, a_hi, out, out_pos)
-    return intersect_merge(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos)
+def intersect_count(a, a_lo, a_hi, b, b_lo, b_hi):
+    """|a ∩ b|, by merge or, for very unequal sizes, by binary search of the shorter range."""
+    return intersect(a, a_lo, a_hi, b, b_lo, b_hi, None, 0)
 
 
 def _murmur2_32(key, seed):
@@ -165,7 +143,7 @@ hash32_host = numba.njit(_murmur2_32)
 
 
 __all__ = [
-    "lower_bound", "binary_search", "contains", "intersect_count_merge", "intersect_merge",
-    "intersect_count_search", "intersect_search", "intersect_count", "intersect", "hash32",
-    "hash32_host",
+    "lower_bound", "lower_bound_probes", "binary_search", "contains", "intersect_walk",
+    "intersect_count_merge", "intersect_merge", "intersect_count_search", "intersect_search",
+    "intersect_count", "intersect", "hash32", "hash32_host",
 ]

@@ -288,6 +288,20 @@ def _check_vertex_ids(text: _Text, rows: np.ndarray, ids: np.ndarray, n: int, wh
                       "vertex {value} is defined twice (first on line {first})", ids)
 
 
+def _vertex_labels(text: _Text, rows: np.ndarray, id_field: int, n: int, what: str,
+                   maximum: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, labels by id) of ``n`` vertices defined by ``rows`` (id in field ``id_field``, its
+    label in the next field), both checked (:func:`_check_vertex_ids` with ``what``,
+    :func:`_check_labels` with ``maximum``)."""
+    ids = text.field(rows, id_field)
+    _check_vertex_ids(text, rows, ids, n, what)
+    vlabels = text.field(rows, id_field + 1)
+    _check_labels(text, rows, vlabels, "vertex", maximum)
+    labels = np.zeros(n, dtype=np.int32)
+    labels[ids] = vlabels
+    return ids, labels
+
+
 def _check_labels(text: _Text, rows: np.ndarray, labels: np.ndarray, what: str,
                   maximum: int | None = None) -> None:
     """Labels must lie in 0..MAX_LABEL, and be at most ``maximum`` where a header gives one."""
@@ -414,12 +428,7 @@ def _parse_graph(text: _Text, directed: bool, name: str, meta: dict) -> list[Gra
         raise text.error(header, f"header declares {n} vertices but the file has {vrows.size} 'v' lines")
     if erows.size != m:
         raise text.error(header, f"header declares {m} edges but the file has {erows.size} 'e' lines")
-    ids = text.field(vrows, 1)
-    _check_vertex_ids(text, vrows, ids, n, f"the header declares {n} vertices")
-    vlabels = text.field(vrows, 2)
-    _check_labels(text, vrows, vlabels, "vertex")
-    labels = np.zeros(n, dtype=np.int32)
-    labels[ids] = vlabels
+    ids, labels = _vertex_labels(text, vrows, 1, n, f"the header declares {n} vertices")
     src, dst = text.field(erows, 1), text.field(erows, 2)
     elab = None
     labelled = nf[erows] == 4
@@ -506,12 +515,7 @@ def _parse_gsi(text: _Text, directed: bool, name: str, meta: dict) -> list[Graph
         if erows.size != ne:
             raise text.error(counts_row, f"counts line declares {ne} edges but the graph has "
                                          f"{erows.size} 'e' lines")
-        vid = text.field(vrows, 1)
-        _check_vertex_ids(text, vrows, vid, nv, f"the counts line declares {nv} vertices")
-        vlabels = text.field(vrows, 2)
-        _check_labels(text, vrows, vlabels, "vertex", max_vl)
-        labels = np.zeros(nv, dtype=np.int32)
-        labels[vid] = vlabels
+        _, labels = _vertex_labels(text, vrows, 1, nv, f"the counts line declares {nv} vertices", max_vl)
         elab = text.field(erows, 3)
         _check_labels(text, erows, elab, "edge", max_el)
         gid = int(text.value[text.first[head] + 2])
@@ -558,16 +562,11 @@ def _parse_daf(text: _Text, directed: bool, name: str, meta: dict) -> list[Graph
         if vrows.size != n:
             raise text.error(head, f"header declares {n} vertices but the graph has "
                                    f"{vrows.size} vertex lines")
-        vid = text.field(vrows, 0)
-        _check_vertex_ids(text, vrows, vid, n, f"the header declares {n} vertices")
-        vlabels = text.field(vrows, 1)
-        _check_labels(text, vrows, vlabels, "vertex")
+        vid, labels = _vertex_labels(text, vrows, 0, n, f"the header declares {n} vertices")
         degrees = nf[vrows] - 3
         if int(degrees.sum()) != degree_sum:
             raise text.error(head, f"header declares a degree sum of {degree_sum} but the vertex "
                                    f"lines list {int(degrees.sum())} neighbours")
-        labels = np.zeros(n, dtype=np.int32)
-        labels[vid] = vlabels
         graphs.append(_adjacency_graph(text, vrows, vid, degrees, labels, name,
                                        {**meta, "graph_id": gid}))
     return graphs

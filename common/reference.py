@@ -68,6 +68,15 @@ def _label_range(off, key, v, label, n):
 
 
 @njit(cache=True, nogil=True)
+def _label_block(lab_off, lab):
+    """[lo, hi) in ``vbl`` (vertices grouped by label) of the data vertices labelled ``lab``;
+    empty for a label the data graph does not have."""
+    if lab >= lab_off.shape[0] - 1:
+        return 0, 0
+    return lab_off[lab], lab_off[lab + 1]
+
+
+@njit(cache=True, nogil=True)
 def _has_edge(n, labels, out_off, out_key, out_el, in_off, in_key, in_el, a, b, el, use_el):
     """True if the data edge a -> b exists (with edge label ``el`` when ``use_el``).
 
@@ -98,13 +107,10 @@ def _filter(level, n, vbl, lab_off, out_off, out_key, in_off, in_key, directed,
     neighbours as u.
     """
     nq = q_labels.shape[0]
-    num_labels = lab_off.shape[0] - 1
     cand = np.zeros((nq, n), np.uint8)
     for u in range(nq):
-        lab = q_labels[u]
-        if lab >= num_labels:
-            continue
-        for i in range(lab_off[lab], lab_off[lab + 1]):
+        b_lo, b_hi = _label_block(lab_off, q_labels[u])
+        for i in range(b_lo, b_hi):
             v = vbl[i]
             if level >= 1:
                 if out_off[v + 1] - out_off[v] < q_out_deg[u]:
@@ -140,15 +146,12 @@ def _refine(cand, n, vbl, lab_off, out_off, out_key, out_nbr, out_el, in_off, in
     to ``adj_w[k]``, out of u when ``adj_dir[k] == 0``, into u when 1.
     """
     nq = q_labels.shape[0]
-    num_labels = lab_off.shape[0] - 1
     changed = True
     while changed:
         changed = False
         for u in range(nq):
-            lab = q_labels[u]
-            if lab >= num_labels:
-                continue
-            for i in range(lab_off[lab], lab_off[lab + 1]):
+            b_lo, b_hi = _label_block(lab_off, q_labels[u])
+            for i in range(b_lo, b_hi):
                 v = vbl[i]
                 if cand[u, v] == 0:
                     continue
@@ -177,25 +180,22 @@ def _refine(cand, n, vbl, lab_off, out_off, out_key, out_nbr, out_el, in_off, in
 def _candidate_lists(cand, q_labels, vbl, lab_off):
     """The candidate bitmap's rows as sorted lists in CSR form: (offsets (nq+1), vertices)."""
     nq = q_labels.shape[0]
-    num_labels = lab_off.shape[0] - 1
     cl_off = np.zeros(nq + 1, np.int64)
     for u in range(nq):
-        lab = q_labels[u]
+        b_lo, b_hi = _label_block(lab_off, q_labels[u])
         size = 0
-        if lab < num_labels:
-            for i in range(lab_off[lab], lab_off[lab + 1]):
-                size += cand[u, vbl[i]]
+        for i in range(b_lo, b_hi):
+            size += cand[u, vbl[i]]
         cl_off[u + 1] = cl_off[u] + size
     cl = np.empty(cl_off[nq], np.int32)
     for u in range(nq):
-        lab = q_labels[u]
+        b_lo, b_hi = _label_block(lab_off, q_labels[u])
         j = cl_off[u]
-        if lab < num_labels:
-            for i in range(lab_off[lab], lab_off[lab + 1]):
-                v = vbl[i]
-                if cand[u, v]:
-                    cl[j] = v
-                    j += 1
+        for i in range(b_lo, b_hi):
+            v = vbl[i]
+            if cand[u, v]:
+                cl[j] = v
+                j += 1
     return cl_off, cl
 
 

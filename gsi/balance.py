@@ -43,11 +43,9 @@ from common.cudasim import FULL_MASK
 from common.device import cuda, fill, simulator_active
 
 from .join import (
-    LOAD_BITSET,
     LOAD_NEIGHBORS,
-    LOAD_STRUCTURE,
-    LOAD_TABLE,
     MAX_QUERY_VERTICES,
+    add_load_counts,
     add_loads,
     emit,
     first_edge_keeps,
@@ -268,9 +266,10 @@ def _block_kernel(warps: int):
                 l_bits += (s_work[w] + 31) // 32
             if dedup == 0:
                 if kind == KIND_WARP:
-                    size, batches = warp_first_edge(rowc, cache, w, width, s_start[w], s_start[w] + s_work[w],
-                                                    ci, ci_label, structure, label, bits, ubase, gba, F[i],
-                                                    use_cache)
+                    # no linking edge checked per element (e_hi = e_lo): intersect_row does them below
+                    size, batches = warp_first_edge(1, rowc, cache, batch, w, width, s_start[w],
+                                                    s_start[w] + s_work[w], ci, ci_label, structure, label,
+                                                    bits, ubase, qinfo, e_lo, e_lo, gba, F[i], use_cache)
                     l_nbr += batches
                     l_bits += batches
             else:
@@ -293,10 +292,7 @@ def _block_kernel(warps: int):
             cuda.syncthreads()
             g += cuda.gridDim.x
         if cuda.laneid == 0:
-            add_loads(loads, instrument, LOAD_STRUCTURE, l_struct)
-            add_loads(loads, instrument, LOAD_NEIGHBORS, l_nbr)
-            add_loads(loads, instrument, LOAD_BITSET, l_bits)
-            add_loads(loads, instrument, LOAD_TABLE, l_tab)
+            add_load_counts(loads, instrument, l_struct, l_nbr, l_bits, l_tab)
 
     return block_first_edge
 
@@ -355,10 +351,7 @@ def _heavy_kernel(warps: int):
             cuda.syncthreads()
             h += cuda.gridDim.x
         if cuda.laneid == 0:
-            add_loads(loads, instrument, LOAD_STRUCTURE, l_struct)
-            add_loads(loads, instrument, LOAD_NEIGHBORS, l_nbr)
-            add_loads(loads, instrument, LOAD_BITSET, l_nbr)
-            add_loads(loads, instrument, LOAD_TABLE, l_tab)
+            add_load_counts(loads, instrument, l_struct, l_nbr, l_nbr, l_tab)
 
     return heavy
 

@@ -96,6 +96,18 @@ class _Stop(Exception):
 
 
 
+def query_info(qi: np.ndarray, query: Graph, nq: int, signatures: bool) -> np.ndarray:
+    """Fill the host query-info array ``qi`` for the filter kernel: each query vertex's label,
+    out- and in-degree and (when ``signatures``) its signature words; returns ``qi``."""
+    qi[_QI_LAB:_QI_LAB + nq] = query.labels
+    out_deg = query.degrees
+    qi[_QI_OUT:_QI_OUT + nq] = out_deg
+    qi[_QI_IN:_QI_IN + nq] = np.diff(query.in_csr[0]) if query.directed else out_deg
+    if signatures:
+        qi[_QI_SIG:_QI_SIG + nq * SIG_WORDS] = signature_table(query, column_first=False)
+    return qi
+
+
 def adapt_slice(rows: int, took: float) -> int:
     """Simulator join slice (rows) after one that took ``took`` seconds: doubled under
     :data:`SIM_SLICE_SECONDS`, halved above twice that."""
@@ -310,13 +322,7 @@ class GSI(Engine):
     # ------------------------------------------------------------------ match
     def _filter(self, query: Graph, nq: int) -> np.ndarray:
         """Query info to the device, one filter launch into the candidate bitsets; |C(u)|."""
-        qi = self.h_qinfo
-        qi[_QI_LAB:_QI_LAB + nq] = query.labels
-        out_deg = query.degrees
-        qi[_QI_OUT:_QI_OUT + nq] = out_deg
-        qi[_QI_IN:_QI_IN + nq] = np.diff(query.in_csr[0]) if query.directed else out_deg
-        if self.filter == "signature":
-            qi[_QI_SIG:_QI_SIG + nq * SIG_WORDS] = signature_table(query, column_first=False)
+        qi = query_info(self.h_qinfo, query, nq, self.filter == "signature")
         self.d_qinfo.copy_to_device(qi)
         fill(self.d_sizes, 0)
         blocks = max(1, min(self.max_blocks, (nq * self.nwords + self.warps - 1) // self.warps))
@@ -514,8 +520,9 @@ class GSI(Engine):
         ubase = step.vertex * self.nwords
         if self.set_ops == "naive":
             tg = self._thread_grid(m)
-            k.naive_first[tg, T](tab, width, a, m, col0, part0, lab0, self.d_bits, ubase, F, gba, num, self.n,
-                                 *idx, loads, inst)
+            # N(v', l0) ∩ C(u): the first edge e0 alone, written, the row not subtracted
+            k.check_thread[tg, T](1, 0, tab, width, a, m, self.d_qinfo, e0, e0 + 1, self.d_bits, ubase, F, gba,
+                                  num, self.n, *idx, loads, inst)
             k.naive_subtract[tg, T](tab, width, a, m, F, gba, num, loads, inst)
             for col, part, label in step.edges[1:]:
                 k.naive_intersect[tg, T](tab, width, a, m, col, part, label, F, gba, num, self.n, *idx,
@@ -550,7 +557,7 @@ class GSI(Engine):
 
         def check(write, out):
             if self.set_ops == "naive":
-                k.check_thread[self._thread_grid(m), T](write, tab, width, a, m, self.d_qinfo, e0, e_hi,
+                k.check_thread[self._thread_grid(m), T](write, 1, tab, width, a, m, self.d_qinfo, e0, e_hi,
                                                         self.d_bits, ubase, self.d_P, out, num, self.n, *idx,
                                                         loads, inst)
             else:

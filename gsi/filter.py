@@ -36,7 +36,8 @@ from common.cudasim import FULL_MASK
 from common.device import cuda
 from common.device_functions import hash32_host
 from common.graph import Graph
-from common.scan import warp_inclusive_scan
+
+from .join import block_carry_scan
 
 FILTERS = ("label", "degree", "signature")
 SIG_WORDS = 16
@@ -133,8 +134,6 @@ def make_compact_kernel(threads: int):
     def compact_kernel(bits, row_base, nwords, out):
         totals = cuda.shared.array(warps, np.int64)
         tid = cuda.threadIdx.x
-        lane = tid % 32
-        warp = tid // 32
         base = np.int64(0)
         start = 0
         while start < nwords:
@@ -142,17 +141,7 @@ def make_compact_kernel(threads: int):
             word = np.uint32(0)
             if k < nwords:
                 word = np.uint32(bits[row_base + k])
-            c = np.int32(cuda.popc(word))
-            inc = warp_inclusive_scan(FULL_MASK, c)
-            if lane == 31:
-                totals[warp] = inc
-            cuda.syncthreads()
-            offset = base + inc - c
-            for w in range(warp):
-                offset += totals[w]
-            round_total = np.int64(0)
-            for w in range(warps):
-                round_total += totals[w]
+            offset, base = block_carry_scan(np.int32(cuda.popc(word)), base, totals, warps)
             b = 0
             while word != 0:
                 if word & np.uint32(1):
@@ -160,8 +149,6 @@ def make_compact_kernel(threads: int):
                     offset += 1
                 word >>= np.uint32(1)
                 b += 1
-            cuda.syncthreads()
-            base += round_total
             start += threads
 
     return compact_kernel

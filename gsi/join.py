@@ -8,10 +8,10 @@ row its slice of one global buffer GBA; ``first_edge_kernel`` (a warp per row) r
 128-byte batches and keeps the elements that are not in the row (set subtraction: the row is
 cached in shared memory) and are in C(u) (one read of the candidate bitset), compacting them by
 ballot into a per-warp 128-byte shared-memory write cache that is flushed to GBA 32 words at a
-time; ``intersect_kernel`` intersects each row's buffer in place with N(v'', l) of every other
-linking edge (tile merge: 32 buffer elements and 32 neighbours in shared memory, each lane
-binary-searches its element in the neighbour tile, the tile whose last element is smaller
-advances); a second scan over the survivors sizes the new table and ``link_kernel`` writes it.
+time; in the same launch (:func:`intersect_row`) the warp intersects the row's buffer in place
+with N(v'', l) of every other linking edge (tile merge: 32 buffer elements and 32 neighbours in
+shared memory, each lane binary-searches its element in the neighbour tile, the tile whose last
+element is smaller advances); a second scan over the survivors sizes the new table and ``link_kernel`` writes it.
 
 Ablations (GSI Tables V and VII): ``set_ops="naive"`` runs one kernel per set operation with a
 thread per row and no shared memory (copy N(v', l0) filtered by C(u); subtract the row; one merge
@@ -38,7 +38,7 @@ import numpy as np
 
 from common.cudasim import FULL_MASK
 from common.device import cuda
-from common.device_functions import lower_bound
+from common.device_functions import lower_bound, lower_bound_probes
 from common.scan import warp_inclusive_scan
 
 from .pcsr import CSR, neighbor_range, warp_neighbor_range
@@ -132,14 +132,7 @@ def merge_in_place(btile, ntile, cache, w, gba, base, bp, size, ci, npos, e, wri
         blast = btile[w, bvalid - 1]
         nlast = ntile[w, nvalid - 1]
         x = btile[w, lane]
-        lo = 0
-        hi = nvalid
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if ntile[w, mid] < x:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo = lower_bound(ntile[w], 0, nvalid, x)
         pred = lane < bvalid and lo < nvalid and ntile[w, lo] == x
         if pred:
             pred = label_ok(structure, ci_label, npos + lo, label)
@@ -186,10 +179,35 @@ def add_loads(loads, instrument, cls, amount):
 
 
 @cuda.jit(device=True)
-def warp_first_edge(rowc, cache, w, width, s, e, ci, ci_label, structure, label, bits, ubase, out,
-                    base, use_cache):
-    """One warp: out[base:] = (ci[s:e] with label, minus the row) ∩ C(u), in 32-element batches;
-    returns (how many, batches read)."""
+def add_load_counts(loads, instrument, structure, neighbors, bitset, table):
+    """Add one thread's load counts of the four classes (a class of 0 adds nothing)."""
+    add_loads(loads, instrument, LOAD_STRUCTURE, structure)
+    add_loads(loads, instrument, LOAD_NEIGHBORS, neighbors)
+    add_loads(loads, instrument, LOAD_BITSET, bitset)
+    add_loads(loads, instrument, LOAD_TABLE, table)
+
+
+@cuda.jit(device=True)
+def all_edges_contain(qinfo, e_lo, e_hi, ranges, w, x, structure, ci, ci_label):
+    """Whether x is in N(v'', l) of every linking edge e_lo+1..e_hi-1 (binary searches in the
+    ranges the warp looked up)."""
+    for ed in range(e_lo + 1, e_hi):
+        end = ranges[w, 2 * (ed - e_lo) + 1]
+        lo = lower_bound(ci, ranges[w, 2 * (ed - e_lo)], end, x)
+        if lo >= end or ci[lo] != x:
+            return False
+        if not label_ok(structure, ci_label, lo, qinfo[ed * EDGE_FIELDS + EDGE_LABEL]):
+            return False
+    return True
+
+
+@cuda.jit(device=True)
+def warp_first_edge(write, rowc, cache, ranges, w, width, s, e, ci, ci_label, structure, label, bits,
+                    ubase, qinfo, e_lo, e_hi, out, base, use_cache):
+    """One warp: out[base:] = (ci[s:e] with label, minus the row) ∩ C(u), in 32-element batches,
+    each kept element also checked against the linking edges e_lo+1..e_hi-1 of ``qinfo`` (their
+    ranges in ``ranges[w]``: :func:`all_edges_contain`; none when e_hi <= e_lo + 1); with
+    write == 0 only counted. Returns (how many, batches read)."""
     lane = cuda.laneid
     cached = 0
     written = np.int64(0)
@@ -201,10 +219,17 @@ def warp_first_edge(rowc, cache, w, width, s, e, ci, ci_label, structure, label,
         if k + lane < e:
             x = ci[k + lane]
             pred = first_edge_keeps(structure, ci_label, k + lane, label, bits, ubase, rowc, w, width, x)
+            if pred:
+                pred = all_edges_contain(qinfo, e_lo, e_hi, ranges, w, x, structure, ci, ci_label)
         batches += 1
-        cached, written = emit(cache, w, pred, x, cached, written, out, base, use_cache)
+        if write != 0:
+            cached, written = emit(cache, w, pred, x, cached, written, out, base, use_cache)
+        else:
+            written += cuda.popc(cuda.ballot_sync(FULL_MASK, pred))
         k += 32
-    return flush(cache, w, cached, written, out, base), batches
+    if write != 0:
+        written = flush(cache, w, cached, written, out, base)
+    return written, batches
 
 
 @cuda.jit(device=True)
@@ -274,21 +299,30 @@ def block_exclusive_scan(value, wsum, warps):
 
 
 @cuda.jit(device=True)
-def naive_first_row(tab, row, width, col, part, label, bits, ubase, gba, base, n, structure, meta,
-                    gl, keys, offs, ci, ci_label):
-    """One thread: gba[base:] = N(v', l0) ∩ C(u); returns (how many, structure loads, neighbours
-    read, bitset reads)."""
-    s, e, l_struct = neighbor_range(structure, meta, gl, keys, offs, part, tab[row * width + col], n)
-    l_bits = 0
-    c = np.int64(0)
-    for k in range(s, e):
-        x = ci[k]
-        if label_ok(structure, ci_label, k, label):
-            l_bits += 1
-            if in_bitset(bits, ubase, x) != 0:
-                gba[base + c] = x
-                c += 1
-    return c, l_struct, e - s, l_bits
+def block_carry_scan(value, carry, wsum, warps):
+    """One round of a one-block exclusive scan that goes on from ``carry`` (the total of the
+    earlier rounds): (this thread's offset, the carry after the round)."""
+    before, total = block_exclusive_scan(value, wsum, warps)
+    return carry + before, carry + total
+
+
+@cuda.jit(device=True)
+def scan_rows_round(i, m, value, dst, carry, wsum, warps):
+    """:func:`block_carry_scan` over rows, thread t holding row i's ``value`` (0 past the last
+    row m): dst[i] = its offset; returns the carry after the round."""
+    offset, carry = block_carry_scan(value, carry, wsum, warps)
+    if i < m:
+        dst[i] = offset
+    return carry
+
+
+@cuda.jit(device=True)
+def row_has(tab, row, width, x):
+    """Whether row ``row`` of the table (``width`` columns, one thread reading it) holds x."""
+    for j in range(width):
+        if tab[row * width + j] == x:
+            return True
+    return False
 
 
 @cuda.jit(device=True)
@@ -298,12 +332,8 @@ def naive_subtract_row(tab, row, width, gba, base, size):
     l_tab = 0
     for k in range(size):
         x = gba[base + k]
-        keep = True
-        for j in range(width):
-            if tab[row * width + j] == x:
-                keep = False
         l_tab += 1 + width
-        if keep:
+        if not row_has(tab, row, width, x):
             gba[base + c] = x
             c += 1
     return c, l_tab
@@ -337,20 +367,6 @@ def naive_intersect_row(v, part, label, gba, base, size, n, structure, meta, gl,
 
 
 @cuda.jit(device=True)
-def all_edges_contain(qinfo, e_lo, e_hi, ranges, w, x, structure, ci, ci_label):
-    """Whether x is in N(v'', l) of every linking edge e_lo+1..e_hi-1 (binary searches in the
-    ranges the warp looked up)."""
-    for ed in range(e_lo + 1, e_hi):
-        end = ranges[w, 2 * (ed - e_lo) + 1]
-        lo = lower_bound(ci, ranges[w, 2 * (ed - e_lo)], end, x)
-        if lo >= end or ci[lo] != x:
-            return False
-        if not label_ok(structure, ci_label, lo, qinfo[ed * EDGE_FIELDS + EDGE_LABEL]):
-            return False
-    return True
-
-
-@cuda.jit(device=True)
 def check_row_warp(write, rowc, cache, ranges, w, width, qinfo, e_lo, e_hi, bits, ubase, out, base,
                    n, structure, meta, gl, keys, offs, ci, ci_label, use_cache):
     """Join-twice for one row (a warp): every candidate of e0 checked against all linking edges,
@@ -366,38 +382,22 @@ def check_row_warp(write, rowc, cache, ranges, w, width, qinfo, e_lo, e_hi, bits
             ranges[w, 2 * (ed - e_lo)] = s
             ranges[w, 2 * (ed - e_lo) + 1] = e
     cuda.syncwarp(FULL_MASK)
-    s = ranges[w, 0]
-    e = ranges[w, 1]
     label = qinfo[e_lo * EDGE_FIELDS + EDGE_LABEL]
-    cached = 0
-    written = np.int64(0)
-    batches = 0
-    k = s
-    while k < e:
-        x = np.int32(-1)
-        pred = False
-        if k + lane < e:
-            x = ci[k + lane]
-            pred = first_edge_keeps(structure, ci_label, k + lane, label, bits, ubase, rowc, w, width, x)
-            if pred:
-                pred = all_edges_contain(qinfo, e_lo, e_hi, ranges, w, x, structure, ci, ci_label)
-        batches += 1
-        if write != 0:
-            cached, written = emit(cache, w, pred, x, cached, written, out, base, use_cache)
-        else:
-            written += cuda.popc(cuda.ballot_sync(FULL_MASK, pred))
-        k += 32
-    if write != 0:
-        written = flush(cache, w, cached, written, out, base)
+    written, batches = warp_first_edge(write, rowc, cache, ranges, w, width, ranges[w, 0], ranges[w, 1],
+                                       ci, ci_label, structure, label, bits, ubase, qinfo, e_lo, e_hi,
+                                       out, base, use_cache)
     cuda.syncwarp(FULL_MASK)
     return written, l_struct, batches * (1 + 5 * (e_hi - e_lo - 1)), batches
 
 
 @cuda.jit(device=True)
-def check_row_thread(write, tab, row, width, qinfo, e_lo, e_hi, bits, ubase, out, base, n,
+def check_row_thread(write, subtract, tab, row, width, qinfo, e_lo, e_hi, bits, ubase, out, base, n,
                      structure, meta, gl, keys, offs, ci, ci_label):
-    """Join-twice for one row (a thread): each candidate of e0 checked by a lookup and binary
-    search per further linking edge; returns (how many, structure, neighbour, bitset loads)."""
+    """One thread, one row: each neighbour of the first linking edge e_lo with its label and in
+    C(u), not in the row (when ``subtract``), and found by a lookup and binary search in every
+    further linking edge e_lo+1..e_hi-1, is counted and (when ``write``) written to out[base:].
+    Join-twice's pass (subtract 1), and with subtract 0 and e_hi = e_lo + 1 the naive first set
+    operation N(v', l0) ∩ C(u). Returns (how many, structure, neighbour, bitset loads)."""
     col0, part0, label = edge_at(qinfo, e_lo)
     s, e, l_struct = neighbor_range(structure, meta, gl, keys, offs, part0, tab[row * width + col0], n)
     l_nbr = l_bits = 0
@@ -410,24 +410,14 @@ def check_row_thread(write, tab, row, width, qinfo, e_lo, e_hi, bits, ubase, out
         l_bits += 1
         if in_bitset(bits, ubase, x) == 0:
             continue
-        keep = True
-        for j in range(width):
-            if tab[row * width + j] == x:
-                keep = False
+        keep = subtract == 0 or not row_has(tab, row, width, x)
         ed = e_lo + 1
         while keep and ed < e_hi:
             col, part, lab = edge_at(qinfo, ed)
             s2, e2, ld = neighbor_range(structure, meta, gl, keys, offs, part, tab[row * width + col], n)
             l_struct += ld
-            lo = s2
-            hi = e2
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                l_nbr += 1
-                if ci[mid] < x:
-                    lo = mid + 1
-                else:
-                    hi = mid
+            lo, probes = lower_bound_probes(ci, s2, e2, x)
+            l_nbr += probes
             keep = lo < e2 and ci[lo] == x and label_ok(structure, ci_label, lo, lab)
             ed += 1
         if keep:
@@ -443,10 +433,8 @@ class JoinKernels(NamedTuple):
     row_counts: object
     counts_scan: object
     first_edge: object
-    intersect: object
     link: object
     scan_link: object
-    naive_first: object
     naive_subtract: object
     naive_intersect: object
     check_warp: object
@@ -493,10 +481,7 @@ def _offset_kernels(warps: int):
                 c = e - s
                 counts[i] = c
                 total_ld += ld
-            before, total = block_exclusive_scan(c, wsum, warps)
-            if i < m:
-                F[i] = carry + before
-            carry += total
+            carry = scan_rows_round(i, m, c, F, carry, wsum, warps)
             r0 += T
         if tid == 0:
             cells[CELL_GBA] = carry
@@ -506,7 +491,7 @@ def _offset_kernels(warps: int):
 
 
 def _set_kernels(warps: int):
-    """GPU-friendly set operations (a warp per row): first edge (fused with the others), intersect."""
+    """GPU-friendly set operations (a warp per row): the first edge, fused with the others."""
     Q = MAX_QUERY_VERTICES
 
     @cuda.jit
@@ -524,8 +509,10 @@ def _set_kernels(warps: int):
         while i < m:
             load_row(rowc, w, tab, a + i, width)
             s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, part, rowc[w, col], n)
-            written, batches = warp_first_edge(rowc, cache, w, width, s, e, ci, ci_label, structure,
-                                               label, bits, ubase, gba, F[i], use_cache)
+            # no linking edge checked per element (e_hi = e_lo): intersect_row does them next
+            written, batches = warp_first_edge(1, rowc, cache, btile, w, width, s, e, ci, ci_label,
+                                               structure, label, bits, ubase, qinfo, e_lo, e_lo, gba,
+                                               F[i], use_cache)
             size, ls, ln, lt = intersect_row(rowc, btile, ntile, cache, w, qinfo, e_lo, e_hi, gba, F[i],
                                              written, n, structure, meta, gl, keys, offs, ci, ci_label,
                                              use_cache)
@@ -537,39 +524,9 @@ def _set_kernels(warps: int):
                 num[i] = size
             i += cuda.gridDim.x * warps
         if cuda.laneid == 0:
-            add_loads(loads, instrument, LOAD_STRUCTURE, l_struct)
-            add_loads(loads, instrument, LOAD_NEIGHBORS, l_nbr)
-            add_loads(loads, instrument, LOAD_BITSET, l_bits)
-            add_loads(loads, instrument, LOAD_TABLE, l_tab)
+            add_load_counts(loads, instrument, l_struct, l_nbr, l_bits, l_tab)
 
-    @cuda.jit
-    def intersect(tab, width, a, m, qinfo, e_lo, e_hi, F, gba, num, n, structure, meta, gl, keys,
-                  offs, ci, ci_label, use_cache, loads, instrument):
-        """A warp per row: gba[F[i]:F[i]+num[i]] ∩= N(v'', l) for linking edges e_lo..e_hi-1."""
-        rowc = cuda.shared.array((warps, Q), np.int32)
-        cache = cuda.shared.array((warps, 32), np.int32)
-        btile = cuda.shared.array((warps, 32), np.int32)
-        ntile = cuda.shared.array((warps, 32), np.int32)
-        w = cuda.threadIdx.x // 32
-        l_struct = l_nbr = l_tab = 0
-        i = cuda.blockIdx.x * warps + w
-        while i < m:
-            load_row(rowc, w, tab, a + i, width)
-            size, ls, ln, lt = intersect_row(rowc, btile, ntile, cache, w, qinfo, e_lo, e_hi, gba, F[i],
-                                             np.int64(num[i]), n, structure, meta, gl, keys, offs, ci,
-                                             ci_label, use_cache)
-            l_struct += ls
-            l_nbr += ln
-            l_tab += lt
-            if cuda.laneid == 0:
-                num[i] = size
-            i += cuda.gridDim.x * warps
-        if cuda.laneid == 0:
-            add_loads(loads, instrument, LOAD_STRUCTURE, l_struct)
-            add_loads(loads, instrument, LOAD_NEIGHBORS, l_nbr)
-            add_loads(loads, instrument, LOAD_TABLE, l_tab)
-
-    return first_edge, intersect
+    return first_edge
 
 
 def _link_kernels(warps: int):
@@ -594,13 +551,7 @@ def _link_kernels(warps: int):
         r0 = 0
         while r0 < m:
             i = r0 + tid
-            c = np.int64(0)
-            if i < m:
-                c = num[i]
-            before, total = block_exclusive_scan(c, wsum, warps)
-            if i < m:
-                P[i] = carry + before
-            carry += total
+            carry = scan_rows_round(i, m, np.int64(num[i]) if i < m else np.int64(0), P, carry, wsum, warps)
             r0 += T
         if tid == 0:
             cells[CELL_OUT] = carry
@@ -615,25 +566,8 @@ def _link_kernels(warps: int):
 
 
 def _naive_kernels(warps: int):
-    """``set_ops="naive"``: a kernel per set operation, a thread per row."""
-
-    @cuda.jit
-    def naive_first(tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n, structure, meta,
-                    gl, keys, offs, ci, ci_label, loads, instrument):
-        """A thread per row: gba[F[i]:] = N(v', l0) ∩ C(u)."""
-        i = cuda.grid(1)
-        l_struct = l_nbr = l_bits = 0
-        while i < m:
-            c, ls, ln, lb = naive_first_row(tab, a + i, width, col, part, label, bits, ubase, gba, F[i], n,
-                                            structure, meta, gl, keys, offs, ci, ci_label)
-            num[i] = c
-            l_struct += ls
-            l_nbr += ln
-            l_bits += lb
-            i += cuda.gridsize(1)
-        add_loads(loads, instrument, LOAD_STRUCTURE, l_struct)
-        add_loads(loads, instrument, LOAD_NEIGHBORS, l_nbr)
-        add_loads(loads, instrument, LOAD_BITSET, l_bits)
+    """``set_ops="naive"``: a kernel per set operation, a thread per row (the first one,
+    N(v', l0) ∩ C(u), is ``check_thread`` with write 1 and subtract 0)."""
 
     @cuda.jit
     def naive_subtract(tab, width, a, m, F, gba, num, loads, instrument):
@@ -662,11 +596,9 @@ def _naive_kernels(warps: int):
             l_nbr += ln
             l_tab += lt
             i += cuda.gridsize(1)
-        add_loads(loads, instrument, LOAD_STRUCTURE, l_struct)
-        add_loads(loads, instrument, LOAD_NEIGHBORS, l_nbr)
-        add_loads(loads, instrument, LOAD_TABLE, l_tab)
+        add_load_counts(loads, instrument, l_struct, l_nbr, 0, l_tab)
 
-    return naive_first, naive_subtract, naive_intersect
+    return naive_subtract, naive_intersect
 
 
 def _two_step_kernels(warps: int):
@@ -697,28 +629,25 @@ def _two_step_kernels(warps: int):
             l_bits += lb
             i += cuda.gridDim.x * warps
         if cuda.laneid == 0:
-            add_loads(loads, instrument, LOAD_STRUCTURE, l_struct)
-            add_loads(loads, instrument, LOAD_NEIGHBORS, l_nbr)
-            add_loads(loads, instrument, LOAD_BITSET, l_bits)
+            add_load_counts(loads, instrument, l_struct, l_nbr, l_bits, 0)
 
     @cuda.jit
-    def check_thread(write, tab, width, a, m, qinfo, e_lo, e_hi, bits, ubase, P, out, num, n,
+    def check_thread(write, subtract, tab, width, a, m, qinfo, e_lo, e_hi, bits, ubase, P, out, num, n,
                      structure, meta, gl, keys, offs, ci, ci_label, loads, instrument):
-        """Join-twice pass, a thread per row (naive set operations)."""
+        """A thread per row (naive set operations): :func:`check_row_thread` of every row, its
+        count into num[i], its elements (when ``write``) to out[P[i]:]."""
         i = cuda.grid(1)
         l_struct = l_nbr = l_bits = 0
         while i < m:
             base = P[i] if write != 0 else 0
-            c, ls, ln, lb = check_row_thread(write, tab, a + i, width, qinfo, e_lo, e_hi, bits, ubase, out,
-                                             base, n, structure, meta, gl, keys, offs, ci, ci_label)
+            c, ls, ln, lb = check_row_thread(write, subtract, tab, a + i, width, qinfo, e_lo, e_hi, bits, ubase,
+                                             out, base, n, structure, meta, gl, keys, offs, ci, ci_label)
             num[i] = c
             l_struct += ls
             l_nbr += ln
             l_bits += lb
             i += cuda.gridsize(1)
-        add_loads(loads, instrument, LOAD_STRUCTURE, l_struct)
-        add_loads(loads, instrument, LOAD_NEIGHBORS, l_nbr)
-        add_loads(loads, instrument, LOAD_BITSET, l_bits)
+        add_load_counts(loads, instrument, l_struct, l_nbr, l_bits, 0)
 
     return check_warp, check_thread
 
@@ -728,7 +657,7 @@ def make_kernels(warps: int) -> JoinKernels:
     """The join kernels for blocks of ``warps`` warps (shared-memory shapes are compile-time);
     each maps rows onto warps or threads and calls the per-row steps above."""
     row_counts, counts_scan = _offset_kernels(warps)
-    first_edge, intersect = _set_kernels(warps)
+    first_edge = _set_kernels(warps)
     link, scan_link = _link_kernels(warps)
-    return JoinKernels(row_counts, counts_scan, first_edge, intersect, link, scan_link,
+    return JoinKernels(row_counts, counts_scan, first_edge, link, scan_link,
                        *_naive_kernels(warps), *_two_step_kernels(warps))

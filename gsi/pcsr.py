@@ -34,7 +34,7 @@ from numba import njit
 
 from common.cudasim import FULL_MASK
 from common.device import cuda
-from common.device_functions import hash32, hash32_host
+from common.device_functions import hash32, hash32_host, lower_bound_probes
 from common.graph import Graph
 
 STRUCTURES = ("csr", "br", "cr", "pcsr")
@@ -250,16 +250,8 @@ def neighbor_range(structure, meta, gl, keys, offs, p, v, n):
     if count == 0:
         return 0, 0, 1
     if structure == CR:
-        lo = base
-        hi = base + count
-        loads = 1
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            loads += 1
-            if keys[mid] < v:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo, probes = lower_bound_probes(keys, base, base + count, v)
+        loads = 1 + probes
         if lo < base + count and keys[lo] == v:
             k = lo - base + base + p      # offsets of partition p start at base + p
             return offs[k], offs[k + 1], loads + 1

@@ -70,7 +70,17 @@ from common.result import MatchResult, Status
 from common.scan import exclusive_scan
 
 from . import balance
-from .engine import _QI_EDGES, _QI_IN, _QI_LAB, _QI_OUT, _QI_SIG, DEFAULT_BLOCK_THREADS, DEFAULT_MAX_BLOCKS, adapt_slice
+from .engine import (
+    _QI_EDGES,
+    _QI_IN,
+    _QI_LAB,
+    _QI_OUT,
+    _QI_SIG,
+    DEFAULT_BLOCK_THREADS,
+    DEFAULT_MAX_BLOCKS,
+    adapt_slice,
+    query_info,
+)
 from .filter import SIG_WORDS, filter_kernel, signature_table
 from .join import MAX_QUERY_VERTICES, make_kernels, merge_in_place
 from .order import SCORES, join_plan
@@ -537,12 +547,7 @@ class SGSI(Engine):
 
     def _filter(self, query: Graph, nq: int) -> np.ndarray:
         """Stream the signature segments through GSI's filter kernel into the bitsets; |C(u)|."""
-        qi = self.h_qinfo
-        qi[_QI_LAB:_QI_LAB + nq] = query.labels
-        out_deg = query.degrees
-        qi[_QI_OUT:_QI_OUT + nq] = out_deg
-        qi[_QI_IN:_QI_IN + nq] = np.diff(query.in_csr[0]) if query.directed else out_deg
-        qi[_QI_SIG:_QI_SIG + nq * SIG_WORDS] = signature_table(query, column_first=False)
+        qi = query_info(self.h_qinfo, query, nq, True)
         clock = self._clock
         with clock.comm_default.phase("h2d"):
             self.d_qinfo.copy_to_device(qi)

@@ -31,7 +31,6 @@ from .engine import STwigPipeline
 from .hashjoin import (
     ARITY,
     HEAD_OFF,
-    IO_COUNT,
     IO_STEPS,
     MASK,
     MAX_PAIRS,
@@ -43,15 +42,15 @@ from .hashjoin import (
     begin_unit,
     copy_record,
     expand_unit,
-    join_dfs,
     restore_state,
+    run_unit,
     save_state,
     table_layout,
 )
 
 _copy_record_cpu = njit(nogil=True, cache=True)(copy_record)
 _begin_unit_cpu = njit(nogil=True, cache=True)(begin_unit)
-_join_dfs_cpu = njit(nogil=True, cache=True)(join_dfs)
+_run_unit_cpu = njit(nogil=True, cache=True)(run_unit)
 _save_state_cpu = njit(nogil=True, cache=True)(save_state)
 _restore_state_cpu = njit(nogil=True, cache=True)(restore_state)
 _expand_unit_cpu = njit(nogil=True, cache=True)(expand_unit)
@@ -116,16 +115,10 @@ def _run_block(b, budget, saved, cursor, end, lo, depth, urow, urec, r1, nr1, l1
             cursor[b] = u + 1
             _begin_unit_cpu(u, depth, urow, urec, r1, nr1, l1, nq, nt, pool, head, tab, keyslot,
                             newcol, st, 0, 1, io)
-        out_row = rowvals[u - lo] if mode == 2 else 0
-        done = _join_dfs_cpu(st, 0, 1, io, budget, depth, nq, nt, pool, head, tab, keycol, keyslot,
-                             newcol, homomorphic, mode == 2, out, out_row)
-        if mode == 0:
-            total += io[IO_COUNT]
-            io[IO_COUNT] = 0
-        if done:
-            if mode == 1:
-                rowvals[u - lo] = io[IO_COUNT]
-        else:
+        done, counted = _run_unit_cpu(u, lo, st, 0, 1, io, budget, depth, nq, nt, pool, head, tab, keycol,
+                                      keyslot, newcol, homomorphic, mode, rowvals, out)
+        total += counted
+        if not done:
             _save_state_cpu(saved, b, u, st, 0, 1, io, width)
             break
     return total

@@ -44,6 +44,7 @@ from common.device import cuda
 from common.errors import DeviceOutOfMemory
 from common.graph import Graph
 from common.scan import exclusive_scan
+from common.sorted_ranges import label_range
 
 from .decompose import Twig
 
@@ -102,27 +103,11 @@ def _match_root(v, nleaves, leaf_label, leaf_qv, leaf_bound, bitmap, homomorphic
     start = off[v]
     stop = off[v + 1]
     for i in range(nleaves):
-        lab = leaf_label[i]
-        lo = start
-        hi = stop
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if adjlab[mid] < lab:
-                lo = mid + 1
-            else:
-                hi = mid
-        first = lo
-        hi = stop
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if adjlab[mid] <= lab:
-                lo = mid + 1
-            else:
-                hi = mid
-        if first == lo:
+        first, last = label_range(adjlab, start, stop, leaf_label[i])
+        if first == last:
             return 0
         lo_buf[i] = first
-        hi_buf[i] = lo
+        hi_buf[i] = last
     count = 0
     level = 0
     if work[1] >= 0:

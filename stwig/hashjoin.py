@@ -50,8 +50,8 @@
   unit's embeddings from the offset the host computed from mode 1 (exact batches, no overflow,
   deterministic placement; the count so far in a saved state is the write position).
 
-:func:`begin_unit`, :func:`join_dfs`, :func:`save_state`, :func:`restore_state` and
-:func:`expand_unit` are compiled as CUDA device functions here and with ``numba.njit`` by
+:func:`begin_unit`, :func:`run_unit` (around :func:`join_dfs`), :func:`save_state`,
+:func:`restore_state` and :func:`expand_unit` are compiled as CUDA device functions here and with ``numba.njit`` by
 the CPU baseline (:mod:`stwig.cpu`), so both run the same algorithm.
 """
 
@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba.extending import register_jitable
 
 from common.device import BufferPool, cuda, simulator_active
 from common.errors import DeviceOutOfMemory
@@ -182,6 +183,7 @@ def begin_unit(u, depth, urow, urec, r1, nr1, l1, nq, nt, pool, head, tab, keysl
     io[IO_STEPS] += 1
 
 
+@register_jitable
 def join_dfs(st, base, stride, io, budget, dmin, nq, nt, pool, head, tab, keycol, keyslot, newcol,
              homomorphic, emit, out, out_row):
     """Alg. 2's DFS for one unit, resumed from (``io[IO_DEPTH]``, imResult, itArray) and run
@@ -258,6 +260,24 @@ def join_dfs(st, base, stride, io, budget, dmin, nq, nt, pool, head, tab, keycol
             st[base + (nq + d) * stride] = head[tab[d, HEAD_OFF] + (h & tab[d, MASK])]
 
 
+def run_unit(u, lo, st, base, stride, io, budget, depth, nq, nt, pool, head, tab, keycol, keyslot,
+             newcol, homomorphic, mode, rowvals, out):
+    """Run (or resume) unit ``u``'s DFS (:func:`join_dfs`) for a pass in output ``mode`` (0
+    count, 1 each unit's count into ``rowvals[u - lo]``, 2 write its embeddings from row
+    ``rowvals[u - lo]`` of ``out``). Returns (finished, results to add to the mode-0 total: the
+    count so far, cleared in ``io``); an unfinished unit keeps its state in ``st`` and ``io``."""
+    out_row = rowvals[u - lo] if mode == 2 else 0
+    done = join_dfs(st, base, stride, io, budget, depth, nq, nt, pool, head, tab, keycol, keyslot,
+                    newcol, homomorphic, mode == 2, out, out_row)
+    counted = 0
+    if mode == 0:
+        counted = io[IO_COUNT]
+        io[IO_COUNT] = 0
+    if done and mode == 1:
+        rowvals[u - lo] = io[IO_COUNT]
+    return done, counted
+
+
 def save_state(saved, row, u, st, base, stride, io, width):
     """Store unit ``u``'s DFS state (depth, count, imResult and itArray) in ``saved[row]``."""
     saved[row, SV_UNIT] = u
@@ -325,7 +345,7 @@ def expand_unit(u, depth, urow, urec, r1, nr1, l1, pool, head, tab, keycol, keys
 
 _copy_record_gpu = cuda.jit(device=True)(copy_record)
 _begin_unit_gpu = cuda.jit(device=True)(begin_unit)
-_join_dfs_gpu = cuda.jit(device=True)(join_dfs)
+_run_unit_gpu = cuda.jit(device=True)(run_unit)
 _save_state_gpu = cuda.jit(device=True)(save_state)
 _restore_state_gpu = cuda.jit(device=True)(restore_state)
 _expand_unit_gpu = cuda.jit(device=True)(expand_unit)
@@ -398,16 +418,10 @@ def _join_gpu(r1, nr1, l1, lo, hi, ctrl, sel, n_in, queue, cap, budget, depth, u
                 break
             _begin_unit_gpu(u, depth, urow, urec, r1, nr1, l1, nq, nt, pool, head, tab, keyslot,
                             newcol, st, tid, stride, io)
-        out_row = rowvals[u - lo] if mode == 2 else 0
-        done = _join_dfs_gpu(st, tid, stride, io, budget, depth, nq, nt, pool, head, tab, keycol,
-                             keyslot, newcol, homomorphic, mode == 2, out, out_row)
-        if mode == 0:
-            local += io[IO_COUNT]
-            io[IO_COUNT] = 0
-        if done:
-            if mode == 1:
-                rowvals[u - lo] = io[IO_COUNT]
-        else:
+        done, counted = _run_unit_gpu(u, lo, st, tid, stride, io, budget, depth, nq, nt, pool, head, tab,
+                                      keycol, keyslot, newcol, homomorphic, mode, rowvals, out)
+        local += counted
+        if not done:
             p = cuda.atomic.add(ctrl, C_SAVED + 1 - sel, 1)
             _save_state_gpu(queue, (1 - sel) * cap + p, u, st, tid, stride, io, width)
             break
