@@ -1,0 +1,29 @@
+"""The session benchmarks' commands at tiny size (the CPU reference; GPU numbers come from running
+them on a device): the small-query table and the Dask scaling table give exact counts, write
+their CSV (and plot), and say which backend they ran on."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from experiments import dask_scaling, small_queries
+
+
+def test_small_queries_table_counts_and_csv(tmp_path, capsys):
+    out = tmp_path / "small.csv"
+    assert small_queries.main(["--engines", "cpu", "--workloads", "github", "--out", str(out)]) == 0
+    frame = pd.read_csv(out)
+    assert len(frame) == 11 and frame.exact.all() and set(frame["mode"]) == {"one"}
+    printed = capsys.readouterr().out
+    assert "backend:" in printed and "total_vs_cpu" in printed
+
+
+def test_dask_scaling_table_split_and_plot(tmp_path):
+    frame = dask_scaling.run("cpu", [2], ["hprd"], ["P1"], 60.0, 2, cluster_kind="local")
+    assert set(frame["run"]) == {"local", "dask"}
+    assert (frame.exact == frame.queries).all()                 # every count exact or equal to local
+    split = frame[frame.kind == "split"].set_index("run")
+    assert split.loc["dask", "exact"] == 1 and split.loc["local", "speedup"] == 1.0
+    path = tmp_path / "speedup.png"
+    dask_scaling.plot(frame, path)
+    assert path.stat().st_size > 1000
