@@ -328,10 +328,14 @@ class Graph:
         return bool(i < row.size and row[i] == v)
 
     def is_connected(self) -> bool:
-        """Weakly connected (the empty graph counts as connected); a vectorised BFS."""
+        """Weakly connected (the empty graph counts as connected): a BFS over bitmasks for a
+        query-sized graph (<= 64 vertices, tens of microseconds less than numpy's per-call cost),
+        a vectorised BFS otherwise."""
         n = self.num_vertices
         if n <= 1:
             return True
+        if n <= 64:
+            return self._small_connected()
         csrs = [(self.offsets, self.neighbors)]
         if self.directed:
             csrs.append(self.in_csr[:2])
@@ -343,6 +347,25 @@ class Graph:
             frontier = reached[~seen[reached]]  # may repeat a vertex within one level: harmless
             seen[frontier] = True
         return bool(seen.all())
+
+    def _small_connected(self) -> bool:
+        n = self.num_vertices
+        offsets, neighbors = self.offsets.tolist(), self.neighbors.tolist()
+        adjacent = [0] * n
+        for u in range(n):
+            for x in neighbors[offsets[u]:offsets[u + 1]]:
+                adjacent[u] |= 1 << x
+                adjacent[x] |= 1 << u             # weak connectivity: both directions
+        seen = frontier = 1
+        while frontier:
+            reached = 0
+            while frontier:
+                low = frontier & -frontier
+                reached |= adjacent[low.bit_length() - 1]
+                frontier ^= low
+            frontier = reached & ~seen
+            seen |= reached
+        return seen == (1 << n) - 1
 
     def replace(self, *, name: str | None = None, meta: dict | None = None, labels=None) -> "Graph":
         """The same adjacency (shared, not re-validated) with a new name, meta or vertex labels."""
