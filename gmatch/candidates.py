@@ -76,18 +76,22 @@ def pack_query(plan: QueryPlan, query_labels_by_vertex: np.ndarray, adjacency_li
     qp[QP_SIZES, 1] = distinct.size
     qp[QP_SIZES, 2] = n - leaves
     qp[QP_SIZES, 3] = n - leaves
-    for d in range(n):
-        back, restr, same = int(plan.backward[d]), int(plan.restrict[d]), int(plan.same_label[d])
-        qp[QP_VLOW, d] = _lowest(back | same, d)
-        qp[QP_GLOW, d] = _lowest(back | restr, d)
+    backward, restrict = plan.backward.tolist(), plan.restrict.tolist()     # Python ints: no numpy
+    same_label = plan.same_label.tolist()                                 # scalar per element
+    qp[QP_VLOW, :n] = [_lowest(backward[d] | same_label[d], d) for d in range(n)]
+    qp[QP_GLOW, :n] = [_lowest(backward[d] | restrict[d], d) for d in range(n)]
     for t in range(n - leaves, n):
-        qp[QP_LEAFPAR, t] = _lowest(int(plan.backward[t]), -1)
-        depends = int(plan.backward[t]) | int(plan.same_label[t])
-        qp[QP_SIZES, 3] = min(qp[QP_SIZES, 3], _lowest(depends, t))
-    slot = {int(l): i for i, l in enumerate(distinct)}
-    for d, u in enumerate(plan.order):
-        for x in adjacency_lists[int(u)]:
-            qp[QP_NLF + d, slot[int(query_labels_by_vertex[int(x)])]] += 1
+        qp[QP_LEAFPAR, t] = _lowest(backward[t], -1)
+        qp[QP_SIZES, 3] = min(qp[QP_SIZES, 3], _lowest(backward[t] | same_label[t], t))
+    slot = {label: i for i, label in enumerate(distinct.tolist())}
+    labels = np.asarray(query_labels_by_vertex).tolist()
+    nlf = [[0] * distinct.size for _ in range(n)]
+    for d, u in enumerate(plan.order.tolist()):
+        row = nlf[d]
+        for x in np.asarray(adjacency_lists[u]).tolist():
+            row[slot[labels[x]]] += 1
+    if n:
+        qp[QP_NLF:QP_NLF + n, :distinct.size] = nlf
     return qp
 
 
