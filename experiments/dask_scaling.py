@@ -31,33 +31,22 @@ import pandas as pd
 from common.device import backend_label
 from common.engine import create_engine
 from common.generate import pattern
-from common.io import load_graph
-from common.paths import data_dir
 from common.result import Status
 
-from .workloads import GITHUB, HPRD, HPRD_DENSE_16, SCALES, YEAST, yeast_queries
+from .workloads import GITHUB, GITHUB_RW12, HPRD, HPRD_DENSE_16, SCALES, YEAST, load_set, yeast_queries
 
 SETS = {
     "hprd": (HPRD, HPRD_DENSE_16),
     "yeast16d": (YEAST, yeast_queries("dense_16")),
     "yeast16s": (YEAST, yeast_queries("sparse_16")),
+    "rw12": (GITHUB, GITHUB_RW12),
 }
 HEAVY = ("q12_000", "q12_006", "q12_015")       # the longest rw12 queries one H200 solves in 8 s
 
 
 def query_set(name: str):
     """(data graph, queries, exact counts) of a query set."""
-    if name == "rw12":
-        data = GITHUB.load(SCALES["full"])
-        folder = data_dir() / "gmatch_test" / "rw12"
-        authors = pd.read_csv(folder / "authors_gmatch_h200.csv").set_index("query")
-        queries = [load_graph(p) for p in sorted(folder.glob("q12_*.graph"))]
-        known = {q: int(r["count"]) for q, r in authors.iterrows() if r["status"] == "ok"}
-        return data, queries, known
-    dataset, spec = SETS[name]
-    data = dataset.load(SCALES["full"])
-    queries, known = spec.build(data, dataset, SCALES["full"])
-    return data, queries, known
+    return load_set(*SETS[name])
 
 
 def _timed(fn):
@@ -189,7 +178,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", default="gmatch")
     parser.add_argument("--workers", default="1", help="comma-separated worker (GPU) counts")
-    parser.add_argument("--sets", default="hprd", help=f"query sets: {', '.join([*SETS, 'rw12'])}")
+    parser.add_argument("--sets", default="hprd", help=f"query sets: {', '.join(SETS)}")
     parser.add_argument("--heavy", default=",".join(HEAVY),
                         help="queries to split: rw12 names, or P1..P9 on unlabelled GitHub ('' for none)")
     parser.add_argument("--timeout", type=float, default=8.0)

@@ -29,7 +29,7 @@ from common.device import backend_label
 from common.engine import Engine, create_engine
 from common.result import Status
 
-from .workloads import GITHUB, GITHUB_Q, HPRD, HPRD_DENSE_16, SCALES, YEAST, yeast_queries
+from .workloads import GITHUB, GITHUB_Q, HPRD, HPRD_DENSE_16, YEAST, load_set, yeast_queries
 
 WORKLOADS = {
     "hprd": (HPRD, HPRD_DENSE_16),
@@ -42,11 +42,7 @@ ENGINES = ("cpu", "gmatch", "egsm", "gsi", "stwig")
 
 def load(name: str):
     """(data graph, queries, exact counts by query name) of a workload."""
-    dataset, spec = WORKLOADS[name]
-    full = SCALES["full"]
-    data = dataset.load(full)
-    queries, known = spec.build(data, dataset, full)
-    return data, queries, known
+    return load_set(*WORKLOADS[name])
 
 
 def time_one_at_a_time(engine, queries, timeout_s, profile_to: Path | None, label: str):

@@ -254,6 +254,13 @@ GMATCH_AUTHORS = {"github": "gmatch_test/authors_gmatch_h200.csv", "rw12": "gmat
 """The gMatch authors' own results (count, search_ms) for GitHub Q_0-Q_10 and rw12."""
 
 
+def load_set(dataset: Dataset, spec: QuerySpec) -> tuple[Graph, list[Graph], dict[str, int]]:
+    """(data graph, queries, exact counts by query name) of one query set at full scale."""
+    data = dataset.load(SCALES["full"])
+    queries, known = spec.build(data, dataset, SCALES["full"])
+    return data, queries, known
+
+
 def yeast_queries(kind: str, max_known_count: int | None = 10**7) -> QuerySpec:
     """yeast's ``query_<kind>_*`` set (e.g. ``dense_8``), keeping queries with a known count <= the cap."""
     size = int(kind.rsplit("_", 1)[1])

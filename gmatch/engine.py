@@ -519,7 +519,7 @@ class GMatch(Engine):
                         and limit is None and not collect)
         probe = (indexed and self.candidate_graph == "auto" and limit is None and not collect
                  and self.probe_s > 0 and probe_first)
-        adjacency = [query.neighbors[query.offsets[u]:query.offsets[u + 1]] for u in range(n)]
+        adjacency = [query.neighbors_of(u) for u in range(n)]
         plan, qp = self._plan(query, adjacency, count_leaves and not probe, timer)
         aut = plan.automorphisms
         index_stats = {}
@@ -633,7 +633,7 @@ class GMatch(Engine):
         control = np.zeros((count, CTRL_SIZE), np.int64)
         for b, query in enumerate(queries):
             n = query.num_vertices
-            adjacency = [query.neighbors[query.offsets[u]:query.offsets[u + 1]] for u in range(n)]
+            adjacency = [query.neighbors_of(u) for u in range(n)]
             plan = build_plan(query, self.symmetry_breaking)
             qps[b] = pack_query(plan, np.asarray(query.labels), adjacency)
             lo, hi = self._label_seeds(query, plan)
