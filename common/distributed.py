@@ -1,6 +1,8 @@
 """Query sets and split queries on a Dask cluster (issue 17; needs the ``dask`` extra).
 
-* :func:`match_many` runs one Dask task per query. The data graph goes to the workers once:
+* :func:`match_many` runs the queries in groups, one Dask task per group answered by the
+  worker's ``match_batch`` (:func:`submit_many`: one task per query, for progress as each
+  finishes). The data graph goes to the workers once:
   scattered to all of them (``client.scatter(..., broadcast=True)``) or, with
   ``data_on_workers=True``, as a path each worker reads itself. Each worker process prepares an
   engine once per (graph, engine, options) and keeps it in a small worker-side cache
@@ -8,7 +10,8 @@
   ``prepare`` per worker. Results come back in query order, as a local run's, with
   ``stats["dask_worker"]`` (the worker's address), ``stats["dask_gpu"]`` (its
   ``CUDA_VISIBLE_DEVICES``, one GPU per worker under ``dask_cuda``), ``stats["dask_pid"]`` and
-  ``stats["dask_warm"]`` (False for the task that prepared the engine).
+  ``stats["dask_warm"]`` (False for the query whose task prepared the engine) and
+  ``stats["dask_task_s"]`` (seconds of the task's engine call on the worker).
 * :func:`match_split` runs one query as several tasks, each over a range of data vertices for
   the engine's root (``root_range``, :mod:`common.roots`; engines ``cpu``, ``gmatch``, ``egsm``).
   The ranges are cut by estimated work (the degrees of the root's label-and-degree candidates),
@@ -141,12 +144,28 @@ def _run_query(graph, token: str, engine: str, options: dict, query: Graph, kwar
     with lock:                            # one query at a time on one prepared engine
         if root_range is not None:
             prepared.root_range = root_range
+        began = time.perf_counter()
         try:
             result = prepared.match(query, **kwargs)
         finally:
             if root_range is not None:
                 prepared.root_range = None
+    result.stats["dask_task_s"] = time.perf_counter() - began
     return _stamp(result, warm)
+
+
+def _run_batch(graph, token: str, engine: str, options: dict, queries: list, kwargs: dict) -> list:
+    """One task: a group of queries through the worker's prepared engine's ``match_batch`` (each
+    query keeps its own ``limit``, ``collect`` and ``timeout_s``)."""
+    lock, prepared, warm = _engine_entry(graph, token, engine, options)
+    with lock:
+        began = time.perf_counter()
+        results = prepared.match_batch(queries, **kwargs)
+    took = time.perf_counter() - began
+    for i, result in enumerate(results):
+        result.stats["dask_task_s"] = took
+        _stamp(result, warm or i > 0)     # the prepare is counted once, on the group's first query
+    return results
 
 
 def _stamp(result: MatchResult, warm: bool) -> MatchResult:
@@ -232,12 +251,36 @@ def submit_many(data, queries, engine: str = "cpu", *, client, limit=None, colle
 
 def match_many(data, queries, engine: str = "cpu", *, client, limit=None, collect=False,
                timeout_s=None, homomorphic=False, vertex_label="label", edge_label=None,
-               data_on_workers: bool = False, **engine_options) -> list[MatchResult]:
-    """:func:`common.match_many` on a Dask cluster: one task per query, results in query order."""
-    futures = submit_many(data, queries, engine, client=client, limit=limit, collect=collect,
-                          timeout_s=timeout_s, homomorphic=homomorphic, vertex_label=vertex_label,
-                          edge_label=edge_label, data_on_workers=data_on_workers, **engine_options)
-    return client.gather(futures)
+               data_on_workers: bool = False, groups: int | None = None,
+               **engine_options) -> list[MatchResult]:
+    """:func:`common.match_many` on a Dask cluster, results in query order.
+
+    The queries go out in ``groups`` tasks (default :func:`default_parts`: four per worker
+    thread), query ``i`` in group ``i % groups`` so that neighbouring heavy queries land in
+    different tasks; each task answers its group through the worker's ``match_batch``, as a
+    local :func:`common.match_many` does, so small queries share launches and one task's
+    scheduling cost is paid per group, not per query."""
+    _require_distributed()
+    create_engine(engine, **engine_options)
+    graph, queries = _graphs_for(data, list(queries), vertex_label, edge_label, data_on_workers)
+    if not queries:
+        return []
+    groups = default_parts(client) if groups is None else int(groups)
+    if groups < 1:
+        raise ValueError(f"groups must be at least 1, got {groups}")
+    groups = min(groups, len(queries))
+    shipped, token = _ship(client, data if data_on_workers else graph, data_on_workers)
+    kwargs = dict(limit=limit, collect=collect, timeout_s=timeout_s, homomorphic=homomorphic)
+    members = [list(range(g, len(queries), groups)) for g in range(groups)]
+    futures = [client.submit(_run_batch, shipped, token, engine, engine_options,
+                             [queries[i] for i in member], kwargs, pure=False,
+                             key=f"gpusm-{engine}-group{g}-{os.urandom(4).hex()}")
+               for g, member in enumerate(members)]
+    results: list = [None] * len(queries)
+    for member, answered in zip(members, client.gather(futures)):
+        for i, result in zip(member, answered):
+            results[i] = result
+    return results
 
 
 def default_parts(client) -> int:
@@ -327,7 +370,8 @@ def _combine(engine, query, ranges, root, done, limit, collect, timed_out_waitin
     stats = {"split_parts": len(ranges), "split_parts_finished": len(parts), "split_root": root,
              "split_ranges": [list(r) for r in ranges], "split_wall_s": wall_s,
              "dask_worker": ",".join(workers),
-             "part_counts": [r.count for r in parts], "part_workers": [r.stats.get("dask_worker") for r in parts]}
+             "part_counts": [r.count for r in parts], "part_workers": [r.stats.get("dask_worker") for r in parts],
+             "part_seconds": [r.stats.get("dask_task_s", 0.0) for r in parts]}
     return MatchResult(engine, count, status, reason="; ".join(reasons), embeddings=embeddings,
                        phases=phases, peak_device_bytes=max((r.peak_device_bytes for r in parts), default=0),
                        stats=stats, query=query.name)

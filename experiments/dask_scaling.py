@@ -5,12 +5,16 @@ and measures, with the same engine prepared in this process as the base (one GPU
 
 * **query sets** (``--sets``): HPRD dense-16, yeast dense-16/sparse-16 (counts <= 10^7, as the
   small-query benchmark), rw12 (the 30 random-walk queries, ``--timeout`` each): wall seconds of
-  the whole set, queries/s, speedup over the local run, and the counts against the exact ones
-  (and against the local run where no exact count is known);
+  the whole set through ``common.distributed.match_many`` (groups of queries per task, each
+  answered by ``match_batch``), queries/s, speedup over the local run (the engine's
+  ``match_batch`` over the whole set, as ``common.match_many`` runs it), and the counts against
+  the exact ones (and against the local run where no exact count is known);
 * **split heavy queries** (``--heavy``: rw12 names, or the patterns P1-P9 on the unlabelled
   GitHub graph): each query through ``common.distributed.match_split``
-  (``--parts-per-worker`` ranges per worker): wall seconds, speedup, embeddings/s, and the split
-  count against the local one.
+  (``--parts-per-worker`` ranges per worker, a comma list to compare): wall seconds, speedup,
+  embeddings/s, the split count against the local one, and where the time went: the longest
+  part's seconds on its worker (``largest_part_s``; a split cannot beat it) and the parts'
+  summed seconds (``parts_s``; against the local wall, the cost of splitting).
 
 On one GPU the ratio dask/local is the Dask path's overhead. Each configuration answers its
 workload once untimed first (worker-side prepare and kernel compiles), then once timed. Printed
@@ -105,8 +109,8 @@ def run(engine_name, worker_counts, sets, heavy, timeout_s, parts_per_worker, cl
     local = {}
     for name, (data, queries, known) in loaded.items():            # the base: one GPU, no Dask
         engine = create_engine(engine_name).prepare(data)
-        [engine.match(q, timeout_s=timeout_s) for q in queries]
-        wall, results = _timed(lambda: [engine.match(q, timeout_s=timeout_s) for q in queries])
+        engine.match_batch(queries, timeout_s=timeout_s)
+        wall, results = _timed(lambda: engine.match_batch(queries, timeout_s=timeout_s))
         local[name] = results
         rows.append(_row("set", name, "local", 0, wall, len(queries), results, _check(results, known, results)))
     heavy = heavy_queries(heavy)
@@ -126,16 +130,21 @@ def run(engine_name, worker_counts, sets, heavy, timeout_s, parts_per_worker, cl
                                                           timeout_s=timeout_s))
                 rows.append(_row("set", name, "dask", workers, wall, len(queries), results,
                                  _check(results, known, local[name])))
-            parts = parts_per_worker * workers
             warmed = set()
             for data, query, known, warm in heavy:
-                if id(data) not in warmed:
-                    match_split(data, warm, engine_name, client=client, parts=parts, timeout_s=timeout_s)
-                    warmed.add(id(data))
-                wall, result = _timed(lambda: match_split(data, query, engine_name, client=client,
-                                                          parts=parts, timeout_s=timeout_s))
-                rows.append(_row("split", query.name, "dask", workers, wall, 1, [result],
-                                 _check([result], known, local[query.name])))
+                for per_worker in parts_per_worker:
+                    parts = per_worker * workers
+                    if id(data) not in warmed:
+                        match_split(data, warm, engine_name, client=client, parts=parts, timeout_s=timeout_s)
+                        warmed.add(id(data))
+                    wall, result = _timed(lambda: match_split(data, query, engine_name, client=client,
+                                                              parts=parts, timeout_s=timeout_s))
+                    seconds = result.stats.get("part_seconds", [])
+                    rows.append(dict(_row("split", query.name, "dask", workers, wall, 1, [result],
+                                          _check([result], known, local[query.name])),
+                                     parts_per_worker=per_worker, parts=result.stats.get("split_parts", 1),
+                                     largest_part_s=max(seconds, default=np.nan),
+                                     parts_s=sum(seconds) if seconds else np.nan))
     frame = pd.DataFrame(rows)
     base = frame[frame["run"] == "local"].set_index(["kind", "workload"]).wall_s
     frame["speedup"] = [base[(r.kind, r.workload)] / r.wall_s for r in frame.itertuples()]
@@ -152,8 +161,12 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
 
     dask = frame[frame["run"] == "dask"]
     fig, ax = plt.subplots(figsize=(6, 4))
-    for (kind, workload), part in dask.groupby(["kind", "workload"], sort=False):
-        what = "query set" if kind == "set" else "split"
+    if "parts_per_worker" not in dask:
+        dask = dask.assign(parts_per_worker=np.nan)
+    several = dask.parts_per_worker.nunique() > 1
+    for (kind, workload, per_worker), part in dask.groupby(["kind", "workload", "parts_per_worker"],
+                                                            sort=False, dropna=False):
+        what = "query set" if kind == "set" else (f"split, {per_worker:.0f} parts/worker" if several else "split")
         ax.plot(part.workers, part.speedup, marker="o", label=f"{workload} ({what})")
     top = int(dask.workers.max()) if len(dask) else 1
     ax.plot([1, top], [1, top], "k--", linewidth=1, label="ideal (linear)")
@@ -182,7 +195,8 @@ def main(argv=None) -> int:
     parser.add_argument("--heavy", default=",".join(HEAVY),
                         help="queries to split: rw12 names, or P1..P9 on unlabelled GitHub ('' for none)")
     parser.add_argument("--timeout", type=float, default=8.0)
-    parser.add_argument("--parts-per-worker", type=int, default=4)
+    parser.add_argument("--parts-per-worker", default="4",
+                        help="ranges per worker for a split query (comma list to compare)")
     parser.add_argument("--cluster", choices=("local-cuda", "local"), default="local-cuda")
     parser.add_argument("--out", type=Path, help="CSV of the table")
     parser.add_argument("--plot", type=Path, help="PNG of speedup against workers")
@@ -190,7 +204,7 @@ def main(argv=None) -> int:
     sets = [s for s in args.sets.split(",") if s]
     heavy = [h for h in args.heavy.split(",") if h]
     frame = run(args.engine, [int(w) for w in args.workers.split(",")], sets, heavy, args.timeout,
-                args.parts_per_worker, args.cluster)
+                [int(p) for p in args.parts_per_worker.split(",")], args.cluster)
     if args.out:
         frame.to_csv(args.out, index=False)
     if args.plot:

@@ -19,11 +19,15 @@ def test_small_queries_table_counts_and_csv(tmp_path, capsys):
 
 
 def test_dask_scaling_table_split_and_plot(tmp_path):
-    frame = dask_scaling.run("cpu", [2], ["hprd"], ["P1"], 60.0, 2, cluster_kind="local")
+    frame = dask_scaling.run("cpu", [2], ["hprd"], ["P1"], 60.0, [1, 3], cluster_kind="local")
     assert set(frame["run"]) == {"local", "dask"}
     assert (frame.exact == frame.queries).all()                 # every count exact or equal to local
-    split = frame[frame.kind == "split"].set_index("run")
-    assert split.loc["dask", "exact"] == 1 and split.loc["local", "speedup"] == 1.0
+    split = frame[frame.kind == "split"]
+    local, dask = split[split.run == "local"], split[split.run == "dask"]
+    assert local.speedup.tolist() == [1.0] and dask.exact.tolist() == [1, 1]
+    assert dask.parts_per_worker.tolist() == [1, 3] and dask.parts.tolist() == [2, 6]
+    # where a split's time went: no part longer than all parts together, every part timed
+    assert (0 < dask.largest_part_s).all() and (dask.largest_part_s <= dask.parts_s).all()
     path = tmp_path / "speedup.png"
     dask_scaling.plot(frame, path)
     assert path.stat().st_size > 1000

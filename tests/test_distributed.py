@@ -188,3 +188,27 @@ def test_cli_local_cuda_without_dask_cuda_says_so(monkeypatch, capsys):
     code = main(["match", str(DATA / "hprd" / "HPRD.graph"),
                  str(DATA / "hprd" / "queries" / "query_dense_16_1.graph"), "--dask", "local-cuda"])
     assert code == 2 and "dask-cuda" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("groups", [1, 3, 50])
+def test_query_groups_keep_per_query_meaning(client, groups):
+    """Queries go out in groups (one ``match_batch`` task each, query i in group i % groups):
+    whatever the grouping, each query keeps its own limit, status and embeddings, in query order."""
+    data = rmat(24, 60, seed=5, labels=uniform_labels(24, 2, seed=6), name="groups")
+    disconnected = common.Graph.from_edges(4, [0, 2], [1, 3], labels=[0, 0, 1, 1], name="disconnected")
+    walks = [random_walk_query(data, 3 + s % 2, seed=s, name=f"walk-{s}") for s in range(8)]
+    queries = [*walks[:4], disconnected, *walks[4:]]
+    local = common.match_many(data, queries, "gmatch", collect=True, **GMATCH)
+    remote = match_many(data, queries, "gmatch", client=client, collect=True, groups=groups, **GMATCH)
+    same_results(remote, local)
+    limited = match_many(data, queries, "gmatch", client=client, limit=3, groups=groups, **GMATCH)
+    assert [(r.count, r.status) for r in limited] == [
+        (min(3, r.count), r.status if r.count < 3 else Status.LIMIT) for r in local]
+    assert {r.status for r in limited} >= {Status.LIMIT, Status.UNSUPPORTED}
+    tasks = {(r.stats["dask_worker"], r.stats["dask_task_s"]) for r in remote}
+    assert len(tasks) == min(groups, len(queries))
+
+
+def test_query_groups_must_be_positive(client):
+    with pytest.raises(ValueError, match="groups must be at least 1"):
+        match_many(DATA / "hprd" / "HPRD.graph", hprd_queries(2), "cpu", client=client, groups=0)
