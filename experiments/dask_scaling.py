@@ -17,7 +17,8 @@ and measures, with the same engine prepared in this process as the base (one GPU
   summed seconds (``parts_s``; against the local wall, the cost of splitting).
 
 On one GPU the ratio dask/local is the Dask path's overhead. Each configuration answers its
-workload once untimed first (worker-side prepare and kernel compiles), then once timed. Printed
+workload once untimed first (worker-side prepare and kernel compiles; :data:`WARM_S` seconds per
+query at most), then once timed. Printed
 last: one table; ``--out`` writes it as CSV, ``--plot`` the speedups as a PNG.
 
     python -m experiments.dask_scaling --engine gmatch --workers 1 --out dask.csv
@@ -46,6 +47,8 @@ SETS = {
     "rw12": (GITHUB, GITHUB_RW12),
 }
 HEAVY = ("q12_000", "q12_006", "q12_015")       # the longest rw12 queries one H200 solves in 8 s
+#: per-query seconds of the untimed warm-up pass (compiles every kernel path, prepares every worker)
+WARM_S = 0.5
 
 
 def query_set(name: str):
@@ -109,7 +112,7 @@ def run(engine_name, worker_counts, sets, heavy, timeout_s, parts_per_worker, cl
     local = {}
     for name, (data, queries, known) in loaded.items():            # the base: one GPU, no Dask
         engine = create_engine(engine_name).prepare(data)
-        engine.match_batch(queries, timeout_s=timeout_s)
+        engine.match_batch(queries, timeout_s=min(timeout_s, WARM_S))
         wall, results = _timed(lambda: engine.match_batch(queries, timeout_s=timeout_s))
         local[name] = results
         rows.append(_row("set", name, "local", 0, wall, len(queries), results, _check(results, known, results)))
@@ -125,7 +128,7 @@ def run(engine_name, worker_counts, sets, heavy, timeout_s, parts_per_worker, cl
     for workers in worker_counts:
         with start_cluster(cluster_kind, workers) as cluster, Client(cluster) as client:
             for name, (data, queries, known) in loaded.items():
-                match_many(data, queries, engine_name, client=client, timeout_s=timeout_s)
+                match_many(data, queries, engine_name, client=client, timeout_s=min(timeout_s, WARM_S))
                 wall, results = _timed(lambda: match_many(data, queries, engine_name, client=client,
                                                           timeout_s=timeout_s))
                 rows.append(_row("set", name, "dask", workers, wall, len(queries), results,
