@@ -133,3 +133,70 @@ def test_match_takes_paths_as_the_readme_shows():
     assert result.query == "query_dense_16_3"
     with pytest.raises(TypeError, match="expected a Graph or a path"):
         common.match(42, hprd / "queries" / "query_dense_16_3.graph")
+
+
+class CompilingEngine(Engine):
+    """Times out whenever Numba compiles during the search (a fresh function each time ``compile``
+    is set), as a first query whose kernels compile past its deadline does."""
+
+    name = "compiling-test"
+
+    def __init__(self, compiles: int, always_late: bool = False):
+        super().__init__()
+        self.compiles, self.always_late, self.tries = compiles, always_late, 0
+
+    def _prepare(self, data):
+        pass
+
+    def _match(self, query, *, limit, collect, timeout_s, homomorphic):
+        import numba
+
+        self.tries += 1
+        if self.tries <= self.compiles:
+            numba.njit(lambda x: x + 1)(self.tries)          # a new function: compiled now
+            return MatchResult(self.name, 0, Status.TIMEOUT)
+        return MatchResult(self.name, 7, Status.TIMEOUT if self.always_late else Status.OK)
+
+
+def test_a_query_that_timed_out_while_kernels_compiled_runs_again(data):
+    engine = CompilingEngine(compiles=2).prepare(data)
+    result = engine.match(Graph.from_edges(2, [0], [1], labels=[0, 1]), timeout_s=1.0)
+    assert (result.status, result.count, engine.tries) == (Status.OK, 7, 3)
+    assert result.stats["compile_reruns"] == 2
+
+
+def test_reruns_are_bounded_and_a_genuine_timeout_stays_one(data):
+    query = Graph.from_edges(2, [0], [1], labels=[0, 1])
+    endless = CompilingEngine(compiles=100).prepare(data)
+    result = endless.match(query, timeout_s=1.0)
+    assert result.status is Status.TIMEOUT and endless.tries == 1 + common.engine.COMPILE_RERUNS
+    late = CompilingEngine(compiles=0, always_late=True).prepare(data)      # nothing compiles
+    result = late.match(query, timeout_s=1.0)
+    assert result.status is Status.TIMEOUT and late.tries == 1 and "compile_reruns" not in result.stats
+    without_deadline = CompilingEngine(compiles=1).prepare(data)
+    assert without_deadline.match(query).status is Status.TIMEOUT and without_deadline.tries == 1
+
+
+def test_the_compile_clock_counts_this_backends_compiles_once():
+    """On a GPU a new CUDA kernel's compile is counted (numba-cuda fires no event for it: the
+    wrapped CUDADispatcher.compile), in the simulator a CPU function's; a second call adds nothing."""
+    import numba
+    from numba import cuda
+
+    from common.compile_clock import compile_clock
+
+    if numba.config.ENABLE_CUDASIM:
+        function = numba.njit(lambda x: x * 3)
+        run = lambda: function(2)  # noqa: E731
+    else:
+        @cuda.jit
+        def kernel(out):
+            out[0] = 3
+
+        out = cuda.device_array(1, np.int64)
+        run = lambda: kernel[1, 1](out)  # noqa: E731
+    before = compile_clock.seconds
+    run()
+    compiled = compile_clock.seconds
+    run()
+    assert compiled > before and compile_clock.seconds == compiled
