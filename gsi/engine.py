@@ -23,9 +23,9 @@ survivor scan and new table from another (``scan_link``, when the new table sure
 size or rows x longest list), so such a level costs 3 launches and one copy back; larger tables
 use the grid kernels and the multi-block scan. Buffers come from a :class:`BufferPool`; a
 query's join state is a ``_Query``, not the engine's. ``limit`` stops after that many embeddings;
-``timeout_s`` is checked before every slice
-(overrun: about one slice; in the simulator slices are sized to about 50 ms while a deadline is
-set, measured overrun under 0.1 s: docs/performance.md, "Deadline overruns").
+``timeout_s`` is checked before every slice of every level; while a deadline is set, slices
+are sized to about 50 ms on the GPU and in the simulator alike (a GPU's first slice is 4096 rows,
+so a small table is still one slice), so the overrun is about one slice (docs/performance.md, "Deadline overruns").
 """
 
 from __future__ import annotations
@@ -58,8 +58,11 @@ DEFAULT_MAX_BLOCKS = 2 if _SIM else 4096
 # Initial join-buffer sizes (they grow on demand inside the memory budget).
 DEFAULT_ROWS = 1 << 10 if _SIM else 1 << 20
 DEFAULT_GBA = 1 << 12 if _SIM else 1 << 24
-#: Simulator only, with a deadline: target seconds of one join slice (``_run_level``).
-SIM_SLICE_SECONDS = 0.05
+#: With a deadline: target seconds of one join slice (``_run_level``), on either backend.
+SLICE_SECONDS = 0.05
+#: With a deadline: rows of the first join slice (a simulated row is slow, a GPU's cheap: a
+#: table of up to this many rows stays one slice, one launch per iteration).
+FIRST_SLICE_ROWS = 1 if _SIM else 1 << 12
 #: Tables of at most this many rows per block thread run their scans in one block (one launch,
 #: the total left on the device): ``counts_scan`` and ``scan_link``.
 SINGLE_BLOCK_ROUNDS = 16
@@ -108,12 +111,19 @@ def query_info(qi: np.ndarray, query: Graph, nq: int, signatures: bool) -> np.nd
     return qi
 
 
+def first_slice(timeout_s: float | None) -> int:
+    """Rows of a query's first join slice: :data:`FIRST_SLICE_ROWS` with a deadline, else 0
+    (no slicing: each iteration takes its whole table, as far as memory allows)."""
+    return 0 if timeout_s is None else FIRST_SLICE_ROWS
+
+
 def adapt_slice(rows: int, took: float) -> int:
-    """Simulator join slice (rows) after one that took ``took`` seconds: doubled under
-    :data:`SIM_SLICE_SECONDS`, halved above twice that."""
-    if took < SIM_SLICE_SECONDS:
+    """Join slice (rows) after one that took ``took`` seconds (its rows through every later
+    iteration, read back, so the time is the device's too): doubled under
+    :data:`SLICE_SECONDS`, halved above twice that."""
+    if took < SLICE_SECONDS:
         return 2 * rows
-    if took > 2 * SIM_SLICE_SECONDS:
+    if took > 2 * SLICE_SECONDS:
         return max(1, rows // 2)
     return rows
 
@@ -350,7 +360,7 @@ class GSI(Engine):
         start_time = time.perf_counter()
         nq = query.num_vertices
         q = _Query(nq, limit, collect, None if timeout_s is None else start_time + timeout_s,
-                   1 if _SIM and timeout_s is not None else 0, iter_rows=[0] * nq, iter_gba=[0] * nq)
+                   first_slice(timeout_s), iter_rows=[0] * nq, iter_gba=[0] * nq)
         timer = PhaseTimer()
         if self.instrument:
             fill(self.d_loads, 0)
@@ -425,9 +435,9 @@ class GSI(Engine):
     def _run_level(self, q: _Query, level: int, rows: int) -> None:
         """Extend the ``rows`` rows of table ``level`` through all later iterations.
 
-        In the simulator with a deadline, slices start at one row and double while a
-        slice takes under :data:`SIM_SLICE_SECONDS` (halving above twice that), so that the
-        deadline, checked before every slice, is overrun by about one slice."""
+        With a deadline, slices start at :data:`FIRST_SLICE_ROWS` rows and double while a
+        slice takes under :data:`SLICE_SECONDS` (halving above twice that), so that the
+        deadline, checked before every slice at every level, is overrun by about one slice."""
         a = 0
         while a < rows:
             if q.deadline is not None and time.perf_counter() > q.deadline:

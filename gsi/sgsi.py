@@ -79,6 +79,7 @@ from .engine import (
     DEFAULT_BLOCK_THREADS,
     DEFAULT_MAX_BLOCKS,
     adapt_slice,
+    first_slice,
     query_info,
 )
 from .filter import SIG_WORDS, filter_kernel, signature_table
@@ -496,7 +497,7 @@ class SGSI(Engine):
     # ------------------------------------------------------------------ match
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         self._deadline = None if timeout_s is None else time.perf_counter() + timeout_s
-        self._slice_rows = 1 if _SIM and timeout_s is not None else 0   # as GSI's _run_level
+        self._slice_rows = first_slice(timeout_s)                       # as GSI's _run_level
         nq = query.num_vertices
         timer = PhaseTimer()
         clock = _Clock(self.streams)
