@@ -1,6 +1,8 @@
 """gpusm's shared layer: the graph model, file formats, generators, the CPU reference matcher,
 the engine contract and the GPU helpers every engine uses (docs/design.md)."""
 
+__version__ = "0.1.0"        # the package's version (pyproject.toml reads it from here)
+
 from .backend import BACKEND  # first: picks GPU or CUDA simulator before numba.cuda is imported
 from .engine import Engine, available_engines, create_engine, engine_class, match, match_many, register
 from .errors import DeviceOutOfMemory, GraphFormatError, InvalidGraphError
@@ -10,7 +12,7 @@ from .io import detect_format, load_graph, load_graphs, load_query_set, read_exp
 from .result import MatchResult, Status
 
 __all__ = [
-    "BACKEND", "Engine", "Graph", "MatchResult", "Status", "GraphFormatError", "InvalidGraphError",
+    "__version__", "BACKEND", "Engine", "Graph", "MatchResult", "Status", "GraphFormatError", "InvalidGraphError",
     "DeviceOutOfMemory", "available_engines", "create_engine", "engine_class", "match", "match_many",
     "register", "detect_format", "load_graph", "load_graphs", "load_query_set",
     "read_expected_counts", "save_graph", "from_networkx", "to_networkx", "from_scipy", "results_frame",

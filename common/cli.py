@@ -311,7 +311,8 @@ def version_text() -> str:
             return importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             return "not installed"
-    return f"gpusm {v('gpusm')} (numba {v('numba')}, numba-cuda {v('numba-cuda')}, backend: {BACKEND})"
+    from . import __version__
+    return f"gpusm {__version__} (numba {v('numba')}, numba-cuda {v('numba-cuda')}, backend: {BACKEND})"
 
 
 # ---------------------------------------------------------------------- parser

@@ -5,6 +5,8 @@ imported; importing it here makes the choice before any test module imports numb
 Set ``NUMBA_ENABLE_CUDASIM`` yourself to override (``0`` forces the real driver).
 """
 
+import pytest
+
 from common.backend import BACKEND
 
 
@@ -12,3 +14,45 @@ def pytest_report_header(config):
     if BACKEND == "simulator":
         return "gpusm: no GPU found, CUDA kernels run in Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1)"
     return "gpusm: CUDA kernels run on the GPU"
+
+
+@pytest.fixture
+def kernel_calls(monkeypatch):
+    """Kernel launches (by kernel name), copies to the host (``copies``) and to the device
+    (``uploads``) and ``cuda.synchronize`` calls, counted from now on whichever backend runs the
+    suite: the simulator's kernel and array classes, or numba-cuda's dispatcher and device
+    arrays on a GPU. Clear the counts with ``kernel_calls.update(launches=[], copies=0, ...)``."""
+    from common.device import cuda, simulator_active
+
+    if simulator_active():
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray as Array
+        from numba.cuda.simulator.kernel import FakeCUDAKernel as Kernel
+    else:
+        from numba.cuda.cudadrv.devicearray import DeviceNDArrayBase as Array
+        from numba.cuda.dispatcher import CUDADispatcher as Kernel
+    calls = {"launches": [], "copies": 0, "uploads": 0, "syncs": 0}
+    configure, to_host, to_device, synchronize = (Kernel.__getitem__, Array.copy_to_host,
+                                                  Array.copy_to_device, cuda.synchronize)
+
+    def launch(kernel, config):
+        calls["launches"].append(getattr(kernel, "py_func", kernel).__name__)
+        return configure(kernel, config)
+
+    def copy_to_host(array, *args, **kwargs):
+        calls["copies"] += 1
+        return to_host(array, *args, **kwargs)
+
+    def copy_to_device(array, *args, **kwargs):
+        calls["uploads"] += 1
+        return to_device(array, *args, **kwargs)
+
+    def sync(*args, **kwargs):
+        calls["syncs"] += 1
+        return synchronize(*args, **kwargs)
+
+    monkeypatch.setattr(Kernel, "__getitem__", launch)
+    monkeypatch.setattr(Array, "copy_to_host", copy_to_host)
+    monkeypatch.setattr(Array, "copy_to_device", copy_to_device)
+    monkeypatch.setattr(cuda, "synchronize", sync)
+    return calls
+

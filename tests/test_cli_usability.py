@@ -48,12 +48,16 @@ def test_every_format_names_the_backend(capsys):
     assert "backend: cpu" in out
 
 
-def test_gpu_engine_reports_simulator(capsys, tmp_path):
+def test_gpu_engine_reports_where_it_ran(capsys, tmp_path):
+    from common.device import backend_label
+
     g = tmp_path / "g.graph"
     g.write_text("t 3 3\nv 0 0 2\nv 1 0 2\nv 2 0 2\ne 0 1\ne 1 2\ne 0 2\n")
     code, out, _ = run(capsys, "match", g, g, "--engine", "gsi", "--format", "json")
     [row] = json.loads(out)
-    assert code == 0 and row["count"] == 6 and row["backend"] == "simulator"
+    where = backend_label()                    # "simulator", or the GPU's model name
+    assert where != "cpu" and not where.startswith("no GPU")
+    assert code == 0 and row["count"] == 6 and row["backend"] == where
 
 
 def test_timeout_exits_non_zero_unless_partial_allowed(capsys):

@@ -90,7 +90,9 @@ def test_query_set_gpu_engines_equal_local_run(client, tiny, engine, options):
     local = common.match_many(data, queries, engine, collect=True, **options)
     remote = common.match_many(data, queries, engine, collect=True, client=client, **options)
     same_results(remote, local)
-    assert all(r.stats["dask_gpu"] == "" for r in remote)  # no CUDA_VISIBLE_DEVICES here
+    # a LocalCluster's workers inherit this process's CUDA_VISIBLE_DEVICES (its first entry is kept)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0]
+    assert all(r.stats["dask_gpu"] == visible for r in remote)
 
 
 @pytest.mark.parametrize("folder,data_file,names", [

@@ -83,15 +83,15 @@ def test_stats_name_candidate_sizes_and_order(data, mixed):
 
 
 def _trap():
-    """K12 (label 0) plus a label-1 and a label-2 vertex hanging off vertex 0; a 8-vertex path
+    """K20 (label 0) plus a label-1 and a label-2 vertex hanging off vertex 0; a 10-vertex path
     whose ends need those two neighbours maps both ends to vertex 0 only, so injectivity rejects
-    every one of the 332,640 partial paths at the last level: minutes in the simulator, with no
-    embedding."""
-    n = 12
+    every one of the ~10^10 partial paths at the last level: minutes on a GPU and far longer in
+    the simulator, with no embedding."""
+    n = 20
     src = [a for a in range(n) for b in range(a + 1, n)] + [0, 0]
     dst = [b for a in range(n) for b in range(a + 1, n)] + [n, n + 1]
     data = Graph.from_edges(n + 2, src, dst, labels=[0] * n + [1, 2], name="K12+2")
-    k = 8
+    k = 10
     qsrc = list(range(k - 1)) + [0, k - 1]
     qdst = list(range(1, k)) + [k, k + 1]
     trap = Graph.from_edges(k + 2, qsrc, qdst, labels=[0] * k + [1, 2], name="trap")
@@ -164,41 +164,16 @@ def test_scan_and_compaction_paths_agree(data, monkeypatch, small_scan, bound):
             assert a.stats[key] == b.stats[key], key
 
 
-def _count_calls(monkeypatch):
-    """Kernel launches by name and device-to-host copies / synchronisations, in the simulator."""
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-    from numba.cuda.simulator.kernel import FakeCUDAKernel
-
-    from common.device import cuda
-
-    calls = {"launches": [], "copies": 0, "syncs": 0}
-    getitem, copy = FakeCUDAKernel.__getitem__, FakeCUDAArray.copy_to_host
-
-    def launch(self, config):
-        calls["launches"].append(getattr(self, "py_func", self).__name__)
-        return getitem(self, config)
-
-    def copy_back(self, *args, **kwargs):
-        calls["copies"] += 1
-        return copy(self, *args, **kwargs)
-
-    def sync(*args, **kwargs):
-        calls["syncs"] += 1
-
-    monkeypatch.setattr(FakeCUDAKernel, "__getitem__", launch)
-    monkeypatch.setattr(FakeCUDAArray, "copy_to_host", copy_back)
-    monkeypatch.setattr(cuda, "synchronize", sync)
-    return calls
-
-
-def test_fixed_cost_launches_and_copies(data, monkeypatch):
+def test_fixed_cost_launches_and_copies(data, kernel_calls):
     """A small query: one filter launch, no per-centre wedge-filter launches, one-block scans,
     one launch per stage, 4 host reads (|C(u)|, level-3 total, ctrl + einfo, final ctrl), no
     synchronize; a batch shares the filter launch and its copy."""
     cpu = create_engine("cpu").prepare(data)
     q = random_walk_query(data, 6, seed=8)
     engine = EGSM().prepare(data)
-    calls = _count_calls(monkeypatch)
+    engine.match(q)                                   # kernels compiled, buffers grown
+    calls = kernel_calls
+    calls.update(launches=[], copies=0, uploads=0, syncs=0)
     got = engine.match(q)
     assert got.count == cpu.match(q).count > 0
     stages = len(got.stats["groups"])

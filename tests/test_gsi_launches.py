@@ -1,4 +1,4 @@
-"""GSI's per-query fixed cost (simulator): launches per join level with the fused one-block
+"""GSI's per-query fixed cost: launches per join level with the fused one-block
 kernels, exact counts with them, pooled buffers, and the stats both engines report."""
 
 from __future__ import annotations
@@ -11,25 +11,12 @@ from gsi.sgsi import SGSI
 from test_gsi import DIRECTED, UNDIRECTED, reference, walk_query
 
 
-def count_launches(monkeypatch):
-    from numba.cuda.simulator.kernel import FakeCUDAKernel
-
-    launched: list[str] = []
-    original = FakeCUDAKernel.__getitem__
-
-    def getitem(self, config):
-        launched.append(getattr(self, "py_func", self).__name__)
-        return original(self, config)
-
-    monkeypatch.setattr(FakeCUDAKernel, "__getitem__", getitem)
-    return launched
-
-
 @pytest.mark.parametrize("graph", [UNDIRECTED, DIRECTED], ids=["undirected", "directed"])
-def test_small_tables_take_three_launches_per_level_and_count_exactly(graph, monkeypatch):
+def test_small_tables_take_three_launches_per_level_and_count_exactly(graph, kernel_calls):
     engine = GSI().prepare(graph)
     q = walk_query(graph, 5, seed=1)
-    launched = count_launches(monkeypatch)
+    launched = kernel_calls["launches"]
+    launched.clear()                                  # from here on: the query's launches only
     got = engine.match(q)
     want = reference(graph, q).count
     assert got.status is Status.OK and got.count == want > 0
@@ -41,10 +28,11 @@ def test_small_tables_take_three_launches_per_level_and_count_exactly(graph, mon
     assert len(launched) <= 3 + 3 * levels, launched
 
 
-def test_one_warp_blocks_count_and_collect_exactly(monkeypatch):
+def test_one_warp_blocks_count_and_collect_exactly(kernel_calls):
     engine = GSI(block_threads=32, max_blocks=2).prepare(UNDIRECTED)
     q = walk_query(UNDIRECTED, 4, seed=0)
-    launched = count_launches(monkeypatch)
+    launched = kernel_calls["launches"]
+    launched.clear()                                  # from here on: the query's launches only
     got = engine.match(q, collect=True)
     want = reference(UNDIRECTED, q, collect=True)
     assert got.count == want.count

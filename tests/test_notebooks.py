@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from _extras import requires
 from experiments import PAPERS, experiments_of
 from experiments.core import run_experiment
 from experiments.report import format_cell
@@ -36,6 +37,7 @@ def test_there_is_one_notebook_per_paper_and_the_tutorial():
 
 def test_tutorial_executes_without_errors_and_shows_embeddings_a_frame_and_a_plot(tmp_path):
     """Runs notebooks/tutorial.ipynb in a Jupyter kernel (nbclient); any cell error fails the test."""
+    requires("nbformat", "nbclient", "ipykernel")
     import nbformat
     from nbclient import NotebookClient
 

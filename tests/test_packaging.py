@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from _extras import requires
 from common.cudasim import NUMBA_CUDA_TESTED, patch_problems
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,6 +50,7 @@ def test_spdx_licence_and_licence_file():
 
 @pytest.mark.parametrize("cuda,extras", [("12.4", "test,cu12"), ("13.0", "test,cu13"), (None, "test")])
 def test_makefile_picks_the_cuda_extra_from_nvidia_smi(tmp_path, cuda, extras):
+    requires("bin:make")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     if cuda:
@@ -61,3 +63,13 @@ def test_makefile_picks_the_cuda_extra_from_nvidia_smi(tmp_path, cuda, extras):
     out = subprocess.run(["make", "-s", "-C", str(ROOT), "cuda-extra"], env=dict(env, PATH=path),
                          capture_output=True, text=True, timeout=60, check=True).stdout
     assert out.strip() == f"cuda_major={cuda.split('.')[0] if cuda else ''} extras={extras}"
+
+
+def test_a_missing_extra_skips_or_under_make_test_fails(monkeypatch):
+    monkeypatch.delenv("GPUSM_REQUIRE_EXTRAS", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no_such_module"):
+        requires("no_such_module")
+    monkeypatch.setenv("GPUSM_REQUIRE_EXTRAS", "1")
+    with pytest.raises(pytest.fail.Exception, match="no_such_module"):
+        requires("no_such_module")
+    requires("numpy", "bin:sh")                          # present: nothing happens

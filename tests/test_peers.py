@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import common
+from _extras import requires
 from _paths import DATA
 from common import Graph, Status
 from common.generate import power_law_labels, query_set, rmat
@@ -56,8 +57,16 @@ def _rows(result) -> set:
 
 
 def test_both_peers_are_registered_when_installed():
+    requires("networkx", "igraph")
     assert installed_peers() == ["networkx", "igraph"]
     assert {"networkx", "igraph"} <= set(common.available_engines())
+
+
+def test_a_peer_is_registered_exactly_when_its_package_imports():
+    import importlib.util
+
+    importable = [name for name in ("networkx", "igraph") if importlib.util.find_spec(name)]
+    assert installed_peers() == importable
     assert not common.create_engine("networkx").uses_device
 
 
@@ -65,6 +74,7 @@ def test_both_peers_are_registered_when_installed():
 @pytest.mark.parametrize("directed,edge_labels", [(False, False), (True, False), (False, True)],
                          ids=["undirected", "directed", "edge-labels"])
 def test_peer_counts_and_embeddings_equal_the_reference(name, options, directed, edge_labels):
+    requires(name)
     checked = 0
     for seed in (1, 2):
         data, queries = _case(seed, directed, edge_labels)
@@ -85,6 +95,7 @@ def test_peer_counts_and_embeddings_equal_the_reference(name, options, directed,
 
 @pytest.mark.parametrize("name,options", PEERS, ids=["networkx", "igraph-lad", "igraph-vf2"])
 def test_peer_counts_on_bundled_hprd_queries(name, options):
+    requires(name)
     # exact counts shipped with the data (data/hprd): 3 and 80
     queries = [DATA / "hprd" / "queries" / f"query_dense_16_{i}.graph" for i in (1, 2)]
     results = common.match_many(DATA / "hprd" / "HPRD.graph", queries, engine=name, timeout_s=60, **options)
@@ -93,6 +104,7 @@ def test_peer_counts_on_bundled_hprd_queries(name, options):
 
 @pytest.mark.parametrize("name,options", PEERS, ids=["networkx", "igraph-lad", "igraph-vf2"])
 def test_peer_stops_at_its_deadline(name, options):
+    requires(name)
     # an unlabelled dense graph and a 7-vertex cycle: millions of embeddings, far more than 0.3 s of search
     data = rmat(256, 6000, seed=3, name="dense")
     cycle = Graph.from_edges(7, np.arange(7), (np.arange(7) + 1) % 7, np.zeros(7, int), name="C7")
@@ -105,6 +117,7 @@ def test_peer_stops_at_its_deadline(name, options):
 
 @pytest.mark.parametrize("name,options", PEERS, ids=["networkx", "igraph-lad", "igraph-vf2"])
 def test_peer_limit(name, options):
+    requires(name)
     data, queries = _case(1)
     query = max(queries, key=lambda q: common.match(data, q).count)
     total = common.match(data, query).count
@@ -114,6 +127,7 @@ def test_peer_limit(name, options):
 
 
 def test_peers_join_the_side_by_side_comparison():
+    requires("networkx", "igraph")
     labels = power_law_labels(96, 4, 1.0, seed=7)
     data = rmat(96, 320, seed=7, labels=labels, name="rmat-demo")
     queries = list(query_set(data, 3, 4, seed=8, method="induced").queries)
