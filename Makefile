@@ -48,8 +48,9 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 # The whole suite on the GPU (no simulator), one test at a time: kernels share the device.
+# GPUS=0,1: one pytest worker per listed GPU (tests/conftest.py), each test file on one of them.
 test-gpu: $(STAMP)
-	NUMBA_ENABLE_CUDASIM=0 $(PY) -m pytest -p no:xdist
+	$(if $(GPUS),GPUSM_TEST_GPUS=$(GPUS) NUMBA_ENABLE_CUDASIM=0 $(PY) -m pytest -n $(words $(subst $(comma),$(space),$(GPUS))) --dist loadfile,NUMBA_ENABLE_CUDASIM=0 $(PY) -m pytest -p no:xdist)
 
 experiment-gsi: $(STAMP)
 	$(EXPERIMENT) --paper gsi_icde20

@@ -5,9 +5,17 @@ imported; importing it here makes the choice before any test module imports numb
 Set ``NUMBA_ENABLE_CUDASIM`` yourself to override (``0`` forces the real driver).
 """
 
+import os
+
 import pytest
 
-from common.backend import BACKEND
+# ``GPUSM_TEST_GPUS=0,1 pytest -n 2``: each xdist worker gets one of the listed GPUs (set before
+# numba.cuda starts), so the suite runs on several GPUs at once (``make test-gpu GPUS=0,1``).
+if os.environ.get("GPUSM_TEST_GPUS") and os.environ.get("PYTEST_XDIST_WORKER"):
+    _gpus = os.environ["GPUSM_TEST_GPUS"].split(",")
+    os.environ["CUDA_VISIBLE_DEVICES"] = _gpus[int(os.environ["PYTEST_XDIST_WORKER"][2:]) % len(_gpus)]
+
+from common.backend import BACKEND  # noqa: E402  (after the GPU choice above)
 
 
 def pytest_report_header(config):
