@@ -53,12 +53,13 @@ def test_makefile_picks_the_cuda_extra_from_nvidia_smi(tmp_path, cuda, extras):
     requires("bin:make")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    if cuda:
-        smi = bin_dir / "nvidia-smi"
-        smi.write_text(f'#!/bin/sh\necho "| NVIDIA-SMI 580.65  Driver Version: 580.65  CUDA Version: {cuda} |"\n')
-        smi.chmod(0o755)
-    path = os.pathsep.join([str(bin_dir)] + [p for p in os.environ["PATH"].split(os.pathsep)
-                                              if not (Path(p) / "nvidia-smi").exists()])
+    # a stand-in nvidia-smi first on PATH (a real one may share /usr/bin with make and sed):
+    # it prints a driver's CUDA version, or nothing and fails, as where no driver is installed
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(f'#!/bin/sh\necho "| NVIDIA-SMI 580.65  Driver Version: 580.65  CUDA Version: {cuda} |"\n'
+                   if cuda else "#!/bin/sh\nexit 127\n")
+    smi.chmod(0o755)
+    path = os.pathsep.join([str(bin_dir), os.environ["PATH"]])
     env = {k: v for k, v in os.environ.items() if k != "EXTRAS"}
     out = subprocess.run(["make", "-s", "-C", str(ROOT), "cuda-extra"], env=dict(env, PATH=path),
                          capture_output=True, text=True, timeout=60, check=True).stdout
