@@ -156,27 +156,34 @@ def run(engine_name, worker_counts, sets, heavy, timeout_s, parts_per_worker, cl
 
 
 def plot(frame: pd.DataFrame, path: Path) -> None:
-    """Speedup over the one-GPU local run against workers, one line per workload, ideal dashed."""
+    """Speedup over the one-GPU local run against workers (log scale): query sets solid, split
+    queries dashed (one marker per parts-per-worker value), the ideal line black."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     dask = frame[frame["run"] == "dask"]
-    fig, ax = plt.subplots(figsize=(6, 4))
     if "parts_per_worker" not in dask:
         dask = dask.assign(parts_per_worker=np.nan)
     several = dask.parts_per_worker.nunique() > 1
-    for (kind, workload, per_worker), part in dask.groupby(["kind", "workload", "parts_per_worker"],
-                                                            sort=False, dropna=False):
-        what = "query set" if kind == "set" else (f"split, {per_worker:.0f} parts/worker" if several else "split")
-        ax.plot(part.workers, part.speedup, marker="o", label=f"{workload} ({what})")
+    markers = dict(zip(sorted(dask.parts_per_worker.dropna().unique()), "so^vD"))
+    colours = plt.get_cmap("tab10")
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for i, workload in enumerate(dict.fromkeys(dask.workload)):
+        for (kind, per_worker), part in dask[dask.workload == workload].groupby(
+                ["kind", "parts_per_worker"], sort=False, dropna=False):
+            split = kind == "split"
+            what = "query set" if not split else (f"split, {per_worker:.0f} parts/worker" if several else "split")
+            ax.plot(part.workers, part.speedup, color=colours(i % 10), linestyle="--" if split else "-",
+                    marker=markers.get(per_worker, "o"), label=f"{workload} ({what})")
     top = int(dask.workers.max()) if len(dask) else 1
-    ax.plot([1, top], [1, top], "k--", linewidth=1, label="ideal (linear)")
+    ax.plot([1, top], [1, top], "k-", linewidth=2, alpha=0.4, label="ideal (linear)")
+    ax.set_yscale("log", base=2)
     ax.set_xlabel("Dask workers (one GPU each)")
-    ax.set_ylabel("speedup over one GPU without Dask (x)")
+    ax.set_ylabel("speedup over one GPU without Dask (x, log scale)")
     ax.set_xticks(sorted(dask.workers.unique()) if len(dask) else [1])
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.set_title(f"gpusm on Dask, {frame.backend.iloc[0]}")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
