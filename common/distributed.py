@@ -15,7 +15,8 @@
 * :func:`match_split` runs one query as several tasks, each over a range of data vertices for
   the engine's root (``root_range``, :mod:`common.roots`; engines ``cpu``, ``gmatch``, ``egsm``).
   The ranges are cut by estimated work (the degrees of the root's label-and-degree candidates),
-  more of them than workers, so that the scheduler balances them. Counts add up exactly,
+  more of them than workers, and submitted heaviest first (Dask priorities), so that the
+  scheduler balances them. Counts add up exactly,
   embeddings concatenate (in range order), the status is the worst of the parts, and ``limit``
   and ``timeout_s`` hold for the whole: parts still queued when the limit is reached are
   cancelled, and a part that starts after the deadline returns ``timeout`` at once.
@@ -183,9 +184,10 @@ def _stamp(result: MatchResult, warm: bool) -> MatchResult:
 
 def _split_plan(graph, token: str, engine: str, options: dict, query: Graph, parts: int,
                 homomorphic: bool):
-    """On a worker: the root query vertex and the work-balanced ranges of data vertices for it
-    (``None`` when the engine cannot take the query: the caller runs it whole)."""
-    from .roots import label_degree_candidates, work_ranges
+    """On a worker: the root query vertex, the work-balanced ranges of data vertices for it and
+    each range's estimated work (``None`` when the engine cannot take the query: the caller
+    runs it whole)."""
+    from .roots import label_degree_candidates, range_work, work_ranges
 
     lock, prepared, _ = _engine_entry(graph, token, engine, options)
     if not hasattr(prepared, "root_vertex"):
@@ -198,8 +200,9 @@ def _split_plan(graph, token: str, engine: str, options: dict, query: Graph, par
         root = prepared.root_vertex(query, **({"homomorphic": homomorphic} if "homomorphic" in takes else {}))
     degree = 0 if homomorphic else int(query.degrees[root])
     candidates = label_degree_candidates(data, int(query.labels[root]), degree)
-    return int(root), work_ranges(candidates, np.asarray(data.degrees)[candidates],
-                                  data.num_vertices, parts)
+    weights = np.asarray(data.degrees)[candidates]
+    ranges = work_ranges(candidates, weights, data.num_vertices, parts)
+    return int(root), ranges, range_work(candidates, weights, ranges).tolist()
 
 
 # ---------------------------------------------------------------------- client side
@@ -313,9 +316,12 @@ def match_split(data, query, engine: str = "cpu", client=None, parts: int | None
                               dict(kwargs, timeout_s=timeout_s), pure=False).result()
         whole.stats.update(split_parts=1)
         return whole
-    root, ranges = plan
-    futures = [client.submit(_run_query, shipped, token, engine, engine_options, q, kwargs,
-                             root_range=r, deadline=deadline, pure=False) for r in ranges]
+    root, ranges, work = plan
+    futures = [None] * len(ranges)
+    for rank, i in enumerate(np.argsort(-np.asarray(work), kind="stable")):    # heaviest first
+        futures[i] = client.submit(_run_query, shipped, token, engine, engine_options, q, kwargs,
+                                   root_range=ranges[i], deadline=deadline, priority=len(ranges) - rank,
+                                   pure=False)
     index = {f.key: i for i, f in enumerate(futures)}
     done: dict[int, MatchResult] = {}
     pending = set(futures)

@@ -61,6 +61,16 @@ def work_ranges(candidates: np.ndarray, weights: np.ndarray, n: int, parts: int)
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if a < b]
 
 
+def range_work(candidates: np.ndarray, weights: np.ndarray, ranges: list[tuple[int, int]]) -> np.ndarray:
+    """Estimated work of each range: the summed weights (+1 each, as :func:`work_ranges`) of the
+    candidates inside it; a split submits its heaviest ranges first, so the longest parts do not
+    start last."""
+    candidates = np.asarray(candidates, dtype=np.int64)
+    cumulative = np.concatenate([[0.0], np.cumsum(np.asarray(weights, dtype=np.float64) + 1.0)])
+    bounds = np.searchsorted(candidates, np.asarray(ranges, dtype=np.int64).reshape(-1, 2))
+    return cumulative[bounds[:, 1]] - cumulative[bounds[:, 0]]
+
+
 def label_degree_candidates(data, label: int, degree: int) -> np.ndarray:
     """Data vertices with vertex label ``label`` and degree >= ``degree``, sorted (the estimate
     of a root's candidates that every engine's filter contains)."""

@@ -13,7 +13,7 @@ from _paths import DATA
 from common.engine import create_engine
 from common.generate import random_walk_query, rmat, uniform_labels
 from common.result import Status
-from common.roots import check_root_range, label_degree_candidates, work_ranges
+from common.roots import check_root_range, label_degree_candidates, range_work, work_ranges
 from egsm.order import first_vertex
 from egsm.order import plan as egsm_plan
 from gmatch.plan import build_plan
@@ -81,6 +81,18 @@ def test_work_ranges_partition_and_balance():
     sizes = [int(np.sum((cands >= lo) & (cands < hi))) for lo, hi in even]
     assert len(even) == 5 and max(sizes) - min(sizes) <= 1
     assert work_ranges(cands[:1], np.ones(1), n, 4) == [(0, n)]
+
+
+def test_range_work_sums_each_ranges_candidates():
+    cands = np.arange(0, 100, 2)
+    weights = np.ones(cands.size)
+    weights[10] = 1000                                      # candidate 20
+    ranges = work_ranges(cands, weights, 100, 8)
+    work = range_work(cands, weights, ranges)
+    assert work.sum() == (weights + 1).sum()
+    for (lo, hi), w in zip(ranges, work):
+        assert w == (weights[(cands >= lo) & (cands < hi)] + 1).sum()
+    assert ranges[int(np.argmax(work))][0] <= 20 < ranges[int(np.argmax(work))][1]
 
 
 @pytest.mark.parametrize("folder,data_file,queries", [
