@@ -238,14 +238,24 @@ def _graphs_for(data, queries, vertex_label, edge_label, data_on_workers):
     return graph, [_as_graph(q, vertex_label, edge_label, like=graph) for q in queries]
 
 
+def _submission(client, data, queries, engine, vertex_label, edge_label, data_on_workers,
+                engine_options):
+    """What every query-set submission checks and ships first: (shipped data, its token, the
+    query Graphs); an unknown engine or option fails here, before any task is sent."""
+    _require_distributed()
+    create_engine(engine, **engine_options)
+    graph, queries = _graphs_for(data, list(queries), vertex_label, edge_label, data_on_workers)
+    shipped, token = _ship(client, data if data_on_workers else graph, data_on_workers)
+    return shipped, token, queries
+
+
 def submit_many(data, queries, engine: str = "cpu", *, client, limit=None, collect=False,
                 timeout_s=None, homomorphic=False, vertex_label="label", edge_label=None,
                 data_on_workers: bool = False, **engine_options) -> list:
-    """One future per query (in query order) for :func:`match_many`; gather them for the results."""
-    _require_distributed()
-    create_engine(engine, **engine_options)        # an unknown engine or option fails here
-    graph, queries = _graphs_for(data, list(queries), vertex_label, edge_label, data_on_workers)
-    shipped, token = _ship(client, data if data_on_workers else graph, data_on_workers)
+    """One future per query (in query order): results as each query finishes (the CLI's
+    progress); gather them for the results."""
+    shipped, token, queries = _submission(client, data, queries, engine, vertex_label, edge_label,
+                                          data_on_workers, engine_options)
     kwargs = dict(limit=limit, collect=collect, timeout_s=timeout_s, homomorphic=homomorphic)
     return [client.submit(_run_query, shipped, token, engine, engine_options, q, kwargs, pure=False,
                           key=f"gpusm-{engine}-{i}-{q.name}-{os.urandom(4).hex()}")
@@ -263,16 +273,12 @@ def match_many(data, queries, engine: str = "cpu", *, client, limit=None, collec
     different tasks; each task answers its group through the worker's ``match_batch``, as a
     local :func:`common.match_many` does, so small queries share launches and one task's
     scheduling cost is paid per group, not per query."""
-    _require_distributed()
-    create_engine(engine, **engine_options)
-    graph, queries = _graphs_for(data, list(queries), vertex_label, edge_label, data_on_workers)
-    if not queries:
-        return []
     groups = default_parts(client) if groups is None else int(groups)
     if groups < 1:
         raise ValueError(f"groups must be at least 1, got {groups}")
+    shipped, token, queries = _submission(client, data, queries, engine, vertex_label, edge_label,
+                                          data_on_workers, engine_options)
     groups = min(groups, len(queries))
-    shipped, token = _ship(client, data if data_on_workers else graph, data_on_workers)
     kwargs = dict(limit=limit, collect=collect, timeout_s=timeout_s, homomorphic=homomorphic)
     members = [list(range(g, len(queries), groups)) for g in range(groups)]
     futures = [client.submit(_run_batch, shipped, token, engine, engine_options,

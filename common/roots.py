@@ -38,6 +38,11 @@ def outside_mask(n: int, root_range: tuple[int, int]) -> np.ndarray:
     return out
 
 
+def _work(weights) -> np.ndarray:
+    """Estimated work per candidate: its weight + 1 (every candidate is some work)."""
+    return np.asarray(weights, dtype=np.float64) + 1.0
+
+
 def work_ranges(candidates: np.ndarray, weights: np.ndarray, n: int, parts: int) -> list[tuple[int, int]]:
     """Cut ``[0, n)`` into at most ``parts`` ranges of about equal summed weight of the root's
     candidates (sorted data vertex ids, with one weight each: the estimated work below them).
@@ -51,7 +56,7 @@ def work_ranges(candidates: np.ndarray, weights: np.ndarray, n: int, parts: int)
     candidates = np.asarray(candidates, dtype=np.int64)
     if candidates.size <= 1 or parts == 1:
         return [(0, n)]
-    work = np.asarray(weights, dtype=np.float64) + 1.0       # +1: every candidate is some work
+    work = _work(weights)
     cumulative = np.cumsum(work)
     # a candidate goes to share k when the middle of its work lies in the k-th of ``parts``
     # equal shares of the total; a new range starts wherever the share changes
@@ -62,11 +67,11 @@ def work_ranges(candidates: np.ndarray, weights: np.ndarray, n: int, parts: int)
 
 
 def range_work(candidates: np.ndarray, weights: np.ndarray, ranges: list[tuple[int, int]]) -> np.ndarray:
-    """Estimated work of each range: the summed weights (+1 each, as :func:`work_ranges`) of the
+    """Estimated work of each range: the summed work (:func:`_work`) of the
     candidates inside it; a split submits its heaviest ranges first, so the longest parts do not
     start last."""
     candidates = np.asarray(candidates, dtype=np.int64)
-    cumulative = np.concatenate([[0.0], np.cumsum(np.asarray(weights, dtype=np.float64) + 1.0)])
+    cumulative = np.concatenate([[0.0], np.cumsum(_work(weights))])
     bounds = np.searchsorted(candidates, np.asarray(ranges, dtype=np.int64).reshape(-1, 2))
     return cumulative[bounds[:, 1]] - cumulative[bounds[:, 0]]
 
