@@ -27,6 +27,8 @@ from .errors import DeviceOutOfMemory
 
 cudasim.install()
 
+from .launch import jit  # noqa: E402  (after the simulator's intrinsics are installed)
+
 
 def gpu_available() -> bool:
     """True when a real CUDA GPU can be used (never under the simulator)."""
@@ -384,7 +386,7 @@ class BufferPool:
         return name in self._arrays
 
 
-@cuda.jit
+@jit
 def _fill_kernel(out, value):
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
@@ -405,7 +407,7 @@ def fill(d_array, value, stream=0) -> None:
     _fill_kernel[blocks, FILL_THREADS, stream](flat, value)
 
 
-@cuda.jit
+@jit
 def _clear_bit_kernel(masks, bit, keep, lo, hi, counter, index):
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
@@ -547,6 +549,6 @@ def kernel_resources(kernel, *signature_args) -> dict:
 
 
 __all__ = [
-    "cuda", "FULL_MASK", "WARP_SIZE", "simulator_active", "gpu_available", "device_info",
+    "cuda", "jit", "FULL_MASK", "WARP_SIZE", "simulator_active", "gpu_available", "device_info",
     "PhaseTimer", "DeviceTimer", "DeviceMemoryBudget", "BufferPool", "LaunchWatch", "fill", "kernel_resources",
 ]

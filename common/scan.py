@@ -17,7 +17,7 @@ import functools
 import numpy as np
 
 from .cudasim import FULL_MASK
-from .device import cuda, simulator_active
+from .device import cuda, jit, simulator_active
 
 # The simulator runs one Python thread per CUDA thread, so its tiles are small: 64 threads keep
 # two warps per block (the cross-warp step is exercised) and 1000 elements already need 2 levels.
@@ -49,7 +49,7 @@ def _kernels(dtype_str: str):
     scalar = np.dtype(dtype_str).type
     threads, items, tile_size, warps = SCAN_THREADS, SCAN_ITEMS, SCAN_TILE, _WARPS
 
-    @cuda.jit
+    @jit
     def scan_tiles(inp, out, n, tile_totals):
         tile = cuda.shared.array(tile_size, scalar)
         warp_totals = cuda.shared.array(warps, scalar)
@@ -90,7 +90,7 @@ def _kernels(dtype_str: str):
             if g < n:
                 out[g] = tile[k * threads + tid]
 
-    @cuda.jit
+    @jit
     def add_offsets(out, n, offsets):
         b = cuda.blockIdx.x + 1                     # tile 0's offset is 0
         offset = offsets[b]

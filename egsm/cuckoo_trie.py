@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 from numba import int32, int64
 
-from common.device import cuda
+from common.device import cuda, jit
 from common.device_functions import hash32, lower_bound
 
 from .layout import (
@@ -100,7 +100,7 @@ def edge_of_pair(meta, p):
     return lo
 
 
-@cuda.jit
+@jit
 def insert_kernel(n, moff, masks, meta, keys, ctrl):
     """Level 1: insert every data vertex v into the table of every u with v in C(u) (the
     query's bitmaps start at masks[moff])."""
@@ -133,7 +133,7 @@ def insert_kernel(n, moff, masks, meta, keys, ctrl):
                 ctrl[C_CUCKOO_FAIL] = 1
 
 
-@cuda.jit
+@jit
 def count_kernel(capacity, num_pairs, meta, keys, masks, moff, offsets, neighbors, cnt):
     """Level 2 sizes: cnt[p] = |N(v, u, u')| for pair p = (edge (u, u'), cell of v); 0 past the
     last pair, so that a scan over the whole buffer ends with the total."""
@@ -151,7 +151,7 @@ def count_kernel(capacity, num_pairs, meta, keys, masks, moff, offsets, neighbor
         cnt[p] = c
 
 
-@cuda.jit
+@jit
 def fill_kernel(num_pairs, meta, keys, masks, moff, offsets, neighbors, off, nbr, removed):
     """Level 3: copy N(v, u, u') (sorted) to nbr[off[p]:]; clear the slots' REMOVED flags."""
     for p in range(cuda.grid(1), num_pairs, cuda.gridsize(1)):
@@ -170,7 +170,7 @@ def fill_kernel(num_pairs, meta, keys, masks, moff, offsets, neighbors, off, nbr
                 pos += 1
 
 
-@cuda.jit
+@jit
 def reset_kernel(ctrl, keys, cells):
     """A build attempt starts: ctrl zeroed, keys[:cells] EMPTY (the pooled buffer may be longer)."""
     start = cuda.grid(1)
@@ -180,7 +180,7 @@ def reset_kernel(ctrl, keys, cells):
         keys[i] = EMPTY
 
 
-@cuda.jit
+@jit
 def small_scan_kernel(cnt, n, num_pairs, out_a, out_b, ctrl, compact):
     """Exclusive scans of cnt[:n] by one block of SCAN_BLOCK threads (a thread per contiguous
     chunk, a shared-memory scan of the chunk sums). ``compact`` = 0: level-2 offsets to out_a,
@@ -233,14 +233,14 @@ def small_scan_kernel(cnt, n, num_pairs, out_a, out_b, ctrl, compact):
             ctrl[C_KEYS] = sa[tid]
 
 
-@cuda.jit
+@jit
 def alive_kernel(capacity, num_pairs, cnt, alive):
     """alive[p] = 1 if pair p still has a non-empty list (its key is in π_u R(u, u'))."""
     for p in range(cuda.grid(1), capacity, cuda.gridsize(1)):
         alive[p] = 1 if p < num_pairs and cnt[p] > 0 else 0
 
 
-@cuda.jit
+@jit
 def compact_kernel(num_pairs, meta, keys, cnt, off, nbr, removed, off2, nbr2, proj_pos,
                    proj_keys, einfo):
     """CompactCuckooTries: surviving slots to nbr2[off2[p]:], surviving keys of each trie to

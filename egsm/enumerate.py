@@ -65,7 +65,7 @@ from __future__ import annotations
 
 from numba import int32, int64
 
-from common.device import FULL_MASK, cuda
+from common.device import FULL_MASK, cuda, jit
 
 from .cuckoo_trie import list_contains, lookup
 from .layout import (
@@ -421,7 +421,7 @@ def emit_rows(ctrl, queue, qcap, stage, max_rows, out_start, w_out, out_mask, sM
                 col += 1
 
 
-@cuda.jit
+@jit
 def extend_kernel(meta, einfo, keys, off2, nbr2, proj_keys, queue, ctrl, emb, emb_cap, split,
                   split_cap, split_threshold, epoch, stage, slot, first_edge, num_tasks,
                   group_mask, mapped_before, final, fallback, limit, adaptive, watch):

@@ -35,7 +35,7 @@ from collections import deque
 import numpy as np
 from numba import int64
 
-from common.device import cuda
+from common.device import cuda, jit
 from common.device_functions import lower_bound
 from common.graph import Graph
 
@@ -72,7 +72,7 @@ def neighbour_label_counts(data: Graph) -> tuple[np.ndarray, np.ndarray, np.ndar
     return offsets, (unique % num_labels).astype(np.int32), counts.astype(np.int32)
 
 
-@cuda.jit
+@jit
 def candidate_kernel(n, num_queries, offsets, labels, nlc_off, nlc_lab, nlc_cnt, metas, masks,
                      cand):
     """Steps 1-2 for a batch of queries in one launch (one thread per (query, data vertex)):
@@ -104,7 +104,7 @@ def candidate_kernel(n, num_queries, offsets, labels, nlc_off, nlc_lab, nlc_cnt,
         masks[i] = m
 
 
-@cuda.jit
+@jit
 def restrict_root_kernel(n, moff, masks, u0, lo, hi, cand, index):
     """root_range: clear bit u0 of masks[moff + v] for v outside [lo, hi), one off cand[index]
     per bit cleared."""
@@ -151,7 +151,7 @@ def prune_cell(u, c, meta, keys, cnt, off, nbr, removed):
                     cuda.atomic.add(cnt, q, -1)
 
 
-@cuda.jit
+@jit
 def prune_kernel(u, meta, keys, cnt, off, nbr, removed):
     """Wedge filter around centre u, one thread per cell of u (a query with large C(u))."""
     cells = meta[M_CBASE + u + 1] - meta[M_CBASE + u]
@@ -159,7 +159,7 @@ def prune_kernel(u, meta, keys, cnt, off, nbr, removed):
         prune_cell(u, c, meta, keys, cnt, off, nbr, removed)
 
 
-@cuda.jit
+@jit
 def prune_all_kernel(meta, keys, cnt, off, nbr, removed):
     """Both passes of the wedge filter in one launch of one block: the centres of
     meta[M_DELTA:] in turn, a block barrier between two centres (what separate launches gave)."""

@@ -22,14 +22,14 @@ import functools
 
 from numba import int8, int32, int64
 
-from common.device import cuda
+from common.device import cuda, jit
 
 from .kernels import SQ_ROWS, load_plan, search_functions, warp_append
 
 SEED_WARPS = 8            # warps per block of the BFS launches (256 threads)
 
 
-@cuda.jit
+@jit
 def seed_level0(cand_mask, out, capacity, counter):
     """out <- every data vertex that may match position 0 (warp-aggregated append)."""
     nv = cand_mask.size
@@ -46,7 +46,7 @@ def seed_level0(cand_mask, out, capacity, counter):
         start += stride
 
 
-@cuda.jit
+@jit
 def seed_indices(out, count):
     """out[i] <- i for the ``count`` candidate indices of position 0 (candidate-graph mode)."""
     i = cuda.grid(1)
@@ -62,7 +62,7 @@ def seed_expand_kernel(indexed: bool):
     validate, group, group_start = fn.validate, fn.group, fn.group_start
     CHECK_BIT = not indexed
 
-    @cuda.jit
+    @jit
     def seed_expand(off, ent, bitmap, cset, eg, cand, qp, inp, rows, d, out, capacity, counter):
         """Extend each of the ``rows`` partial matches of width d in ``inp`` by position d into
         ``out`` (width d + 1); one warp per row, 32 candidates per step. The row is the whole

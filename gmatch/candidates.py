@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from common.device import cuda, simulator_active
+from common.device import cuda, jit, simulator_active
 from common.graph import Graph
 from common.sorted_ranges import lower_bound
 
@@ -102,7 +102,7 @@ def pack_candidate_graph(qp: np.ndarray, cg: CandidateGraph) -> None:
     qp[QP_CSIZE, :cg.sizes.size] = cg.sizes
 
 
-@cuda.jit
+@jit
 def filter_kernel(offsets, neighbors, labels, qps, cands):
     """cands[q, v] = bitmask of the query positions that data vertex v passes LDF + NLF for, for
     query q = blockIdx.y (one launch filters a batch); each warp adds its per-position counts to

@@ -104,7 +104,7 @@ import types
 
 from numba import int8, int32, int64
 
-from common.device import cuda, simulator_active
+from common.device import cuda, jit, simulator_active
 from common.device_functions import contains, lower_bound
 
 from .candidates import (
@@ -803,7 +803,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             top[wi] = t
         return found, idle
 
-    @cuda.jit(**cap)
+    @jit(**cap)
     def fine_dfs(off, ent, bitmap, cset, eg, cands, qps, pool, width, ctrls, emb, emb_cap, watch,
                  halt, mail, xfer, block_query):
         # the block's query: its LDF/NLF bits, plan, control row (seed range, limit, counters)
@@ -932,7 +932,7 @@ def coarse_kernel(warps: int, unroll: int, indexed: bool):
     validate, group, leaf_output, group_start = fn.validate, fn.group, fn.leaf_output, fn.group_start
     CHECK_BIT = not indexed
 
-    @cuda.jit
+    @jit
     def coarse_dfs(off, ent, bitmap, cset, eg, cand, qp, pool, width, seed_lo, seed_hi,
                    ctrl, emb, emb_cap, limit_unique, watch, halt, fc_v, fc_p):
         G = (off, ent, bitmap, cset, eg, cand)
@@ -1047,7 +1047,7 @@ def coarse_kernel(warps: int, unroll: int, indexed: bool):
     return coarse_dfs
 
 
-@cuda.jit
+@jit
 def reset_mail(mail):
     """Empty the global mailbox and mark every warp busy before a launch with global stealing."""
     i = cuda.grid(1)

@@ -40,7 +40,7 @@ from typing import NamedTuple
 import numpy as np
 
 from common.cudasim import FULL_MASK
-from common.device import cuda, fill, simulator_active
+from common.device import cuda, fill, jit, simulator_active
 
 from .join import (
     LOAD_NEIGHBORS,
@@ -230,7 +230,7 @@ def _block_kernel(warps: int):
     Q = MAX_QUERY_VERTICES
     T = warps * 32
 
-    @cuda.jit
+    @jit
     def block_first_edge(tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n, structure,
                          meta, gl, keys, offs, ci, ci_label, use_cache, w1, w3, dedup, queue, qcount,
                          qinfo, e_lo, e_hi, loads, instrument):
@@ -301,7 +301,7 @@ def _heavy_kernel(warps: int):
     Q = MAX_QUERY_VERTICES
     T = warps * 32
 
-    @cuda.jit
+    @jit
     def heavy(tab, width, a, part, col, label, bits, ubase, F, gba, num, n, structure, meta, gl, keys,
               offs, ci, ci_label, queue, qcount, qinfo, e_lo, e_hi, use_cache, loads, instrument):
         """Layer 1: a whole block for each queued row, rounds of one element per thread; then its
@@ -356,7 +356,7 @@ def _heavy_kernel(warps: int):
     return heavy
 
 
-@cuda.jit
+@jit
 def histogram_kernel(counts, m, hist):
     """hist[b] = rows whose work falls in the 32-wide interval b (the last bin pools the rest)."""
     i = cuda.grid(1)

@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit
 
 from common.cudasim import FULL_MASK
-from common.device import cuda
+from common.device import cuda, jit
 from common.device_functions import hash32_host
 from common.graph import Graph
 
@@ -88,7 +88,7 @@ def signature_table(graph: Graph, column_first: bool) -> np.ndarray:
     return out
 
 
-@cuda.jit
+@jit
 def filter_kernel(mode, n, nwords, nq, sig, labels, out_deg, in_deg, qinfo, q_lab, q_out, q_in,
                   q_sig, bits, sizes, word0, row_words):
     """bits[u * row_words + word0 + k] = candidate word k of query vertex u over the ``n`` vertices
@@ -130,7 +130,7 @@ def make_compact_kernel(threads: int):
     cost each new GSI engine 0.2-0.3 s on its first query)."""
     warps = threads // 32
 
-    @cuda.jit
+    @jit
     def compact_kernel(bits, row_base, nwords, out):
         totals = cuda.shared.array(warps, np.int64)
         tid = cuda.threadIdx.x

@@ -37,7 +37,7 @@ from typing import NamedTuple
 import numpy as np
 
 from common.cudasim import FULL_MASK
-from common.device import cuda
+from common.device import cuda, jit
 from common.device_functions import lower_bound, lower_bound_probes
 from common.scan import warp_inclusive_scan
 
@@ -445,7 +445,7 @@ def _offset_kernels(warps: int):
     """Prealloc-Combine's sizing and writing steps: row counts, scans, link."""
     T = 32 * warps
 
-    @cuda.jit
+    @jit
     def row_counts(tab, width, a, m, col, part, n, structure, meta, gl, keys, offs, ci, ci_label,
                    counts, qcount, loads, instrument):
         """counts[i] = |N(tab[a + i, col], part)| (a thread per row); empties the load-balance
@@ -461,7 +461,7 @@ def _offset_kernels(warps: int):
             i += cuda.gridsize(1)
         add_loads(loads, instrument, LOAD_STRUCTURE, total)
 
-    @cuda.jit
+    @jit
     def counts_scan(tab, width, a, m, col, part, n, structure, meta, gl, keys, offs, ci, ci_label,
                     counts, F, cells, qcount, loads, instrument):
         """One block: ``row_counts`` and the exclusive scan of the counts into F (GBA offsets) in
@@ -494,7 +494,7 @@ def _set_kernels(warps: int):
     """GPU-friendly set operations (a warp per row): the first edge, fused with the others."""
     Q = MAX_QUERY_VERTICES
 
-    @cuda.jit
+    @jit
     def first_edge(tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n, structure, meta,
                    gl, keys, offs, ci, ci_label, use_cache, qinfo, e_lo, e_hi, loads, instrument):
         """A warp per row: gba[F[i]:] = (N(v', l0) minus row) ∩ C(u), then intersected with the
@@ -532,7 +532,7 @@ def _set_kernels(warps: int):
 def _link_kernels(warps: int):
     T = 32 * warps
 
-    @cuda.jit
+    @jit
     def link(tab, width, a, m, buf, boff, num, P, out):
         """A warp per row: out[P[i] + k] = tab[a + i] + (buf[boff[i] + k],) for k < num[i]."""
         i = cuda.blockIdx.x * warps + cuda.threadIdx.x // 32
@@ -540,7 +540,7 @@ def _link_kernels(warps: int):
             link_row(tab, width, a + i, buf, boff[i], np.int64(num[i]), P[i], out)
             i += cuda.gridDim.x * warps
 
-    @cuda.jit
+    @jit
     def scan_link(tab, width, a, m, buf, boff, num, P, out, cells, write):
         """One block: the exclusive scan of num into P (new-table offsets, total in
         cells[CELL_OUT]) and, when ``write``, ``link`` of every row (for small tables whose output
@@ -569,7 +569,7 @@ def _naive_kernels(warps: int):
     """``set_ops="naive"``: a kernel per set operation, a thread per row (the first one,
     N(v', l0) ∩ C(u), is ``check_thread`` with write 1 and subtract 0)."""
 
-    @cuda.jit
+    @jit
     def naive_subtract(tab, width, a, m, F, gba, num, loads, instrument):
         """A thread per row: remove the row's own vertices from its buffer, in place."""
         i = cuda.grid(1)
@@ -581,7 +581,7 @@ def _naive_kernels(warps: int):
             i += cuda.gridsize(1)
         add_loads(loads, instrument, LOAD_TABLE, l_tab)
 
-    @cuda.jit
+    @jit
     def naive_intersect(tab, width, a, m, col, part, label, F, gba, num, n, structure, meta, gl, keys,
                         offs, ci, ci_label, loads, instrument):
         """A thread per row: gba[F[i]:F[i]+num[i]] ∩= N(v'', l) by a merge walk, in place."""
@@ -606,7 +606,7 @@ def _two_step_kernels(warps: int):
     Q = MAX_QUERY_VERTICES
     R = 2 * MAX_LINK_EDGES        # (start, end) of every linking edge; a literal for shared shapes
 
-    @cuda.jit
+    @jit
     def check_warp(write, tab, width, a, m, qinfo, e_lo, e_hi, bits, ubase, P, out, num, n, structure,
                    meta, gl, keys, offs, ci, ci_label, use_cache, loads, instrument):
         """Join-twice pass, a warp per row: count into num[i] (write 0) or write to out[P[i]:]."""
@@ -631,7 +631,7 @@ def _two_step_kernels(warps: int):
         if cuda.laneid == 0:
             add_load_counts(loads, instrument, l_struct, l_nbr, l_bits, 0)
 
-    @cuda.jit
+    @jit
     def check_thread(write, subtract, tab, width, a, m, qinfo, e_lo, e_hi, bits, ubase, P, out, num, n,
                      structure, meta, gl, keys, offs, ci, ci_label, loads, instrument):
         """A thread per row (naive set operations): :func:`check_row_thread` of every row, its

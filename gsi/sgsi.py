@@ -61,7 +61,7 @@ import numpy as np
 from numba import njit
 
 from common.cudasim import FULL_MASK
-from common.device import BufferPool, DeviceMemoryBudget, PhaseTimer, cuda, fill, simulator_active
+from common.device import BufferPool, DeviceMemoryBudget, PhaseTimer, cuda, fill, jit, simulator_active
 from common.device_functions import lower_bound
 from common.engine import Engine
 from common.errors import DeviceOutOfMemory
@@ -168,7 +168,7 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
     """The kernels SGSI adds to GSI's: offsets of the next segment's appends, the partitioned
     intersection (Algorithm 5) and the column writer (Algorithm 6)."""
 
-    @cuda.jit
+    @jit
     def append_offsets_kernel(F, num, num_seg, Fx, m, reset):
         """num += num_seg (num = 0 when ``reset``); Fx = F + num: where the next segment appends."""
         i = cuda.grid(1)
@@ -180,7 +180,7 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
             Fx[i] = F[i] + num[i]
             i += cuda.gridsize(1)
 
-    @cuda.jit
+    @jit
     def segment_intersect_kernel(tab, width, m, col, part, F, gba, num, rd, wr, n, structure, meta,
                                  gl, keys, offs, ci, ci_label, use_cache):
         """Algorithm 5 for one segment (a warp per row): merge gba[F+rd : F+num] with the segment's
@@ -211,7 +211,7 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
             cuda.syncwarp(FULL_MASK)
             i += nw
 
-    @cuda.jit
+    @jit
     def column_kernel(tab, width, c, m, gba, F, num, P, out):
         """Algorithm 6, one column: out[P[i] + k] = tab[i, c] (c < width) or gba[F[i] + k]
         (c == width) for k < num[i] (a warp per row)."""

@@ -40,7 +40,7 @@ import numba
 import numpy as np
 from numba import njit
 
-from common.device import cuda
+from common.device import cuda, jit
 from common.errors import DeviceOutOfMemory
 from common.graph import Graph
 from common.scan import exclusive_scan
@@ -296,7 +296,7 @@ def twig_table(twigs: list[Twig]) -> np.ndarray:
     return tab
 
 
-@cuda.jit
+@jit
 def _explore_roots_gpu(vertices, first, nroots, root_qv, root_bound, nleaves, leaf_args, t,
                        bitmap, homomorphic, off, adj, adjlab, write, rel, base, offsets,
                        row_stride, col_stride):
@@ -328,7 +328,7 @@ def _explore_roots_gpu(vertices, first, nroots, root_qv, root_bound, nleaves, le
         r += step
 
 
-@cuda.jit
+@jit
 def _clear_columns_gpu(bitmap, twig_tab, t):
     """Zero the binding rows of STwig ``t``'s query vertices (before they are rebuilt)."""
     n = bitmap.shape[1]
@@ -342,7 +342,7 @@ def _clear_columns_gpu(bitmap, twig_tab, t):
         i += step
 
 
-@cuda.jit
+@jit
 def _bind_columns_gpu(bitmap, twig_tab, t, rel, nrows, row_stride, col_stride, distinct, slot):
     """bitmap[x, v] = 1 for every value v of every column x of STwig ``t``'s relation;
     distinct[slot + c] counts column c's values (the first thread to set a bit counts it)."""

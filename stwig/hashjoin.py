@@ -61,7 +61,7 @@ import numba
 import numpy as np
 from numba.extending import register_jitable
 
-from common.device import BufferPool, cuda, simulator_active
+from common.device import BufferPool, cuda, jit, simulator_active
 from common.errors import DeviceOutOfMemory
 from common.scan import exclusive_scan
 
@@ -351,7 +351,7 @@ _restore_state_gpu = cuda.jit(device=True)(restore_state)
 _expand_unit_gpu = cuda.jit(device=True)(expand_unit)
 
 
-@cuda.jit
+@jit
 def _build_tables_gpu(rel, tab, keycol, nt, total_rows, pool, head):
     """One thread per build record: copy it into the pool and prepend it to its chain."""
     g = cuda.grid(1)
@@ -367,7 +367,7 @@ def _build_tables_gpu(rel, tab, keycol, nt, total_rows, pool, head):
         g += step
 
 
-@cuda.jit
+@jit
 def _expand_units_kernel(units, depth, urow, urec, r1, nr1, l1, pool, head, tab, keycol, keyslot,
                          newcol, homomorphic, write, offsets, nrow, nrec):
     """Split probe, one level: per unit, count (offsets[u] = count) or write its child units."""
@@ -382,7 +382,7 @@ def _expand_units_kernel(units, depth, urow, urec, r1, nr1, l1, pool, head, tab,
         u += step
 
 
-@cuda.jit
+@jit
 def _join_gpu(r1, nr1, l1, lo, hi, ctrl, sel, n_in, queue, cap, budget, depth, urow, urec, nq, nt,
               pool, head, tab, keycol, keyslot, newcol, homomorphic, mode, rowvals, out):
     """One bounded launch of Alg. 2 over work units [lo, hi) with persistent threads.
@@ -428,7 +428,7 @@ def _join_gpu(r1, nr1, l1, lo, hi, ctrl, sel, n_in, queue, cap, budget, depth, u
     cuda.atomic.add(ctrl, C_SUM, local)
 
 
-@cuda.jit
+@jit
 def _fill_prefix_gpu(out, n, value):
     """out[:n] = value (a reused buffer longer than the data: slicing costs a launch)."""
     i = cuda.grid(1)
@@ -464,7 +464,7 @@ def _block_exclusive_offset(sums, tid, nthreads, mine):
     return sums[tid] - mine, sums[nthreads - 1]
 
 
-@cuda.jit
+@jit
 def _split_small_gpu(units, depth, max_depth, split_rows, r1, nr1, l1, pool, head, tab, keycol,
                      keyslot, newcol, homomorphic, rows0, recs0, rows1, recs1, report):
     """Split levels while the units fit SMALL_SPLIT_UNITS, all in one block and one launch:

@@ -28,8 +28,9 @@ def pytest_report_header(config):
 def kernel_calls(monkeypatch):
     """Kernel launches (by kernel name), copies to the host (``copies``) and to the device
     (``uploads``) and ``cuda.synchronize`` calls, counted from now on whichever backend runs the
-    suite: the simulator's kernel and array classes, or numba-cuda's dispatcher and device
-    arrays on a GPU. Clear the counts with ``kernel_calls.update(launches=[], copies=0, ...)``."""
+    suite: the simulator's kernel and array classes, or on a GPU numba-cuda's dispatcher, gpusm's
+    quick launches (``common.launch.Kernel``) and device arrays. Clear the counts with
+    ``kernel_calls.update(launches=[], copies=0, ...)``."""
     from common.device import cuda, simulator_active
 
     if simulator_active():
@@ -39,12 +40,18 @@ def kernel_calls(monkeypatch):
         from numba.cuda.cudadrv.devicearray import DeviceNDArrayBase as Array
         from numba.cuda.dispatcher import CUDADispatcher as Kernel
     calls = {"launches": [], "copies": 0, "uploads": 0, "syncs": 0}
-    configure, to_host, to_device, synchronize = (Kernel.__getitem__, Array.copy_to_host,
-                                                  Array.copy_to_device, cuda.synchronize)
+    kernel_classes = [Kernel]
+    if not simulator_active():
+        from common.launch import Kernel as QuickKernel
+        kernel_classes.append(QuickKernel)
+    configures = [cls.__getitem__ for cls in kernel_classes]
+    to_host, to_device, synchronize = Array.copy_to_host, Array.copy_to_device, cuda.synchronize
 
-    def launch(kernel, config):
-        calls["launches"].append(getattr(kernel, "py_func", kernel).__name__)
-        return configure(kernel, config)
+    def counted(configure):
+        def launch(kernel, config):
+            calls["launches"].append(getattr(kernel, "py_func", kernel).__name__)
+            return configure(kernel, config)
+        return launch
 
     def copy_to_host(array, *args, **kwargs):
         calls["copies"] += 1
@@ -58,7 +65,8 @@ def kernel_calls(monkeypatch):
         calls["syncs"] += 1
         return synchronize(*args, **kwargs)
 
-    monkeypatch.setattr(Kernel, "__getitem__", launch)
+    for cls, configure in zip(kernel_classes, configures):
+        monkeypatch.setattr(cls, "__getitem__", counted(configure))
     monkeypatch.setattr(Array, "copy_to_host", copy_to_host)
     monkeypatch.setattr(Array, "copy_to_device", copy_to_device)
     monkeypatch.setattr(cuda, "synchronize", sync)

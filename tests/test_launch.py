@@ -1,0 +1,67 @@
+"""Quick kernel launches (common.launch): the same results as numba-cuda's own launches, whatever
+arrays, views, dtypes, scalars and streams a call site passes. On a GPU this runs the quick path;
+under the simulator ``jit`` is ``cuda.jit`` and the kernels still have to compute the same."""
+
+import numpy as np
+import pytest
+
+from common import launch
+from common.device import cuda, jit, simulator_active
+
+
+@jit
+def _axpy(out, x, a, n):
+    i = cuda.grid(1)
+    if i < n:
+        out[i] = out[i] + a * x[i]
+
+
+@jit
+def _sum_rows(table, sums):
+    row = cuda.grid(1)
+    if row < table.shape[0]:
+        total = 0
+        for j in range(table.shape[1]):
+            total += table[row, j]
+        sums[row] = total
+
+
+def test_jit_is_a_quick_kernel_only_on_a_gpu():
+    quick = not simulator_active() and launch.ENABLED
+    assert isinstance(_axpy, launch.Kernel) is quick
+    assert _axpy.py_func.__name__ == "_axpy"             # the dispatcher's attributes pass through
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64])
+def test_launches_compute_what_numpy_does_across_dtypes_views_and_scalars(dtype):
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 50, 300).astype(dtype)
+    out = rng.integers(0, 50, 300).astype(dtype)
+    d_x, d_out = cuda.to_device(x), cuda.to_device(out)
+    expected = out.copy()
+    for a, n in ((3, 300), (np.int32(2), 200), (np.int64(5), 17), (1, 0)):
+        _axpy[(n + 63) // 64 or 1, 64](d_out, d_x, a, n)
+        expected[:n] += a * x[:n]
+        np.testing.assert_array_equal(d_out.copy_to_host(), expected)
+    # a strided view (a different overload: layout 'A') and a slice (a new array object, new pointer)
+    _axpy[5, 64](d_out[1::2], d_x[::2], 2, 150)
+    expected[1::2] += 2 * x[::2]
+    _axpy[2, 64](d_out[100:], d_x[:200], 1, 100)
+    expected[100:200] += x[:100]
+    np.testing.assert_array_equal(d_out.copy_to_host(), expected)
+
+
+def test_two_dimensional_arrays_streams_and_fresh_arrays():
+    stream = cuda.stream()
+    for rows in (1, 7, 40):
+        table = np.arange(rows * 5, dtype=np.int64).reshape(rows, 5)
+        d_sums = cuda.device_array(rows, np.int64)
+        _sum_rows[1, 64, stream](cuda.to_device(table), d_sums)
+        stream.synchronize()
+        np.testing.assert_array_equal(d_sums.copy_to_host(), table.sum(axis=1))
+
+
+def test_a_host_array_argument_still_works_through_numba():
+    out = np.zeros(10, np.int32)
+    _axpy[1, 32](out, np.arange(10, dtype=np.int32), 2, 10)          # numba copies in and back
+    np.testing.assert_array_equal(out, 2 * np.arange(10))
