@@ -61,10 +61,12 @@ def _numba_internals():
         from numba.cuda.cudadrv import driver
         from numba.cuda.cudadrv.devicearray import DeviceNDArray
         from numba.cuda.dispatcher import LaunchConfig, _LaunchConfiguration, launch
+        from numba.cuda.errors import normalize_kernel_dimensions
         from numba.cuda.typing.typeof import Purpose, typeof
     except ImportError:
         return None
-    return _compat, driver, DeviceNDArray, LaunchConfig, _LaunchConfiguration, launch, Purpose, typeof
+    return (_compat, driver, DeviceNDArray, LaunchConfig, _LaunchConfiguration, launch, Purpose, typeof,
+            normalize_kernel_dimensions)
 
 
 class Kernel:
@@ -88,7 +90,13 @@ class Kernel:
         return f"Kernel({self.dispatcher.py_func.__name__})"
 
     def __getitem__(self, configuration):
+        if len(configuration) not in (2, 3, 4):
+            raise ValueError("a launch takes [griddim, blockdim] (and optionally stream, shared bytes)")
         griddim, blockdim, *rest = configuration
+        if type(griddim) is int and type(blockdim) is int:
+            griddim, blockdim = (griddim, 1, 1), (blockdim, 1, 1)
+        else:
+            griddim, blockdim = _INTERNALS[8](griddim, blockdim)
         stream = rest[0] if rest else 0
         shared = rest[1] if len(rest) > 1 else 0
         return _Launch(self, griddim, blockdim, stream, shared)
@@ -146,12 +154,8 @@ class _Launch:
         words = []
         for convert, value in zip(converters, args):
             convert(value, words)
-        config = kernel._config(_dims(self.griddim), _dims(self.blockdim), self.shared, cooperative)
+        config = kernel._config(self.griddim, self.blockdim, self.shared, cooperative)
         _INTERNALS[5](_core_stream(self.stream), config, function, *words)
-
-
-def _dims(dims):
-    return dims if isinstance(dims, int) else tuple(dims)
 
 
 _STREAMS: dict = {}
