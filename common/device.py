@@ -303,6 +303,7 @@ class BufferPool:
         self.prefix = prefix
         self.growth = float(growth)
         self._arrays: dict[str, object] = {}
+        self._views: dict[tuple, object] = {}    # (name, shape) -> view of the current buffer
         self._demand: dict[str, int] = {}        # bytes asked for by the current query
         self._scans: dict[str, object] = {}
         budget._pools.append(weakref.ref(self))
@@ -323,7 +324,7 @@ class BufferPool:
         """The whole buffer (at least ``size`` elements) for an int ``size``; for a shape, a view
         of its first elements in that shape."""
         dtype = np.dtype(dtype)
-        shape = tuple(int(s) for s in np.atleast_1d(size))
+        shape = (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
         elements = max(math.prod(shape), 1)
         current = self._arrays.get(name)
         if current is None or current.size < elements or current.dtype != dtype:
@@ -341,16 +342,28 @@ class BufferPool:
         self._demand_bytes(name, elements * dtype.itemsize)
         if len(shape) == 1:
             return current               # the whole buffer: slicing costs as much as a launch
-        return current[:math.prod(shape)].reshape(shape)
+        return self._view(name, current, shape)
+
+    def _view(self, name: str, current, shape: tuple):
+        """``current[:prod(shape)]`` in ``shape``, made once per (buffer, shape): a slice or a
+        reshape of a device array costs ~30 us of host time, more than a launch."""
+        view = self._views.get((name, shape))
+        if view is None or view[0] is not current:
+            if len(self._views) > 256:
+                self._views.clear()
+            view = (current, current[:math.prod(shape)].reshape(shape))
+            self._views[(name, shape)] = view
+        return view[1]
 
     def upload(self, name: str, host):
         """``host`` copied into the pooled buffer ``name``: a view of its first elements, host's shape."""
         host = np.ascontiguousarray(host)
-        flat = host.reshape(-1)
-        view = self.get(name, flat.size, flat.dtype)[:flat.size]
-        if flat.size:
-            view.copy_to_device(flat)
-        return view.reshape(host.shape)
+        shape = host.shape
+        current = self.get(name, host.size, host.dtype)
+        view = self._view(name, current, (host.size,))
+        if host.size:
+            view.copy_to_device(host.reshape(-1))
+        return view if len(shape) == 1 else self._view(name, current, shape)
 
     def scan(self, size: int, dtype=np.int64):
         """A :class:`common.scan.ScanWorkspace` for scans of at least ``size`` elements."""
@@ -371,6 +384,7 @@ class BufferPool:
         array = self._arrays.pop(name, None)
         if array is None:
             return
+        self._views = {key: view for key, view in self._views.items() if key[0] != name}
         demanded = self._demand.pop(name, 0)
         self.budget._add_slack(demanded - array.nbytes)
         self.budget.free(array)
@@ -432,6 +446,38 @@ def clear_bit_outside(d_masks, bit: int, lo: int, hi: int, counter=None, index: 
         counter, index = d_masks, -1
     blocks = min(1024, (d_masks.size + FILL_THREADS - 1) // FILL_THREADS)
     _clear_bit_kernel[blocks, FILL_THREADS](d_masks, kind(one), keep, lo, hi, counter, index)
+
+
+class PinnedStaging:
+    """A pinned host array for a small upload made once per query (a query plan, a control row),
+    copied without waiting for it to land: on the H200 host a synchronous host-to-device copy of
+    a few bytes took ~100 us (docs/performance.md, "Session 7"), more than a small query's
+    kernels. The copy is queued on the legacy default stream, so every later launch (on it or on
+    a blocking stream such as :class:`LaunchWatch`'s) and every synchronous copy back waits for
+    it. :meth:`ready` returns the host array once the previous copy from it has been made; write
+    into it only after that. Under the simulator the copy is synchronous."""
+
+    def __init__(self, shape, dtype):
+        sim = simulator_active()
+        self.host = np.zeros(shape, dtype) if sim else cuda.pinned_array(shape, dtype)
+        self.host[...] = 0
+        self._stream = 0 if sim else cuda.default_stream()
+        self._copied = None if sim else cuda.event(timing=False)
+        self._pending = False
+
+    def ready(self) -> np.ndarray:
+        """The host array, free to overwrite."""
+        if self._pending:
+            self._copied.synchronize()
+            self._pending = False
+        return self.host
+
+    def upload(self, device_array) -> None:
+        """Queue the copy of the host array into ``device_array`` (same shape and dtype)."""
+        device_array.copy_to_device(self.host, stream=self._stream)
+        if self._copied is not None:
+            self._copied.record(self._stream)
+            self._pending = True
 
 
 SPIN_S = 1e-3       # LaunchWatch polls without sleeping for this long after a launch
@@ -550,5 +596,6 @@ def kernel_resources(kernel, *signature_args) -> dict:
 
 __all__ = [
     "cuda", "jit", "FULL_MASK", "WARP_SIZE", "simulator_active", "gpu_available", "device_info",
-    "PhaseTimer", "DeviceTimer", "DeviceMemoryBudget", "BufferPool", "LaunchWatch", "fill", "kernel_resources",
+    "PhaseTimer", "DeviceTimer", "DeviceMemoryBudget", "BufferPool", "PinnedStaging", "LaunchWatch", "fill",
+    "kernel_resources",
 ]

@@ -13,10 +13,12 @@ from common.device import (
     BufferPool,
     DeviceMemoryBudget,
     PhaseTimer,
+    PinnedStaging,
     cuda,
     device_info,
     fill,
     gpu_available,
+    jit,
     kernel_resources,
     simulator_active,
 )
@@ -381,3 +383,39 @@ def test_buffer_pool_reuses_grows_keeps_and_checks_the_limit():
     assert pool.scan(100) is workspace and pool.scan(6000) is not workspace
     pool.free_all()
     assert budget.in_use == 0
+
+
+def test_buffer_pool_views_are_made_once_per_buffer_and_shape():
+    pool = BufferPool(DeviceMemoryBudget(None), growth=2.0)
+    view = pool.get("rows", (4, 3), np.int32)
+    assert pool.get("rows", (4, 3), np.int32) is view                # no new slice per query
+    assert pool.get("rows", (2, 3), np.int32).shape == (2, 3)
+    grown = pool.get("rows", (10, 3), np.int32)                      # a new buffer: new views
+    assert pool.get("rows", (4, 3), np.int32) is not view and grown.shape == (10, 3)
+    first = pool.upload("plan", np.arange(6, dtype=np.int64).reshape(3, 2))
+    again = pool.upload("plan", np.arange(6, 12, dtype=np.int64).reshape(3, 2))
+    assert again is first and np.array_equal(again.copy_to_host(), np.arange(6, 12).reshape(3, 2))
+    pool.free("plan")
+    assert np.array_equal(pool.upload("plan", np.arange(6, dtype=np.int64).reshape(3, 2)).copy_to_host(),
+                          np.arange(6).reshape(3, 2))
+
+
+def test_pinned_staging_uploads_each_query_s_values_in_order():
+    staging = PinnedStaging((2, 4), np.int64)
+    d_rows = cuda.device_array((2, 4), np.int64)
+    d_sums = cuda.device_array(2, np.int64)
+    for k in range(5):                       # rewrite, upload, launch, read back: every round fresh
+        staging.ready()[:] = np.arange(8).reshape(2, 4) * (k + 1)
+        staging.upload(d_rows)
+        _row_sums[1, 32](d_rows, d_sums)
+        assert d_sums.copy_to_host().tolist() == [6 * (k + 1), 22 * (k + 1)]
+
+
+@jit
+def _row_sums(rows, sums):
+    r = cuda.grid(1)
+    if r < rows.shape[0]:
+        total = 0
+        for j in range(rows.shape[1]):
+            total += rows[r, j]
+        sums[r] = total
