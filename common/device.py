@@ -414,7 +414,7 @@ FILL_THREADS = 32 if simulator_active() else 256
 
 def fill(d_array, value, stream=0) -> None:
     """Set every element of a contiguous device array to ``value`` with one launch."""
-    flat = d_array.reshape(d_array.size)
+    flat = d_array if d_array.ndim == 1 else d_array.reshape(d_array.size)   # a reshape costs ~30 us
     if flat.size == 0:
         return
     blocks = min(1024, (flat.size + FILL_THREADS - 1) // FILL_THREADS)

@@ -260,6 +260,7 @@ class GMatch(Engine):
         self._d_vertices_by_label = budget.to_device(by_label if nv else np.zeros(1, np.int32),
                                                      "vertices by label")
         self._d_levels = budget.zeros(MAX_QUERY_VERTICES + 1, np.int64, "BFS level counters")
+        self._d_level = [self._d_levels[i:i + 1] for i in range(MAX_QUERY_VERTICES + 1)]   # sliced once
         start = max(nv + 1, min(32 * self.seed_pool, POOL_START, 4 * (nv + data.num_edges),
                                 (budget.limit or 1 << 40) // 32))
         self._d_pool = [budget.device_array(start, np.int32, "seed pool"),
@@ -357,8 +358,8 @@ class GMatch(Engine):
             nv = self.data.num_vertices
             blocks = max(1, min(1024, math.ceil(nv / SEED_THREADS)))
             seed_level0[blocks, SEED_THREADS](self._d_cand, self._d_pool[0], self._d_pool[0].size,
-                                               self._d_levels[0:1])
-            rows = int(self._d_levels[0:1].copy_to_host()[0])
+                                               self._d_level[0])
+            rows = int(self._d_level[0].copy_to_host()[0])
         width = 1
         growths = 0
         expand = seed_expand_kernel(indexed)
@@ -366,7 +367,7 @@ class GMatch(Engine):
             if deadline is not None and time.perf_counter() > deadline:
                 return self._d_pool[cur_i], rows, width, True, growths
             out_i = 1 - cur_i
-            counter = self._d_levels[width:width + 1]
+            counter = self._d_level[width]
             blocks = max(1, min(self._sms * 64, math.ceil(rows * 32 / SEED_THREADS)))
             while True:
                 capacity = self._d_pool[out_i].size // (width + 1)
