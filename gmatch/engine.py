@@ -67,7 +67,6 @@ import functools
 import math
 import time
 
-import numba
 import numpy as np
 
 from common.device import (
@@ -84,6 +83,7 @@ from common.device import (
 from common.engine import Engine
 from common.errors import DeviceOutOfMemory
 from common.graph import Graph
+from common.launch import argument_types
 from common.result import MatchResult, Status
 from common.roots import check_root_range
 
@@ -168,7 +168,7 @@ def resident_blocks(kernel, args, threads: int) -> tuple[int, dict]:
     kernel's registers and shared memory), and its resource use; looked up once per kernel."""
     if SIM:
         return 1, {}
-    return _resident(kernel, tuple(numba.typeof(a) for a in args), threads)
+    return _resident(kernel, argument_types(args), threads)
 
 
 class GMatch(Engine):

@@ -65,3 +65,11 @@ def test_a_host_array_argument_still_works_through_numba():
     out = np.zeros(10, np.int32)
     _axpy[1, 32](out, np.arange(10, dtype=np.int32), 2, 10)          # numba copies in and back
     np.testing.assert_array_equal(out, 2 * np.arange(10))
+
+
+def test_argument_types_are_numba_s_types():
+    import numba
+
+    args = (cuda.to_device(np.zeros((3, 2), np.int32)), cuda.to_device(np.zeros(4, np.uint32))[::2], 7,
+            np.int32(3), 2.5, True)
+    assert launch.argument_types(args) == tuple(numba.typeof(a) for a in args)
