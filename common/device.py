@@ -448,38 +448,6 @@ def clear_bit_outside(d_masks, bit: int, lo: int, hi: int, counter=None, index: 
     _clear_bit_kernel[blocks, FILL_THREADS](d_masks, kind(one), keep, lo, hi, counter, index)
 
 
-class PinnedStaging:
-    """A pinned host array for a small upload made once per query (a query plan, a control row),
-    copied without waiting for it to land: on the H200 host a synchronous host-to-device copy of
-    a few bytes took ~100 us (docs/performance.md, "Session 7"), more than a small query's
-    kernels. The copy is queued on the legacy default stream, so every later launch (on it or on
-    a blocking stream such as :class:`LaunchWatch`'s) and every synchronous copy back waits for
-    it. :meth:`ready` returns the host array once the previous copy from it has been made; write
-    into it only after that. Under the simulator the copy is synchronous."""
-
-    def __init__(self, shape, dtype):
-        sim = simulator_active()
-        self.host = np.zeros(shape, dtype) if sim else cuda.pinned_array(shape, dtype)
-        self.host[...] = 0
-        self._stream = 0 if sim else cuda.default_stream()
-        self._copied = None if sim else cuda.event(timing=False)
-        self._pending = False
-
-    def ready(self) -> np.ndarray:
-        """The host array, free to overwrite."""
-        if self._pending:
-            self._copied.synchronize()
-            self._pending = False
-        return self.host
-
-    def upload(self, device_array) -> None:
-        """Queue the copy of the host array into ``device_array`` (same shape and dtype)."""
-        device_array.copy_to_device(self.host, stream=self._stream)
-        if self._copied is not None:
-            self._copied.record(self._stream)
-            self._pending = True
-
-
 SPIN_S = 1e-3       # LaunchWatch polls without sleeping for this long after a launch
 
 
@@ -596,6 +564,5 @@ def kernel_resources(kernel, *signature_args) -> dict:
 
 __all__ = [
     "cuda", "jit", "FULL_MASK", "WARP_SIZE", "simulator_active", "gpu_available", "device_info",
-    "PhaseTimer", "DeviceTimer", "DeviceMemoryBudget", "BufferPool", "PinnedStaging", "LaunchWatch", "fill",
-    "kernel_resources",
+    "PhaseTimer", "DeviceTimer", "DeviceMemoryBudget", "BufferPool", "LaunchWatch", "fill", "kernel_resources",
 ]

@@ -82,16 +82,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from common.device import (
-    BufferPool,
-    DeviceMemoryBudget,
-    LaunchWatch,
-    PhaseTimer,
-    PinnedStaging,
-    cuda,
-    fill,
-    simulator_active,
-)
+from common.device import BufferPool, DeviceMemoryBudget, LaunchWatch, PhaseTimer, cuda, fill, simulator_active
 from common.engine import Engine
 from common.errors import DeviceOutOfMemory
 from common.graph import Graph
@@ -233,7 +224,7 @@ class EGSM(Engine):
             "split records")
         self._epoch = 0
         sim = simulator_active()
-        self.meta_staging = PinnedStaging(L.META_SIZE, np.int64)
+        self.h_meta = np.zeros(L.META_SIZE, np.int64) if sim else cuda.pinned_array(L.META_SIZE, np.int64)
         self.h_state = np.zeros(L.STATE_SIZE, np.int64) if sim else cuda.pinned_array(L.STATE_SIZE, np.int64)
         self.h_ctrl = self.h_state[L.S_CTRL:L.S_CTRL + L.CTRL_SIZE]
         self.h_einfo = self.h_state[L.S_EINFO:L.S_EINFO + L.EINFO_SIZE]
@@ -443,8 +434,8 @@ class EGSM(Engine):
         return meta
 
     def _upload_meta(self, meta: np.ndarray) -> None:
-        self.meta_staging.ready()[:] = meta
-        self.meta_staging.upload(self.d_meta)
+        self.h_meta[:] = meta                       # pinned staging (a plain array in the simulator)
+        self.d_meta.copy_to_device(self.h_meta)
 
     def _build_index(self, meta, delta, max_cells, cells, pairs, moff, timer, deadline=None):
         """Build all tries, run the wedge filter, compact; None if the cuckoo build failed.

@@ -74,7 +74,6 @@ from common.device import (
     DeviceMemoryBudget,
     LaunchWatch,
     PhaseTimer,
-    PinnedStaging,
     clear_bit_outside,
     cuda,
     fill,
@@ -119,7 +118,7 @@ from .kernels import (
     STEAL_NONE,
     coarse_kernel,
     fine_kernel,
-    reset_mail,
+    start_search,
     xfer_words,
 )
 from .plan import MAX_QUERY_VERTICES, all_automorphisms, build_plan
@@ -250,9 +249,7 @@ class GMatch(Engine):
         self._d_ctrls = budget.zeros((1, CTRL_SIZE), np.int64, "control block")
         self._d_cand, self._d_qp, self._d_ctrl = self._d_cands[0], self._d_qps[0], self._d_ctrls[0]
         self._d_stop = self._d_ctrl[C_STOP:C_STOP + 1]
-        self._ctrl_staging = PinnedStaging((1, CTRL_SIZE), np.int64)    # one query's control row
-        self._h_ctrl = self._ctrl_staging.host
-        self._qp_staging = PinnedStaging((QP_ROWS, MAX_QUERY_VERTICES), np.int32)
+        self._h_ctrl = cuda.pinned_array((1, CTRL_SIZE), np.int64)
         self._d_block_query = budget.zeros(BLOCK_QUERY_SLOTS, np.int32, "block-to-query map")
         # label-range seeds of the probe: vertices sorted by label, where each label starts
         by_label = np.argsort(labels, kind="stable").astype(np.int32)
@@ -437,12 +434,8 @@ class GMatch(Engine):
                      "steal_buffer_bytes": 0}
         if deadline is not None and time.perf_counter() > deadline:
             return True, shape
-        control = self._ctrl_staging.ready()
-        control[:] = 0
-        control[0, C_SEED_LO], control[0, C_SEED_HI], control[0, C_LIMIT] = seed_lo, seed_hi, limit_unique
-        self._ctrl_staging.upload(self._d_ctrls)
-        if global_scope:
-            reset_mail[RESET_BLOCKS, RESET_THREADS](self._d_mail)
+        start_search[RESET_BLOCKS, RESET_THREADS](self._d_ctrls, seed_lo, seed_hi, limit_unique, self._d_mail,
+                                                  int(global_scope))
         if deadline is None:
             kernel[blocks, warps * 32](*args)
             return False, shape
@@ -488,16 +481,12 @@ class GMatch(Engine):
         qp = pack_query(plan, np.asarray(query.labels), adjacency, count_leaves=count_leaves)
         timer.add("plan", time.perf_counter() - begin)
         with timer.phase("filter"):
-            self._upload_plan(qp)
+            self._d_qp.copy_to_device(qp)
             self._filter(self._d_qps, self._d_cands)
             root_range = check_root_range(self.root_range)
             if root_range is not None:            # position 0 only inside the root range
                 clear_bit_outside(self._d_cand, 0, *root_range)
         return plan, qp
-
-    def _upload_plan(self, qp) -> None:
-        self._qp_staging.ready()[...] = qp
-        self._qp_staging.upload(self._d_qp)
 
     def _filter(self, d_qps, d_cands) -> None:
         """LDF/NLF candidate bits of every query of ``d_qps`` (one launch)."""
@@ -559,7 +548,7 @@ class GMatch(Engine):
             if graph is None:                     # bitmaps too large: search the data graph
                 indexed, graph = False, self._data_graph
                 qp = pack_query(plan, np.asarray(query.labels), adjacency)
-            self._upload_plan(qp)
+            self._d_qp.copy_to_device(qp)
             timer.add("index", time.perf_counter() - begin)
         limit_unique = 0 if limit is None else -(-limit // aut)
         emb_cap = 0

@@ -1048,10 +1048,25 @@ def coarse_kernel(warps: int, unroll: int, indexed: bool):
 
 
 @jit
-def reset_mail(mail):
-    """Empty the global mailbox and mark every warp busy before a launch with global stealing."""
+def start_search(ctrls, seed_lo, seed_hi, limit, mail, clear_mail):
+    """Before a one-query launch: control row 0 zeroed but for the query's seed range and
+    unique-match limit (a launch costs ~10 us of host time, a host-to-device copy of the row
+    ~65 us on the H200 host: docs/performance.md, "Session 7"), and with ``clear_mail`` the global
+    mailbox emptied and every warp marked busy (global stealing)."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
-    while i < mail.size:
-        mail[i] = -1 if i < MAILBOX else W_BUSY
-        i += stride
+    j = i
+    while j < CTRL_SIZE:
+        value = 0
+        if j == C_SEED_LO:
+            value = seed_lo
+        elif j == C_SEED_HI:
+            value = seed_hi
+        elif j == C_LIMIT:
+            value = limit
+        ctrls[0, j] = value
+        j += stride
+    if clear_mail:
+        while i < mail.size:
+            mail[i] = -1 if i < MAILBOX else W_BUSY
+            i += stride

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from common.device import BufferPool, DeviceMemoryBudget, PhaseTimer, PinnedStaging, fill, simulator_active
+from common.device import BufferPool, DeviceMemoryBudget, PhaseTimer, fill, simulator_active
 from common.engine import Engine
 from common.errors import DeviceOutOfMemory
 from common.graph import Graph
@@ -213,7 +213,7 @@ class GSI(Engine):
         self.d_loads = budget.zeros(len(LOAD_CLASSES), np.int64, what="load counters")
         self.d_cells = budget.zeros(CELLS, np.int64, what="join totals")
         self.h_cells = np.zeros(CELLS, np.int64)
-        self.qinfo_staging = PinnedStaging(_QI_SIZE, np.int32)
+        self.h_qinfo = np.zeros(_QI_SIZE, np.int32)
         self.h_sizes = np.zeros(_Q, np.int64)
         self.total_edges = int(data.neighbors.size)
         self.warps = self.block_threads // 32
@@ -332,8 +332,8 @@ class GSI(Engine):
     # ------------------------------------------------------------------ match
     def _filter(self, query: Graph, nq: int) -> np.ndarray:
         """Query info to the device, one filter launch into the candidate bitsets; |C(u)|."""
-        query_info(self.qinfo_staging.ready(), query, nq, self.filter == "signature")
-        self.qinfo_staging.upload(self.d_qinfo)
+        qi = query_info(self.h_qinfo, query, nq, self.filter == "signature")
+        self.d_qinfo.copy_to_device(qi)
         fill(self.d_sizes, 0)
         blocks = max(1, min(self.max_blocks, (nq * self.nwords + self.warps - 1) // self.warps))
         filter_kernel[blocks, self.block_threads](
@@ -345,7 +345,7 @@ class GSI(Engine):
 
     def _plan(self, query: Graph, q: _Query, sizes: np.ndarray) -> None:
         """Algorithm 2's order and linking edges; the edges go to ``qinfo`` (one copy)."""
-        qi = self.qinfo_staging.ready()
+        qi = self.h_qinfo
         q.plan = join_plan(query, sizes, self.index.partition, self.index.partition_edges,
                            self.total_edges, self.order_score)
         pos = 0
@@ -354,7 +354,7 @@ class GSI(Engine):
             for edge in step.edges:
                 qi[_QI_EDGES + pos * EDGE_FIELDS:_QI_EDGES + (pos + 1) * EDGE_FIELDS] = edge
                 pos += 1
-        self.qinfo_staging.upload(self.d_qinfo)
+        self.d_qinfo.copy_to_device(qi)
 
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         start_time = time.perf_counter()

@@ -13,12 +13,10 @@ from common.device import (
     BufferPool,
     DeviceMemoryBudget,
     PhaseTimer,
-    PinnedStaging,
     cuda,
     device_info,
     fill,
     gpu_available,
-    jit,
     kernel_resources,
     simulator_active,
 )
@@ -398,24 +396,3 @@ def test_buffer_pool_views_are_made_once_per_buffer_and_shape():
     pool.free("plan")
     assert np.array_equal(pool.upload("plan", np.arange(6, dtype=np.int64).reshape(3, 2)).copy_to_host(),
                           np.arange(6).reshape(3, 2))
-
-
-def test_pinned_staging_uploads_each_query_s_values_in_order():
-    staging = PinnedStaging((2, 4), np.int64)
-    d_rows = cuda.device_array((2, 4), np.int64)
-    d_sums = cuda.device_array(2, np.int64)
-    for k in range(5):                       # rewrite, upload, launch, read back: every round fresh
-        staging.ready()[:] = np.arange(8).reshape(2, 4) * (k + 1)
-        staging.upload(d_rows)
-        _row_sums[1, 32](d_rows, d_sums)
-        assert d_sums.copy_to_host().tolist() == [6 * (k + 1), 22 * (k + 1)]
-
-
-@jit
-def _row_sums(rows, sums):
-    r = cuda.grid(1)
-    if r < rows.shape[0]:
-        total = 0
-        for j in range(rows.shape[1]):
-            total += rows[r, j]
-        sums[r] = total
