@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from typing import NamedTuple
 
 import numpy as np
 from numba import cuda
@@ -46,16 +47,29 @@ def jit(function=None, **options):
     launches through :class:`Kernel`."""
     def wrap(py_function):
         dispatcher = cuda.jit(**options)(py_function)
-        if _INTERNALS is None:
+        if _NUMBA is None:
             return dispatcher
         return Kernel(dispatcher)
 
     return wrap if function is None else wrap(function)
 
 
-def _numba_internals():
-    """numba-cuda's launch pieces this module relies on, or None when this numba-cuda lacks them
-    (then every kernel keeps the dispatcher's own launches)."""
+class _NumbaPieces(NamedTuple):
+    """numba-cuda's launch pieces this module relies on."""
+
+    cooperative_flag: str             # LaunchConfig's name for a cooperative launch
+    to_core_stream: object            # numba stream (or 0) -> cuda.core stream
+    device_array: type                # numba's device array class
+    launch_config: type               # cuda.core's LaunchConfig
+    dispatcher_launch: type           # numba's configured launch (types, compiles, marshals)
+    launch: object                    # cuda.core's launch(stream, config, kernel, *words)
+    typeof: object                    # numba's argument typing: typeof(value) -> type
+    normalize_dims: object            # (grid, block) -> 3-tuples, checked
+
+
+def _numba_pieces() -> _NumbaPieces | None:
+    """The pieces, or None when this numba-cuda lacks them (then every kernel keeps the
+    dispatcher's own launches)."""
     try:
         from numba.cuda import _compat
         from numba.cuda.cudadrv import driver
@@ -65,8 +79,11 @@ def _numba_internals():
         from numba.cuda.typing.typeof import Purpose, typeof
     except ImportError:
         return None
-    return (_compat, driver, DeviceNDArray, LaunchConfig, _LaunchConfiguration, launch, Purpose, typeof,
-            normalize_kernel_dimensions)
+    return _NumbaPieces(
+        cooperative_flag="is_cooperative" if _compat.CUDA_CORE_GE_1_0 else "cooperative_launch",
+        to_core_stream=driver._to_core_stream, device_array=DeviceNDArray, launch_config=LaunchConfig,
+        dispatcher_launch=_LaunchConfiguration, launch=launch,
+        typeof=lambda value: typeof(value, Purpose.argument), normalize_dims=normalize_kernel_dimensions)
 
 
 class Kernel:
@@ -96,7 +113,7 @@ class Kernel:
         if type(griddim) is int and type(blockdim) is int:
             griddim, blockdim = (griddim, 1, 1), (blockdim, 1, 1)
         else:
-            griddim, blockdim = _INTERNALS[8](griddim, blockdim)
+            griddim, blockdim = _NUMBA.normalize_dims(griddim, blockdim)
         stream = rest[0] if rest else 0
         shared = rest[1] if len(rest) > 1 else 0
         return _Launch(self, griddim, blockdim, stream, shared)
@@ -106,9 +123,8 @@ class Kernel:
         key = (griddim, blockdim, shared, cooperative)
         config = self._configs.get(key)
         if config is None:
-            compat, LaunchConfig = _INTERNALS[0], _INTERNALS[3]
-            flag = "is_cooperative" if compat.CUDA_CORE_GE_1_0 else "cooperative_launch"
-            config = LaunchConfig(grid=griddim, block=blockdim, shmem_size=shared, **{flag: cooperative})
+            config = _NUMBA.launch_config(grid=griddim, block=blockdim, shmem_size=shared,
+                                          **{_NUMBA.cooperative_flag: cooperative})
             if len(self._configs) >= _CONFIGS_KEPT:
                 self._configs.clear()
             self._configs[key] = config
@@ -117,14 +133,11 @@ class Kernel:
     def _first_launch(self, kinds, launch, args) -> None:
         """Launch through numba's dispatcher (which types, compiles and marshals), then remember
         the overload it used for these argument kinds when every argument has a plain launch word."""
-        _LaunchConfiguration = _INTERNALS[4]
-        _LaunchConfiguration(self.dispatcher, launch.griddim, launch.blockdim, launch.stream,
-                             launch.shared)(*args)
+        _NUMBA.dispatcher_launch(self.dispatcher, launch.griddim, launch.blockdim, launch.stream,
+                                 launch.shared)(*args)
         if kinds is None or kinds in self._overloads:
             return
-        Purpose, typeof = _INTERNALS[6], _INTERNALS[7]
-        signature = tuple(typeof(a, Purpose.argument) for a in args)
-        overload = self.dispatcher.overloads.get(signature)
+        overload = self.dispatcher.overloads.get(argument_types(args))
         entry = False
         if overload is not None and not overload.debug:
             converters = [_converter(t) for t in overload.argument_types]
@@ -155,7 +168,7 @@ class _Launch:
         for convert, value in zip(converters, args):
             convert(value, words)
         config = kernel._config(self.griddim, self.blockdim, self.shared, cooperative)
-        _INTERNALS[5](_core_stream(self.stream), config, function, *words)
+        _NUMBA.launch(_core_stream(self.stream), config, function, *words)
 
 
 _STREAMS: dict = {}
@@ -165,7 +178,7 @@ def _core_stream(stream):
     """numba's stream (or 0) as cuda.core's, converted once per stream object."""
     core = _STREAMS.get(id(stream))
     if core is None or core[0] is not stream:
-        core = (stream, _INTERNALS[1]._to_core_stream(stream))
+        core = (stream, _NUMBA.to_core_stream(stream))
         _STREAMS[id(stream)] = core          # keeps the stream alive: its id stays its own
     return core[1]
 
@@ -177,10 +190,7 @@ def _kinds(args):
     for value in args:
         kind = type(value)
         if kind is _DEVICE_ARRAY:
-            words = value.__dict__.get("_launch_words")
-            if words is None:
-                words = _array_words(value)
-            kinds.append(words[0])
+            kinds.append((value.__dict__.get("_launch_words") or _array_words(value))[0])
         elif kind is int:
             if not _INT64[0] <= value < _INT64[1]:
                 return None
@@ -195,29 +205,19 @@ def _kinds(args):
 def argument_types(args) -> tuple:
     """numba's types of launch arguments (what picks a compiled overload), a device array's read
     from its kept launch words: ``numba.typeof`` costs ~3 us per device array."""
-    if _INTERNALS is None:
+    if _NUMBA is None:
         import numba
 
         return tuple(numba.typeof(a) for a in args)
-    Purpose, typeof = _INTERNALS[6], _INTERNALS[7]
-    types = []
-    for value in args:
-        if type(value) is _DEVICE_ARRAY:
-            words = value.__dict__.get("_launch_words") or _array_words(value)
-            types.append(words[0])
-        else:
-            types.append(typeof(value, Purpose.argument))
-    return tuple(types)
+    return tuple((value.__dict__.get("_launch_words") or _array_words(value))[0]
+                 if type(value) is _DEVICE_ARRAY else _NUMBA.typeof(value) for value in args)
 
 
 def _array_words(array):
     """(numba type, launch words) of a device array, kept on the array: the words numba-cuda's
     ``_prepare_args`` passes for it (meminfo, parent, size, itemsize, pointer, shape, strides)."""
-    Purpose, typeof = _INTERNALS[6], _INTERNALS[7]
     shim = array._strided_memory_view_shim
-    strides = array.strides
-    words = (typeof(array, Purpose.argument),
-             (0, 0, shim.size, shim.dtype.itemsize, shim.ptr, *shim.shape, *strides))
+    words = (_NUMBA.typeof(array), (0, 0, shim.size, shim.dtype.itemsize, shim.ptr, *shim.shape, *array.strides))
     array.__dict__["_launch_words"] = words
     return words
 
@@ -244,8 +244,8 @@ def _converter(numba_type):
     return None
 
 
-_INTERNALS = None if simulator_active() or not ENABLED else _numba_internals()
-_DEVICE_ARRAY = _INTERNALS[2] if _INTERNALS else None
+_NUMBA = None if simulator_active() or not ENABLED else _numba_pieces()
+_DEVICE_ARRAY = _NUMBA.device_array if _NUMBA else None
 _SCALARS = frozenset((bool, float, *(getattr(np, name) for name in (
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
     "bool_"))))

@@ -127,7 +127,7 @@ SHARED_BUDGET = 45 * 1024          # static shared memory a fine-kernel block ma
 SLOT_BYTES = 4 + 1 + 4 + 4 + 1     # mi, par, gsrc, glen, gskip per slot
 LEVEL_BYTES = 32 * SLOT_BYTES + 3 * 4
 SIM = simulator_active()
-RESET_BLOCKS, RESET_THREADS = (1, 32) if SIM else (32, 256)
+START_BLOCKS, START_THREADS = (1, 32) if SIM else (32, 256)
 SEED_THREADS = 32 if SIM else 32 * SEED_WARPS
 STEALING_SCOPES = {"global": STEAL_GLOBAL, "mailbox": STEAL_MAILBOX, "block": STEAL_BLOCK,
                    False: STEAL_NONE}
@@ -434,7 +434,7 @@ class GMatch(Engine):
                      "steal_buffer_bytes": 0}
         if deadline is not None and time.perf_counter() > deadline:
             return True, shape
-        start_search[RESET_BLOCKS, RESET_THREADS](self._d_ctrls, seed_lo, seed_hi, limit_unique, self._d_mail,
+        start_search[START_BLOCKS, START_THREADS](self._d_ctrls, seed_lo, seed_hi, limit_unique, self._d_mail,
                                                   int(global_scope))
         if deadline is None:
             kernel[blocks, warps * 32](*args)
