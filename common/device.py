@@ -360,10 +360,8 @@ class BufferPool:
         host = np.ascontiguousarray(host)
         shape = host.shape
         current = self.get(name, host.size, host.dtype)
-        view = self._view(name, current, (host.size,))
-        if host.size:
-            view.copy_to_device(host.reshape(-1))
-        return view if len(shape) == 1 else self._view(name, current, shape)
+        upload(current, host.reshape(-1))
+        return self._view(name, current, shape)
 
     def scan(self, size: int, dtype=np.int64):
         """A :class:`common.scan.ScanWorkspace` for scans of at least ``size`` elements."""
@@ -398,6 +396,75 @@ class BufferPool:
 
     def __contains__(self, name: str) -> bool:
         return name in self._arrays
+
+
+def _direct_copies():
+    """The driver's copy calls (cuda-bindings, numba-cuda's own dependency) when copies may skip
+    numba's path: on a GPU, unless ``GPUSM_FAST_LAUNCH=0`` (the ablation of launches and copies)."""
+    from . import launch
+
+    if simulator_active() or not launch.ENABLED:
+        return None
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        return None
+    return driver
+
+
+_DRIVER = _direct_copies()
+
+
+def _device_pointer(d_array) -> int:
+    """A device array's pointer, kept on the array (it never changes)."""
+    pointer = d_array.__dict__.get("_device_pointer")
+    if pointer is None:
+        pointer = d_array.__dict__["_device_pointer"] = int(d_array.device_ctypes_pointer.value or 0)
+    return pointer
+
+
+def _check_copy(d_array, host: np.ndarray, verb: str) -> None:
+    if host.dtype != d_array.dtype:
+        raise TypeError(f"{verb}: host dtype {host.dtype} differs from the device array's {d_array.dtype}")
+    if host.size > d_array.size:
+        raise ValueError(f"{verb}: {host.size} elements do not fit a device array of {d_array.size}")
+    if not host.flags.c_contiguous or not d_array.is_c_contiguous():
+        raise ValueError(f"{verb} needs contiguous arrays")
+
+
+def upload(d_target, host) -> None:
+    """Copy ``host`` into the first ``host.size`` elements of ``d_target`` (same dtype, both
+    contiguous; returns once ``host`` may be reused). On a GPU this calls the driver directly:
+    numba's ``copy_to_device`` spends ~100 us of host time per call (it slices the device array
+    and re-checks both arrays), the copy itself ~15 us (docs/performance.md, "Session 8")."""
+    host = np.ascontiguousarray(host)
+    _check_copy(d_target, host, "upload")
+    if host.size == 0:
+        return
+    if _DRIVER is not None:
+        if _DRIVER.cuMemcpyHtoD(_device_pointer(d_target), host.ctypes.data, host.nbytes)[0] == 0:
+            return                       # else numba's path below raises its own error
+    _first(d_target, host.size).copy_to_device(host.reshape(-1))
+
+
+def download(d_source, host: np.ndarray) -> np.ndarray:
+    """Copy the first ``host.size`` elements of ``d_source`` into ``host`` (same dtype, both
+    contiguous) after the work queued before it (default stream); returns ``host``. On a GPU
+    this calls the driver directly (numba's ``copy_to_host`` costs ~10 us more per call)."""
+    _check_copy(d_source, host, "download")
+    if host.size == 0:
+        return host
+    if _DRIVER is not None:
+        if _DRIVER.cuMemcpyDtoH(host.ctypes.data, _device_pointer(d_source), host.nbytes)[0] == 0:
+            return host
+    _first(d_source, host.size).copy_to_host(host.reshape(-1))
+    return host
+
+
+def _first(d_array, elements: int):
+    """The first ``elements`` of a contiguous device array, flat (numba's copies want equal shapes)."""
+    flat = d_array if d_array.ndim == 1 else d_array.reshape(d_array.size)
+    return flat if elements == flat.size else flat[:elements]
 
 
 @jit

@@ -189,7 +189,7 @@ def _kinds(args):
     kinds = []
     for value in args:
         kind = type(value)
-        if kind is _DEVICE_ARRAY:
+        if kind is _DEVICE_ARRAY:         # an int per numba type: hashing numba types is slow
             kinds.append((value.__dict__.get("_launch_words") or _array_words(value))[0])
         elif kind is int:
             if not _INT64[0] <= value < _INT64[1]:
@@ -209,21 +209,27 @@ def argument_types(args) -> tuple:
         import numba
 
         return tuple(numba.typeof(a) for a in args)
-    return tuple((value.__dict__.get("_launch_words") or _array_words(value))[0]
+    return tuple((value.__dict__.get("_launch_words") or _array_words(value))[1]
                  if type(value) is _DEVICE_ARRAY else _NUMBA.typeof(value) for value in args)
 
 
 def _array_words(array):
-    """(numba type, launch words) of a device array, kept on the array: the words numba-cuda's
-    ``_prepare_args`` passes for it (meminfo, parent, size, itemsize, pointer, shape, strides)."""
+    """(kind, numba type, launch words) of a device array, kept on the array: the words
+    numba-cuda's ``_prepare_args`` passes for it (meminfo, parent, size, itemsize, pointer, shape,
+    strides); the kind is a small int naming the numba type."""
     shim = array._strided_memory_view_shim
-    words = (_NUMBA.typeof(array), (0, 0, shim.size, shim.dtype.itemsize, shim.ptr, *shim.shape, *array.strides))
+    numba_type = _NUMBA.typeof(array)
+    kind = _TYPE_KINDS.setdefault(numba_type, len(_TYPE_KINDS))
+    words = (kind, numba_type, (0, 0, shim.size, shim.dtype.itemsize, shim.ptr, *shim.shape, *array.strides))
     array.__dict__["_launch_words"] = words
     return words
 
 
+_TYPE_KINDS: dict = {}                    # numba array type -> its kind (an int)
+
+
 def _put_array(value, words):
-    words.extend(value.__dict__["_launch_words"][1])
+    words.extend(value.__dict__["_launch_words"][2])
 
 
 def _converter(numba_type):

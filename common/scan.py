@@ -17,7 +17,7 @@ import functools
 import numpy as np
 
 from .cudasim import FULL_MASK
-from .device import cuda, jit, simulator_active
+from .device import cuda, download, jit, simulator_active
 
 # The simulator runs one Python thread per CUDA thread, so its tiles are small: 64 threads keep
 # two warps per block (the cross-warp step is exercised) and 1000 elements already need 2 levels.
@@ -183,8 +183,11 @@ def exclusive_scan(d_in, d_out=None, stream=0, workspace: ScanWorkspace | None =
         add_offsets[tiles - 1, SCAN_THREADS, stream](dst, m, totals)
     if not want_total:
         return None
-    workspace.heads[len(levels) - 1].copy_to_host(workspace.host_total, stream=stream)
-    if stream != 0:
+    head = workspace.heads[len(levels) - 1]
+    if stream == 0:
+        download(head, workspace.host_total)
+    else:
+        head.copy_to_host(workspace.host_total, stream=stream)
         stream.synchronize()
     return int(workspace.host_total[0])
 

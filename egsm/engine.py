@@ -51,7 +51,8 @@ Per-query fixed cost (choices where the paper is silent; it counts kernel time o
 * Grids: index kernels over the query's pairs / cells only (pooled buffers may be longer; the
   scans take ``n``); stage 0 (GetFirstMatches, never split) gets one warp per 32-element task.
 * Buffers: every per-query device buffer comes from one :class:`common.device.BufferPool`
-  (``self.pool``; grown x1.5, reused); metadata goes through a pinned staging array.
+  (``self.pool``; grown x1.5, reused); metadata and counters are copied with
+  ``common.device.upload``/``download`` (the driver called directly).
 * Batches (``match_batch``): filter steps 1-2 of up to ``layout.BATCH_MAX`` queries (bitmaps
   of at most ``BATCH_MASK_WORDS`` words) run in one launch with one copy back of every |C(u)|;
   then each query builds its index and enumerates alone, with its own deadline (started when
@@ -78,11 +79,22 @@ BFS-to-DFS fallback ran, cuckoo rebuilds.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from common.device import BufferPool, DeviceMemoryBudget, LaunchWatch, PhaseTimer, cuda, fill, simulator_active
+from common.device import (
+    BufferPool,
+    DeviceMemoryBudget,
+    LaunchWatch,
+    PhaseTimer,
+    cuda,
+    download,
+    fill,
+    simulator_active,
+    upload,
+)
 from common.engine import Engine
 from common.errors import DeviceOutOfMemory
 from common.graph import Graph
@@ -224,7 +236,6 @@ class EGSM(Engine):
             "split records")
         self._epoch = 0
         sim = simulator_active()
-        self.h_meta = np.zeros(L.META_SIZE, np.int64) if sim else cuda.pinned_array(L.META_SIZE, np.int64)
         self.h_state = np.zeros(L.STATE_SIZE, np.int64) if sim else cuda.pinned_array(L.STATE_SIZE, np.int64)
         self.h_ctrl = self.h_state[L.S_CTRL:L.S_CTRL + L.CTRL_SIZE]
         self.h_einfo = self.h_state[L.S_EINFO:L.S_EINFO + L.EINFO_SIZE]
@@ -245,8 +256,7 @@ class EGSM(Engine):
         self._watch = LaunchWatch()
 
     def _read_ctrl(self) -> np.ndarray:
-        self.d_ctrl.copy_to_host(self.h_ctrl)
-        return self.h_ctrl
+        return download(self.d_ctrl, self.h_ctrl)
 
     # ------------------------------------------------------------------ match
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
@@ -317,7 +327,7 @@ class EGSM(Engine):
                     n, k * n, masks, u0, root_range[0], root_range[1], d_cand, k * L.MAXQ + u0)
                 state.stats["root_range"] = list(root_range)
         host = np.empty(d_cand.size, np.int64)
-        d_cand.copy_to_host(host)
+        download(d_cand, host)
         seconds = (time.perf_counter() - start) / b
         for k, state in enumerate(states):
             state.cand = host[k * L.MAXQ:k * L.MAXQ + state.query.num_vertices].copy()
@@ -417,25 +427,29 @@ class EGSM(Engine):
         meta[L.M_DEG:L.M_DEG + nq] = [len(a) for a in adj]
         meta[L.M_ADJ:L.M_ADJ + nq] = [sum(1 << a for a in adj[u]) for u in range(nq)]
         meta[L.M_EIDX:L.M_EIDX + L.MAXQ * L.MAXQ] = -1
-        pos = 0
+        labels = query.labels.tolist()
+        offsets, nlc_labels, nlc_counts = [], [], []    # per vertex: its neighbours' labels, counted
         for u in range(nq):
-            meta[L.M_NLCOFF + u] = pos
-            labs, counts = np.unique(query.labels[sorted(adj[u])], return_counts=True)
-            meta[L.M_NLCLAB + pos:L.M_NLCLAB + pos + labs.size] = labs
-            meta[L.M_NLCCNT + pos:L.M_NLCCNT + pos + labs.size] = counts
-            pos += labs.size
-        meta[L.M_NLCOFF + nq] = pos
-        for i, (u, a) in enumerate(edges):
-            meta[L.M_EIDX + u * L.MAXQ + a] = i
-            meta[L.M_ESRC + i] = u
-            meta[L.M_EDST + i] = a
+            offsets.append(len(nlc_labels))
+            counted = Counter(labels[a] for a in adj[u])
+            for label in sorted(counted):
+                nlc_labels.append(label)
+                nlc_counts.append(counted[label])
+        offsets.append(len(nlc_labels))
+        meta[L.M_NLCOFF:L.M_NLCOFF + nq + 1] = offsets
+        meta[L.M_NLCLAB:L.M_NLCLAB + len(nlc_labels)] = nlc_labels
+        meta[L.M_NLCCNT:L.M_NLCCNT + len(nlc_counts)] = nlc_counts
+        if edges:
+            src, dst = np.array(edges, dtype=np.int64).T
+            meta[L.M_EIDX + src * L.MAXQ + dst] = np.arange(len(edges))
+            meta[L.M_ESRC:L.M_ESRC + len(edges)] = src
+            meta[L.M_EDST:L.M_EDST + len(edges)] = dst
         meta[L.M_NQ] = nq
         meta[L.M_NE] = len(edges)
         return meta
 
     def _upload_meta(self, meta: np.ndarray) -> None:
-        self.h_meta[:] = meta                       # pinned staging (a plain array in the simulator)
-        self.d_meta.copy_to_device(self.h_meta)
+        upload(self.d_meta, meta)
 
     def _build_index(self, meta, delta, max_cells, cells, pairs, moff, timer, deadline=None):
         """Build all tries, run the wedge filter, compact; None if the cuckoo build failed.
@@ -508,7 +522,7 @@ class EGSM(Engine):
             compact_kernel[_blocks(pairs), L.BUILD_THREADS](
                 pairs, self.d_meta, keys, cnt, off, nbr, removed, off2, nbr2, proj_pos,
                 proj_keys, self.d_einfo)
-            self.d_state.copy_to_host(self.h_state)
+            download(self.d_state, self.h_state)
         if self.h_ctrl[L.C_CUCKOO_FAIL]:
             return None                         # the next attempt's reset clears the flag
         ne = int(meta[L.M_NE])
@@ -594,7 +608,7 @@ class EGSM(Engine):
                 ctrl[L.C_STOP] = 0
                 for region in (L.C_TASK, L.C_SPLIT_RES, L.C_SPLIT_TAKE, L.C_REC_DONE, L.C_MAIN_DONE):
                     ctrl[region + slot] = 0
-                self.d_ctrl.copy_to_device(ctrl)
+                upload(self.d_ctrl, ctrl)
                 timed_out = launch(rerun, slot, gmask, before, True, fallback_stage >= 0)
                 ctrl = self._read_ctrl()
                 total = int(ctrl[L.C_COUNT])
@@ -613,8 +627,7 @@ class EGSM(Engine):
             with timer.phase("transfer"):
                 rows = min(count, emb_rows)
                 host = np.empty(rows * nq, np.int32)
-                if rows:
-                    emb[:rows * nq].copy_to_host(host)
+                download(emb, host)
                 embeddings = host.reshape(rows, nq)
         return finish(count, status, embeddings)
 

@@ -36,6 +36,45 @@ def _touch(a, b, c, d, n):
         a[0] = b[0] + c[0] + d[0]
 
 
+@jit
+def _touch16(a, b, c, d, e, f, g, h, i, j, k, m, o, p, q, r, n1, n2, n3, n4):
+    if cuda.grid(1) == 0 and n1 + n2 + n3 + n4 < 0:
+        a[0] = b[0] + c[0] + d[0] + e[0] + f[0] + g[0] + h[0] + i[0] + j[0] + k[0] + m[0] + o[0] + p[0] + q[0] + r[0]
+
+
+def launch_breakdown(repeat: int) -> list[dict]:
+    """Host microseconds of a quick launch of 16 device arrays + 4 ints, whole (back to back, no
+    sync: what the host pays per launch) and by step (argument kinds, launch words, cuda.core's
+    launch call)."""
+    from common import launch as L
+
+    arrays = [cuda.device_array(8, np.int32) for _ in range(16)]
+    args = (*arrays, 1, 2, 3, np.int64(4))
+    _touch16[1, 32](*args)
+    _touch16[1, 32](*args)
+    kinds = L._kinds(args)
+    function, cooperative, converters = _touch16._overloads[kinds]
+    config = _touch16._config((1, 1, 1), (32, 1, 1), 0, cooperative)
+    stream = L._core_stream(0)
+
+    def words():
+        out = []
+        for convert, value in zip(converters, args):
+            convert(value, out)
+        return out
+
+    packed = words()
+    steps = {
+        "quick launch 16 arrays + 4 ints (back to back)": lambda: _touch16[1, 32](*args),
+        "  of which: argument kinds": lambda: L._kinds(args),
+        "  of which: launch words": words,
+        "  of which: cuda.core launch call": lambda: L._NUMBA.launch(stream, config, function, *packed),
+        "numba dispatcher launch 16 arrays + 4 ints (back to back)": lambda: _touch16.dispatcher[1, 32](*args),
+    }
+    return [{"operation": name, "median_us": _median_us(step, repeat, sync_each=False)}
+            for name, step in steps.items()]
+
+
 def _median_us(operation, repeat: int, sync_each: bool = True) -> float:
     for _ in range(max(10, repeat // 10)):
         operation()
@@ -91,6 +130,7 @@ def measure(repeat: int, words: int) -> pd.DataFrame:
     out = []
     for name, (operation, sync_each) in rows.items():
         out.append({"operation": name, "median_us": _median_us(operation, repeat, sync_each)})
+    out.extend(launch_breakdown(repeat))
     if not np.array_equal(target.copy_to_host(), host):
         raise AssertionError("a copy did not arrive")
     table = pd.DataFrame(out)

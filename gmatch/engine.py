@@ -76,8 +76,10 @@ from common.device import (
     PhaseTimer,
     clear_bit_outside,
     cuda,
+    download,
     fill,
     simulator_active,
+    upload,
 )
 from common.engine import Engine
 from common.errors import DeviceOutOfMemory
@@ -250,6 +252,7 @@ class GMatch(Engine):
         self._d_cand, self._d_qp, self._d_ctrl = self._d_cands[0], self._d_qps[0], self._d_ctrls[0]
         self._d_stop = self._d_ctrl[C_STOP:C_STOP + 1]
         self._h_ctrl = cuda.pinned_array((1, CTRL_SIZE), np.int64)
+        self._h_word = cuda.pinned_array(1, np.int64)         # one counter read back
         self._d_block_query = budget.zeros(BLOCK_QUERY_SLOTS, np.int32, "block-to-query map")
         # label-range seeds of the probe: vertices sorted by label, where each label starts
         by_label = np.argsort(labels, kind="stable").astype(np.int32)
@@ -356,7 +359,7 @@ class GMatch(Engine):
             blocks = max(1, min(1024, math.ceil(nv / SEED_THREADS)))
             seed_level0[blocks, SEED_THREADS](self._d_cand, self._d_pool[0], self._d_pool[0].size,
                                                self._d_level[0])
-            rows = int(self._d_level[0].copy_to_host()[0])
+            rows = int(download(self._d_level[0], self._h_word)[0])
         width = 1
         growths = 0
         expand = seed_expand_kernel(indexed)
@@ -370,7 +373,7 @@ class GMatch(Engine):
                 capacity = self._d_pool[out_i].size // (width + 1)
                 expand[blocks, SEED_THREADS](*graph, self._d_qp, self._d_pool[cur_i], rows, width,
                                              self._d_pool[out_i], capacity, counter)
-                nxt = int(counter.copy_to_host()[0])
+                nxt = int(download(counter, self._h_word)[0])
                 if nxt <= capacity or not self._grow_pool(out_i, nxt * (width + 1)):
                     break
                 growths += 1
@@ -469,7 +472,7 @@ class GMatch(Engine):
         stats.update(shape)
         stats["max_stack_bytes"] = shape["stack_shared_bytes"] + shape["stack_global_bytes"]
         with timer.phase("transfer"):
-            self._d_ctrls.copy_to_host(self._h_ctrl)
+            download(self._d_ctrls, self._h_ctrl)
             ctrl = self._h_ctrl[0].copy()
         return int(ctrl[C_COUNT]), ctrl, emb, timed_out, stats
 
@@ -481,7 +484,7 @@ class GMatch(Engine):
         qp = pack_query(plan, np.asarray(query.labels), adjacency, count_leaves=count_leaves)
         timer.add("plan", time.perf_counter() - begin)
         with timer.phase("filter"):
-            self._d_qp.copy_to_device(qp)
+            upload(self._d_qp, qp)
             self._filter(self._d_qps, self._d_cands)
             root_range = check_root_range(self.root_range)
             if root_range is not None:            # position 0 only inside the root range
@@ -548,7 +551,7 @@ class GMatch(Engine):
             if graph is None:                     # bitmaps too large: search the data graph
                 indexed, graph = False, self._data_graph
                 qp = pack_query(plan, np.asarray(query.labels), adjacency)
-            self._d_qp.copy_to_device(qp)
+            upload(self._d_qp, qp)
             timer.add("index", time.perf_counter() - begin)
         limit_unique = 0 if limit is None else -(-limit // aut)
         emb_cap = 0
@@ -569,7 +572,7 @@ class GMatch(Engine):
         embeddings = None
         if collect:
             with timer.phase("transfer"):
-                rows = emb[:min(unique, emb_cap if n > 1 else unique)].copy_to_host()
+                rows = download(emb, np.empty(min(unique, emb_cap if n > 1 else unique) * n, np.int32))
             embeddings = self._expand(plan, query, rows.reshape(-1, n), limit)
         return self._finish(timer, plan, qp, unique, ctrl, stats, status, indexed, embeddings, limit)
 
@@ -664,7 +667,7 @@ class GMatch(Engine):
         with timer.phase("enumerate"):
             self._watch.run(kernel, block_query.size, warps * 32, args, deadline, d_halt)
         with timer.phase("transfer"):
-            d_ctrls.copy_to_host(control)
+            download(d_ctrls, control)
         elapsed = time.perf_counter() - start
         phases = {name: seconds / count for name, seconds in timer.seconds.items()}
         blocks_of = np.bincount(block_query, minlength=count)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from common.device import BufferPool, DeviceMemoryBudget, PhaseTimer, fill, simulator_active
+from common.device import BufferPool, DeviceMemoryBudget, PhaseTimer, download, fill, simulator_active, upload
 from common.engine import Engine
 from common.errors import DeviceOutOfMemory
 from common.graph import Graph
@@ -326,22 +326,20 @@ class GSI(Engine):
 
     def _cells(self) -> np.ndarray:
         """The totals single-block kernels left on the device (one copy back)."""
-        self.d_cells.copy_to_host(self.h_cells)
-        return self.h_cells
+        return download(self.d_cells, self.h_cells)
 
     # ------------------------------------------------------------------ match
     def _filter(self, query: Graph, nq: int) -> np.ndarray:
         """Query info to the device, one filter launch into the candidate bitsets; |C(u)|."""
         qi = query_info(self.h_qinfo, query, nq, self.filter == "signature")
-        self.d_qinfo.copy_to_device(qi)
+        upload(self.d_qinfo, qi)
         fill(self.d_sizes, 0)
         blocks = max(1, min(self.max_blocks, (nq * self.nwords + self.warps - 1) // self.warps))
         filter_kernel[blocks, self.block_threads](
             FILTERS.index(self.filter), self.n, self.nwords, nq, self.d_sig, self.d_labels, self.d_out_deg,
             self.d_in_deg, self.d_qinfo, _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG, self.d_bits, self.d_sizes, 0,
             self.nwords)
-        self.d_sizes.copy_to_host(self.h_sizes)
-        return self.h_sizes[:nq].copy()
+        return download(self.d_sizes, self.h_sizes[:nq]).copy()
 
     def _plan(self, query: Graph, q: _Query, sizes: np.ndarray) -> None:
         """Algorithm 2's order and linking edges; the edges go to ``qinfo`` (one copy)."""
@@ -354,7 +352,7 @@ class GSI(Engine):
             for edge in step.edges:
                 qi[_QI_EDGES + pos * EDGE_FIELDS:_QI_EDGES + (pos + 1) * EDGE_FIELDS] = edge
                 pos += 1
-        self.d_qinfo.copy_to_device(qi)
+        upload(self.d_qinfo, qi)
 
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         start_time = time.perf_counter()
@@ -428,7 +426,7 @@ class GSI(Engine):
         """Final rows: count them, and with ``collect`` copy them to the host."""
         if q.collect and rows:
             keep = rows if q.limit is None else min(rows, q.limit - q.count)
-            host = table[:keep * (level + 1)].copy_to_host().reshape(keep, level + 1)
+            host = download(table, np.empty((keep, level + 1), np.int32))
             q.rows_out.append(host)
         self._add_count(q, rows)
 
@@ -455,7 +453,7 @@ class GSI(Engine):
     def _split(self, q, level, a, m, offsets, sizes, capacity) -> int:
         """Run the longest prefix of rows a..a+m-1 whose buffers (exclusive ``offsets`` and
         ``sizes`` on the device) fit in ``capacity``; returns how many rows it ran."""
-        incl = offsets[:m].copy_to_host() + sizes[:m].copy_to_host()
+        incl = download(offsets, np.empty(m, offsets.dtype)) + download(sizes, np.empty(m, sizes.dtype))
         j = int(np.searchsorted(incl, capacity, side="right"))
         if j == 0:
             raise DeviceOutOfMemory(int(incl[0]) * 4, self.budget.in_use, self.budget.limit or 0,

@@ -61,7 +61,7 @@ import numba
 import numpy as np
 from numba.extending import register_jitable
 
-from common.device import BufferPool, cuda, jit, simulator_active
+from common.device import BufferPool, cuda, download, jit, simulator_active, upload
 from common.errors import DeviceOutOfMemory
 from common.scan import exclusive_scan
 
@@ -563,7 +563,7 @@ class GpuHashJoin:
             "join plan", PLAN_SIZE, np.int64, parts)
         buffer = self._views["join plan"][0]
         host = plan_block(plan, tab)
-        (buffer if buffer.size == PLAN_SIZE else buffer[:PLAN_SIZE]).copy_to_device(host)
+        upload(buffer, host)
 
     def load(self, plan: JoinPlan, relations, rows: list[int], homomorphic: bool, timer,
              split_rows: int | None, split_levels: int) -> None:
@@ -589,7 +589,7 @@ class GpuHashJoin:
         with timer.phase("transfer"):
             if isinstance(relations, np.ndarray):
                 device = self.buffers.get("relations", relations.size, np.int32)
-                device[:relations.size].copy_to_device(relations)
+                upload(device, relations)
                 relations = device
             self._upload_plan(plan, tab)
         self.r1 = relations
@@ -622,7 +622,7 @@ class GpuHashJoin:
         threads = min(self.threads, MAX_BLOCK_THREADS)
         _split_small_gpu[1, threads](self.units, self.depth, levels, split_rows, *self._split_args(),
                                      *sets, report)
-        got = report.copy_to_host(self.host_report)
+        got = download(report, self.host_report)
         if int(got[SS_SET]) >= 0:
             self.urow, self.urec = sets[2 * int(got[SS_SET])], sets[2 * int(got[SS_SET]) + 1]
             self.depth, self.units = int(got[SS_DEPTH]), int(got[SS_UNITS])
@@ -682,7 +682,7 @@ class GpuHashJoin:
         self.out = self.buffers.get("output", rows * self.nq, np.int32)
         if mode == 2:
             with self.timer.phase("transfer"):
-                self.rowvals[:hi - lo].copy_to_device(np.ascontiguousarray(offsets, dtype=np.int64))
+                upload(self.rowvals, np.ascontiguousarray(offsets, dtype=np.int64))
         self.rows = int(rows)
 
     def launch(self, steps: int) -> tuple[bool, int]:
@@ -693,7 +693,7 @@ class GpuHashJoin:
                 self.queue, self.cap, int(steps), self.depth, self.urow, self.urec, self.nq,
                 self.nt, self.pool, self.head, self.tab, self.keycol, self.keyslot, self.newcol,
                 self.homomorphic, self.mode, self.rowvals, self.out)
-        ctrl = self.ctrl.copy_to_host(self.host_ctrl)
+        ctrl = download(self.ctrl, self.host_ctrl)
         self.n_in = int(ctrl[C_SAVED + 1 - self.sel])
         self.sel = 1 - self.sel
         done = self.n_in == 0 and int(ctrl[C_CURSOR]) >= self.hi - self.lo
@@ -702,9 +702,9 @@ class GpuHashJoin:
     def unit_counts(self) -> np.ndarray:
         """Per-unit result counts of a finished mode-1 pass (int64)."""
         with self.timer.phase("transfer"):
-            return self.rowvals[:self.hi - self.lo].copy_to_host()
+            return download(self.rowvals, np.empty(self.hi - self.lo, self.rowvals.dtype))
 
     def written(self) -> np.ndarray:
         """Results of a finished mode-2 pass as (rows, nq) int32 in slot order."""
         with self.timer.phase("transfer"):
-            return self.out[:self.rows * self.nq].copy_to_host().reshape(self.rows, self.nq)
+            return download(self.out, np.empty((self.rows, self.nq), self.out.dtype))

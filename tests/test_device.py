@@ -15,10 +15,12 @@ from common.device import (
     PhaseTimer,
     cuda,
     device_info,
+    download,
     fill,
     gpu_available,
     kernel_resources,
     simulator_active,
+    upload,
 )
 from common.device_functions import (
     binary_search,
@@ -284,6 +286,30 @@ def test_zeros_and_fill():
     fill(z, 7)
     np.testing.assert_array_equal(z.copy_to_host(), np.full((3, 50), 7))
     assert budget.in_use == 3 * 50 * 8
+
+
+def test_upload_and_download_round_trip_whole_and_leading_parts():
+    d = cuda.to_device(np.zeros((4, 5), np.int32))
+    upload(d, np.arange(20, dtype=np.int32).reshape(4, 5))            # a 2-D array, whole
+    np.testing.assert_array_equal(d.copy_to_host(), np.arange(20).reshape(4, 5))
+    upload(d, np.full(7, -1, np.int32))                               # the first 7 elements
+    expected = np.arange(20).reshape(4, 5)
+    expected.reshape(-1)[:7] = -1
+    np.testing.assert_array_equal(d.copy_to_host(), expected)
+    out = download(d, np.empty((2, 3), np.int32))                     # the first 6, shaped
+    np.testing.assert_array_equal(out, expected.reshape(-1)[:6].reshape(2, 3))
+    assert download(d, np.empty(0, np.int32)).size == 0
+
+
+def test_upload_and_download_reject_mismatched_arrays():
+    d = cuda.to_device(np.zeros(6, np.int64))
+    with pytest.raises(TypeError, match="dtype int32"):
+        upload(d, np.zeros(6, np.int32))
+    with pytest.raises(ValueError, match="7 elements do not fit"):
+        download(d, np.empty(7, np.int64))
+    with pytest.raises(ValueError, match="contiguous"):
+        download(d, np.empty((3, 4), np.int64)[:, :2])
+    np.testing.assert_array_equal(d.copy_to_host(), np.zeros(6))     # nothing was written
 
 
 # ---------------------------------------------------------------------------------------------
