@@ -546,7 +546,7 @@ class LaunchWatch:
     def _raise(self, flag) -> None:
         flag.copy_to_device(self._one, stream=self._side)
 
-    def _run_simulated(self, launch, args, deadline, flag) -> bool:
+    def _run_simulated(self, launch_all, deadline, flag) -> bool:
         """The simulator's launch returns when the kernel has ended, so a thread raises the flag.
         The simulator's atomics are read-modify-writes under a lock that a plain write does not
         take: a write landing inside a kernel's atomic read of the flag is overwritten with the
@@ -565,7 +565,7 @@ class LaunchWatch:
         raiser = threading.Thread(target=keep_raising, name="LaunchWatch", daemon=True)
         raiser.start()
         try:
-            launch(*args)
+            launch_all()
         finally:
             ended.set()
             raiser.join()
@@ -576,13 +576,23 @@ class LaunchWatch:
         ``time.perf_counter()`` passes ``deadline``, return after the launch ends; True when the
         flag was raised (the launch's results are then partial), whether or not the kernel had
         already finished its work."""
+        return self.run_all([(kernel, griddim, blockdim, args)], deadline, flag)
+
+    def run_all(self, launches, deadline: float, flag) -> bool:
+        """:meth:`run` for launches ``(kernel, griddim, blockdim, args)`` queued back to back on
+        the watch's stream (no host round trip between them); every kernel must leave at once
+        when it starts with the flag raised."""
         if flag.size != 1 or flag.dtype != np.int64:
             raise ValueError(f"flag must be a one-element int64 device array, got {flag.dtype} x {flag.size}")
-        launch = kernel[griddim, blockdim, self.stream]
+
+        def launch_all():
+            for kernel, griddim, blockdim, args in launches:
+                kernel[griddim, blockdim, self.stream](*args)
+
         if self._sim:
-            return self._run_simulated(launch, args, deadline, flag)
+            return self._run_simulated(launch_all, deadline, flag)
         enqueue = time.perf_counter()
-        launch(*args)
+        launch_all()
         # a kernel's first launch with new argument types compiles it: that is not search time
         deadline += time.perf_counter() - enqueue
         self._done.record(self.stream)

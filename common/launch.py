@@ -16,10 +16,14 @@ GPU:
   typing and compilation, done once per kind, never guessed;
 * each device array's launch words (pointer, size, shape, strides), computed once and kept on
   the array: a numba device array never changes its pointer or shape;
-* cuda.core's launch configuration per (grid, block, shared memory) and its stream per stream.
+* one parameter block per overload: the words packed by ``struct`` into 8-byte slots and the
+  slots' pointers, handed to the driver's ``cuLaunchKernel`` (cuda-bindings) directly. cuda.core's
+  ``launch`` converted each of a launch's ~100 words on every call: 10 of a launch's 18 us
+  (docs/performance.md, "Session 8").
 
 Anything else (a host array numba would copy, an integer outside int64, a kernel compiled with
-``debug``, an argument type without a plain launch word) goes through the dispatcher as before.
+``debug`` or launched cooperatively, an argument type without a plain launch word) goes through
+the dispatcher as before; so does a launch the driver refuses, so that numba raises its error.
 Under the simulator ``@jit`` returns the dispatcher itself. ``GPUSM_FAST_LAUNCH=0`` turns the
 quick path off (the ablation measured in docs/performance.md). A process uses one GPU (as every
 gpusm process does: Dask workers are pinned one per GPU): the compiled function is kept for the
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import struct
 from typing import NamedTuple
 
 import numpy as np
@@ -55,35 +60,30 @@ def jit(function=None, **options):
 
 
 class _NumbaPieces(NamedTuple):
-    """numba-cuda's launch pieces this module relies on."""
+    """numba-cuda's launch pieces this module relies on, and the driver's launch call."""
 
-    cooperative_flag: str             # LaunchConfig's name for a cooperative launch
-    to_core_stream: object            # numba stream (or 0) -> cuda.core stream
     device_array: type                # numba's device array class
-    launch_config: type               # cuda.core's LaunchConfig
     dispatcher_launch: type           # numba's configured launch (types, compiles, marshals)
-    launch: object                    # cuda.core's launch(stream, config, kernel, *words)
     typeof: object                    # numba's argument typing: typeof(value) -> type
     normalize_dims: object            # (grid, block) -> 3-tuples, checked
+    launch_kernel: object             # the driver's cuLaunchKernel (cuda-bindings)
 
 
 def _numba_pieces() -> _NumbaPieces | None:
     """The pieces, or None when this numba-cuda lacks them (then every kernel keeps the
     dispatcher's own launches)."""
     try:
-        from numba.cuda import _compat
-        from numba.cuda.cudadrv import driver
+        from cuda.bindings import driver
         from numba.cuda.cudadrv.devicearray import DeviceNDArray
-        from numba.cuda.dispatcher import LaunchConfig, _LaunchConfiguration, launch
+        from numba.cuda.dispatcher import _LaunchConfiguration
         from numba.cuda.errors import normalize_kernel_dimensions
         from numba.cuda.typing.typeof import Purpose, typeof
     except ImportError:
         return None
     return _NumbaPieces(
-        cooperative_flag="is_cooperative" if _compat.CUDA_CORE_GE_1_0 else "cooperative_launch",
-        to_core_stream=driver._to_core_stream, device_array=DeviceNDArray, launch_config=LaunchConfig,
-        dispatcher_launch=_LaunchConfiguration, launch=launch,
-        typeof=lambda value: typeof(value, Purpose.argument), normalize_dims=normalize_kernel_dimensions)
+        device_array=DeviceNDArray, dispatcher_launch=_LaunchConfiguration,
+        typeof=lambda value: typeof(value, Purpose.argument), normalize_dims=normalize_kernel_dimensions,
+        launch_kernel=driver.cuLaunchKernel)
 
 
 class Kernel:
@@ -94,9 +94,8 @@ class Kernel:
 
     def __init__(self, dispatcher):
         self.dispatcher = dispatcher
-        self._overloads: dict = {}        # argument kinds -> (cufunc handle, cooperative, converters),
-        #                                   or False: these kinds always go through the dispatcher
-        self._configs: dict = {}          # (grid, block, shared bytes) -> cuda.core LaunchConfig
+        self._overloads: dict = {}        # argument kinds -> _Parameters, or False: these kinds
+        #                                   always go through the dispatcher
 
     def __getattr__(self, name):
         if name == "dispatcher":              # not yet set (unpickling): no recursion
@@ -119,32 +118,43 @@ class Kernel:
         return _Launch(self, griddim, blockdim, stream, shared)
 
     # ------------------------------------------------------------------ internals
-    def _config(self, griddim, blockdim, shared, cooperative):
-        key = (griddim, blockdim, shared, cooperative)
-        config = self._configs.get(key)
-        if config is None:
-            config = _NUMBA.launch_config(grid=griddim, block=blockdim, shmem_size=shared,
-                                          **{_NUMBA.cooperative_flag: cooperative})
-            if len(self._configs) >= _CONFIGS_KEPT:
-                self._configs.clear()
-            self._configs[key] = config
-        return config
+    def _numba_launch(self, launch, args) -> None:
+        _NUMBA.dispatcher_launch(self.dispatcher, launch.griddim, launch.blockdim, launch.stream,
+                                 launch.shared)(*args)
 
     def _first_launch(self, kinds, launch, args) -> None:
         """Launch through numba's dispatcher (which types, compiles and marshals), then remember
-        the overload it used for these argument kinds when every argument has a plain launch word."""
-        _NUMBA.dispatcher_launch(self.dispatcher, launch.griddim, launch.blockdim, launch.stream,
-                                 launch.shared)(*args)
+        the overload it used for these argument kinds when every argument has a plain launch word
+        (a cooperative or debug kernel keeps numba's launches)."""
+        self._numba_launch(launch, args)
         if kinds is None or kinds in self._overloads:
             return
         overload = self.dispatcher.overloads.get(argument_types(args))
         entry = False
-        if overload is not None and not overload.debug:
-            converters = [_converter(t) for t in overload.argument_types]
-            if all(c is not None for c in converters):
-                cufunc = overload._codelibrary.get_cufunc()
-                entry = (cufunc.kernel, bool(overload.cooperative), tuple(converters))
+        if overload is not None and not overload.debug and not overload.cooperative:
+            codes = [_word_codes(t) for t in overload.argument_types]
+            if all(c is not None for c in codes):
+                entry = _Parameters(overload._codelibrary.get_cufunc().handle, codes)
         self._overloads[kinds] = entry
+
+
+class _Parameters:
+    """A compiled overload's handle and its parameter block: every launch word packed into an
+    8-byte slot of one buffer, and the array of pointers to the slots that ``cuLaunchKernel``
+    takes (the driver copies the parameters during the call, so one block serves every launch)."""
+
+    __slots__ = ("handle", "putters", "pack", "buffer", "pointers", "_keep")
+
+    def __init__(self, handle, codes):
+        self.handle = handle
+        self.putters = tuple(_put_array if len(code) > 1 else _put_scalar for code in codes)
+        slots = [_SLOT[c] for code in codes for c in code]
+        self.pack = struct.Struct("=" + "".join(slots)).pack_into
+        count = max(1, len(slots))
+        self.buffer = ctypes.create_string_buffer(8 * count)
+        base = ctypes.addressof(self.buffer)
+        self._keep = (ctypes.c_void_p * count)(*[base + 8 * i for i in range(count)])
+        self.pointers = ctypes.addressof(self._keep)
 
 
 class _Launch:
@@ -163,24 +173,28 @@ class _Launch:
         if not entry:
             kernel._first_launch(kinds, self, args)
             return
-        function, cooperative, converters = entry
         words = []
-        for convert, value in zip(converters, args):
-            convert(value, words)
-        config = kernel._config(self.griddim, self.blockdim, self.shared, cooperative)
-        _NUMBA.launch(_core_stream(self.stream), config, function, *words)
+        for put, value in zip(entry.putters, args):
+            put(value, words)
+        entry.pack(entry.buffer, 0, *words)
+        (gx, gy, gz), (bx, by, bz) = self.griddim, self.blockdim
+        if _NUMBA.launch_kernel(entry.handle, gx, gy, gz, bx, by, bz, self.shared, _stream_handle(self.stream),
+                                entry.pointers, 0)[0] != 0:
+            kernel._numba_launch(self, args)      # numba's launch raises the driver's error
 
 
 _STREAMS: dict = {}
 
 
-def _core_stream(stream):
-    """numba's stream (or 0) as cuda.core's, converted once per stream object."""
-    core = _STREAMS.get(id(stream))
-    if core is None or core[0] is not stream:
-        core = (stream, _NUMBA.to_core_stream(stream))
-        _STREAMS[id(stream)] = core          # keeps the stream alive: its id stays its own
-    return core[1]
+def _stream_handle(stream):
+    """The driver handle of numba's stream (0: the default stream), looked up once per stream."""
+    if not stream:
+        return 0
+    known = _STREAMS.get(id(stream))
+    if known is None or known[0] is not stream:
+        known = (stream, stream.handle)
+        _STREAMS[id(stream)] = known          # keeps the stream alive: its id stays its own
+    return known[1]
 
 
 def _kinds(args):
@@ -232,21 +246,31 @@ def _put_array(value, words):
     words.extend(value.__dict__["_launch_words"][2])
 
 
-def _converter(numba_type):
-    """A function appending a value's launch words for an argument of ``numba_type``, or None."""
+def _put_scalar(value, words):
+    words.append(value)
+
+
+#: struct codes of one launch word, each padded to an 8-byte slot
+_SLOT = {"q": "q", "Q": "Q", "i": "i4x", "I": "I4x", "h": "h6x", "H": "H6x", "b": "b7x", "B": "B7x",
+         "d": "d", "f": "f4x", "?": "?7x"}
+
+
+def _word_codes(numba_type):
+    """The struct codes of an argument's launch words (a device array: 5 + 2 x ndim 8-byte words;
+    a scalar: one code), or None when numba must marshal it."""
     from numba.cuda import types
 
     if isinstance(numba_type, types.Array):
-        return _put_array
+        return "q" * (5 + 2 * numba_type.ndim)
     if isinstance(numba_type, types.Integer):
-        ctype = getattr(ctypes, f"c_{numba_type}")
-        return lambda value, words: words.append(ctype(value))
+        return {(8, True): "b", (8, False): "B", (16, True): "h", (16, False): "H", (32, True): "i",
+                (32, False): "I", (64, True): "q", (64, False): "Q"}.get((numba_type.bitwidth, numba_type.signed))
     if numba_type == types.float64:
-        return lambda value, words: words.append(ctypes.c_double(value))
+        return "d"
     if numba_type == types.float32:
-        return lambda value, words: words.append(ctypes.c_float(value))
+        return "f"
     if numba_type == types.boolean:
-        return lambda value, words: words.append(value)
+        return "?"
     return None
 
 

@@ -25,14 +25,15 @@ Options (variants of the paper's Table 4 are options of this one class):
   candidate bits outside the range are cleared right after filter steps 1-2, so the tries, the
   wedge filter and the first stage see the restricted C(u0).
 
-``timeout_s`` (the paper has none): the deadline is checked before every stage launch, and
-each stage launch runs through :class:`common.device.LaunchWatch`, which raises the kernels'
-stop flag at the deadline, so one heavy launch ends within a few batches of it (before, only
-the checks between launches existed: one launch of P8 on the unlabelled GitHub graph ran 98.7 s
-under ``timeout_s=20``). A stopped query returns status ``timeout`` with the partial count. The
-deadline is also checked (host clock only, no synchronisation) between the index build's
-launches; a queued index launch is not interruptible (overrun bound: the launches queued since
-the last host read, milliseconds on a GPU, seconds in the simulator on dense candidate sets).
+``timeout_s`` (the paper has none): the deadline is checked before the stages, which are queued
+back to back through :class:`common.device.LaunchWatch` (``run_all``: no host round trip between
+stages), which raises the kernels' stop flag at the deadline; the running stage ends within a
+few batches of it and the stages queued after it leave at once (before the in-launch stop, one
+launch of P8 on the unlabelled GitHub graph ran 98.7 s under ``timeout_s=20``). A stopped
+query returns status ``timeout`` with the partial count. The deadline is also checked (host
+clock only, no synchronisation) between the index build's launches; a queued index launch is not
+interruptible (overrun bound: the launches queued since the last host read, milliseconds on a
+GPU, seconds in the simulator on dense candidate sets).
 Without a deadline the stages are launched back to back on the default stream, unwatched.
 
 Per-query fixed cost (choices where the paper is silent; it counts kernel time only):
@@ -546,40 +547,41 @@ class EGSM(Engine):
         split_cap = self.split_records if self.load_balance else 0
         split_threshold = self.split_threshold if self.load_balance else 0
         groups = plan.groups
-        timed_out = False
 
         # stage 0 (GetFirstMatches, group {u0}) has exactly first_tasks warp tasks and never
         # splits: its grid is sized to them; later stages read row counts only the device knows
         first_blocks = max(1, min(self.enum_blocks, -(-first_tasks // L.WARPS_PER_BLOCK)))
 
-        def launch(stage, slot, group_mask, mapped_before, final, fallback) -> bool:
-            """Run one stage; True when the deadline stopped it (its output is then partial)."""
+        def stage_launch(stage, slot, group_mask, mapped_before, final, fallback):
+            """(kernel, grid, block, args) of one stage."""
             self._epoch += 1
             blocks = first_blocks if stage == 0 else self.enum_blocks
-            args = (self.d_meta, self.d_einfo, keys, off2, nbr2, proj_keys, self.d_queue,
-                    self.d_ctrl, emb, emb_rows, self.d_split, split_cap, split_threshold,
-                    self._epoch, stage, slot, first_edge, first_tasks, group_mask, mapped_before,
-                    final, fallback, limit_arg, adaptive, int(deadline is not None))
+            return (extend_kernel, blocks, L.ENUM_THREADS,
+                    (self.d_meta, self.d_einfo, keys, off2, nbr2, proj_keys, self.d_queue,
+                     self.d_ctrl, emb, emb_rows, self.d_split, split_cap, split_threshold,
+                     self._epoch, stage, slot, first_edge, first_tasks, group_mask, mapped_before,
+                     final, fallback, limit_arg, adaptive, int(deadline is not None)))
+
+        def run(launches) -> bool:
+            """Queue the stages back to back (a stage after an overflow or the stop flag leaves at
+            once); True when the deadline stopped them (their output is then partial)."""
             if deadline is None:
-                extend_kernel[blocks, L.ENUM_THREADS](*args)
+                for kernel, blocks, threads, args in launches:
+                    kernel[blocks, threads](*args)
                 return False
-            return self._watch.run(extend_kernel, blocks, L.ENUM_THREADS, args, deadline, self.d_stop)
+            return self._watch.run_all(launches, deadline, self.d_stop)
 
         def past_deadline():
             return deadline is not None and time.perf_counter() > deadline
 
         with timer.phase("enumerate"):
             self._upload_meta(meta)
-            before = 0
+            before, launches = 0, []
             for s, group in enumerate(groups):
-                if past_deadline():
-                    timed_out = True
-                    break
                 gmask = sum(1 << u for u in group)
-                if launch(s, s, gmask, before, s == len(groups) - 1, False):
-                    timed_out = True
-                    break
+                launches.append(stage_launch(s, s, gmask, before, s == len(groups) - 1, False))
                 before |= gmask
+            timed_out = past_deadline() or run(launches)
             ctrl = self._read_ctrl()
             overflow = int(ctrl[L.C_OVERFLOW])
             fallback_stage = -1
@@ -590,7 +592,7 @@ class EGSM(Engine):
                 if past_deadline():
                     timed_out = True
                 else:
-                    timed_out = launch(fallback_stage, L.FALLBACK_SLOT, rest, before, True, True)
+                    timed_out = run([stage_launch(fallback_stage, L.FALLBACK_SLOT, rest, before, True, True)])
                     ctrl = self._read_ctrl()
             if ctrl[L.C_ERROR]:
                 raise RuntimeError("EGSM planning error: a vertex group had no extendable vertex")
@@ -609,7 +611,7 @@ class EGSM(Engine):
                 for region in (L.C_TASK, L.C_SPLIT_RES, L.C_SPLIT_TAKE, L.C_REC_DONE, L.C_MAIN_DONE):
                     ctrl[region + slot] = 0
                 upload(self.d_ctrl, ctrl)
-                timed_out = launch(rerun, slot, gmask, before, True, fallback_stage >= 0)
+                timed_out = run([stage_launch(rerun, slot, gmask, before, True, fallback_stage >= 0)])
                 ctrl = self._read_ctrl()
                 total = int(ctrl[L.C_COUNT])
         stats["stage_rows"] = [int(ctrl[L.C_ROWS + s]) for s in range(len(groups) - 1)]

@@ -44,8 +44,14 @@ def _touch16(a, b, c, d, e, f, g, h, i, j, k, m, o, p, q, r, n1, n2, n3, n4):
 
 def launch_breakdown(repeat: int) -> list[dict]:
     """Host microseconds of a quick launch of 16 device arrays + 4 ints, whole (back to back, no
-    sync: what the host pays per launch) and by step (argument kinds, launch words, cuda.core's
-    launch call)."""
+    sync: what the host pays per launch) and by step (argument kinds, launch words, packing, the
+    driver call); against the same launch through cuda.core's ``launch`` (the path before
+    session 8) and through numba's dispatcher."""
+    import ctypes
+
+    from numba.cuda.cudadrv.driver import _to_core_stream
+    from numba.cuda.dispatcher import LaunchConfig, launch
+
     from common import launch as L
 
     arrays = [cuda.device_array(8, np.int32) for _ in range(16)]
@@ -53,22 +59,27 @@ def launch_breakdown(repeat: int) -> list[dict]:
     _touch16[1, 32](*args)
     _touch16[1, 32](*args)
     kinds = L._kinds(args)
-    function, cooperative, converters = _touch16._overloads[kinds]
-    config = _touch16._config((1, 1, 1), (32, 1, 1), 0, cooperative)
-    stream = L._core_stream(0)
+    entry = _touch16._overloads[kinds]
 
     def words():
         out = []
-        for convert, value in zip(converters, args):
-            convert(value, out)
+        for put, value in zip(entry.putters, args):
+            put(value, out)
         return out
 
     packed = words()
+    core_words = [ctypes.c_int64(w) if i >= 16 * 7 else w for i, w in enumerate(packed)]
+    core_kernel = _touch16.dispatcher.overloads[L.argument_types(args)]._codelibrary.get_cufunc().kernel
+    core_config, core_stream = LaunchConfig(grid=(1, 1, 1), block=(32, 1, 1), shmem_size=0), _to_core_stream(0)
     steps = {
         "quick launch 16 arrays + 4 ints (back to back)": lambda: _touch16[1, 32](*args),
         "  of which: argument kinds": lambda: L._kinds(args),
         "  of which: launch words": words,
-        "  of which: cuda.core launch call": lambda: L._NUMBA.launch(stream, config, function, *packed),
+        "  of which: packing the parameter block": lambda: entry.pack(entry.buffer, 0, *packed),
+        "  of which: cuLaunchKernel call": lambda: L._NUMBA.launch_kernel(
+            entry.handle, 1, 1, 1, 32, 1, 1, 0, 0, entry.pointers, 0),
+        "cuda.core launch call, same words (session 7's path)": lambda: launch(
+            core_stream, core_config, core_kernel, *core_words),
         "numba dispatcher launch 16 arrays + 4 ints (back to back)": lambda: _touch16.dispatcher[1, 32](*args),
     }
     return [{"operation": name, "median_us": _median_us(step, repeat, sync_each=False)}

@@ -119,7 +119,8 @@ def _row(workload, engine, mode, query, wall, result, known):
     exact = result.status is Status.OK and (expected is None or result.count == expected)
     return {"workload": workload, "engine": engine, "mode": mode, "query": query.name,
             "wall_ms": wall * 1e3, "status": str(result.status), "count": result.count,
-            "expected": expected, "exact": exact, "backend": backend_label()}
+            "expected": expected, "exact": exact, "backend": backend_label(),
+            **{f"{phase}_ms": seconds * 1e3 for phase, seconds in result.phases.items()}}
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
