@@ -106,8 +106,8 @@ def run(workloads, engines, timeout_s, profile_to=None, out: Path | None = None)
                     rows.append(_row(workload, name, "batched", query, wall / len(queries), result,
                                      known))
             done = pd.DataFrame(rows[-len(queries) * (2 if batches(engine) else 1):])
-            if out is not None:
-                done.to_csv(out, mode="a", header=not out.exists(), index=False)
+            if out is not None:                            # whole: engines report different phases
+                pd.DataFrame(rows).to_csv(out, index=False)
             for mode, part in done.groupby("mode", sort=False):
                 print(f"   {name:7s} {mode:8s} median {part.wall_ms.median():8.3f} ms, total "
                       f"{part.wall_ms.sum():9.1f} ms, exact {int(part.exact.sum())}/{len(part)}", flush=True)
