@@ -29,8 +29,8 @@ def kernel_calls(monkeypatch):
     """Kernel launches (by kernel name), copies to the host (``copies``) and to the device
     (``uploads``) and ``cuda.synchronize`` calls, counted from now on whichever backend runs the
     suite: the simulator's kernel and array classes, or on a GPU numba-cuda's dispatcher, gpusm's
-    quick launches (``common.launch.Kernel``) and device arrays. Clear the counts with
-    ``kernel_calls.update(launches=[], copies=0, ...)``."""
+    quick launches (``common.launch.Kernel``), device arrays and ``common.device.upload``/``download``.
+    Clear the counts with ``kernel_calls.update(launches=[], copies=0, ...)``."""
     from common.device import cuda, simulator_active
 
     if simulator_active():
@@ -67,8 +67,27 @@ def kernel_calls(monkeypatch):
 
     for cls, configure in zip(kernel_classes, configures):
         monkeypatch.setattr(cls, "__getitem__", counted(configure))
+    from common import device
+
+    if device._DRIVER is not None:           # common.device.upload/download call the driver
+        monkeypatch.setattr(device, "_DRIVER", _CountingCopies(device._DRIVER, calls))
     monkeypatch.setattr(Array, "copy_to_host", copy_to_host)
     monkeypatch.setattr(Array, "copy_to_device", copy_to_device)
     monkeypatch.setattr(cuda, "synchronize", sync)
     return calls
 
+
+
+class _CountingCopies:
+    """The driver's copy calls of ``common.device.upload``/``download``, counted."""
+
+    def __init__(self, driver, calls):
+        self._driver, self._calls = driver, calls
+
+    def cuMemcpyHtoD(self, *args):
+        self._calls["uploads"] += 1
+        return self._driver.cuMemcpyHtoD(*args)
+
+    def cuMemcpyDtoH(self, *args):
+        self._calls["copies"] += 1
+        return self._driver.cuMemcpyDtoH(*args)
