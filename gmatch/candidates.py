@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from common.cudasim import FULL_MASK
 from common.device import cuda, jit, simulator_active
 from common.graph import Graph
 from common.sorted_ranges import lower_bound
@@ -105,59 +106,51 @@ def pack_candidate_graph(qp: np.ndarray, cg: CandidateGraph) -> None:
 @jit
 def filter_kernel(offsets, neighbors, labels, qps, cands):
     """cands[q, v] = bitmask of the query positions that data vertex v passes LDF + NLF for, for
-    query q = blockIdx.y (one launch filters a batch); each warp adds its per-position counts to
-    qps[q, QP_CCOUNT] (zeroed by the host's upload)."""
-    counts = cuda.local.array(MAX_QUERY_VERTICES, numba.int32)
-    passed = cuda.local.array(MAX_QUERY_VERTICES, numba.int32)
+    query q = blockIdx.y (one launch filters a batch). One warp per data vertex: lane d tests
+    position d, the lanes split v's neighbour list 32 at a time and count its labels per query
+    label slot with ballots, so a hub costs deg(v) / 32 steps, not deg(v) x |labels| loads of one
+    thread that its warp waits for. Lane d adds its |C(d)| to qps[q, QP_CCOUNT, d] (zeroed by
+    the host's upload)."""
     qp = qps[cuda.blockIdx.y]
     cand_mask = cands[cuda.blockIdx.y]
     n = qp[QP_SIZES, 0]
     k = qp[QP_SIZES, 1]
-    for d in range(n):
-        passed[d] = 0
+    lane = cuda.laneid
+    warps = cuda.blockDim.x // 32
+    v = cuda.blockIdx.x * warps + cuda.threadIdx.x // 32
+    stride = cuda.gridDim.x * warps
+    passed = 0                            # lane d: vertices that passed position d
     nv = cand_mask.size
-    v = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    while v < nv:
+    while v < nv:                         # v is the same for the whole warp
         lab = labels[v]
         lo = offsets[v]
         hi = offsets[v + 1]
-        deg = hi - lo
-        mask = numba.uint32(0)
-        wanted = False
-        for d in range(n):
-            if qp[QP_LABELS, d] == lab and deg >= qp[QP_DEGREES, d]:
-                wanted = True
-        if wanted and k > 1:
-            for i in range(k):
-                counts[i] = 0
-            for e in range(lo, hi):
-                nl = labels[neighbors[e]]
+        ok = lane < n and qp[QP_LABELS, lane] == lab and hi - lo >= qp[QP_DEGREES, lane]
+        if cuda.ballot_sync(FULL_MASK, ok) != 0 and k > 1:
+            count = 0                     # lane i < k: v's neighbours with query label slot i
+            for base in range(lo, hi, 32):
+                slot = -1
+                if base + lane < hi:
+                    nl = labels[neighbors[base + lane]]
+                    for i in range(k):
+                        if qp[QP_QLABELS, i] == nl:
+                            slot = i
                 for i in range(k):
-                    if qp[QP_QLABELS, i] == nl:
-                        counts[i] += 1
-        if wanted:
-            for d in range(n):
-                if qp[QP_LABELS, d] == lab and deg >= qp[QP_DEGREES, d]:
-                    ok = True
-                    if k > 1:
-                        for i in range(k):
-                            if counts[i] < qp[QP_NLF + d, i]:
-                                ok = False
-                    if ok:
-                        mask |= numba.uint32(1) << numba.uint32(d)
-                        passed[d] += 1
-        cand_mask[v] = mask
+                    found = cuda.popc(cuda.ballot_sync(FULL_MASK, slot == i))
+                    if lane == i:
+                        count += found
+            for i in range(k):
+                have = cuda.shfl_sync(FULL_MASK, count, i)
+                if ok and have < qp[QP_NLF + lane, i]:
+                    ok = False
+        mask = cuda.ballot_sync(FULL_MASK, ok)
+        if ok:
+            passed += 1
+        if lane == 0:
+            cand_mask[v] = numba.uint32(mask)
         v += stride
-    lane = cuda.threadIdx.x % 32
-    for d in range(n):                    # |C(d)|: one atomic per warp and position
-        c = passed[d]
-        offset = 16
-        while offset > 0:
-            c += cuda.shfl_down_sync(0xFFFFFFFF, c, offset)
-            offset //= 2
-        if lane == 0 and c != 0:
-            cuda.atomic.add(qp, (QP_CCOUNT, d), c)
+    if lane < n and passed != 0:
+        cuda.atomic.add(qp, (QP_CCOUNT, lane), passed)
 
 
 @dataclass(frozen=True)

@@ -494,7 +494,7 @@ class GMatch(Engine):
     def _filter(self, d_qps, d_cands) -> None:
         """LDF/NLF candidate bits of every query of ``d_qps`` (one launch)."""
         nv = self.data.num_vertices
-        blocks = max(1, min(max(1, 4096 // d_qps.shape[0]), math.ceil(nv / FILTER_THREADS)))
+        blocks = max(1, min(max(1, 4096 // d_qps.shape[0]), math.ceil(nv / (FILTER_THREADS // 32))))
         filter_kernel[(blocks, d_qps.shape[0]), FILTER_THREADS](
             self._data_graph[0], self._data_graph[1], self._d_labels, d_qps, d_cands)
 
