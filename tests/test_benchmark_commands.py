@@ -1,12 +1,14 @@
 """The session benchmarks' commands at tiny size (the CPU reference; GPU numbers come from running
 them on a device): the small-query table and the Dask scaling table give exact counts, write
-their CSV (and plot), and say which backend they ran on."""
+their CSV (and plot), and say which backend they ran on; the host-cost table needs a GPU."""
 
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
-from experiments import dask_scaling, small_queries
+from common.device import simulator_active
+from experiments import dask_scaling, host_costs, small_queries
 
 
 def test_small_queries_table_counts_and_csv(tmp_path, capsys):
@@ -31,3 +33,13 @@ def test_dask_scaling_table_split_and_plot(tmp_path):
     path = tmp_path / "speedup.png"
     dask_scaling.plot(frame, path)
     assert path.stat().st_size > 1000
+
+
+def test_host_costs_measures_a_gpu_or_says_it_needs_one(capsys):
+    if simulator_active():
+        with pytest.raises(SystemExit, match="real GPU"):
+            host_costs.main(["--repeat", "20"])
+        return
+    assert host_costs.main(["--repeat", "20"]) == 0
+    printed = capsys.readouterr().out
+    assert "cuMemcpyHtoD" in printed and "cuLaunchKernel" in printed and "vs_quick_launch" in printed
