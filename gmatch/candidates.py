@@ -2,7 +2,9 @@
 
 One GPU pass per query computes the LDF + NLF filter (label, degree, per-label neighbour counts)
 as a bitmap over query positions, ``cand_mask[v]`` bit d set iff data vertex v may match
-position d (|V(Q)| <= 32: one uint32 per data vertex, allocated once in ``prepare``). Over the
+position d (|V(Q)| <= 32: one uint32 per data vertex, allocated once in ``prepare``). CHOICE
+where the paper is silent: a warp per data vertex, whose lanes split the neighbour list (a thread
+per vertex left a hub's warp waiting on one thread's deg x |labels| loads). Over the
 data graph the search kernels test that bit for every task.
 
 Candidate graph (the authors' bitmap build, Sec. 3.5): :func:`build_candidate_graph` refines C(u)
