@@ -4,7 +4,7 @@ The CUDA simulator accepts code that Numba's CUDA compiler rejects, so a kernel 
 GPU at hand should at least compile. This compiles every variant of gMatch's fine and coarse DFS,
 the filter and the BFS seed expansion to PTX for ``--cc`` (default 9.0, Hopper) with NVVM, and
 with ``ptxas`` (when found) prints registers, spills and shared memory of the fine kernel as the
-engine builds it (``max_registers=64``). It needs the CUDA toolkit libraries numba-cuda uses
+engine builds it (``max_registers=64``) and of the filter. It needs the CUDA toolkit libraries numba-cuda uses
 (``pip install 'numba-cuda[cu12]'``) but no driver: the device functions' compute capability is
 taken from ``--cc``. Not a test (CI has no CUDA toolkit); a developer's check.
 
@@ -78,22 +78,25 @@ def main(argv=None) -> int:
             cuda.compile_ptx(coarse_kernel(8, unroll, indexed).py_func, sig, cc=cc)
         sig = (*graph(indexed), u32(1), i32(2), i32(1), int64, int64, i32(1), int64, i64(1))
         cuda.compile_ptx(seed_expand_kernel(indexed).py_func, sig, cc=cc)
-    cuda.compile_ptx(filter_kernel.py_func, (i64(1), i32(1), i32(1), i32(3), u32(2)), cc=cc)
+    filter_ptx, _ = cuda.compile_ptx(filter_kernel.py_func, (i64(1), i32(1), i32(1), i32(3), u32(2)), cc=cc)
     print(f"compiled for sm_{cc[0]}{cc[1]}: 16 fine, 6 coarse, 2 seed-expansion kernels and the filter")
     ptxas = _ptxas()
     if ptxas is None:
         print("ptxas not found: no resource report")
         return 0
-    for indexed, ptx in fine_ptx.items():
+    reports = [(f"fine kernel ({'candidate graph' if indexed else 'data graph'}, 12 levels, 8 warps)", ptx, 64)
+               for indexed, ptx in fine_ptx.items()]
+    reports.append(("filter kernel (a warp per data vertex)", filter_ptx, None))
+    for name, ptx, max_registers in reports:
         with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
             f.write(ptx)
-        out = subprocess.run([ptxas, f"-arch=sm_{cc[0]}{cc[1]}", "--maxrregcount=64", "-v", f.name,
-                              "-o", os.devnull], capture_output=True, text=True)
+        limit = [f"--maxrregcount={max_registers}"] if max_registers else []
+        out = subprocess.run([ptxas, f"-arch=sm_{cc[0]}{cc[1]}", *limit, "-v", f.name, "-o", os.devnull],
+                             capture_output=True, text=True)
         os.unlink(f.name)
         lines = [line.split(":", 1)[-1].strip() for line in out.stderr.splitlines()
                  if "registers" in line or "spill" in line]
-        print(f"fine kernel ({'candidate graph' if indexed else 'data graph'}, 12 levels, 8 warps): "
-              + "; ".join(lines))
+        print(f"{name}: " + "; ".join(lines))
     return 0
 
 
