@@ -27,7 +27,8 @@ from .errors import DeviceOutOfMemory
 
 cudasim.install()
 
-from .launch import jit  # noqa: E402  (after the simulator's intrinsics are installed)
+from . import launch  # noqa: E402  (after the simulator's intrinsics are installed)
+from .launch import jit  # noqa: E402
 
 
 def gpu_available() -> bool:
@@ -360,7 +361,7 @@ class BufferPool:
         host = np.ascontiguousarray(host)
         shape = host.shape
         current = self.get(name, host.size, host.dtype)
-        upload(current, host.reshape(-1))
+        upload(current, host)
         return self._view(name, current, shape)
 
     def scan(self, size: int, dtype=np.int64):
@@ -398,31 +399,6 @@ class BufferPool:
         return name in self._arrays
 
 
-def _direct_copies():
-    """The driver's copy calls (cuda-bindings, numba-cuda's own dependency) when copies may skip
-    numba's path: on a GPU, unless ``GPUSM_FAST_LAUNCH=0`` (the ablation of launches and copies)."""
-    from . import launch
-
-    if simulator_active() or not launch.ENABLED:
-        return None
-    try:
-        from cuda.bindings import driver
-    except ImportError:
-        return None
-    return driver
-
-
-_DRIVER = _direct_copies()
-
-
-def _device_pointer(d_array) -> int:
-    """A device array's pointer, kept on the array (it never changes)."""
-    pointer = d_array.__dict__.get("_device_pointer")
-    if pointer is None:
-        pointer = d_array.__dict__["_device_pointer"] = int(d_array.device_ctypes_pointer.value or 0)
-    return pointer
-
-
 def _check_copy(d_array, host: np.ndarray, verb: str) -> None:
     if host.dtype != d_array.dtype:
         raise TypeError(f"{verb}: host dtype {host.dtype} differs from the device array's {d_array.dtype}")
@@ -441,9 +417,10 @@ def upload(d_target, host) -> None:
     _check_copy(d_target, host, "upload")
     if host.size == 0:
         return
-    if _DRIVER is not None:
-        if _DRIVER.cuMemcpyHtoD(_device_pointer(d_target), host.ctypes.data, host.nbytes)[0] == 0:
-            return                       # else numba's path below raises its own error
+    direct = launch._NUMBA                 # None under the simulator or GPUSM_FAST_LAUNCH=0
+    if direct is not None and direct.memcpy_htod(launch.device_pointer(d_target), host.ctypes.data,
+                                                 host.nbytes)[0] == 0:
+        return                           # else numba's path below raises its own error
     _first(d_target, host.size).copy_to_device(host.reshape(-1))
 
 
@@ -454,9 +431,10 @@ def download(d_source, host: np.ndarray) -> np.ndarray:
     _check_copy(d_source, host, "download")
     if host.size == 0:
         return host
-    if _DRIVER is not None:
-        if _DRIVER.cuMemcpyDtoH(host.ctypes.data, _device_pointer(d_source), host.nbytes)[0] == 0:
-            return host
+    direct = launch._NUMBA
+    if direct is not None and direct.memcpy_dtoh(host.ctypes.data, launch.device_pointer(d_source),
+                                                 host.nbytes)[0] == 0:
+        return host
     _first(d_source, host.size).copy_to_host(host.reshape(-1))
     return host
 

@@ -1,4 +1,5 @@
-"""Kernel launches without numba-cuda's general argument marshalling (issue 14's fixed cost).
+"""Kernel launches without numba-cuda's general argument marshalling, and the driver's copy
+calls that ``common.device.upload``/``download`` make directly (issue 14's fixed cost).
 
 numba-cuda prepares every argument of every launch through its general path: a type lookup of
 each argument, an ``InOut`` hint and a strided-memory-view shim per device array, module imports
@@ -44,7 +45,6 @@ from .cudasim import simulator_active
 
 ENABLED = os.environ.get("GPUSM_FAST_LAUNCH", "1") != "0"
 _INT64 = (-(1 << 63), 1 << 63)
-_CONFIGS_KEPT = 4096                      # launch configurations remembered per kernel
 
 
 def jit(function=None, **options):
@@ -60,13 +60,15 @@ def jit(function=None, **options):
 
 
 class _NumbaPieces(NamedTuple):
-    """numba-cuda's launch pieces this module relies on, and the driver's launch call."""
+    """numba-cuda's launch pieces this module relies on, and the driver calls made directly."""
 
     device_array: type                # numba's device array class
     dispatcher_launch: type           # numba's configured launch (types, compiles, marshals)
     typeof: object                    # numba's argument typing: typeof(value) -> type
     normalize_dims: object            # (grid, block) -> 3-tuples, checked
     launch_kernel: object             # the driver's cuLaunchKernel (cuda-bindings)
+    memcpy_htod: object               # the driver's cuMemcpyHtoD (common.device.upload)
+    memcpy_dtoh: object               # the driver's cuMemcpyDtoH (common.device.download)
 
 
 def _numba_pieces() -> _NumbaPieces | None:
@@ -83,7 +85,7 @@ def _numba_pieces() -> _NumbaPieces | None:
     return _NumbaPieces(
         device_array=DeviceNDArray, dispatcher_launch=_LaunchConfiguration,
         typeof=lambda value: typeof(value, Purpose.argument), normalize_dims=normalize_kernel_dimensions,
-        launch_kernel=driver.cuLaunchKernel)
+        launch_kernel=driver.cuLaunchKernel, memcpy_htod=driver.cuMemcpyHtoD, memcpy_dtoh=driver.cuMemcpyDtoH)
 
 
 class Kernel:
@@ -240,6 +242,11 @@ def _array_words(array):
 
 
 _TYPE_KINDS: dict = {}                    # numba array type -> its kind (an int)
+
+
+def device_pointer(array) -> int:
+    """A device array's pointer, read from its kept launch words."""
+    return (array.__dict__.get("_launch_words") or _array_words(array))[2][4]
 
 
 def _put_array(value, words):

@@ -449,9 +449,6 @@ class EGSM(Engine):
         meta[L.M_NE] = len(edges)
         return meta
 
-    def _upload_meta(self, meta: np.ndarray) -> None:
-        upload(self.d_meta, meta)
-
     def _build_index(self, meta, delta, max_cells, cells, pairs, moff, timer, deadline=None):
         """Build all tries, run the wedge filter, compact; None if the cuckoo build failed.
         Raises :class:`_PastDeadline` between launches once ``deadline`` has passed (host time
@@ -464,7 +461,7 @@ class EGSM(Engine):
         pool, n = self.pool, self.data_n
         masks = pool.get("candidate bitmaps", moff + n, np.int64)
         with timer.phase("index"):
-            self._upload_meta(meta)
+            upload(self.d_meta, meta)
             keys = pool.get("cuckoo keys", cells, np.int32)
             reset_kernel[_blocks(max(cells, L.CTRL_SIZE)), L.BUILD_THREADS](self.d_ctrl, keys, cells)
             insert_kernel[_blocks(n), L.BUILD_THREADS](n, moff, masks, self.d_meta, keys, self.d_ctrl)
@@ -575,7 +572,7 @@ class EGSM(Engine):
             return deadline is not None and time.perf_counter() > deadline
 
         with timer.phase("enumerate"):
-            self._upload_meta(meta)
+            upload(self.d_meta, meta)
             before, launches = 0, []
             for s, group in enumerate(groups):
                 gmask = sum(1 << u for u in group)

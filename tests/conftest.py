@@ -67,27 +67,22 @@ def kernel_calls(monkeypatch):
 
     for cls, configure in zip(kernel_classes, configures):
         monkeypatch.setattr(cls, "__getitem__", counted(configure))
-    from common import device
+    from common import launch
 
-    if device._DRIVER is not None:           # common.device.upload/download call the driver
-        monkeypatch.setattr(device, "_DRIVER", _CountingCopies(device._DRIVER, calls))
+    direct = launch._NUMBA                   # common.device.upload/download call the driver
+    if direct is not None:
+        def memcpy_htod(*args):
+            calls["uploads"] += 1
+            return direct.memcpy_htod(*args)
+
+        def memcpy_dtoh(*args):
+            calls["copies"] += 1
+            return direct.memcpy_dtoh(*args)
+
+        monkeypatch.setattr(launch, "_NUMBA", direct._replace(memcpy_htod=memcpy_htod, memcpy_dtoh=memcpy_dtoh))
     monkeypatch.setattr(Array, "copy_to_host", copy_to_host)
     monkeypatch.setattr(Array, "copy_to_device", copy_to_device)
     monkeypatch.setattr(cuda, "synchronize", sync)
     return calls
 
 
-
-class _CountingCopies:
-    """The driver's copy calls of ``common.device.upload``/``download``, counted."""
-
-    def __init__(self, driver, calls):
-        self._driver, self._calls = driver, calls
-
-    def cuMemcpyHtoD(self, *args):
-        self._calls["uploads"] += 1
-        return self._driver.cuMemcpyHtoD(*args)
-
-    def cuMemcpyDtoH(self, *args):
-        self._calls["copies"] += 1
-        return self._driver.cuMemcpyDtoH(*args)
