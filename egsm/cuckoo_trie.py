@@ -25,9 +25,12 @@ Choices where the paper is silent, recorded:
 * Insertion: one thread per (vertex, query vertex) key, CAS into an empty cell of its bucket,
   else ``atomic.exch`` with cell ``key % 8`` and the victim moves to the other table, at most
   ``MAX_CUCKOO_LOOP = 64`` times (authors' limit); the paper uses 8 cooperating lanes per key.
-* Levels 2 and 3: one thread per (edge, cell) pair counts, an exclusive scan over all pairs of
-  all tries gives the offsets, one thread per pair copies (paper: one warp per key). All tries of
-  a query are built by the same three launches.
+* Levels 2 and 3: one warp per level-1 cell (the paper's warp per key) reads the key's neighbour
+  list once, in 32-element chunks, and counts (then copies) N(v, u, a) for every out-edge (u, a)
+  of its u in the same pass, a ballot per edge; an exclusive scan over all pairs of all tries
+  gives the offsets between the two. All tries of a query are built by the same three launches.
+  (Before: one thread per (edge, cell) pair, which left a hub's warp waiting on deg(v) serial
+  loads per edge.)
 * Deletion (filter step 3) keeps a live count per pair and a REMOVED flag per list slot; a key
   whose live count reaches 0 is deleted at once (the paper's eager variant).
   Compaction then drops removed slots and empty keys into fresh arrays (``off2``/``nbr2``) and
@@ -40,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 from numba import int32, int64
 
-from common.device import cuda, jit
+from common.device import FULL_MASK, cuda, jit
 from common.device_functions import hash32, lower_bound
 
 from .layout import (
@@ -52,8 +55,9 @@ from .layout import (
     EI_PROJSTART,
     EI_REL,
     EMPTY,
+    M_ADJ,
     M_CBASE,
-    M_EDST,
+    M_EIDX,
     M_ESRC,
     M_NB,
     M_NE,
@@ -62,6 +66,7 @@ from .layout import (
     M_SEED,
     MAXQ,
     SCAN_BLOCK,
+    WARP,
 )
 
 MAX_CUCKOO_LOOP = 64
@@ -133,41 +138,75 @@ def insert_kernel(n, moff, masks, meta, keys, ctrl):
                 ctrl[C_CUCKOO_FAIL] = 1
 
 
+@cuda.jit(device=True)
+def key_of_cell(meta, g):
+    """(u, local cell, u's neighbour bitmap) of global level-1 cell ``g``."""
+    u = 0
+    while meta[M_CBASE + u + 1] <= g:
+        u += 1
+    return u, g - meta[M_CBASE + u], meta[M_ADJ + u]
+
+
 @jit
 def count_kernel(capacity, num_pairs, meta, keys, masks, moff, offsets, neighbors, cnt):
-    """Level 2 sizes: cnt[p] = |N(v, u, u')| for pair p = (edge (u, u'), cell of v); 0 past the
-    last pair, so that a scan over the whole buffer ends with the total."""
-    for p in range(cuda.grid(1), capacity, cuda.gridsize(1)):
-        c = 0
-        if p < num_pairs:
-            e = edge_of_pair(meta, p)
-            u = meta[M_ESRC + e]
-            bit = int64(1) << meta[M_EDST + e]
-            v = keys[meta[M_CBASE + u] + p - meta[M_PBASE + e]]
-            if v != EMPTY:
-                for i in range(offsets[v], offsets[v + 1]):
-                    if masks[moff + neighbors[i]] & bit:
-                        c += 1
-        cnt[p] = c
+    """Level 2 sizes, one warp per level-1 cell (the paper's warp per key): the lanes read the
+    key v's neighbour list once for every out-edge (u, a) of its u, and cnt[p] = |N(v, u, a)| for
+    each of the cell's pairs p (0 for an empty cell); 0 past the last pair up to ``capacity``, so
+    that a scan over the whole buffer ends with the total."""
+    lane = cuda.laneid
+    for p in range(num_pairs + cuda.grid(1), capacity, cuda.gridsize(1)):
+        cnt[p] = 0
+    warps = cuda.gridsize(1) // WARP
+    nq = meta[M_NQ]
+    for g in range(cuda.grid(1) // WARP, meta[M_CBASE + nq], warps):
+        u, c, adj = key_of_cell(meta, g)
+        v = keys[g]
+        mine = 0                    # lane a counts edge (u, a)
+        if v != EMPTY:
+            for i0 in range(offsets[v], offsets[v + 1], WARP):
+                i = i0 + lane
+                m = masks[moff + neighbors[i]] if i < offsets[v + 1] else int64(0)
+                for a in range(nq):
+                    if (adj >> a) & 1:
+                        hits = cuda.popc(cuda.ballot_sync(FULL_MASK, (m >> a) & 1 != 0))
+                        if lane == a:
+                            mine += hits
+        if lane < nq and (adj >> lane) & 1:
+            cnt[meta[M_PBASE + meta[M_EIDX + u * MAXQ + lane]] + c] = mine
 
 
 @jit
-def fill_kernel(num_pairs, meta, keys, masks, moff, offsets, neighbors, off, nbr, removed):
-    """Level 3: copy N(v, u, u') (sorted) to nbr[off[p]:]; clear the slots' REMOVED flags."""
-    for p in range(cuda.grid(1), num_pairs, cuda.gridsize(1)):
-        e = edge_of_pair(meta, p)
-        u = meta[M_ESRC + e]
-        bit = int64(1) << meta[M_EDST + e]
-        v = keys[meta[M_CBASE + u] + p - meta[M_PBASE + e]]
+def fill_kernel(meta, keys, masks, moff, offsets, neighbors, off, nbr, removed):
+    """Level 3, one warp per level-1 cell: the key v's neighbour list read once, N(v, u, a)
+    (sorted) copied to nbr[off[p]:] for each of the cell's pairs p = (edge (u, a), cell) in the
+    same pass (ballot ranks keep the order); the slots' REMOVED flags cleared."""
+    lane = cuda.laneid
+    warps = cuda.gridsize(1) // WARP
+    nq = meta[M_NQ]
+    for g in range(cuda.grid(1) // WARP, meta[M_CBASE + nq], warps):
+        v = keys[g]
         if v == EMPTY:
             continue
-        pos = off[p]
-        for i in range(offsets[v], offsets[v + 1]):
-            w = neighbors[i]
-            if masks[moff + w] & bit:
-                nbr[pos] = w
-                removed[pos] = 0
-                pos += 1
+        u, c, adj = key_of_cell(meta, g)
+        pos = int64(0)              # lane a: next slot of N(v, u, a)
+        if lane < nq and (adj >> lane) & 1:
+            pos = off[meta[M_PBASE + meta[M_EIDX + u * MAXQ + lane]] + c]
+        below = (int64(1) << lane) - 1
+        for i0 in range(offsets[v], offsets[v + 1], WARP):
+            i = i0 + lane
+            w = neighbors[i] if i < offsets[v + 1] else int32(0)
+            m = masks[moff + w] if i < offsets[v + 1] else int64(0)
+            for a in range(nq):
+                if (adj >> a) & 1:
+                    hit = (m >> a) & 1 != 0
+                    ballot = int64(cuda.ballot_sync(FULL_MASK, hit)) & 0xFFFFFFFF
+                    base = cuda.shfl_sync(FULL_MASK, pos, a)
+                    if hit:
+                        slot = base + cuda.popc(ballot & below)
+                        nbr[slot] = w
+                        removed[slot] = 0
+                    if lane == a:
+                        pos += cuda.popc(ballot)
 
 
 @jit

@@ -473,7 +473,7 @@ class EGSM(Engine):
             off2 = pool.get("compacted offsets", size, np.int64)
             small = size <= L.SMALL_SCAN
             workspace = None if small else pool.scan(size, np.int64)
-            count_kernel[_blocks(size), L.BUILD_THREADS](
+            count_kernel[_blocks(cells * L.WARP), L.BUILD_THREADS](
                 size, pairs, self.d_meta, keys, masks, moff, self.d_offsets, self.d_neighbors, cnt)
             check()
             if small:                       # one launch, the total read with ctrl
@@ -484,9 +484,8 @@ class EGSM(Engine):
             check()
             nbr = pool.get("level-3 lists", total_slots, np.int32)
             removed = pool.get("level-3 removed flags", total_slots, np.int32)
-            fill_kernel[_blocks(pairs), L.BUILD_THREADS](
-                pairs, self.d_meta, keys, masks, moff, self.d_offsets, self.d_neighbors, off,
-                nbr, removed)
+            fill_kernel[_blocks(cells * L.WARP), L.BUILD_THREADS](
+                self.d_meta, keys, masks, moff, self.d_offsets, self.d_neighbors, off, nbr, removed)
             check()
         if self.wedge_filter:
             with timer.phase("filter"):

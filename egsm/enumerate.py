@@ -113,7 +113,9 @@ from .layout import (
 )
 
 NO_KEY = int64(1) << 62
-SPIN_NS = 256          # back-off of a warp waiting for a split record
+SPIN_NS = 256          # back-off of a warp waiting for a split record being written
+IDLE_MAX_NS = 8192     # longest back-off of a warp waiting for a record to be reserved, or the end
+ABORT_POLL_INTERVAL = 4  # idle polls between reads of the stop, error and overflow flags
 STOP_POLL_INTERVAL = 32  # polls between a warp's atomic reads of the stop flag (deadline watch)
 
 
@@ -230,27 +232,35 @@ def stopped(ctrl, fallback, watch, polls):
 def wait_record(ctrl, split, slot, idx, ntasks, epoch, fallback):
     """Lane 0 waits until split record ``idx`` is published (True) or no record can come any
     more (False): every main task and every reserved record finished and none reserved at or
-    after ``idx``."""
+    after ``idx``. A record reserved but not yet published is polled every ``SPIN_NS``; while
+    none is reserved at ``idx`` the pause doubles up to ``IDLE_MAX_NS`` and the stop, error and
+    overflow flags are read every ``ABORT_POLL_INTERVAL`` polls, so that the warps left without
+    work do not flood the counters' atomics the working warps need."""
     status = 0
     if cuda.laneid == 0:
+        pause = SPIN_NS
+        polls = 0
         while status == 0:
             # atomic reads: a plain load could be hoisted out of this spin loop
-            if (cuda.atomic.add(ctrl, C_STOP, 0) != 0 or cuda.atomic.add(ctrl, C_ERROR, 0) != 0
+            if polls % ABORT_POLL_INTERVAL == 0 and (
+                    cuda.atomic.add(ctrl, C_STOP, 0) != 0 or cuda.atomic.add(ctrl, C_ERROR, 0) != 0
                     or (not fallback and cuda.atomic.add(ctrl, C_OVERFLOW, 0) != 0)):
                 status = 2
                 break
+            polls += 1
             reserved = cuda.atomic.add(ctrl, C_SPLIT_RES + slot, 0)
             if idx < reserved:
                 if cuda.atomic.add(split, idx * REC_WIDTH + R_FLAG, 0) == epoch:
                     status = 1
-            else:
-                main_done = cuda.atomic.add(ctrl, C_MAIN_DONE + slot, 0)
+                pause = SPIN_NS                             # being written: look again soon
+            elif cuda.atomic.add(ctrl, C_MAIN_DONE + slot, 0) >= ntasks:
                 rec_done = cuda.atomic.add(ctrl, C_REC_DONE + slot, 0)
                 again = cuda.atomic.add(ctrl, C_SPLIT_RES + slot, 0)
-                if main_done >= ntasks and rec_done == reserved and again == reserved:
+                if rec_done == reserved and again == reserved:
                     status = 2
             if status == 0:
-                cuda.nanosleep(SPIN_NS)                     # spare the counters' atomics
+                cuda.nanosleep(pause)
+                pause = min(2 * pause, IDLE_MAX_NS)
     return cuda.shfl_sync(FULL_MASK, status, 0) == 1
 
 

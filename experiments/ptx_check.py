@@ -1,10 +1,11 @@
-"""Compile gMatch's kernels for a real GPU on a machine without one, and read their resources.
+"""Compile gMatch's and EGSM's kernels for a real GPU on a machine without one, and read their resources.
 
 The CUDA simulator accepts code that Numba's CUDA compiler rejects, so a kernel changed without a
 GPU at hand should at least compile. This compiles every variant of gMatch's fine and coarse DFS,
-the filter and the BFS seed expansion to PTX for ``--cc`` (default 9.0, Hopper) with NVVM, and
-with ``ptxas`` (when found) prints registers, spills and shared memory of the fine kernel as the
-engine builds it (``max_registers=64``) and of the filter. It needs the CUDA toolkit libraries numba-cuda uses
+the filter and the BFS seed expansion, and EGSM's filter, index, wedge-filter and enumeration
+kernels, to PTX for ``--cc`` (default 9.0, Hopper) with NVVM, and with ``ptxas`` (when found)
+prints registers, spills and shared memory of gMatch's fine kernel as the engine builds it
+(``max_registers=64``), its filter and the EGSM kernels. It needs the CUDA toolkit libraries numba-cuda uses
 (``pip install 'numba-cuda[cu12]'``) but no driver: the device functions' compute capability is
 taken from ``--cc``. Not a test (CI has no CUDA toolkit); a developer's check.
 
@@ -79,7 +80,9 @@ def main(argv=None) -> int:
         sig = (*graph(indexed), u32(1), i32(2), i32(1), int64, int64, i32(1), int64, i64(1))
         cuda.compile_ptx(seed_expand_kernel(indexed).py_func, sig, cc=cc)
     filter_ptx, _ = cuda.compile_ptx(filter_kernel.py_func, (i64(1), i32(1), i32(1), i32(3), u32(2)), cc=cc)
-    print(f"compiled for sm_{cc[0]}{cc[1]}: 16 fine, 6 coarse, 2 seed-expansion kernels and the filter")
+    egsm_ptx = _egsm_ptx(cuda, types, i32, i64, cc)
+    print(f"compiled for sm_{cc[0]}{cc[1]}: 16 fine, 6 coarse, 2 seed-expansion kernels and the filter "
+          f"of gMatch, {len(egsm_ptx)} EGSM kernels")
     ptxas = _ptxas()
     if ptxas is None:
         print("ptxas not found: no resource report")
@@ -87,6 +90,7 @@ def main(argv=None) -> int:
     reports = [(f"fine kernel ({'candidate graph' if indexed else 'data graph'}, 12 levels, 8 warps)", ptx, 64)
                for indexed, ptx in fine_ptx.items()]
     reports.append(("filter kernel (a warp per data vertex)", filter_ptx, None))
+    reports += [(f"EGSM {name}", ptx, None) for name, ptx in egsm_ptx.items()]
     for name, ptx, max_registers in reports:
         with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
             f.write(ptx)
@@ -98,6 +102,27 @@ def main(argv=None) -> int:
                  if "registers" in line or "spill" in line]
         print(f"{name}: " + "; ".join(lines))
     return 0
+
+
+def _egsm_ptx(cuda, types, i32, i64, cc) -> dict:
+    """PTX of EGSM's kernels for the argument types the engine passes."""
+    from egsm.cuckoo_trie import count_kernel, fill_kernel
+    from egsm.enumerate import extend_kernel
+    from egsm.filter import candidate_kernel, prune_all_kernel
+
+    n, flag = types.int64, types.boolean
+    signatures = {
+        "candidate_kernel": (candidate_kernel, (n, n, i64(1), i32(1), i64(1), i32(1), i32(1), i64(1), i64(1),
+                                                i64(1))),
+        "count_kernel": (count_kernel, (n, n, i64(1), i32(1), i64(1), n, i64(1), i32(1), i32(1))),
+        "fill_kernel": (fill_kernel, (i64(1), i32(1), i64(1), n, i64(1), i32(1), i64(1), i32(1), i32(1))),
+        "prune_all_kernel": (prune_all_kernel, (i64(1), i32(1), i32(1), i64(1), i32(1), i32(1))),
+        "extend_kernel": (extend_kernel, (i64(1), i64(1), i32(1), i64(1), i32(1), i32(1), i32(1), i64(1),
+                                          i32(1), n, i64(1), n, n, n, n, n, n, n, n, n, flag, flag, n, flag,
+                                          n)),
+    }
+    return {name: cuda.compile_ptx(kernel.py_func, sig, cc=cc)[0]
+            for name, (kernel, sig) in signatures.items()}
 
 
 if __name__ == "__main__":
