@@ -43,8 +43,9 @@ Per-query fixed cost (choices where the paper is silent; it counts kernel time o
   device array holds both), ctrl after the stages. Nothing else synchronises; the compacted
   lists are sized by the level-3 total and the pair count (upper bounds) up to
   ``BOUND_COMPACT_SLOTS``, above which two more totals are read to size them exactly.
-* Wedge filter: one block of ``PRUNE_THREADS`` runs every centre of both passes in δ order with
-  a block barrier between centres, when no centre has more than ``FUSED_PRUNE_CELLS`` cells;
+* Wedge filter: one block of ``PRUNE_THREADS`` runs every centre of both passes in δ order,
+  runs of consecutive non-adjacent centres together (``filter.prune_phases``), with a block
+  barrier between runs, when no centre has more than ``FUSED_PRUNE_CELLS`` cells;
   otherwise one launch per centre (grid sized to its cells), as before.
 * Scans: up to ``layout.SMALL_SCAN`` (edge, cell) pairs, one block scans the level-2 counts
   (its total read with ctrl) and later, in one launch, both compaction scans (the alive flags
@@ -121,6 +122,7 @@ from .filter import (
     neighbour_label_counts,
     prune_all_kernel,
     prune_kernel,
+    prune_phases,
     restrict_root_kernel,
 )
 from .order import first_vertex
@@ -147,7 +149,7 @@ SIM_QUEUE_BYTES = 4 << 20
 MAX_REBUILDS = 8
 BUILD_BLOCKS_MAX = 4096
 #: Threads of the one-block wedge filter (all centres in one launch).
-PRUNE_THREADS = 64 if simulator_active() else 512
+PRUNE_THREADS = 64 if simulator_active() else 1024
 #: Largest cell count of a centre for the one-block wedge filter; above it, a launch per centre.
 FUSED_PRUNE_CELLS = 8 * PRUNE_THREADS
 #: Compacted lists sized by the level-3 total (an upper bound, no host read) up to this many
@@ -371,8 +373,11 @@ class EGSM(Engine):
         meta[L.M_NB:L.M_NB + nq] = nb
         meta[L.M_PBASE:L.M_PBASE + len(edges) + 1] = pbase
         delta = filtering_order(adj, np.array([len(a) for a in adj]))
-        meta[L.M_NDELTA] = 2 * nq
-        meta[L.M_DELTA:L.M_DELTA + 2 * nq] = delta + delta[::-1]
+        centres = delta + delta[::-1]
+        meta[L.M_DELTA:L.M_DELTA + 2 * nq] = centres
+        phases = prune_phases(adj, centres)
+        meta[L.M_NPHASE] = len(phases) - 1
+        meta[L.M_PHASE:L.M_PHASE + len(phases)] = phases
         cells, pairs = int(cbase[-1]), int(pbase[-1])
         rng = np.random.default_rng(0)
         rebuilds = 0

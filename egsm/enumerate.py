@@ -114,7 +114,8 @@ from .layout import (
 
 NO_KEY = int64(1) << 62
 SPIN_NS = 256          # back-off of a warp waiting for a split record being written
-IDLE_MAX_NS = 8192     # longest back-off of a warp waiting for a record to be reserved, or the end
+IDLE_MAX_NS = 4096     # longest back-off of a warp or spare block waiting for records or the end
+SPARE_FIRST_NS = 1024  # a spare block's first pause: the working warps take their tasks first
 ABORT_POLL_INTERVAL = 4  # idle polls between reads of the stop, error and overflow flags
 STOP_POLL_INTERVAL = 32  # polls between a warp's atomic reads of the stop flag (deadline watch)
 
@@ -262,6 +263,40 @@ def wait_record(ctrl, split, slot, idx, ntasks, epoch, fallback):
                 cuda.nanosleep(pause)
                 pause = min(2 * pause, IDLE_MAX_NS)
     return cuda.shfl_sync(FULL_MASK, status, 0) == 1
+
+
+@cuda.jit(device=True)
+def spare_block_wait(ctrl, slot, ntasks, fallback):
+    """A block with no main task (stage > 0: its first warp's index passes the input rows) waits
+    here, thread 0 polling for it with a pause growing from ``SPARE_FIRST_NS`` to
+    ``IDLE_MAX_NS``: True once split records are reserved but not taken (the block joins the
+    task loop), False once no record can come any more (every main task and every reserved
+    record finished) or a stop flag is up. A small stage's spare blocks thus make no atomics
+    beside the working warps' and leave at its end; a heavy stage's join its split records."""
+    state = cuda.shared.array(1, int32)
+    pause = SPARE_FIRST_NS
+    while True:
+        if cuda.threadIdx.x == 0:
+            cuda.nanosleep(pause)
+            pause = min(2 * pause, IDLE_MAX_NS)
+            go = 0
+            if (cuda.atomic.add(ctrl, C_STOP, 0) != 0 or cuda.atomic.add(ctrl, C_ERROR, 0) != 0
+                    or (not fallback and cuda.atomic.add(ctrl, C_OVERFLOW, 0) != 0)):
+                go = 2
+            else:
+                reserved = cuda.atomic.add(ctrl, C_SPLIT_RES + slot, 0)
+                if cuda.atomic.add(ctrl, C_SPLIT_TAKE + slot, 0) < reserved:
+                    go = 1
+                elif cuda.atomic.add(ctrl, C_MAIN_DONE + slot, 0) >= ntasks:
+                    rec_done = cuda.atomic.add(ctrl, C_REC_DONE + slot, 0)
+                    if rec_done == reserved and cuda.atomic.add(ctrl, C_SPLIT_RES + slot, 0) == reserved:
+                        go = 2
+            state[0] = go
+        cuda.syncthreads()
+        go = state[0]
+        cuda.syncthreads()
+        if go != 0:
+            return go == 1
 
 
 @cuda.jit(device=True)
@@ -455,6 +490,9 @@ def extend_kernel(meta, einfo, keys, off2, nbr2, proj_keys, queue, ctrl, emb, em
     w_in, in_rows, in_start, out_start, w_out, max_rows = queue_geometry(meta, ctrl, stage, qcap,
                                                                          out_mask)
     ntasks = num_tasks if stage == 0 else in_rows
+    if cuda.blockIdx.x * WARPS_PER_BLOCK >= ntasks:       # a spare block: no main task
+        if split_threshold <= 0 or not spare_block_wait(ctrl, slot, ntasks, fallback):
+            return
     polls = int64(0)
 
     while True:

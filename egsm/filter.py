@@ -17,10 +17,12 @@ Choices where the paper is silent, recorded:
 * Filtering order δ: BFS from the query vertex of largest degree (ties: smallest id), the
   paper's "arbitrary vertex then BFS order"; the authors default to degeneracy order. Two
   passes (δ then reversed δ), no fixpoint, as the paper.
-* One block of ``prune_all_kernel`` runs the 2 |V(Q)| centres of both passes in turn, with a
-  block barrier between centres (the order and the result of one launch per centre), when every
-  centre has at most ``FUSED_PRUNE_CELLS`` cells (engine.py); larger queries launch
-  ``prune_kernel`` once per centre over a grid sized to that centre's cells.
+* One block of ``prune_all_kernel`` runs the 2 |V(Q)| centres of both passes, when every
+  centre has at most ``FUSED_PRUNE_CELLS`` cells (engine.py): consecutive centres no two of which
+  are adjacent form a phase whose cells the threads take together (such centres touch disjoint
+  tries, so this is the result of one centre after the other), with a block barrier between
+  phases. Larger queries launch ``prune_kernel`` once per centre over a grid sized to that
+  centre's cells.
 * Each centre u applies both chains of Prune over ⟨N(u)⟩ at once: after the
   two chains every CT(u, a) keeps exactly the u-values present in all of them (§4.2), so one
   thread per key of u checks all of u's tries and, if the key is missing from one, deletes it
@@ -48,12 +50,13 @@ from .layout import (
     M_DELTA,
     M_EIDX,
     M_LAB,
-    M_NDELTA,
     M_NLCCNT,
     M_NLCLAB,
     M_NLCOFF,
+    M_NPHASE,
     M_NQ,
     M_PBASE,
+    M_PHASE,
     MAXQ,
     META_SIZE,
 )
@@ -159,16 +162,48 @@ def prune_kernel(u, meta, keys, cnt, off, nbr, removed):
         prune_cell(u, c, meta, keys, cnt, off, nbr, removed)
 
 
+@cuda.jit(device=True)
+def centre_cells(meta, k):
+    """Cells of the k-th centre of meta[M_DELTA:]."""
+    u = meta[M_DELTA + k]
+    return meta[M_CBASE + u + 1] - meta[M_CBASE + u]
+
+
 @jit
 def prune_all_kernel(meta, keys, cnt, off, nbr, removed):
-    """Both passes of the wedge filter in one launch of one block: the centres of
-    meta[M_DELTA:] in turn, a block barrier between two centres (what separate launches gave)."""
-    for k in range(meta[M_NDELTA]):
-        u = meta[M_DELTA + k]
-        cells = meta[M_CBASE + u + 1] - meta[M_CBASE + u]
-        for c in range(cuda.threadIdx.x, cells, cuda.blockDim.x):
-            prune_cell(u, c, meta, keys, cnt, off, nbr, removed)
+    """Both passes of the wedge filter in one launch of one block: the phases of meta[M_PHASE:]
+    in turn, a block barrier between two phases; the threads run the cells of all of a phase's
+    centres at once (its centres touch disjoint tries, see :func:`prune_phases`)."""
+    for ph in range(meta[M_NPHASE]):
+        lo = meta[M_PHASE + ph]
+        hi = meta[M_PHASE + ph + 1]
+        total = int64(0)
+        for k in range(lo, hi):
+            total += centre_cells(meta, k)
+        for i in range(cuda.threadIdx.x, total, cuda.blockDim.x):
+            k = lo
+            c = i
+            while c >= centre_cells(meta, k):
+                c -= centre_cells(meta, k)
+                k += 1
+            prune_cell(meta[M_DELTA + k], c, meta, keys, cnt, off, nbr, removed)
         cuda.syncthreads()
+
+
+def prune_phases(adjacency, centres: list[int]) -> list[int]:
+    """Phase boundaries of the centres (positions into ``centres``, first 0, last len): each phase
+    a maximal run of consecutive centres no two of which are equal or adjacent. Centre u reads
+    and writes only CT(u, a) and CT(a, u) for a in N(u), so the centres of a phase touch disjoint
+    tries and running them at once gives what running them in turn gives."""
+    bounds = [0]
+    current: set[int] = set()
+    for k, u in enumerate(centres):
+        if u in current or any(a in current for a in adjacency[u]):
+            bounds.append(k)
+            current = set()
+        current.add(u)
+    bounds.append(len(centres))
+    return bounds
 
 
 def filtering_order(adjacency: list[list[int]], degrees: np.ndarray) -> list[int]:
@@ -188,4 +223,4 @@ def filtering_order(adjacency: list[list[int]], degrees: np.ndarray) -> list[int
 
 
 __all__ = ["neighbour_label_counts", "candidate_kernel", "restrict_root_kernel", "prune_kernel",
-           "prune_all_kernel", "filtering_order"]
+           "prune_all_kernel", "prune_phases", "filtering_order"]

@@ -37,9 +37,10 @@ M_SEED = M_PBASE + MAXE + 1    # hash seeds of table 0 and table 1
 M_NQ = M_SEED + 2              # |V(Q)|
 M_NE = M_NQ + 1                # number of directed edges
 M_STAGEMASK = M_NE + 1         # mapped-vertex mask after each stage (MAXSTAGES)
-M_NDELTA = M_STAGEMASK + MAXSTAGES  # centres of the wedge filter's two passes (2 |V(Q)|)
-M_DELTA = M_NDELTA + 1         # the centres: δ then reversed δ (2 MAXQ)
-META_SIZE = M_DELTA + 2 * MAXQ
+M_DELTA = M_STAGEMASK + MAXSTAGES  # centres of the wedge filter's two passes: δ, reversed δ (2 MAXQ)
+M_NPHASE = M_DELTA + 2 * MAXQ  # phases of the one-block wedge filter: runs of centres no two adjacent
+M_PHASE = M_NPHASE + 1         # phase k = centres [M_PHASE + k, M_PHASE + k + 1) (2 MAXQ + 1)
+META_SIZE = M_PHASE + 2 * MAXQ + 1
 
 # ---- edge info (int64, 3 x MAXE), written on the device after compaction -------------------
 EI_PROJSTART = 0               # start of the compacted keys pi_u R(u, u') in proj_keys

@@ -15,6 +15,7 @@ from common.generate import random_walk_query, rmat, uniform_labels
 from common.graph import Graph
 from common.result import Status
 from egsm.engine import EGSM
+from egsm.filter import filtering_order, prune_phases
 
 
 def _rows(result):
@@ -129,6 +130,14 @@ def test_per_centre_wedge_filter_equals_one_block(data, monkeypatch):
     for q, f, a in zip(qs, fused, apart):
         assert f.count == a.count == cpu.match(q).count
         assert f.stats["candidate_edges"] == a.stats["candidate_edges"]
+    # the one-block filter ran centres together: some phase holds more than one centre
+    widths = []
+    for q in qs:
+        own = [q.neighbors[q.offsets[u]:q.offsets[u + 1]].tolist() for u in range(q.num_vertices)]
+        delta = filtering_order(own, np.array([len(a) for a in own]))
+        bounds = prune_phases(own, delta + delta[::-1])
+        widths += [b - a for a, b in zip(bounds, bounds[1:])]
+    assert max(widths) > 1
 
 
 def test_batch_larger_than_one_filter_launch(data, monkeypatch):

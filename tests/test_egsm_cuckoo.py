@@ -10,7 +10,7 @@ from common.device import cuda, fill
 from common.generate import rmat, uniform_labels
 from egsm import layout as L
 from egsm.cuckoo_trie import insert_kernel, lookup
-from egsm.filter import filtering_order, neighbour_label_counts
+from egsm.filter import filtering_order, neighbour_label_counts, prune_phases
 
 
 @cuda.jit
@@ -70,3 +70,18 @@ def test_filtering_order_is_bfs_from_max_degree():
     adj = [[1], [0, 2, 3], [1, 4], [1], [2]]
     order = filtering_order(adj, np.array([len(a) for a in adj]))
     assert order == [1, 0, 2, 3, 4]
+
+
+def test_prune_phases_are_maximal_runs_of_independent_centres():
+    adj = [[1], [0, 2, 3], [1, 4], [1], [2]]                 # a tree: 1 is the hub
+    centres = [1, 0, 2, 3, 4] + [4, 3, 2, 0, 1]
+    bounds = prune_phases(adj, centres)
+    phases = [centres[a:b] for a, b in zip(bounds, bounds[1:])]
+    assert phases == [[1], [0, 2, 3], [4], [4, 3], [2, 0], [1]]
+    for a, b in zip(bounds, bounds[1:]):
+        phase = centres[a:b]
+        assert len(set(phase)) == len(phase)
+        assert not any(v in adj[u] for u in phase for v in phase)
+        if b < len(centres):                                 # the next centre conflicts
+            nxt = centres[b]
+            assert nxt in phase or any(v in adj[nxt] for v in phase)
