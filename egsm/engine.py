@@ -242,6 +242,14 @@ class EGSM(Engine):
         self.h_state = np.zeros(L.STATE_SIZE, np.int64) if sim else cuda.pinned_array(L.STATE_SIZE, np.int64)
         self.h_ctrl = self.h_state[L.S_CTRL:L.S_CTRL + L.CTRL_SIZE]
         self.h_einfo = self.h_state[L.S_EINFO:L.S_EINFO + L.EINFO_SIZE]
+        if self.blocks is not None:
+            self.enum_blocks = self.blocks
+        elif sim:
+            self.enum_blocks = 1
+        else:
+            self.enum_blocks = 4 * int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+        self.d_levels = budget.device_array((L.LV_FIELDS, L.MAXQ, self.enum_blocks * L.ENUM_THREADS),
+                                            np.int64, "DFS level state")
         if self.queue_bytes is not None:
             qbytes = self.queue_bytes
         elif budget.limit is None:
@@ -249,12 +257,6 @@ class EGSM(Engine):
         else:
             qbytes = min(DEFAULT_POOL_BYTES, (budget.limit - budget.in_use) // 2)
         self.d_queue = budget.device_array(max(1, qbytes // 4), np.int32, "BFS queue")
-        if self.blocks is not None:
-            self.enum_blocks = self.blocks
-        elif sim:
-            self.enum_blocks = 1
-        else:
-            self.enum_blocks = 4 * int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
         self.data_n = data.num_vertices
         self._watch = LaunchWatch()
 
@@ -561,7 +563,7 @@ class EGSM(Engine):
                     (self.d_meta, self.d_einfo, keys, off2, nbr2, proj_keys, self.d_queue,
                      self.d_ctrl, emb, emb_rows, self.d_split, split_cap, split_threshold,
                      self._epoch, stage, slot, first_edge, first_tasks, group_mask, mapped_before,
-                     final, fallback, limit_arg, adaptive, int(deadline is not None)))
+                     final, fallback, limit_arg, adaptive, int(deadline is not None), self.d_levels))
 
         def run(launches) -> bool:
             """Queue the stages back to back (a stage after an overflow or the stop flag leaves at

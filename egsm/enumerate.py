@@ -51,7 +51,11 @@ Code layout: ``extend_kernel`` is the task loop (take a task: a first-match chun
 or a split record; then ``extend_task``), ``extend_task`` is ExtendDFS through the group, and
 the steps are named device functions (``queue_geometry``, ``load_*``, ``open_level`` =
 SelectNext + s_min, ``test_candidate``, ``publish_split``, ``emit_embeddings``, ``emit_rows``);
-a warp's per-level state is one local (LV_FIELDS, MAXQ) array indexed by ``layout.LV_*``.
+a warp's per-level state is a (LV_FIELDS, MAXQ) array indexed by ``layout.LV_*``, each lane's
+copy the thread's slice of one device array (``levels``, thread index last, so that a warp's
+accesses coalesce as local memory's do). It is not a ``cuda.local.array``: Numba zero-fills a
+local array at every kernel entry, here 2 KB per thread, 135 MB per launch of the full grid,
+which cost a small query's stages more than their own work (docs/performance.md, "Session 9").
 
 Deadline (``timeout_s``; the paper has none inside a launch): with ``watch`` = 1 the host runs
 each stage through :class:`common.device.LaunchWatch`, which writes ``ctrl[C_STOP]`` from a second
@@ -65,7 +69,7 @@ from __future__ import annotations
 
 from numba import int32, int64
 
-from common.device import FULL_MASK, cuda, jit
+from common.device import FULL_MASK, cuda, jit, simulator_active
 
 from .cuckoo_trie import list_contains, lookup
 from .layout import (
@@ -118,6 +122,19 @@ IDLE_MAX_NS = 4096     # longest back-off of a warp or spare block waiting for r
 SPARE_FIRST_NS = 1024  # a spare block's first pause: the working warps take their tasks first
 ABORT_POLL_INTERVAL = 4  # idle polls between reads of the stop, error and overflow flags
 STOP_POLL_INTERVAL = 32  # polls between a warp's atomic reads of the stop flag (deadline watch)
+
+
+if simulator_active():
+    @cuda.jit(device=True)
+    def thread_levels(levels):
+        """The simulator: a local array (its device arrays' elements are read through a wrapper,
+        too slowly for the deadline tests; it has no zero-fill cost to avoid)."""
+        return cuda.local.array((LV_FIELDS, MAXQ), int64)
+else:
+    @cuda.jit(device=True)
+    def thread_levels(levels):
+        """This thread's level state: its slice of ``levels`` (module docstring)."""
+        return levels[:, :, cuda.grid(1)]
 
 
 @cuda.jit(device=True)
@@ -469,17 +486,18 @@ def emit_rows(ctrl, queue, qcap, stage, max_rows, out_start, w_out, out_mask, sM
 @jit
 def extend_kernel(meta, einfo, keys, off2, nbr2, proj_keys, queue, ctrl, emb, emb_cap, split,
                   split_cap, split_threshold, epoch, stage, slot, first_edge, num_tasks,
-                  group_mask, mapped_before, final, fallback, limit, adaptive, watch):
+                  group_mask, mapped_before, final, fallback, limit, adaptive, watch, levels):
     """Run one stage (see the module docstring); ``stage == 0`` reads tasks from
     π_{u0} R(u0, first_edge) in chunks of 32, later stages from the queue rows of stage - 1;
     with ``split_threshold > 0``, a level whose s_min is larger is split into 32-element chunk
     records that any warp of the launch takes once the main tasks are used up; ``watch`` != 0:
-    the host may raise the stop flag at a deadline."""
+    the host may raise the stop flag at a deadline; ``levels``: (LV_FIELDS, MAXQ, threads of the
+    grid) int64, each thread's DFS level state."""
     sM = cuda.shared.array((WARPS_PER_BLOCK, MAXQ), int32)
     sC = cuda.shared.array((WARPS_PER_BLOCK, MAXQ), int32)
     buf_v = cuda.shared.array((WARPS_PER_BLOCK, MAXQ, WARP), int32)
     buf_c = cuda.shared.array((WARPS_PER_BLOCK, MAXQ, WARP), int32)
-    lv = cuda.local.array((LV_FIELDS, MAXQ), int64)
+    lv = thread_levels(levels)
 
     w = cuda.threadIdx.x // WARP
     nq = meta[M_NQ]

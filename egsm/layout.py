@@ -72,7 +72,7 @@ S_CTRL = 0
 S_EINFO = CTRL_SIZE
 STATE_SIZE = S_EINFO + EINFO_SIZE
 
-# ---- per-warp DFS level state (enumerate.py): int64 rows of a (LV_FIELDS, MAXQ) local array --
+# ---- per-warp DFS level state (enumerate.py): int64 rows of a (LV_FIELDS, MAXQ) array per lane --
 LV_U = 0          # query vertex extended at the level
 LV_KIND = 1       # s_min is 0: a level-3 list N(M(a), a, u), 1: a projection π_u R(u, a)
 LV_EDGE = 2       # directed edge of s_min
