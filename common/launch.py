@@ -49,7 +49,11 @@ _INT64 = (-(1 << 63), 1 << 63)
 
 def jit(function=None, **options):
     """``cuda.jit`` for a kernel (``@jit`` or ``@jit(max_registers=64)``); on a GPU the result
-    launches through :class:`Kernel`."""
+    launches through :class:`Kernel`. The simulator, which compiles nothing, drops
+    ``max_registers``."""
+    if simulator_active():
+        options.pop("max_registers", None)
+
     def wrap(py_function):
         dispatcher = cuda.jit(**options)(py_function)
         if _NUMBA is None:

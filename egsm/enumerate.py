@@ -69,7 +69,7 @@ from __future__ import annotations
 
 from numba import int32, int64
 
-from common.device import FULL_MASK, cuda, jit, simulator_active
+from common.device import FULL_MASK, cuda, jit
 
 from .cuckoo_trie import list_contains, lookup
 from .layout import (
@@ -88,7 +88,6 @@ from .layout import (
     LV_BPOS,
     LV_BSIZE,
     LV_EDGE,
-    LV_FIELDS,
     LV_KIND,
     LV_LEN,
     LV_SCAN,
@@ -117,24 +116,14 @@ from .layout import (
 )
 
 NO_KEY = int64(1) << 62
+#: Register cap of ``extend_kernel`` (sm_90: 151 uncapped, 128 spills 20 bytes), so that the
+#: engine's 4 blocks of 128 threads per SM stay resident (65536 registers per SM).
+MAX_REGISTERS = 128
 SPIN_NS = 256          # back-off of a warp waiting for a split record being written
 IDLE_MAX_NS = 4096     # longest back-off of a warp or spare block waiting for records or the end
 SPARE_FIRST_NS = 1024  # a spare block's first pause: the working warps take their tasks first
 ABORT_POLL_INTERVAL = 4  # idle polls between reads of the stop, error and overflow flags
 STOP_POLL_INTERVAL = 32  # polls between a warp's atomic reads of the stop flag (deadline watch)
-
-
-if simulator_active():
-    @cuda.jit(device=True)
-    def thread_levels(levels):
-        """The simulator: a local array (its device arrays' elements are read through a wrapper,
-        too slowly for the deadline tests; it has no zero-fill cost to avoid)."""
-        return cuda.local.array((LV_FIELDS, MAXQ), int64)
-else:
-    @cuda.jit(device=True)
-    def thread_levels(levels):
-        """This thread's level state: its slice of ``levels`` (module docstring)."""
-        return levels[:, :, cuda.grid(1)]
 
 
 @cuda.jit(device=True)
@@ -483,7 +472,7 @@ def emit_rows(ctrl, queue, qcap, stage, max_rows, out_start, w_out, out_mask, sM
                 col += 1
 
 
-@jit
+@jit(max_registers=MAX_REGISTERS)
 def extend_kernel(meta, einfo, keys, off2, nbr2, proj_keys, queue, ctrl, emb, emb_cap, split,
                   split_cap, split_threshold, epoch, stage, slot, first_edge, num_tasks,
                   group_mask, mapped_before, final, fallback, limit, adaptive, watch, levels):
@@ -497,7 +486,7 @@ def extend_kernel(meta, einfo, keys, off2, nbr2, proj_keys, queue, ctrl, emb, em
     sC = cuda.shared.array((WARPS_PER_BLOCK, MAXQ), int32)
     buf_v = cuda.shared.array((WARPS_PER_BLOCK, MAXQ, WARP), int32)
     buf_c = cuda.shared.array((WARPS_PER_BLOCK, MAXQ, WARP), int32)
-    lv = thread_levels(levels)
+    lv = levels[:, :, cuda.grid(1)]         # this thread's level state (module docstring)
 
     w = cuda.threadIdx.x // WARP
     nq = meta[M_NQ]
