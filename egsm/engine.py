@@ -51,7 +51,11 @@ Per-query fixed cost (choices where the paper is silent; it counts kernel time o
   (its total read with ctrl) and later, in one launch, both compaction scans (the alive flags
   computed on the fly); larger queries use :func:`common.scan.exclusive_scan`.
 * Grids: index kernels over the query's pairs / cells only (pooled buffers may be longer; the
-  scans take ``n``); stage 0 (GetFirstMatches, never split) gets one warp per 32-element task.
+  scans take ``n``); stage 0 (GetFirstMatches, never split) gets one warp per 32-element task;
+  later stages the full grid, whose blocks without a main task wait for split records or leave.
+* DFS level state: each enumeration thread's (LV_FIELDS, MAXQ) int64 state is its slice of one
+  device array made in ``prepare`` (138 MB for 528 blocks of 128 threads), not a local array,
+  which Numba would zero-fill at every stage launch (``enumerate`` module docstring).
 * Buffers: every per-query device buffer comes from one :class:`common.device.BufferPool`
   (``self.pool``; grown x1.5, reused); metadata and counters are copied with
   ``common.device.upload``/``download`` (the driver called directly).

@@ -37,7 +37,10 @@ data vertices) and one 32-element chunk of s_min per record, publishes each with
 epoch flag after a memory fence, and leaves that level. Warps that find the main tasks used up
 take records in order; a warp waiting for a record exits once every main task and every
 reserved record has finished and nothing is reserved at or after its index (the counters are
-read twice around the check, so no record can appear after the decision). This replaces the
+read twice around the check, so no record can appear after the decision); such a warp's pause
+doubles while no record is reserved at its index. A later stage's block with no main task at all
+(its first warp's index passes the input rows) waits block-wide, thread 0 polling, and joins the
+task loop only once records are reserved but not taken (``spare_block_wait``). This replaces the
 authors' child kernels launched by dynamic parallelism, which Numba lacks; look-backward
 splitting (TH2) is not implemented.
 
