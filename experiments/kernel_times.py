@@ -19,6 +19,7 @@ from collections import defaultdict
 import pandas as pd
 
 from common import launch
+from common.cli import parse_option
 from common.device import cuda, simulator_active
 from common.engine import create_engine
 
@@ -61,10 +62,9 @@ class _Bracketed:
 
 
 def engine_from_spec(spec: str):
-    """``name`` or ``name:option=int,...`` (an ablation: ``egsm:blocks=33``)."""
+    """``name`` or ``name:key=value+key=value`` (an ablation: ``egsm:blocks=33``)."""
     name, _, options = spec.partition(":")
-    pairs = (item.split("=", 1) for item in options.split(",") if item)
-    return create_engine(name, **{key: int(value) for key, value in pairs})
+    return create_engine(name, **dict(parse_option(item) for item in options.split("+") if item))
 
 
 def measure(spec: str, data, queries, timeout_s: float | None) -> pd.DataFrame:
@@ -107,7 +107,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", default="hprd", choices=sorted(WORKLOADS))
     parser.add_argument("--engines", default="gmatch,egsm,gsi",
-                        help="comma list of NAME or NAME:option=int (semicolon-separated options)")
+                        help="comma list of NAME or NAME:key=value+key=value")
     parser.add_argument("--limit", type=int, help="first N queries only")
     parser.add_argument("--timeout", type=float, default=10.0, help="per-query timeout_s")
     args = parser.parse_args(argv)
@@ -116,7 +116,6 @@ def main(argv=None) -> int:
     data, queries, _ = load(args.workload)
     queries = queries[:args.limit] if args.limit else queries
     for name in args.engines.split(","):
-        name = name.replace(";", ",")
         table = summary(measure(name, data, queries, args.timeout))
         print(f"== {name} on {args.workload} ({len(queries)} queries): device us per query")
         print(table.to_string(float_format=lambda v: f"{v:.1f}"), flush=True)

@@ -1,6 +1,7 @@
 """The session benchmarks' commands at tiny size (the CPU reference; GPU numbers come from running
 them on a device): the small-query table and the Dask scaling table give exact counts, write
-their CSV (and plot), and say which backend they ran on; the host-cost table needs a GPU."""
+their CSV (and plot), and say which backend they ran on; the host-cost and kernel-time tables
+need a GPU."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pandas as pd
 import pytest
 
 from common.device import simulator_active
-from experiments import dask_scaling, host_costs, small_queries
+from experiments import dask_scaling, host_costs, kernel_times, small_queries
 
 
 def test_small_queries_table_counts_and_csv(tmp_path, capsys):
@@ -43,3 +44,17 @@ def test_host_costs_measures_a_gpu_or_says_it_needs_one(capsys):
     assert host_costs.main(["--repeat", "20"]) == 0
     printed = capsys.readouterr().out
     assert "cuMemcpyHtoD" in printed and "cuLaunchKernel" in printed and "vs_quick_launch" in printed
+
+
+def test_kernel_times_engine_spec_and_gpu_need(capsys):
+    engine = kernel_times.engine_from_spec("egsm:blocks=33+wedge_filter=false")
+    assert engine.name == "egsm" and engine.blocks == 33 and engine.wedge_filter is False
+    with pytest.raises(ValueError, match="nonsense"):
+        kernel_times.engine_from_spec("egsm:nonsense=1")
+    if simulator_active():
+        with pytest.raises(SystemExit):
+            kernel_times.main(["--engines", "cpu", "--workload", "github"])
+        assert "needs a GPU" in capsys.readouterr().err
+        return
+    assert kernel_times.main(["--engines", "gmatch", "--workload", "github", "--limit", "2"]) == 0
+    assert "(all kernels)" in capsys.readouterr().out
