@@ -139,6 +139,12 @@ def insert_kernel(n, moff, masks, meta, keys, ctrl):
 
 
 @cuda.jit(device=True)
+def pair_of(meta, u, a, cell):
+    """Pair index of u's level-1 cell ``cell`` (local to u) in CT(u, a): its level-2 entry."""
+    return meta[M_PBASE + meta[M_EIDX + u * MAXQ + a]] + cell
+
+
+@cuda.jit(device=True)
 def key_of_cell(meta, g):
     """(u, local cell, u's neighbour bitmap) of global level-1 cell ``g``."""
     u = 0
@@ -172,7 +178,7 @@ def count_kernel(capacity, num_pairs, meta, keys, masks, moff, offsets, neighbor
                         if lane == a:
                             mine += hits
         if lane < nq and (adj >> lane) & 1:
-            cnt[meta[M_PBASE + meta[M_EIDX + u * MAXQ + lane]] + c] = mine
+            cnt[pair_of(meta, u, lane, c)] = mine
 
 
 @jit
@@ -190,7 +196,7 @@ def fill_kernel(meta, keys, masks, moff, offsets, neighbors, off, nbr, removed):
         u, c, adj = key_of_cell(meta, g)
         pos = int64(0)              # lane a: next slot of N(v, u, a)
         if lane < nq and (adj >> lane) & 1:
-            pos = off[meta[M_PBASE + meta[M_EIDX + u * MAXQ + lane]] + c]
+            pos = off[pair_of(meta, u, lane, c)]
         below = (int64(1) << lane) - 1
         for i0 in range(offsets[v], offsets[v + 1], WARP):
             i = i0 + lane
@@ -317,5 +323,5 @@ def table_sizes(candidate_counts: np.ndarray) -> np.ndarray:
     return np.maximum(1, (2 * candidate_counts.astype(np.int64) + BUCKET - 1) // BUCKET)
 
 
-__all__ = ["MAX_CUCKOO_LOOP", "MAXQ", "lookup", "list_contains", "insert_kernel", "count_kernel",
+__all__ = ["MAX_CUCKOO_LOOP", "MAXQ", "lookup", "pair_of", "list_contains", "insert_kernel", "count_kernel",
            "fill_kernel", "reset_kernel", "small_scan_kernel", "alive_kernel", "compact_kernel", "table_sizes"]

@@ -390,7 +390,7 @@ class EGSM(Engine):
         while True:
             meta[L.M_SEED:L.M_SEED + 2] = rng.integers(1, 2**31 - 1, size=2)
             try:
-                built = self._build_index(meta, delta, int((2 * L.BUCKET * nb).max()), cells, pairs,
+                built = self._build_index(meta, centres, int((2 * L.BUCKET * nb).max()), cells, pairs,
                                           moff, timer, deadline)
             except _PastDeadline:
                 return finish(0, Status.TIMEOUT, reason="deadline passed while building the index")
@@ -460,7 +460,7 @@ class EGSM(Engine):
         meta[L.M_NE] = len(edges)
         return meta
 
-    def _build_index(self, meta, delta, max_cells, cells, pairs, moff, timer, deadline=None):
+    def _build_index(self, meta, centres, max_cells, cells, pairs, moff, timer, deadline=None):
         """Build all tries, run the wedge filter, compact; None if the cuckoo build failed.
         Raises :class:`_PastDeadline` between launches once ``deadline`` has passed (host time
         only: no synchronisation)."""
@@ -503,7 +503,7 @@ class EGSM(Engine):
                 if max_cells <= FUSED_PRUNE_CELLS:
                     prune_all_kernel[1, PRUNE_THREADS](self.d_meta, keys, cnt, off, nbr, removed)
                 else:
-                    for u in delta + delta[::-1]:
+                    for u in centres:
                         cells_u = 2 * L.BUCKET * int(meta[L.M_NB + u])
                         prune_kernel[_blocks(cells_u), L.BUILD_THREADS](
                             u, self.d_meta, keys, cnt, off, nbr, removed)

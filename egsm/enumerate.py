@@ -74,7 +74,7 @@ from numba import int32, int64
 
 from common.device import FULL_MASK, cuda, jit
 
-from .cuckoo_trie import list_contains, lookup
+from .cuckoo_trie import list_contains, lookup, pair_of
 from .layout import (
     C_COUNT,
     C_ERROR,
@@ -216,7 +216,7 @@ def test_candidate(meta, keys, off2, nbr2, proj_keys, sM, sC, w, mapped, u, kind
             if not list_contains(nbr2, off2[p], off2[p + 1], x):
                 return False, x, int32(cell)
         else:
-            p = meta[M_PBASE + meta[M_EIDX + u * MAXQ + a]] + local
+            p = pair_of(meta, u, a, local)
             if off2[p + 1] == off2[p]:
                 return False, x, int32(cell)
     for a in range(nq):
@@ -239,22 +239,36 @@ def stopped(ctrl, fallback, watch, polls):
 
 
 @cuda.jit(device=True)
+def aborted(ctrl, fallback):
+    """Is a stop, error or (outside the fallback) overflow flag up? Atomic reads: a plain load
+    could be hoisted out of a spin loop."""
+    return (cuda.atomic.add(ctrl, C_STOP, 0) != 0 or cuda.atomic.add(ctrl, C_ERROR, 0) != 0
+            or (not fallback and cuda.atomic.add(ctrl, C_OVERFLOW, 0) != 0))
+
+
+@cuda.jit(device=True)
+def stage_finished(ctrl, slot, ntasks, reserved):
+    """Has every main task and every one of the ``reserved`` split records finished, with no
+    record reserved since? (Read after ``reserved``: then no record can come any more.)"""
+    return (cuda.atomic.add(ctrl, C_MAIN_DONE + slot, 0) >= ntasks
+            and cuda.atomic.add(ctrl, C_REC_DONE + slot, 0) == reserved
+            and cuda.atomic.add(ctrl, C_SPLIT_RES + slot, 0) == reserved)
+
+
+@cuda.jit(device=True)
 def wait_record(ctrl, split, slot, idx, ntasks, epoch, fallback):
     """Lane 0 waits until split record ``idx`` is published (True) or no record can come any
-    more (False): every main task and every reserved record finished and none reserved at or
-    after ``idx``. A record reserved but not yet published is polled every ``SPIN_NS``; while
-    none is reserved at ``idx`` the pause doubles up to ``IDLE_MAX_NS`` and the stop, error and
-    overflow flags are read every ``ABORT_POLL_INTERVAL`` polls, so that the warps left without
-    work do not flood the counters' atomics the working warps need."""
+    more (False): the stage finished with none reserved at or after ``idx``. A record reserved
+    but not yet published is polled every ``SPIN_NS``; while none is reserved at ``idx`` the
+    pause doubles up to ``IDLE_MAX_NS`` and the flags are read every ``ABORT_POLL_INTERVAL``
+    polls, so that the warps left without work do not flood the counters' atomics the working
+    warps need."""
     status = 0
     if cuda.laneid == 0:
         pause = SPIN_NS
         polls = 0
         while status == 0:
-            # atomic reads: a plain load could be hoisted out of this spin loop
-            if polls % ABORT_POLL_INTERVAL == 0 and (
-                    cuda.atomic.add(ctrl, C_STOP, 0) != 0 or cuda.atomic.add(ctrl, C_ERROR, 0) != 0
-                    or (not fallback and cuda.atomic.add(ctrl, C_OVERFLOW, 0) != 0)):
+            if polls % ABORT_POLL_INTERVAL == 0 and aborted(ctrl, fallback):
                 status = 2
                 break
             polls += 1
@@ -263,11 +277,8 @@ def wait_record(ctrl, split, slot, idx, ntasks, epoch, fallback):
                 if cuda.atomic.add(split, idx * REC_WIDTH + R_FLAG, 0) == epoch:
                     status = 1
                 pause = SPIN_NS                             # being written: look again soon
-            elif cuda.atomic.add(ctrl, C_MAIN_DONE + slot, 0) >= ntasks:
-                rec_done = cuda.atomic.add(ctrl, C_REC_DONE + slot, 0)
-                again = cuda.atomic.add(ctrl, C_SPLIT_RES + slot, 0)
-                if rec_done == reserved and again == reserved:
-                    status = 2
+            elif stage_finished(ctrl, slot, ntasks, reserved):
+                status = 2
             if status == 0:
                 cuda.nanosleep(pause)
                 pause = min(2 * pause, IDLE_MAX_NS)
@@ -279,9 +290,9 @@ def spare_block_wait(ctrl, slot, ntasks, fallback):
     """A block with no main task (stage > 0: its first warp's index passes the input rows) waits
     here, thread 0 polling for it with a pause growing from ``SPARE_FIRST_NS`` to
     ``IDLE_MAX_NS``: True once split records are reserved but not taken (the block joins the
-    task loop), False once no record can come any more (every main task and every reserved
-    record finished) or a stop flag is up. A small stage's spare blocks thus make no atomics
-    beside the working warps' and leave at its end; a heavy stage's join its split records."""
+    task loop), False once no record can come any more or a flag is up. A small stage's spare
+    blocks thus make no atomics beside the working warps' and leave at its end; a heavy stage's
+    join its split records."""
     state = cuda.shared.array(1, int32)
     pause = SPARE_FIRST_NS
     while True:
@@ -289,17 +300,14 @@ def spare_block_wait(ctrl, slot, ntasks, fallback):
             cuda.nanosleep(pause)
             pause = min(2 * pause, IDLE_MAX_NS)
             go = 0
-            if (cuda.atomic.add(ctrl, C_STOP, 0) != 0 or cuda.atomic.add(ctrl, C_ERROR, 0) != 0
-                    or (not fallback and cuda.atomic.add(ctrl, C_OVERFLOW, 0) != 0)):
+            if aborted(ctrl, fallback):
                 go = 2
             else:
                 reserved = cuda.atomic.add(ctrl, C_SPLIT_RES + slot, 0)
                 if cuda.atomic.add(ctrl, C_SPLIT_TAKE + slot, 0) < reserved:
                     go = 1
-                elif cuda.atomic.add(ctrl, C_MAIN_DONE + slot, 0) >= ntasks:
-                    rec_done = cuda.atomic.add(ctrl, C_REC_DONE + slot, 0)
-                    if rec_done == reserved and cuda.atomic.add(ctrl, C_SPLIT_RES + slot, 0) == reserved:
-                        go = 2
+                elif stage_finished(ctrl, slot, ntasks, reserved):
+                    go = 2
             state[0] = go
         cuda.syncthreads()
         go = state[0]

@@ -41,7 +41,7 @@ from common.device import cuda, jit
 from common.device_functions import lower_bound
 from common.graph import Graph
 
-from .cuckoo_trie import lookup
+from .cuckoo_trie import lookup, pair_of
 from .layout import (
     EMPTY,
     M_ADJ,
@@ -129,14 +129,14 @@ def prune_cell(u, c, meta, keys, cnt, off, nbr, removed):
         return
     keep = True
     for a in range(nq):
-        if (adj >> a) & 1 and cnt[meta[M_PBASE + meta[M_EIDX + u * MAXQ + a]] + c] == 0:
+        if (adj >> a) & 1 and cnt[pair_of(meta, u, a, c)] == 0:
             keep = False
     if keep:
         return
     for a in range(nq):
         if not (adj >> a) & 1:
             continue
-        p = meta[M_PBASE + meta[M_EIDX + u * MAXQ + a]] + c
+        p = pair_of(meta, u, a, c)
         if cnt[p] == 0:
             continue
         cnt[p] = 0
