@@ -52,7 +52,7 @@ Per-query fixed cost (choices where the paper is silent; it counts kernel time o
   computed on the fly); larger queries use :func:`common.scan.exclusive_scan`.
 * Grids: index kernels over the query's pairs / cells only (pooled buffers may be longer; the
   scans take ``n``); stage 0 (GetFirstMatches, never split) gets one warp per 32-element task;
-  later stages the full grid, whose blocks without a main task wait for split records or leave.
+  later stages the full grid (their row counts are known only on the device).
 * DFS level state: each enumeration thread's (LV_FIELDS, MAXQ) int64 state is its slice of one
   device array made in ``prepare`` (138 MB for 528 blocks of 128 threads), not a local array,
   which Numba would zero-fill at every stage launch (``enumerate`` module docstring).

@@ -38,9 +38,7 @@ epoch flag after a memory fence, and leaves that level. Warps that find the main
 take records in order; a warp waiting for a record exits once every main task and every
 reserved record has finished and nothing is reserved at or after its index (the counters are
 read twice around the check, so no record can appear after the decision); such a warp's pause
-doubles while no record is reserved at its index. A later stage's block with no main task at all
-(its first warp's index passes the input rows) waits block-wide, thread 0 polling, and joins the
-task loop only once records are reserved but not taken (``spare_block_wait``). This replaces the
+doubles while no record is reserved at its index. This replaces the
 authors' child kernels launched by dynamic parallelism, which Numba lacks; look-backward
 splitting (TH2) is not implemented.
 
@@ -123,8 +121,7 @@ NO_KEY = int64(1) << 62
 #: engine's 4 blocks of 128 threads per SM stay resident (65536 registers per SM).
 MAX_REGISTERS = 128
 SPIN_NS = 256          # back-off of a warp waiting for a split record being written
-IDLE_MAX_NS = 4096     # longest back-off of a warp or spare block waiting for records or the end
-SPARE_FIRST_NS = 1024  # a spare block's first pause: the working warps take their tasks first
+IDLE_MAX_NS = 4096     # longest back-off of a warp waiting for a record to be reserved, or the end
 ABORT_POLL_INTERVAL = 4  # idle polls between reads of the stop, error and overflow flags
 STOP_POLL_INTERVAL = 32  # polls between a warp's atomic reads of the stop flag (deadline watch)
 
@@ -283,37 +280,6 @@ def wait_record(ctrl, split, slot, idx, ntasks, epoch, fallback):
                 cuda.nanosleep(pause)
                 pause = min(2 * pause, IDLE_MAX_NS)
     return cuda.shfl_sync(FULL_MASK, status, 0) == 1
-
-
-@cuda.jit(device=True)
-def spare_block_wait(ctrl, slot, ntasks, fallback):
-    """A block with no main task (stage > 0: its first warp's index passes the input rows) waits
-    here, thread 0 polling for it with a pause growing from ``SPARE_FIRST_NS`` to
-    ``IDLE_MAX_NS``: True once split records are reserved but not taken (the block joins the
-    task loop), False once no record can come any more or a flag is up. A small stage's spare
-    blocks thus make no atomics beside the working warps' and leave at its end; a heavy stage's
-    join its split records."""
-    state = cuda.shared.array(1, int32)
-    pause = SPARE_FIRST_NS
-    while True:
-        if cuda.threadIdx.x == 0:
-            cuda.nanosleep(pause)
-            pause = min(2 * pause, IDLE_MAX_NS)
-            go = 0
-            if aborted(ctrl, fallback):
-                go = 2
-            else:
-                reserved = cuda.atomic.add(ctrl, C_SPLIT_RES + slot, 0)
-                if cuda.atomic.add(ctrl, C_SPLIT_TAKE + slot, 0) < reserved:
-                    go = 1
-                elif stage_finished(ctrl, slot, ntasks, reserved):
-                    go = 2
-            state[0] = go
-        cuda.syncthreads()
-        go = state[0]
-        cuda.syncthreads()
-        if go != 0:
-            return go == 1
 
 
 @cuda.jit(device=True)
@@ -508,9 +474,6 @@ def extend_kernel(meta, einfo, keys, off2, nbr2, proj_keys, queue, ctrl, emb, em
     w_in, in_rows, in_start, out_start, w_out, max_rows = queue_geometry(meta, ctrl, stage, qcap,
                                                                          out_mask)
     ntasks = num_tasks if stage == 0 else in_rows
-    if cuda.blockIdx.x * WARPS_PER_BLOCK >= ntasks:       # a spare block: no main task
-        if split_threshold <= 0 or not spare_block_wait(ctrl, slot, ntasks, fallback):
-            return
     polls = int64(0)
 
     while True:
