@@ -117,9 +117,6 @@ from .layout import (
 )
 
 NO_KEY = int64(1) << 62
-#: Register cap of ``extend_kernel`` (sm_90: 151 uncapped, 128 spills 20 bytes), so that the
-#: engine's 4 blocks of 128 threads per SM stay resident (65536 registers per SM).
-MAX_REGISTERS = 128
 SPIN_NS = 256          # back-off of a warp waiting for a split record being written
 IDLE_MAX_NS = 4096     # longest back-off of a warp waiting for a record to be reserved, or the end
 ABORT_POLL_INTERVAL = 4  # idle polls between reads of the stop, error and overflow flags
@@ -449,7 +446,7 @@ def emit_rows(ctrl, queue, qcap, stage, max_rows, out_start, w_out, out_mask, sM
                 col += 1
 
 
-@jit(max_registers=MAX_REGISTERS)
+@jit
 def extend_kernel(meta, einfo, keys, off2, nbr2, proj_keys, queue, ctrl, emb, emb_cap, split,
                   split_cap, split_threshold, epoch, stage, slot, first_edge, num_tasks,
                   group_mask, mapped_before, final, fallback, limit, adaptive, watch, levels):

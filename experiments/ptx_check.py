@@ -90,10 +90,7 @@ def main(argv=None) -> int:
     reports = [(f"fine kernel ({'candidate graph' if indexed else 'data graph'}, 12 levels, 8 warps)", ptx, 64)
                for indexed, ptx in fine_ptx.items()]
     reports.append(("filter kernel (a warp per data vertex)", filter_ptx, None))
-    from egsm.enumerate import MAX_REGISTERS
-
-    reports += [(f"EGSM {name}", ptx, MAX_REGISTERS if name == "extend_kernel" else None)
-                for name, ptx in egsm_ptx.items()]
+    reports += [(f"EGSM {name}", ptx, None) for name, ptx in egsm_ptx.items()]
     for name, ptx, max_registers in reports:
         with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
             f.write(ptx)

@@ -104,7 +104,7 @@ import types
 
 from numba import int8, int32, int64
 
-from common.device import cuda, jit, simulator_active
+from common.device import cuda, jit
 from common.device_functions import contains, lower_bound
 
 from .candidates import (
@@ -468,7 +468,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
     XG = 2 * L * 32               # xfer: task groups of the split level
     XH = XG + 3 * 32              # xfer: header (level, first group, groups)
 
-    cap = {} if max_registers is None or simulator_active() else {"max_registers": max_registers}
+    cap = {} if max_registers is None else {"max_registers": max_registers}
 
     # The warp's stack (shared memory), passed to the steps below as one tuple:
     # mi/par: child index and parent slot per (level, slot); gsrc/glen/gskip: task group per
