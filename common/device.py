@@ -82,7 +82,26 @@ def _timing_event():
     try:
         return _SPARE_EVENTS.pop()
     except IndexError:
-        return cuda.event(timing=True)
+        event = cuda.event(timing=True)
+        event.driver_handle = int(event.handle)
+        return event
+
+
+def _record(event, stream) -> None:
+    """``event.record(stream)`` through the driver directly (numba's costs ~20 us of host time)."""
+    direct = launch._NUMBA
+    if direct is None or direct.event_record(event.driver_handle, launch.stream_handle(stream))[0] != 0:
+        event.record(stream)                  # numba's call raises the driver's error
+
+
+def _elapsed_seconds(start, end) -> float:
+    """Seconds between two recorded events, once ``end`` has completed."""
+    direct = launch._NUMBA
+    if direct is not None:
+        error, ms = direct.event_elapsed(start.driver_handle, end.driver_handle)
+        if error == 0:
+            return ms / 1000.0
+    return start.elapsed_time(end) / 1000.0
 
 
 class PhaseTimer:
@@ -110,11 +129,11 @@ class PhaseTimer:
                 self.add(name, time.perf_counter() - start)
             return
         start, end = _timing_event(), _timing_event()
-        start.record(self.stream)
+        _record(start, self.stream)
         try:
             yield
         finally:
-            end.record(self.stream)
+            _record(end, self.stream)
             self._pending.append((name, start, end))
 
     def add(self, name: str, seconds: float) -> None:
@@ -123,9 +142,10 @@ class PhaseTimer:
 
     @property
     def seconds(self) -> dict[str, float]:
+        if self._pending:
+            self._pending[-1][2].synchronize()    # one stream: the last event ends after the others
         for name, start, end in self._pending:
-            end.synchronize()
-            self.add(name, start.elapsed_time(end) / 1000.0)
+            self.add(name, _elapsed_seconds(start, end))
             _SPARE_EVENTS.extend((start, end))
         self._pending.clear()
         return dict(self._seconds)
@@ -399,29 +419,31 @@ class BufferPool:
         return name in self._arrays
 
 
-def _check_copy(d_array, host: np.ndarray, verb: str) -> None:
+def _check_copy(d_array, host: np.ndarray, verb: str, start: int = 0) -> None:
     if host.dtype != d_array.dtype:
         raise TypeError(f"{verb}: host dtype {host.dtype} differs from the device array's {d_array.dtype}")
-    if host.size > d_array.size:
-        raise ValueError(f"{verb}: {host.size} elements do not fit a device array of {d_array.size}")
+    if start < 0 or start + host.size > d_array.size:
+        raise ValueError(f"{verb}: {host.size} elements do not fit a device array of {d_array.size} "
+                         f"at element {start}")
     if not host.flags.c_contiguous or not d_array.is_c_contiguous():
         raise ValueError(f"{verb} needs contiguous arrays")
 
 
-def upload(d_target, host) -> None:
-    """Copy ``host`` into the first ``host.size`` elements of ``d_target`` (same dtype, both
-    contiguous; returns once ``host`` may be reused). On a GPU this calls the driver directly:
-    numba's ``copy_to_device`` spends ~100 us of host time per call (it slices the device array
-    and re-checks both arrays), the copy itself ~15 us (docs/performance.md, "Session 8")."""
+def upload(d_target, host, start: int = 0) -> None:
+    """Copy ``host`` into ``d_target[start:start + host.size]`` (same dtype, both contiguous;
+    returns once ``host`` may be reused). On a GPU this calls the driver directly: numba's
+    ``copy_to_device`` spends ~100 us of host time per call (it slices the device array and
+    re-checks both arrays), the copy itself ~15 us (docs/performance.md, "Session 8")."""
     host = np.ascontiguousarray(host)
-    _check_copy(d_target, host, "upload")
+    _check_copy(d_target, host, "upload", start)
     if host.size == 0:
         return
     direct = launch._NUMBA                 # None under the simulator or GPUSM_FAST_LAUNCH=0
-    if direct is not None and direct.memcpy_htod(launch.device_pointer(d_target), host.ctypes.data,
-                                                 host.nbytes)[0] == 0:
+    if direct is not None and direct.memcpy_htod(launch.device_pointer(d_target) + start * host.itemsize,
+                                                 host.ctypes.data, host.nbytes)[0] == 0:
         return                           # else numba's path below raises its own error
-    _first(d_target, host.size).copy_to_device(host.reshape(-1))
+    flat = d_target if d_target.ndim == 1 else d_target.reshape(d_target.size)
+    flat[start:start + host.size].copy_to_device(host.reshape(-1))
 
 
 def download(d_source, host: np.ndarray) -> np.ndarray:
@@ -446,10 +468,10 @@ def _first(d_array, elements: int):
 
 
 @jit
-def _fill_kernel(out, value):
+def _fill_kernel(out, value, count):
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
-    while i < out.size:
+    while i < count:
         out[i] = value
         i += stride
 
@@ -457,13 +479,25 @@ def _fill_kernel(out, value):
 FILL_THREADS = 32 if simulator_active() else 256
 
 
-def fill(d_array, value, stream=0) -> None:
-    """Set every element of a contiguous device array to ``value`` with one launch."""
-    flat = d_array if d_array.ndim == 1 else d_array.reshape(d_array.size)   # a reshape costs ~30 us
-    if flat.size == 0:
+def fill(d_array, value, stream=0, count: int | None = None) -> None:
+    """Set the first ``count`` elements (default: all) of a contiguous device array to ``value``:
+    one driver memset when the value's bytes repeat a 32-bit word (0 and -1 of any 4- or 8-byte
+    type: ~3 us of host time), else one launch (~20 us)."""
+    count = d_array.size if count is None else int(count)
+    if not 0 <= count <= d_array.size:
+        raise ValueError(f"fill count {count} outside the array's {d_array.size} elements")
+    if count == 0:
         return
-    blocks = min(1024, (flat.size + FILL_THREADS - 1) // FILL_THREADS)
-    _fill_kernel[blocks, FILL_THREADS, stream](flat, value)
+    direct = launch._NUMBA
+    if direct is not None and d_array.dtype.itemsize in (4, 8):
+        words = np.array([value], dtype=d_array.dtype).view(np.uint32)
+        if (words == words[0]).all() and direct.memset_d32(
+                launch.device_pointer(d_array), int(words[0]), count * words.size,
+                launch.stream_handle(stream))[0] == 0:
+            return
+    flat = d_array if d_array.ndim == 1 else d_array.reshape(d_array.size)   # a reshape costs ~30 us
+    blocks = min(1024, (count + FILL_THREADS - 1) // FILL_THREADS)
+    _fill_kernel[blocks, FILL_THREADS, stream](flat, value, count)
 
 
 @jit

@@ -1,5 +1,6 @@
-"""Kernel launches without numba-cuda's general argument marshalling, and the driver's copy
-calls that ``common.device.upload``/``download`` make directly (issue 14's fixed cost).
+"""Kernel launches without numba-cuda's general argument marshalling, and the driver's copy,
+memset and event calls that ``common.device`` makes directly (issue 14's fixed cost: numba's
+``Event.record`` and ``elapsed_time`` cost ~15-20 us of host time each, the driver's call a few).
 
 numba-cuda prepares every argument of every launch through its general path: a type lookup of
 each argument, an ``InOut`` hint and a strided-memory-view shim per device array, module imports
@@ -73,6 +74,10 @@ class _NumbaPieces(NamedTuple):
     launch_kernel: object             # the driver's cuLaunchKernel (cuda-bindings)
     memcpy_htod: object               # the driver's cuMemcpyHtoD (common.device.upload)
     memcpy_dtoh: object               # the driver's cuMemcpyDtoH (common.device.download)
+    memset_d32: object                # the driver's cuMemsetD32Async (common.device.fill)
+    event_record: object              # the driver's cuEventRecord (common.device.PhaseTimer)
+    event_synchronize: object         # the driver's cuEventSynchronize
+    event_elapsed: object             # the driver's cuEventElapsedTime
 
 
 def _numba_pieces() -> _NumbaPieces | None:
@@ -89,7 +94,9 @@ def _numba_pieces() -> _NumbaPieces | None:
     return _NumbaPieces(
         device_array=DeviceNDArray, dispatcher_launch=_LaunchConfiguration,
         typeof=lambda value: typeof(value, Purpose.argument), normalize_dims=normalize_kernel_dimensions,
-        launch_kernel=driver.cuLaunchKernel, memcpy_htod=driver.cuMemcpyHtoD, memcpy_dtoh=driver.cuMemcpyDtoH)
+        launch_kernel=driver.cuLaunchKernel, memcpy_htod=driver.cuMemcpyHtoD, memcpy_dtoh=driver.cuMemcpyDtoH,
+        memset_d32=driver.cuMemsetD32Async, event_record=driver.cuEventRecord,
+        event_synchronize=driver.cuEventSynchronize, event_elapsed=driver.cuEventElapsedTime)
 
 
 class Kernel:
@@ -184,7 +191,7 @@ class _Launch:
             put(value, words)
         entry.pack(entry.buffer, 0, *words)
         (gx, gy, gz), (bx, by, bz) = self.griddim, self.blockdim
-        if _NUMBA.launch_kernel(entry.handle, gx, gy, gz, bx, by, bz, self.shared, _stream_handle(self.stream),
+        if _NUMBA.launch_kernel(entry.handle, gx, gy, gz, bx, by, bz, self.shared, stream_handle(self.stream),
                                 entry.pointers, 0)[0] != 0:
             kernel._numba_launch(self, args)      # numba's launch raises the driver's error
 
@@ -192,7 +199,7 @@ class _Launch:
 _STREAMS: dict = {}
 
 
-def _stream_handle(stream):
+def stream_handle(stream):
     """The driver handle of numba's stream (0: the default stream), looked up once per stream."""
     if not stream:
         return 0

@@ -50,6 +50,7 @@ from .layout import (
     BUCKET,
     C_CUCKOO_FAIL,
     C_KEYS,
+    C_LEVEL3,
     C_SLOTS,
     EI_CARD,
     EI_PROJSTART,
@@ -216,20 +217,10 @@ def fill_kernel(meta, keys, masks, moff, offsets, neighbors, off, nbr, removed):
 
 
 @jit
-def reset_kernel(ctrl, keys, cells):
-    """A build attempt starts: ctrl zeroed, keys[:cells] EMPTY (the pooled buffer may be longer)."""
-    start = cuda.grid(1)
-    for i in range(start, ctrl.size, cuda.gridsize(1)):
-        ctrl[i] = 0
-    for i in range(start, cells, cuda.gridsize(1)):
-        keys[i] = EMPTY
-
-
-@jit
 def small_scan_kernel(cnt, n, num_pairs, out_a, out_b, ctrl, compact):
     """Exclusive scans of cnt[:n] by one block of SCAN_BLOCK threads (a thread per contiguous
     chunk, a shared-memory scan of the chunk sums). ``compact`` = 0: level-2 offsets to out_a,
-    the total to ctrl[C_SLOTS]; 1: key positions (scan of the alive flags cnt[p] > 0, p <
+    the total to ctrl[C_LEVEL3]; 1: key positions (scan of the alive flags cnt[p] > 0, p <
     num_pairs) to out_a and compacted offsets (scan of cnt) to out_b, in the same pass, their
     totals to ctrl[C_KEYS] and ctrl[C_SLOTS]."""
     sa = cuda.shared.array(SCAN_BLOCK, int64)
@@ -273,9 +264,11 @@ def small_scan_kernel(cnt, n, num_pairs, out_a, out_b, ctrl, compact):
             out_a[p] = rb
         rb += c
     if tid == SCAN_BLOCK - 1:
-        ctrl[C_SLOTS] = sb[tid]
         if compact:
+            ctrl[C_SLOTS] = sb[tid]
             ctrl[C_KEYS] = sa[tid]
+        else:
+            ctrl[C_LEVEL3] = sb[tid]
 
 
 @jit
@@ -324,4 +317,4 @@ def table_sizes(candidate_counts: np.ndarray) -> np.ndarray:
 
 
 __all__ = ["MAX_CUCKOO_LOOP", "MAXQ", "lookup", "pair_of", "list_contains", "insert_kernel", "count_kernel",
-           "fill_kernel", "reset_kernel", "small_scan_kernel", "alive_kernel", "compact_kernel", "table_sizes"]
+           "fill_kernel", "small_scan_kernel", "alive_kernel", "compact_kernel", "table_sizes"]

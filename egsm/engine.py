@@ -38,11 +38,21 @@ Without a deadline the stages are launched back to back on the default stream, u
 
 Per-query fixed cost (choices where the paper is silent; it counts kernel time only):
 
-* Host reads: |C(u)| after filter steps 1-2 (table sizes), the level-3 total (list buffer size),
-  ctrl + einfo in one copy after compaction (cuckoo failure, |R|, |π R| for grouping; one
-  device array holds both), ctrl after the stages. Nothing else synchronises; the compacted
-  lists are sized by the level-3 total and the pair count (upper bounds) up to
-  ``BOUND_COMPACT_SLOTS``, above which two more totals are read to size them exactly.
+* Host reads: |C(u)| and the candidates' degree sums Σ_{v in C(u)} d(v) after filter steps 1-2
+  (one copy: table sizes, and the bound Σ over directed query edges (u, a) of u's degree sum on
+  the level-3 total), ctrl + einfo in one copy after compaction (cuckoo failure, |R|, |π R| for
+  grouping, the level-3 total for the statistics; one device array holds both), ctrl after the
+  stages. Nothing else synchronises: the level-3 and compacted lists are sized by the bound and
+  the pair count up to ``BOUND_COMPACT_SLOTS`` (and half the memory left), above which the
+  level-3 total and two more totals are read to size them exactly.
+* Host work per query: ctrl and the cuckoo keys are cleared by two driver memsets (no launch);
+  after grouping only the stage masks are copied (the rest of the metadata is already there);
+  the hash seeds of each build attempt come from a fixed table (``CUCKOO_SEEDS``); the phases
+  are timed with driver event calls (``common.device.PhaseTimer``). Host work that needs no
+  device result runs while the device works: the wedge filter's order and phases while the
+  filter kernel runs, the query's grouping shape (``order.query_shape``: core, V_d, u0,
+  components) while the index kernels run; after the index only the groups' order by |R| is
+  left to the host before the stages are queued.
 * Wedge filter: one block of ``PRUNE_THREADS`` runs every centre of both passes in δ order,
   runs of consecutive non-adjacent centres together (``filter.prune_phases``), with a block
   barrier between runs, when no centre has more than ``FUSED_PRUNE_CELLS`` cells;
@@ -85,7 +95,6 @@ BFS-to-DFS fallback ran, cuckoo rebuilds.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -115,7 +124,6 @@ from .cuckoo_trie import (
     count_kernel,
     fill_kernel,
     insert_kernel,
-    reset_kernel,
     small_scan_kernel,
     table_sizes,
 )
@@ -129,8 +137,8 @@ from .filter import (
     prune_phases,
     restrict_root_kernel,
 )
-from .order import first_vertex
 from .order import plan as make_plan
+from .order import query_shape
 
 
 class _PastDeadline(Exception):
@@ -151,6 +159,9 @@ SPLIT_THRESHOLD = 1024          # TH1 of the authors' code
 SPLIT_RECORDS = 1024 if simulator_active() else 1 << 16
 SIM_QUEUE_BYTES = 4 << 20
 MAX_REBUILDS = 8
+#: Hash seeds of table 0 and table 1 for each cuckoo build attempt (fixed: a query's index is
+#: reproducible; drawn once, not per query: a generator costs ~50 us of host time).
+CUCKOO_SEEDS = np.random.default_rng(0).integers(1, 2**31 - 1, size=(MAX_REBUILDS, 2))
 BUILD_BLOCKS_MAX = 4096
 #: Threads of the one-block wedge filter (all centres in one launch).
 PRUNE_THREADS = 64 if simulator_active() else 1024
@@ -177,6 +188,9 @@ class _Query:
     meta: np.ndarray
     stats: dict = field(default_factory=dict)
     cand: np.ndarray | None = None
+    level3_bound: int = 0            # Σ over directed edges (u, a) of Σ_{v in C(u)} d(v)
+    centres: list = field(default_factory=list)    # wedge filter: δ, then reversed δ
+    shape: object = None             # order.query_shape, once computed
     filter_seconds: float = 0.0
 
 
@@ -309,42 +323,60 @@ class EGSM(Engine):
         return results
 
     def _filter_batch(self, queries: list[Graph]) -> list[_Query]:
-        """Filter steps 1-2 of every query in one launch; one copy back of all |C(u)|."""
+        """Filter steps 1-2 of every query in one launch; one copy back of all |C(u)| and of
+        the candidates' degree sums (the level-3 bound)."""
         start = time.perf_counter()
         states = []
         metas = np.zeros((len(queries), L.META_SIZE), np.int64)
         for k, query in enumerate(queries):
             nq = query.num_vertices
-            adj = [set(int(a) for a in query.neighbors[query.offsets[u]:query.offsets[u + 1]])
-                   for u in range(nq)]
+            offsets, neighbors = query.offsets.tolist(), query.neighbors.tolist()
+            adj = [set(neighbors[offsets[u]:offsets[u + 1]]) for u in range(nq)]
             edges = [(u, a) for u in range(nq) for a in sorted(adj[u])]
             self._query_meta(query, adj, edges, metas[k])
             states.append(_Query(query, adj, edges, metas[k], {"variant": self.variant}))
         n, b = self.data_n, len(queries)
         d_metas = self.pool.upload("batch metadata", metas.reshape(-1))
         masks = self.pool.get("candidate bitmaps", b * n, np.int64)
-        d_cand = self.pool.get("candidate counts", b * L.MAXQ, np.int64)
-        fill(d_cand, 0)
+        d_cand = self.pool.get("candidate counts", b * L.CAND_WIDTH, np.int64)
+        fill(d_cand, 0, count=b * L.CAND_WIDTH)
         candidate_kernel[_blocks(b * n), L.BUILD_THREADS](
             n, b, self.d_offsets, self.d_labels, self.d_nlc_off, self.d_nlc_lab, self.d_nlc_cnt,
             d_metas, masks, d_cand)
         root_range = check_root_range(self.root_range)
         if root_range is not None:            # u0 only inside the root range
             for k, state in enumerate(states):
-                u0 = first_vertex(state.adj)
+                state.shape = query_shape(state.adj)
+                u0 = state.shape.first_vertex
                 restrict_root_kernel[_blocks(n), L.BUILD_THREADS](
-                    n, k * n, masks, u0, root_range[0], root_range[1], d_cand, k * L.MAXQ + u0)
+                    n, k * n, masks, u0, root_range[0], root_range[1], d_cand, k * L.CAND_WIDTH + u0)
                 state.stats["root_range"] = list(root_range)
-        host = np.empty(d_cand.size, np.int64)
+        for state in states:                  # host work while the filter runs: the wedge order
+            self._wedge_order(state)
+        host = np.empty(b * L.CAND_WIDTH, np.int64)
         download(d_cand, host)
         seconds = (time.perf_counter() - start) / b
         for k, state in enumerate(states):
-            state.cand = host[k * L.MAXQ:k * L.MAXQ + state.query.num_vertices].copy()
+            row = host[k * L.CAND_WIDTH:(k + 1) * L.CAND_WIDTH]
+            nq = state.query.num_vertices
+            state.cand = row[:nq].copy()
+            state.level3_bound = int(state.meta[L.M_DEG:L.M_DEG + nq] @ row[L.MAXQ:L.MAXQ + nq])
             state.stats["candidate_sizes"] = state.cand.tolist()
             state.filter_seconds = seconds
             if b > 1:
                 state.stats["batched_filter"] = b
         return states
+
+    @staticmethod
+    def _wedge_order(state: _Query) -> None:
+        """The wedge filter's centres (δ, reversed δ) and its one-block phases, into the meta."""
+        meta, nq = state.meta, state.query.num_vertices
+        delta = filtering_order(state.adj)
+        state.centres = centres = delta + delta[::-1]
+        meta[L.M_DELTA:L.M_DELTA + 2 * nq] = centres
+        phases = prune_phases(state.adj, centres)
+        meta[L.M_NPHASE] = len(phases) - 1
+        meta[L.M_PHASE:L.M_PHASE + len(phases)] = phases
 
     def _search(self, state: _Query, moff: int, limit, collect, timeout_s) -> MatchResult:
         """Index, grouping and enumeration of one filtered query (bitmaps at masks[moff:])."""
@@ -354,13 +386,13 @@ class EGSM(Engine):
         query, adj, edges, meta, stats, cand = (state.query, state.adj, state.edges, state.meta,
                                                 state.stats, state.cand)
         nq = query.num_vertices
-        eid = {e: i for i, e in enumerate(edges)}
 
         def finish(count, status=Status.OK, embeddings=None, reason=""):
             phases = timer.seconds
             stats["filter_seconds"] = phases.get("filter", 0.0) + phases.get("index", 0.0)
             if "order" not in stats:        # stopped before grouping: the plan on |C(u)| |C(u')|
-                rough = make_plan(adj, {(u, a): int(cand[u]) * int(cand[a]) for u, a in edges}, self.mode)
+                rough = make_plan(adj, {(u, a): int(cand[u]) * int(cand[a]) for u, a in edges}, self.mode,
+                                  state.shape)
                 stats["order"] = [u for g in rough.groups for u in g]
             if collect and embeddings is None:
                 embeddings = np.zeros((0, nq), np.int32)
@@ -370,30 +402,26 @@ class EGSM(Engine):
         if cand.min() == 0:
             return finish(0)
         # ---- Cuckoo tries + wedge filter ----------------------------------------------------
-        nb = table_sizes(cand)
+        cells_of = 2 * L.BUCKET * table_sizes(cand)
         cbase = np.zeros(nq + 1, np.int64)
-        np.cumsum(2 * L.BUCKET * nb, out=cbase[1:])
+        np.cumsum(cells_of, out=cbase[1:])
         pbase = np.zeros(len(edges) + 1, np.int64)
-        np.cumsum([2 * L.BUCKET * nb[u] for u, _ in edges], out=pbase[1:])
+        np.cumsum(cells_of[meta[L.M_ESRC:L.M_ESRC + len(edges)]], out=pbase[1:])
         meta[L.M_CBASE:L.M_CBASE + nq + 1] = cbase
-        meta[L.M_NB:L.M_NB + nq] = nb
+        meta[L.M_NB:L.M_NB + nq] = cells_of // (2 * L.BUCKET)
         meta[L.M_PBASE:L.M_PBASE + len(edges) + 1] = pbase
-        delta = filtering_order(adj, np.array([len(a) for a in adj]))
-        centres = delta + delta[::-1]
-        meta[L.M_DELTA:L.M_DELTA + 2 * nq] = centres
-        phases = prune_phases(adj, centres)
-        meta[L.M_NPHASE] = len(phases) - 1
-        meta[L.M_PHASE:L.M_PHASE + len(phases)] = phases
         cells, pairs = int(cbase[-1]), int(pbase[-1])
-        rng = np.random.default_rng(0)
         rebuilds = 0
         while True:
-            meta[L.M_SEED:L.M_SEED + 2] = rng.integers(1, 2**31 - 1, size=2)
+            meta[L.M_SEED:L.M_SEED + 2] = CUCKOO_SEEDS[rebuilds]
             try:
-                built = self._build_index(meta, centres, int((2 * L.BUCKET * nb).max()), cells, pairs,
-                                          moff, timer, deadline)
+                index = self._queue_index(meta, state.centres, int(cells_of.max()), cells, pairs,
+                                          state.level3_bound, moff, timer, deadline)
             except _PastDeadline:
                 return finish(0, Status.TIMEOUT, reason="deadline passed while building the index")
+            if state.shape is None:         # host work while the index kernels run
+                state.shape = query_shape(adj)
+            built = self._read_index(index, meta)
             if built is not None:
                 break
             rebuilds += 1
@@ -411,25 +439,24 @@ class EGSM(Engine):
                                                + 4 * total_keys))
         # ---- grouping ------------------------------------------------------------------------
         start = time.perf_counter()
-        plan = make_plan(adj, {e: int(rel[eid[e]]) for e in edges}, self.mode)
+        plan = make_plan(adj, dict(zip(edges, rel.tolist())), self.mode, state.shape)
         stats["groups"] = [list(g) for g in plan.groups]
         stats["order"] = [u for g in plan.groups for u in g]
         if card.min() == 0:
             timer.add("plan", time.perf_counter() - start)
             return finish(0)
         masks = plan.stage_masks()
-        meta[L.M_STAGEMASK:L.M_STAGEMASK + len(masks)] = masks
         u0 = plan.first_vertex
-        first_edge = min((eid[(u0, a)] for a in adj[u0]), key=lambda e: (card[e], e))
+        first_edge = min((int(meta[L.M_EIDX + u0 * L.MAXQ + a]) for a in adj[u0]), key=lambda e: (card[e], e))
         timer.add("plan", time.perf_counter() - start)
-        return self._enumerate(meta, plan, masks, first_edge, int(card[first_edge]), nq, limit,
+        return self._enumerate(plan, masks, first_edge, int(card[first_edge]), nq, limit,
                                collect, deadline, timer, stats, finish)
 
     def root_vertex(self, query: Graph) -> int:
         """u0, the query vertex ``root_range`` restricts (the vertex itself for one vertex)."""
         adj = [set(int(a) for a in query.neighbors[query.offsets[u]:query.offsets[u + 1]])
                for u in range(query.num_vertices)]
-        return first_vertex(adj) if query.num_edges else 0
+        return query_shape(adj).first_vertex if query.num_edges else 0
 
     def _query_meta(self, query: Graph, adj, edges, meta: np.ndarray) -> np.ndarray:
         """Fill ``meta`` (zeroed, META_SIZE) with the query's labels, degrees, adjacency, NLC and
@@ -443,7 +470,9 @@ class EGSM(Engine):
         offsets, nlc_labels, nlc_counts = [], [], []    # per vertex: its neighbours' labels, counted
         for u in range(nq):
             offsets.append(len(nlc_labels))
-            counted = Counter(labels[a] for a in adj[u])
+            counted: dict[int, int] = {}
+            for a in adj[u]:
+                counted[labels[a]] = counted.get(labels[a], 0) + 1
             for label in sorted(counted):
                 nlc_labels.append(label)
                 nlc_counts.append(counted[label])
@@ -460,21 +489,28 @@ class EGSM(Engine):
         meta[L.M_NE] = len(edges)
         return meta
 
-    def _build_index(self, meta, centres, max_cells, cells, pairs, moff, timer, deadline=None):
-        """Build all tries, run the wedge filter, compact; None if the cuckoo build failed.
-        Raises :class:`_PastDeadline` between launches once ``deadline`` has passed (host time
-        only: no synchronisation)."""
+    def _queue_index(self, meta, centres, max_cells, cells, pairs, level3_bound, moff, timer,
+                     deadline=None):
+        """Queue the launches that build all tries, run the wedge filter and compact
+        (:meth:`_read_index` waits for them); returns (tries, level-3 total or None).
+        ``level3_bound`` bounds the level-3 total (the candidates' degree sums): up to
+        ``BOUND_COMPACT_SLOTS`` (and half the memory left) the lists are sized by it and the
+        host reads nothing before the final ctrl + einfo copy. Raises :class:`_PastDeadline`
+        between launches once ``deadline`` has passed (host time only: no synchronisation)."""
 
         def check():
             if deadline is not None and time.perf_counter() > deadline:
                 raise _PastDeadline
 
-        pool, n = self.pool, self.data_n
+        pool, n, budget = self.pool, self.data_n, self.budget
         masks = pool.get("candidate bitmaps", moff + n, np.int64)
+        bounded = level3_bound <= BOUND_COMPACT_SLOTS and (
+            budget.limit is None or 12 * level3_bound < (budget.limit - budget.in_use) // 2)
         with timer.phase("index"):
             upload(self.d_meta, meta)
             keys = pool.get("cuckoo keys", cells, np.int32)
-            reset_kernel[_blocks(max(cells, L.CTRL_SIZE)), L.BUILD_THREADS](self.d_ctrl, keys, cells)
+            fill(self.d_ctrl, 0)
+            fill(keys, L.EMPTY, count=cells)
             insert_kernel[_blocks(n), L.BUILD_THREADS](n, moff, masks, self.d_meta, keys, self.d_ctrl)
             check()
             size = pairs + 1
@@ -487,14 +523,17 @@ class EGSM(Engine):
             count_kernel[_blocks(cells * L.WARP), L.BUILD_THREADS](
                 size, pairs, self.d_meta, keys, masks, moff, self.d_offsets, self.d_neighbors, cnt)
             check()
-            if small:                       # one launch, the total read with ctrl
+            total_slots = None                  # known after the final copy (ctrl[C_LEVEL3])
+            if small:                           # one launch, the total left in ctrl
                 small_scan_kernel[1, L.SCAN_BLOCK](cnt, size, pairs, off, off, self.d_ctrl, 0)
-                total_slots = int(self._read_ctrl()[L.C_SLOTS])
+                if not bounded:
+                    total_slots = int(self._read_ctrl()[L.C_LEVEL3])
             else:
                 total_slots = exclusive_scan(cnt, off, workspace=workspace, n=size)
             check()
-            nbr = pool.get("level-3 lists", total_slots, np.int32)
-            removed = pool.get("level-3 removed flags", total_slots, np.int32)
+            slots = level3_bound if total_slots is None else total_slots
+            nbr = pool.get("level-3 lists", slots, np.int32)
+            removed = pool.get("level-3 removed flags", slots, np.int32)
             fill_kernel[_blocks(cells * L.WARP), L.BUILD_THREADS](
                 self.d_meta, keys, masks, moff, self.d_offsets, self.d_neighbors, off, nbr, removed)
             check()
@@ -510,7 +549,7 @@ class EGSM(Engine):
                         check()
                 check()
         with timer.phase("index"):
-            exact = total_slots > BOUND_COMPACT_SLOTS
+            exact = slots > BOUND_COMPACT_SLOTS
             if small:                       # both scans in one launch, no total needed
                 small_scan_kernel[1, L.SCAN_BLOCK](cnt, size, pairs, proj_pos, off2, self.d_ctrl, 1)
                 if exact:
@@ -524,22 +563,30 @@ class EGSM(Engine):
                 total_live = exclusive_scan(cnt, off2, workspace=workspace, n=size, want_total=exact)
             check()
             if not exact:                       # upper bounds: no host read before compaction
-                total_live, total_keys = total_slots, pairs
+                total_live, total_keys = slots, pairs
             nbr2 = pool.get("compacted lists", total_live, np.int32)
             proj_keys = pool.get("compacted keys", total_keys, np.int32)
             compact_kernel[_blocks(pairs), L.BUILD_THREADS](
                 pairs, self.d_meta, keys, cnt, off, nbr, removed, off2, nbr2, proj_pos,
                 proj_keys, self.d_einfo)
-            download(self.d_state, self.h_state)
+        return (keys, off2, nbr2, proj_keys), total_slots
+
+    def _read_index(self, queued, meta):
+        """Wait for :meth:`_queue_index`'s launches (one copy of ctrl + einfo); None if the
+        cuckoo build failed, else (level-3 total, live slots, keys) and ``self.index`` set."""
+        tries, total_slots = queued
+        download(self.d_state, self.h_state)
         if self.h_ctrl[L.C_CUCKOO_FAIL]:
-            return None                         # the next attempt's reset clears the flag
+            return None                         # the next attempt clears the flag
+        if total_slots is None:
+            total_slots = int(self.h_ctrl[L.C_LEVEL3])
         ne = int(meta[L.M_NE])
         total_live = int(self.h_einfo[L.EI_REL:L.EI_REL + ne].sum())
         total_keys = int(self.h_einfo[L.EI_CARD:L.EI_CARD + ne].sum())
-        self.index = (keys, off2, nbr2, proj_keys)
+        self.index = tries
         return total_slots, total_live, total_keys
 
-    def _enumerate(self, meta, plan, masks, first_edge, first_card, nq, limit, collect,
+    def _enumerate(self, plan, masks, first_edge, first_card, nq, limit, collect,
                    deadline, timer, stats, finish):
         keys, off2, nbr2, proj_keys = self.index
         adaptive = self.order == "adaptive"
@@ -582,7 +629,7 @@ class EGSM(Engine):
             return deadline is not None and time.perf_counter() > deadline
 
         with timer.phase("enumerate"):
-            upload(self.d_meta, meta)
+            upload(self.d_meta, np.array(masks, np.int64), start=L.M_STAGEMASK)   # the rest is there
             before, launches = 0, []
             for s, group in enumerate(groups):
                 gmask = sum(1 << u for u in group)
@@ -621,10 +668,10 @@ class EGSM(Engine):
                 timed_out = run([stage_launch(rerun, slot, gmask, before, True, fallback_stage >= 0)])
                 ctrl = self._read_ctrl()
                 total = int(ctrl[L.C_COUNT])
-        stats["stage_rows"] = [int(ctrl[L.C_ROWS + s]) for s in range(len(groups) - 1)]
+        stats["stage_rows"] = ctrl[L.C_ROWS:L.C_ROWS + len(groups) - 1].tolist()
         stats["fallback_stage"] = fallback_stage
         stats["queue_bytes"] = int(self.d_queue.size * 4)
-        stats["split_records"] = int(sum(ctrl[L.C_SPLIT_RES + s] for s in range(L.MAXSTAGES + 2)))
+        stats["split_records"] = int(ctrl[L.C_SPLIT_RES:L.C_SPLIT_RES + L.MAXSTAGES + 2].sum())
         count = total if limit is None else min(total, int(limit))
         status = Status.OK
         if timed_out:

@@ -43,6 +43,7 @@ from common.graph import Graph
 
 from .cuckoo_trie import lookup, pair_of
 from .layout import (
+    CAND_WIDTH,
     EMPTY,
     M_ADJ,
     M_CBASE,
@@ -80,7 +81,8 @@ def candidate_kernel(n, num_queries, offsets, labels, nlc_off, nlc_lab, nlc_cnt,
                      cand):
     """Steps 1-2 for a batch of queries in one launch (one thread per (query, data vertex)):
     masks[q * n + v] bit u set iff v passes the label and NLC filters for vertex u of query q
-    (meta at metas[q * META_SIZE:]); |C(u)| is counted at cand[q * MAXQ + u]."""
+    (meta at metas[q * META_SIZE:]); |C(u)| is counted at cand[q * CAND_WIDTH + u] and the
+    candidates' degree sum Σ d(v) at cand[q * CAND_WIDTH + MAXQ + u]."""
     for i in range(cuda.grid(1), n * num_queries, cuda.gridsize(1)):
         q = i // n
         v = i - q * n
@@ -103,7 +105,8 @@ def candidate_kernel(n, num_queries, offsets, labels, nlc_off, nlc_lab, nlc_cnt,
                     break
             if ok:
                 m |= int64(1) << u
-                cuda.atomic.add(cand, q * MAXQ + u, 1)
+                cuda.atomic.add(cand, q * CAND_WIDTH + u, 1)
+                cuda.atomic.add(cand, q * CAND_WIDTH + MAXQ + u, deg)
         masks[i] = m
 
 
@@ -195,20 +198,21 @@ def prune_phases(adjacency, centres: list[int]) -> list[int]:
     a maximal run of consecutive centres no two of which are equal or adjacent. Centre u reads
     and writes only CT(u, a) and CT(a, u) for a in N(u), so the centres of a phase touch disjoint
     tries and running them at once gives what running them in turn gives."""
+    closed = [sum(1 << a for a in adjacency[u]) | 1 << u for u in range(len(adjacency))]
     bounds = [0]
-    current: set[int] = set()
+    current = 0                         # bitmap of the phase's centres
     for k, u in enumerate(centres):
-        if u in current or any(a in current for a in adjacency[u]):
+        if current & closed[u]:
             bounds.append(k)
-            current = set()
-        current.add(u)
+            current = 0
+        current |= 1 << u
     bounds.append(len(centres))
     return bounds
 
 
-def filtering_order(adjacency: list[list[int]], degrees: np.ndarray) -> list[int]:
+def filtering_order(adjacency) -> list[int]:
     """δ: BFS order from the largest-degree query vertex (ties: smallest id)."""
-    root = int(np.argmax(degrees))
+    root = max(range(len(adjacency)), key=lambda u: (len(adjacency[u]), -u))
     seen = {root}
     order = []
     queue = deque([root])

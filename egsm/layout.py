@@ -54,8 +54,9 @@ C_STOP = 1                     # set: every warp returns (limit reached or queue
 C_OVERFLOW = 2                 # stage + 1 of the first stage whose output overflowed the queue
 C_CUCKOO_FAIL = 3              # a cuckoo insertion passed MAX_CUCKOO_LOOP evictions
 C_ERROR = 4                    # a group had no extendable vertex (a planning bug: the host raises)
-C_SLOTS = 5                    # one-block scans: level-3 total, then live slots after pruning
+C_SLOTS = 5                    # one-block compaction scan: live slots after pruning
 C_KEYS = 6                     # one-block compaction scan: surviving keys
+C_LEVEL3 = 7                   # one-block level-2 scan: level-3 total (slots before pruning)
 C_ROWS = 8                     # rows written by stage s at C_ROWS + s
 C_TASK = C_ROWS + MAXSTAGES    # task cursor of launch slot s at C_TASK + s
 FALLBACK_SLOT = MAXSTAGES + 1  # task cursor of the fallback launch
@@ -85,6 +86,8 @@ LV_FIELDS = 8
 
 # ---- batched filter (engine._match_batch): per query of a batch ---------------------------
 BATCH_MAX = 64    # queries per shared filter launch (their bitmaps: BATCH_MAX x |V(G)| int64)
+#: Filter counters per query: |C(u)| at u, Σ_{v in C(u)} d(v) at MAXQ + u (the level-3 bound).
+CAND_WIDTH = 2 * MAXQ
 
 # ---- split records (int64, REC_WIDTH each): a prefix and a 32-aligned chunk of its s_min ----
 R_FLAG, R_MAPPED, R_U, R_KIND, R_START, R_BEGIN, R_END, R_EDGE, R_M = range(9)

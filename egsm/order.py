@@ -92,22 +92,28 @@ def components(vertices: set[int], adj: list[set[int]]) -> list[list[int]]:
     return out
 
 
+def _bits(mask: int):
+    """The set bits of ``mask``, ascending."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
 def dense_vertices(core: set[int], adj: list[set[int]]) -> list[int]:
     deg = [len(a) for a in adj]
-    in_cliques: set[int] = set()
+    core_mask = sum(1 << u for u in core)
+    nbr = [sum(1 << a for a in adj[u]) & core_mask for u in range(len(adj))]   # core neighbours
+    in_cliques = 0                  # bitmap of the vertices of core 4-cliques a < b < c < d
     for a in sorted(core):
-        for b in sorted(adj[a] & core):
-            if b <= a:
-                continue
-            common = adj[a] & adj[b] & core
-            for c in common:
-                if c <= b:
-                    continue
-                for d in common & adj[c]:
-                    if d > c:
-                        in_cliques.update((a, b, c, d))
+        for b in _bits(nbr[a] >> (a + 1) << (a + 1)):
+            common = nbr[a] & nbr[b] >> (b + 1) << (b + 1)
+            for c in _bits(common):
+                fourth = common & nbr[c] >> (c + 1) << (c + 1)
+                if fourth:
+                    in_cliques |= 1 << a | 1 << b | 1 << c | fourth
     if in_cliques:
-        comps = components(in_cliques, adj)
+        comps = components(set(_bits(in_cliques)), adj)
         return max(comps, key=lambda comp: (len(comp), -comp[0]))
     best = None
     for a, b in combinations(sorted(core), 2):
@@ -133,36 +139,52 @@ def max_degree_edge(vertices: set[int], adj: list[set[int]]) -> list[int]:
     return best[1]
 
 
-def _first_of(dense: list[int], deg: list[int]) -> int:
-    return max(dense, key=lambda u: (deg[u], -u))
+@dataclass(frozen=True)
+class Shape:
+    """What VertexGrouping takes from the query alone (steps 1-2 and the components of steps
+    3-4): the engine computes it while the index kernels run; only the groups' order needs
+    the relation sizes."""
+
+    core: set[int]
+    dense: list[int]
+    first_vertex: int
+    sparse: list[list[int]]      # components of the core minus V_d
+    trees: list[list[int]]       # components of V(Q) minus the core
+
+
+def query_shape(adj: list[set[int]]) -> Shape:
+    """The :class:`Shape` of a connected query with at least one edge."""
+    n = len(adj)
+    core = two_core(adj) or set(max_degree_edge(set(range(n)), adj))
+    dense = dense_vertices(core, adj)
+    u0 = max(dense, key=lambda u: (len(adj[u]), -u))
+    return Shape(core=core, dense=dense, first_vertex=u0, sparse=components(core - set(dense), adj),
+                 trees=components(set(range(n)) - core, adj))
 
 
 def first_vertex(adj: list[set[int]]) -> int:
     """u0 of :func:`plan` in every mode, from the query alone (no relation sizes): the vertex
     ``root_range`` restricts (issue 17)."""
-    core = two_core(adj) or set(max_degree_edge(set(range(len(adj))), adj))
-    return _first_of(dense_vertices(core, adj), [len(a) for a in adj])
+    return query_shape(adj).first_vertex
 
 
-def plan(adj: list[set[int]], rel: dict[tuple[int, int], int], mode: str = "bfs-dfs") -> Plan:
-    """Groups of a connected query with at least one edge; ``rel[(u, a)]`` = |R(u, a)|."""
+def plan(adj: list[set[int]], rel: dict[tuple[int, int], int], mode: str = "bfs-dfs",
+         shape: Shape | None = None) -> Plan:
+    """Groups of a connected query with at least one edge; ``rel[(u, a)]`` = |R(u, a)|;
+    ``shape``: the query's :func:`query_shape`, when already computed."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     n = len(adj)
-    deg = [len(a) for a in adj]
-    core = two_core(adj)
-    if not core:
-        core = set(max_degree_edge(set(range(n)), adj))
-    dense = dense_vertices(core, adj)
+    shape = query_shape(adj) if shape is None else shape
+    core, dense, u0 = shape.core, shape.dense, shape.first_vertex
     dense_set = set(dense)
-    u0 = _first_of(dense, deg)
 
     def edge_key(group: list[int], anchor: set[int]) -> tuple:
         sizes = [rel[(a, u)] for u in group for a in adj[u] if a in anchor]
         return (min(sizes) if sizes else float("inf"), group[0])
 
-    sparse = sorted(components(core - dense_set, adj), key=lambda g: edge_key(g, dense_set))
-    trees = sorted(components(set(range(n)) - core, adj), key=lambda g: edge_key(g, core))
+    sparse = sorted(shape.sparse, key=lambda g: edge_key(g, dense_set))
+    trees = sorted(shape.trees, key=lambda g: edge_key(g, core))
     if mode == "bfs-dfs":
         groups = [[u0], [u for u in dense if u != u0]] + sparse + trees
     elif mode == "dfs":
@@ -183,4 +205,5 @@ def plan(adj: list[set[int]], rel: dict[tuple[int, int], int], mode: str = "bfs-
                 core=sorted(core))
 
 
-__all__ = ["MODES", "Plan", "plan", "first_vertex", "two_core", "components", "dense_vertices"]
+__all__ = ["MODES", "Plan", "Shape", "plan", "query_shape", "first_vertex", "two_core", "components",
+           "dense_vertices"]

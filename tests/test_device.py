@@ -309,7 +309,27 @@ def test_upload_and_download_reject_mismatched_arrays():
         download(d, np.empty(7, np.int64))
     with pytest.raises(ValueError, match="contiguous"):
         download(d, np.empty((3, 4), np.int64)[:, :2])
+    with pytest.raises(ValueError, match="3 elements do not fit a device array of 6 at element 4"):
+        upload(d, np.ones(3, np.int64), start=4)
     np.testing.assert_array_equal(d.copy_to_host(), np.zeros(6))     # nothing was written
+
+
+def test_upload_at_an_offset_writes_only_its_range():
+    d = cuda.to_device(np.zeros(6, np.int64))
+    upload(d, np.array([7, 8], np.int64), start=3)
+    np.testing.assert_array_equal(d.copy_to_host(), [0, 0, 0, 7, 8, 0])
+
+
+@pytest.mark.parametrize("dtype,value", [(np.int64, 0), (np.int64, -1), (np.int64, 5), (np.int32, -1),
+                                         (np.float64, 0.5), (np.int8, 3)])
+def test_fill_sets_the_first_count_elements(dtype, value):
+    d = cuda.to_device(np.full(10, 9, dtype))
+    fill(d, value, count=4)                 # on a GPU: a memset for 0 and -1, else a launch
+    np.testing.assert_array_equal(d.copy_to_host(), np.array([value] * 4 + [9] * 6, dtype))
+    fill(d, value)
+    np.testing.assert_array_equal(d.copy_to_host(), np.full(10, value, dtype))
+    with pytest.raises(ValueError, match="fill count 11 outside"):
+        fill(d, value, count=11)
 
 
 # ---------------------------------------------------------------------------------------------
