@@ -327,6 +327,8 @@ class BufferPool:
         self._views: dict[tuple, object] = {}    # (name, shape) -> view of the current buffer
         self._demand: dict[str, int] = {}        # bytes asked for by the current query
         self._scans: dict[str, object] = {}
+        #: name -> (buffer, dtype as asked, elements, itemsize): get's quick path
+        self._kept: dict[str, tuple] = {}
         budget._pools.append(weakref.ref(self))
 
     def _forget_demand(self) -> int:
@@ -344,6 +346,12 @@ class BufferPool:
     def get(self, name: str, size, dtype, keep: int = 0):
         """The whole buffer (at least ``size`` elements) for an int ``size``; for a shape, a view
         of its first elements in that shape."""
+        if type(size) is int:                # the common case: a buffer kept at least this long
+            kept = self._kept.get(name)
+            if kept is not None and kept[1] is dtype and kept[2] >= size:
+                self._demand_bytes(name, max(size, 1) * kept[3])
+                return kept[0]
+        requested = dtype
         dtype = np.dtype(dtype)
         shape = (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
         elements = max(math.prod(shape), 1)
@@ -362,6 +370,7 @@ class BufferPool:
             current = array
         self._demand_bytes(name, elements * dtype.itemsize)
         if len(shape) == 1:
+            self._kept[name] = (current, requested, current.size, dtype.itemsize)
             return current               # the whole buffer: slicing costs as much as a launch
         return self._view(name, current, shape)
 
@@ -401,6 +410,7 @@ class BufferPool:
     def free(self, name: str) -> None:
         """Give buffer ``name`` back to the budget."""
         array = self._arrays.pop(name, None)
+        self._kept.pop(name, None)
         if array is None:
             return
         self._views = {key: view for key, view in self._views.items() if key[0] != name}
@@ -479,6 +489,16 @@ def _fill_kernel(out, value, count):
 FILL_THREADS = 32 if simulator_active() else 256
 
 
+def _repeated_word(value, dtype) -> int | None:
+    """The 32-bit word that ``value`` of ``dtype`` repeats (a 4- or 8-byte type), else None."""
+    if dtype.itemsize not in (4, 8):
+        return None
+    if type(value) is int and dtype.kind in "iu" and (value == 0 or (value == -1 and dtype.kind == "i")):
+        return 0 if value == 0 else 0xFFFFFFFF      # the common cases, without numpy
+    words = np.array([value], dtype=dtype).view(np.uint32)
+    return int(words[0]) if (words == words[0]).all() else None
+
+
 def fill(d_array, value, stream=0, count: int | None = None) -> None:
     """Set the first ``count`` elements (default: all) of a contiguous device array to ``value``:
     one driver memset when the value's bytes repeat a 32-bit word (0 and -1 of any 4- or 8-byte
@@ -489,10 +509,11 @@ def fill(d_array, value, stream=0, count: int | None = None) -> None:
     if count == 0:
         return
     direct = launch._NUMBA
-    if direct is not None and d_array.dtype.itemsize in (4, 8):
-        words = np.array([value], dtype=d_array.dtype).view(np.uint32)
-        if (words == words[0]).all() and direct.memset_d32(
-                launch.device_pointer(d_array), int(words[0]), count * words.size,
+    if direct is not None:
+        dtype = d_array.dtype
+        word = _repeated_word(value, dtype)
+        if word is not None and direct.memset_d32(
+                launch.device_pointer(d_array), word, count * (dtype.itemsize // 4),
                 launch.stream_handle(stream))[0] == 0:
             return
     flat = d_array if d_array.ndim == 1 else d_array.reshape(d_array.size)   # a reshape costs ~30 us

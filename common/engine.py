@@ -233,7 +233,7 @@ def to_original_ids(data: Graph, embeddings: np.ndarray | None) -> np.ndarray | 
 def _labels_present(data: Graph, query: Graph) -> bool:
     """False when a query vertex or edge label cannot occur in the data graph (count is 0)."""
     def present(labels: np.ndarray, frequencies: np.ndarray) -> bool:
-        return labels.max() < frequencies.size and bool(np.all(frequencies[labels] > 0))
+        return bool(labels.max() < frequencies.size and frequencies[labels].min() > 0)
 
     # The data side's frequencies are cached on the Graph: no per-query pass over the data.
     if not present(query.labels, data.label_frequencies):

@@ -351,6 +351,15 @@ class Graph:
     def _small_connected(self) -> bool:
         n = self.num_vertices
         offsets, neighbors = self.offsets.tolist(), self.neighbors.tolist()
+        if not self.directed:                     # rows are symmetric: a search over the rows
+            seen, stack = {0}, [0]
+            while stack:
+                u = stack.pop()
+                for x in neighbors[offsets[u]:offsets[u + 1]]:
+                    if x not in seen:
+                        seen.add(x)
+                        stack.append(x)
+            return len(seen) == n
         adjacent = [0] * n
         for u in range(n):
             for x in neighbors[offsets[u]:offsets[u + 1]]:

@@ -107,6 +107,7 @@ class Kernel:
 
     def __init__(self, dispatcher):
         self.dispatcher = dispatcher
+        self._last: _Parameters | None = None   # the overload of the last quick launch
         self._overloads: dict = {}        # argument kinds -> _Parameters, or False: these kinds
         #                                   always go through the dispatcher
 
@@ -154,9 +155,11 @@ class Kernel:
 class _Parameters:
     """A compiled overload's handle and its parameter block: every launch word packed into an
     8-byte slot of one buffer, and the array of pointers to the slots that ``cuLaunchKernel``
-    takes (the driver copies the parameters during the call, so one block serves every launch)."""
+    takes (the driver copies the parameters during the call, so one block serves every launch).
+    The block keeps the last launch's words: a launch whose arguments are the last launch's
+    objects except some (same kinds) repacks only those (``put``)."""
 
-    __slots__ = ("handle", "putters", "pack", "buffer", "pointers", "_keep")
+    __slots__ = ("handle", "putters", "pack", "buffer", "pointers", "_keep", "arg_packs", "last_args")
 
     def __init__(self, handle, codes):
         self.handle = handle
@@ -168,6 +171,32 @@ class _Parameters:
         base = ctypes.addressof(self.buffer)
         self._keep = (ctypes.c_void_p * count)(*[base + 8 * i for i in range(count)])
         self.pointers = ctypes.addressof(self._keep)
+        packs, slot = [], 0
+        for code in codes:           # (pack_into, byte offset, is an array) of each argument
+            packs.append((struct.Struct("=" + "".join(_SLOT[c] for c in code)).pack_into, 8 * slot,
+                          len(code) > 1))
+            slot += len(code)
+        self.arg_packs = tuple(packs)
+        self.last_args: tuple | None = None
+
+    def put_all(self, args) -> None:
+        words = []
+        for put, value in zip(self.putters, args):
+            put(value, words)
+        self.pack(self.buffer, 0, *words)
+        self.last_args = tuple(value.__dict__["_launch_words"] if type(value) is _DEVICE_ARRAY else value
+                               for value in args)
+
+    def put(self, changed, keys) -> None:
+        """Repack the arguments at positions ``changed``, whose kinds are the last launch's;
+        ``keys`` are the new arguments as :func:`_changed` keeps them."""
+        for i in changed:
+            pack_into, offset, is_array = self.arg_packs[i]
+            if is_array:
+                pack_into(self.buffer, offset, *keys[i][2])
+            else:
+                pack_into(self.buffer, offset, keys[i])
+        self.last_args = keys
 
 
 class _Launch:
@@ -181,19 +210,54 @@ class _Launch:
 
     def __call__(self, *args):
         kernel = self.kernel
-        kinds = _kinds(args)
-        entry = kernel._overloads.get(kinds) if kinds is not None else None
-        if not entry:
-            kernel._first_launch(kinds, self, args)
-            return
-        words = []
-        for put, value in zip(entry.putters, args):
-            put(value, words)
-        entry.pack(entry.buffer, 0, *words)
+        entry = kernel._last
+        seen = None if entry is None else _changed(entry.last_args, args)
+        if seen is not None:
+            entry.put(*seen)
+        else:
+            kinds = _kinds(args)
+            entry = kernel._overloads.get(kinds) if kinds is not None else None
+            if not entry:
+                kernel._last = None
+                kernel._first_launch(kinds, self, args)
+                return
+            entry.put_all(args)
+            kernel._last = entry
         (gx, gy, gz), (bx, by, bz) = self.griddim, self.blockdim
         if _NUMBA.launch_kernel(entry.handle, gx, gy, gz, bx, by, bz, self.shared, stream_handle(self.stream),
                                 entry.pointers, 0)[0] != 0:
             kernel._numba_launch(self, args)      # numba's launch raises the driver's error
+
+
+def _changed(last, args):
+    """(positions that differ from the last launch, the new keys) when ``args`` keep the last
+    launch's argument kinds (so its overload and parameter layout serve), else None. A key is a
+    scalar's value or a device array's launch words (kept on the array: the same words object
+    means the same array, and the parameter block holds no reference that would keep a freed
+    array's memory alive)."""
+    if len(last) != len(args):
+        return None
+    changed, keys = [], []
+    for i, value in enumerate(args):
+        before = last[i]
+        kind = type(value)
+        if kind is _DEVICE_ARRAY:
+            value = value.__dict__.get("_launch_words") or _array_words(value)
+            if value is not before:
+                if type(before) is not tuple or value[0] != before[0]:
+                    return None
+                changed.append(i)
+        elif value is not before:
+            if kind is not type(before) or kind is tuple:
+                return None
+            if kind is int:
+                if not _INT64[0] <= value < _INT64[1]:
+                    return None
+            elif kind not in _SCALARS:
+                return None
+            changed.append(i)
+        keys.append(value)
+    return changed, keys
 
 
 _STREAMS: dict = {}

@@ -40,7 +40,6 @@ Choices where the paper is silent, recorded:
 
 from __future__ import annotations
 
-import numpy as np
 from numba import int32, int64
 
 from common.device import FULL_MASK, cuda, jit
@@ -311,9 +310,9 @@ def list_contains(nbr, lo, hi, key):
     return i < hi and nbr[i] == key
 
 
-def table_sizes(candidate_counts: np.ndarray) -> np.ndarray:
+def table_sizes(candidate_counts) -> list[int]:
     """Buckets per table for each query vertex: ceil(2 |C(u)| / 8), at least 1."""
-    return np.maximum(1, (2 * candidate_counts.astype(np.int64) + BUCKET - 1) // BUCKET)
+    return [max(1, (2 * int(c) + BUCKET - 1) // BUCKET) for c in candidate_counts]
 
 
 __all__ = ["MAX_CUCKOO_LOOP", "MAXQ", "lookup", "pair_of", "list_contains", "insert_kernel", "count_kernel",

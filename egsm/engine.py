@@ -96,6 +96,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import numpy as np
 
@@ -187,7 +188,7 @@ class _Query:
     edges: list
     meta: np.ndarray
     stats: dict = field(default_factory=dict)
-    cand: np.ndarray | None = None
+    cand: list | None = None          # |C(u)| per query vertex
     level3_bound: int = 0            # Σ over directed edges (u, a) of Σ_{v in C(u)} d(v)
     centres: list = field(default_factory=list)    # wedge filter: δ, then reversed δ
     shape: object = None             # order.query_shape, once computed
@@ -329,11 +330,7 @@ class EGSM(Engine):
         states = []
         metas = np.zeros((len(queries), L.META_SIZE), np.int64)
         for k, query in enumerate(queries):
-            nq = query.num_vertices
-            offsets, neighbors = query.offsets.tolist(), query.neighbors.tolist()
-            adj = [set(neighbors[offsets[u]:offsets[u + 1]]) for u in range(nq)]
-            edges = [(u, a) for u in range(nq) for a in sorted(adj[u])]
-            self._query_meta(query, adj, edges, metas[k])
+            adj, edges = self._query_meta(query, metas[k])
             states.append(_Query(query, adj, edges, metas[k], {"variant": self.variant}))
         n, b = self.data_n, len(queries)
         d_metas = self.pool.upload("batch metadata", metas.reshape(-1))
@@ -359,9 +356,9 @@ class EGSM(Engine):
         for k, state in enumerate(states):
             row = host[k * L.CAND_WIDTH:(k + 1) * L.CAND_WIDTH]
             nq = state.query.num_vertices
-            state.cand = row[:nq].copy()
+            state.cand = row[:nq].tolist()
             state.level3_bound = int(state.meta[L.M_DEG:L.M_DEG + nq] @ row[L.MAXQ:L.MAXQ + nq])
-            state.stats["candidate_sizes"] = state.cand.tolist()
+            state.stats["candidate_sizes"] = list(state.cand)
             state.filter_seconds = seconds
             if b > 1:
                 state.stats["batched_filter"] = b
@@ -391,7 +388,7 @@ class EGSM(Engine):
             phases = timer.seconds
             stats["filter_seconds"] = phases.get("filter", 0.0) + phases.get("index", 0.0)
             if "order" not in stats:        # stopped before grouping: the plan on |C(u)| |C(u')|
-                rough = make_plan(adj, {(u, a): int(cand[u]) * int(cand[a]) for u, a in edges}, self.mode,
+                rough = make_plan(adj, {(u, a): cand[u] * cand[a] for u, a in edges}, self.mode,
                                   state.shape)
                 stats["order"] = [u for g in rough.groups for u in g]
             if collect and embeddings is None:
@@ -399,57 +396,51 @@ class EGSM(Engine):
             return MatchResult(self.name, count, status, reason=reason, embeddings=embeddings,
                                phases=phases, peak_device_bytes=self.budget.peak, stats=stats)
 
-        if cand.min() == 0:
+        if min(cand) == 0:
             return finish(0)
-        # ---- Cuckoo tries + wedge filter ----------------------------------------------------
-        cells_of = 2 * L.BUCKET * table_sizes(cand)
-        cbase = np.zeros(nq + 1, np.int64)
-        np.cumsum(cells_of, out=cbase[1:])
-        pbase = np.zeros(len(edges) + 1, np.int64)
-        np.cumsum(cells_of[meta[L.M_ESRC:L.M_ESRC + len(edges)]], out=pbase[1:])
+        # ---- Cuckoo tries + wedge filter (sizes in Python lists: nq <= 32) ---------------------
+        buckets = table_sizes(cand)
+        cells_of = [2 * L.BUCKET * int(b) for b in buckets]
+        cbase = list(accumulate(cells_of, initial=0))
+        pbase = list(accumulate((cells_of[u] for u, _ in edges), initial=0))
         meta[L.M_CBASE:L.M_CBASE + nq + 1] = cbase
-        meta[L.M_NB:L.M_NB + nq] = cells_of // (2 * L.BUCKET)
+        meta[L.M_NB:L.M_NB + nq] = buckets
         meta[L.M_PBASE:L.M_PBASE + len(edges) + 1] = pbase
-        cells, pairs = int(cbase[-1]), int(pbase[-1])
+        cells, pairs = cbase[-1], pbase[-1]
         rebuilds = 0
         while True:
             meta[L.M_SEED:L.M_SEED + 2] = CUCKOO_SEEDS[rebuilds]
             try:
-                index = self._queue_index(meta, state.centres, int(cells_of.max()), cells, pairs,
+                index = self._queue_index(meta, state.centres, max(cells_of), cells, pairs,
                                           state.level3_bound, moff, timer, deadline)
             except _PastDeadline:
                 return finish(0, Status.TIMEOUT, reason="deadline passed while building the index")
             if state.shape is None:         # host work while the index kernels run
                 state.shape = query_shape(adj)
-            built = self._read_index(index, meta)
+            built = self._read_index(index, len(edges))
             if built is not None:
                 break
             rebuilds += 1
             if rebuilds >= MAX_REBUILDS:
                 raise RuntimeError(f"cuckoo build failed {rebuilds} times for query {query.name!r}")
-        total_slots, total_live, total_keys = built
-        einfo = self.h_einfo
-        ne = len(edges)
-        card = einfo[L.EI_CARD:L.EI_CARD + ne].copy()
-        rel = einfo[L.EI_REL:L.EI_REL + ne].copy()
-        stats.update(cuckoo_rebuilds=rebuilds, candidate_edges=rel.tolist(),
-                     candidate_edges_per_relation=float(rel.mean()),
+        total_slots, card, rel = built
+        stats.update(cuckoo_rebuilds=rebuilds, candidate_edges=rel,
+                     candidate_edges_per_relation=sum(rel) / len(rel),
                      candidate_edges_before_wedge=int(total_slots),
-                     candidate_index_bytes=int(4 * cells + 8 * (pairs + 1) + 4 * total_live
-                                               + 4 * total_keys))
+                     candidate_index_bytes=4 * cells + 8 * (pairs + 1) + 4 * sum(rel) + 4 * sum(card))
         # ---- grouping ------------------------------------------------------------------------
         start = time.perf_counter()
-        plan = make_plan(adj, dict(zip(edges, rel.tolist())), self.mode, state.shape)
+        plan = make_plan(adj, dict(zip(edges, rel)), self.mode, state.shape)
         stats["groups"] = [list(g) for g in plan.groups]
         stats["order"] = [u for g in plan.groups for u in g]
-        if card.min() == 0:
+        if min(card) == 0:
             timer.add("plan", time.perf_counter() - start)
             return finish(0)
         masks = plan.stage_masks()
         u0 = plan.first_vertex
         first_edge = min((int(meta[L.M_EIDX + u0 * L.MAXQ + a]) for a in adj[u0]), key=lambda e: (card[e], e))
         timer.add("plan", time.perf_counter() - start)
-        return self._enumerate(plan, masks, first_edge, int(card[first_edge]), nq, limit,
+        return self._enumerate(plan, masks, first_edge, card[first_edge], nq, limit,
                                collect, deadline, timer, stats, finish)
 
     def root_vertex(self, query: Graph) -> int:
@@ -458,36 +449,46 @@ class EGSM(Engine):
                for u in range(query.num_vertices)]
         return query_shape(adj).first_vertex if query.num_edges else 0
 
-    def _query_meta(self, query: Graph, adj, edges, meta: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _query_meta(query: Graph, meta: np.ndarray) -> tuple[list, list]:
         """Fill ``meta`` (zeroed, META_SIZE) with the query's labels, degrees, adjacency, NLC and
-        directed edges."""
+        directed edges (the CSR's order: each row sorted); returns (adjacency sets, edges)."""
         nq = query.num_vertices
-        meta[L.M_LAB:L.M_LAB + nq] = query.labels
-        meta[L.M_DEG:L.M_DEG + nq] = [len(a) for a in adj]
-        meta[L.M_ADJ:L.M_ADJ + nq] = [sum(1 << a for a in adj[u]) for u in range(nq)]
-        meta[L.M_EIDX:L.M_EIDX + L.MAXQ * L.MAXQ] = -1
-        labels = query.labels.tolist()
-        offsets, nlc_labels, nlc_counts = [], [], []    # per vertex: its neighbours' labels, counted
+        offsets, neighbors, labels = query.offsets.tolist(), query.neighbors.tolist(), query.labels.tolist()
+        adj, src, degrees, bits = [], [], [], []
+        nlc_offsets, nlc_labels, nlc_counts = [], [], []     # per u: its neighbours' labels, counted
         for u in range(nq):
-            offsets.append(len(nlc_labels))
+            row = neighbors[offsets[u]:offsets[u + 1]]
+            adj.append(set(row))
+            src += [u] * len(row)
+            degrees.append(len(row))
+            mask = 0
             counted: dict[int, int] = {}
-            for a in adj[u]:
+            for a in row:
+                mask |= 1 << a
                 counted[labels[a]] = counted.get(labels[a], 0) + 1
+            bits.append(mask)
+            nlc_offsets.append(len(nlc_labels))
             for label in sorted(counted):
                 nlc_labels.append(label)
                 nlc_counts.append(counted[label])
-        offsets.append(len(nlc_labels))
-        meta[L.M_NLCOFF:L.M_NLCOFF + nq + 1] = offsets
+        nlc_offsets.append(len(nlc_labels))
+        ne = len(neighbors)
+        meta[L.M_LAB:L.M_LAB + nq] = labels
+        meta[L.M_DEG:L.M_DEG + nq] = degrees
+        meta[L.M_ADJ:L.M_ADJ + nq] = bits
+        meta[L.M_NLCOFF:L.M_NLCOFF + nq + 1] = nlc_offsets
         meta[L.M_NLCLAB:L.M_NLCLAB + len(nlc_labels)] = nlc_labels
         meta[L.M_NLCCNT:L.M_NLCCNT + len(nlc_counts)] = nlc_counts
-        if edges:
-            src, dst = np.array(edges, dtype=np.int64).T
-            meta[L.M_EIDX + src * L.MAXQ + dst] = np.arange(len(edges))
-            meta[L.M_ESRC:L.M_ESRC + len(edges)] = src
-            meta[L.M_EDST:L.M_EDST + len(edges)] = dst
+        meta[L.M_EIDX:L.M_EIDX + L.MAXQ * L.MAXQ] = -1
+        if ne:
+            sources = np.array(src, np.int64)
+            meta[L.M_EIDX + sources * L.MAXQ + query.neighbors] = np.arange(ne)
+            meta[L.M_ESRC:L.M_ESRC + ne] = sources
+            meta[L.M_EDST:L.M_EDST + ne] = query.neighbors
         meta[L.M_NQ] = nq
-        meta[L.M_NE] = len(edges)
-        return meta
+        meta[L.M_NE] = ne
+        return adj, list(zip(src, neighbors))
 
     def _queue_index(self, meta, centres, max_cells, cells, pairs, level3_bound, moff, timer,
                      deadline=None):
@@ -571,20 +572,19 @@ class EGSM(Engine):
                 proj_keys, self.d_einfo)
         return (keys, off2, nbr2, proj_keys), total_slots
 
-    def _read_index(self, queued, meta):
+    def _read_index(self, queued, ne: int):
         """Wait for :meth:`_queue_index`'s launches (one copy of ctrl + einfo); None if the
-        cuckoo build failed, else (level-3 total, live slots, keys) and ``self.index`` set."""
+        cuckoo build failed, else (level-3 total, |π_u R(u, u')| and |R(u, u')| per directed
+        edge, as lists) and ``self.index`` set."""
         tries, total_slots = queued
         download(self.d_state, self.h_state)
         if self.h_ctrl[L.C_CUCKOO_FAIL]:
             return None                         # the next attempt clears the flag
         if total_slots is None:
             total_slots = int(self.h_ctrl[L.C_LEVEL3])
-        ne = int(meta[L.M_NE])
-        total_live = int(self.h_einfo[L.EI_REL:L.EI_REL + ne].sum())
-        total_keys = int(self.h_einfo[L.EI_CARD:L.EI_CARD + ne].sum())
+        einfo = self.h_einfo
         self.index = tries
-        return total_slots, total_live, total_keys
+        return total_slots, einfo[L.EI_CARD:L.EI_CARD + ne].tolist(), einfo[L.EI_REL:L.EI_REL + ne].tolist()
 
     def _enumerate(self, plan, masks, first_edge, first_card, nq, limit, collect,
                    deadline, timer, stats, finish):

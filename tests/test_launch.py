@@ -73,3 +73,29 @@ def test_argument_types_are_numba_s_types():
     args = (cuda.to_device(np.zeros((3, 2), np.int32)), cuda.to_device(np.zeros(4, np.uint32))[::2], 7,
             np.int32(3), 2.5, True)
     assert launch.argument_types(args) == tuple(numba.typeof(a) for a in args)
+
+
+def test_back_to_back_launches_follow_each_changed_argument():
+    """Repeated launches at one call site (the quick path repacks only what changed): scalars
+    of the same and of other types, a new array of the same kind in place of a freed one, a view,
+    and back to the first overload; every result as numpy computes it."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 9, 256).astype(np.int64)
+    d_x = cuda.to_device(x)
+    d_out = cuda.to_device(np.zeros(256, np.int64))
+    expected = np.zeros(256, np.int64)
+    for step, a in enumerate((1, 2, 2, np.int64(3), 4, np.int32(5), 6, 7)):
+        n = 256 - 16 * step
+        if step == 4:                          # a fresh output array replaces the old one
+            d_out, expected = cuda.to_device(expected), expected.copy()
+        if step == 6:                          # a fresh input array of the same kind
+            x = x[::-1].copy()
+            d_x = cuda.to_device(x)
+        _axpy[(n + 63) // 64, 64](d_out, d_x, a, n)
+        expected[:n] += a * x[:n]
+        np.testing.assert_array_equal(d_out.copy_to_host(), expected)
+    _axpy[2, 64](d_out[::2], d_x[::2], 1, 128)   # a strided view: another overload
+    expected[::2] += x[::2]
+    _axpy[4, 64](d_out, d_x, 1, 256)             # and back
+    expected += x
+    np.testing.assert_array_equal(d_out.copy_to_host(), expected)
