@@ -76,6 +76,7 @@ class _NumbaPieces(NamedTuple):
     memcpy_dtoh: object               # the driver's cuMemcpyDtoH (common.device.download)
     memset_d32: object                # the driver's cuMemsetD32Async (common.device.fill)
     event_record: object              # the driver's cuEventRecord (common.device.PhaseTimer)
+    event_query: object               # the driver's cuEventQuery (common.device.LaunchWatch)
     event_synchronize: object         # the driver's cuEventSynchronize
     event_elapsed: object             # the driver's cuEventElapsedTime
 
@@ -95,7 +96,7 @@ def _numba_pieces() -> _NumbaPieces | None:
         device_array=DeviceNDArray, dispatcher_launch=_LaunchConfiguration,
         typeof=lambda value: typeof(value, Purpose.argument), normalize_dims=normalize_kernel_dimensions,
         launch_kernel=driver.cuLaunchKernel, memcpy_htod=driver.cuMemcpyHtoD, memcpy_dtoh=driver.cuMemcpyDtoH,
-        memset_d32=driver.cuMemsetD32Async, event_record=driver.cuEventRecord,
+        memset_d32=driver.cuMemsetD32Async, event_record=driver.cuEventRecord, event_query=driver.cuEventQuery,
         event_synchronize=driver.cuEventSynchronize, event_elapsed=driver.cuEventElapsedTime)
 
 
