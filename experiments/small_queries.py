@@ -7,6 +7,15 @@ untimed (kernels compiled, buffers grown); then every query is timed, wall clock
 ``match()`` (``one``), and, for an engine with batches (its own ``_match_batch``), the whole set
 (``batched``: the set's total divided per query). Printed last: per workload and engine, the
 median and total ms per query, the ratio to ``cpu`` measured in the same run, and the count check.
+``--interleave`` times the one-at-a-time passes query by query instead: every engine answers
+query 1 (in an order rotated per query), then query 2, and so on, so a drift of the host's speed
+(2x between runs on the lent machines, docs/performance.md) hits every engine alike; the table's
+``ratio_vs_cpu`` (the median over queries of each query's wall against the CPU reference's for the
+same query) is then a same-moment comparison. Engines are compared fairly either way: each one
+prepares the data graph once and is warmed before any timing.
+Each timed pass starts with ``gc.collect()``: with numba-cuda loaded a process tracks ~1M Python
+objects, and a full collection that the garbage of earlier passes triggers inside a pass costs
+~0.4 s (docs/performance.md, "Session 10"), which would be billed to whichever query it lands in.
 ``--profile DIR`` adds a one-at-a-time pass under cProfile (after the timed ones) and writes its
 listing per (workload, engine) with the median of every reported phase, so the fixed cost can be
 read call by call.
@@ -18,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import pstats
 import time
@@ -49,6 +59,7 @@ def time_one_at_a_time(engine, queries, timeout_s, profile_to: Path | None, labe
     """Per query (wall seconds, result); the pass is profiled when ``profile_to`` is given."""
     profiler = cProfile.Profile() if profile_to else None
     out = []
+    gc.collect()                      # earlier passes' garbage is not this pass's cost
     for query in queries:
         if profiler:
             profiler.enable()
@@ -76,9 +87,55 @@ def batches(engine) -> bool:
 
 def time_batched(engine, queries, timeout_s):
     """(wall seconds of the whole set, results) through ``engine.match_batch``."""
+    gc.collect()
     start = time.perf_counter()
     results = engine.match_batch(queries, timeout_s=timeout_s)
     return time.perf_counter() - start, results
+
+
+def time_interleaved(engines: dict, queries, timeout_s):
+    """{engine name: [(wall seconds, result)] per query}, every engine answering each query in
+    turn (the order rotated by one per query)."""
+    names = list(engines)
+    out = {name: [] for name in names}
+    gc.collect()
+    for i, query in enumerate(queries):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            start = time.perf_counter()
+            result = engines[name].match(query, timeout_s=timeout_s)
+            out[name].append((time.perf_counter() - start, result))
+    return out
+
+
+def warmed(name, data, queries, timeout_s):
+    """Engine ``name`` prepared on ``data`` and run once over ``queries`` untimed (kernels
+    compiled, buffers grown), batches too where it has them."""
+    engine = create_engine(name).prepare(data)
+    for query in queries:
+        engine.match(query, timeout_s=timeout_s)
+    if batches(engine):
+        engine.match_batch(queries, timeout_s=timeout_s)
+    return engine
+
+
+def run_interleaved(workloads, engines, timeout_s, out: Path | None = None):
+    """:func:`run` with the one-at-a-time passes of all engines interleaved query by query;
+    the batched passes follow, one engine after another."""
+    rows = []
+    for workload in workloads:
+        data, queries, known = load(workload)
+        print(f"== {workload}: {data.name}, {len(queries)} queries, engines interleaved", flush=True)
+        prepared = {name: warmed(name, data, queries, timeout_s) for name in engines}
+        for name, timed in time_interleaved(prepared, queries, timeout_s).items():
+            rows += [_row(workload, name, "one", q, wall, result, known) for q, (wall, result) in zip(queries, timed)]
+        for name, engine in prepared.items():
+            if batches(engine):
+                wall, results = time_batched(engine, queries, timeout_s)
+                rows += [_row(workload, name, "batched", q, wall / len(queries), result, known)
+                         for q, result in zip(queries, results)]
+        if out is not None:
+            pd.DataFrame(rows).to_csv(out, index=False)
+    return pd.DataFrame(rows)
 
 
 def run(workloads, engines, timeout_s, profile_to=None, out: Path | None = None):
@@ -89,11 +146,7 @@ def run(workloads, engines, timeout_s, profile_to=None, out: Path | None = None)
         data, queries, known = load(workload)
         print(f"== {workload}: {data.name}, {len(queries)} queries", flush=True)
         for name in engines:
-            engine = create_engine(name).prepare(data)
-            for query in queries:                          # untimed: compile, grow buffers
-                engine.match(query, timeout_s=timeout_s)
-            if batches(engine):
-                engine.match_batch(queries, timeout_s=timeout_s)
+            engine = warmed(name, data, queries, timeout_s)
             label = f"{workload}_{name}"
             timed = time_one_at_a_time(engine, queries, timeout_s, None, label)
             if profile_to:                                 # a separate pass: the profiler's cost
@@ -124,12 +177,19 @@ def _row(workload, engine, mode, query, wall, result, known):
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Median and total ms per query per (workload, engine, mode), ratio to cpu, exact counts."""
+    """Median and total ms per query per (workload, engine, mode), the total's ratio to cpu's,
+    the median over queries of each query's ratio to cpu's time for it (one at a time), and the
+    exact counts."""
     table = frame.groupby(["workload", "engine", "mode"], sort=False).agg(
         median_ms=("wall_ms", "median"), total_ms=("wall_ms", "sum"),
         exact=("exact", "sum"), queries=("query", "count")).reset_index()
     cpu = table[table.engine == "cpu"].set_index("workload")
     table["total_vs_cpu"] = [row.total_ms / cpu.total_ms.get(row.workload, float("nan"))
+                             for row in table.itertuples()]
+    cpu_wall = frame[(frame.engine == "cpu") & (frame["mode"] == "one")].set_index(["workload", "query"]).wall_ms
+    ratio = frame.wall_ms / cpu_wall.reindex(pd.MultiIndex.from_frame(frame[["workload", "query"]])).to_numpy()
+    medians = ratio.groupby([frame.workload, frame.engine, frame["mode"]], sort=False).median()
+    table["ratio_vs_cpu"] = [medians.get((row.workload, row.engine, row.mode), float("nan"))
                              for row in table.itertuples()]
     return table
 
@@ -141,12 +201,20 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=10.0, help="per-query timeout_s")
     parser.add_argument("--profile", type=Path, help="folder for cProfile listings")
     parser.add_argument("--out", type=Path, help="CSV of every timed query")
+    parser.add_argument("--interleave", action="store_true",
+                        help="time the engines query by query in turn (a drifting host hits all alike)")
     args = parser.parse_args(argv)
+    if args.interleave and args.profile:
+        parser.error("--profile times each engine's own pass; it does not go with --interleave")
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     if args.out and args.out.exists():
         args.out.unlink()
-    frame = run(args.workloads.split(","), args.engines.split(","), args.timeout, args.profile, args.out)
+    workloads, engines = args.workloads.split(","), args.engines.split(",")
+    if args.interleave:
+        frame = run_interleaved(workloads, engines, args.timeout, args.out)
+    else:
+        frame = run(workloads, engines, args.timeout, args.profile, args.out)
     table = summary(frame)
     print(f"backend: {backend_label()}")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))

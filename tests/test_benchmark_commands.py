@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from common.device import simulator_active
+from common.engine import create_engine
 from experiments import dask_scaling, host_costs, kernel_times, small_queries
 
 
@@ -19,6 +20,24 @@ def test_small_queries_table_counts_and_csv(tmp_path, capsys):
     assert len(frame) == 11 and frame.exact.all() and set(frame["mode"]) == {"one"}
     printed = capsys.readouterr().out
     assert "backend:" in printed and "total_vs_cpu" in printed
+
+
+def test_small_queries_interleaved_pass_answers_every_query_with_every_engine(tmp_path, capsys):
+    data, queries, known = small_queries.load("github")
+    engines = {"a": create_engine("cpu").prepare(data), "b": create_engine("cpu").prepare(data)}
+    timed = small_queries.time_interleaved(engines, queries, 60.0)
+    assert set(timed) == {"a", "b"}
+    for answers in timed.values():
+        assert [result.count for _, result in answers] == [known[q.name] for q in queries]
+        assert all(wall > 0 for wall, _ in answers)
+    out = tmp_path / "small.csv"
+    assert small_queries.main(["--engines", "cpu", "--workloads", "github", "--interleave",
+                               "--out", str(out)]) == 0
+    frame = pd.read_csv(out)
+    assert len(frame) == 11 and frame.exact.all()
+    table = small_queries.summary(frame)
+    assert table.ratio_vs_cpu.tolist() == [1.0]
+    assert "ratio_vs_cpu" in capsys.readouterr().out
 
 
 def test_dask_scaling_table_split_and_plot(tmp_path):
