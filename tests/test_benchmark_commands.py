@@ -5,12 +5,14 @@ need a GPU."""
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 import pytest
 
 from common.device import simulator_active
-from common.engine import create_engine
-from experiments import dask_scaling, host_costs, kernel_times, small_queries
+from common.engine import Engine, create_engine
+from experiments import dask_scaling, host_costs, host_timeline, kernel_times, small_queries
 
 
 def test_small_queries_table_counts_and_csv(tmp_path, capsys):
@@ -38,6 +40,36 @@ def test_small_queries_interleaved_pass_answers_every_query_with_every_engine(tm
     table = small_queries.summary(frame)
     assert table.ratio_vs_cpu.tolist() == [1.0]
     assert "ratio_vs_cpu" in capsys.readouterr().out
+
+
+def test_host_timeline_counts_outermost_calls_and_restores_the_engine():
+    class Steps:
+        def outer(self, n):
+            return self.outer(n - 1) + 1 if n else self.inner()
+
+        @staticmethod
+        def inner():
+            time.sleep(0.002)
+            return 0
+
+    timeline = host_timeline.HostTimeline()
+    timeline.wrap(Steps, "outer", "outer")
+    timeline.wrap(Steps, "inner", "inner")
+    assert Steps().outer(3) == 3                       # recursion through the wrapper still works
+    taken = timeline.take()
+    assert taken["outer"][0] == 1 and taken["inner"][0] == 1      # nested calls of a step count once
+    assert taken["outer"][1] >= taken["inner"][1] >= 0.002
+    timeline.restore()
+    assert "timed" not in Steps.outer.__qualname__ and isinstance(vars(Steps)["inner"], staticmethod)
+
+    original = Engine.match
+    data, queries, known = small_queries.load("github")
+    frame = host_timeline.measure("cpu", data, queries[:3], 60.0)
+    assert Engine.match is original                   # the engine's steps are unwrapped again
+    table = host_timeline.summary(frame)
+    assert table.loc["Engine.match", "calls_per_query"] == 1.0
+    assert table.loc["ReferenceMatcher._match", "median_host_us"] <= table.loc["Engine.match", "median_host_us"]
+    assert table.loc["(wall of match, unwrapped)", "median_host_us"] > 0
 
 
 def test_dask_scaling_table_split_and_plot(tmp_path):
