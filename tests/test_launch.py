@@ -99,3 +99,50 @@ def test_back_to_back_launches_follow_each_changed_argument():
     _axpy[4, 64](d_out, d_x, 1, 256)             # and back
     expected += x
     np.testing.assert_array_equal(d_out.copy_to_host(), expected)
+
+
+def test_a_repacked_parameter_block_equals_a_fresh_pack(monkeypatch):
+    """The quick path's bookkeeping without a GPU: a fake driver records the parameter block of
+    every launch; after any sequence of launches (same arrays, new scalars, a new array of the
+    same kind, a large int) it must equal the block packed from scratch for that launch's
+    arguments, and a new argument kind must leave the quick path."""
+    import ctypes
+    from types import SimpleNamespace
+
+    class FakeDeviceArray:               # numba's device array as the quick path sees it
+        def __init__(self, pointer, size):
+            self.__dict__["_launch_words"] = (0, "array(int64, 1d, C)", (0, 0, size, 8, pointer, size, 8))
+
+    blocks, first = [], []
+
+    def launch_kernel(handle, *grid_block_shared_stream_parameters_extra):
+        blocks.append(bytes(entry.buffer))
+        return (0,)                      # CUDA_SUCCESS
+
+    monkeypatch.setattr(launch, "_DEVICE_ARRAY", FakeDeviceArray)
+    monkeypatch.setattr(launch, "_NUMBA", SimpleNamespace(launch_kernel=launch_kernel))
+    entry = launch._Parameters(1, ["q" * 7, "q" * 7, "q", "i"])
+    kernel = object.__new__(launch.Kernel)
+    kernel.__dict__.update(dispatcher=None, _last=None, _overloads={(0, 0, int, np.int32): entry},
+                           _first_launch=lambda kinds, config, args: first.append(kinds))
+    run = launch._Launch(kernel, (1, 1, 1), (32, 1, 1), 0, 0)
+
+    def fresh(args):
+        words = []
+        for put, value in zip(entry.putters, args):
+            put(value, words)
+        buffer = ctypes.create_string_buffer(len(entry.buffer))
+        entry.pack(buffer, 0, *words)
+        return bytes(buffer)
+
+    a, b, c = FakeDeviceArray(4096, 10), FakeDeviceArray(8192, 20), FakeDeviceArray(16384, 30)
+    sequence = [(a, b, 5, np.int32(1)), (a, b, 6, np.int32(1)), (a, b, 6, np.int32(7)), (c, b, 6, np.int32(7)),
+                (c, a, 2 ** 40, np.int32(7)), (c, a, -3, np.int32(-7)), (a, b, 5, np.int32(1))]
+    for args in sequence:
+        run(*args)
+        assert blocks[-1] == fresh(args)
+    assert len(blocks) == len(sequence) and not first
+    run(a, b, 5, np.int64(1))            # another kind: numba's first launch, not the quick path
+    assert first == [(0, 0, int, np.int64)] and len(blocks) == len(sequence)
+    run(a, b, 9, np.int32(3))            # and back: a full pack
+    assert blocks[-1] == fresh((a, b, 9, np.int32(3)))
