@@ -78,13 +78,18 @@ def backend_label() -> str:
 _SPARE_EVENTS: list = []            # timing events read already, reused (creating one costs ~20 us)
 
 
+def _driver_event(timing: bool):
+    """A numba event that also carries its driver handle (for the direct calls below)."""
+    event = cuda.event(timing=timing)
+    event.driver_handle = int(event.handle)
+    return event
+
+
 def _timing_event():
     try:
         return _SPARE_EVENTS.pop()
     except IndexError:
-        event = cuda.event(timing=True)
-        event.driver_handle = int(event.handle)
-        return event
+        return _driver_event(timing=True)
 
 
 def _record(event, stream) -> None:
@@ -611,9 +616,7 @@ class LaunchWatch:
         self._sim = simulator_active()
         self.stream = 0 if self._sim else cuda.stream()      # the watched launches
         self._side = 0 if self._sim else cuda.stream()       # the flag's copy
-        self._done = None if self._sim else cuda.event(timing=False)
-        if self._done is not None:
-            self._done.driver_handle = int(self._done.handle)
+        self._done = None if self._sim else _driver_event(timing=False)
 
     def _raise(self, flag) -> None:
         flag.copy_to_device(self._one, stream=self._side)

@@ -16,7 +16,6 @@ of ``match()`` is taken in a separate, unwrapped pass.
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import sys
 import time
@@ -28,8 +27,7 @@ from common import launch
 from common.device import LaunchWatch, PhaseTimer
 from common.engine import Engine
 
-from .kernel_times import engine_from_spec
-from .small_queries import WORKLOADS, load
+from .kernel_times import per_engine_tables, warmed_walls
 
 SHARED_CALLS = ("upload", "download", "fill")
 
@@ -108,14 +106,7 @@ class HostTimeline:
 def measure(spec: str, data, queries, timeout_s: float | None) -> pd.DataFrame:
     """One row per (query, step): calls and host microseconds inside it; and each query's
     wall from an unwrapped pass."""
-    engine = engine_from_spec(spec).prepare(data)
-    for query in queries:                                 # warm: compiled, buffers grown
-        engine.match(query, timeout_s=timeout_s)
-    walls = []
-    for query in queries:
-        start = time.perf_counter()
-        engine.match(query, timeout_s=timeout_s)
-        walls.append(1e6 * (time.perf_counter() - start))
+    engine, walls = warmed_walls(spec, data, queries, timeout_s)
     timeline = HostTimeline()
     timeline.wrap_engine(engine)
     rows = []
@@ -145,20 +136,7 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", default="hprd", choices=sorted(WORKLOADS))
-    parser.add_argument("--engines", default="gmatch,egsm,gsi",
-                        help="comma list of NAME or NAME:key=value+key=value")
-    parser.add_argument("--limit", type=int, help="first N queries only")
-    parser.add_argument("--timeout", type=float, default=10.0, help="per-query timeout_s")
-    args = parser.parse_args(argv)
-    data, queries, _ = load(args.workload)
-    queries = queries[:args.limit] if args.limit else queries
-    for spec in args.engines.split(","):
-        table = summary(measure(spec, data, queries, args.timeout))
-        print(f"== {spec} on {args.workload} ({len(queries)} queries): host us per query")
-        print(table.to_string(float_format=lambda v: f"{v:.1f}"), flush=True)
-    return 0
+    return per_engine_tables(argv, __doc__.splitlines()[0], measure, summary, "host us", needs_gpu=False)
 
 
 if __name__ == "__main__":

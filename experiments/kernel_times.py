@@ -67,8 +67,10 @@ def engine_from_spec(spec: str):
     return create_engine(name, **dict(parse_option(item) for item in options.split("+") if item))
 
 
-def measure(spec: str, data, queries, timeout_s: float | None) -> pd.DataFrame:
-    """One row per (query, kernel): launches and device microseconds; plus each query's wall."""
+def warmed_walls(spec: str, data, queries, timeout_s: float | None):
+    """(the engine of ``spec`` prepared and warmed on ``queries``, each query's wall of
+    ``match()`` in microseconds from a plain pass): the baseline an instrumented pass is read
+    against."""
     engine = engine_from_spec(spec).prepare(data)
     for query in queries:                                 # warm: compiled, buffers grown
         engine.match(query, timeout_s=timeout_s)
@@ -77,6 +79,12 @@ def measure(spec: str, data, queries, timeout_s: float | None) -> pd.DataFrame:
         start = time.perf_counter()
         engine.match(query, timeout_s=timeout_s)
         walls.append(1e6 * (time.perf_counter() - start))
+    return engine, walls
+
+
+def measure(spec: str, data, queries, timeout_s: float | None) -> pd.DataFrame:
+    """One row per (query, kernel): launches and device microseconds; plus each query's wall."""
+    engine, walls = warmed_walls(spec, data, queries, timeout_s)
     rows = []
     with _Bracketed() as bracket:
         for query, wall in zip(queries, walls):
@@ -103,23 +111,29 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("mean_device_us", ascending=False)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def per_engine_tables(argv, description: str, measure, summary, what: str, needs_gpu: bool) -> int:
+    """The command line shared with ``host_timeline``: a workload, engine specs, ``--limit`` and
+    ``--timeout``; prints ``summary(measure(spec, data, queries, timeout))`` per engine."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--workload", default="hprd", choices=sorted(WORKLOADS))
     parser.add_argument("--engines", default="gmatch,egsm,gsi",
                         help="comma list of NAME or NAME:key=value+key=value")
     parser.add_argument("--limit", type=int, help="first N queries only")
     parser.add_argument("--timeout", type=float, default=10.0, help="per-query timeout_s")
     args = parser.parse_args(argv)
-    if simulator_active():
-        parser.error("kernel_times measures device time: it needs a GPU (NUMBA_ENABLE_CUDASIM=0)")
+    if needs_gpu and simulator_active():
+        parser.error(f"this command measures {what}: it needs a GPU (NUMBA_ENABLE_CUDASIM=0)")
     data, queries, _ = load(args.workload)
     queries = queries[:args.limit] if args.limit else queries
-    for name in args.engines.split(","):
-        table = summary(measure(name, data, queries, args.timeout))
-        print(f"== {name} on {args.workload} ({len(queries)} queries): device us per query")
+    for spec in args.engines.split(","):
+        table = summary(measure(spec, data, queries, args.timeout))
+        print(f"== {spec} on {args.workload} ({len(queries)} queries): {what} per query")
         print(table.to_string(float_format=lambda v: f"{v:.1f}"), flush=True)
     return 0
+
+
+def main(argv=None) -> int:
+    return per_engine_tables(argv, __doc__.splitlines()[0], measure, summary, "device us", needs_gpu=True)
 
 
 if __name__ == "__main__":
