@@ -122,7 +122,7 @@ def per_engine_tables(argv, description: str, measure, summary, what: str, needs
     parser.add_argument("--timeout", type=float, default=10.0, help="per-query timeout_s")
     args = parser.parse_args(argv)
     if needs_gpu and simulator_active():
-        parser.error(f"this command measures {what}: it needs a GPU (NUMBA_ENABLE_CUDASIM=0)")
+        parser.error("this command times the device: it needs a GPU (NUMBA_ENABLE_CUDASIM=0)")
     data, queries, _ = load(args.workload)
     queries = queries[:args.limit] if args.limit else queries
     for spec in args.engines.split(","):
