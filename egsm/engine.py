@@ -100,6 +100,7 @@ from itertools import accumulate
 
 import numpy as np
 
+from common.bitmasks import bits, neighbour_masks
 from common.device import (
     BufferPool,
     DeviceMemoryBudget,
@@ -131,13 +132,13 @@ from .cuckoo_trie import (
 from .enumerate import extend_kernel
 from .filter import (
     candidate_kernel,
-    filtering_order,
     neighbour_label_counts,
     prune_all_kernel,
     prune_kernel,
-    prune_phases,
     restrict_root_kernel,
+    write_wedge_order,
 )
+from .layout import write_query_meta
 from .order import plan as make_plan
 from .order import query_shape
 
@@ -184,13 +185,12 @@ class _Query:
     """Host state of one query of a batch between the shared filter and its own search."""
 
     query: Graph
-    adj: list
-    edges: list
     meta: np.ndarray
+    nbr: np.ndarray                  # neighbour masks (a view of meta)
     stats: dict = field(default_factory=dict)
     cand: list | None = None          # |C(u)| per query vertex
     level3_bound: int = 0            # Σ over directed edges (u, a) of Σ_{v in C(u)} d(v)
-    centres: list = field(default_factory=list)    # wedge filter: δ, then reversed δ
+    centres: np.ndarray | None = None   # wedge filter: δ, then reversed δ
     shape: object = None             # order.query_shape, once computed
     filter_seconds: float = 0.0
 
@@ -329,9 +329,10 @@ class EGSM(Engine):
         start = time.perf_counter()
         states = []
         metas = np.zeros((len(queries), L.META_SIZE), np.int64)
-        for k, query in enumerate(queries):
-            adj, edges = self._query_meta(query, metas[k])
-            states.append(_Query(query, adj, edges, metas[k], {"variant": self.variant}))
+        for query, meta in zip(queries, metas):
+            write_query_meta(query.offsets, query.neighbors, query.labels, meta)
+            states.append(_Query(query, meta, meta[L.M_ADJ:L.M_ADJ + query.num_vertices],
+                                 {"variant": self.variant}))
         n, b = self.data_n, len(queries)
         d_metas = self.pool.upload("batch metadata", metas.reshape(-1))
         masks = self.pool.get("candidate bitmaps", b * n, np.int64)
@@ -343,13 +344,13 @@ class EGSM(Engine):
         root_range = check_root_range(self.root_range)
         if root_range is not None:            # u0 only inside the root range
             for k, state in enumerate(states):
-                state.shape = query_shape(state.adj)
+                state.shape = query_shape(state.nbr)
                 u0 = state.shape.first_vertex
                 restrict_root_kernel[_blocks(n), L.BUILD_THREADS](
                     n, k * n, masks, u0, root_range[0], root_range[1], d_cand, k * L.CAND_WIDTH + u0)
                 state.stats["root_range"] = list(root_range)
         for state in states:                  # host work while the filter runs: the wedge order
-            self._wedge_order(state)
+            state.centres = write_wedge_order(state.meta)
         host = np.empty(b * L.CAND_WIDTH, np.int64)
         download(d_cand, host)
         seconds = (time.perf_counter() - start) / b
@@ -364,32 +365,19 @@ class EGSM(Engine):
                 state.stats["batched_filter"] = b
         return states
 
-    @staticmethod
-    def _wedge_order(state: _Query) -> None:
-        """The wedge filter's centres (δ, reversed δ) and its one-block phases, into the meta."""
-        meta, nq = state.meta, state.query.num_vertices
-        delta = filtering_order(state.adj)
-        state.centres = centres = delta + delta[::-1]
-        meta[L.M_DELTA:L.M_DELTA + 2 * nq] = centres
-        phases = prune_phases(state.adj, centres)
-        meta[L.M_NPHASE] = len(phases) - 1
-        meta[L.M_PHASE:L.M_PHASE + len(phases)] = phases
-
     def _search(self, state: _Query, moff: int, limit, collect, timeout_s) -> MatchResult:
         """Index, grouping and enumeration of one filtered query (bitmaps at masks[moff:])."""
         deadline = None if timeout_s is None else time.perf_counter() + timeout_s
         timer = PhaseTimer()
         timer.add("filter", state.filter_seconds)
-        query, adj, edges, meta, stats, cand = (state.query, state.adj, state.edges, state.meta,
-                                                state.stats, state.cand)
-        nq = query.num_vertices
+        query, nbr, meta, stats, cand = state.query, state.nbr, state.meta, state.stats, state.cand
+        nq, ne = query.num_vertices, query.neighbors.size
 
         def finish(count, status=Status.OK, embeddings=None, reason=""):
             phases = timer.seconds
             stats["filter_seconds"] = phases.get("filter", 0.0) + phases.get("index", 0.0)
             if "order" not in stats:        # stopped before grouping: the plan on |C(u)| |C(u')|
-                rough = make_plan(adj, {(u, a): cand[u] * cand[a] for u, a in edges}, self.mode,
-                                  state.shape)
+                rough = make_plan(nbr, np.outer(cand, cand), self.mode, state.shape)
                 stats["order"] = [u for g in rough.groups for u in g]
             if collect and embeddings is None:
                 embeddings = np.zeros((0, nq), np.int32)
@@ -402,10 +390,10 @@ class EGSM(Engine):
         buckets = table_sizes(cand)
         cells_of = [2 * L.BUCKET * int(b) for b in buckets]
         cbase = list(accumulate(cells_of, initial=0))
-        pbase = list(accumulate((cells_of[u] for u, _ in edges), initial=0))
+        pbase = list(accumulate((cells_of[u] for u in meta[L.M_ESRC:L.M_ESRC + ne].tolist()), initial=0))
         meta[L.M_CBASE:L.M_CBASE + nq + 1] = cbase
         meta[L.M_NB:L.M_NB + nq] = buckets
-        meta[L.M_PBASE:L.M_PBASE + len(edges) + 1] = pbase
+        meta[L.M_PBASE:L.M_PBASE + ne + 1] = pbase
         cells, pairs = cbase[-1], pbase[-1]
         rebuilds = 0
         while True:
@@ -416,21 +404,21 @@ class EGSM(Engine):
             except _PastDeadline:
                 return finish(0, Status.TIMEOUT, reason="deadline passed while building the index")
             if state.shape is None:         # host work while the index kernels run
-                state.shape = query_shape(adj)
-            built = self._read_index(index, len(edges))
+                state.shape = query_shape(nbr)
+            built = self._read_index(index, meta)
             if built is not None:
                 break
             rebuilds += 1
             if rebuilds >= MAX_REBUILDS:
                 raise RuntimeError(f"cuckoo build failed {rebuilds} times for query {query.name!r}")
-        total_slots, card, rel = built
+        total_slots, card, rel, rel_matrix = built
         stats.update(cuckoo_rebuilds=rebuilds, candidate_edges=rel,
                      candidate_edges_per_relation=sum(rel) / len(rel),
                      candidate_edges_before_wedge=int(total_slots),
                      candidate_index_bytes=4 * cells + 8 * (pairs + 1) + 4 * sum(rel) + 4 * sum(card))
         # ---- grouping ------------------------------------------------------------------------
         start = time.perf_counter()
-        plan = make_plan(adj, dict(zip(edges, rel)), self.mode, state.shape)
+        plan = make_plan(nbr, rel_matrix, self.mode, state.shape)
         stats["groups"] = [list(g) for g in plan.groups]
         stats["order"] = [u for g in plan.groups for u in g]
         if min(card) == 0:
@@ -438,57 +426,17 @@ class EGSM(Engine):
             return finish(0)
         masks = plan.stage_masks()
         u0 = plan.first_vertex
-        first_edge = min((int(meta[L.M_EIDX + u0 * L.MAXQ + a]) for a in adj[u0]), key=lambda e: (card[e], e))
+        first_edge = min((int(meta[L.M_EIDX + u0 * L.MAXQ + a]) for a in bits(int(nbr[u0]))),
+                         key=lambda e: (card[e], e))
         timer.add("plan", time.perf_counter() - start)
         return self._enumerate(plan, masks, first_edge, card[first_edge], nq, limit,
                                collect, deadline, timer, stats, finish)
 
     def root_vertex(self, query: Graph) -> int:
         """u0, the query vertex ``root_range`` restricts (the vertex itself for one vertex)."""
-        adj = [set(int(a) for a in query.neighbors[query.offsets[u]:query.offsets[u + 1]])
-               for u in range(query.num_vertices)]
-        return query_shape(adj).first_vertex if query.num_edges else 0
-
-    @staticmethod
-    def _query_meta(query: Graph, meta: np.ndarray) -> tuple[list, list]:
-        """Fill ``meta`` (zeroed, META_SIZE) with the query's labels, degrees, adjacency, NLC and
-        directed edges (the CSR's order: each row sorted); returns (adjacency sets, edges)."""
-        nq = query.num_vertices
-        offsets, neighbors, labels = query.offsets.tolist(), query.neighbors.tolist(), query.labels.tolist()
-        adj, src, degrees, bits = [], [], [], []
-        nlc_offsets, nlc_labels, nlc_counts = [], [], []     # per u: its neighbours' labels, counted
-        for u in range(nq):
-            row = neighbors[offsets[u]:offsets[u + 1]]
-            adj.append(set(row))
-            src += [u] * len(row)
-            degrees.append(len(row))
-            mask = 0
-            counted: dict[int, int] = {}
-            for a in row:
-                mask |= 1 << a
-                counted[labels[a]] = counted.get(labels[a], 0) + 1
-            bits.append(mask)
-            nlc_offsets.append(len(nlc_labels))
-            for label in sorted(counted):
-                nlc_labels.append(label)
-                nlc_counts.append(counted[label])
-        nlc_offsets.append(len(nlc_labels))
-        ne = len(neighbors)
-        meta[L.M_LAB:L.M_LAB + nq] = labels
-        meta[L.M_DEG:L.M_DEG + nq] = degrees
-        meta[L.M_ADJ:L.M_ADJ + nq] = bits
-        meta[L.M_NLCOFF:L.M_NLCOFF + nq + 1] = nlc_offsets
-        meta[L.M_NLCLAB:L.M_NLCLAB + len(nlc_labels)] = nlc_labels
-        meta[L.M_NLCCNT:L.M_NLCCNT + len(nlc_counts)] = nlc_counts
-        meta[L.M_EIDX:L.M_EIDX + L.MAXQ * L.MAXQ] = -1
-        if ne:
-            sources = np.array(src, np.int64)
-            meta[L.M_EIDX + sources * L.MAXQ + query.neighbors] = np.arange(ne)
-            meta[L.M_ESRC:L.M_ESRC + ne] = sources
-            meta[L.M_EDST:L.M_EDST + ne] = query.neighbors
-        meta[L.M_NQ] = nq
-        meta[L.M_NE] = ne
-        return adj, list(zip(src, neighbors))
+        if not query.num_edges:
+            return 0
+        return query_shape(neighbour_masks(query.offsets, query.neighbors)).first_vertex
 
     def _queue_index(self, meta, centres, max_cells, cells, pairs, level3_bound, moff, timer,
                      deadline=None):
@@ -572,19 +520,22 @@ class EGSM(Engine):
                 proj_keys, self.d_einfo)
         return (keys, off2, nbr2, proj_keys), total_slots
 
-    def _read_index(self, queued, ne: int):
+    def _read_index(self, queued, meta: np.ndarray):
         """Wait for :meth:`_queue_index`'s launches (one copy of ctrl + einfo); None if the
         cuckoo build failed, else (level-3 total, |π_u R(u, u')| and |R(u, u')| per directed
-        edge, as lists) and ``self.index`` set."""
+        edge as lists, and |R(u, u')| as a matrix for the grouping) and ``self.index`` set."""
         tries, total_slots = queued
         download(self.d_state, self.h_state)
         if self.h_ctrl[L.C_CUCKOO_FAIL]:
             return None                         # the next attempt clears the flag
         if total_slots is None:
             total_slots = int(self.h_ctrl[L.C_LEVEL3])
-        einfo = self.h_einfo
+        einfo, nq, ne = self.h_einfo, int(meta[L.M_NQ]), int(meta[L.M_NE])
         self.index = tries
-        return total_slots, einfo[L.EI_CARD:L.EI_CARD + ne].tolist(), einfo[L.EI_REL:L.EI_REL + ne].tolist()
+        rel = einfo[L.EI_REL:L.EI_REL + ne]
+        matrix = np.zeros((nq, nq), np.int64)
+        matrix[meta[L.M_ESRC:L.M_ESRC + ne], meta[L.M_EDST:L.M_EDST + ne]] = rel
+        return total_slots, einfo[L.EI_CARD:L.EI_CARD + ne].tolist(), rel.tolist(), matrix
 
     def _enumerate(self, plan, masks, first_edge, first_card, nq, limit, collect,
                    deadline, timer, stats, finish):

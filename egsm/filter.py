@@ -14,8 +14,9 @@ Choices where the paper is silent, recorded:
   NLC(v) per query in shared memory counting only the query's labels. Same test.
 * The degree test d(v) >= d(u) is implied by the NLC test (the counts sum to the degrees) and
   only short-cuts it.
-* Filtering order δ: BFS from the query vertex of largest degree (ties: smallest id), the
-  paper's "arbitrary vertex then BFS order"; the authors default to degeneracy order. Two
+* Filtering order δ: BFS from the query vertex of largest degree (ties: smallest id), each
+  vertex's neighbours in ascending id order, the paper's "arbitrary vertex then BFS order";
+  the authors default to degeneracy order. Two
   passes (δ then reversed δ), no fixpoint, as the paper.
 * One block of ``prune_all_kernel`` runs the 2 |V(Q)| centres of both passes, when every
   centre has at most ``FUSED_PRUNE_CELLS`` cells (engine.py): consecutive centres no two of which
@@ -32,11 +33,10 @@ Choices where the paper is silent, recorded:
 
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
-from numba import int64
+from numba import int64, njit
 
+from common.bitmasks import lowest_bit, popcount
 from common.device import cuda, jit
 from common.device_functions import lower_bound
 from common.graph import Graph
@@ -193,38 +193,64 @@ def prune_all_kernel(meta, keys, cnt, off, nbr, removed):
         cuda.syncthreads()
 
 
-def prune_phases(adjacency, centres: list[int]) -> list[int]:
+@njit(cache=True, nogil=True)
+def prune_phases(nbr, centres):
     """Phase boundaries of the centres (positions into ``centres``, first 0, last len): each phase
     a maximal run of consecutive centres no two of which are equal or adjacent. Centre u reads
     and writes only CT(u, a) and CT(a, u) for a in N(u), so the centres of a phase touch disjoint
     tries and running them at once gives what running them in turn gives."""
-    closed = [sum(1 << a for a in adjacency[u]) | 1 << u for u in range(len(adjacency))]
-    bounds = [0]
-    current = 0                         # bitmap of the phase's centres
-    for k, u in enumerate(centres):
-        if current & closed[u]:
-            bounds.append(k)
+    bounds = np.empty(centres.size + 1, np.int64)
+    bounds[0] = 0
+    count = 1
+    current = np.int64(0)               # bitmap of the phase's centres
+    for k in range(centres.size):
+        u = centres[k]
+        if current & (nbr[u] | np.int64(1) << u):
+            bounds[count] = k
+            count += 1
             current = 0
-        current |= 1 << u
-    bounds.append(len(centres))
-    return bounds
+        current |= np.int64(1) << u
+    bounds[count] = centres.size
+    return bounds[:count + 1]
 
 
-def filtering_order(adjacency) -> list[int]:
-    """δ: BFS order from the largest-degree query vertex (ties: smallest id)."""
-    root = max(range(len(adjacency)), key=lambda u: (len(adjacency[u]), -u))
-    seen = {root}
-    order = []
-    queue = deque([root])
-    while queue:
-        u = queue.popleft()
-        order.append(u)
-        for a in adjacency[u]:
-            if a not in seen:
-                seen.add(a)
-                queue.append(a)
-    return order
+@njit(cache=True, nogil=True)
+def filtering_order(nbr):
+    """δ: BFS order from the largest-degree query vertex (ties: smallest id), neighbours in
+    ascending id order."""
+    n = nbr.size
+    root, most = 0, -1
+    for u in range(n):
+        if popcount(nbr[u]) > most:
+            root, most = u, popcount(nbr[u])
+    order = np.empty(n, np.int64)
+    order[0] = root
+    seen = np.int64(1) << root
+    head, tail = 0, 1
+    while head < tail:
+        fresh = nbr[order[head]] & ~seen
+        head += 1
+        seen |= fresh
+        while fresh:
+            order[tail] = lowest_bit(fresh)
+            tail += 1
+            fresh &= fresh - 1
+    return order[:tail]
+
+
+@njit(cache=True, nogil=True)
+def write_wedge_order(meta):
+    """The wedge filter's centres (δ, then reversed δ) and its one-block phases, into ``meta``
+    (whose neighbour masks are written); returns the centres."""
+    nq = meta[M_NQ]
+    delta = filtering_order(meta[M_ADJ:M_ADJ + nq])
+    centres = np.concatenate((delta, delta[::-1]))
+    meta[M_DELTA:M_DELTA + centres.size] = centres
+    phases = prune_phases(meta[M_ADJ:M_ADJ + nq], centres)
+    meta[M_NPHASE] = phases.size - 1
+    meta[M_PHASE:M_PHASE + phases.size] = phases
+    return centres
 
 
 __all__ = ["neighbour_label_counts", "candidate_kernel", "restrict_root_kernel", "prune_kernel",
-           "prune_all_kernel", "prune_phases", "filtering_order"]
+           "prune_all_kernel", "prune_phases", "filtering_order", "write_wedge_order"]

@@ -4,9 +4,13 @@ Query metadata is one packed int64 array (``meta``), copied to the device in one
 update; kernels index it by the constants below, so the kernels' argument types never change
 and a warm run compiles nothing (no ``cuda.const`` arrays, which would recompile per
 query). ``ctrl`` is one int64 array of device counters and flags, zeroed by one launch per query.
+:func:`write_query_meta` (compiled host code) writes a query's part of ``meta``.
 """
 
 from __future__ import annotations
+
+import numpy as np
+from numba import njit
 
 from common.device import simulator_active
 
@@ -102,3 +106,35 @@ SCAN_BLOCK = 64 if simulator_active() else 512
 SMALL_SCAN = 64 * SCAN_BLOCK
 #: Threads per block of the filter / index kernels (one thread per vertex, cell or pair).
 BUILD_THREADS = 32 if simulator_active() else 256
+
+
+@njit(cache=True, nogil=True)
+def write_query_meta(offsets, neighbors, labels, meta):
+    """Write a query's labels, degrees, neighbour masks, NLC (labels ascending per vertex) and
+    directed edges (the CSR's order) into ``meta`` (zeroed, META_SIZE)."""
+    nq = offsets.size - 1
+    ne = neighbors.size
+    meta[M_EIDX:M_EIDX + MAXQ * MAXQ] = -1
+    entries = 0
+    for u in range(nq):
+        lo, hi = offsets[u], offsets[u + 1]
+        meta[M_LAB + u] = labels[u]
+        meta[M_DEG + u] = hi - lo
+        meta[M_NLCOFF + u] = entries
+        around = np.empty(hi - lo, np.int64)
+        for i in range(lo, hi):
+            a = neighbors[i]
+            meta[M_ADJ + u] |= np.int64(1) << a
+            meta[M_EIDX + u * MAXQ + a] = i
+            meta[M_ESRC + i] = u
+            meta[M_EDST + i] = a
+            around[i - lo] = labels[a]
+        around.sort()
+        for i in range(around.size):
+            if i == 0 or around[i] != around[i - 1]:
+                meta[M_NLCLAB + entries] = around[i]
+                entries += 1
+            meta[M_NLCCNT + entries - 1] += 1
+    meta[M_NLCOFF + nq] = entries
+    meta[M_NQ] = nq
+    meta[M_NE] = ne

@@ -27,14 +27,23 @@ code sorts by edge counts first and uses |π_u R|).
 Variants: ``dfs`` = {u0} then every other vertex in one group; ``bfs`` = one vertex per group,
 greedy: inside the dense, then sparse, then tree block, the vertex adjacent to the placed ones
 with the smallest |R(u_placed, u)|.
+
+Compiled host code (``numba.njit``) over neighbour bitmasks (``common.bitmasks``): vertex sets
+are int64 masks, groups come back as masks, each group's vertices ascending. Where the old
+set-based code iterated a Python set, the masks iterate in ascending id order.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import combinations
+
+import numpy as np
+from numba import njit
+
+from common.bitmasks import bits, lowest_bit, popcount
 
 MODES = ("bfs-dfs", "dfs", "bfs")
+_NO_EDGE = np.iinfo(np.int64).max     # the key of a group without an edge to its anchor
 
 
 @dataclass(frozen=True)
@@ -56,153 +65,243 @@ class Plan:
         return out
 
 
-def two_core(adj: list[set[int]]) -> set[int]:
-    degree = [len(a) for a in adj]
-    alive = set(range(len(adj)))
-    stack = [u for u in alive if degree[u] < 2]
-    while stack:
-        u = stack.pop()
-        if u not in alive:
-            continue
-        alive.discard(u)
-        for a in adj[u]:
-            if a in alive:
-                degree[a] -= 1
-                if degree[a] < 2:
-                    stack.append(a)
+@njit(cache=True, nogil=True)
+def two_core(nbr):
+    """The 2-core (mask): strip degree-1 vertices until none is left."""
+    n = nbr.size
+    alive = (np.int64(1) << n) - 1
+    changed = True
+    while changed:
+        changed = False
+        for u in range(n):
+            if (alive >> u) & 1 and popcount(nbr[u] & alive) < 2:
+                alive &= ~(np.int64(1) << u)
+                changed = True
     return alive
 
 
-def components(vertices: set[int], adj: list[set[int]]) -> list[list[int]]:
-    """Connected components of the subgraph induced by ``vertices``, each sorted, by smallest id."""
-    seen, out = set(), []
-    for s in sorted(vertices):
-        if s in seen:
+@njit(cache=True, nogil=True)
+def components(vertices, nbr):
+    """Connected components (masks) of the subgraph induced by ``vertices``, by smallest id."""
+    out = np.empty(popcount(vertices), np.int64)
+    count = 0
+    left = vertices
+    while left:
+        comp = left & -left
+        frontier = comp
+        while frontier:
+            u = lowest_bit(frontier)
+            frontier &= frontier - 1
+            new = nbr[u] & left & ~comp
+            comp |= new
+            frontier |= new
+        out[count] = comp
+        count += 1
+        left &= ~comp
+    return out[:count]
+
+
+@njit(cache=True, nogil=True)
+def max_degree_edge(vertices, nbr):
+    """The edge (mask) inside ``vertices`` of largest degree sum (ties: smallest ids)."""
+    best, best_sum = np.int64(0), -1
+    rest = vertices
+    while rest:
+        a = lowest_bit(rest)
+        rest &= rest - 1
+        later = nbr[a] & vertices & ~((np.int64(2) << a) - 1)
+        while later:
+            b = lowest_bit(later)
+            later &= later - 1
+            total = popcount(nbr[a]) + popcount(nbr[b])
+            if total > best_sum:
+                best, best_sum = (np.int64(1) << a) | (np.int64(1) << b), total
+    return best
+
+
+@njit(cache=True, nogil=True)
+def dense_vertices(core, nbr):
+    """V_d (mask): the largest component of the core's 4-clique vertices (ties: smallest first
+    vertex); else the core triangle, else the core edge, of largest degree sum."""
+    n = nbr.size
+    in_cliques = np.int64(0)
+    for a in range(n):
+        if not (core >> a) & 1:
             continue
-        comp, stack = [], [s]
-        seen.add(s)
-        while stack:
-            u = stack.pop()
-            comp.append(u)
-            for a in adj[u]:
-                if a in vertices and a not in seen:
-                    seen.add(a)
-                    stack.append(a)
-        out.append(sorted(comp))
-    return out
-
-
-def _bits(mask: int):
-    """The set bits of ``mask``, ascending."""
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low
-
-
-def dense_vertices(core: set[int], adj: list[set[int]]) -> list[int]:
-    deg = [len(a) for a in adj]
-    core_mask = sum(1 << u for u in core)
-    nbr = [sum(1 << a for a in adj[u]) & core_mask for u in range(len(adj))]   # core neighbours
-    in_cliques = 0                  # bitmap of the vertices of core 4-cliques a < b < c < d
-    for a in sorted(core):
-        for b in _bits(nbr[a] >> (a + 1) << (a + 1)):
-            common = nbr[a] & nbr[b] >> (b + 1) << (b + 1)
-            for c in _bits(common):
-                fourth = common & nbr[c] >> (c + 1) << (c + 1)
+        na = nbr[a] & core
+        later_b = na & ~((np.int64(2) << a) - 1)
+        while later_b:
+            b = lowest_bit(later_b)
+            later_b &= later_b - 1
+            common = na & nbr[b] & core & ~((np.int64(2) << b) - 1)
+            rest = common
+            while rest:
+                c = lowest_bit(rest)
+                rest &= rest - 1
+                fourth = common & nbr[c] & ~((np.int64(2) << c) - 1)
                 if fourth:
-                    in_cliques |= 1 << a | 1 << b | 1 << c | fourth
+                    in_cliques |= (np.int64(1) << a) | (np.int64(1) << b) | (np.int64(1) << c) | fourth
     if in_cliques:
-        comps = components(set(_bits(in_cliques)), adj)
-        return max(comps, key=lambda comp: (len(comp), -comp[0]))
-    best = None
-    for a, b in combinations(sorted(core), 2):
-        if b not in adj[a]:
+        best = np.int64(0)
+        for comp in components(in_cliques, nbr):
+            if popcount(comp) > popcount(best):       # components come by smallest id
+                best = comp
+        return best
+    best, best_sum = np.int64(0), -1
+    for a in range(n):
+        if not (core >> a) & 1:
             continue
-        for c in sorted(adj[a] & adj[b] & core):
-            if c > b:
-                key = (deg[a] + deg[b] + deg[c], -a, -b, -c)
-                if best is None or key > best[0]:
-                    best = (key, [a, b, c])
-    if best is not None:
-        return best[1]
-    return max_degree_edge(core, adj)
+        later_b = nbr[a] & core & ~((np.int64(2) << a) - 1)
+        while later_b:
+            b = lowest_bit(later_b)
+            later_b &= later_b - 1
+            later_c = nbr[a] & nbr[b] & core & ~((np.int64(2) << b) - 1)
+            while later_c:
+                c = lowest_bit(later_c)
+                later_c &= later_c - 1
+                total = popcount(nbr[a]) + popcount(nbr[b]) + popcount(nbr[c])
+                if total > best_sum:
+                    best = (np.int64(1) << a) | (np.int64(1) << b) | (np.int64(1) << c)
+                    best_sum = total
+    if best:
+        return best
+    return max_degree_edge(core, nbr)
 
 
-def max_degree_edge(vertices: set[int], adj: list[set[int]]) -> list[int]:
-    deg = [len(a) for a in adj]
-    best = None
-    for a in sorted(vertices):
-        for b in sorted(adj[a] & vertices):
-            if b > a and (best is None or deg[a] + deg[b] > best[0]):
-                best = (deg[a] + deg[b], [a, b])
-    return best[1]
+@njit(cache=True, nogil=True)
+def _shape(nbr):
+    everyone = (np.int64(1) << nbr.size) - 1
+    core = two_core(nbr)
+    if not core:
+        core = max_degree_edge(everyone, nbr)
+    dense = dense_vertices(core, nbr)
+    u0, most = -1, -1
+    rest = dense
+    while rest:                          # largest degree, then smallest id
+        u = lowest_bit(rest)
+        rest &= rest - 1
+        if popcount(nbr[u]) > most:
+            u0, most = u, popcount(nbr[u])
+    return core, dense, u0, components(core & ~dense, nbr), components(everyone & ~core, nbr)
 
 
 @dataclass(frozen=True)
 class Shape:
     """What VertexGrouping takes from the query alone (steps 1-2 and the components of steps
-    3-4): the engine computes it while the index kernels run; only the groups' order needs
-    the relation sizes."""
+    3-4), as masks: the engine computes it while the index kernels run; only the groups' order
+    needs the relation sizes."""
 
-    core: set[int]
-    dense: list[int]
+    core: int
+    dense: int
     first_vertex: int
-    sparse: list[list[int]]      # components of the core minus V_d
-    trees: list[list[int]]       # components of V(Q) minus the core
+    sparse: np.ndarray      # components of the core minus V_d
+    trees: np.ndarray       # components of V(Q) minus the core
 
 
-def query_shape(adj: list[set[int]]) -> Shape:
-    """The :class:`Shape` of a connected query with at least one edge."""
-    n = len(adj)
-    core = two_core(adj) or set(max_degree_edge(set(range(n)), adj))
-    dense = dense_vertices(core, adj)
-    u0 = max(dense, key=lambda u: (len(adj[u]), -u))
-    return Shape(core=core, dense=dense, first_vertex=u0, sparse=components(core - set(dense), adj),
-                 trees=components(set(range(n)) - core, adj))
+def query_shape(nbr: np.ndarray) -> Shape:
+    """The :class:`Shape` of a connected query with at least one edge (``nbr``: its neighbour
+    masks, int64)."""
+    return Shape(*_shape(nbr))
 
 
-def first_vertex(adj: list[set[int]]) -> int:
+def first_vertex(nbr: np.ndarray) -> int:
     """u0 of :func:`plan` in every mode, from the query alone (no relation sizes): the vertex
     ``root_range`` restricts (issue 17)."""
-    return query_shape(adj).first_vertex
+    return query_shape(nbr).first_vertex
 
 
-def plan(adj: list[set[int]], rel: dict[tuple[int, int], int], mode: str = "bfs-dfs",
-         shape: Shape | None = None) -> Plan:
-    """Groups of a connected query with at least one edge; ``rel[(u, a)]`` = |R(u, a)|;
-    ``shape``: the query's :func:`query_shape`, when already computed."""
+@njit(cache=True, nogil=True)
+def _edge_key(group, anchor, nbr, rel):
+    """Smallest |R(a, u)| over the edges from ``anchor`` into ``group``."""
+    key = _NO_EDGE
+    rest = group
+    while rest:
+        u = lowest_bit(rest)
+        rest &= rest - 1
+        from_anchor = nbr[u] & anchor
+        while from_anchor:
+            key = min(key, rel[lowest_bit(from_anchor), u])
+            from_anchor &= from_anchor - 1
+    return key
+
+
+@njit(cache=True, nogil=True)
+def _sorted_by_edge(groups, anchor, nbr, rel):
+    """``groups`` ascending by (:func:`_edge_key`, smallest vertex) (insertion sort: few)."""
+    out = groups.copy()
+    keys = np.empty(out.size, np.int64)
+    for i in range(out.size):
+        keys[i] = _edge_key(out[i], anchor, nbr, rel)
+    for i in range(1, out.size):
+        j = i
+        while j > 0 and (keys[j], lowest_bit(out[j])) < (keys[j - 1], lowest_bit(out[j - 1])):
+            keys[j], keys[j - 1] = keys[j - 1], keys[j]
+            out[j], out[j - 1] = out[j - 1], out[j]
+            j -= 1
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _union(masks):
+    out = np.int64(0)
+    for mask in masks:
+        out |= mask
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _group_masks(nbr, rel, mode, core, dense, u0, sparse, trees):
+    """The groups (masks) in stage order; ``mode`` indexes :data:`MODES`."""
+    n = nbr.size
+    first = np.int64(1) << u0
+    out = np.empty(n + 1, np.int64)
+    out[0] = first
+    count = 1
+    sparse = _sorted_by_edge(sparse, dense, nbr, rel)
+    trees = _sorted_by_edge(trees, core, nbr, rel)
+    if mode == 0:                       # bfs-dfs: {u0}, V_d minus u0, sparse, trees
+        for group in np.concatenate((np.array([dense & ~first]), sparse, trees)):
+            if group:
+                out[count] = group
+                count += 1
+    elif mode == 1:                     # dfs: {u0}, then everything else
+        out[count] = ((np.int64(1) << n) - 1) & ~first
+        count += int(n > 1)
+    else:                               # bfs: greedy, one vertex per group
+        placed = first
+        blocks = np.array([dense & ~first, _union(sparse), _union(trees)])
+        for block in blocks:
+            left = block
+            while left:
+                best, best_key = -1, _NO_EDGE
+                rest = left
+                while rest:
+                    u = lowest_bit(rest)
+                    rest &= rest - 1
+                    if nbr[u] & placed:
+                        key = _edge_key(np.int64(1) << u, placed, nbr, rel)
+                        if best < 0 or key < best_key:
+                            best, best_key = u, key
+                if best < 0:
+                    raise ValueError("a group is not connected to the placed vertices")
+                out[count] = np.int64(1) << best
+                count += 1
+                placed |= np.int64(1) << best
+                left &= ~(np.int64(1) << best)
+    return out[:count]
+
+
+def plan(nbr: np.ndarray, rel: np.ndarray, mode: str = "bfs-dfs", shape: Shape | None = None) -> Plan:
+    """Groups of a connected query with at least one edge; ``nbr``: its neighbour masks (int64),
+    ``rel[u, a]`` = |R(u, a)| (an int64 matrix); ``shape``: the query's :func:`query_shape`,
+    when already computed."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    n = len(adj)
-    shape = query_shape(adj) if shape is None else shape
-    core, dense, u0 = shape.core, shape.dense, shape.first_vertex
-    dense_set = set(dense)
-
-    def edge_key(group: list[int], anchor: set[int]) -> tuple:
-        sizes = [rel[(a, u)] for u in group for a in adj[u] if a in anchor]
-        return (min(sizes) if sizes else float("inf"), group[0])
-
-    sparse = sorted(shape.sparse, key=lambda g: edge_key(g, dense_set))
-    trees = sorted(shape.trees, key=lambda g: edge_key(g, core))
-    if mode == "bfs-dfs":
-        groups = [[u0], [u for u in dense if u != u0]] + sparse + trees
-    elif mode == "dfs":
-        groups = [[u0], [u for u in range(n) if u != u0]]
-    else:
-        placed = {u0}
-        groups = [[u0]]
-        for block in ([u for u in dense if u != u0], sum(sparse, []), sum(trees, [])):
-            left = set(block)
-            while left:
-                options = [(min(rel[(a, u)] for a in adj[u] if a in placed), u)
-                           for u in left if adj[u] & placed]
-                _, u = min(options)
-                groups.append([u])
-                placed.add(u)
-                left.discard(u)
-    return Plan(groups=[g for g in groups if g], first_vertex=u0, dense=sorted(dense),
-                core=sorted(core))
+    shape = query_shape(nbr) if shape is None else shape
+    masks = _group_masks(nbr, rel, MODES.index(mode), shape.core, shape.dense, shape.first_vertex,
+                         shape.sparse, shape.trees)
+    return Plan(groups=[bits(m) for m in masks.tolist()], first_vertex=shape.first_vertex,
+                dense=bits(shape.dense), core=bits(shape.core))
 
 
 __all__ = ["MODES", "Plan", "Shape", "plan", "query_shape", "first_vertex", "two_core", "components",

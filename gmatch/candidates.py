@@ -30,7 +30,9 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
+from numba import njit
 
+from common.bitmasks import lowest_bit
 from common.cudasim import FULL_MASK
 from common.device import cuda, jit, simulator_active
 from common.graph import Graph
@@ -56,46 +58,47 @@ FILTER_THREADS = 32 if simulator_active() else 256
 SWEEPS = 2                  # refinement passes (matching order, then reverse)
 
 
-def _lowest(mask: int, default: int) -> int:
-    return (mask & -mask).bit_length() - 1 if mask else default
+@njit(cache=True, nogil=True)
+def _lowest(mask, default):
+    """Lowest set bit of a uint32 mask as a position, ``default`` when none is set."""
+    return lowest_bit(np.int64(mask)) if mask else default
 
 
-def pack_query(plan: QueryPlan, query_labels_by_vertex: np.ndarray, adjacency_lists,
-               count_leaves: bool = False) -> np.ndarray:
+@njit(cache=True, nogil=True)
+def _pack(labels, degrees, backward, restrict, same, order, leaves, offsets, neighbors, vertex_labels):
+    n = order.size
+    qp = np.zeros((QP_ROWS, MAX_QUERY_VERTICES), np.int32)
+    masks = qp.view(np.uint32)
+    distinct = np.unique(labels)
+    k = distinct.size
+    for d in range(n):
+        qp[QP_LABELS, d] = labels[d]
+        qp[QP_DEGREES, d] = degrees[d]
+        masks[QP_BACKWARD, d] = backward[d]
+        masks[QP_RESTRICT, d] = restrict[d]
+        masks[QP_SAME, d] = same[d]
+        qp[QP_VLOW, d] = _lowest(backward[d] | same[d], d)
+        qp[QP_GLOW, d] = _lowest(backward[d] | restrict[d], d)
+        u = order[d]
+        for i in range(offsets[u], offsets[u + 1]):        # NLF: neighbours per label slot
+            qp[QP_NLF + d, np.searchsorted(distinct, vertex_labels[neighbors[i]])] += 1
+    qp[QP_QLABELS, :k] = distinct
+    qp[QP_SIZES, 0] = n
+    qp[QP_SIZES, 1] = k
+    qp[QP_SIZES, 2] = n - leaves
+    qp[QP_SIZES, 3] = n - leaves
+    for t in range(n - leaves, n):
+        qp[QP_LEAFPAR, t] = _lowest(backward[t], -1)
+        qp[QP_SIZES, 3] = min(qp[QP_SIZES, 3], _lowest(backward[t] | same[t], t))
+    return qp
+
+
+def pack_query(plan: QueryPlan, query: Graph, count_leaves: bool = False) -> np.ndarray:
     """The (QP_ROWS, 32) int32 parameter block: labels, degrees, backward, restriction and
     same-label masks, walk bounds, sizes, the NLF requirement of every position and, with
     ``count_leaves``, the parents of the plan's trailing countable leaves."""
-    n = plan.size
-    qp = np.zeros((QP_ROWS, MAX_QUERY_VERTICES), dtype=np.int32)
-    qp[QP_LABELS, :n] = plan.labels
-    qp[QP_DEGREES, :n] = plan.degrees
-    qp[QP_BACKWARD, :n] = plan.backward.view(np.int32)
-    qp[QP_RESTRICT, :n] = plan.restrict.view(np.int32)
-    qp[QP_SAME, :n] = plan.same_label.view(np.int32)
-    distinct = np.unique(plan.labels)
-    qp[QP_QLABELS, :distinct.size] = distinct
-    leaves = plan.free_leaves if count_leaves else 0
-    qp[QP_SIZES, 0] = n
-    qp[QP_SIZES, 1] = distinct.size
-    qp[QP_SIZES, 2] = n - leaves
-    qp[QP_SIZES, 3] = n - leaves
-    backward, restrict = plan.backward.tolist(), plan.restrict.tolist()     # Python ints: no numpy
-    same_label = plan.same_label.tolist()                                 # scalar per element
-    qp[QP_VLOW, :n] = [_lowest(backward[d] | same_label[d], d) for d in range(n)]
-    qp[QP_GLOW, :n] = [_lowest(backward[d] | restrict[d], d) for d in range(n)]
-    for t in range(n - leaves, n):
-        qp[QP_LEAFPAR, t] = _lowest(backward[t], -1)
-        qp[QP_SIZES, 3] = min(qp[QP_SIZES, 3], _lowest(backward[t] | same_label[t], t))
-    slot = {label: i for i, label in enumerate(distinct.tolist())}
-    labels = np.asarray(query_labels_by_vertex).tolist()
-    nlf = [[0] * distinct.size for _ in range(n)]
-    for d, u in enumerate(plan.order.tolist()):
-        row = nlf[d]
-        for x in np.asarray(adjacency_lists[u]).tolist():
-            row[slot[labels[x]]] += 1
-    if n:
-        qp[QP_NLF:QP_NLF + n, :distinct.size] = nlf
-    return qp
+    return _pack(plan.labels, plan.degrees, plan.backward, plan.restrict, plan.same_label, plan.order,
+                 plan.free_leaves if count_leaves else 0, query.offsets, query.neighbors, query.labels)
 
 
 def pack_candidate_graph(qp: np.ndarray, cg: CandidateGraph) -> None:

@@ -477,11 +477,11 @@ class GMatch(Engine):
         return int(ctrl[C_COUNT]), ctrl, emb, timed_out, stats
 
     # ------------------------------------------------------------------ match
-    def _plan(self, query, adjacency, count_leaves, timer):
+    def _plan(self, query, count_leaves, timer):
         """Plan the query, upload its parameter block and filter the candidates on the GPU."""
         begin = time.perf_counter()
         plan = build_plan(query, self.symmetry_breaking, defer_leaves=count_leaves)
-        qp = pack_query(plan, np.asarray(query.labels), adjacency, count_leaves=count_leaves)
+        qp = pack_query(plan, query, count_leaves=count_leaves)
         timer.add("plan", time.perf_counter() - begin)
         with timer.phase("filter"):
             upload(self._d_qp, qp)
@@ -519,8 +519,7 @@ class GMatch(Engine):
                         and limit is None and not collect)
         probe = (indexed and self.candidate_graph == "auto" and limit is None and not collect
                  and self.probe_s > 0 and probe_first)
-        adjacency = [query.neighbors_of(u) for u in range(n)]
-        plan, qp = self._plan(query, adjacency, count_leaves and not probe, timer)
+        plan, qp = self._plan(query, count_leaves and not probe, timer)
         aut = plan.automorphisms
         index_stats = {}
         graph = self._data_graph
@@ -544,13 +543,13 @@ class GMatch(Engine):
                 stats.update(probe_finished=not stopped)
                 return self._finish(timer, plan, qp, unique, ctrl, stats, status, False)
             if count_leaves:                      # countable leaves go last: a new order
-                plan, qp = self._plan(query, adjacency, True, timer)
+                plan, qp = self._plan(query, True, timer)
         if indexed:
             begin = time.perf_counter()
             graph, index_stats = self._candidate_graph(plan, qp)
             if graph is None:                     # bitmaps too large: search the data graph
                 indexed, graph = False, self._data_graph
-                qp = pack_query(plan, np.asarray(query.labels), adjacency)
+                qp = pack_query(plan, query)
             upload(self._d_qp, qp)
             timer.add("index", time.perf_counter() - begin)
         limit_unique = 0 if limit is None else -(-limit // aut)
@@ -633,9 +632,8 @@ class GMatch(Engine):
         control = np.zeros((count, CTRL_SIZE), np.int64)
         for b, query in enumerate(queries):
             n = query.num_vertices
-            adjacency = [query.neighbors_of(u) for u in range(n)]
             plan = build_plan(query, self.symmetry_breaking)
-            qps[b] = pack_query(plan, np.asarray(query.labels), adjacency)
+            qps[b] = pack_query(plan, query)
             lo, hi = self._label_seeds(query, plan)
             limit_unique = 0 if limit is None else -(-limit // plan.automorphisms)
             control[b, C_SEED_LO], control[b, C_SEED_HI], control[b, C_LIMIT] = lo, hi, limit_unique

@@ -27,14 +27,22 @@ query's automorphism group and symmetry-breaking restrictions, renamed to order 
   countable leaves cannot collide with each other, so the number of ways to place all of them is
   a product. They are moved to the end of the RI order (at most n - 2, so at least two positions
   are enumerated); of several leaves with one label, the first in RI order is counted.
+
+The plan is computed by compiled host code (``numba.njit``) over neighbour bitmasks (bit x of
+``nbr[u]`` = edge u-x): in plain Python the order, the colour refinement and the automorphism
+searches cost ~0.1-0.4 ms per 16-vertex query, as much as the GPU search of a small query
+(issue 14, docs/performance.md "Session 11").
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
+from common.bitmasks import lowest_bit, neighbour_masks, popcount
 from common.graph import Graph
 
 MAX_QUERY_VERTICES = 32     # positions are bits of a uint32 mask
@@ -59,164 +67,251 @@ class QueryPlan:
         return int(self.order.size)
 
 
-def _adjacency(query: Graph) -> np.ndarray:
-    n = query.num_vertices
-    adj = np.zeros((n, n), dtype=bool)
-    src = np.repeat(np.arange(n), np.diff(query.offsets))
-    adj[src, query.neighbors] = True
-    return adj
-
-
-def _masks(adj: np.ndarray) -> list[int]:
-    """Adjacency rows as Python int bitmasks (|V(Q)| <= 32)."""
-    weights = 1 << np.arange(adj.shape[0], dtype=np.int64)
-    return [int(x) for x in (adj.astype(np.int64) * weights).sum(axis=1)]
-
-
-def ri_order(adj: np.ndarray) -> list[int]:
-    """RI matching order over a connected query given by its boolean adjacency matrix."""
-    n = adj.shape[0]
-    nbr = _masks(adj)
-    first = max(range(n), key=lambda u: (nbr[u].bit_count(), -u))
-    order = [first]
-    placed = 1 << first
+@njit(cache=True, nogil=True)
+def ri_order(nbr):
+    """RI matching order of a connected query given by its neighbour masks."""
+    n = nbr.size
+    first, most = 0, -1
+    for u in range(n):                     # largest degree, then smallest id
+        if popcount(nbr[u]) > most:
+            first, most = u, popcount(nbr[u])
+    order = np.empty(n, np.int64)
+    order[0] = first
+    placed = np.int64(1) << first
     near = nbr[first]                      # vertices adjacent to the ordered set
-    while len(order) < n:
-        best, best_key = -1, None
+    for k in range(1, n):
+        best, key0, key1, key2 = -1, -1, -1, -1
         for u in range(n):
-            if placed >> u & 1 or not near >> u & 1:
+            if (placed >> u) & 1 or not (near >> u) & 1:
                 continue                   # ordered already, or would disconnect the order
             unplaced = nbr[u] & ~placed
-            reach, rest = 0, unplaced         # ordered vertices adjacent to an unplaced neighbour
+            reach, rest = np.int64(0), unplaced   # ordered vertices adjacent to an unplaced neighbour
             while rest:
                 low = rest & -rest
-                reach |= nbr[low.bit_length() - 1]
+                reach |= nbr[lowest_bit(low)]
                 rest ^= low
-            shared = (reach & placed).bit_count()
-            key = ((nbr[u] & placed).bit_count(), shared, (unplaced & ~near).bit_count(), -u)
-            if best_key is None or key > best_key:
-                best, best_key = u, key
-        order.append(best)
-        placed |= 1 << best
+            k0 = popcount(nbr[u] & placed)
+            k1 = popcount(reach & placed)
+            k2 = popcount(unplaced & ~near)
+            if (k0, k1, k2) > (key0, key1, key2):     # ties keep the smaller id
+                best, key0, key1, key2 = u, k0, k1, k2
+        if best < 0:
+            raise ValueError("the query is not connected")
+        order[k] = best
+        placed |= np.int64(1) << best
         near |= nbr[best]
     return order
 
 
-def _refined_colours(adj: np.ndarray, labels: np.ndarray) -> np.ndarray:
+@njit(cache=True, nogil=True)
+def _first_seen_classes(keys):
+    """Class ids of the rows of ``keys`` (equal rows, equal ids; numbered by first occurrence)
+    and the number of classes."""
+    n = keys.shape[0]
+    ids = np.empty(n, np.int64)
+    classes = 0
+    for u in range(n):
+        ids[u] = -1
+        for w in range(u):
+            if (keys[w] == keys[u]).all():
+                ids[u] = ids[w]
+                break
+        if ids[u] < 0:
+            ids[u] = classes
+            classes += 1
+    return ids, classes
+
+
+@njit(cache=True, nogil=True)
+def refined_colours(nbr, labels):
     """Colour refinement (1-WL) starting from (label, degree): automorphisms preserve colours.
-    Plain Python over neighbour lists: a query has at most 32 vertices, and numpy's per-call cost
-    would dominate."""
-    n = adj.shape[0]
-    neighbours: list[list[int]] = [[] for _ in range(n)]
-    for u, x in zip(*(axis.tolist() for axis in np.nonzero(adj))):
-        neighbours[u].append(x)
-    start = [(int(labels[u]), len(neighbours[u])) for u in range(n)]
-    table = {key: i for i, key in enumerate(sorted(set(start)))}
-    colours = [table[key] for key in start]
-    classes = len(table)
+    Only the partition matters (colours are compared, never ordered)."""
+    n = nbr.size
+    keys = np.empty((n, 2), np.int64)
+    for u in range(n):
+        keys[u, 0], keys[u, 1] = labels[u], popcount(nbr[u])
+    colours, classes = _first_seen_classes(keys)
     while classes < n:
-        signatures = [(colours[u], tuple(sorted(colours[x] for x in neighbours[u]))) for u in range(n)]
-        table = {sig: i for i, sig in enumerate(sorted(set(signatures)))}
-        refined = [table[sig] for sig in signatures]
-        if len(table) == classes:
-            colours = refined
+        signature = np.zeros((n, classes + 1), np.int64)   # own colour, neighbours per colour
+        for u in range(n):
+            signature[u, 0] = colours[u]
+            rest = nbr[u]
+            while rest:
+                signature[u, 1 + colours[lowest_bit(rest)]] += 1
+                rest &= rest - 1
+        refined, count = _first_seen_classes(signature)
+        colours = refined
+        if count == classes:
             break
-        colours, classes = refined, len(table)
-    return np.asarray(colours, dtype=np.int64)
+        classes = count
+    return colours
 
 
-def _automorphisms_extending(adj: np.ndarray, colours: np.ndarray, order: list[int], fixed: dict):
-    """Yield every automorphism (dict u -> image) that extends the partial map ``fixed``,
-    assigning the other vertices in ``order`` by colour-preserving backtracking."""
-    n = adj.shape[0]
-    image = dict(fixed)
-    used = set(image.values())
-    for u, w in image.items():               # the fixed pairs must agree among themselves
-        for x, y in image.items():
-            if adj[u, x] != adj[w, y]:
-                return
-    rest = [u for u in order if u not in image]
-
-    def search(i: int):
-        if i == len(rest):
-            yield dict(image)
-            return
-        u = rest[i]
-        for w in range(n):
-            if w in used or colours[w] != colours[u]:
-                continue
-            if any(adj[u, x] != adj[w, y] for x, y in image.items()):
-                continue
-            image[u] = w
-            used.add(w)
-            yield from search(i + 1)
-            del image[u]
-            used.discard(w)
-
-    yield from search(0)
-
-
-def _extends_to_automorphism(adj: np.ndarray, colours: np.ndarray, order: list[int], fixed: dict) -> bool:
-    """Whether the partial map ``fixed`` (query vertex -> query vertex) extends to an automorphism."""
-    return next(_automorphisms_extending(adj, colours, order, fixed), None) is not None
-
-
-def symmetry_restrictions(adj: np.ndarray, labels: np.ndarray, order: list[int]):
-    """(restrict masks by position, |Aut(Q)|, orbit sizes) for the stabiliser chain along ``order``."""
-    n = adj.shape[0]
-    colours = _refined_colours(adj, labels)
-    restrict = np.zeros(n, dtype=np.uint32)
-    if np.unique(colours).size == n:          # every vertex its own colour: Aut(Q) is trivial
-        return restrict, 1, tuple([1] * n)
-    position = {u: d for d, u in enumerate(order)}
-    fixed: dict[int, int] = {}
-    automorphisms = 1
-    orbit_sizes = []
+@njit(cache=True, nogil=True)
+def automorphisms_extending(nbr, colours, order, image, out, stop_at):
+    """Count the automorphisms that extend the partial map ``image`` (u -> image[u], -1 where
+    free; changed in place), assigning the free vertices in ``order`` by colour-preserving
+    backtracking (images tried in ascending order); the first ``len(out)`` found are written to
+    ``out``'s rows; the search stops after ``stop_at`` of them (0: none stops it)."""
+    n = nbr.size
+    used = np.int64(0)
+    mapped = np.int64(0)
+    for u in range(n):
+        if image[u] >= 0:
+            used |= np.int64(1) << image[u]
+            mapped |= np.int64(1) << u
+    for u in range(n):                     # the fixed pairs must agree among themselves
+        for x in range(n):
+            if image[u] >= 0 and image[x] >= 0 and (nbr[u] >> x) & 1 != (nbr[image[u]] >> image[x]) & 1:
+                return 0
+    rest = np.empty(n, np.int64)
+    m = 0
     for u in order:
-        orbit = [u]
+        if image[u] < 0:
+            rest[m] = u
+            m += 1
+    if m == 0:
+        if out.shape[0]:
+            out[0] = image
+        return 1
+    following = np.zeros(m, np.int64)      # per level: the next image to try
+    found, level = 0, 0
+    while level >= 0:
+        u = rest[level]
+        if image[u] >= 0:                  # undo this level's last choice
+            used &= ~(np.int64(1) << image[u])
+            mapped &= ~(np.int64(1) << u)
+            image[u] = -1
+        # u -> w keeps every edge and non-edge to the mapped vertices
+        mapped_nbrs, want = nbr[u] & mapped, np.int64(0)
+        while mapped_nbrs:
+            want |= np.int64(1) << image[lowest_bit(mapped_nbrs)]
+            mapped_nbrs &= mapped_nbrs - 1
+        w = following[level]
+        while w < n and ((used >> w) & 1 or colours[w] != colours[u] or nbr[w] & used != want):
+            w += 1
+        if w == n:
+            following[level] = 0
+            level -= 1
+            continue
+        following[level] = w + 1
+        image[u] = w
+        used |= np.int64(1) << w
+        mapped |= np.int64(1) << u
+        if level < m - 1:
+            level += 1
+            continue
+        if found < out.shape[0]:
+            out[found] = image
+        found += 1
+        if found == stop_at:
+            return found
+    return found
+
+
+@njit(cache=True, nogil=True)
+def _extends(nbr, colours, order, u, w):
+    """Whether u -> w extends to an automorphism."""
+    image = np.full(nbr.size, -1, np.int64)
+    image[u] = w
+    return automorphisms_extending(nbr, colours, order, image, np.empty((0, nbr.size), np.int64), 1) > 0
+
+
+@njit(cache=True, nogil=True)
+def stabiliser_chain(nbr, colours, order):
+    """(restrict masks by position, orbit sizes by position) along ``order``: the orbit of each
+    u_i under the pointwise stabiliser of u_0..u_{i-1}."""
+    n = nbr.size
+    restrict = np.zeros(n, np.int64)
+    orbit_sizes = np.ones(n, np.int64)
+    position = np.empty(n, np.int64)
+    for d in range(n):
+        position[order[d]] = d
+    fixed = np.full(n, -1, np.int64)
+    none = np.empty((0, n), np.int64)
+    for d in range(n):
+        u = order[d]
         for w in order:
-            if w == u or w in fixed or colours[w] != colours[u]:
+            if w == u or fixed[w] >= 0 or colours[w] != colours[u]:
                 continue
-            if _extends_to_automorphism(adj, colours, order, {**fixed, u: w}):
-                orbit.append(w)
-        for w in orbit[1:]:
-            restrict[position[w]] |= np.uint32(1 << position[u])
-        automorphisms *= len(orbit)
-        orbit_sizes.append(len(orbit))
+            image = fixed.copy()
+            image[u] = w
+            if automorphisms_extending(nbr, colours, order, image, none, 1):
+                restrict[position[w]] |= np.int64(1) << d
+                orbit_sizes[d] += 1
         fixed[u] = u
-    return restrict, automorphisms, tuple(orbit_sizes)
+    return restrict, orbit_sizes
 
 
-def all_automorphisms(query: Graph) -> np.ndarray:
-    """Every label-preserving automorphism as rows sigma (sigma[u] = image of u), identity first."""
-    adj = _adjacency(query)
-    labels = np.asarray(query.labels)
-    colours = _refined_colours(adj, labels)
-    n = adj.shape[0]
-    order = ri_order(adj)
-    found = [[image[u] for u in range(n)] for image in _automorphisms_extending(adj, colours, order, {})]
-    rows = np.array(found, dtype=np.int64)
-    identity = np.all(rows == np.arange(n), axis=1)
-    return np.concatenate([rows[identity], rows[~identity]]).astype(np.int64)
-
-
-def countable_leaves(adj: np.ndarray, labels: np.ndarray, order: list[int]) -> list[int]:
+@njit(cache=True, nogil=True)
+def countable_leaves(nbr, labels, colours, order):
     """Degree-one query vertices fixed by every automorphism, at most one per label, in
     ``order`` (at most n - 2 of them)."""
-    n = adj.shape[0]
+    n = nbr.size
+    chosen = np.empty(n, np.int64)
+    count = 0
     if n < 3:
-        return []
-    colours = _refined_colours(adj, labels)
-    chosen, taken = [], set()
+        return chosen[:0]
     for u in order:
-        if adj[u].sum() != 1 or int(labels[u]) in taken:
+        if popcount(nbr[u]) != 1:
             continue
-        if any(w != u and colours[w] == colours[u]
-               and _extends_to_automorphism(adj, colours, order, {u: w}) for w in range(n)):
+        taken = False
+        for i in range(count):
+            taken |= labels[chosen[i]] == labels[u]
+        if taken:
             continue
-        chosen.append(u)
-        taken.add(int(labels[u]))
-    return chosen[:n - 2]
+        moves = False
+        for w in range(n):
+            if w != u and colours[w] == colours[u] and _extends(nbr, colours, order, u, w):
+                moves = True
+                break
+        if not moves:
+            chosen[count] = u
+            count += 1
+    return chosen[:min(count, n - 2)]
+
+
+@njit(cache=True, nogil=True)
+def _plan_arrays(offsets, neighbors, labels, symmetry_breaking, defer_leaves):
+    """Order (leaves last), labels, degrees, backward, restrict and same-label masks by
+    position, orbit sizes and the number of trailing countable leaves."""
+    nbr = neighbour_masks(offsets, neighbors)
+    n = nbr.size
+    order = ri_order(nbr)
+    colours = refined_colours(nbr, labels)
+    if defer_leaves:
+        leaves = countable_leaves(nbr, labels, colours, order)
+        is_leaf = np.zeros(n, np.bool_)
+        is_leaf[leaves] = True
+        order = np.concatenate((order[~is_leaf[order]], order[is_leaf[order]]))
+    else:
+        leaves = order[:0]
+    position = np.empty(n, np.int64)
+    for d in range(n):
+        position[order[d]] = d
+    backward = np.zeros(n, np.uint32)
+    same = np.zeros(n, np.uint32)
+    for d in range(n):
+        u = order[d]
+        rest = nbr[u]                      # u's neighbours as positions, the earlier ones kept
+        while rest:
+            x = position[lowest_bit(rest)]
+            if x < d:
+                backward[d] |= np.uint32(1) << np.uint32(x)
+            rest &= rest - 1
+        for e in range(d):
+            if labels[order[e]] == labels[u]:
+                same[d] |= np.uint32(1) << np.uint32(e)
+    distinct = np.unique(colours).size == n     # every vertex its own colour: Aut(Q) is trivial
+    if symmetry_breaking and not distinct:
+        restrict, orbit_sizes = stabiliser_chain(nbr, colours, order)
+    else:
+        restrict, orbit_sizes = np.zeros(n, np.int64), np.ones(n, np.int64)
+    degrees = np.empty(n, np.int32)
+    for d in range(n):
+        degrees[d] = popcount(nbr[order[d]])
+    return (order.astype(np.int32), labels[order].astype(np.int32), degrees, backward,
+            restrict.astype(np.uint32), orbit_sizes, same, leaves.size)
 
 
 def build_plan(query: Graph, symmetry_breaking: bool = True, defer_leaves: bool = False) -> QueryPlan:
@@ -225,35 +320,24 @@ def build_plan(query: Graph, symmetry_breaking: bool = True, defer_leaves: bool 
     n = query.num_vertices
     if n > MAX_QUERY_VERTICES:
         raise ValueError(f"gMatch takes at most {MAX_QUERY_VERTICES} query vertices, query has {n}")
-    adj = _adjacency(query)
-    labels = np.asarray(query.labels, dtype=np.int64)
-    order = ri_order(adj)
-    leaves = countable_leaves(adj, labels, order) if defer_leaves else []
-    order = [u for u in order if u not in leaves] + [u for u in order if u in leaves]
-    position = [0] * n
-    for d, u in enumerate(order):
-        position[u] = d
-    nbr = _masks(adj)
-    backward = np.zeros(n, dtype=np.uint32)
-    for d, u in enumerate(order):
-        mask, rest = 0, nbr[u]                 # u's neighbours as positions, the earlier ones kept
-        while rest:
-            low = rest & -rest
-            mask |= 1 << position[low.bit_length() - 1]
-            rest ^= low
-        backward[d] = mask & ((1 << d) - 1)
-    if symmetry_breaking:
-        restrict, automorphisms, orbits = symmetry_restrictions(adj, labels, order)
-    else:
-        restrict, automorphisms, orbits = np.zeros(n, dtype=np.uint32), 1, tuple([1] * n)
-    order_arr = np.asarray(order, dtype=np.int32)
-    ordered_labels = labels[order_arr]
-    same = np.zeros(n, dtype=np.uint32)
-    earlier: dict[int, int] = {}                 # label -> positions so far with it
-    for d, label in enumerate(ordered_labels.tolist()):
-        same[d] = earlier.get(label, 0)
-        earlier[label] = same[d] | 1 << d
-    return QueryPlan(order=order_arr, labels=ordered_labels.astype(np.int32),
-                     degrees=adj.sum(axis=1)[order_arr].astype(np.int32), backward=backward,
-                     restrict=restrict, automorphisms=int(automorphisms), orbit_sizes=orbits,
-                     same_label=same, free_leaves=len(leaves))
+    order, labels, degrees, backward, restrict, orbits, same, leaves = _plan_arrays(
+        query.offsets, query.neighbors, np.asarray(query.labels, dtype=np.int64),
+        bool(symmetry_breaking), bool(defer_leaves))
+    orbit_sizes = tuple(orbits.tolist())
+    return QueryPlan(order=order, labels=labels, degrees=degrees, backward=backward,
+                     restrict=restrict, automorphisms=math.prod(orbit_sizes), orbit_sizes=orbit_sizes,
+                     same_label=same, free_leaves=int(leaves))
+
+
+def all_automorphisms(query: Graph) -> np.ndarray:
+    """Every label-preserving automorphism as rows sigma (sigma[u] = image of u), identity first."""
+    nbr = neighbour_masks(query.offsets, query.neighbors)
+    colours = refined_colours(nbr, np.asarray(query.labels, dtype=np.int64))
+    order = ri_order(nbr)
+    n = nbr.size
+    free = np.full(n, -1, np.int64)
+    rows = np.empty((automorphisms_extending(nbr, colours, order, free.copy(), np.empty((0, n), np.int64), 0),
+                     n), np.int64)
+    automorphisms_extending(nbr, colours, order, free, rows, 0)
+    identity = np.all(rows == np.arange(n), axis=1)
+    return np.concatenate([rows[identity], rows[~identity]])

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import egsm.engine as egsm_engine
+from common.bitmasks import neighbour_masks
 from common.engine import create_engine
 from common.generate import random_walk_query, rmat, uniform_labels
 from common.graph import Graph
@@ -133,9 +134,9 @@ def test_per_centre_wedge_filter_equals_one_block(data, monkeypatch):
     # the one-block filter ran centres together: some phase holds more than one centre
     widths = []
     for q in qs:
-        own = [q.neighbors[q.offsets[u]:q.offsets[u + 1]].tolist() for u in range(q.num_vertices)]
+        own = neighbour_masks(q.offsets, q.neighbors)
         delta = filtering_order(own)
-        bounds = prune_phases(own, delta + delta[::-1])
+        bounds = prune_phases(own, np.concatenate((delta, delta[::-1]))).tolist()
         widths += [b - a for a, b in zip(bounds, bounds[1:])]
     assert max(widths) > 1
 
