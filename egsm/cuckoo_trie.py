@@ -82,16 +82,13 @@ def bucket_base(meta, u, table, key):
 
 @cuda.jit(device=True)
 def lookup(keys, meta, u, key):
-    """Global cell index of ``key`` in u's level 1, or -1 (two bucket probes). Every cell of both
-    buckets is read and compared without a branch, so the 16 loads are in flight together (an
-    early exit made them one dependent load after another); a key sits in one cell at most."""
-    base0 = bucket_base(meta, u, 0, key)
-    base1 = bucket_base(meta, u, 1, key)
-    found = int64(-1)
-    for c in range(BUCKET):
-        found = base0 + c if keys[base0 + c] == key else found
-        found = base1 + c if keys[base1 + c] == key else found
-    return found
+    """Global cell index of ``key`` in u's level 1, or -1 (two bucket probes at most)."""
+    for table in range(2):
+        base = bucket_base(meta, u, table, key)
+        for c in range(BUCKET):
+            if keys[base + c] == key:
+                return base + c
+    return -1
 
 
 @cuda.jit(device=True)
