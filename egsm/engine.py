@@ -81,7 +81,10 @@ elements as 32-element chunk records (prefix + chunk) in a device pool that ever
 same launch drains once the main tasks are used up (in-kernel, no relaunch; termination when all
 main tasks and records are finished); the splitting warp leaves that level. When the pool is
 full the warp keeps the level itself. Look-backward splitting (TH2 = 1e6 batches) is not
-implemented.
+implemented. A query none of whose relations has more than TH1 candidate edges cannot
+split (every s_min is a level-3 list or a projection of one relation): its stages run without the
+record pool, and a warp that finds the main tasks used up leaves at once instead of waiting for
+them all to finish (our choice; the counts do not change).
 
 Statistics (``MatchResult.stats``): ``candidate_sizes`` (|C(u)| per query vertex after steps
 1-2), ``order`` (the matching order: the groups' vertices in stage order; inside a group the
@@ -429,7 +432,7 @@ class EGSM(Engine):
         first_edge = min((int(meta[L.M_EIDX + u0 * L.MAXQ + a]) for a in bits(int(nbr[u0]))),
                          key=lambda e: (card[e], e))
         timer.add("plan", time.perf_counter() - start)
-        return self._enumerate(plan, masks, first_edge, card[first_edge], nq, limit,
+        return self._enumerate(plan, masks, first_edge, card[first_edge], max(rel), nq, limit,
                                collect, deadline, timer, stats, finish)
 
     def root_vertex(self, query: Graph) -> int:
@@ -537,7 +540,7 @@ class EGSM(Engine):
         matrix[meta[L.M_ESRC:L.M_ESRC + ne], meta[L.M_EDST:L.M_EDST + ne]] = rel
         return total_slots, einfo[L.EI_CARD:L.EI_CARD + ne].tolist(), rel.tolist(), matrix
 
-    def _enumerate(self, plan, masks, first_edge, first_card, nq, limit, collect,
+    def _enumerate(self, plan, masks, first_edge, first_card, largest_rel, nq, limit, collect,
                    deadline, timer, stats, finish):
         keys, off2, nbr2, proj_keys = self.index
         adaptive = self.order == "adaptive"
@@ -549,8 +552,12 @@ class EGSM(Engine):
             emb = self.pool.get("embeddings", emb_rows * nq, np.int32)
             emb_rows = emb.size // nq
         first_tasks = (first_card + L.WARP - 1) // L.WARP
-        split_cap = self.split_records if self.load_balance else 0
-        split_threshold = self.split_threshold if self.load_balance else 0
+        # every s_min is a level-3 list or a projection of some CT(u, a), so it has at most
+        # max |R(u, a)| elements: at or below TH1 no level can split, and a warp out of main tasks
+        # leaves at once instead of waiting for records that cannot come
+        splits = self.load_balance and largest_rel > self.split_threshold
+        split_cap = self.split_records if splits else 0
+        split_threshold = self.split_threshold if splits else 0
         groups = plan.groups
 
         # stage 0 (GetFirstMatches, group {u0}) has exactly first_tasks warp tasks and never
