@@ -29,8 +29,7 @@ greedy: inside the dense, then sparse, then tree block, the vertex adjacent to t
 with the smallest |R(u_placed, u)|.
 
 Compiled host code (``numba.njit``) over neighbour bitmasks (``common.bitmasks``): vertex sets
-are int64 masks, groups come back as masks, each group's vertices ascending. Where the old
-set-based code iterated a Python set, the masks iterate in ascending id order.
+are int64 masks, groups come back as masks, each group's vertices ascending.
 """
 
 from __future__ import annotations
