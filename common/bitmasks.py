@@ -1,7 +1,7 @@
 """Small vertex sets as int64 bitmasks (bit u = query vertex u), for compiled host code.
 
-A query has at most 32 vertices in every GPU engine, so its vertex sets and adjacency fit in
-int64 masks; the planning steps that run on the host for every query (orders, cores, groupings,
+A query has at most 32 vertices in every GPU engine (64 fit), so its vertex sets and adjacency
+fit in int64 masks; the planning steps that run on the host for every query (orders, cores, groupings,
 automorphism searches) are ``numba.njit`` functions over them: in plain Python they cost a few
 hundred microseconds per query, as much as a small query's whole GPU search (issue 14).
 """
@@ -33,13 +33,30 @@ def lowest_bit(x):
 
 @njit(cache=True, nogil=True)
 def neighbour_masks(offsets, neighbors):
-    """nbr[u]: bit x set iff x is a neighbour of u (a query's CSR; at most 63 vertices)."""
+    """nbr[u]: bit x set iff an edge joins u and x in either direction (a CSR of at most 64
+    vertices; an undirected graph's rows are its neighbours)."""
     n = offsets.size - 1
     nbr = np.zeros(n, np.int64)
     for u in range(n):
         for i in range(offsets[u], offsets[u + 1]):
-            nbr[u] |= np.int64(1) << np.int64(neighbors[i])
+            x = neighbors[i]
+            nbr[u] |= np.int64(1) << np.int64(x)
+            nbr[x] |= np.int64(1) << np.int64(u)
     return nbr
+
+
+@njit(cache=True, nogil=True)
+def connected(nbr):
+    """Whether the graph of neighbour masks ``nbr`` is connected (a BFS over masks)."""
+    seen = frontier = np.int64(1)
+    while frontier:
+        reached = np.int64(0)
+        while frontier:
+            reached |= nbr[lowest_bit(frontier)]
+            frontier &= frontier - 1
+        frontier = reached & ~seen
+        seen |= reached
+    return popcount(seen) == nbr.size
 
 
 def bits(mask: int) -> list[int]:
@@ -57,4 +74,4 @@ def masks_of(adjacency) -> np.ndarray:
     return np.array([sum(1 << int(a) for a in row) for row in adjacency], dtype=np.int64)
 
 
-__all__ = ["popcount", "lowest_bit", "neighbour_masks", "bits", "masks_of"]
+__all__ = ["popcount", "lowest_bit", "neighbour_masks", "connected", "bits", "masks_of"]

@@ -18,6 +18,8 @@ from functools import cached_property
 
 import numpy as np
 
+from .bitmasks import connected, neighbour_masks
+
 
 class InvalidGraphError(ValueError):
     """A graph's arrays violate the CSR invariants listed in the module docstring."""
@@ -328,14 +330,14 @@ class Graph:
         return bool(i < row.size and row[i] == v)
 
     def is_connected(self) -> bool:
-        """Weakly connected (the empty graph counts as connected): a BFS over bitmasks for a
-        query-sized graph (<= 64 vertices, tens of microseconds less than numpy's per-call cost),
-        a vectorised BFS otherwise."""
+        """Weakly connected (the empty graph counts as connected): a compiled BFS over bitmasks
+        for a query-sized graph (<= 64 vertices, where numpy's per-call cost would dominate), a
+        vectorised BFS otherwise."""
         n = self.num_vertices
         if n <= 1:
             return True
         if n <= 64:
-            return self._small_connected()
+            return bool(connected(neighbour_masks(self.offsets, self.neighbors)))
         csrs = [(self.offsets, self.neighbors)]
         if self.directed:
             csrs.append(self.in_csr[:2])
@@ -347,34 +349,6 @@ class Graph:
             frontier = reached[~seen[reached]]  # may repeat a vertex within one level: harmless
             seen[frontier] = True
         return bool(seen.all())
-
-    def _small_connected(self) -> bool:
-        n = self.num_vertices
-        offsets, neighbors = self.offsets.tolist(), self.neighbors.tolist()
-        if not self.directed:                     # rows are symmetric: a search over the rows
-            seen, stack = {0}, [0]
-            while stack:
-                u = stack.pop()
-                for x in neighbors[offsets[u]:offsets[u + 1]]:
-                    if x not in seen:
-                        seen.add(x)
-                        stack.append(x)
-            return len(seen) == n
-        adjacent = [0] * n
-        for u in range(n):
-            for x in neighbors[offsets[u]:offsets[u + 1]]:
-                adjacent[u] |= 1 << x
-                adjacent[x] |= 1 << u             # weak connectivity: both directions
-        seen = frontier = 1
-        while frontier:
-            reached = 0
-            while frontier:
-                low = frontier & -frontier
-                reached |= adjacent[low.bit_length() - 1]
-                frontier ^= low
-            frontier = reached & ~seen
-            seen |= reached
-        return seen == (1 << n) - 1
 
     def replace(self, *, name: str | None = None, meta: dict | None = None, labels=None) -> "Graph":
         """The same adjacency (shared, not re-validated) with a new name, meta or vertex labels."""

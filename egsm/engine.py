@@ -189,13 +189,17 @@ class _Query:
 
     query: Graph
     meta: np.ndarray
-    nbr: np.ndarray                  # neighbour masks (a view of meta)
     stats: dict = field(default_factory=dict)
     cand: list | None = None          # |C(u)| per query vertex
     level3_bound: int = 0            # Σ over directed edges (u, a) of Σ_{v in C(u)} d(v)
     centres: np.ndarray | None = None   # wedge filter: δ, then reversed δ
     shape: object = None             # order.query_shape, once computed
     filter_seconds: float = 0.0
+
+    @property
+    def nbr(self) -> np.ndarray:
+        """The query's neighbour masks (a view of ``meta``)."""
+        return self.meta[L.M_ADJ:L.M_ADJ + self.query.num_vertices]
 
 
 class EGSM(Engine):
@@ -334,8 +338,7 @@ class EGSM(Engine):
         metas = np.zeros((len(queries), L.META_SIZE), np.int64)
         for query, meta in zip(queries, metas):
             write_query_meta(query.offsets, query.neighbors, query.labels, meta)
-            states.append(_Query(query, meta, meta[L.M_ADJ:L.M_ADJ + query.num_vertices],
-                                 {"variant": self.variant}))
+            states.append(_Query(query, meta, {"variant": self.variant}))
         n, b = self.data_n, len(queries)
         d_metas = self.pool.upload("batch metadata", metas.reshape(-1))
         masks = self.pool.get("candidate bitmaps", b * n, np.int64)

@@ -3,8 +3,8 @@
 ``kernel_times`` gives the device side; this gives the host side. Each of these is wrapped with
 ``perf_counter`` (the outermost call of each name per query counts, so nested steps are not
 added twice): the methods of the engine's class and its bases (``Engine.match`` down to the
-engine's own steps), the plain functions its module imports from its own package (planning,
-ordering), the per-query device calls every engine shares (``upload``, ``download``, ``fill``
+engine's own steps), the functions its module imports from its own package (planning,
+ordering; compiled ``numba.njit`` ones included), the per-query device calls every engine shares (``upload``, ``download``, ``fill``
 as the engine's module binds them, every kernel launch through ``common.launch``,
 ``LaunchWatch.run_all``, ``PhaseTimer.seconds``). A ``download`` includes the wait for the work
 queued before it, and ``run_all`` the wait for its launches: the device time the host waits for.
@@ -22,6 +22,7 @@ import time
 from collections import defaultdict
 
 import pandas as pd
+from numba.core.registry import CPUDispatcher
 
 from common import launch
 from common.device import LaunchWatch, PhaseTimer
@@ -73,7 +74,8 @@ class HostTimeline:
         module = sys.modules[cls.__module__]
         package = cls.__module__.split(".")[0] + "."
         for name, value in list(vars(module).items()):
-            if inspect.isfunction(value) and (value.__module__.startswith(package) or name in SHARED_CALLS):
+            function = value.py_func if isinstance(value, CPUDispatcher) else value
+            if inspect.isfunction(function) and (function.__module__.startswith(package) or name in SHARED_CALLS):
                 self.wrap(module, name, name)
         self.wrap(launch._Launch, "__call__", "kernel launch")
         self.wrap(LaunchWatch, "run_all", "LaunchWatch.run_all")
