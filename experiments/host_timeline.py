@@ -4,8 +4,9 @@
 ``perf_counter`` (the outermost call of each name per query counts, so nested steps are not
 added twice): the methods of the engine's class and its bases (``Engine.match`` down to the
 engine's own steps), the functions its module imports from its own package (planning,
-ordering; compiled ``numba.njit`` ones included), the per-query device calls every engine shares (``upload``, ``download``, ``fill``
-as the engine's module binds them, every kernel launch through ``common.launch``,
+ordering; compiled ``numba.njit`` ones included), the per-query device calls every engine
+shares (``upload``, ``download``, ``fill`` as the engine's module binds them, every kernel
+launch through ``common.launch``,
 ``LaunchWatch.run_all``, ``PhaseTimer.seconds``). A ``download`` includes the wait for the work
 queued before it, and ``run_all`` the wait for its launches: the device time the host waits for.
 A wrapper adds ~1 us per call on a fast host, so the steps read a little high; the median wall
