@@ -19,11 +19,9 @@ from collections import defaultdict
 import pandas as pd
 
 from common import launch
-from common.cli import parse_option
 from common.device import cuda, simulator_active
-from common.engine import create_engine
 
-from .small_queries import WORKLOADS, load
+from .small_queries import WORKLOADS, engine_from_spec, load
 
 
 class _Bracketed:
@@ -59,12 +57,6 @@ class _Bracketed:
             out[name][1] += 1e3 * cuda.event_elapsed_time(start, end)
         self.records.clear()
         return out
-
-
-def engine_from_spec(spec: str):
-    """``name`` or ``name:key=value+key=value`` (an ablation: ``egsm:blocks=33``)."""
-    name, _, options = spec.partition(":")
-    return create_engine(name, **dict(parse_option(item) for item in options.split("+") if item))
 
 
 def warmed_walls(spec: str, data, queries, timeout_s: float | None):

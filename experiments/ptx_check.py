@@ -1,11 +1,12 @@
-"""Compile gMatch's and EGSM's kernels for a real GPU on a machine without one, and read their resources.
+"""Compile gMatch's, EGSM's and GSI's hot kernels for a real GPU on a machine without one, and read their resources.
 
 The CUDA simulator accepts code that Numba's CUDA compiler rejects, so a kernel changed without a
 GPU at hand should at least compile. This compiles every variant of gMatch's fine and coarse DFS,
 the filter and the BFS seed expansion, and EGSM's filter, index, wedge-filter and enumeration
-kernels, to PTX for ``--cc`` (default 9.0, Hopper) with NVVM, and with ``ptxas`` (when found)
-prints registers, spills and shared memory of gMatch's fine kernel as the engine builds it
-(``max_registers=64``), its filter and the EGSM kernels. It needs the CUDA toolkit libraries numba-cuda uses
+kernels, and GSI's first-edge kernel and one-launch join, to PTX for ``--cc`` (default 9.0,
+Hopper) with NVVM, and with ``ptxas`` (when found) prints registers, spills and shared memory of
+gMatch's fine kernel as the engine builds it (``max_registers=64``), its filter, the EGSM kernels
+and the two GSI kernels. It needs the CUDA toolkit libraries numba-cuda uses
 (``pip install 'numba-cuda[cu12]'``) but no driver: the device functions' compute capability is
 taken from ``--cc``. Not a test (CI has no CUDA toolkit); a developer's check.
 
@@ -81,8 +82,9 @@ def main(argv=None) -> int:
         cuda.compile_ptx(seed_expand_kernel(indexed).py_func, sig, cc=cc)
     filter_ptx, _ = cuda.compile_ptx(filter_kernel.py_func, (i64(1), i32(1), i32(1), i32(3), u32(2)), cc=cc)
     egsm_ptx = _egsm_ptx(cuda, types, i32, i64, cc)
+    gsi_ptx = _gsi_ptx(cuda, types, i32, i64, u32, cc)
     print(f"compiled for sm_{cc[0]}{cc[1]}: 16 fine, 6 coarse, 2 seed-expansion kernels and the filter "
-          f"of gMatch, {len(egsm_ptx)} EGSM kernels")
+          f"of gMatch, {len(egsm_ptx)} EGSM kernels, {len(gsi_ptx)} GSI kernels")
     ptxas = _ptxas()
     if ptxas is None:
         print("ptxas not found: no resource report")
@@ -91,6 +93,7 @@ def main(argv=None) -> int:
                for indexed, ptx in fine_ptx.items()]
     reports.append(("filter kernel (a warp per data vertex)", filter_ptx, None))
     reports += [(f"EGSM {name}", ptx, None) for name, ptx in egsm_ptx.items()]
+    reports += [(f"GSI {name} (8 warps)", ptx, None) for name, ptx in gsi_ptx.items()]
     for name, ptx, max_registers in reports:
         with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
             f.write(ptx)
@@ -120,6 +123,25 @@ def _egsm_ptx(cuda, types, i32, i64, cc) -> dict:
         "extend_kernel": (extend_kernel, (i64(1), i64(1), i32(1), i64(1), i32(1), i32(1), i32(1), i64(1),
                                           i32(1), n, i64(1), n, n, n, n, n, n, n, n, n, flag, flag, n, flag,
                                           n, i64(3))),
+    }
+    return {name: cuda.compile_ptx(kernel.py_func, sig, cc=cc)[0]
+            for name, (kernel, sig) in signatures.items()}
+
+
+def _gsi_ptx(cuda, types, i32, i64, u32, cc) -> dict:
+    """PTX of GSI's first-edge kernel and its one-launch join (blocks of 8 warps)."""
+    from gsi.balance import make_balanced_kernels
+    from gsi.fused import make_fused_kernel
+
+    n = types.int64
+    index = (n, i64(1), i32(1), i32(1), i64(1), i32(1), i32(1))      # DeviceNeighborIndex.args()
+    signatures = {
+        "block_first_edge": (make_balanced_kernels(8).block_first_edge,
+                             (i32(1), n, n, n, n, n, n, u32(1), n, i64(1), i32(1), i64(1), n, *index, n, n, n, n,
+                              i64(1), i64(1), i32(1), n, n, i64(1), n)),
+        "fused_join": (make_fused_kernel(8),
+                       (u32(1), n, n, i32(1), n, i32(1), i32(1), n, n, n, n, n, n, i64(1), i64(1), i32(1), i64(1),
+                        i64(1), n, *index, n, n, n, i64(1), i64(1))),
     }
     return {name: cuda.compile_ptx(kernel.py_func, sig, cc=cc)[0]
             for name, (kernel, sig) in signatures.items()}

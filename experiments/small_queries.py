@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from common.cli import parse_option
 from common.device import backend_label
 from common.engine import Engine, create_engine
 from common.result import Status
@@ -107,10 +108,17 @@ def time_interleaved(engines: dict, queries, timeout_s):
     return out
 
 
+def engine_from_spec(spec: str):
+    """``name`` or ``name:key=value+key=value`` (an ablation: ``egsm:blocks=33``)."""
+    name, _, options = spec.partition(":")
+    return create_engine(name, **dict(parse_option(item) for item in options.split("+") if item))
+
+
 def warmed(name, data, queries, timeout_s):
-    """Engine ``name`` prepared on ``data`` and run once over ``queries`` untimed (kernels
-    compiled, buffers grown), batches too where it has them."""
-    engine = create_engine(name).prepare(data)
+    """Engine ``name`` (or an ablation spec, ``gsi:fuse_rows=0``) prepared on ``data`` and run
+    once over ``queries`` untimed (kernels compiled, buffers grown), batches too where it has
+    them."""
+    engine = engine_from_spec(name).prepare(data)
     for query in queries:
         engine.match(query, timeout_s=timeout_s)
     if batches(engine):

@@ -44,6 +44,7 @@ from common.scan import exclusive_scan
 
 from . import balance
 from .filter import FILTERS, SIG_WORDS, filter_kernel, make_compact_kernel, signature_table
+from .fused import OUT_COUNT, OUT_ITER, OUT_JOINED, OUT_LEVEL, OUT_ROWS, OUT_SIZE, STEP_FIELDS, make_fused_kernel
 from .join import CELL_GBA, CELL_OUT, CELLS, EDGE_FIELDS, LOAD_CLASSES, MAX_LINK_EDGES, MAX_QUERY_VERTICES, make_kernels
 from .order import SCORES, join_plan
 from .pcsr import STRUCTURES, build_index
@@ -68,10 +69,17 @@ FIRST_SLICE_ROWS = 1 if _SIM else 1 << 12
 SINGLE_BLOCK_ROUNDS = 16
 #: ``scan_link`` also links when the new table has at most this many rows per block thread.
 LINK_FUSE_ROUNDS = 64
+#: Warps of the one-launch join's block (at most 128 registers a thread: 104 on sm_90).
+FUSE_WARPS = 2 if _SIM else 16
+#: Default ``fuse_rows``: rows per warp of a table whose remaining levels run in one launch.
+FUSE_ROWS_PER_WARP = 8
+#: The one-launch join stops before a level whose GBA has more than this many elements per thread.
+FUSE_GBA_ROUNDS = 64
 
 _Q = MAX_QUERY_VERTICES
 _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG = 0, _Q, 2 * _Q, 3 * _Q
-_QI_EDGES = -(-(3 * _Q + SIG_WORDS * _Q) // EDGE_FIELDS) * EDGE_FIELDS   # linking-edge triples
+_QI_STEPS = 3 * _Q + SIG_WORDS * _Q          # per column: (vertex, first linking edge, one past its last)
+_QI_EDGES = -(-(_QI_STEPS + STEP_FIELDS * _Q) // EDGE_FIELDS) * EDGE_FIELDS   # linking-edge triples
 _QI_SIZE = _QI_EDGES + EDGE_FIELDS * MAX_LINK_EDGES * _Q
 
 
@@ -152,6 +160,11 @@ class GSI(Engine):
     ``slices`` (join launches over table slices; one per iteration unless memory ran short).
     * ``block_threads``, ``max_blocks``: launch shape; ``initial_rows``, ``initial_gba``: first
       sizes of the join buffers (rows of the per-row arrays, elements of GBA).
+    * ``fuse_rows``: a query whose first table has at most this many rows runs its join levels in
+      one launch of one block of ``FUSE_WARPS`` warps (:mod:`gsi.fused`) until a table grows past
+      it (default ``FUSE_ROWS_PER_WARP`` rows per warp; 0: level by level throughout). Used with
+      the defaults' Prealloc-Combine and GPU-friendly set operations, without ``instrument`` and
+      without the histogram thresholds.
     """
 
     name = "gsi"
@@ -168,7 +181,7 @@ class GSI(Engine):
                  w1: int = balance.W1, w3: int = balance.W3, instrument: bool = False,
                  block_threads: int = DEFAULT_BLOCK_THREADS, max_blocks: int = DEFAULT_MAX_BLOCKS,
                  initial_rows: int = DEFAULT_ROWS, initial_gba: int = DEFAULT_GBA,
-                 device_memory_limit: int | None = None):
+                 fuse_rows: int | None = None, device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         for opt, value, allowed in (("filter", filter, FILTERS), ("structure", structure, STRUCTURES),
                                     ("output", output, OUTPUTS), ("set_ops", set_ops, SET_OPS),
@@ -189,6 +202,12 @@ class GSI(Engine):
         self.instrument = bool(instrument)
         self.block_threads, self.max_blocks = int(block_threads), int(max_blocks)
         self.initial_rows, self.initial_gba = max(1, int(initial_rows)), max(1, int(initial_gba))
+        if fuse_rows is not None and int(fuse_rows) < 0:
+            raise ValueError(f"fuse_rows must be >= 0, got {fuse_rows}")
+        self.fuse_rows = FUSE_ROWS_PER_WARP * FUSE_WARPS if fuse_rows is None else int(fuse_rows)
+        if (output != "prealloc-combine" or set_ops != "gpu-friendly" or load_balance == "histogram"
+                or instrument):
+            self.fuse_rows = 0
 
 
     # ------------------------------------------------------------------ prepare
@@ -226,8 +245,15 @@ class GSI(Engine):
         self._table_levels: set[int] = set()
         self._rows_cap = 0
         self._grow_table(0, max(n, 1))
-        self._grow_rows(self.initial_rows, 0)
+        self._grow_rows(max(self.initial_rows, self.fuse_rows), 0)
         self._grow_gba(self.initial_gba, 0)
+        if self.fuse_rows:
+            self.fused = make_fused_kernel(FUSE_WARPS)
+            self.region_elems = self.fuse_rows * _Q
+            self.d_regions = (budget.device_array(self.region_elems, np.int32, what="one-launch join table 0"),
+                              budget.device_array(self.region_elems, np.int32, what="one-launch join table 1"))
+            self.d_fused_out = budget.device_array(OUT_SIZE, np.int64, what="one-launch join result")
+            self.h_fused_out = np.zeros(OUT_SIZE, np.int64)
 
     # ------------------------------------------------------------------ buffers (BufferPool)
     def _get(self, name: str, size: int, dtype, release_above: int):
@@ -332,7 +358,7 @@ class GSI(Engine):
     def _filter(self, query: Graph, nq: int) -> np.ndarray:
         """Query info to the device, one filter launch into the candidate bitsets; |C(u)|."""
         qi = query_info(self.h_qinfo, query, nq, self.filter == "signature")
-        upload(self.d_qinfo, qi)
+        upload(self.d_qinfo, qi[:_QI_STEPS])
         fill(self.d_sizes, 0)
         blocks = max(1, min(self.max_blocks, (nq * self.nwords + self.warps - 1) // self.warps))
         filter_kernel[blocks, self.block_threads](
@@ -342,17 +368,22 @@ class GSI(Engine):
         return download(self.d_sizes, self.h_sizes[:nq]).copy()
 
     def _plan(self, query: Graph, q: _Query, sizes: np.ndarray) -> None:
-        """Algorithm 2's order and linking edges; the edges go to ``qinfo`` (one copy)."""
+        """Algorithm 2's order and linking edges; the join steps and edges go to ``qinfo`` (one
+        copy): step 0 is (u_start, |C(u_start)|, 0), step k (vertex, first edge, one past its last)."""
         qi = self.h_qinfo
         q.plan = join_plan(query, sizes, self.index.partition, self.index.partition_edges,
                            self.total_edges, self.order_score)
+        first = q.plan.order[0]
+        qi[_QI_STEPS:_QI_STEPS + STEP_FIELDS] = (first, sizes[first], 0)
         pos = 0
-        for step in q.plan.steps:
+        for k, step in enumerate(q.plan.steps, 1):
             q.edge_start.append(pos)
             for edge in step.edges:
                 qi[_QI_EDGES + pos * EDGE_FIELDS:_QI_EDGES + (pos + 1) * EDGE_FIELDS] = edge
                 pos += 1
-        upload(self.d_qinfo, qi)
+            lo = _QI_EDGES // EDGE_FIELDS + q.edge_start[-1]
+            qi[_QI_STEPS + k * STEP_FIELDS:_QI_STEPS + (k + 1) * STEP_FIELDS] = (step.vertex, lo, lo + len(step.edges))
+        upload(self.d_qinfo, qi[_QI_STEPS:_QI_EDGES + pos * EDGE_FIELDS], start=_QI_STEPS)
 
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         start_time = time.perf_counter()
@@ -378,14 +409,18 @@ class GSI(Engine):
             self._plan(query, q, sizes)
             stats["order"] = list(q.plan.order)
         start_rows = int(sizes[q.plan.order[0]])
-        with timer.phase("filter"):
-            self.compact[1, self.block_threads](self.d_bits, q.plan.order[0] * self.nwords, self.nwords,
-                                                self._table(0))
         q.iter_rows[0] = start_rows
+        fused = nq > 1 and start_rows <= self.fuse_rows
+        if not fused:
+            with timer.phase("filter"):
+                self.compact[1, self.block_threads](self.d_bits, q.plan.order[0] * self.nwords, self.nwords,
+                                                    self._table(0))
         with timer.phase("enumerate"):
             try:
                 if nq == 1:
                     self._finish_rows(q, 0, self._table(0), start_rows)
+                elif fused:
+                    self._fused_join(q)
                 else:
                     self._run_level(q, 0, start_rows)
             except _Stop as stop:
@@ -429,6 +464,38 @@ class GSI(Engine):
             host = download(table, np.empty((keep, level + 1), np.int32))
             q.rows_out.append(host)
         self._add_count(q, rows)
+
+    def _fused_join(self, q: _Query) -> None:
+        """C(u_start) and the join levels of small tables in one launch (:mod:`gsi.fused`), then
+        level by level from where it stopped (its table copied into that level's pooled table)."""
+        if q.deadline is not None and time.perf_counter() > q.deadline:
+            raise _Stop(Status.TIMEOUT)
+        T = 32 * FUSE_WARPS
+        w3 = np.int64(self.w3) if self.load_balance else balance.NO_LIMIT
+        self.fused[1, T](self.d_bits, self.nwords, q.nq, self.d_qinfo, _QI_STEPS, *self.d_regions,
+                         self.region_elems, self.fuse_rows, FUSE_GBA_ROUNDS * T, self._rows_cap, self._gba().size,
+                         int(q.collect), self.d_counts, self.d_F, self._gba(), self.d_num, self.d_P, self.n,
+                         *self.d_index.args(), int(self.write_cache), w3,
+                         int(self.duplicate_removal), self.lb.qcount, self.d_fused_out)
+        out = download(self.d_fused_out, self.h_fused_out)
+        level, joined = int(out[OUT_LEVEL]), int(out[OUT_JOINED])
+        q.chunks += joined
+        for k in range(1, joined + 1):
+            q.iter_rows[k] = int(out[OUT_ITER + k])
+        if level < 0:
+            rows = int(out[OUT_COUNT])
+            if q.collect:
+                self._finish_rows(q, q.nq - 1, self.d_regions[(q.nq - 1) % 2], rows)
+            else:
+                self._add_count(q, rows)
+            return
+        rows = int(out[OUT_ROWS])
+        if not self._grow_table(level, rows):
+            raise DeviceOutOfMemory(4 * rows * (level + 1), self.budget.in_use, self.budget.limit or 0,
+                                    f"table {level}")
+        elements = rows * (level + 1)
+        self._table(level)[:elements].copy_to_device(self.d_regions[level % 2][:elements])
+        self._run_level(q, level, rows)
 
     def _run_level(self, q: _Query, level: int, rows: int) -> None:
         """Extend the ``rows`` rows of table ``level`` through all later iterations.

@@ -123,6 +123,30 @@ def filter_kernel(mode, n, nwords, nq, sig, labels, out_deg, in_deg, qinfo, q_la
         task += warps
 
 
+@cuda.jit(device=True)
+def compact_bitset(bits, row_base, nwords, out, totals, warps):
+    """One block: the set bits of ``bits[row_base : row_base + nwords]`` to ``out`` ascending (a
+    block-wide scan of word popcounts, round after round; ``totals``: shared, ``warps`` int64)."""
+    threads = warps * 32
+    tid = cuda.threadIdx.x
+    base = np.int64(0)
+    start = 0
+    while start < nwords:
+        k = start + tid
+        word = np.uint32(0)
+        if k < nwords:
+            word = np.uint32(bits[row_base + k])
+        offset, base = block_carry_scan(np.int32(cuda.popc(word)), base, totals, warps)
+        b = 0
+        while word != 0:
+            if word & np.uint32(1):
+                out[offset] = k * 32 + b
+                offset += 1
+            word >>= np.uint32(1)
+            b += 1
+        start += threads
+
+
 @functools.lru_cache(maxsize=None)
 def make_compact_kernel(threads: int):
     """Kernel writing the set bits of ``bits[row_base : row_base + nwords]`` to ``out`` ascending;
@@ -133,22 +157,6 @@ def make_compact_kernel(threads: int):
     @jit
     def compact_kernel(bits, row_base, nwords, out):
         totals = cuda.shared.array(warps, np.int64)
-        tid = cuda.threadIdx.x
-        base = np.int64(0)
-        start = 0
-        while start < nwords:
-            k = start + tid
-            word = np.uint32(0)
-            if k < nwords:
-                word = np.uint32(bits[row_base + k])
-            offset, base = block_carry_scan(np.int32(cuda.popc(word)), base, totals, warps)
-            b = 0
-            while word != 0:
-                if word & np.uint32(1):
-                    out[offset] = k * 32 + b
-                    offset += 1
-                word >>= np.uint32(1)
-                b += 1
-            start += threads
+        compact_bitset(bits, row_base, nwords, out, totals, warps)
 
     return compact_kernel

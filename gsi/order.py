@@ -54,30 +54,29 @@ def _arcs(query: Graph):
 
 def join_plan(query: Graph, candidate_sizes, partition_of, partition_edges: np.ndarray,
               total_edges: int, score: str = "paper") -> JoinPlan:
-    """The join order and linking edges; ``partition_of(label, direction)`` names a partition."""
+    """The join order and linking edges; ``partition_of(label, direction)`` names a partition.
+    (Plain Python floats and lists: a query has at most 64 vertices, and numpy's per-call cost
+    was most of a small query's planning.)"""
     if score not in SCORES:
         raise ValueError(f"unknown score {score!r}; choose one of {SCORES}")
     nq = query.num_vertices
     arcs = _arcs(query)
-    sizes = np.asarray(candidate_sizes, dtype=np.float64)
+    sizes = [float(x) for x in np.asarray(candidate_sizes).tolist()]
     if score == "paper":
-        deg = np.array([max(len(a), 1) for a in arcs], dtype=np.float64)
-        scores = sizes / deg
+        scores = [c / max(len(a), 1) for c, a in zip(sizes, arcs)]
     else:
-        scores = sizes.copy()
+        scores = sizes
     total = max(int(total_edges), 1)
+    entries = [int(x) for x in np.asarray(partition_edges).tolist()]
 
-    def freq(label, direction):
-        p = partition_of(label, 0)
-        if p >= partition_edges.size:
-            return 0.0
-        return float(partition_edges[p]) / total
+    def entries_of(p):
+        return entries[p] if p < len(entries) else 0
 
-    column = {}
+    column: dict[int, int] = {}
     order: list[int] = []
     steps: list[JoinStep] = []
-    frontier = np.zeros(nq, dtype=bool)
-    current = int(np.argmin(scores))
+    frontier: set[int] = set()
+    current = min(range(nq), key=scores.__getitem__)
     while True:
         if order:
             edges = []
@@ -86,7 +85,7 @@ def join_plan(query: Graph, candidate_sizes, partition_of, partition_edges: np.n
                     # arc seen from `current` with direction d; from b it has the other direction
                     d_from_b = 0 if not query.directed else 1 - d
                     edges.append((column[b], partition_of(l, d_from_b), l))
-            edges.sort(key=lambda e: (partition_edges[e[1]] if e[1] < partition_edges.size else 0))
+            edges.sort(key=lambda e: entries_of(e[1]))
             steps.append(JoinStep(current, tuple(edges)))
         column[current] = len(order)
         order.append(current)
@@ -94,9 +93,8 @@ def join_plan(query: Graph, candidate_sizes, partition_of, partition_edges: np.n
             break
         for b, l, _ in arcs[current]:
             if b not in column:
-                scores[b] *= 0.9 if score == "code" else freq(l, 0)
-                frontier[b] = True
-        frontier[current] = False
-        candidates = np.flatnonzero(frontier)
-        current = int(candidates[np.argmin(scores[candidates])])
+                scores[b] *= 0.9 if score == "code" else entries_of(partition_of(l, 0)) / total
+                frontier.add(b)
+        frontier.discard(current)
+        current = min(sorted(frontier), key=scores.__getitem__)
     return JoinPlan(tuple(order), tuple(steps))

@@ -189,14 +189,14 @@ def test_slices_under_a_memory_limit_and_oom():
     graph = UNDIRECTED
     q = walk_query(graph, 4, seed=0)
     want = reference(graph, q).count
-    small = dict(initial_rows=64, initial_gba=1024)
+    small = dict(initial_rows=64, initial_gba=1024, fuse_rows=0)    # level by level: slices
     probe = GSI(**small).prepare(graph)
     need = probe.budget.in_use
     # Room for the scratch buffers but not for whole tables: the join runs over slices.
     tight = GSI(device_memory_limit=need + 450, **small).prepare(graph)
     got = tight.match(q, collect=True)
     assert got.status is Status.OK and got.count == want
-    assert got.stats["slices"] > GSI().prepare(graph).match(q).stats["slices"]
+    assert got.stats["slices"] > GSI(fuse_rows=0).prepare(graph).match(q).stats["slices"]
     assert sorted(map(tuple, got.embeddings.tolist())) == sorted(
         map(tuple, reference(graph, q, collect=True).embeddings.tolist()))
     # One row's candidate buffer (a hub's neighbours) cannot fit: status oom, never a crash.

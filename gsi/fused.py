@@ -1,0 +1,165 @@
+"""GSI's join for small tables in one launch (issue 14; the paper is silent: GSI launches each
+iteration's kernels from the host).
+
+A query whose tables stay small pays for launches and host round trips, not for work: level by
+level, Prealloc-Combine is a row-count scan, the first-edge kernel and a survivor scan, and the
+host must read each level's row count before it can size the next. ``fused_join`` runs those
+same steps (:mod:`gsi.join`'s per-row device functions and :func:`gsi.balance.first_edge_group`)
+for every remaining level inside one block, with block barriers between the steps and the row
+counts kept on the device:
+
+1. C(u_start) compacted from its bitset into the level-0 table (:func:`gsi.filter.compact_bitset`);
+2. per level: each row's |N(v', l0)| and their exclusive scan (GBA offsets, the GBA size);
+   the first linking edge with duplicate removal and the pool layer of the load balance (layer 1,
+   a whole block per queued row, has no other block to go to: ``w1`` is unbounded) and the other
+   linking edges; the survivors' scan (the new table's offsets); the new table written.
+
+Tables alternate between two pooled regions (level L in region L % 2). The launch stops, leaving
+its state for the host's level-by-level path, where a level stops being small: before a level
+whose GBA exceeds ``fuse_gba`` or the GBA buffer, whose new table would not fit a region, and
+after writing a table of more than ``fuse_rows`` rows. The host copies the table it stopped at
+into the level's pooled table and goes on as before; so heavy levels still get the grid-wide
+kernels (and their slices and deadline checks), and a small query makes one launch and one
+copy back for its whole join. Counts, statuses, tables and embeddings equal the
+level-by-level path's (the same device functions, the same row order).
+
+``out`` (int64): ``OUT_LEVEL`` the level the host goes on at (-1: done), ``OUT_ROWS`` its rows,
+``OUT_COUNT`` the final table's rows when done, ``OUT_JOINED`` levels joined, then from
+``OUT_ITER`` the rows of every table written (index = level).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from common.device import cuda, jit
+
+from .balance import NO_LIMIT, first_edge_group
+from .filter import compact_bitset
+from .join import EDGE_COL, EDGE_FIELDS, EDGE_LABEL, EDGE_PART, MAX_QUERY_VERTICES, link_row, scan_rows_round
+from .pcsr import neighbor_range
+
+OUT_LEVEL, OUT_ROWS, OUT_COUNT, OUT_JOINED, OUT_ITER = 0, 1, 2, 3, 4
+OUT_SIZE = OUT_ITER + MAX_QUERY_VERTICES
+#: Fields of one join step in ``qinfo``: (query vertex, first linking edge, one past its last).
+STEP_FIELDS = 3
+
+
+@cuda.jit(device=True)
+def stop_at(out, level, rows, joined):
+    if cuda.threadIdx.x == 0:
+        out[OUT_LEVEL] = level
+        out[OUT_ROWS] = rows
+        out[OUT_JOINED] = joined
+
+
+@functools.lru_cache(maxsize=None)
+def make_fused_kernel(warps: int):
+    """The one-block join for blocks of ``warps`` warps (shared-memory shapes are compile-time)."""
+    Q = MAX_QUERY_VERTICES
+    T = warps * 32
+
+    @jit
+    def fused_join(bits, nwords, nq, qinfo, steps, region0, region1, region_elems, fuse_rows, fuse_gba,
+                   rows_cap, gba_cap, collect, counts, F, gba, num, P, n, structure, meta, gl, keys, offs,
+                   ci, ci_label, use_cache, w3, dedup, qcount, out):
+        """C(u_start) and every join level of a small query in one block; see the module docstring."""
+        rowc = cuda.shared.array((warps, Q), np.int32)
+        cache = cuda.shared.array((warps, 32), np.int32)
+        batch = cuda.shared.array((warps, 32), np.int32)
+        ntile = cuda.shared.array((warps, 32), np.int32)
+        s_start = cuda.shared.array(warps, np.int64)
+        s_work = cuda.shared.array(warps, np.int64)
+        s_kind = cuda.shared.array(warps, np.int32)
+        s_vert = cuda.shared.array(warps, np.int32)
+        s_written = cuda.shared.array(warps, np.int64)
+        wtot = cuda.shared.array(warps, np.int32)
+        scan = cuda.shared.array(T, np.int32)
+        wsum = cuda.shared.array(warps, np.int64)
+        tid = cuda.threadIdx.x
+        # level 0: C(u_start), the first vertex of the order, ascending
+        compact_bitset(bits, qinfo[steps] * nwords, nwords, region0, wsum, warps)
+        cuda.syncthreads()
+        m = np.int64(qinfo[steps + 1])
+        if tid == 0:
+            out[OUT_ITER] = m
+        level = 0
+        while True:
+            tab = region0 if level % 2 == 0 else region1
+            width = level + 1
+            step = steps + STEP_FIELDS * (level + 1)
+            ubase = qinfo[step] * nwords
+            e0 = qinfo[step + 1]
+            e_hi = qinfo[step + 2]
+            col0 = qinfo[e0 * EDGE_FIELDS + EDGE_COL]
+            part0 = qinfo[e0 * EDGE_FIELDS + EDGE_PART]
+            lab0 = qinfo[e0 * EDGE_FIELDS + EDGE_LABEL]
+            # each row's |N(v', l0)| and its GBA offset
+            carry = np.int64(0)
+            r0 = 0
+            while r0 < m:
+                i = r0 + tid
+                c = np.int64(0)
+                if i < m:
+                    s, e, _ = neighbor_range(structure, meta, gl, keys, offs, part0, tab[i * width + col0], n)
+                    c = e - s
+                    counts[i] = c
+                carry = scan_rows_round(i, m, c, F, carry, wsum, warps)
+                r0 += T
+            gba_total = carry
+            if gba_total > gba_cap or gba_total > fuse_gba:
+                stop_at(out, level, m, level)
+                return
+            cuda.syncthreads()
+            # the first linking edge (pool layer, duplicate removal), then the other linking edges
+            g = 0
+            while g * warps < m:
+                first_edge_group(g, m, rowc, cache, batch, ntile, s_start, s_work, s_kind, s_vert, s_written,
+                                 wtot, scan, tab, width, 0, col0, part0, lab0, bits, ubase, F, gba, num, n,
+                                 structure, meta, gl, keys, offs, ci, ci_label, use_cache, NO_LIMIT, w3, dedup,
+                                 counts, qcount, qinfo, e0 + 1, e_hi, warps)
+                g += 1
+            # the survivors' offsets in the new table
+            carry = np.int64(0)
+            r0 = 0
+            while r0 < m:
+                i = r0 + tid
+                carry = scan_rows_round(i, m, np.int64(num[i]) if i < m else np.int64(0), P, carry, wsum, warps)
+                r0 += T
+            rows = carry
+            last = level + 2 == nq
+            if last and collect == 0:
+                if tid == 0:
+                    out[OUT_ITER + level + 1] = rows
+                    out[OUT_COUNT] = rows
+                stop_at(out, -1, 0, level + 1)
+                return
+            if rows * (width + 1) > region_elems:
+                stop_at(out, level, m, level)
+                return
+            cuda.syncthreads()                      # P of every row is visible to the whole block
+            dst = region1 if level % 2 == 0 else region0
+            i = tid // 32
+            while i < m:
+                link_row(tab, width, i, gba, F[i], np.int64(num[i]), P[i], dst)
+                i += warps
+            if tid == 0:
+                out[OUT_ITER + level + 1] = rows
+            level += 1
+            if last or rows == 0:
+                if tid == 0:
+                    out[OUT_COUNT] = rows
+                stop_at(out, -1, 0, level)
+                return
+            if rows > fuse_rows or rows > rows_cap:
+                stop_at(out, level, rows, level)
+                return
+            m = rows
+            cuda.syncthreads()                      # the new table is visible to the whole block
+
+    return fused_join
+
+
+__all__ = ["make_fused_kernel", "OUT_SIZE", "STEP_FIELDS"]
