@@ -195,6 +195,7 @@ class _Query:
     centres: np.ndarray | None = None   # wedge filter: δ, then reversed δ
     shape: object = None             # order.query_shape, once computed
     filter_seconds: float = 0.0
+    meta_on_device: bool = False     # d_meta holds meta[:M_CBASE] (a batch of one query)
 
     @property
     def nbr(self) -> np.ndarray:
@@ -340,7 +341,12 @@ class EGSM(Engine):
             write_query_meta(query.offsets, query.neighbors, query.labels, meta)
             states.append(_Query(query, meta, {"variant": self.variant}))
         n, b = self.data_n, len(queries)
-        d_metas = self.pool.upload("batch metadata", metas.reshape(-1))
+        if b == 1:                            # the index kernels' metadata: one upload per query
+            d_metas = self.d_meta
+            upload(d_metas, metas[0])
+            states[0].meta_on_device = True
+        else:
+            d_metas = self.pool.upload("batch metadata", metas.reshape(-1))
         masks = self.pool.get("candidate bitmaps", b * n, np.int64)
         d_cand = self.pool.get("candidate counts", b * L.CAND_WIDTH, np.int64)
         fill(d_cand, 0, count=b * L.CAND_WIDTH)
@@ -356,7 +362,7 @@ class EGSM(Engine):
                     n, k * n, masks, u0, root_range[0], root_range[1], d_cand, k * L.CAND_WIDTH + u0)
                 state.stats["root_range"] = list(root_range)
         for state in states:                  # host work while the filter runs: the wedge order
-            state.centres = write_wedge_order(state.meta)
+            state.centres = write_wedge_order(state.meta)     # meta[M_DELTA:], uploaded with the index
         host = np.empty(b * L.CAND_WIDTH, np.int64)
         download(d_cand, host)
         seconds = (time.perf_counter() - start) / b
@@ -405,8 +411,8 @@ class EGSM(Engine):
         while True:
             meta[L.M_SEED:L.M_SEED + 2] = CUCKOO_SEEDS[rebuilds]
             try:
-                index = self._queue_index(meta, state.centres, max(cells_of), cells, pairs,
-                                          state.level3_bound, moff, timer, deadline)
+                index = self._queue_index(meta, state.meta_on_device, state.centres, max(cells_of), cells,
+                                          pairs, state.level3_bound, moff, timer, deadline)
             except _PastDeadline:
                 return finish(0, Status.TIMEOUT, reason="deadline passed while building the index")
             if state.shape is None:         # host work while the index kernels run
@@ -444,13 +450,15 @@ class EGSM(Engine):
             return 0
         return query_shape(neighbour_masks(query.offsets, query.neighbors)).first_vertex
 
-    def _queue_index(self, meta, centres, max_cells, cells, pairs, level3_bound, moff, timer,
-                     deadline=None):
+    def _queue_index(self, meta, meta_on_device, centres, max_cells, cells, pairs, level3_bound, moff,
+                     timer, deadline=None):
         """Queue the launches that build all tries, run the wedge filter and compact
         (:meth:`_read_index` waits for them); returns (tries, level-3 total or None).
         ``level3_bound`` bounds the level-3 total (the candidates' degree sums): up to
         ``BOUND_COMPACT_SLOTS`` (and half the memory left) the lists are sized by it and the
-        host reads nothing before the final ctrl + einfo copy. Raises :class:`_PastDeadline`
+        host reads nothing before the final ctrl + einfo copy. ``meta_on_device``: d_meta already
+        holds meta up to M_CBASE (only the tables' sizes, the seeds and the wedge filter's order
+        go). Raises :class:`_PastDeadline`
         between launches once ``deadline`` has passed (host time only: no synchronisation)."""
 
         def check():
@@ -462,7 +470,10 @@ class EGSM(Engine):
         bounded = level3_bound <= BOUND_COMPACT_SLOTS and (
             budget.limit is None or 12 * level3_bound < (budget.limit - budget.in_use) // 2)
         with timer.phase("index"):
-            upload(self.d_meta, meta)
+            if meta_on_device:
+                upload(self.d_meta, meta[L.M_CBASE:], start=L.M_CBASE)
+            else:
+                upload(self.d_meta, meta)
             keys = pool.get("cuckoo keys", cells, np.int32)
             fill(self.d_ctrl, 0)
             fill(keys, L.EMPTY, count=cells)

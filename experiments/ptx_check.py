@@ -93,7 +93,7 @@ def main(argv=None) -> int:
                for indexed, ptx in fine_ptx.items()]
     reports.append(("filter kernel (a warp per data vertex)", filter_ptx, None))
     reports += [(f"EGSM {name}", ptx, None) for name, ptx in egsm_ptx.items()]
-    reports += [(f"GSI {name} (8 warps)", ptx, None) for name, ptx in gsi_ptx.items()]
+    reports += [(f"GSI {name}", ptx, None) for name, ptx in gsi_ptx.items()]
     for name, ptx, max_registers in reports:
         with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
             f.write(ptx)
@@ -129,17 +129,19 @@ def _egsm_ptx(cuda, types, i32, i64, cc) -> dict:
 
 
 def _gsi_ptx(cuda, types, i32, i64, u32, cc) -> dict:
-    """PTX of GSI's first-edge kernel and its one-launch join (blocks of 8 warps)."""
+    """PTX of GSI's first-edge kernel (8 warps: the default block) and its one-launch join
+    (``FUSE_WARPS``)."""
     from gsi.balance import make_balanced_kernels
+    from gsi.engine import FUSE_WARPS
     from gsi.fused import make_fused_kernel
 
     n = types.int64
     index = (n, i64(1), i32(1), i32(1), i64(1), i32(1), i32(1))      # DeviceNeighborIndex.args()
     signatures = {
-        "block_first_edge": (make_balanced_kernels(8).block_first_edge,
+        "block_first_edge (8 warps)": (make_balanced_kernels(8).block_first_edge,
                              (i32(1), n, n, n, n, n, n, u32(1), n, i64(1), i32(1), i64(1), n, *index, n, n, n, n,
                               i64(1), i64(1), i32(1), n, n, i64(1), n)),
-        "fused_join": (make_fused_kernel(8),
+        f"fused_join ({FUSE_WARPS} warps)": (make_fused_kernel(FUSE_WARPS),
                        (u32(1), n, n, i32(1), n, i32(1), i32(1), n, n, n, n, n, n, i64(1), i64(1), i32(1), i64(1),
                         i64(1), n, *index, n, n, n, i64(1), i64(1))),
     }

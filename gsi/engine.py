@@ -73,8 +73,9 @@ LINK_FUSE_ROUNDS = 64
 FUSE_WARPS = 2 if _SIM else 16
 #: Default ``fuse_rows``: rows per warp of a table whose remaining levels run in one launch.
 FUSE_ROWS_PER_WARP = 8
-#: The one-launch join stops before a level whose GBA has more than this many elements per thread.
-FUSE_GBA_ROUNDS = 64
+#: The one-launch join stops before a level whose GBA has more than this many elements per row
+#: of ``fuse_rows`` (a level's work in one block stays about that of ``fuse_rows`` light rows).
+FUSE_GBA_PER_ROW = 16
 
 _Q = MAX_QUERY_VERTICES
 _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG = 0, _Q, 2 * _Q, 3 * _Q
@@ -470,13 +471,12 @@ class GSI(Engine):
         level by level from where it stopped (its table copied into that level's pooled table)."""
         if q.deadline is not None and time.perf_counter() > q.deadline:
             raise _Stop(Status.TIMEOUT)
-        T = 32 * FUSE_WARPS
         w3 = np.int64(self.w3) if self.load_balance else balance.NO_LIMIT
-        self.fused[1, T](self.d_bits, self.nwords, q.nq, self.d_qinfo, _QI_STEPS, *self.d_regions,
-                         self.region_elems, self.fuse_rows, FUSE_GBA_ROUNDS * T, self._rows_cap, self._gba().size,
-                         int(q.collect), self.d_counts, self.d_F, self._gba(), self.d_num, self.d_P, self.n,
-                         *self.d_index.args(), int(self.write_cache), w3,
-                         int(self.duplicate_removal), self.lb.qcount, self.d_fused_out)
+        self.fused[1, 32 * FUSE_WARPS](
+            self.d_bits, self.nwords, q.nq, self.d_qinfo, _QI_STEPS, *self.d_regions, self.region_elems,
+            self.fuse_rows, FUSE_GBA_PER_ROW * self.fuse_rows, self._rows_cap, self._gba().size, int(q.collect),
+            self.d_counts, self.d_F, self._gba(), self.d_num, self.d_P, self.n, *self.d_index.args(),
+            int(self.write_cache), w3, int(self.duplicate_removal), self.lb.qcount, self.d_fused_out)
         out = download(self.d_fused_out, self.h_fused_out)
         level, joined = int(out[OUT_LEVEL]), int(out[OUT_JOINED])
         q.chunks += joined

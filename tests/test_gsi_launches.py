@@ -75,7 +75,7 @@ def test_one_launch_join_stopped_before_its_first_level(monkeypatch, kernel_call
     """A GBA bound of 0 stops the launch before level 0's first edge: the host copies C(u_start)
     from the launch's table and joins level by level, exactly."""
     import gsi.engine
-    monkeypatch.setattr(gsi.engine, "FUSE_GBA_ROUNDS", 0)
+    monkeypatch.setattr(gsi.engine, "FUSE_GBA_PER_ROW", 0)
     engine = GSI().prepare(UNDIRECTED)
     launched = kernel_calls["launches"]
     for q in (walk_query(UNDIRECTED, 4, seed=0), walk_query(UNDIRECTED, 5, seed=3)):
