@@ -22,10 +22,8 @@ Choices where the paper is silent, recorded:
   centre has at most ``FUSED_PRUNE_CELLS`` cells (engine.py): consecutive centres no two of which
   are adjacent form a phase whose cells the threads take together (such centres touch disjoint
   tries, so this is the result of one centre after the other), with a block barrier between
-  phases; inside a phase, the threads first check the keys, then the block's warps delete the
-  doomed keys' mirrored tuples, a warp per (key, trie), its lanes over the key's list (one
-  thread per key walked each list alone: the long pole of a phase). Larger queries launch
-  ``prune_kernel`` once per centre over a grid sized to that centre's cells.
+  phases. Larger queries launch ``prune_kernel`` once per centre over a grid sized to that
+  centre's cells.
 * Each centre u applies both chains of Prune over ⟨N(u)⟩ at once: after the
   two chains every CT(u, a) keeps exactly the u-values present in all of them (§4.2), so one
   thread per key of u checks all of u's tries and, if the key is missing from one, deletes it
@@ -36,7 +34,7 @@ Choices where the paper is silent, recorded:
 from __future__ import annotations
 
 import numpy as np
-from numba import int32, int64, njit
+from numba import int64, njit
 
 from common.bitmasks import lowest_bit, popcount
 from common.device import cuda, jit
@@ -63,9 +61,6 @@ from .layout import (
     MAXQ,
     META_SIZE,
 )
-
-#: Entries of ``prune_all_kernel``'s shared queue of doomed (key, CT(u, a)) pairs (24 bytes each).
-DOOMED_QUEUE = 1024
 
 
 def neighbour_label_counts(data: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -127,60 +122,39 @@ def restrict_root_kernel(n, moff, masks, u0, lo, hi, cand, index):
 
 
 @cuda.jit(device=True)
-def doomed_key(u, c, meta, keys, cnt):
-    """The key of cell c of centre u if it is missing from some CT(u, a) (it must leave all of
-    them), else EMPTY."""
+def prune_cell(u, c, meta, keys, cnt, off, nbr, removed):
+    """Prune for cell c of centre u: a key of u missing from any CT(u, a) leaves all of them,
+    and its tuples leave the mirrored tries CT(a, u)."""
     nq = meta[M_NQ]
     adj = meta[M_ADJ + u]
     v = keys[meta[M_CBASE + u] + c]
     if v == EMPTY:
-        return EMPTY
+        return
+    keep = True
     for a in range(nq):
         if (adj >> a) & 1 and cnt[pair_of(meta, u, a, c)] == 0:
-            return v
-    return EMPTY
-
-
-@cuda.jit(device=True)
-def mirror_base(meta, a, u):
-    """Pair of CT(a, u) minus a's first cell: + a cell of a gives its pair."""
-    return meta[M_PBASE + meta[M_EIDX + a * MAXQ + u]] - meta[M_CBASE + a]
-
-
-@cuda.jit(device=True)
-def delete_mirrored(s, a, back, v, meta, keys, cnt, off, nbr, removed):
-    """Tuple (w, v) of CT(a, u) for the s-th level-3 entry w of a key v that left CT(u, a): its
-    slot is flagged removed and its list's count decremented (once, whoever gets there first)."""
-    w = nbr[s]
-    cell = lookup(keys, meta, a, w)
-    if cell < 0:
+            keep = False
+    if keep:
         return
-    q = back + cell
-    lo = lower_bound(nbr, off[q], off[q + 1], v)
-    # a key of CT(a, u) deleted earlier (count 0) has no live slot left to delete
-    if cnt[q] > 0 and lo < off[q + 1] and nbr[lo] == v:
-        if cuda.atomic.exch(removed, lo, 1) == 0:
-            cuda.atomic.add(cnt, q, -1)
-
-
-@cuda.jit(device=True)
-def prune_cell(u, c, meta, keys, cnt, off, nbr, removed):
-    """Prune for cell c of centre u, one thread: a key of u missing from any CT(u, a) leaves all
-    of them, and its tuples leave the mirrored tries CT(a, u)."""
-    v = doomed_key(u, c, meta, keys, cnt)
-    if v == EMPTY:
-        return
-    adj = meta[M_ADJ + u]
-    for a in range(meta[M_NQ]):
+    for a in range(nq):
         if not (adj >> a) & 1:
             continue
         p = pair_of(meta, u, a, c)
         if cnt[p] == 0:
             continue
         cnt[p] = 0
-        back = mirror_base(meta, a, u)
+        back = meta[M_PBASE + meta[M_EIDX + a * MAXQ + u]] - meta[M_CBASE + a]
         for s in range(off[p], off[p + 1]):
-            delete_mirrored(s, a, back, v, meta, keys, cnt, off, nbr, removed)
+            w = nbr[s]
+            cell = lookup(keys, meta, a, w)
+            if cell < 0:
+                continue
+            q = back + cell
+            lo = lower_bound(nbr, off[q], off[q + 1], v)
+            # a key of CT(a, u) deleted earlier (count 0) has no live slot left to delete
+            if cnt[q] > 0 and lo < off[q + 1] and nbr[lo] == v:
+                if cuda.atomic.exch(removed, lo, 1) == 0:
+                    cuda.atomic.add(cnt, q, -1)
 
 
 @jit
@@ -201,65 +175,21 @@ def centre_cells(meta, k):
 @jit
 def prune_all_kernel(meta, keys, cnt, off, nbr, removed):
     """Both passes of the wedge filter in one launch of one block: the phases of meta[M_PHASE:]
-    in turn; the centres of a phase touch disjoint tries (:func:`prune_phases`), so their cells
-    are checked at once. Each (key, CT(u, a)) a check dooms goes into a shared queue of
-    ``DOOMED_QUEUE`` entries (when it is full, the checking thread deletes it alone), and after a
-    block barrier each warp deletes a queued entry's mirrored tuples, its lanes over the entry's
-    level-3 list. The check never reads what the deletions write (a centre's keys are doomed by
-    its own tries' counts; deletions decrement the mirrored tries'), so splitting them gives the
-    one-thread-per-cell result."""
-    q_pair = cuda.shared.array(DOOMED_QUEUE, int64)     # pair of CT(u, a) of the doomed key
-    q_back = cuda.shared.array(DOOMED_QUEUE, int64)     # mirror_base(a, u)
-    q_a = cuda.shared.array(DOOMED_QUEUE, int32)
-    q_v = cuda.shared.array(DOOMED_QUEUE, int32)        # the doomed key
-    q_len = cuda.shared.array(1, int32)
-    tid = cuda.threadIdx.x
-    lane = tid % 32
-    warp = tid // 32
-    warps = cuda.blockDim.x // 32
+    in turn, a block barrier between two phases; the threads run the cells of all of a phase's
+    centres at once (its centres touch disjoint tries, see :func:`prune_phases`)."""
     for ph in range(meta[M_NPHASE]):
         lo = meta[M_PHASE + ph]
         hi = meta[M_PHASE + ph + 1]
-        if tid == 0:
-            q_len[0] = 0
         total = int64(0)
         for k in range(lo, hi):
             total += centre_cells(meta, k)
-        cuda.syncthreads()
-        for i in range(tid, total, cuda.blockDim.x):
+        for i in range(cuda.threadIdx.x, total, cuda.blockDim.x):
             k = lo
             c = i
             while c >= centre_cells(meta, k):
                 c -= centre_cells(meta, k)
                 k += 1
-            u = meta[M_DELTA + k]
-            v = doomed_key(u, c, meta, keys, cnt)
-            if v == EMPTY:
-                continue
-            adj = meta[M_ADJ + u]
-            for a in range(meta[M_NQ]):
-                if not (adj >> a) & 1:
-                    continue
-                p = pair_of(meta, u, a, c)
-                if cnt[p] == 0:
-                    continue
-                cnt[p] = 0
-                back = mirror_base(meta, a, u)
-                slot = cuda.atomic.add(q_len, 0, 1)
-                if slot < DOOMED_QUEUE:
-                    q_pair[slot] = p
-                    q_back[slot] = back
-                    q_a[slot] = a
-                    q_v[slot] = v
-                else:
-                    for s in range(off[p], off[p + 1]):
-                        delete_mirrored(s, a, back, v, meta, keys, cnt, off, nbr, removed)
-        cuda.syncthreads()
-        queued = min(q_len[0], DOOMED_QUEUE)
-        for e in range(warp, queued, warps):
-            p = q_pair[e]
-            for s in range(off[p] + lane, off[p + 1], 32):
-                delete_mirrored(s, q_a[e], q_back[e], q_v[e], meta, keys, cnt, off, nbr, removed)
+            prune_cell(meta[M_DELTA + k], c, meta, keys, cnt, off, nbr, removed)
         cuda.syncthreads()
 
 
