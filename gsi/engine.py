@@ -100,6 +100,7 @@ class _Query:
     iter_rows: list = field(default_factory=list)
     iter_gba: list = field(default_factory=list)
     chunks: int = 0
+    fuse: bool = True          # small tables may go to the one-launch join (off once it refused a level)
 
 
 class _Stop(Exception):
@@ -421,7 +422,7 @@ class GSI(Engine):
                 if nq == 1:
                     self._finish_rows(q, 0, self._table(0), start_rows)
                 elif fused:
-                    self._fused_join(q)
+                    self._fused_join(q, 0, start_rows)
                 else:
                     self._run_level(q, 0, start_rows)
             except _Stop as stop:
@@ -466,22 +467,34 @@ class GSI(Engine):
             q.rows_out.append(host)
         self._add_count(q, rows)
 
-    def _fused_join(self, q: _Query) -> None:
-        """C(u_start) and the join levels of small tables in one launch (:mod:`gsi.fused`), then
-        level by level from where it stopped (its table copied into that level's pooled table)."""
+    def _join_from(self, q: _Query, level: int, rows: int) -> None:
+        """The iterations from ``level`` (its table written, ``rows`` rows): in one launch while
+        the tables are small (:meth:`_fused_join`), else level by level."""
+        if q.fuse and rows <= self.fuse_rows:
+            self._fused_join(q, level, rows)
+        else:
+            self._run_level(q, level, rows)
+
+    def _fused_join(self, q: _Query, level0: int, rows0: int) -> None:
+        """The join levels from ``level0`` (level 0: C(u_start) compacted in the same launch) in
+        one launch (:mod:`gsi.fused`), then level by level from where it stopped (its table copied
+        into that level's pooled table)."""
         if q.deadline is not None and time.perf_counter() > q.deadline:
             raise _Stop(Status.TIMEOUT)
+        compact = level0 == 0
         w3 = np.int64(self.w3) if self.load_balance else balance.NO_LIMIT
         self.fused[1, 32 * FUSE_WARPS](
-            self.d_bits, self.nwords, q.nq, self.d_qinfo, _QI_STEPS, *self.d_regions, self.region_elems,
-            self.fuse_rows, FUSE_GBA_PER_ROW * self.fuse_rows, self._rows_cap, self._gba().size, int(q.collect),
-            self.d_counts, self.d_F, self._gba(), self.d_num, self.d_P, self.n, *self.d_index.args(),
-            int(self.write_cache), w3, int(self.duplicate_removal), self.lb.qcount, self.d_fused_out)
+            self.d_bits, self.nwords, q.nq, self.d_qinfo, _QI_STEPS, level0, rows0,
+            self.d_regions[0] if compact else self._table(level0), int(compact), *self.d_regions,
+            self.region_elems, self.fuse_rows, FUSE_GBA_PER_ROW * self.fuse_rows, self._rows_cap,
+            self._gba().size, int(q.collect), self.d_counts, self.d_F, self._gba(), self.d_num, self.d_P, self.n,
+            *self.d_index.args(), int(self.write_cache), w3, int(self.duplicate_removal), self.lb.qcount,
+            self.d_fused_out)
         out = download(self.d_fused_out, self.h_fused_out)
         level, joined = int(out[OUT_LEVEL]), int(out[OUT_JOINED])
         q.chunks += joined
-        for k in range(1, joined + 1):
-            q.iter_rows[k] = int(out[OUT_ITER + k])
+        for k in range(level0 + 1, level0 + joined + 1):
+            q.iter_rows[k] += int(out[OUT_ITER + k])
         if level < 0:
             rows = int(out[OUT_COUNT])
             if q.collect:
@@ -490,11 +503,14 @@ class GSI(Engine):
                 self._add_count(q, rows)
             return
         rows = int(out[OUT_ROWS])
-        if not self._grow_table(level, rows):
-            raise DeviceOutOfMemory(4 * rows * (level + 1), self.budget.in_use, self.budget.limit or 0,
-                                    f"table {level}")
-        elements = rows * (level + 1)
-        self._table(level)[:elements].copy_to_device(self.d_regions[level % 2][:elements])
+        if joined == 0:         # level0 itself too heavy for one block: no more tries (each costs a round trip)
+            q.fuse = False
+        if level > level0 or compact:               # the table is in a region: to its pooled table
+            if not self._grow_table(level, rows):
+                raise DeviceOutOfMemory(4 * rows * (level + 1), self.budget.in_use, self.budget.limit or 0,
+                                        f"table {level}")
+            elements = rows * (level + 1)
+            self._table(level)[:elements].copy_to_device(self.d_regions[level % 2][:elements])
         self._run_level(q, level, rows)
 
     def _run_level(self, q: _Query, level: int, rows: int) -> None:
@@ -561,7 +577,7 @@ class GSI(Engine):
         if last:
             self._finish_rows(q, level + 1, out, out_total)
         else:
-            self._run_level(q, level + 1, out_total)
+            self._join_from(q, level + 1, out_total)
         return m
 
     def _prealloc_combine(self, q: _Query, level: int, a: int, m: int, write: bool):

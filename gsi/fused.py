@@ -5,27 +5,30 @@ A query whose tables stay small pays for launches and host round trips, not for 
 level, Prealloc-Combine is a row-count scan, the first-edge kernel and a survivor scan, and the
 host must read each level's row count before it can size the next. ``fused_join`` runs those
 same steps (:mod:`gsi.join`'s per-row device functions and :func:`gsi.balance.first_edge_group`)
-for every remaining level inside one block, with block barriers between the steps and the row
-counts kept on the device:
+for the levels from ``level0`` on inside one block, with block barriers between the steps and
+the row counts kept on the device:
 
-1. C(u_start) compacted from its bitset into the level-0 table (:func:`gsi.filter.compact_bitset`);
+1. with ``compact`` (``level0`` = 0), C(u_start) compacted from its bitset into the level-0
+   table (:func:`gsi.filter.compact_bitset`); otherwise level0's table is ``tab_in``;
 2. per level: each row's |N(v', l0)| and their exclusive scan (GBA offsets, the GBA size);
    the first linking edge with duplicate removal and the pool layer of the load balance (layer 1,
    a whole block per queued row, has no other block to go to: ``w1`` is unbounded) and the other
    linking edges; the survivors' scan (the new table's offsets); the new table written.
 
-Tables alternate between two pooled regions (level L in region L % 2). The launch stops, leaving
-its state for the host's level-by-level path, where a level stops being small: before a level
-whose GBA exceeds ``fuse_gba`` or the GBA buffer, whose new table would not fit a region, and
-after writing a table of more than ``fuse_rows`` rows. The host copies the table it stopped at
-into the level's pooled table and goes on as before; so heavy levels still get the grid-wide
-kernels (and their slices and deadline checks), and a small query makes one launch and one
-copy back for its whole join. Counts, statuses, tables and embeddings equal the
-level-by-level path's (the same device functions, the same row order).
+Tables it writes alternate between two pooled regions (level L in region L % 2). The launch
+stops, leaving its state for the host's level-by-level path, where a level stops being small:
+before a level whose GBA exceeds ``fuse_gba`` or the GBA buffer, or whose new table would not fit
+a region, and after writing a table of more than ``fuse_rows`` rows. The host copies the table
+it stopped at into the level's pooled table and goes on level by level; a level-by-level
+iteration whose new table has at most ``fuse_rows`` rows hands the rest back to ``fused_join``
+(``level0`` > 0). So heavy levels still get the grid-wide kernels (and their slices and deadline
+checks), and a small query makes one launch and one copy back for its whole join. Counts,
+statuses, tables and embeddings equal the level-by-level path's (the same device functions, the
+same row order).
 
 ``out`` (int64): ``OUT_LEVEL`` the level the host goes on at (-1: done), ``OUT_ROWS`` its rows,
-``OUT_COUNT`` the final table's rows when done, ``OUT_JOINED`` levels joined, then from
-``OUT_ITER`` the rows of every table written (index = level).
+``OUT_COUNT`` the final table's rows when done, ``OUT_JOINED`` levels joined from ``level0``,
+then from ``OUT_ITER`` the rows of every table written (index = level).
 """
 
 from __future__ import annotations
@@ -62,10 +65,11 @@ def make_fused_kernel(warps: int):
     T = warps * 32
 
     @jit
-    def fused_join(bits, nwords, nq, qinfo, steps, region0, region1, region_elems, fuse_rows, fuse_gba,
-                   rows_cap, gba_cap, collect, counts, F, gba, num, P, n, structure, meta, gl, keys, offs,
-                   ci, ci_label, use_cache, w3, dedup, qcount, out):
-        """C(u_start) and every join level of a small query in one block; see the module docstring."""
+    def fused_join(bits, nwords, nq, qinfo, steps, level0, m0, tab_in, compact, region0, region1, region_elems,
+                   fuse_rows, fuse_gba, rows_cap, gba_cap, collect, counts, F, gba, num, P, n, structure, meta, gl,
+                   keys, offs, ci, ci_label, use_cache, w3, dedup, qcount, out):
+        """The join levels from ``level0`` (its m0 rows in ``tab_in``; with ``compact``, level 0
+        compacted from C(u_start) first) in one block; see the module docstring."""
         rowc = cuda.shared.array((warps, Q), np.int32)
         cache = cuda.shared.array((warps, 32), np.int32)
         batch = cuda.shared.array((warps, 32), np.int32)
@@ -79,15 +83,13 @@ def make_fused_kernel(warps: int):
         scan = cuda.shared.array(T, np.int32)
         wsum = cuda.shared.array(warps, np.int64)
         tid = cuda.threadIdx.x
-        # level 0: C(u_start), the first vertex of the order, ascending
-        compact_bitset(bits, qinfo[steps] * nwords, nwords, region0, wsum, warps)
-        cuda.syncthreads()
-        m = np.int64(qinfo[steps + 1])
-        if tid == 0:
-            out[OUT_ITER] = m
-        level = 0
+        if compact != 0:            # level 0: C(u_start), the first vertex of the order, ascending
+            compact_bitset(bits, qinfo[steps] * nwords, nwords, region0, wsum, warps)
+            cuda.syncthreads()
+        m = np.int64(m0)
+        level = level0
         while True:
-            tab = region0 if level % 2 == 0 else region1
+            tab = tab_in if level == level0 and compact == 0 else (region0 if level % 2 == 0 else region1)
             width = level + 1
             step = steps + STEP_FIELDS * (level + 1)
             ubase = qinfo[step] * nwords
@@ -110,7 +112,7 @@ def make_fused_kernel(warps: int):
                 r0 += T
             gba_total = carry
             if gba_total > gba_cap or gba_total > fuse_gba:
-                stop_at(out, level, m, level)
+                stop_at(out, level, m, level - level0)
                 return
             cuda.syncthreads()
             # the first linking edge (pool layer, duplicate removal), then the other linking edges
@@ -134,10 +136,10 @@ def make_fused_kernel(warps: int):
                 if tid == 0:
                     out[OUT_ITER + level + 1] = rows
                     out[OUT_COUNT] = rows
-                stop_at(out, -1, 0, level + 1)
+                stop_at(out, -1, 0, level + 1 - level0)
                 return
             if rows * (width + 1) > region_elems:
-                stop_at(out, level, m, level)
+                stop_at(out, level, m, level - level0)
                 return
             cuda.syncthreads()                      # P of every row is visible to the whole block
             dst = region1 if level % 2 == 0 else region0
@@ -151,10 +153,10 @@ def make_fused_kernel(warps: int):
             if last or rows == 0:
                 if tid == 0:
                     out[OUT_COUNT] = rows
-                stop_at(out, -1, 0, level)
+                stop_at(out, -1, 0, level - level0)
                 return
             if rows > fuse_rows or rows > rows_cap:
-                stop_at(out, level, rows, level)
+                stop_at(out, level, rows, level - level0)
                 return
             m = rows
             cuda.syncthreads()                      # the new table is visible to the whole block

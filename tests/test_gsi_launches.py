@@ -40,15 +40,18 @@ def _embeddings(result):
     return sorted(map(tuple, result.embeddings.tolist()))
 
 
-@pytest.mark.parametrize("graph,fuse_rows", [(UNDIRECTED, (3, 5)), (DIRECTED, (2,))], ids=["undirected", "directed"])
-def test_one_launch_join_stops_where_tables_grow_and_matches_the_level_by_level_join(graph, fuse_rows, kernel_calls):
-    """Small ``fuse_rows`` (these walks' first tables have 2-7 rows) make the one-launch join stop
-    after its first tables (the host copies the table it stopped at and goes on level by level):
-    counts, embeddings, per-level rows, slices and statuses equal fuse_rows=0's and the
-    reference's, with and without collect and limit."""
+@pytest.mark.parametrize("graph,fuse_rows,reenters", [(UNDIRECTED, (3, 5), True), (DIRECTED, (2,), False)],
+                         ids=["undirected", "directed"])
+def test_one_launch_join_stops_where_tables_grow_and_matches_the_level_by_level_join(graph, fuse_rows, reenters,
+                                                                                      kernel_calls):
+    """Small ``fuse_rows`` (these walks' tables have 2-24 rows) make the one-launch join stop
+    after its first tables (the host copies the table it stopped at and goes on level by level),
+    and, where a later table is small again, take the rest back (a second launch): counts,
+    embeddings, per-level rows, slices and statuses equal fuse_rows=0's and the reference's, with
+    and without collect and limit."""
     engines = {rows: GSI(fuse_rows=rows).prepare(graph) for rows in (0, *fuse_rows, None)}
     launched = kernel_calls["launches"]
-    resumed = 0
+    resumed = reentered = 0
     for q in [walk_query(graph, k, seed=s) for k, s in ((3, 0), (4, 1), (5, 2), (6, 0))]:
         want = reference(graph, q, collect=True)
         base = engines[0].match(q, collect=True)
@@ -61,6 +64,7 @@ def test_one_launch_join_stops_where_tables_grow_and_matches_the_level_by_level_
             assert got.stats["rows_per_iteration"] == base.stats["rows_per_iteration"], (rows, q.name)
             assert got.stats["slices"] == base.stats["slices"], (rows, q.name)
             resumed += "fused_join" in launched and "counts_scan" in launched
+            reentered += launched.count("fused_join") > 1
             counted = engine.match(q)
             assert counted.count == want.count and counted.stats["rows_per_iteration"] == \
                 base.stats["rows_per_iteration"]
@@ -69,6 +73,7 @@ def test_one_launch_join_stops_where_tables_grow_and_matches_the_level_by_level_
                 assert limited.status is Status.LIMIT and limited.count == 2
                 assert set(_embeddings(limited)) <= set(_embeddings(want))
     assert resumed > 0                                # some joins went on level by level
+    assert (reentered > 0) == reenters                # and some came back to one launch
 
 
 def test_one_launch_join_stopped_before_its_first_level(monkeypatch, kernel_calls):
