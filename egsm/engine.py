@@ -12,6 +12,13 @@ Options (variants of the paper's Table 4 are options of this one class):
   load balancing); it only sets the defaults of the options below, which override it when given.
 * ``wedge_filter`` (bool), ``mode`` (``"bfs-dfs"`` | ``"dfs"`` | ``"bfs"``), ``order``
   (``"adaptive"`` | ``"static"``), ``load_balance`` (bool).
+* ``wedge_filter_min_edges`` (``WEDGE_MIN_EDGES`` = 32768; 0: always, as the paper): the wedge
+  filter runs on a candidate index of at least this many candidate edges (the level-3 total).
+  Our choice beyond the paper: on smaller indexes it removed no enumeration time and cost its
+  one-block launch (HPRD dense-16, every index under 2,000 edges: 1.05-1.15x the wall of
+  ``NoF3``, enumeration equal; yeast dense-8 up to 26,000 edges: 1.10-1.26x; above that it
+  starts to pay: docs/performance.md, "Session 12"). Counts never change; ``stats`` says
+  whether it ran (``wedge_filter_applied``). The paper's experiments pass 0.
 * ``split_threshold`` (TH1 = 1024) and ``split_records`` (capacity of the split-record pool,
   65536 records of 40 int64): look-forward load balancing.
 * ``queue_bytes``: size of the cyclic partial-result queue; default: half of the device-memory
@@ -168,6 +175,8 @@ MAX_REBUILDS = 8
 #: reproducible; drawn once, not per query: a generator costs ~50 us of host time).
 CUCKOO_SEEDS = np.random.default_rng(0).integers(1, 2**31 - 1, size=(MAX_REBUILDS, 2))
 BUILD_BLOCKS_MAX = 4096
+#: Default ``wedge_filter_min_edges``: smaller candidate indexes skip the wedge filter.
+WEDGE_MIN_EDGES = 1 << 15
 #: Threads of the one-block wedge filter (all centres in one launch).
 PRUNE_THREADS = 64 if simulator_active() else 1024
 #: Largest cell count of a centre for the one-block wedge filter; above it, a launch per centre.
@@ -216,7 +225,8 @@ class EGSM(Engine):
     def __init__(self, *, variant: str = "default", wedge_filter: bool | None = None,
                  mode: str | None = None, order: str | None = None, load_balance: bool | None = None,
                  split_threshold: int = SPLIT_THRESHOLD, split_records: int = SPLIT_RECORDS,
-                 queue_bytes: int | None = None, blocks: int | None = None,
+                 wedge_filter_min_edges: int | None = None, queue_bytes: int | None = None,
+                 blocks: int | None = None,
                  root_range: tuple[int, int] | None = None, device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if variant not in VARIANTS:
@@ -227,6 +237,9 @@ class EGSM(Engine):
         self.mode = preset.get("mode", "bfs-dfs") if mode is None else mode
         self.order = preset.get("order", "adaptive") if order is None else order
         self.load_balance = bool(preset.get("load_balance", True) if load_balance is None else load_balance)
+        self.wedge_filter_min_edges = WEDGE_MIN_EDGES if wedge_filter_min_edges is None else int(wedge_filter_min_edges)
+        if self.wedge_filter_min_edges < 0:
+            raise ValueError(f"wedge_filter_min_edges must be >= 0, got {wedge_filter_min_edges}")
         if int(split_threshold) < 1 or int(split_records) < 1:
             raise ValueError("split_threshold and split_records must be positive")
         self.split_threshold = int(split_threshold)
@@ -425,6 +438,7 @@ class EGSM(Engine):
                 raise RuntimeError(f"cuckoo build failed {rebuilds} times for query {query.name!r}")
         total_slots, card, rel, rel_matrix = built
         stats.update(cuckoo_rebuilds=rebuilds, candidate_edges=rel,
+                     wedge_filter_applied=self.wedge_filter and total_slots >= self.wedge_filter_min_edges,
                      candidate_edges_per_relation=sum(rel) / len(rel),
                      candidate_edges_before_wedge=int(total_slots),
                      candidate_index_bytes=4 * cells + 8 * (pairs + 1) + 4 * sum(rel) + 4 * sum(card))
@@ -503,15 +517,18 @@ class EGSM(Engine):
             fill_kernel[_blocks(cells * L.WARP), L.BUILD_THREADS](
                 self.d_meta, keys, masks, moff, self.d_offsets, self.d_neighbors, off, nbr, removed)
             check()
-        if self.wedge_filter:
+        # with the level-3 total on the device only (ctrl[C_LEVEL3]), the kernels compare it
+        min_edges = self.wedge_filter_min_edges if total_slots is None else 0
+        if self.wedge_filter and (total_slots is None or total_slots >= self.wedge_filter_min_edges):
             with timer.phase("filter"):
                 if max_cells <= FUSED_PRUNE_CELLS:
-                    prune_all_kernel[1, PRUNE_THREADS](self.d_meta, keys, cnt, off, nbr, removed)
+                    prune_all_kernel[1, PRUNE_THREADS](self.d_meta, keys, cnt, off, nbr, removed, self.d_ctrl,
+                                                       min_edges)
                 else:
                     for u in centres:
                         cells_u = 2 * L.BUCKET * int(meta[L.M_NB + u])
                         prune_kernel[_blocks(cells_u), L.BUILD_THREADS](
-                            u, self.d_meta, keys, cnt, off, nbr, removed)
+                            u, self.d_meta, keys, cnt, off, nbr, removed, self.d_ctrl, min_edges)
                         check()
                 check()
         with timer.phase("index"):

@@ -43,6 +43,7 @@ from common.graph import Graph
 
 from .cuckoo_trie import lookup, pair_of
 from .layout import (
+    C_LEVEL3,
     CAND_WIDTH,
     EMPTY,
     M_ADJ,
@@ -158,8 +159,11 @@ def prune_cell(u, c, meta, keys, cnt, off, nbr, removed):
 
 
 @jit
-def prune_kernel(u, meta, keys, cnt, off, nbr, removed):
-    """Wedge filter around centre u, one thread per cell of u (a query with large C(u))."""
+def prune_kernel(u, meta, keys, cnt, off, nbr, removed, ctrl, min_edges):
+    """Wedge filter around centre u, one thread per cell of u (a query with large C(u)); nothing
+    when the level-3 total ctrl[C_LEVEL3] is under ``min_edges``."""
+    if ctrl[C_LEVEL3] < min_edges:
+        return
     cells = meta[M_CBASE + u + 1] - meta[M_CBASE + u]
     for c in range(cuda.grid(1), cells, cuda.gridsize(1)):
         prune_cell(u, c, meta, keys, cnt, off, nbr, removed)
@@ -173,10 +177,13 @@ def centre_cells(meta, k):
 
 
 @jit
-def prune_all_kernel(meta, keys, cnt, off, nbr, removed):
+def prune_all_kernel(meta, keys, cnt, off, nbr, removed, ctrl, min_edges):
     """Both passes of the wedge filter in one launch of one block: the phases of meta[M_PHASE:]
     in turn, a block barrier between two phases; the threads run the cells of all of a phase's
-    centres at once (its centres touch disjoint tries, see :func:`prune_phases`)."""
+    centres at once (its centres touch disjoint tries, see :func:`prune_phases`). Nothing when
+    the level-3 total ctrl[C_LEVEL3] is under ``min_edges``."""
+    if ctrl[C_LEVEL3] < min_edges:
+        return
     for ph in range(meta[M_NPHASE]):
         lo = meta[M_PHASE + ph]
         hi = meta[M_PHASE + ph + 1]

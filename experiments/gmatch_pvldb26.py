@@ -68,7 +68,7 @@ FINE_NAIVE = Config.of("Fine (naive)", "gmatch", granularity="fine", batch=False
 FINE_BATCH = Config.of("Fine (batch)", "gmatch", granularity="fine", batch=True, **PAPER_GMATCH)
 NO_STEALING = Config.of("no stealing", "gmatch", work_stealing=False, **PAPER_GMATCH)
 GMATCH_CG = Config.of("gMatch", "gmatch", candidate_graph=True, leaf_counting=False)
-EGSM = Config.of("EGSM", "egsm")
+EGSM = Config.of("EGSM", "egsm", wedge_filter_min_edges=0)   # as published: the wedge filter always
 
 _C1 = ["db", "en", "gw", "gh", "wt"]
 _T6 = pd.DataFrame([[70.74, 45.14, 40.34, 48.19, 58.80], [50.22, 31.38, 38.62, 59.47, 29.82],

@@ -127,7 +127,8 @@ _T9_MS = {"Enron": ("28", "28"), "gowalla": ("69", "68"), "road": ("456", "456")
           "WatDiv": ("1.3K", "1K"), "DBpedia": ("2.2K", "2K")}
 
 ALL_ENGINES = (Config.of("GSI", "gsi", **GSI_PLAIN), Config.of("GSI-opt", "gsi", **GSI_OPT),
-               Config.of("EGSM", "egsm"), Config.of("gMatch", "gmatch"), Config.of("STwig", "stwig"),
+               Config.of("EGSM", "egsm", wedge_filter_min_edges=0), Config.of("gMatch", "gmatch"),
+               Config.of("STwig", "stwig"),
                Config.of("CPU reference", "cpu"))
 
 # Fig. 15(a): WatDiv stand-ins of growing size (the paper: watdiv10M ... 210M edges).

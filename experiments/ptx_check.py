@@ -93,7 +93,7 @@ def main(argv=None) -> int:
                for indexed, ptx in fine_ptx.items()]
     reports.append(("filter kernel (a warp per data vertex)", filter_ptx, None))
     reports += [(f"EGSM {name}", ptx, None) for name, ptx in egsm_ptx.items()]
-    reports += [(f"GSI {name}", ptx, None) for name, ptx in gsi_ptx.items()]
+    reports += [(f"GSI {name}", ptx, 64 if name.startswith("fused") else None) for name, ptx in gsi_ptx.items()]
     for name, ptx, max_registers in reports:
         with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
             f.write(ptx)
@@ -119,7 +119,7 @@ def _egsm_ptx(cuda, types, i32, i64, cc) -> dict:
                                                 i64(1))),
         "count_kernel": (count_kernel, (n, n, i64(1), i32(1), i64(1), n, i64(1), i32(1), i32(1))),
         "fill_kernel": (fill_kernel, (i64(1), i32(1), i64(1), n, i64(1), i32(1), i64(1), i32(1), i32(1))),
-        "prune_all_kernel": (prune_all_kernel, (i64(1), i32(1), i32(1), i64(1), i32(1), i32(1))),
+        "prune_all_kernel": (prune_all_kernel, (i64(1), i32(1), i32(1), i64(1), i32(1), i32(1), i64(1), n)),
         "extend_kernel": (extend_kernel, (i64(1), i64(1), i32(1), i64(1), i32(1), i32(1), i32(1), i64(1),
                                           i32(1), n, i64(1), n, n, n, n, n, n, n, n, n, flag, flag, n, flag,
                                           n, i64(3))),
@@ -142,8 +142,8 @@ def _gsi_ptx(cuda, types, i32, i64, u32, cc) -> dict:
                              (i32(1), n, n, n, n, n, n, u32(1), n, i64(1), i32(1), i64(1), n, *index, n, n, n, n,
                               i64(1), i64(1), i32(1), n, n, i64(1), n)),
         f"fused_join ({FUSE_WARPS} warps)": (make_fused_kernel(FUSE_WARPS),
-                       (u32(1), n, n, i32(1), n, i32(1), i32(1), n, n, n, n, n, n, i64(1), i64(1), i32(1), i64(1),
-                        i64(1), n, *index, n, n, n, i64(1), i64(1))),
+                                            (u32(1), n, n, i32(1), n, n, n, i32(1), n, i32(1), i32(1), n, n, n, n,
+                                             n, n, i64(1), i64(1), i32(1), i64(1), i64(1), n, *index, n, i64(1))),
     }
     return {name: cuda.compile_ptx(kernel.py_func, sig, cc=cc)[0]
             for name, (kernel, sig) in signatures.items()}

@@ -61,7 +61,7 @@ W3 = 256
 HIST_BINS = 4096
 T_SYNC = 1.0
 T_LAUNCH = 50.0
-NO_LIMIT = np.int64(2 ** 62)
+_NO_LIMIT = np.int64(2 ** 62)
 # Layer of a row in the block kernel (``s_kind``): none (past the table), warp, pool, queued.
 KIND_NONE, KIND_WARP, KIND_POOL, KIND_QUEUED = 0, 1, 2, 3
 
@@ -226,57 +226,6 @@ def make_balanced_kernels(warps: int) -> BalanceKernels:
     return BalanceKernels(_block_kernel(warps), _heavy_kernel(warps), histogram_kernel)
 
 
-@cuda.jit(device=True)
-def first_edge_group(g, m, rowc, cache, batch, ntile, s_start, s_work, s_kind, s_vert, s_written, wtot, scan,
-                     tab, width, a, col, part, label, bits, ubase, F, gba, num, n, structure, meta, gl, keys,
-                     offs, ci, ci_label, use_cache, w1, w3, dedup, queue, qcount, qinfo, e_lo, e_hi, warps):
-    """One block, rows g*warps .. g*warps + warps - 1 (a warp each): the first linking edge with
-    layers 1-4 of the load balance and duplicate removal, then the other linking edges e_lo..e_hi-1
-    of every row not queued for ``heavy``; num[i] = each row's survivors. Returns this thread's
-    (structure, neighbour, bitset, table) load counts."""
-    w = cuda.threadIdx.x // 32
-    l_struct = l_nbr = l_bits = l_tab = 0
-    i = g * warps + w
-    l_struct += classify_row(i, m, rowc, w, tab, a, width, col, part, n, structure, meta, gl,
-                             keys, offs, w1, w3, queue, qcount, s_start, s_work, s_kind, s_vert, s_written)
-    cuda.syncthreads()
-    pool_rows(g, rowc, width, label, bits, ubase, F, gba, ci, ci_label, structure, s_start,
-              s_work, s_kind, s_written, wtot, scan, warps)
-    kind = s_kind[w]
-    size = np.int64(0)
-    if kind == KIND_POOL:
-        size = s_written[w]
-        l_nbr += (s_work[w] + 31) // 32
-        l_bits += (s_work[w] + 31) // 32
-    if dedup == 0:
-        if kind == KIND_WARP:
-            # no linking edge checked per element (e_hi = e_lo): intersect_row does them below
-            size, batches = warp_first_edge(1, rowc, cache, batch, w, width, s_start[w],
-                                            s_start[w] + s_work[w], ci, ci_label, structure, label,
-                                            bits, ubase, qinfo, e_lo, e_lo, gba, F[i], use_cache)
-            l_nbr += batches
-            l_bits += batches
-    else:
-        written, ln, lb = dedup_warp_rows(rowc, cache, batch, w, width, label, bits, ubase, gba,
-                                          F[i] if i < m else 0, ci, ci_label, structure, s_start,
-                                          s_work, s_kind, s_vert, use_cache, warps)
-        l_nbr += ln
-        l_bits += lb
-        if kind == KIND_WARP:
-            size = written
-    if kind == KIND_WARP or kind == KIND_POOL:
-        size, ls, ln, lt = intersect_row(rowc, batch, ntile, cache, w, qinfo, e_lo, e_hi, gba, F[i],
-                                         size, n, structure, meta, gl, keys, offs, ci, ci_label,
-                                         use_cache)
-        l_struct += ls
-        l_nbr += ln
-        l_tab += lt
-        if cuda.laneid == 0:
-            num[i] = size
-    cuda.syncthreads()
-    return l_struct, l_nbr, l_bits, l_tab
-
-
 def _block_kernel(warps: int):
     Q = MAX_QUERY_VERTICES
     T = warps * 32
@@ -285,7 +234,8 @@ def _block_kernel(warps: int):
     def block_first_edge(tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n, structure,
                          meta, gl, keys, offs, ci, ci_label, use_cache, w1, w3, dedup, queue, qcount,
                          qinfo, e_lo, e_hi, loads, instrument):
-        """:func:`first_edge_group` over the table's row groups (grid-stride)."""
+        """The first linking edge with layers 1-4 of the load balance and duplicate removal, then
+        (fused) the other linking edges e_lo..e_hi-1 of every row not queued for ``heavy``."""
         rowc = cuda.shared.array((warps, Q), np.int32)
         cache = cuda.shared.array((warps, 32), np.int32)
         batch = cuda.shared.array((warps, 32), np.int32)
@@ -297,18 +247,49 @@ def _block_kernel(warps: int):
         s_written = cuda.shared.array(warps, np.int64)
         wtot = cuda.shared.array(warps, np.int32)
         scan = cuda.shared.array(T, np.int32)
+        w = cuda.threadIdx.x // 32
         l_struct = l_nbr = l_bits = l_tab = 0
         g = cuda.blockIdx.x
         while g * warps < m:
-            ls, ln, lb, lt = first_edge_group(g, m, rowc, cache, batch, ntile, s_start, s_work, s_kind, s_vert,
-                                              s_written, wtot, scan, tab, width, a, col, part, label, bits,
-                                              ubase, F, gba, num, n, structure, meta, gl, keys, offs, ci,
-                                              ci_label, use_cache, w1, w3, dedup, queue, qcount, qinfo, e_lo,
-                                              e_hi, warps)
-            l_struct += ls
-            l_nbr += ln
-            l_bits += lb
-            l_tab += lt
+            i = g * warps + w
+            l_struct += classify_row(i, m, rowc, w, tab, a, width, col, part, n, structure, meta, gl,
+                                     keys, offs, w1, w3, queue, qcount, s_start, s_work, s_kind, s_vert,
+                                     s_written)
+            cuda.syncthreads()
+            pool_rows(g, rowc, width, label, bits, ubase, F, gba, ci, ci_label, structure, s_start,
+                      s_work, s_kind, s_written, wtot, scan, warps)
+            kind = s_kind[w]
+            size = np.int64(0)
+            if kind == KIND_POOL:
+                size = s_written[w]
+                l_nbr += (s_work[w] + 31) // 32
+                l_bits += (s_work[w] + 31) // 32
+            if dedup == 0:
+                if kind == KIND_WARP:
+                    # no linking edge checked per element (e_hi = e_lo): intersect_row does them below
+                    size, batches = warp_first_edge(1, rowc, cache, batch, w, width, s_start[w],
+                                                    s_start[w] + s_work[w], ci, ci_label, structure, label,
+                                                    bits, ubase, qinfo, e_lo, e_lo, gba, F[i], use_cache)
+                    l_nbr += batches
+                    l_bits += batches
+            else:
+                written, ln, lb = dedup_warp_rows(rowc, cache, batch, w, width, label, bits, ubase, gba,
+                                                  F[i] if i < m else 0, ci, ci_label, structure, s_start,
+                                                  s_work, s_kind, s_vert, use_cache, warps)
+                l_nbr += ln
+                l_bits += lb
+                if kind == KIND_WARP:
+                    size = written
+            if kind == KIND_WARP or kind == KIND_POOL:
+                size, ls, ln, lt = intersect_row(rowc, batch, ntile, cache, w, qinfo, e_lo, e_hi, gba, F[i],
+                                                 size, n, structure, meta, gl, keys, offs, ci, ci_label,
+                                                 use_cache)
+                l_struct += ls
+                l_nbr += ln
+                l_tab += lt
+                if cuda.laneid == 0:
+                    num[i] = size
+            cuda.syncthreads()
             g += cuda.gridDim.x
         if cuda.laneid == 0:
             add_load_counts(loads, instrument, l_struct, l_nbr, l_bits, l_tab)
@@ -460,7 +441,7 @@ class LoadBalancer:
             return histogram_thresholds(self.h_hist, self.sms, T)
         if self.load_balance:
             return self.w1, self.w3
-        return NO_LIMIT, NO_LIMIT
+        return _NO_LIMIT, _NO_LIMIT
 
     def first_edge(self, tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n, idx, max_list,
                    counts, qinfo, e_lo, e_hi, loads, stream=0) -> None:

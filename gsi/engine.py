@@ -69,8 +69,8 @@ FIRST_SLICE_ROWS = 1 if _SIM else 1 << 12
 SINGLE_BLOCK_ROUNDS = 16
 #: ``scan_link`` also links when the new table has at most this many rows per block thread.
 LINK_FUSE_ROUNDS = 64
-#: Warps of the one-launch join's block (at most 128 registers a thread: 104 on sm_90).
-FUSE_WARPS = 2 if _SIM else 16
+#: Warps of the one-launch join's block (its kernel is held to 64 registers: 12 bytes spilled on sm_90).
+FUSE_WARPS = 2 if _SIM else 32
 #: Default ``fuse_rows``: rows per warp of a table whose remaining levels run in one launch.
 FUSE_ROWS_PER_WARP = 8
 #: The one-launch join stops before a level whose GBA has more than this many elements per row
@@ -482,14 +482,12 @@ class GSI(Engine):
         if q.deadline is not None and time.perf_counter() > q.deadline:
             raise _Stop(Status.TIMEOUT)
         compact = level0 == 0
-        w3 = np.int64(self.w3) if self.load_balance else balance.NO_LIMIT
         self.fused[1, 32 * FUSE_WARPS](
             self.d_bits, self.nwords, q.nq, self.d_qinfo, _QI_STEPS, level0, rows0,
             self.d_regions[0] if compact else self._table(level0), int(compact), *self.d_regions,
             self.region_elems, self.fuse_rows, FUSE_GBA_PER_ROW * self.fuse_rows, self._rows_cap,
             self._gba().size, int(q.collect), self.d_counts, self.d_F, self._gba(), self.d_num, self.d_P, self.n,
-            *self.d_index.args(), int(self.write_cache), w3, int(self.duplicate_removal), self.lb.qcount,
-            self.d_fused_out)
+            *self.d_index.args(), int(self.write_cache), self.d_fused_out)
         out = download(self.d_fused_out, self.h_fused_out)
         level, joined = int(out[OUT_LEVEL]), int(out[OUT_JOINED])
         q.chunks += joined

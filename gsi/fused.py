@@ -4,16 +4,17 @@ iteration's kernels from the host).
 A query whose tables stay small pays for launches and host round trips, not for work: level by
 level, Prealloc-Combine is a row-count scan, the first-edge kernel and a survivor scan, and the
 host must read each level's row count before it can size the next. ``fused_join`` runs those
-same steps (:mod:`gsi.join`'s per-row device functions and :func:`gsi.balance.first_edge_group`)
-for the levels from ``level0`` on inside one block, with block barriers between the steps and
-the row counts kept on the device:
+same steps (:mod:`gsi.join`'s per-row device functions) for the levels from ``level0`` on inside
+one block, with block barriers between the steps and the row counts kept on the device:
 
 1. with ``compact`` (``level0`` = 0), C(u_start) compacted from its bitset into the level-0
    table (:func:`gsi.filter.compact_bitset`); otherwise level0's table is ``tab_in``;
 2. per level: each row's |N(v', l0)| and their exclusive scan (GBA offsets, the GBA size);
-   the first linking edge with duplicate removal and the pool layer of the load balance (layer 1,
-   a whole block per queued row, has no other block to go to: ``w1`` is unbounded) and the other
-   linking edges; the survivors' scan (the new table's offsets); the new table written.
+   the first linking edge and the other linking edges (:func:`gsi.join.first_edge_row`, a warp
+   per row, each warp through its rows without waiting for the others: the load balance and
+   duplicate removal, which spread and share work between the warps and blocks of a large
+   table, cost a small one block-wide barriers); the survivors' scan (the new table's offsets);
+   the new table written.
 
 Tables it writes alternate between two pooled regions (level L in region L % 2). The launch
 stops, leaving its state for the host's level-by-level path, where a level stops being small:
@@ -39,9 +40,17 @@ import numpy as np
 
 from common.device import cuda, jit
 
-from .balance import NO_LIMIT, first_edge_group
 from .filter import compact_bitset
-from .join import EDGE_COL, EDGE_FIELDS, EDGE_LABEL, EDGE_PART, MAX_QUERY_VERTICES, link_row, scan_rows_round
+from .join import (
+    EDGE_COL,
+    EDGE_FIELDS,
+    EDGE_LABEL,
+    EDGE_PART,
+    MAX_QUERY_VERTICES,
+    first_edge_row,
+    link_row,
+    scan_rows_round,
+)
 from .pcsr import neighbor_range
 
 OUT_LEVEL, OUT_ROWS, OUT_COUNT, OUT_JOINED, OUT_ITER = 0, 1, 2, 3, 4
@@ -64,25 +73,19 @@ def make_fused_kernel(warps: int):
     Q = MAX_QUERY_VERTICES
     T = warps * 32
 
-    @jit
+    @jit(max_registers=64)                 # blocks of up to 32 warps (72-80 registers unbounded)
     def fused_join(bits, nwords, nq, qinfo, steps, level0, m0, tab_in, compact, region0, region1, region_elems,
                    fuse_rows, fuse_gba, rows_cap, gba_cap, collect, counts, F, gba, num, P, n, structure, meta, gl,
-                   keys, offs, ci, ci_label, use_cache, w3, dedup, qcount, out):
+                   keys, offs, ci, ci_label, use_cache, out):
         """The join levels from ``level0`` (its m0 rows in ``tab_in``; with ``compact``, level 0
         compacted from C(u_start) first) in one block; see the module docstring."""
         rowc = cuda.shared.array((warps, Q), np.int32)
         cache = cuda.shared.array((warps, 32), np.int32)
-        batch = cuda.shared.array((warps, 32), np.int32)
+        btile = cuda.shared.array((warps, 32), np.int32)
         ntile = cuda.shared.array((warps, 32), np.int32)
-        s_start = cuda.shared.array(warps, np.int64)
-        s_work = cuda.shared.array(warps, np.int64)
-        s_kind = cuda.shared.array(warps, np.int32)
-        s_vert = cuda.shared.array(warps, np.int32)
-        s_written = cuda.shared.array(warps, np.int64)
-        wtot = cuda.shared.array(warps, np.int32)
-        scan = cuda.shared.array(T, np.int32)
         wsum = cuda.shared.array(warps, np.int64)
         tid = cuda.threadIdx.x
+        w = tid // 32
         if compact != 0:            # level 0: C(u_start), the first vertex of the order, ascending
             compact_bitset(bits, qinfo[steps] * nwords, nwords, region0, wsum, warps)
             cuda.syncthreads()
@@ -115,14 +118,14 @@ def make_fused_kernel(warps: int):
                 stop_at(out, level, m, level - level0)
                 return
             cuda.syncthreads()
-            # the first linking edge (pool layer, duplicate removal), then the other linking edges
-            g = 0
-            while g * warps < m:
-                first_edge_group(g, m, rowc, cache, batch, ntile, s_start, s_work, s_kind, s_vert, s_written,
-                                 wtot, scan, tab, width, 0, col0, part0, lab0, bits, ubase, F, gba, num, n,
-                                 structure, meta, gl, keys, offs, ci, ci_label, use_cache, NO_LIMIT, w3, dedup,
-                                 counts, qcount, qinfo, e0 + 1, e_hi, warps)
-                g += 1
+            # the first linking edge, then the other linking edges: each warp its own rows
+            i = w
+            while i < m:
+                first_edge_row(rowc, cache, btile, ntile, w, tab, i, i, width, col0, part0, lab0, bits, ubase, F,
+                               gba, num, n, structure, meta, gl, keys, offs, ci, ci_label, use_cache, qinfo,
+                               e0 + 1, e_hi)
+                i += warps
+            cuda.syncthreads()
             # the survivors' offsets in the new table
             carry = np.int64(0)
             r0 = 0

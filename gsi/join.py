@@ -490,6 +490,24 @@ def _offset_kernels(warps: int):
     return row_counts, counts_scan
 
 
+@cuda.jit(device=True)
+def first_edge_row(rowc, cache, btile, ntile, w, tab, row, i, width, col, part, label, bits, ubase, F, gba,
+                   num, n, structure, meta, gl, keys, offs, ci, ci_label, use_cache, qinfo, e_lo, e_hi):
+    """One warp, row ``row`` of ``tab`` (index i of the iteration): gba[F[i]:] = (N(v', l0) minus
+    the row) ∩ C(u), then intersected with the linking edges e_lo..e_hi-1 of ``qinfo``; num[i] =
+    its size. Returns the (structure, neighbour, bitset, table) load counts."""
+    load_row(rowc, w, tab, row, width)
+    s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, part, rowc[w, col], n)
+    # no linking edge checked per element (e_hi = e_lo): intersect_row does them next
+    written, batches = warp_first_edge(1, rowc, cache, btile, w, width, s, e, ci, ci_label, structure, label,
+                                       bits, ubase, qinfo, e_lo, e_lo, gba, F[i], use_cache)
+    size, ls, ln, lt = intersect_row(rowc, btile, ntile, cache, w, qinfo, e_lo, e_hi, gba, F[i], written, n,
+                                     structure, meta, gl, keys, offs, ci, ci_label, use_cache)
+    if cuda.laneid == 0:
+        num[i] = size
+    return ld + ls, batches + ln, batches, lt
+
+
 def _set_kernels(warps: int):
     """GPU-friendly set operations (a warp per row): the first edge, fused with the others."""
     Q = MAX_QUERY_VERTICES
@@ -497,8 +515,7 @@ def _set_kernels(warps: int):
     @jit
     def first_edge(tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n, structure, meta,
                    gl, keys, offs, ci, ci_label, use_cache, qinfo, e_lo, e_hi, loads, instrument):
-        """A warp per row: gba[F[i]:] = (N(v', l0) minus row) ∩ C(u), then intersected with the
-        linking edges e_lo..e_hi-1 of ``qinfo`` (fused: one launch); num[i] = its size."""
+        """A warp per row: :func:`first_edge_row` (the other linking edges fused: one launch)."""
         rowc = cuda.shared.array((warps, Q), np.int32)
         cache = cuda.shared.array((warps, 32), np.int32)
         btile = cuda.shared.array((warps, 32), np.int32)
@@ -507,21 +524,13 @@ def _set_kernels(warps: int):
         l_struct = l_nbr = l_bits = l_tab = 0
         i = cuda.blockIdx.x * warps + w
         while i < m:
-            load_row(rowc, w, tab, a + i, width)
-            s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, part, rowc[w, col], n)
-            # no linking edge checked per element (e_hi = e_lo): intersect_row does them next
-            written, batches = warp_first_edge(1, rowc, cache, btile, w, width, s, e, ci, ci_label,
-                                               structure, label, bits, ubase, qinfo, e_lo, e_lo, gba,
-                                               F[i], use_cache)
-            size, ls, ln, lt = intersect_row(rowc, btile, ntile, cache, w, qinfo, e_lo, e_hi, gba, F[i],
-                                             written, n, structure, meta, gl, keys, offs, ci, ci_label,
-                                             use_cache)
-            l_struct += ld + ls
-            l_nbr += batches + ln
-            l_bits += batches
+            ls, ln, lb, lt = first_edge_row(rowc, cache, btile, ntile, w, tab, a + i, i, width, col, part, label,
+                                            bits, ubase, F, gba, num, n, structure, meta, gl, keys, offs, ci,
+                                            ci_label, use_cache, qinfo, e_lo, e_hi)
+            l_struct += ls
+            l_nbr += ln
+            l_bits += lb
             l_tab += lt
-            if cuda.laneid == 0:
-                num[i] = size
             i += cuda.gridDim.x * warps
         if cuda.laneid == 0:
             add_load_counts(loads, instrument, l_struct, l_nbr, l_bits, l_tab)

@@ -127,9 +127,9 @@ def test_per_centre_wedge_filter_equals_one_block(data, monkeypatch):
     (and it does remove some)."""
     cpu = create_engine("cpu").prepare(data)
     qs = [random_walk_query(data, 6, seed=8), random_walk_query(data, 5, seed=7)]
-    fused = [EGSM().prepare(data).match(q) for q in qs]
+    fused = [EGSM(wedge_filter_min_edges=0).prepare(data).match(q) for q in qs]
     monkeypatch.setattr(egsm_engine, "FUSED_PRUNE_CELLS", 0)      # one launch per centre
-    apart = [EGSM().prepare(data).match(q) for q in qs]
+    apart = [EGSM(wedge_filter_min_edges=0).prepare(data).match(q) for q in qs]
     for q, f, a in zip(qs, fused, apart):
         assert f.count == a.count == cpu.match(q).count
         assert f.stats["candidate_edges"] == a.stats["candidate_edges"]
@@ -142,6 +142,36 @@ def test_per_centre_wedge_filter_equals_one_block(data, monkeypatch):
         bounds = prune_phases(own, np.concatenate((delta, delta[::-1]))).tolist()
         widths += [b - a for a, b in zip(bounds, bounds[1:])]
     assert max(widths) > 1
+
+
+@pytest.mark.parametrize("small_scan", [None, 0], ids=["total-on-device", "total-on-host"])
+def test_wedge_filter_skipped_below_min_edges(data, monkeypatch, small_scan):
+    """The wedge filter runs on indexes of at least ``wedge_filter_min_edges`` level-3 entries:
+    at the query's own total it runs (the paper's result), one above it the index is NoF3's;
+    compared on the device (one-block scan: the total stays there) and on the host (multi-block
+    scan); the default skips these tiny indexes. Counts never change."""
+    import egsm.layout as layout
+    if small_scan is not None:
+        monkeypatch.setattr(layout, "SMALL_SCAN", small_scan)
+    cpu = create_engine("cpu").prepare(data)
+    nof3 = EGSM(variant="NoF3").prepare(data)
+    pruned = 0
+    for q in (random_walk_query(data, 6, seed=8), random_walk_query(data, 5, seed=7)):
+        always = EGSM(wedge_filter_min_edges=0).prepare(data).match(q)
+        total = always.stats["candidate_edges_before_wedge"]
+        at = EGSM(wedge_filter_min_edges=total).prepare(data).match(q)
+        above = EGSM(wedge_filter_min_edges=total + 1).prepare(data).match(q)
+        default = EGSM().prepare(data).match(q)
+        plain = nof3.match(q)
+        assert always.count == at.count == above.count == default.count == plain.count == cpu.match(q).count
+        assert always.stats["wedge_filter_applied"] and at.stats["wedge_filter_applied"]
+        assert not above.stats["wedge_filter_applied"] and not default.stats["wedge_filter_applied"]
+        assert at.stats["candidate_edges"] == always.stats["candidate_edges"]
+        assert above.stats["candidate_edges"] == default.stats["candidate_edges"] == plain.stats["candidate_edges"]
+        pruned += sum(always.stats["candidate_edges"]) < sum(plain.stats["candidate_edges"])
+    assert pruned                                   # the filter removed edges somewhere
+    with pytest.raises(ValueError, match="wedge_filter_min_edges"):
+        EGSM(wedge_filter_min_edges=-1)
 
 
 def test_batch_larger_than_one_filter_launch(data, monkeypatch):
