@@ -17,8 +17,10 @@ Options (variants of the paper's Table 4 are options of this one class):
   Our choice beyond the paper: on smaller indexes it removed no enumeration time and cost its
   one-block launch (HPRD dense-16, every index under 2,000 edges: 1.05-1.15x the wall of
   ``NoF3``, enumeration equal; yeast dense-8 up to 26,000 edges: 1.10-1.26x; above that it
-  starts to pay: docs/performance.md, "Session 12"). Counts never change; ``stats`` says
-  whether it ran (``wedge_filter_applied``). The paper's experiments pass 0.
+  starts to pay: docs/performance.md, "Session 12"). The host skips the launch when the
+  level-3 bound (the candidates' degree sums) is under it, else the kernel compares the total
+  the one-block scan left on the device. Counts never change; ``stats`` says whether it ran
+  (``wedge_filter_applied``). The paper's experiments pass 0.
 * ``split_threshold`` (TH1 = 1024) and ``split_records`` (capacity of the split-record pool,
   65536 records of 40 int64): look-forward load balancing.
 * ``queue_bytes``: size of the cyclic partial-result queue; default: half of the device-memory
@@ -517,9 +519,12 @@ class EGSM(Engine):
             fill_kernel[_blocks(cells * L.WARP), L.BUILD_THREADS](
                 self.d_meta, keys, masks, moff, self.d_offsets, self.d_neighbors, off, nbr, removed)
             check()
-        # with the level-3 total on the device only (ctrl[C_LEVEL3]), the kernels compare it
-        min_edges = self.wedge_filter_min_edges if total_slots is None else 0
-        if self.wedge_filter and (total_slots is None or total_slots >= self.wedge_filter_min_edges):
+        # skipped when the total is known to be under wedge_filter_min_edges (its bound, or the
+        # total itself, on the host); when only the device knows it (ctrl[C_LEVEL3]), the kernels
+        # compare it
+        least = self.wedge_filter_min_edges
+        min_edges = least if total_slots is None else 0
+        if self.wedge_filter and level3_bound >= least and (total_slots is None or total_slots >= least):
             with timer.phase("filter"):
                 if max_cells <= FUSED_PRUNE_CELLS:
                     prune_all_kernel[1, PRUNE_THREADS](self.d_meta, keys, cnt, off, nbr, removed, self.d_ctrl,

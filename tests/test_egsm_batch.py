@@ -212,22 +212,25 @@ def test_fixed_cost_launches_and_copies(data, kernel_calls):
     """A small query: one filter launch, no per-centre wedge-filter launches, one-block scans,
     one launch per stage, 3 host reads (|C(u)| with the degree sums, ctrl + einfo, final ctrl:
     the level-3 lists are sized by the degree-sum bound), no synchronize; a batch shares the
-    filter launch and its copy. Fills (memsets on a GPU, launches here) are not counted."""
+    filter launch and its copy. Fills (memsets on a GPU, launches here) are not counted. The
+    one-block wedge filter is launched when asked for on every index; by default this index's
+    level-3 bound is under ``wedge_filter_min_edges``: no launch."""
     cpu = create_engine("cpu").prepare(data)
     q = random_walk_query(data, 6, seed=8)
-    engine = EGSM().prepare(data)
-    engine.match(q)                                   # kernels compiled, buffers grown
     calls = kernel_calls
-    calls.update(launches=[], copies=0, uploads=0, syncs=0)
-    got = engine.match(q)
-    assert got.count == cpu.match(q).count > 0
-    stages = len(got.stats["groups"])
-    launched = [name for name in calls["launches"] if name != "_fill_kernel"]
-    assert launched.count("candidate_kernel") == 1 and launched.count("prune_all_kernel") == 1
-    assert "prune_kernel" not in launched and "scan_tiles" not in launched
-    assert launched.count("extend_kernel") == stages
-    assert len(launched) == 8 + stages, launched
-    assert calls["copies"] == 3 and calls["syncs"] == 0
+    for min_edges, prunes in ((0, 1), (None, 0)):
+        engine = EGSM(wedge_filter_min_edges=min_edges).prepare(data)
+        engine.match(q)                               # kernels compiled, buffers grown
+        calls.update(launches=[], copies=0, uploads=0, syncs=0)
+        got = engine.match(q)
+        assert got.count == cpu.match(q).count > 0
+        stages = len(got.stats["groups"])
+        launched = [name for name in calls["launches"] if name != "_fill_kernel"]
+        assert launched.count("candidate_kernel") == 1 and launched.count("prune_all_kernel") == prunes
+        assert "prune_kernel" not in launched and "scan_tiles" not in launched
+        assert launched.count("extend_kernel") == stages
+        assert len(launched) == 7 + prunes + stages, launched
+        assert calls["copies"] == 3 and calls["syncs"] == 0
     qs = [q, random_walk_query(data, 5, seed=7), random_walk_query(data, 4, seed=1)]
     calls["launches"].clear()
     calls["copies"] = 0
