@@ -96,12 +96,15 @@ def time_batched(engine, queries, timeout_s):
 
 def time_interleaved(engines: dict, queries, timeout_s):
     """{engine name: [(wall seconds, result)] per query}, every engine answering each query in
-    turn (the order rotated by one per query)."""
+    turn: the order rotated by one per query and reversed every other query, so that no engine
+    always runs right after the same one (an engine that follows a similar one, such as an
+    ablation of itself, finds the host's caches warm: 5-10% in session 12's runs)."""
     names = list(engines)
     out = {name: [] for name in names}
     gc.collect()
     for i, query in enumerate(queries):
-        for name in names[i % len(names):] + names[:i % len(names)]:
+        order = names[i % len(names):] + names[:i % len(names)]
+        for name in order[::-1] if i % 2 else order:
             start = time.perf_counter()
             result = engines[name].match(query, timeout_s=timeout_s)
             out[name].append((time.perf_counter() - start, result))

@@ -72,7 +72,7 @@ LINK_FUSE_ROUNDS = 64
 #: Warps of the one-launch join's block (its kernel is held to 64 registers: 12 bytes spilled on sm_90).
 FUSE_WARPS = 2 if _SIM else 32
 #: Default ``fuse_rows``: rows per warp of a table whose remaining levels run in one launch.
-FUSE_ROWS_PER_WARP = 4
+FUSE_ROWS_PER_WARP = 8
 #: The one-launch join stops before a level whose GBA has more than this many elements per row
 #: of ``fuse_rows`` (a level's work in one block stays about that of ``fuse_rows`` light rows).
 FUSE_GBA_PER_ROW = 16
