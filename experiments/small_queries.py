@@ -8,8 +8,9 @@ untimed (kernels compiled, buffers grown); then every query is timed, wall clock
 (``batched``: the set's total divided per query). Printed last: per workload and engine, the
 median and total ms per query, the ratio to ``cpu`` measured in the same run, and the count check.
 ``--interleave`` times the one-at-a-time passes query by query instead: every engine answers
-query 1 (in an order rotated per query), then query 2, and so on, so a drift of the host's speed
-(2x between runs on the lent machines, docs/performance.md) hits every engine alike; the table's
+query 1 (in an order rotated per query and reversed every other query), then query 2, and so
+on, so a drift of the host's speed (2x between runs on the lent machines, docs/performance.md)
+hits every engine alike; the table's
 ``ratio_vs_cpu`` (the median over queries of each query's wall against the CPU reference's for the
 same query) is then a same-moment comparison. Engines are compared fairly either way: each one
 prepares the data graph once and is warmed before any timing.
