@@ -21,8 +21,13 @@ other linking edges (one launch); a table of at most ``SINGLE_BLOCK_ROUNDS`` row
 thread gets its row counts and GBA offsets from one one-block launch (``counts_scan``) and its
 survivor scan and new table from another (``scan_link``, when the new table surely fits: GBA's
 size or rows x longest list), so such a level costs 3 launches and one copy back; larger tables
-use the grid kernels and the multi-block scan. Buffers come from a :class:`BufferPool`; a
-query's join state is a ``_Query``, not the engine's. ``limit`` stops after that many embeddings;
+use the grid kernels and the multi-block scan. Before all of that, a query whose tables have at
+most ``fuse_rows`` rows joins them in one launch of one block (:mod:`gsi.fused`: C(u_start) and
+every level, the row counts kept on the device, one copy back), handing over to the levels above
+where a table grows and taking the rest back where one shrinks; our choice (GSI launches each
+iteration from the host): a small HPRD query went from 47 launches and 16 copies back to 2 and
+2, 2.0x the CPU reference to 0.9x (docs/performance.md, "Session 12"). Buffers come from a
+:class:`BufferPool`; a query's join state is a ``_Query``, not the engine's. ``limit`` stops after that many embeddings;
 ``timeout_s`` is checked before every slice of every level; while a deadline is set, slices
 are sized to about 50 ms on the GPU and in the simulator alike (a GPU's first slice is 4096 rows,
 so a small table is still one slice), so the overrun is about one slice (docs/performance.md, "Deadline overruns").
