@@ -100,8 +100,8 @@ Statistics (``MatchResult.stats``): ``candidate_sizes`` (|C(u)| per query vertex
 adaptive order is each warp's own; a query stopped before grouping reports the plan on
 |C(u)| |C(u')|), ``groups``, candidate edges per relation |R(u, u')| (list and mean),
 candidate-index bytes (level 1 + 2 + 3 and the compacted key lists), filtering seconds (filter +
-index phases), stage row counts, whether the
-BFS-to-DFS fallback ran, cuckoo rebuilds.
+index phases), whether the wedge filter ran (``wedge_filter_applied``), stage row counts, whether
+the BFS-to-DFS fallback ran, cuckoo rebuilds.
 """
 
 from __future__ import annotations
