@@ -67,7 +67,8 @@ def decompose(query: Graph, label_frequencies: np.ndarray) -> list[Twig]:
     for a, b in _query_edges(query):
         adjacency[a].add(b)
         adjacency[b].add(a)
-    freq = np.maximum(np.asarray(label_frequencies, dtype=np.float64)[query.labels], 1.0)
+    # Python floats: numpy's per-scalar cost was most of a small query's decomposition
+    freq = np.maximum(np.asarray(label_frequencies, dtype=np.float64)[query.labels], 1.0).tolist()
 
     def score(x: int) -> float:
         return len(adjacency[x]) / freq[x]
@@ -172,27 +173,29 @@ def join_plan(twigs: list[Twig], num_query_vertices: int, order: list[int] | Non
         slot[x] = len(slot)
     builds = [twigs[i] for i in order]
     width = max([len(t.columns) for t in builds], default=1)
-    shape = (max(len(builds), 1), width)
-    keycol, keyslot, newcol = (np.zeros(shape, np.int32) for _ in range(3))
-    nkeys, nnew, first_new = (np.zeros(shape[0], np.int64) for _ in range(3))
+    rows = max(len(builds), 1)
+    # built in Python lists (numpy's per-element cost was most of a small query's plan)
+    keycol, keyslot, newcol = ([[0] * width for _ in range(rows)] for _ in range(3))
+    nkeys, nnew, first_new = ([0] * rows for _ in range(3))
     for k, twig in enumerate(builds):
         if not any(x in slot for x in twig.columns):
             raise ValueError(f"STwig {twig} shares no vertex with the relations joined before it")
         first_new[k] = len(slot)
         for c, x in enumerate(twig.columns):
             if x in slot:
-                keycol[k, nkeys[k]], keyslot[k, nkeys[k]] = c, slot[x]
+                keycol[k][nkeys[k]], keyslot[k][nkeys[k]] = c, slot[x]
                 nkeys[k] += 1
             else:
-                newcol[k, nnew[k]] = c
+                newcol[k][nnew[k]] = c
                 nnew[k] += 1
-        for c in newcol[k, :nnew[k]]:
+        for c in newcol[k][:nnew[k]]:
             slot[twig.columns[c]] = len(slot)
     if len(slot) != num_query_vertices:
         raise ValueError("the STwigs do not cover every query vertex")
     vertex_of_slot = np.empty(num_query_vertices, np.int64)
-    for x, s in slot.items():
-        vertex_of_slot[s] = x
+    vertex_of_slot[list(slot.values())] = list(slot.keys())
+    keycol, keyslot, newcol = (np.array(a, np.int32) for a in (keycol, keyslot, newcol))
+    nkeys, nnew, first_new = (np.array(a, np.int64) for a in (nkeys, nnew, first_new))
     return JoinPlan(tuple(twigs), tuple(order), vertex_of_slot, nkeys, nnew, first_new, keycol, keyslot, newcol)
 
 
