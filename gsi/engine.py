@@ -417,7 +417,7 @@ class GSI(Engine):
             stats["order"] = list(q.plan.order)
         start_rows = int(sizes[q.plan.order[0]])
         q.iter_rows[0] = start_rows
-        fused = nq > 1 and start_rows <= self.fuse_rows
+        fused = nq > 1 and start_rows <= min(self.fuse_rows, self._rows_cap)
         if not fused:
             with timer.phase("filter"):
                 self.compact[1, self.block_threads](self.d_bits, q.plan.order[0] * self.nwords, self.nwords,
@@ -475,7 +475,7 @@ class GSI(Engine):
     def _join_from(self, q: _Query, level: int, rows: int) -> None:
         """The iterations from ``level`` (its table written, ``rows`` rows): in one launch while
         the tables are small (:meth:`_fused_join`), else level by level."""
-        if q.fuse and rows <= self.fuse_rows:
+        if q.fuse and rows <= min(self.fuse_rows, self._rows_cap):      # its per-row arrays hold them
             self._fused_join(q, level, rows)
         else:
             self._run_level(q, level, rows)
