@@ -12,11 +12,12 @@ one block, with block barriers between the steps and the row counts kept on the 
 2. per level: each row's |N(v', l0)| and their exclusive scan (GBA offsets, the GBA size);
    the first linking edge and the other linking edges (:func:`gsi.join.first_edge_row`, a warp
    per row, each warp through its rows without waiting for the others: the load balance and
-   duplicate removal, which spread and share work between the warps and blocks of a large
-   table, cost a small one block-wide barriers); the survivors' scan (the new table's offsets);
-   the new table written.
+   duplicate removal spread and share the work of a large table between warps and blocks, and
+   to a small one they only add block-wide barriers); the survivors' scan (the new table's
+   offsets); the new table written.
 
-Tables it writes alternate between two pooled regions (level L in region L % 2). The launch
+Tables it writes alternate between two regions the engine allocates once (level L in region
+L % 2). The launch
 stops, leaving its state for the host's level-by-level path, where a level stops being small:
 before a level whose GBA exceeds ``fuse_gba`` or the GBA buffer, or whose new table would not fit
 a region, and after writing a table of more than ``fuse_rows`` rows. The host copies the table
