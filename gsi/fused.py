@@ -48,11 +48,11 @@ from .join import (
     EDGE_LABEL,
     EDGE_PART,
     MAX_QUERY_VERTICES,
+    block_row_counts,
+    block_survivor_offsets,
     first_edge_row,
     link_row,
-    scan_rows_round,
 )
-from .pcsr import neighbor_range
 
 OUT_LEVEL, OUT_ROWS, OUT_COUNT, OUT_JOINED, OUT_ITER = 0, 1, 2, 3, 4
 OUT_SIZE = OUT_ITER + MAX_QUERY_VERTICES
@@ -72,7 +72,6 @@ def stop_at(out, level, rows, joined):
 def make_fused_kernel(warps: int):
     """The one-block join for blocks of ``warps`` warps (shared-memory shapes are compile-time)."""
     Q = MAX_QUERY_VERTICES
-    T = warps * 32
 
     @jit(max_registers=64)                 # blocks of up to 32 warps (72-80 registers unbounded)
     def fused_join(bits, nwords, nq, qinfo, steps, level0, m0, tab_in, compact, region0, region1, region_elems,
@@ -103,18 +102,8 @@ def make_fused_kernel(warps: int):
             part0 = qinfo[e0 * EDGE_FIELDS + EDGE_PART]
             lab0 = qinfo[e0 * EDGE_FIELDS + EDGE_LABEL]
             # each row's |N(v', l0)| and its GBA offset
-            carry = np.int64(0)
-            r0 = 0
-            while r0 < m:
-                i = r0 + tid
-                c = np.int64(0)
-                if i < m:
-                    s, e, _ = neighbor_range(structure, meta, gl, keys, offs, part0, tab[i * width + col0], n)
-                    c = e - s
-                    counts[i] = c
-                carry = scan_rows_round(i, m, c, F, carry, wsum, warps)
-                r0 += T
-            gba_total = carry
+            gba_total, _ = block_row_counts(tab, width, 0, m, col0, part0, n, structure, meta, gl, keys, offs,
+                                            counts, F, wsum, warps)
             if gba_total > gba_cap or gba_total > fuse_gba:
                 stop_at(out, level, m, level - level0)
                 return
@@ -127,14 +116,7 @@ def make_fused_kernel(warps: int):
                                e0 + 1, e_hi)
                 i += warps
             cuda.syncthreads()
-            # the survivors' offsets in the new table
-            carry = np.int64(0)
-            r0 = 0
-            while r0 < m:
-                i = r0 + tid
-                carry = scan_rows_round(i, m, np.int64(num[i]) if i < m else np.int64(0), P, carry, wsum, warps)
-                r0 += T
-            rows = carry
+            rows = block_survivor_offsets(m, num, P, wsum, warps)       # the new table's row offsets
             last = level + 2 == nq
             if last and collect == 0:
                 if tid == 0:

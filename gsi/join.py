@@ -317,6 +317,39 @@ def scan_rows_round(i, m, value, dst, carry, wsum, warps):
 
 
 @cuda.jit(device=True)
+def block_row_counts(tab, width, a, m, col, part, n, structure, meta, gl, keys, offs, counts, F, wsum, warps):
+    """One block: counts[i] = |N(tab[a + i, col], part)| and their exclusive scan into F (GBA
+    offsets), round after round; returns (the GBA size, this thread's structure loads)."""
+    carry = np.int64(0)
+    total_ld = 0
+    r0 = 0
+    while r0 < m:
+        i = r0 + cuda.threadIdx.x
+        c = np.int64(0)
+        if i < m:
+            s, e, ld = neighbor_range(structure, meta, gl, keys, offs, part, tab[(a + i) * width + col], n)
+            c = e - s
+            counts[i] = c
+            total_ld += ld
+        carry = scan_rows_round(i, m, c, F, carry, wsum, warps)
+        r0 += warps * 32
+    return carry, total_ld
+
+
+@cuda.jit(device=True)
+def block_survivor_offsets(m, num, P, wsum, warps):
+    """One block: the exclusive scan of the survivors num[:m] into P (the new table's row
+    offsets); returns the new table's rows."""
+    carry = np.int64(0)
+    r0 = 0
+    while r0 < m:
+        i = r0 + cuda.threadIdx.x
+        carry = scan_rows_round(i, m, np.int64(num[i]) if i < m else np.int64(0), P, carry, wsum, warps)
+        r0 += warps * 32
+    return carry
+
+
+@cuda.jit(device=True)
 def row_has(tab, row, width, x):
     """Whether row ``row`` of the table (``width`` columns, one thread reading it) holds x."""
     for j in range(width):
@@ -443,7 +476,6 @@ class JoinKernels(NamedTuple):
 
 def _offset_kernels(warps: int):
     """Prealloc-Combine's sizing and writing steps: row counts, scans, link."""
-    T = 32 * warps
 
     @jit
     def row_counts(tab, width, a, m, col, part, n, structure, meta, gl, keys, offs, ci, ci_label,
@@ -467,24 +499,12 @@ def _offset_kernels(warps: int):
         """One block: ``row_counts`` and the exclusive scan of the counts into F (GBA offsets) in
         one launch, the GBA size left in cells[CELL_GBA] (for tables of a few blocks' rows)."""
         wsum = cuda.shared.array(warps, np.int64)
-        tid = cuda.threadIdx.x
-        if tid == 0:
+        if cuda.threadIdx.x == 0:
             qcount[0] = 0
-        carry = np.int64(0)
-        total_ld = 0
-        r0 = 0
-        while r0 < m:
-            i = r0 + tid
-            c = np.int64(0)
-            if i < m:
-                s, e, ld = neighbor_range(structure, meta, gl, keys, offs, part, tab[(a + i) * width + col], n)
-                c = e - s
-                counts[i] = c
-                total_ld += ld
-            carry = scan_rows_round(i, m, c, F, carry, wsum, warps)
-            r0 += T
-        if tid == 0:
-            cells[CELL_GBA] = carry
+        total, total_ld = block_row_counts(tab, width, a, m, col, part, n, structure, meta, gl, keys, offs, counts,
+                                           F, wsum, warps)
+        if cuda.threadIdx.x == 0:
+            cells[CELL_GBA] = total
         add_loads(loads, instrument, LOAD_STRUCTURE, total_ld)
 
     return row_counts, counts_scan
@@ -539,7 +559,6 @@ def _set_kernels(warps: int):
 
 
 def _link_kernels(warps: int):
-    T = 32 * warps
 
     @jit
     def link(tab, width, a, m, buf, boff, num, P, out):
@@ -556,14 +575,9 @@ def _link_kernels(warps: int):
         is known to fit ``out``)."""
         wsum = cuda.shared.array(warps, np.int64)
         tid = cuda.threadIdx.x
-        carry = np.int64(0)
-        r0 = 0
-        while r0 < m:
-            i = r0 + tid
-            carry = scan_rows_round(i, m, np.int64(num[i]) if i < m else np.int64(0), P, carry, wsum, warps)
-            r0 += T
+        rows = block_survivor_offsets(m, num, P, wsum, warps)
         if tid == 0:
-            cells[CELL_OUT] = carry
+            cells[CELL_OUT] = rows
         if write != 0:
             cuda.syncthreads()              # P of every row is visible to the whole block
             i = tid // 32
