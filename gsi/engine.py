@@ -99,7 +99,6 @@ class _Query:
     deadline: float | None
     slice_rows: int
     plan: object = None
-    edge_start: list = field(default_factory=list)
     count: int = 0
     rows_out: list = field(default_factory=list)
     iter_rows: list = field(default_factory=list)
@@ -376,21 +375,20 @@ class GSI(Engine):
 
     def _plan(self, query: Graph, q: _Query, sizes: np.ndarray) -> None:
         """Algorithm 2's order and linking edges; the join steps and edges go to ``qinfo`` (one
-        copy): step 0 is (u_start, |C(u_start)|, 0), step k (vertex, first edge, one past its last)."""
+        copy): step 0 is (u_start, 0, 0), step k (vertex, first edge, one past its last: indices
+        of edge triples in ``qinfo``)."""
         qi = self.h_qinfo
         q.plan = join_plan(query, sizes, self.index.partition, self.index.partition_edges,
                            self.total_edges, self.order_score)
-        first = q.plan.order[0]
-        qi[_QI_STEPS:_QI_STEPS + STEP_FIELDS] = (first, sizes[first], 0)
-        pos = 0
+        qi[_QI_STEPS:_QI_STEPS + STEP_FIELDS] = (q.plan.order[0], 0, 0)
+        pos = _QI_EDGES // EDGE_FIELDS
         for k, step in enumerate(q.plan.steps, 1):
-            q.edge_start.append(pos)
+            at = _QI_STEPS + k * STEP_FIELDS
+            qi[at:at + STEP_FIELDS] = (step.vertex, pos, pos + len(step.edges))
             for edge in step.edges:
-                qi[_QI_EDGES + pos * EDGE_FIELDS:_QI_EDGES + (pos + 1) * EDGE_FIELDS] = edge
+                qi[pos * EDGE_FIELDS:(pos + 1) * EDGE_FIELDS] = edge
                 pos += 1
-            lo = _QI_EDGES // EDGE_FIELDS + q.edge_start[-1]
-            qi[_QI_STEPS + k * STEP_FIELDS:_QI_STEPS + (k + 1) * STEP_FIELDS] = (step.vertex, lo, lo + len(step.edges))
-        upload(self.d_qinfo, qi[_QI_STEPS:_QI_EDGES + pos * EDGE_FIELDS], start=_QI_STEPS)
+        upload(self.d_qinfo, qi[_QI_STEPS:pos * EDGE_FIELDS], start=_QI_STEPS)
 
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         start_time = time.perf_counter()
@@ -417,7 +415,7 @@ class GSI(Engine):
             stats["order"] = list(q.plan.order)
         start_rows = int(sizes[q.plan.order[0]])
         q.iter_rows[0] = start_rows
-        fused = nq > 1 and start_rows <= min(self.fuse_rows, self._rows_cap)
+        fused = nq > 1 and self._fusable(q, start_rows)
         if not fused:
             with timer.phase("filter"):
                 self.compact[1, self.block_threads](self.d_bits, q.plan.order[0] * self.nwords, self.nwords,
@@ -472,10 +470,14 @@ class GSI(Engine):
             q.rows_out.append(host)
         self._add_count(q, rows)
 
+    def _fusable(self, q: _Query, rows: int) -> bool:
+        """Whether a table of ``rows`` rows goes to the one-launch join (its per-row arrays hold them)."""
+        return q.fuse and rows <= min(self.fuse_rows, self._rows_cap)
+
     def _join_from(self, q: _Query, level: int, rows: int) -> None:
         """The iterations from ``level`` (its table written, ``rows`` rows): in one launch while
         the tables are small (:meth:`_fused_join`), else level by level."""
-        if q.fuse and rows <= min(self.fuse_rows, self._rows_cap):      # its per-row arrays hold them
+        if self._fusable(q, rows):
             self._fused_join(q, level, rows)
         else:
             self._run_level(q, level, rows)
@@ -546,10 +548,11 @@ class GSI(Engine):
                                     f"one row of join iteration {level + 1}")
         return self._run_chunk(q, level, a, j)
 
-    def _edges(self, q: _Query, level: int) -> tuple[int, int]:
-        """Indices in ``qinfo`` of level's linking edges e0 and one past its last."""
-        lo = _QI_EDGES // EDGE_FIELDS + q.edge_start[level]
-        return lo, lo + len(q.plan.steps[level].edges)
+    def _edges(self, level: int) -> tuple[int, int]:
+        """Indices in ``qinfo`` of iteration ``level``'s linking edges e0 and one past its last
+        (its join step, written by :meth:`_plan`)."""
+        step = _QI_STEPS + (level + 1) * STEP_FIELDS
+        return int(self.h_qinfo[step + 1]), int(self.h_qinfo[step + 2])
 
     def _run_chunk(self, q: _Query, level: int, a: int, m: int) -> int:
         """One join iteration over rows a..a+m-1 of table ``level``; returns the rows it ran."""
@@ -610,7 +613,7 @@ class GSI(Engine):
         if gba_total >= 0 and not self._grow_gba(gba_total, level):
             return None, self._split(q, level, a, m, self.d_F, self.d_counts, self._gba().size)
         gba, F, num = self._gba(), self.d_F, self.d_num
-        e0, e_hi = self._edges(q, level)
+        e0, e_hi = self._edges(level)
         ubase = step.vertex * self.nwords
         if self.set_ops == "naive":
             tg = self._thread_grid(m)
@@ -645,7 +648,7 @@ class GSI(Engine):
         tab, width = self._table(level), level + 1
         idx = self.d_index.args()
         inst, loads = int(self.instrument), self.d_loads
-        e0, e_hi = self._edges(q, level)
+        e0, e_hi = self._edges(level)
         ubase = q.plan.steps[level].vertex * self.nwords
         num = self.d_num
 
