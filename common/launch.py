@@ -23,8 +23,10 @@ GPU:
   ``launch`` converted each of a launch's ~100 words on every call: 10 of a launch's 18 us
   (docs/performance.md, "Session 8").
 
-Anything else (a host array numba would copy, an integer outside int64, a kernel compiled with
-``debug`` or launched cooperatively, an argument type without a plain launch word) goes through
+A cooperative kernel (one that calls ``cuda.cg.this_grid().sync()``) launches the same way
+through ``cuLaunchCooperativeKernel``; :func:`resident_blocks` gives the largest grid it may
+have. Anything else (a host array numba would copy, an integer outside int64, a kernel compiled
+with ``debug``, an argument type without a plain launch word) goes through
 the dispatcher as before; so does a launch the driver refuses, so that numba raises its error.
 Under the simulator ``@jit`` returns the dispatcher itself. ``GPUSM_FAST_LAUNCH=0`` turns the
 quick path off (the ablation measured in docs/performance.md). A process uses one GPU (as every
@@ -36,6 +38,7 @@ it, so packing and launching run under one lock (~0.2 us).
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import struct
 import threading
@@ -74,6 +77,7 @@ class _NumbaPieces(NamedTuple):
     typeof: object                    # numba's argument typing: typeof(value) -> type
     normalize_dims: object            # (grid, block) -> 3-tuples, checked
     launch_kernel: object             # the driver's cuLaunchKernel (cuda-bindings)
+    launch_cooperative: object        # the driver's cuLaunchCooperativeKernel
     memcpy_htod: object               # the driver's cuMemcpyHtoD (common.device.upload)
     memcpy_dtoh: object               # the driver's cuMemcpyDtoH (common.device.download)
     memset_d32: object                # the driver's cuMemsetD32Async (common.device.fill)
@@ -97,7 +101,8 @@ def _numba_pieces() -> _NumbaPieces | None:
     return _NumbaPieces(
         device_array=DeviceNDArray, dispatcher_launch=_LaunchConfiguration,
         typeof=lambda value: typeof(value, Purpose.argument), normalize_dims=normalize_kernel_dimensions,
-        launch_kernel=driver.cuLaunchKernel, memcpy_htod=driver.cuMemcpyHtoD, memcpy_dtoh=driver.cuMemcpyDtoH,
+        launch_kernel=driver.cuLaunchKernel, launch_cooperative=driver.cuLaunchCooperativeKernel,
+        memcpy_htod=driver.cuMemcpyHtoD, memcpy_dtoh=driver.cuMemcpyDtoH,
         memset_d32=driver.cuMemsetD32Async, event_record=driver.cuEventRecord, event_query=driver.cuEventQuery,
         event_synchronize=driver.cuEventSynchronize, event_elapsed=driver.cuEventElapsedTime)
 
@@ -142,16 +147,16 @@ class Kernel:
     def _first_launch(self, kinds, launch, args) -> None:
         """Launch through numba's dispatcher (which types, compiles and marshals), then remember
         the overload it used for these argument kinds when every argument has a plain launch word
-        (a cooperative or debug kernel keeps numba's launches)."""
+        (a debug kernel keeps numba's launches)."""
         self._numba_launch(launch, args)
         if kinds is None or kinds in self._overloads:
             return
         overload = self.dispatcher.overloads.get(argument_types(args))
         entry = False
-        if overload is not None and not overload.debug and not overload.cooperative:
+        if overload is not None and not overload.debug:
             codes = [_word_codes(t) for t in overload.argument_types]
             if all(c is not None for c in codes):
-                entry = _Parameters(overload._codelibrary.get_cufunc().handle, codes)
+                entry = _Parameters(overload._codelibrary.get_cufunc().handle, codes, overload.cooperative)
         self._overloads[kinds] = entry
 
 
@@ -162,10 +167,12 @@ class _Parameters:
     The block keeps the last launch's words: a launch whose arguments are the last launch's
     objects except some (same kinds) repacks only those (``put``)."""
 
-    __slots__ = ("handle", "putters", "pack", "buffer", "pointers", "_keep", "arg_packs", "last_args")
+    __slots__ = ("handle", "cooperative", "putters", "pack", "buffer", "pointers", "_keep", "arg_packs",
+                 "last_args")
 
-    def __init__(self, handle, codes):
+    def __init__(self, handle, codes, cooperative=False):
         self.handle = handle
+        self.cooperative = cooperative
         self.putters = tuple(_put_array if len(code) > 1 else _put_scalar for code in codes)
         slots = [_SLOT[c] for code in codes for c in code]
         self.pack = struct.Struct("=" + "".join(slots)).pack_into
@@ -225,7 +232,10 @@ class _Launch:
                 if entry:
                     entry.put_all(args)
                 kernel._last = entry or None
-            if entry:
+            if entry and entry.cooperative:
+                error = _NUMBA.launch_cooperative(entry.handle, gx, gy, gz, bx, by, bz, self.shared,
+                                                  stream_handle(self.stream), entry.pointers)[0]
+            elif entry:
                 error = _NUMBA.launch_kernel(entry.handle, gx, gy, gz, bx, by, bz, self.shared,
                                              stream_handle(self.stream), entry.pointers, 0)[0]
         if not entry:
@@ -308,6 +318,25 @@ def argument_types(args) -> tuple:
         return tuple(numba.typeof(a) for a in args)
     return tuple((value.__dict__.get("_launch_words") or _array_words(value))[1]
                  if type(value) is _DEVICE_ARRAY else _NUMBA.typeof(value) for value in args)
+
+
+@functools.lru_cache(maxsize=None)
+def _resident(kernel, signature, threads: int) -> tuple[int, dict]:
+    compiled = kernel.compile(signature)
+    blocks = compiled.max_cooperative_grid_blocks(threads)
+    return max(1, blocks), {"registers_per_thread": compiled.regs_per_thread,
+                            "local_bytes_per_thread": compiled.local_mem_per_thread,
+                            "shared_bytes_per_block": compiled.shared_mem_per_block}
+
+
+def resident_blocks(kernel, args, threads: int) -> tuple[int, dict]:
+    """Blocks of ``kernel`` (blocks of ``threads``) the whole GPU holds at once for these
+    arguments, from the compiled kernel's registers and shared memory (the largest grid of a
+    cooperative launch), and its resource use; looked up once per kernel and argument types.
+    1 and {} under the simulator, whose cooperative grids have one block."""
+    if simulator_active():
+        return 1, {}
+    return _resident(kernel, argument_types(args), threads)
 
 
 def _array_words(array):

@@ -105,12 +105,13 @@ def edge_of_pair(meta, p):
     return lo
 
 
-@jit
-def insert_kernel(n, moff, masks, meta, keys, ctrl):
+@cuda.jit(device=True)
+def insert_keys(start, stride, n, moff, masks, meta, keys, ctrl):
     """Level 1: insert every data vertex v into the table of every u with v in C(u) (the
-    query's bitmaps start at masks[moff])."""
+    query's bitmaps start at masks[moff]); thread ``start`` of ``stride`` takes every
+    stride-th vertex."""
     nq = meta[M_NQ]
-    for v in range(cuda.grid(1), n, cuda.gridsize(1)):
+    for v in range(start, n, stride):
         m = masks[moff + v]
         if m == 0:
             continue
@@ -138,6 +139,12 @@ def insert_kernel(n, moff, masks, meta, keys, ctrl):
                 ctrl[C_CUCKOO_FAIL] = 1
 
 
+@jit
+def insert_kernel(n, moff, masks, meta, keys, ctrl):
+    """:func:`insert_keys` over the grid."""
+    insert_keys(cuda.grid(1), cuda.gridsize(1), n, moff, masks, meta, keys, ctrl)
+
+
 @cuda.jit(device=True)
 def pair_of(meta, u, a, cell):
     """Pair index of u's level-1 cell ``cell`` (local to u) in CT(u, a): its level-2 entry."""
@@ -153,18 +160,19 @@ def key_of_cell(meta, g):
     return u, g - meta[M_CBASE + u], meta[M_ADJ + u]
 
 
-@jit
-def count_kernel(capacity, num_pairs, meta, keys, masks, moff, offsets, neighbors, cnt):
+@cuda.jit(device=True)
+def count_lists(start, stride, capacity, num_pairs, meta, keys, masks, moff, offsets, neighbors, cnt):
     """Level 2 sizes, one warp per level-1 cell (the paper's warp per key): the lanes read the
     key v's neighbour list once for every out-edge (u, a) of its u, and cnt[p] = |N(v, u, a)| for
     each of the cell's pairs p (0 for an empty cell); 0 past the last pair up to ``capacity``, so
-    that a scan over the whole buffer ends with the total."""
+    that a scan over the whole buffer ends with the total. Threads ``start`` of ``stride`` (a
+    multiple of 32: warp ``start // 32`` of ``stride // 32``)."""
     lane = cuda.laneid
-    for p in range(num_pairs + cuda.grid(1), capacity, cuda.gridsize(1)):
+    for p in range(num_pairs + start, capacity, stride):
         cnt[p] = 0
-    warps = cuda.gridsize(1) // WARP
+    warps = stride // WARP
     nq = meta[M_NQ]
-    for g in range(cuda.grid(1) // WARP, meta[M_CBASE + nq], warps):
+    for g in range(start // WARP, meta[M_CBASE + nq], warps):
         u, c, adj = key_of_cell(meta, g)
         v = keys[g]
         mine = 0                    # lane a counts edge (u, a)
@@ -182,14 +190,22 @@ def count_kernel(capacity, num_pairs, meta, keys, masks, moff, offsets, neighbor
 
 
 @jit
-def fill_kernel(meta, keys, masks, moff, offsets, neighbors, off, nbr, removed):
+def count_kernel(capacity, num_pairs, meta, keys, masks, moff, offsets, neighbors, cnt):
+    """:func:`count_lists` over the grid."""
+    count_lists(cuda.grid(1), cuda.gridsize(1), capacity, num_pairs, meta, keys, masks, moff, offsets,
+                neighbors, cnt)
+
+
+@cuda.jit(device=True)
+def fill_lists(start, stride, meta, keys, masks, moff, offsets, neighbors, off, nbr, removed):
     """Level 3, one warp per level-1 cell: the key v's neighbour list read once, N(v, u, a)
     (sorted) copied to nbr[off[p]:] for each of the cell's pairs p = (edge (u, a), cell) in the
-    same pass (ballot ranks keep the order); the slots' REMOVED flags cleared."""
+    same pass (ballot ranks keep the order); the slots' REMOVED flags cleared. Threads as
+    :func:`count_lists`."""
     lane = cuda.laneid
-    warps = cuda.gridsize(1) // WARP
+    warps = stride // WARP
     nq = meta[M_NQ]
-    for g in range(cuda.grid(1) // WARP, meta[M_CBASE + nq], warps):
+    for g in range(start // WARP, meta[M_CBASE + nq], warps):
         v = keys[g]
         if v == EMPTY:
             continue
@@ -216,7 +232,13 @@ def fill_kernel(meta, keys, masks, moff, offsets, neighbors, off, nbr, removed):
 
 
 @jit
-def small_scan_kernel(cnt, n, num_pairs, out_a, out_b, ctrl, compact):
+def fill_kernel(meta, keys, masks, moff, offsets, neighbors, off, nbr, removed):
+    """:func:`fill_lists` over the grid."""
+    fill_lists(cuda.grid(1), cuda.gridsize(1), meta, keys, masks, moff, offsets, neighbors, off, nbr, removed)
+
+
+@cuda.jit(device=True)
+def block_scan(cnt, n, num_pairs, out_a, out_b, ctrl, compact):
     """Exclusive scans of cnt[:n] by one block of SCAN_BLOCK threads (a thread per contiguous
     chunk, a shared-memory scan of the chunk sums). ``compact`` = 0: level-2 offsets to out_a,
     the total to ctrl[C_LEVEL3]; 1: key positions (scan of the alive flags cnt[p] > 0, p <
@@ -271,19 +293,23 @@ def small_scan_kernel(cnt, n, num_pairs, out_a, out_b, ctrl, compact):
 
 
 @jit
+def small_scan_kernel(cnt, n, num_pairs, out_a, out_b, ctrl, compact):
+    """:func:`block_scan` in one block of SCAN_BLOCK threads."""
+    block_scan(cnt, n, num_pairs, out_a, out_b, ctrl, compact)
+
+
+@jit
 def alive_kernel(capacity, num_pairs, cnt, alive):
     """alive[p] = 1 if pair p still has a non-empty list (its key is in π_u R(u, u'))."""
     for p in range(cuda.grid(1), capacity, cuda.gridsize(1)):
         alive[p] = 1 if p < num_pairs and cnt[p] > 0 else 0
 
 
-@jit
-def compact_kernel(num_pairs, meta, keys, cnt, off, nbr, removed, off2, nbr2, proj_pos,
-                   proj_keys, einfo):
+@cuda.jit(device=True)
+def compact_lists(start, stride, num_pairs, meta, keys, cnt, off, nbr, removed, off2, nbr2, proj_pos,
+                  proj_keys, einfo):
     """CompactCuckooTries: surviving slots to nbr2[off2[p]:], surviving keys of each trie to
     proj_keys, and per edge |π_u R(u, u')|, its start in proj_keys and |R(u, u')|."""
-    start = cuda.grid(1)
-    stride = cuda.gridsize(1)
     ne = meta[M_NE]
     for e in range(start, ne, stride):
         first = proj_pos[meta[M_PBASE + e]]
@@ -303,6 +329,42 @@ def compact_kernel(num_pairs, meta, keys, cnt, off, nbr, removed, off2, nbr2, pr
                 pos += 1
 
 
+@jit
+def compact_kernel(num_pairs, meta, keys, cnt, off, nbr, removed, off2, nbr2, proj_pos,
+                   proj_keys, einfo):
+    """:func:`compact_lists` over the grid."""
+    compact_lists(cuda.grid(1), cuda.gridsize(1), num_pairs, meta, keys, cnt, off, nbr, removed, off2, nbr2,
+                  proj_pos, proj_keys, einfo)
+
+
+@jit
+def small_index_kernel(n, moff, masks, meta, keys, ctrl, capacity, num_pairs, offsets, neighbors, cnt, off,
+                       nbr, removed, proj_pos, off2, nbr2, proj_keys, einfo):
+    """A small query's whole index in one cooperative launch of SCAN_BLOCK-thread blocks
+    (``capacity`` <= SMALL_SCAN pairs, no wedge filter): the steps of ``insert_kernel``,
+    ``count_kernel``, ``small_scan_kernel`` (block 0), ``fill_kernel``, ``small_scan_kernel``
+    (compaction's scans, block 0) and ``compact_kernel`` with a grid barrier between them; the
+    level-3 total and the compacted totals left in ctrl as by the separate launches. Our choice
+    where the paper is silent (it times kernels, not launches): six launches, each a few
+    microseconds of device work, cost a small query more host time than work."""
+    grid = cuda.cg.this_grid()
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    insert_keys(start, stride, n, moff, masks, meta, keys, ctrl)
+    grid.sync()
+    count_lists(start, stride, capacity, num_pairs, meta, keys, masks, moff, offsets, neighbors, cnt)
+    grid.sync()
+    if cuda.blockIdx.x == 0:
+        block_scan(cnt, capacity, num_pairs, off, off, ctrl, 0)
+    grid.sync()
+    fill_lists(start, stride, meta, keys, masks, moff, offsets, neighbors, off, nbr, removed)
+    grid.sync()
+    if cuda.blockIdx.x == 0:
+        block_scan(cnt, capacity, num_pairs, proj_pos, off2, ctrl, 1)
+    grid.sync()
+    compact_lists(start, stride, num_pairs, meta, keys, cnt, off, nbr, removed, off2, nbr2, proj_pos, proj_keys,
+                  einfo)
+
+
 @cuda.jit(device=True)
 def list_contains(nbr, lo, hi, key):
     """Whether ``key`` is in the sorted list nbr[lo:hi]."""
@@ -316,4 +378,4 @@ def table_sizes(candidate_counts) -> list[int]:
 
 
 __all__ = ["MAX_CUCKOO_LOOP", "MAXQ", "lookup", "pair_of", "list_contains", "insert_kernel", "count_kernel",
-           "fill_kernel", "small_scan_kernel", "alive_kernel", "compact_kernel", "table_sizes"]
+           "fill_kernel", "small_scan_kernel", "alive_kernel", "compact_kernel", "small_index_kernel", "table_sizes"]

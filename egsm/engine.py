@@ -21,6 +21,12 @@ Options (variants of the paper's Table 4 are options of this one class):
   level-3 bound (the candidates' degree sums) is under it, else the kernel compares the total
   the one-block scan left on the device. Counts never change; ``stats`` says whether it ran
   (``wedge_filter_applied``). The paper's experiments pass 0.
+* ``fused_index`` (True; False: one launch per step, as the authors' code): the index of a
+  query of at most ``layout.SMALL_SCAN`` (edge, cell) pairs whose wedge filter is skipped is
+  built by one cooperative launch (``cuckoo_trie.small_index_kernel``: insertion, level-2 counts,
+  their scan, level 3, the compaction scans and the compaction with grid barriers between them)
+  instead of six; our choice beyond the paper, which counts kernel time only: the six launches
+  cost a small query more host time than their few microseconds of work each.
 * ``split_threshold`` (TH1 = 1024) and ``split_records`` (capacity of the split-record pool,
   65536 records of 40 int64): look-forward load balancing.
 * ``queue_bytes``: size of the cyclic partial-result queue; default: half of the device-memory
@@ -127,6 +133,7 @@ from common.device import (
 from common.engine import Engine
 from common.errors import DeviceOutOfMemory
 from common.graph import Graph
+from common.launch import resident_blocks
 from common.result import MatchResult, Status
 from common.roots import check_root_range
 from common.scan import exclusive_scan
@@ -138,6 +145,7 @@ from .cuckoo_trie import (
     count_kernel,
     fill_kernel,
     insert_kernel,
+    small_index_kernel,
     small_scan_kernel,
     table_sizes,
 )
@@ -227,8 +235,8 @@ class EGSM(Engine):
     def __init__(self, *, variant: str = "default", wedge_filter: bool | None = None,
                  mode: str | None = None, order: str | None = None, load_balance: bool | None = None,
                  split_threshold: int = SPLIT_THRESHOLD, split_records: int = SPLIT_RECORDS,
-                 wedge_filter_min_edges: int | None = None, queue_bytes: int | None = None,
-                 blocks: int | None = None,
+                 wedge_filter_min_edges: int | None = None, fused_index: bool = True,
+                 queue_bytes: int | None = None, blocks: int | None = None,
                  root_range: tuple[int, int] | None = None, device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if variant not in VARIANTS:
@@ -242,6 +250,7 @@ class EGSM(Engine):
         self.wedge_filter_min_edges = WEDGE_MIN_EDGES if wedge_filter_min_edges is None else int(wedge_filter_min_edges)
         if self.wedge_filter_min_edges < 0:
             raise ValueError(f"wedge_filter_min_edges must be >= 0, got {wedge_filter_min_edges}")
+        self.fused_index = bool(fused_index)
         if int(split_threshold) < 1 or int(split_records) < 1:
             raise ValueError("split_threshold and split_records must be positive")
         self.split_threshold = int(split_threshold)
@@ -485,6 +494,13 @@ class EGSM(Engine):
         masks = pool.get("candidate bitmaps", moff + n, np.int64)
         bounded = level3_bound <= BOUND_COMPACT_SLOTS and (
             budget.limit is None or 12 * level3_bound < (budget.limit - budget.in_use) // 2)
+        size = pairs + 1
+        small = size <= L.SMALL_SCAN
+        # skipped when the total is known to be under wedge_filter_min_edges (its bound, or the
+        # total itself, on the host); when only the device knows it (ctrl[C_LEVEL3]), the kernels
+        # compare it
+        least = self.wedge_filter_min_edges
+        prune = self.wedge_filter and level3_bound >= least
         with timer.phase("index"):
             if meta_on_device:
                 upload(self.d_meta, meta[L.M_CBASE:], start=L.M_CBASE)
@@ -493,14 +509,11 @@ class EGSM(Engine):
             keys = pool.get("cuckoo keys", cells, np.int32)
             fill(self.d_ctrl, 0)
             fill(keys, L.EMPTY, count=cells)
+            if self.fused_index and small and bounded and not prune:
+                return self._queue_small_index(masks, moff, keys, cells, pairs, level3_bound), None
             insert_kernel[_blocks(n), L.BUILD_THREADS](n, moff, masks, self.d_meta, keys, self.d_ctrl)
             check()
-            size = pairs + 1
-            cnt = pool.get("level-2 counts", size, np.int32)
-            off = pool.get("level-2 offsets", size, np.int64)
-            proj_pos = pool.get("key positions", size, np.int64)
-            off2 = pool.get("compacted offsets", size, np.int64)
-            small = size <= L.SMALL_SCAN
+            cnt, off, proj_pos, off2 = self._pair_arrays(size)
             workspace = None if small else pool.scan(size, np.int64)
             count_kernel[_blocks(cells * L.WARP), L.BUILD_THREADS](
                 size, pairs, self.d_meta, keys, masks, moff, self.d_offsets, self.d_neighbors, cnt)
@@ -519,12 +532,8 @@ class EGSM(Engine):
             fill_kernel[_blocks(cells * L.WARP), L.BUILD_THREADS](
                 self.d_meta, keys, masks, moff, self.d_offsets, self.d_neighbors, off, nbr, removed)
             check()
-        # skipped when the total is known to be under wedge_filter_min_edges (its bound, or the
-        # total itself, on the host); when only the device knows it (ctrl[C_LEVEL3]), the kernels
-        # compare it
-        least = self.wedge_filter_min_edges
         min_edges = least if total_slots is None else 0
-        if self.wedge_filter and level3_bound >= least and (total_slots is None or total_slots >= least):
+        if prune and (total_slots is None or total_slots >= least):
             with timer.phase("filter"):
                 if max_cells <= FUSED_PRUNE_CELLS:
                     prune_all_kernel[1, PRUNE_THREADS](self.d_meta, keys, cnt, off, nbr, removed, self.d_ctrl,
@@ -558,6 +567,32 @@ class EGSM(Engine):
                 pairs, self.d_meta, keys, cnt, off, nbr, removed, off2, nbr2, proj_pos,
                 proj_keys, self.d_einfo)
         return (keys, off2, nbr2, proj_keys), total_slots
+
+    def _pair_arrays(self, size):
+        """The per-pair arrays of the index (``size`` = pairs + 1): level-2 counts and offsets,
+        key positions, compacted offsets."""
+        pool = self.pool
+        return (pool.get("level-2 counts", size, np.int32), pool.get("level-2 offsets", size, np.int64),
+                pool.get("key positions", size, np.int64), pool.get("compacted offsets", size, np.int64))
+
+    def _queue_small_index(self, masks, moff, keys, cells, pairs, level3_bound):
+        """Queue a small query's whole index as one cooperative launch (``small_index_kernel``:
+        at most SMALL_SCAN pairs, lists sized by the level-3 bound, no wedge filter); the grid
+        covers the largest step (a thread per data vertex, a warp per level-1 cell) up to the
+        blocks the GPU holds at once. Returns the tries."""
+        pool, n = self.pool, self.data_n
+        size = pairs + 1
+        cnt, off, proj_pos, off2 = self._pair_arrays(size)
+        nbr = pool.get("level-3 lists", level3_bound, np.int32)
+        removed = pool.get("level-3 removed flags", level3_bound, np.int32)
+        nbr2 = pool.get("compacted lists", level3_bound, np.int32)
+        proj_keys = pool.get("compacted keys", pairs, np.int32)
+        args = (n, moff, masks, self.d_meta, keys, self.d_ctrl, size, pairs, self.d_offsets, self.d_neighbors,
+                cnt, off, nbr, removed, proj_pos, off2, nbr2, proj_keys, self.d_einfo)
+        work = max(n, cells * L.WARP, pairs)
+        blocks = min(resident_blocks(small_index_kernel, args, L.SCAN_BLOCK)[0], -(-work // L.SCAN_BLOCK))
+        small_index_kernel[blocks, L.SCAN_BLOCK](*args)
+        return keys, off2, nbr2, proj_keys
 
     def _read_index(self, queued, meta: np.ndarray):
         """Wait for :meth:`_queue_index`'s launches (one copy of ctrl + einfo); None if the

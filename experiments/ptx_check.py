@@ -98,6 +98,8 @@ def main(argv=None) -> int:
         with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
             f.write(ptx)
         limit = [f"--maxrregcount={max_registers}"] if max_registers else []
+        if ".extern .func" in ptx:          # a grid barrier calls into cudadevrt: compile, do not link
+            limit.append("--compile-only")
         out = subprocess.run([ptxas, f"-arch=sm_{cc[0]}{cc[1]}", *limit, "-v", f.name, "-o", os.devnull],
                              capture_output=True, text=True)
         os.unlink(f.name)
@@ -109,7 +111,7 @@ def main(argv=None) -> int:
 
 def _egsm_ptx(cuda, types, i32, i64, cc) -> dict:
     """PTX of EGSM's kernels for the argument types the engine passes."""
-    from egsm.cuckoo_trie import count_kernel, fill_kernel
+    from egsm.cuckoo_trie import count_kernel, fill_kernel, small_index_kernel
     from egsm.enumerate import extend_kernel
     from egsm.filter import candidate_kernel, prune_all_kernel
 
@@ -119,6 +121,9 @@ def _egsm_ptx(cuda, types, i32, i64, cc) -> dict:
                                                 i64(1))),
         "count_kernel": (count_kernel, (n, n, i64(1), i32(1), i64(1), n, i64(1), i32(1), i32(1))),
         "fill_kernel": (fill_kernel, (i64(1), i32(1), i64(1), n, i64(1), i32(1), i64(1), i32(1), i32(1))),
+        "small_index_kernel": (small_index_kernel, (n, n, i64(1), i64(1), i32(1), i64(1), n, n, i64(1), i32(1),
+                                                    i32(1), i64(1), i32(1), i32(1), i64(1), i64(1), i32(1),
+                                                    i32(1), i64(1))),
         "prune_all_kernel": (prune_all_kernel, (i64(1), i32(1), i32(1), i64(1), i32(1), i32(1), i64(1), n)),
         "extend_kernel": (extend_kernel, (i64(1), i64(1), i32(1), i64(1), i32(1), i32(1), i32(1), i64(1),
                                           i32(1), n, i64(1), n, n, n, n, n, n, n, n, n, flag, flag, n, flag,

@@ -63,7 +63,6 @@ CHOICES where the paper is silent:
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 
@@ -84,7 +83,7 @@ from common.device import (
 from common.engine import Engine
 from common.errors import DeviceOutOfMemory
 from common.graph import Graph
-from common.launch import argument_types
+from common.launch import resident_blocks
 from common.result import MatchResult, Status
 from common.roots import check_root_range
 
@@ -153,23 +152,6 @@ def stack_levels(n: int) -> int:
 def fine_warps(levels: int) -> int:
     """Warps per block of the fine kernel so that W stacks fit the shared-memory budget."""
     return max(1, min(8, SHARED_BUDGET // (levels * LEVEL_BYTES + 12)))
-
-
-@functools.lru_cache(maxsize=None)
-def _resident(kernel, signature, threads: int) -> tuple[int, dict]:
-    compiled = kernel.compile(signature)
-    blocks = compiled.max_cooperative_grid_blocks(threads)
-    return max(1, blocks), {"registers_per_thread": compiled.regs_per_thread,
-                            "local_bytes_per_thread": compiled.local_mem_per_thread,
-                            "shared_bytes_per_block": compiled.shared_mem_per_block}
-
-
-def resident_blocks(kernel, args, threads: int) -> tuple[int, dict]:
-    """Blocks of ``kernel`` the whole GPU holds at once for these arguments (from the compiled
-    kernel's registers and shared memory), and its resource use; looked up once per kernel."""
-    if SIM:
-        return 1, {}
-    return _resident(kernel, argument_types(args), threads)
 
 
 class GMatch(Engine):

@@ -187,11 +187,14 @@ def test_batch_larger_than_one_filter_launch(data, monkeypatch):
     assert all(r.peak_device_bytes > 0 for r in got)
 
 
-@pytest.mark.parametrize("small_scan, bound", [(0, None), (0, 0), (None, 0)])
-def test_scan_and_compaction_paths_agree(data, monkeypatch, small_scan, bound):
-    """Multi-block scans (SMALL_SCAN = 0) and exact sizes read back (BOUND_COMPACT_SLOTS = 0:
-    the level-3 total and the compacted totals) give the counts and index statistics of the
-    one-block scans with the lists sized by upper bounds (the candidates' degree sums)."""
+@pytest.mark.parametrize("small_scan, bound, fused", [(0, None, True), (0, 0, True), (None, 0, True),
+                                                      (None, None, False)])
+def test_scan_and_compaction_paths_agree(data, monkeypatch, small_scan, bound, fused):
+    """Multi-block scans (SMALL_SCAN = 0), exact sizes read back (BOUND_COMPACT_SLOTS = 0:
+    the level-3 total and the compacted totals) and one launch per index step
+    (``fused_index=False``) give the counts, embeddings and index statistics of the default: the
+    index of these small queries in one cooperative launch, the lists sized by upper bounds (the
+    candidates' degree sums)."""
     import egsm.layout as layout
     cpu = create_engine("cpu").prepare(data)
     qs = [random_walk_query(data, 6, seed=8), random_walk_query(data, 5, seed=7)]
@@ -200,7 +203,7 @@ def test_scan_and_compaction_paths_agree(data, monkeypatch, small_scan, bound):
         monkeypatch.setattr(layout, "SMALL_SCAN", small_scan)
     if bound is not None:
         monkeypatch.setattr(egsm_engine, "BOUND_COMPACT_SLOTS", bound)
-    other = EGSM().prepare(data).match_batch(qs, collect=True)
+    other = EGSM(fused_index=fused).prepare(data).match_batch(qs, collect=True)
     for q, a, b in zip(qs, default, other):
         assert a.count == b.count == cpu.match(q).count
         assert _rows(a) == _rows(b)
@@ -209,17 +212,18 @@ def test_scan_and_compaction_paths_agree(data, monkeypatch, small_scan, bound):
 
 
 def test_fixed_cost_launches_and_copies(data, kernel_calls):
-    """A small query: one filter launch, no per-centre wedge-filter launches, one-block scans,
-    one launch per stage, 3 host reads (|C(u)| with the degree sums, ctrl + einfo, final ctrl:
-    the level-3 lists are sized by the degree-sum bound), no synchronize; a batch shares the
-    filter launch and its copy. Fills (memsets on a GPU, launches here) are not counted. The
+    """A small query: one filter launch, the index in one launch (six with the wedge filter
+    between them, or with ``fused_index=False``), no per-centre wedge-filter launches, one-block
+    scans, one launch per stage, 3 host reads (|C(u)| with the degree sums, ctrl + einfo, final
+    ctrl: the level-3 lists are sized by the degree-sum bound), no synchronize; a batch shares
+    the filter launch and its copy. Fills (memsets on a GPU, launches here) are not counted. The
     one-block wedge filter is launched when asked for on every index; by default this index's
     level-3 bound is under ``wedge_filter_min_edges``: no launch."""
     cpu = create_engine("cpu").prepare(data)
     q = random_walk_query(data, 6, seed=8)
     calls = kernel_calls
-    for min_edges, prunes in ((0, 1), (None, 0)):
-        engine = EGSM(wedge_filter_min_edges=min_edges).prepare(data)
+    for min_edges, fused, prunes, index_launches in ((0, True, 1, 6), (None, True, 0, 1), (None, False, 0, 6)):
+        engine = EGSM(wedge_filter_min_edges=min_edges, fused_index=fused).prepare(data)
         engine.match(q)                               # kernels compiled, buffers grown
         calls.update(launches=[], copies=0, uploads=0, syncs=0)
         got = engine.match(q)
@@ -229,7 +233,8 @@ def test_fixed_cost_launches_and_copies(data, kernel_calls):
         assert launched.count("candidate_kernel") == 1 and launched.count("prune_all_kernel") == prunes
         assert "prune_kernel" not in launched and "scan_tiles" not in launched
         assert launched.count("extend_kernel") == stages
-        assert len(launched) == 7 + prunes + stages, launched
+        assert launched.count("small_index_kernel") == (index_launches == 1)
+        assert len(launched) == 1 + index_launches + prunes + stages, launched
         assert calls["copies"] == 3 and calls["syncs"] == 0
     qs = [q, random_walk_query(data, 5, seed=7), random_walk_query(data, 4, seed=1)]
     calls["launches"].clear()

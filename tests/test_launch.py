@@ -146,3 +146,35 @@ def test_a_repacked_parameter_block_equals_a_fresh_pack(monkeypatch):
     assert first == [(0, 0, int, np.int64)] and len(blocks) == len(sequence)
     run(a, b, 9, np.int32(3))            # and back: a full pack
     assert blocks[-1] == fresh((a, b, 9, np.int32(3)))
+
+
+
+@jit
+def _total_minus_each(values, out, n):
+    """out[0] = sum(values), a grid barrier, then out[i] = out[0] - values[i] for i > 0 (wrong
+    without the barrier: some blocks would read out[0] before others have added to it)."""
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    for i in range(start, n, stride):
+        cuda.atomic.add(out, 0, values[i])
+    cuda.cg.this_grid().sync()
+    for i in range(start, n, stride):
+        if i > 0:
+            out[i] = out[0] - values[i]
+
+
+def test_a_cooperative_kernel_launches_its_whole_grid_with_barriers():
+    """A kernel with a grid barrier goes through the quick path (cuLaunchCooperativeKernel) on
+    a GPU, its grid as large as ``resident_blocks`` allows (one block under the simulator);
+    repeated launches with changed arguments keep the barrier's meaning."""
+    rng = np.random.default_rng(3)
+    for n in (1, 700, 3000 if simulator_active() else 300000):
+        values = rng.integers(0, 100, n).astype(np.int64)
+        d_values, d_out = cuda.to_device(values), cuda.to_device(np.zeros(n, np.int64))
+        args = (d_values, d_out, n)
+        blocks, resources = launch.resident_blocks(_total_minus_each, args, 128)
+        assert (blocks == 1 and resources == {}) if simulator_active() else (
+            blocks >= cuda.get_current_device().MULTIPROCESSOR_COUNT and resources["registers_per_thread"] > 0)
+        _total_minus_each[min(blocks, -(-n // 128)), 128](*args)
+        got = d_out.copy_to_host()
+        assert got[0] == values.sum()
+        np.testing.assert_array_equal(got[1:], values.sum() - values[1:])
