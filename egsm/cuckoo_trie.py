@@ -307,9 +307,10 @@ def alive_kernel(capacity, num_pairs, cnt, alive):
 
 @cuda.jit(device=True)
 def compact_lists(start, stride, num_pairs, meta, keys, cnt, off, nbr, removed, off2, nbr2, proj_pos,
-                  proj_keys, einfo):
-    """CompactCuckooTries: surviving slots to nbr2[off2[p]:], surviving keys of each trie to
-    proj_keys, and per edge |π_u R(u, u')|, its start in proj_keys and |R(u, u')|."""
+                  proj_keys, einfo, copy_lists):
+    """CompactCuckooTries: surviving slots to nbr2[off2[p]:] (when ``copy_lists``), surviving
+    keys of each trie to proj_keys, and per edge |π_u R(u, u')|, its start in proj_keys and
+    |R(u, u')|."""
     ne = meta[M_NE]
     for e in range(start, ne, stride):
         first = proj_pos[meta[M_PBASE + e]]
@@ -322,6 +323,8 @@ def compact_lists(start, stride, num_pairs, meta, keys, cnt, off, nbr, removed, 
         e = edge_of_pair(meta, p)
         u = meta[M_ESRC + e]
         proj_keys[proj_pos[p]] = keys[meta[M_CBASE + u] + p - meta[M_PBASE + e]]
+        if not copy_lists:
+            continue
         pos = off2[p]
         for i in range(off[p], off[p + 1]):
             if removed[i] == 0:
@@ -334,19 +337,22 @@ def compact_kernel(num_pairs, meta, keys, cnt, off, nbr, removed, off2, nbr2, pr
                    proj_keys, einfo):
     """:func:`compact_lists` over the grid."""
     compact_lists(cuda.grid(1), cuda.gridsize(1), num_pairs, meta, keys, cnt, off, nbr, removed, off2, nbr2,
-                  proj_pos, proj_keys, einfo)
+                  proj_pos, proj_keys, einfo, True)
 
 
 @jit
 def small_index_kernel(n, moff, masks, meta, keys, ctrl, capacity, num_pairs, offsets, neighbors, cnt, off,
-                       nbr, removed, proj_pos, off2, nbr2, proj_keys, einfo):
+                       nbr, removed, proj_pos, proj_keys, einfo):
     """A small query's whole index in one cooperative launch of SCAN_BLOCK-thread blocks
-    (``capacity`` <= SMALL_SCAN pairs, no wedge filter): the steps of ``insert_kernel``,
-    ``count_kernel``, ``small_scan_kernel`` (block 0), ``fill_kernel``, ``small_scan_kernel``
-    (compaction's scans, block 0) and ``compact_kernel`` with a grid barrier between them; the
-    level-3 total and the compacted totals left in ctrl as by the separate launches. Our choice
-    where the paper is silent (it times kernels, not launches): six launches, each a few
-    microseconds of device work, cost a small query more host time than work."""
+    (``capacity`` <= SMALL_SCAN pairs, no wedge filter), three grid barriers: the keys
+    (``insert_keys``); the level-2 counts (``count_lists``); block 0 scans them once for both the
+    level-2 offsets and the key positions (no deletion can come between, so the compacted
+    offsets and lists are these: ``off`` and ``nbr`` serve as ``off2`` and ``nbr2``); then the
+    level-3 lists (``fill_lists``) and, beside them, the projections and edge info
+    (``compact_lists`` without its copy). ctrl gets the level-3 total, |R| and the key count as
+    from the separate launches. Our choice where the paper is silent (it times kernels, not
+    launches): six launches of a few microseconds of device work each cost a small query more
+    host time than work."""
     grid = cuda.cg.this_grid()
     start, stride = cuda.grid(1), cuda.gridsize(1)
     insert_keys(start, stride, n, moff, masks, meta, keys, ctrl)
@@ -354,15 +360,13 @@ def small_index_kernel(n, moff, masks, meta, keys, ctrl, capacity, num_pairs, of
     count_lists(start, stride, capacity, num_pairs, meta, keys, masks, moff, offsets, neighbors, cnt)
     grid.sync()
     if cuda.blockIdx.x == 0:
-        block_scan(cnt, capacity, num_pairs, off, off, ctrl, 0)
+        block_scan(cnt, capacity, num_pairs, proj_pos, off, ctrl, 1)
+        if cuda.threadIdx.x == SCAN_BLOCK - 1:       # the thread that wrote ctrl[C_SLOTS]
+            ctrl[C_LEVEL3] = ctrl[C_SLOTS]
     grid.sync()
     fill_lists(start, stride, meta, keys, masks, moff, offsets, neighbors, off, nbr, removed)
-    grid.sync()
-    if cuda.blockIdx.x == 0:
-        block_scan(cnt, capacity, num_pairs, proj_pos, off2, ctrl, 1)
-    grid.sync()
-    compact_lists(start, stride, num_pairs, meta, keys, cnt, off, nbr, removed, off2, nbr2, proj_pos, proj_keys,
-                  einfo)
+    compact_lists(start, stride, num_pairs, meta, keys, cnt, off, nbr, removed, off, nbr, proj_pos, proj_keys,
+                  einfo, False)
 
 
 @cuda.jit(device=True)

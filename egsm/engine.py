@@ -513,7 +513,8 @@ class EGSM(Engine):
                 return self._queue_small_index(masks, moff, keys, cells, pairs, level3_bound), None
             insert_kernel[_blocks(n), L.BUILD_THREADS](n, moff, masks, self.d_meta, keys, self.d_ctrl)
             check()
-            cnt, off, proj_pos, off2 = self._pair_arrays(size)
+            cnt, off, proj_pos = self._pair_arrays(size)
+            off2 = pool.get("compacted offsets", size, np.int64)
             workspace = None if small else pool.scan(size, np.int64)
             count_kernel[_blocks(cells * L.WARP), L.BUILD_THREADS](
                 size, pairs, self.d_meta, keys, masks, moff, self.d_offsets, self.d_neighbors, cnt)
@@ -570,29 +571,28 @@ class EGSM(Engine):
 
     def _pair_arrays(self, size):
         """The per-pair arrays of the index (``size`` = pairs + 1): level-2 counts and offsets,
-        key positions, compacted offsets."""
+        key positions."""
         pool = self.pool
         return (pool.get("level-2 counts", size, np.int32), pool.get("level-2 offsets", size, np.int64),
-                pool.get("key positions", size, np.int64), pool.get("compacted offsets", size, np.int64))
+                pool.get("key positions", size, np.int64))
 
     def _queue_small_index(self, masks, moff, keys, cells, pairs, level3_bound):
         """Queue a small query's whole index as one cooperative launch (``small_index_kernel``:
-        at most SMALL_SCAN pairs, lists sized by the level-3 bound, no wedge filter); the grid
-        covers the largest step (a thread per data vertex, a warp per level-1 cell) up to the
-        blocks the GPU holds at once. Returns the tries."""
+        at most SMALL_SCAN pairs, lists sized by the level-3 bound, no wedge filter, so nothing
+        to compact: the level-2 offsets and level-3 lists are the compacted ones); the grid covers
+        the largest step (a thread per data vertex, a warp per level-1 cell) up to the blocks the
+        GPU holds at once. Returns the tries."""
         pool, n = self.pool, self.data_n
-        size = pairs + 1
-        cnt, off, proj_pos, off2 = self._pair_arrays(size)
+        cnt, off, proj_pos = self._pair_arrays(pairs + 1)
         nbr = pool.get("level-3 lists", level3_bound, np.int32)
         removed = pool.get("level-3 removed flags", level3_bound, np.int32)
-        nbr2 = pool.get("compacted lists", level3_bound, np.int32)
         proj_keys = pool.get("compacted keys", pairs, np.int32)
-        args = (n, moff, masks, self.d_meta, keys, self.d_ctrl, size, pairs, self.d_offsets, self.d_neighbors,
-                cnt, off, nbr, removed, proj_pos, off2, nbr2, proj_keys, self.d_einfo)
+        args = (n, moff, masks, self.d_meta, keys, self.d_ctrl, pairs + 1, pairs, self.d_offsets, self.d_neighbors,
+                cnt, off, nbr, removed, proj_pos, proj_keys, self.d_einfo)
         work = max(n, cells * L.WARP, pairs)
         blocks = min(resident_blocks(small_index_kernel, args, L.SCAN_BLOCK)[0], -(-work // L.SCAN_BLOCK))
         small_index_kernel[blocks, L.SCAN_BLOCK](*args)
-        return keys, off2, nbr2, proj_keys
+        return keys, off, nbr, proj_keys
 
     def _read_index(self, queued, meta: np.ndarray):
         """Wait for :meth:`_queue_index`'s launches (one copy of ctrl + einfo); None if the
