@@ -78,9 +78,10 @@ Per-query fixed cost (choices where the paper is silent; it counts kernel time o
 * Grids: index kernels over the query's pairs / cells only (pooled buffers may be longer; the
   scans take ``n``); stage 0 (GetFirstMatches, never split) gets one warp per 32-element task;
   later stages the full grid (their row counts are known only on the device).
-* DFS level state: each enumeration thread's (LV_FIELDS, MAXQ) int64 state is its slice of one
-  device array made in ``prepare`` (138 MB for 528 blocks of 128 threads), not a local array,
-  which Numba would zero-fill at every stage launch (``enumerate`` module docstring).
+* DFS level state: each enumeration warp's (LV_FIELDS, MAXQ) int64 state is in shared memory,
+  written by lane 0 between warp barriers; not a local array, which Numba would zero-fill at every
+  stage launch, nor a global one, whose stores the next loads read back from L2 (``enumerate``
+  module docstring).
 * Buffers: every per-query device buffer comes from one :class:`common.device.BufferPool`
   (``self.pool``; grown x1.5, reused); metadata and counters are copied with
   ``common.device.upload``/``download`` (the driver called directly).
@@ -299,8 +300,6 @@ class EGSM(Engine):
             self.enum_blocks = 1
         else:
             self.enum_blocks = 4 * int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
-        self.d_levels = budget.device_array((L.LV_FIELDS, L.MAXQ, self.enum_blocks * L.ENUM_THREADS),
-                                            np.int64, "DFS level state")
         if self.queue_bytes is not None:
             qbytes = self.queue_bytes
         elif budget.limit is None:
@@ -643,7 +642,7 @@ class EGSM(Engine):
                     (self.d_meta, self.d_einfo, keys, off2, nbr2, proj_keys, self.d_queue,
                      self.d_ctrl, emb, emb_rows, self.d_split, split_cap, split_threshold,
                      self._epoch, stage, slot, first_edge, first_tasks, group_mask, mapped_before,
-                     final, fallback, limit_arg, adaptive, int(deadline is not None), self.d_levels))
+                     final, fallback, limit_arg, adaptive, int(deadline is not None)))
 
         def run(launches) -> bool:
             """Queue the stages back to back (a stage after an overflow or the stop flag leaves at

@@ -52,11 +52,13 @@ Code layout: ``extend_kernel`` is the task loop (take a task: a first-match chun
 or a split record; then ``extend_task``), ``extend_task`` is ExtendDFS through the group, and
 the steps are named device functions (``queue_geometry``, ``load_*``, ``open_level`` =
 SelectNext + s_min, ``test_candidate``, ``publish_split``, ``emit_embeddings``, ``emit_rows``);
-a warp's per-level state is a (LV_FIELDS, MAXQ) array indexed by ``layout.LV_*``, each lane's
-copy the thread's slice of one device array (``levels``, thread index last, so that a warp's
-accesses coalesce as local memory's do). It is not a ``cuda.local.array``: Numba zero-fills a
-local array at every kernel entry, here 2 KB per thread, 135 MB per launch of the full grid,
-which cost a small query's stages more than their own work (docs/performance.md, "Session 9").
+a warp's per-level state is a (LV_FIELDS, MAXQ) array indexed by ``layout.LV_*``, one per warp
+in shared memory (8 KB a block): every lane reads it, lane 0 writes it between two warp barriers
+(``set_level``, ``set_field``), so that no lane's write overtakes another lane's read of the
+value before it. It is not a ``cuda.local.array``: Numba zero-fills a local array at every
+kernel entry, 2 KB per thread here, which cost a small query's stages more than their own work
+(docs/performance.md, "Session 9"); nor a slice of a global array per thread, as it was until
+session 13: every store of the DFS loop went to L2 and the next load came back from there.
 
 Deadline (``timeout_s``; the paper has none inside a launch): with ``watch`` = 1 the host runs
 each stage through :class:`common.device.LaunchWatch`, which writes ``ctrl[C_STOP]`` from a second
@@ -89,6 +91,7 @@ from .layout import (
     LV_BPOS,
     LV_BSIZE,
     LV_EDGE,
+    LV_FIELDS,
     LV_KIND,
     LV_LEN,
     LV_SCAN,
@@ -309,15 +312,29 @@ def take_task(ctrl, counter):
 
 
 @cuda.jit(device=True)
-def set_level(lv, depth, u, kind, start, length, scan):
-    """Level ``depth`` extends u over s_min = (kind, start, length) from element ``scan``."""
-    lv[LV_U, depth] = u
-    lv[LV_KIND, depth] = kind
-    lv[LV_START, depth] = start
-    lv[LV_LEN, depth] = length
-    lv[LV_SCAN, depth] = scan
-    lv[LV_BSIZE, depth] = 0
-    lv[LV_BPOS, depth] = 0
+def set_level(lv, depth, u, kind, start, length, scan, edge):
+    """Level ``depth`` extends u over s_min = (kind, start, length) of edge ``edge`` from element
+    ``scan`` (lane 0's values; the warp's shared state, written between two warp barriers)."""
+    cuda.syncwarp(FULL_MASK)
+    if cuda.laneid == 0:
+        lv[LV_U, depth] = u
+        lv[LV_KIND, depth] = kind
+        lv[LV_EDGE, depth] = edge
+        lv[LV_START, depth] = start
+        lv[LV_LEN, depth] = length
+        lv[LV_SCAN, depth] = scan
+        lv[LV_BSIZE, depth] = 0
+        lv[LV_BPOS, depth] = 0
+    cuda.syncwarp(FULL_MASK)
+
+
+@cuda.jit(device=True)
+def set_field(lv, field, depth, value):
+    """lv[field, depth] = lane 0's ``value``, between two warp barriers."""
+    cuda.syncwarp(FULL_MASK)
+    if cuda.laneid == 0:
+        lv[field, depth] = value
+    cuda.syncwarp(FULL_MASK)
 
 
 @cuda.jit(device=True)
@@ -340,8 +357,7 @@ def load_split_record(split, idx, keys, meta, sM, sC, w, lv):
     cuda.syncwarp(FULL_MASK)
     set_level(lv, 0, cuda.atomic.add(split, r + R_U, 0), cuda.atomic.add(split, r + R_KIND, 0),
               cuda.atomic.add(split, r + R_START, 0), cuda.atomic.add(split, r + R_END, 0),
-              cuda.atomic.add(split, r + R_BEGIN, 0))
-    lv[LV_EDGE, 0] = cuda.atomic.add(split, r + R_EDGE, 0)
+              cuda.atomic.add(split, r + R_BEGIN, 0), cuda.atomic.add(split, r + R_EDGE, 0))
     return mapped
 
 
@@ -349,8 +365,7 @@ def load_split_record(split, idx, keys, meta, sM, sC, w, lv):
 def load_first_chunk(meta, einfo, first_edge, t, lv):
     """GetFirstMatches task t: elements [32 t, 32 t + 32) of π_{u0} R(u0, first_edge)."""
     set_level(lv, 0, meta[M_ESRC + first_edge], 1, einfo[EI_PROJSTART + first_edge],
-              min(einfo[EI_CARD + first_edge], (t + 1) * WARP), t * WARP)
-    lv[LV_EDGE, 0] = first_edge
+              min(einfo[EI_CARD + first_edge], (t + 1) * WARP), t * WARP, first_edge)
 
 
 @cuda.jit(device=True)
@@ -371,8 +386,7 @@ def open_level(meta, einfo, off2, sC, w, mapped, group_mask, adaptive, lv, depth
     if u < 0:
         return -1
     size, kind, start, edge = smallest_set(meta, einfo, off2, sC, w, mapped, u)
-    set_level(lv, depth, u, kind, start, size, 0)
-    lv[LV_EDGE, depth] = edge
+    set_level(lv, depth, u, kind, start, size, 0, edge)
     return u
 
 
@@ -407,7 +421,7 @@ def publish_split(ctrl, split, slot, split_cap, epoch, sM, w, nq, mapped, lv, de
             split[r + R_M + q] = sM[w, q]
         cuda.threadfence()                         # the record before its flag
         split[r + R_FLAG] = epoch
-    lv[LV_LEN, depth] = 0
+    set_field(lv, LV_LEN, depth, 0)
 
 
 @cuda.jit(device=True)
@@ -449,20 +463,19 @@ def emit_rows(ctrl, queue, qcap, stage, max_rows, out_start, w_out, out_mask, sM
 @jit
 def extend_kernel(meta, einfo, keys, off2, nbr2, proj_keys, queue, ctrl, emb, emb_cap, split,
                   split_cap, split_threshold, epoch, stage, slot, first_edge, num_tasks,
-                  group_mask, mapped_before, final, fallback, limit, adaptive, watch, levels):
+                  group_mask, mapped_before, final, fallback, limit, adaptive, watch):
     """Run one stage (see the module docstring); ``stage == 0`` reads tasks from
     π_{u0} R(u0, first_edge) in chunks of 32, later stages from the queue rows of stage - 1;
     with ``split_threshold > 0``, a level whose s_min is larger is split into 32-element chunk
     records that any warp of the launch takes once the main tasks are used up; ``watch`` != 0:
-    the host may raise the stop flag at a deadline; ``levels``: (LV_FIELDS, MAXQ, threads of the
-    grid) int64, each thread's DFS level state."""
+    the host may raise the stop flag at a deadline."""
     sM = cuda.shared.array((WARPS_PER_BLOCK, MAXQ), int32)
     sC = cuda.shared.array((WARPS_PER_BLOCK, MAXQ), int32)
     buf_v = cuda.shared.array((WARPS_PER_BLOCK, MAXQ, WARP), int32)
     buf_c = cuda.shared.array((WARPS_PER_BLOCK, MAXQ, WARP), int32)
-    lv = levels[:, :, cuda.grid(1)]         # this thread's level state (module docstring)
-
+    levels = cuda.shared.array((WARPS_PER_BLOCK, LV_FIELDS, MAXQ), int64)
     w = cuda.threadIdx.x // WARP
+    lv = levels[w]                          # the warp's DFS level state (module docstring)
     nq = meta[M_NQ]
     qcap = queue.size
     if not fallback and ctrl[C_OVERFLOW] != 0:
@@ -528,11 +541,10 @@ def extend_task(meta, einfo, keys, off2, nbr2, proj_keys, queue, qcap, ctrl, emb
             if stopped(ctrl, fallback, watch, polls):    # polled once per batch
                 break
             u = lv[LV_U, depth]
+            scan = lv[LV_SCAN, depth]
             ok, x, cell = test_candidate(meta, keys, off2, nbr2, proj_keys, sM, sC, w, mapped, u,
                                          lv[LV_KIND, depth], lv[LV_START, depth],
-                                         lv[LV_EDGE, depth], lv[LV_SCAN, depth] + lane,
-                                         lv[LV_LEN, depth])
-            lv[LV_SCAN, depth] += WARP
+                                         lv[LV_EDGE, depth], scan + lane, lv[LV_LEN, depth])
             ballot = int64(cuda.ballot_sync(FULL_MASK, ok)) & 0xFFFFFFFF
             n = int64(cuda.popc(ballot))
             rank = cuda.popc(ballot & lower)
@@ -541,9 +553,14 @@ def extend_task(meta, einfo, keys, off2, nbr2, proj_keys, queue, qcap, ctrl, emb
                     buf_v[w, depth, rank] = x
                     buf_c[w, depth, rank] = cell
                 cuda.syncwarp(FULL_MASK)
-                lv[LV_BSIZE, depth] = n
-                lv[LV_BPOS, depth] = 0
-            elif n > 0 and final:
+                if lane == 0:
+                    lv[LV_SCAN, depth] = scan + WARP
+                    lv[LV_BSIZE, depth] = n
+                    lv[LV_BPOS, depth] = 0
+                cuda.syncwarp(FULL_MASK)
+                continue
+            set_field(lv, LV_SCAN, depth, scan + WARP)
+            if n > 0 and final:
                 emit_embeddings(ctrl, emb, emb_cap, limit, sM, w, nq, u, x, ok, n, rank)
             elif n > 0:
                 emit_rows(ctrl, queue, qcap, stage, max_rows, out_start, w_out, out_mask, sM, w,
@@ -551,9 +568,8 @@ def extend_task(meta, einfo, keys, off2, nbr2, proj_keys, queue, qcap, ctrl, emb
             continue
         # extend the next buffered candidate of this level
         b = lv[LV_BPOS, depth]
-        lv[LV_BPOS, depth] = b + 1
         u = lv[LV_U, depth]
-        cuda.syncwarp(FULL_MASK)
+        set_field(lv, LV_BPOS, depth, b + 1)
         sM[w, u] = buf_v[w, depth, b]
         sC[w, u] = buf_c[w, depth, b]
         cuda.syncwarp(FULL_MASK)

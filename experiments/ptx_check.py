@@ -126,7 +126,7 @@ def _egsm_ptx(cuda, types, i32, i64, cc) -> dict:
         "prune_all_kernel": (prune_all_kernel, (i64(1), i32(1), i32(1), i64(1), i32(1), i32(1), i64(1), n)),
         "extend_kernel": (extend_kernel, (i64(1), i64(1), i32(1), i64(1), i32(1), i32(1), i32(1), i64(1),
                                           i32(1), n, i64(1), n, n, n, n, n, n, n, n, n, flag, flag, n, flag,
-                                          n, i64(3))),
+                                          n)),
     }
     return {name: cuda.compile_ptx(kernel.py_func, sig, cc=cc)[0]
             for name, (kernel, sig) in signatures.items()}
