@@ -5,7 +5,8 @@ embeddings: 92 and 87), GitHub Q_0-Q_10,
 all with exact counts. Each engine prepares the data graph once and answers the whole set once
 untimed (kernels compiled, buffers grown); then every query is timed, wall clock around
 ``match()`` (``one``), and, for an engine with batches (its own ``_match_batch``), the whole set
-(``batched``: the set's total divided per query). Printed last: per workload and engine, the
+(``batched``: the set's total divided per query, so a batch has a total, not a median or a
+per-query ratio: those columns are empty for it). Printed last: per workload and engine, the
 median and total ms per query, the ratio to ``cpu`` measured in the same run, and the count check.
 ``--interleave`` times the one-at-a-time passes query by query instead: every engine answers
 query 1 (in an order rotated per query and reversed every other query), then query 2, and so
@@ -174,8 +175,9 @@ def run(workloads, engines, timeout_s, profile_to=None, out: Path | None = None)
             if out is not None:                            # whole: engines report different phases
                 pd.DataFrame(rows).to_csv(out, index=False)
             for mode, part in done.groupby("mode", sort=False):
-                print(f"   {name:7s} {mode:8s} median {part.wall_ms.median():8.3f} ms, total "
-                      f"{part.wall_ms.sum():9.1f} ms, exact {int(part.exact.sum())}/{len(part)}", flush=True)
+                median = f"median {part.wall_ms.median():8.3f} ms, " if mode == "one" else ""
+                print(f"   {name:7s} {mode:8s} {median}total {part.wall_ms.sum():9.1f} ms, "
+                      f"exact {int(part.exact.sum())}/{len(part)}", flush=True)
     return pd.DataFrame(rows)
 
 
@@ -190,8 +192,9 @@ def _row(workload, engine, mode, query, wall, result, known):
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
     """Median and total ms per query per (workload, engine, mode), the total's ratio to cpu's,
-    the median over queries of each query's ratio to cpu's time for it (one at a time), and the
-    exact counts."""
+    the median over queries of each query's ratio to cpu's time for it, and the exact counts.
+    A batch's rows carry its total split evenly, so it gets no median and no per-query ratio
+    (NaN): only its total compares."""
     table = frame.groupby(["workload", "engine", "mode"], sort=False).agg(
         median_ms=("wall_ms", "median"), total_ms=("wall_ms", "sum"),
         exact=("exact", "sum"), queries=("query", "count")).reset_index()
@@ -203,6 +206,7 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
     medians = ratio.groupby([frame.workload, frame.engine, frame["mode"]], sort=False).median()
     table["ratio_vs_cpu"] = [medians.get((row.workload, row.engine, row.mode), float("nan"))
                              for row in table.itertuples()]
+    table.loc[table["mode"] == "batched", ["median_ms", "ratio_vs_cpu"]] = float("nan")
     return table
 
 

@@ -42,6 +42,18 @@ def test_small_queries_interleaved_pass_answers_every_query_with_every_engine(tm
     assert "ratio_vs_cpu" in capsys.readouterr().out
 
 
+def test_small_queries_summary_gives_a_batch_its_total_only():
+    """A batch's rows hold its total split evenly: the summary compares its total with the CPU's
+    and leaves its median and per-query ratio empty; one-at-a-time rows get all three."""
+    rows = [{"workload": "w", "engine": e, "mode": m, "query": q, "wall_ms": t, "exact": True}
+            for e, m, times in (("cpu", "one", (1.0, 3.0)), ("x", "one", (2.0, 2.0)), ("x", "batched", (0.5, 0.5)))
+            for q, t in zip(("q1", "q2"), times)]
+    table = small_queries.summary(pd.DataFrame(rows)).set_index(["engine", "mode"])
+    assert table.loc[("x", "one"), "median_ms"] == 2.0 and table.loc[("x", "one"), "ratio_vs_cpu"] == (2 + 2 / 3) / 2
+    assert table.loc[("x", "batched"), "total_vs_cpu"] == 0.25
+    assert pd.isna(table.loc[("x", "batched"), "median_ms"]) and pd.isna(table.loc[("x", "batched"), "ratio_vs_cpu"])
+
+
 def test_host_timeline_counts_outermost_calls_and_restores_the_engine():
     class Steps:
         def outer(self, n):
