@@ -23,10 +23,12 @@ Options (variants of the paper's Table 4 are options of this one class):
   (``wedge_filter_applied``). The paper's experiments pass 0.
 * ``fused_index`` (True; False: one launch per step, as the authors' code): the index of a
   query of at most ``layout.SMALL_SCAN`` (edge, cell) pairs whose wedge filter is skipped is
-  built by one cooperative launch (``cuckoo_trie.small_index_kernel``: insertion, level-2 counts,
-  their scan, level 3, the compaction scans and the compaction with grid barriers between them)
-  instead of six; our choice beyond the paper, which counts kernel time only: the six launches
-  cost a small query more host time than their few microseconds of work each.
+  built by one cooperative launch (``cuckoo_trie.small_index_kernel``, three grid barriers:
+  insertion, level-2 counts, one scan for the level-2 offsets and the key positions, then level 3
+  beside the projections; with no deletion there is nothing to compact) instead of six; our
+  choice beyond the paper, which counts kernel time only: the six launches cost a small query
+  more host time than their few microseconds of work each (HPRD dense-16: all kernels 498 -> 327
+  us per query, docs/performance.md "Session 13").
 * ``split_threshold`` (TH1 = 1024) and ``split_records`` (capacity of the split-record pool,
   65536 records of 40 int64): look-forward load balancing.
 * ``queue_bytes``: size of the cyclic partial-result queue; default: half of the device-memory
