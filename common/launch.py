@@ -332,11 +332,22 @@ def _resident(kernel, signature, threads: int) -> tuple[int, dict]:
 def resident_blocks(kernel, args, threads: int) -> tuple[int, dict]:
     """Blocks of ``kernel`` (blocks of ``threads``) the whole GPU holds at once for these
     arguments, from the compiled kernel's registers and shared memory (the largest grid of a
-    cooperative launch), and its resource use; looked up once per kernel and argument types.
+    cooperative launch), and its resource use; looked up once per kernel and argument types,
+    later calls by the arguments' kinds (as a quick launch finds its overload: typing the
+    arguments and hashing numba's types cost ~4-10 us per call, and engines ask per query).
     1 and {} under the simulator, whose cooperative grids have one block."""
     if simulator_active():
         return 1, {}
-    return _resident(kernel, argument_types(args), threads)
+    kinds = _kinds(args) if _NUMBA else None
+    known = None if kinds is None else _RESIDENT.get((kernel, kinds, threads))
+    if known is None:
+        known = _resident(kernel, argument_types(args), threads)
+        if kinds is not None:
+            _RESIDENT[(kernel, kinds, threads)] = known
+    return known
+
+
+_RESIDENT: dict = {}                      # (kernel, argument kinds, threads) -> resident_blocks' answer
 
 
 def _array_words(array):
