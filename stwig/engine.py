@@ -52,7 +52,7 @@ from common.errors import DeviceOutOfMemory
 from common.graph import Graph
 from common.result import MatchResult, Status
 
-from .decompose import JoinPlan, Twig, check_twigs, decompose, estimated_order, join_plan
+from .decompose import JoinPlan, Twig, check_twigs, compile_planning, decompose, estimated_order, join_plan
 from .explore import MAX_LEAVES, CpuExplorer, ExplorationTimeout, GpuExplorer
 from .hashjoin import JOIN_THREADS, MAX_SPLIT_LEVELS, GpuHashJoin
 
@@ -149,11 +149,13 @@ class STwigPipeline(Engine):
         self._warm_up()
 
     def _warm_up(self) -> None:
-        """Compile every kernel once (count and collect) with the argument types of real calls:
-        a copy of this engine, with the same options, runs a triangle query on a triangle."""
+        """Compile the planning steps and every kernel once (count and collect) with the argument
+        types of real calls: a copy of this engine, with the same options, runs a triangle query
+        on a triangle."""
         if getattr(self, "_is_warm_up_copy", False):
             return
         tri = Graph.from_edges(3, [0, 1, 2], [1, 2, 0], [0, 0, 0])
+        compile_planning(tri, tri.label_frequencies)
         clone = copy.copy(self)
         clone._is_warm_up_copy = True
         try:

@@ -254,6 +254,18 @@ def test_rejects_edge_labels_directed_and_bad_options():
         STwig(split_levels=0)
 
 
+def test_decomposition_follows_the_greedy_scores():
+    """f(v) = remaining degree / label frequency; the pair of largest f(v) + f(u) (ties: smaller
+    ids) roots the first STwig at its larger-f end, then one at the other end if edges remain."""
+    src, dst = [0, 0, 1, 2], [1, 2, 2, 3]            # a triangle 0-1-2 and a tail 2-3
+    alike = Graph.from_edges(4, src, dst, [0, 0, 0, 0])
+    assert decompose(alike, np.array([10])) == [Twig(2, (0, 1, 3)), Twig(0, (1,))]
+    rare_first = Graph.from_edges(4, src, dst, [1, 0, 0, 0])
+    assert decompose(rare_first, np.array([10, 1])) == [Twig(0, (1, 2)), Twig(2, (1, 3))]
+    with pytest.raises(ValueError, match="label"):
+        decompose(rare_first, np.array([10]))
+
+
 def test_estimated_join_order_is_a_connected_permutation():
     data = _graph(64, 200, 4, 3)
     rng = np.random.default_rng(0)
