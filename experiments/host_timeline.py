@@ -4,7 +4,8 @@
 ``perf_counter`` (the outermost call of each name per query counts, so nested steps are not
 added twice): the methods of the engine's class and its bases (``Engine.match`` down to the
 engine's own steps), the functions its module imports from its own package (planning,
-ordering; compiled ``numba.njit`` ones included), the per-query device calls every engine
+ordering; compiled ``numba.njit`` ones included) and the methods of the classes it imports from
+there (STwig's hash join, for instance), the per-query device calls every engine
 shares (``upload``, ``download``, ``fill`` as the engine's module binds them, every kernel
 launch through ``common.launch``,
 ``LaunchWatch.run_all``, ``PhaseTimer.seconds``). A ``download`` includes the wait for the work
@@ -78,6 +79,10 @@ class HostTimeline:
             function = value.py_func if isinstance(value, CPUDispatcher) else value
             if inspect.isfunction(function) and (function.__module__.startswith(package) or name in SHARED_CALLS):
                 self.wrap(module, name, name)
+            elif inspect.isclass(value) and value.__module__.startswith(package) and not issubclass(value, Engine):
+                for attr, raw in list(vars(value).items()):
+                    if inspect.isfunction(raw) and not attr.startswith("__"):
+                        self.wrap(value, attr, f"{value.__name__}.{attr}")
         self.wrap(launch._Launch, "__call__", "kernel launch")
         self.wrap(LaunchWatch, "run_all", "LaunchWatch.run_all")
         self.wrap(PhaseTimer, "seconds", "PhaseTimer.seconds")
