@@ -61,7 +61,7 @@ import numba
 import numpy as np
 from numba.extending import register_jitable
 
-from common.device import BufferPool, cuda, download, jit, simulator_active, upload
+from common.device import BufferPool, cuda, download, fill, jit, simulator_active, upload
 from common.errors import DeviceOutOfMemory
 from common.scan import exclusive_scan
 
@@ -428,16 +428,6 @@ def _join_gpu(r1, nr1, l1, lo, hi, ctrl, sel, n_in, queue, cap, budget, depth, u
     cuda.atomic.add(ctrl, C_SUM, local)
 
 
-@jit
-def _fill_prefix_gpu(out, n, value):
-    """out[:n] = value (a reused buffer longer than the data: slicing costs a launch)."""
-    i = cuda.grid(1)
-    step = cuda.gridsize(1)
-    while i < n:
-        out[i] = value
-        i += step
-
-
 #: Units a one-block split launch holds per level (its counts live in shared memory): while the
 #: probe side is this small, every split level runs in one launch (count, block scan, fill).
 SMALL_SPLIT_UNITS = 64 if simulator_active() else 4096
@@ -526,10 +516,10 @@ class GpuHashJoin:
         self.host_ctrl = np.zeros(CTRL_FIELDS, np.int64)
         self.host_report = np.zeros(SS_FIELDS, np.int64)
 
-    def _view(self, name: str, size: int, dtype, shape_of):
-        """A view ``shape_of(buffer)`` of pooled buffer ``name`` (>= ``size`` elements), made
-        again only when the buffer is replaced."""
-        buffer = self.buffers.get(name, size, dtype)
+    def _view(self, name: str, size: int, dtype, shape_of, buffer_name: str | None = None):
+        """A view ``shape_of(buffer)`` of pooled buffer ``buffer_name`` (default ``name``; >= ``size``
+        elements), kept as ``name`` and made again only when the buffer is replaced."""
+        buffer = self.buffers.get(buffer_name or name, size, dtype)
         kept = self._views.get(name)
         if kept is None or kept[0] is not buffer:
             kept = (buffer, shape_of(buffer))
@@ -597,8 +587,7 @@ class GpuHashJoin:
             self.ctrl = self.buffers.get("join control", CTRL_FIELDS, np.int64)
             self.pool = self.buffers.get("hash pool", pool_size, np.int32)
             self.head = self.buffers.get("hash heads", head_size, np.int32)
-            fill_blocks = max(1, min(self._grid(0, self.threads), (head_size + self.threads - 1) // self.threads))
-            _fill_prefix_gpu[fill_blocks, self.threads](self.head, head_size, -1)
+            fill(self.head, -1, count=head_size)
             total_rows = int(sum(rows[1:]))
             if self.nt and total_rows:
                 blocks = min(self._grid(0, self.threads), (total_rows + self.threads - 1) // self.threads)
@@ -670,14 +659,12 @@ class GpuHashJoin:
         self.grid = max(1, min(self._grid(self.shared, threads), (hi - lo + threads - 1) // threads))
         self.cap = self.grid * threads
         width = SAVED_HEADER + self.nq + self.nt
-        shape = (2 * self.cap, width)
-        queue = self.buffers.get("saved DFS states", 2 * self.cap * width, np.int64)
-        kept = self._views.get("saved DFS states")
-        if kept is None or kept[0] is not queue or kept[1].shape != shape:
-            self._views["saved DFS states"] = (queue, queue[:shape[0] * width].reshape(shape))
-        self.queue = self._views["saved DFS states"][1]
+        # the whole buffer as rows of this width: a view per width, not per query's row count
+        self.queue = self._view(f"saved DFS states {width}", 2 * self.cap * width, np.int64,
+                                lambda buffer: buffer[:buffer.size // width * width].reshape(-1, width),
+                                buffer_name="saved DFS states")
         self.sel, self.n_in = 0, 0
-        _fill_prefix_gpu[1, 32](self.ctrl, CTRL_FIELDS, 0)
+        fill(self.ctrl, 0)
         self.rowvals = self.buffers.get("unit values", hi - lo, np.int64)
         self.out = self.buffers.get("output", rows * self.nq, np.int32)
         if mode == 2:
