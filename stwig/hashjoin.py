@@ -41,10 +41,11 @@
 * **Fixed cost per query [the paper is silent].** The relations (R_1 first, then R_2..R_n, one
   flat int32 array) go up in one copy and the plan (``tab``, key and new columns, padded to a
   fixed shape: :data:`PLAN_SIZE`) in another, whose device views are made once; reused buffers
-  come from the engine's :class:`~common.device.BufferPool` and keep their views; while the
-  split units fit :data:`SMALL_SPLIT_UNITS`, split levels run in one single-block launch
-  (:func:`_split_small_gpu`: count, block scan, fill; the same units as the per-level launches)
-  with one copy back.
+  come from the engine's :class:`~common.device.BufferPool` and keep their views (the
+  saved-state queue one per row width); the chain heads and the join control are cleared by
+  driver memsets, not kernels; while the split units fit :data:`SMALL_SPLIT_UNITS`, split levels
+  run in one single-block launch (:func:`_split_small_gpu`: count, block scan, fill; the same
+  units as the per-level launches) with one copy back.
 * **Output [the paper is silent].** Mode 0 counts (one int64 atomic add per thread at exit,
   partial counts of saved units included); mode 1 writes each unit's count; mode 2 writes each
   unit's embeddings from the offset the host computed from mode 1 (exact batches, no overflow,
