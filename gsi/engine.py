@@ -28,9 +28,11 @@ where a table grows and taking the rest back where one shrinks; our choice (GSI 
 iteration from the host): a small HPRD query went from 47 launches and 16 copies back to 2 and
 2, 2.0x the CPU reference to 0.9x (docs/performance.md, "Session 12"). Buffers come from a
 :class:`BufferPool`; a query's join state is a ``_Query``, not the engine's. ``limit`` stops after that many embeddings;
-``timeout_s`` is checked before every slice of every level; while a deadline is set, slices
-are sized to about 50 ms on the GPU and in the simulator alike (a GPU's first slice is 4096 rows,
-so a small table is still one slice), so the overrun is about one slice (docs/performance.md, "Deadline overruns").
+``timeout_s`` is checked before every slice of every level; while a deadline is set, each
+level's slices are sized so that the level's own kernels take about 50 ms (the time of the later
+levels a slice feeds is not counted: a heavy query's deep levels keep large slices), on the GPU
+and in the simulator alike (a GPU's first slice is 4096 rows, so a small table is still one
+slice), so the overrun is about one slice of one level.
 """
 
 from __future__ import annotations
@@ -97,13 +99,14 @@ class _Query:
     limit: int | None
     collect: bool
     deadline: float | None
-    slice_rows: int
+    slice_rows: list            # per level: rows of its next join slice (0: no slicing)
     plan: object = None
     count: int = 0
     rows_out: list = field(default_factory=list)
     iter_rows: list = field(default_factory=list)
     iter_gba: list = field(default_factory=list)
     chunks: int = 0
+    nested_s: list = field(default_factory=list)    # per level: seconds of the current slice in later levels
     fuse: bool = True          # small tables may go to the one-launch join (off once it refused a level)
 
 
@@ -394,7 +397,7 @@ class GSI(Engine):
         start_time = time.perf_counter()
         nq = query.num_vertices
         q = _Query(nq, limit, collect, None if timeout_s is None else start_time + timeout_s,
-                   first_slice(timeout_s), iter_rows=[0] * nq, iter_gba=[0] * nq)
+                   [first_slice(timeout_s)] * nq, iter_rows=[0] * nq, iter_gba=[0] * nq, nested_s=[0.0] * nq)
         timer = PhaseTimer()
         if self.instrument:
             fill(self.d_loads, 0)
@@ -521,22 +524,27 @@ class GSI(Engine):
     def _run_level(self, q: _Query, level: int, rows: int) -> None:
         """Extend the ``rows`` rows of table ``level`` through all later iterations.
 
-        With a deadline, slices start at :data:`FIRST_SLICE_ROWS` rows and double while a
-        slice takes under :data:`SLICE_SECONDS` (halving above twice that), so that the
-        deadline, checked before every slice at every level, is overrun by about one slice."""
+        With a deadline, each level's slices start at :data:`FIRST_SLICE_ROWS` rows and double
+        while a slice's own kernels (the time spent in later levels left out) take under
+        :data:`SLICE_SECONDS`, halving above twice that; the size a level learned is kept for its
+        next table. The deadline is checked before every slice at every level, so it is overrun
+        by about one slice of one level."""
         a = 0
         while a < rows:
             if q.deadline is not None and time.perf_counter() > q.deadline:
                 raise _Stop(Status.TIMEOUT)
             m = rows - a
-            if q.slice_rows:
-                m = min(m, q.slice_rows)
+            slice_rows = q.slice_rows[level]
+            if slice_rows:
+                m = min(m, slice_rows)
             if not self._grow_rows(m, level):
                 m = self._rows_cap
             began = time.perf_counter()
+            q.nested_s[level] = 0.0
             a += self._run_chunk(q, level, a, m)
-            if q.slice_rows:
-                q.slice_rows = adapt_slice(q.slice_rows, time.perf_counter() - began)
+            if slice_rows:
+                own = time.perf_counter() - began - q.nested_s[level]
+                q.slice_rows[level] = adapt_slice(slice_rows, own)
 
     def _split(self, q, level, a, m, offsets, sizes, capacity) -> int:
         """Run the longest prefix of rows a..a+m-1 whose buffers (exclusive ``offsets`` and
@@ -583,7 +591,11 @@ class GSI(Engine):
         if last:
             self._finish_rows(q, level + 1, out, out_total)
         else:
-            self._join_from(q, level + 1, out_total)
+            began = time.perf_counter()
+            try:
+                self._join_from(q, level + 1, out_total)
+            finally:
+                q.nested_s[level] += time.perf_counter() - began
         return m
 
     def _prealloc_combine(self, q: _Query, level: int, a: int, m: int, write: bool):
