@@ -203,6 +203,13 @@ for line in sys.stdin:
                       "seconds": float(r.seconds)}
         elif req["op"] == "drop":
             engines.clear()
+            import gc
+            gc.collect()
+            try:
+                from numba import cuda
+                cuda.current_context().deallocations.clear()
+            except Exception:
+                pass
             answer = {"ok": True}
         else:
             answer = {"ok": False, "error": "unknown op"}
@@ -303,6 +310,7 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
                     for label, a in warm.items():      # none finishes: no timing
                         run.runs[label] = [a]
                     results.append(run)
+                    progress(f"    {name}  over the limit in every revision")
                     continue
                 for w in workers:
                     if warm[w.label]["status"] != "ok":
@@ -313,10 +321,12 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
                         if warm[w.label]["status"] == "ok":
                             run.runs.setdefault(w.label, []).append(w.ask(**request))
                 results.append(run)
+                progress("    " + name + "  " + "  ".join(
+                    f"{w.label} {run.status(w.label)} {1e3 * run.wall(w.label):.1f} ms" for w in workers))
+            for w in workers:                          # its device memory back before the next graph
+                w.ask(op="drop")
             progress(f"  {engine:7s} {wl.name:18s} {len(wl.queries):4d} queries  "
                      f"{time.perf_counter() - began:6.1f} s")
-        for w in workers:
-            w.ask(op="drop")
     return results
 
 
