@@ -14,7 +14,8 @@ uses only the public API (``load_graph``, ``create_engine``, ``prepare``, ``matc
 revision with that API can be the baseline.
 
 Workloads (:func:`workloads`): ``small`` (HPRD dense-16, GitHub Q_0-Q_10, yeast dense-8) and
-``heavy`` (GitHub rw12's 11 queries that the gMatch authors' build solves in 8 s, patterns P1-P9 on unlabelled GitHub, yeast's dense-16 and sparse-16
+``heavy`` (GitHub rw12's 11 queries that the gMatch authors' build solves in 8 s, patterns P1-P9
+on unlabelled GitHub, yeast's dense-16 and sparse-16
 queries with the largest known counts up to :data:`YEAST_HEAVY_CAP`; the data folder has no
 yeast queries of 24 or 32 vertices). A query that neither revision finishes within the limit is left out
 of the ratios; one that only one revision finishes counts with the limit as the other's time
@@ -273,8 +274,22 @@ class QueryRun:
         return {a["count"] for a in self.runs.get(label, []) if a["status"] == "ok"}
 
 
+def memory_share(revisions: int, reserve: int = 3 << 30) -> int | None:
+    """Equal device memory per revision's engines: the GPU's free memory less ``reserve`` (each
+    process's CUDA context) per revision, divided among them; None without a GPU (nvidia-smi).
+
+    Engines grow their pools on demand and keep them; with one process per revision on one card,
+    whichever grew first would starve the others, so each gets the same ``device_memory_limit``."""
+    try:
+        free_mib = subprocess.run(["nvidia-smi", "--query-gpu=memory.free", "--format=csv,noheader,nounits"],
+                                  capture_output=True, text=True, check=True).stdout.split()[0]
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        return None
+    return max(1 << 30, (int(free_mib) << 20) // revisions - reserve)
+
+
 def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: int, limit_s: float,
-            progress=print) -> list[QueryRun]:
+            options: dict | None = None, progress=print) -> list[QueryRun]:
     """Warm, then time every query of every workload on every engine, revisions alternating.
 
     Each (engine, workload) starts with one query answered by every worker at once (the compile);
@@ -288,7 +303,7 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
                 continue
             began = time.perf_counter()
             for w in workers:
-                w.send(op="prepare", engine=engine, data=wl.data)
+                w.send(op="prepare", engine=engine, data=wl.data, options=options or {})
             for w in workers:
                 answer = w.receive()
                 if not answer["ok"]:
@@ -451,6 +466,9 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per query and revision")
     parser.add_argument("--limit-s", type=float, default=3.0, help="per-query deadline (timeout_s)")
     parser.add_argument("--max-queries", type=int, default=None, help="first N queries of each workload")
+    parser.add_argument("--queries", default=None, help="comma-separated query names to keep")
+    parser.add_argument("--device-memory-limit", type=int, default=None,
+                        help="bytes per revision's engines (default on a GPU: an equal share of the free memory)")
     parser.add_argument("--out", type=Path, default=None, help="folder for the CSVs and worker logs")
     args = parser.parse_args(argv)
 
@@ -481,15 +499,23 @@ def main(argv=None) -> int:
         if args.workloads:
             keep = set(args.workloads.split(","))
             loads = [wl for wl in loads if wl.name in keep]
+        if args.queries:
+            keep = set(args.queries.split(","))
+            for wl in loads:
+                wl.queries = [q for q in wl.queries if q[0] in keep]
         print(f"regress: new {new_label} against old {old_label}; engines {', '.join(engines)}; "
               f"{sum(len(wl.queries) for wl in loads)} queries in {len(loads)} workloads; "
               f"limit {args.limit_s} s, {args.repeats} repeats", flush=True)
         trees = [(new_label, new_tree), (old_label, old_tree), *others]
+        share = args.device_memory_limit or memory_share(len(trees))
+        options = {} if share is None else {"device_memory_limit": share}
         logs = [open(out / f"worker-{i}.log", "w") for i in range(len(trees))]
         workers = [Worker(label, tree, log) for (label, tree), log in zip(trees, logs)]
         try:
+            print(f"device_memory_limit per revision: {share if share is not None else 'none (simulator)'}",
+                  flush=True)
             results = measure(workers, engines, loads, repeats=args.repeats, limit_s=args.limit_s,
-                              progress=lambda s: print(s, flush=True))
+                              options=options, progress=lambda s: print(s, flush=True))
         finally:
             for w in workers:
                 w.close()
