@@ -278,8 +278,9 @@ def memory_share(revisions: int, reserve: int = 3 << 30) -> int | None:
     """Equal device memory per revision's engines: the GPU's free memory less ``reserve`` (each
     process's CUDA context) per revision, divided among them; None without a GPU (nvidia-smi).
 
-    Engines grow their pools on demand and keep them; with one process per revision on one card,
-    whichever grew first would starve the others, so each gets the same ``device_memory_limit``."""
+    Engines grow their pools on demand and keep them; with several processes on one card, the one
+    that grew first can starve the others (``--share-memory`` gives each the same
+    ``device_memory_limit``; it changes the engines' paths, so it is not the default)."""
     try:
         free_mib = subprocess.run(["nvidia-smi", "--query-gpu=memory.free", "--format=csv,noheader,nounits"],
                                   capture_output=True, text=True, check=True).stdout.split()[0]
@@ -317,7 +318,9 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
                 run = QueryRun(engine, wl.name, wl.group, name, known)
                 request = dict(op="match", engine=engine, data=wl.data, query=path, timeout=limit_s)
                 warm = {}
-                for w in workers:
+                for j, w in enumerate(workers):
+                    if j == 2 and all(a["status"] != "ok" for a in warm.values()):
+                        break                          # new and old both over the limit: the rest untried
                     warm[w.label] = w.ask(**request)
                     if not warm[w.label]["ok"]:
                         raise RuntimeError(f"{w.label}: {engine} {wl.name} {name}: {warm[w.label]['error']}")
@@ -328,12 +331,12 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
                     progress(f"    {name}  over the limit in every revision")
                     continue
                 for w in workers:
-                    if warm[w.label]["status"] != "ok":
+                    if warm[w.label]["status"] != "ok":   # its timeout is its measurement
                         run.runs[w.label] = [warm[w.label]]
                 for r in range(repeats):
                     k = r % len(workers)
                     for w in workers[k:] + workers[:k]:
-                        if warm[w.label]["status"] == "ok":
+                        if warm.get(w.label, {}).get("status") == "ok":
                             run.runs.setdefault(w.label, []).append(w.ask(**request))
                 results.append(run)
                 progress("    " + name + "  " + "  ".join(
@@ -468,7 +471,9 @@ def main(argv=None) -> int:
     parser.add_argument("--max-queries", type=int, default=None, help="first N queries of each workload")
     parser.add_argument("--queries", default=None, help="comma-separated query names to keep")
     parser.add_argument("--device-memory-limit", type=int, default=None,
-                        help="bytes per revision's engines (default on a GPU: an equal share of the free memory)")
+                        help="bytes per revision's engines (default: none, as a user's call runs)")
+    parser.add_argument("--share-memory", action="store_true",
+                        help="give each revision an equal share of the GPU's free memory (device_memory_limit)")
     parser.add_argument("--out", type=Path, default=None, help="folder for the CSVs and worker logs")
     args = parser.parse_args(argv)
 
@@ -507,13 +512,12 @@ def main(argv=None) -> int:
               f"{sum(len(wl.queries) for wl in loads)} queries in {len(loads)} workloads; "
               f"limit {args.limit_s} s, {args.repeats} repeats", flush=True)
         trees = [(new_label, new_tree), (old_label, old_tree), *others]
-        share = args.device_memory_limit or memory_share(len(trees))
+        share = args.device_memory_limit or (memory_share(len(trees)) if args.share_memory else None)
         options = {} if share is None else {"device_memory_limit": share}
         logs = [open(out / f"worker-{i}.log", "w") for i in range(len(trees))]
         workers = [Worker(label, tree, log) for (label, tree), log in zip(trees, logs)]
         try:
-            print(f"device_memory_limit per revision: {share if share is not None else 'none (simulator)'}",
-                  flush=True)
+            print(f"device_memory_limit per revision: {share if share is not None else 'none'}", flush=True)
             results = measure(workers, engines, loads, repeats=args.repeats, limit_s=args.limit_s,
                               options=options, progress=lambda s: print(s, flush=True))
         finally:

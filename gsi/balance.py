@@ -7,7 +7,9 @@ dynamic parallelism):
 1. work > W1: the block queues the row (one atomic) and skips it; a follow-up launch
    (``heavy_kernel``) gives each queued row a whole block. Choice where the paper is silent: one
    block per queued row rather than ⌈work/1024⌉ blocks, since rows must come out sorted and
-   several blocks writing one row would need another ordering pass.
+   several blocks writing one row would need another ordering pass. The row's other linking
+   edges are checked element by element in the same rounds (a binary search per edge), so all
+   of the block's warps share them (one warp merging them left the others idle).
 2. and 3. W3 < work <= W1: the rows go into the block's task pool (SGSI's 1024-element pool):
    every round the block's threads take one pool element each (300 + 400 + 324, then 176, in
    SGSI's example), a block-wide scan of the survivors, segmented by row, keeps each row's output
@@ -43,10 +45,11 @@ from common.cudasim import FULL_MASK
 from common.device import cuda, fill, jit, simulator_active
 
 from .join import (
-    LOAD_NEIGHBORS,
+    MAX_LINK_EDGES,
     MAX_QUERY_VERTICES,
     add_load_counts,
-    add_loads,
+    all_edges_contain,
+    edge_at,
     emit,
     first_edge_keeps,
     flush,
@@ -299,27 +302,35 @@ def _block_kernel(warps: int):
 
 def _heavy_kernel(warps: int):
     Q = MAX_QUERY_VERTICES
+    R = 2 * MAX_LINK_EDGES        # (start, end) of the first and every other linking edge
     T = warps * 32
 
     @jit
     def heavy(tab, width, a, part, col, label, bits, ubase, F, gba, num, n, structure, meta, gl, keys,
               offs, ci, ci_label, queue, qcount, qinfo, e_lo, e_hi, use_cache, loads, instrument):
-        """Layer 1: a whole block for each queued row, rounds of one element per thread; then its
-        first warp intersects the row with the other linking edges."""
+        """Layer 1: a whole block for each queued row, rounds of one element per thread; each
+        element that survives the first edge is checked against the other linking edges
+        e_lo..e_hi-1 in the same round (binary searches, :func:`all_edges_contain`), so every
+        warp of the block works on the row's intersections too."""
         rowc = cuda.shared.array((1, Q), np.int32)
-        cache = cuda.shared.array((1, 32), np.int32)
-        btile = cuda.shared.array((1, 32), np.int32)
-        ntile = cuda.shared.array((1, 32), np.int32)
+        ranges = cuda.shared.array((1, R), np.int64)
         wtot = cuda.shared.array(warps, np.int32)
         scan = cuda.shared.array(T, np.int32)
         tid = cuda.threadIdx.x
         w = tid // 32
-        l_struct = l_nbr = l_tab = 0
+        l_struct = l_nbr = 0
         h = cuda.blockIdx.x
         while h < qcount[0]:
             i = queue[h]
             if w == 0:
                 load_row(rowc, 0, tab, a + i, width)
+                for ed in range(e_lo, e_hi):       # ranges[0, 2k]: edge e_lo - 1 + k (k = 0: the first edge)
+                    col2, part2, _ = edge_at(qinfo, ed)
+                    s2, e2, ld2 = warp_neighbor_range(structure, meta, gl, keys, offs, part2, rowc[0, col2], n)
+                    l_struct += ld2
+                    if cuda.laneid == 0:
+                        ranges[0, 2 * (ed - e_lo + 1)] = s2
+                        ranges[0, 2 * (ed - e_lo + 1) + 1] = e2
             cuda.syncthreads()
             s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, part, rowc[0, col], n)
             l_struct += ld
@@ -332,26 +343,21 @@ def _heavy_kernel(warps: int):
                 if k < e:
                     x = ci[k]
                     pred = first_edge_keeps(structure, ci_label, k, label, bits, ubase, rowc, 0, width, x)
+                    if pred:
+                        pred = all_edges_contain(qinfo, e_lo - 1, e_hi, ranges, 0, x, structure, ci, ci_label)
                 total = block_scan(pred, wtot, scan, warps)
                 if pred:
                     gba[F[i] + written + scan[tid]] = x
                 written += total
-                l_nbr += 1
+                l_nbr += 1 + 5 * (e_hi - e_lo)
                 cuda.syncthreads()
                 k0 += T
-            if w == 0:
-                written, ls, ln, lt = intersect_row(rowc, btile, ntile, cache, 0, qinfo, e_lo, e_hi, gba,
-                                                    F[i], written, n, structure, meta, gl, keys, offs, ci,
-                                                    ci_label, use_cache)
-                l_struct += ls
-                l_tab += lt
-                if tid == 0:
-                    num[i] = written
-                    add_loads(loads, instrument, LOAD_NEIGHBORS, ln)
+            if tid == 0:
+                num[i] = written
             cuda.syncthreads()
             h += cuda.gridDim.x
         if cuda.laneid == 0:
-            add_load_counts(loads, instrument, l_struct, l_nbr, l_nbr, l_tab)
+            add_load_counts(loads, instrument, l_struct, l_nbr, l_nbr, 0)
 
     return heavy
 
