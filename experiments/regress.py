@@ -278,9 +278,11 @@ def memory_share(revisions: int, reserve: int = 3 << 30) -> int | None:
     """Equal device memory per revision's engines: the GPU's free memory less ``reserve`` (each
     process's CUDA context) per revision, divided among them; None without a GPU (nvidia-smi).
 
-    Engines grow their pools on demand and keep them; with several processes on one card, the one
-    that grew first can starve the others (``--share-memory`` gives each the same
-    ``device_memory_limit``; it changes the engines' paths, so it is not the default)."""
+    Engines grow their pools on demand and keep them (their budget is the card's free memory when
+    they are prepared); with one process per revision on one card, the one that grew first
+    starves the others (measured: heavy GSI queries 2-3x slower in every revision, and timeouts),
+    so each revision's engines get the same ``device_memory_limit`` (``--own-memory`` turns
+    this off)."""
     try:
         free_mib = subprocess.run(["nvidia-smi", "--query-gpu=memory.free", "--format=csv,noheader,nounits"],
                                   capture_output=True, text=True, check=True).stdout.split()[0]
@@ -290,13 +292,16 @@ def memory_share(revisions: int, reserve: int = 3 << 30) -> int | None:
 
 
 def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: int, limit_s: float,
-            options: dict | None = None, progress=print) -> list[QueryRun]:
+            warm_s: float | None = None, options: dict | None = None, progress=print) -> list[QueryRun]:
     """Warm, then time every query of every workload on every engine, revisions alternating.
 
     Each (engine, workload) starts with one query answered by every worker at once (the compile);
-    then each query is answered once untimed by each revision in turn (a revision that does not
-    finish it within the limit is not timed again: that timeout is its measurement), and
-    ``repeats`` timed rounds follow, the order of the revisions rotating every round."""
+    then each query is answered once untimed by each revision in turn, with ``warm_s`` (default:
+    twice the limit) as its deadline, since a first run also grows the engine's buffers (a
+    revision that does not finish it is not timed: that timeout is its measurement), and
+    ``repeats`` timed rounds follow with ``limit_s``, the order of the revisions rotating every
+    round. A timed run over the limit is a timeout."""
+    warm_s = 2 * limit_s if warm_s is None else warm_s
     results = []
     for engine in engines:
         for wl in loads:
@@ -309,7 +314,7 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
                 answer = w.receive()
                 if not answer["ok"]:
                     raise RuntimeError(f"{w.label}: prepare {engine} on {wl.name}: {answer['error']}")
-            first = dict(op="match", engine=engine, data=wl.data, query=wl.queries[0][1], timeout=limit_s)
+            first = dict(op="match", engine=engine, data=wl.data, query=wl.queries[0][1], timeout=warm_s)
             for w in workers:                          # compiles, all revisions at once
                 w.send(**first)
             for w in workers:
@@ -321,7 +326,7 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
                 for j, w in enumerate(workers):
                     if j == 2 and all(a["status"] != "ok" for a in warm.values()):
                         break                          # new and old both over the limit: the rest untried
-                    warm[w.label] = w.ask(**request)
+                    warm[w.label] = w.ask(**dict(request, timeout=warm_s))
                     if not warm[w.label]["ok"]:
                         raise RuntimeError(f"{w.label}: {engine} {wl.name} {name}: {warm[w.label]['error']}")
                 if all(a["status"] != "ok" for a in warm.values()):
@@ -467,13 +472,15 @@ def main(argv=None) -> int:
     parser.add_argument("--groups", default=",".join(GROUPS), help="small, heavy or both")
     parser.add_argument("--workloads", default=None, help="comma-separated workload names to keep")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per query and revision")
-    parser.add_argument("--limit-s", type=float, default=3.0, help="per-query deadline (timeout_s)")
+    parser.add_argument("--limit-s", type=float, default=3.0, help="per-query deadline of a timed run (timeout_s)")
+    parser.add_argument("--warm-s", type=float, default=None, help="deadline of the untimed first run (2x the limit)")
     parser.add_argument("--max-queries", type=int, default=None, help="first N queries of each workload")
     parser.add_argument("--queries", default=None, help="comma-separated query names to keep")
     parser.add_argument("--device-memory-limit", type=int, default=None,
-                        help="bytes per revision's engines (default: none, as a user's call runs)")
-    parser.add_argument("--share-memory", action="store_true",
-                        help="give each revision an equal share of the GPU's free memory (device_memory_limit)")
+                        help="bytes per revision's engines (default: an equal share of the free memory)")
+    parser.add_argument("--own-memory", action="store_true",
+                        help="no device_memory_limit: each revision's engines take what the card has free "
+                             "(default: an equal share each, see memory_share)")
     parser.add_argument("--out", type=Path, default=None, help="folder for the CSVs and worker logs")
     args = parser.parse_args(argv)
 
@@ -512,14 +519,14 @@ def main(argv=None) -> int:
               f"{sum(len(wl.queries) for wl in loads)} queries in {len(loads)} workloads; "
               f"limit {args.limit_s} s, {args.repeats} repeats", flush=True)
         trees = [(new_label, new_tree), (old_label, old_tree), *others]
-        share = args.device_memory_limit or (memory_share(len(trees)) if args.share_memory else None)
+        share = args.device_memory_limit or (None if args.own_memory else memory_share(len(trees)))
         options = {} if share is None else {"device_memory_limit": share}
         logs = [open(out / f"worker-{i}.log", "w") for i in range(len(trees))]
         workers = [Worker(label, tree, log) for (label, tree), log in zip(trees, logs)]
         try:
             print(f"device_memory_limit per revision: {share if share is not None else 'none'}", flush=True)
             results = measure(workers, engines, loads, repeats=args.repeats, limit_s=args.limit_s,
-                              options=options, progress=lambda s: print(s, flush=True))
+                              warm_s=args.warm_s, options=options, progress=lambda s: print(s, flush=True))
         finally:
             for w in workers:
                 w.close()
