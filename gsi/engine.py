@@ -31,7 +31,7 @@ iteration from the host): a small HPRD query went from 47 launches and 16 copies
 ``timeout_s`` is checked before every slice of every level; while a deadline is set, each
 level's slices are sized so that the level's own kernels take about 50 ms (the time of the later
 levels a slice feeds is not counted: a heavy query's deep levels keep large slices), on the GPU
-and in the simulator alike (a GPU's first slice is 4096 rows, so a small table is still one
+and in the simulator alike (a GPU's first slice is 65,536 rows, so a small table is still one
 slice), so the overrun is about one slice of one level.
 """
 
@@ -68,9 +68,10 @@ DEFAULT_ROWS = 1 << 10 if _SIM else 1 << 20
 DEFAULT_GBA = 1 << 12 if _SIM else 1 << 24
 #: With a deadline: target seconds of one join slice (``_run_level``), on either backend.
 SLICE_SECONDS = 0.05
-#: With a deadline: rows of the first join slice (a simulated row is slow, a GPU's cheap: a
-#: table of up to this many rows stays one slice, one launch per iteration).
-FIRST_SLICE_ROWS = 1 if _SIM else 1 << 12
+#: With a deadline: rows of a level's first join slice (a simulated row is slow, a GPU's cheap: a
+#: table of up to this many rows stays one slice, one launch per iteration; smaller first slices
+#: cost heavy queries more launches and host round trips than their deadline gains).
+FIRST_SLICE_ROWS = 1 if _SIM else 1 << 16
 #: Tables of at most this many rows per block thread run their scans in one block (one launch,
 #: the total left on the device): ``counts_scan`` and ``scan_link``.
 SINGLE_BLOCK_ROUNDS = 16
@@ -135,9 +136,11 @@ def first_slice(timeout_s: float | None) -> int:
 
 
 def adapt_slice(rows: int, took: float) -> int:
-    """Join slice (rows) after one that took ``took`` seconds (its rows through every later
-    iteration, read back, so the time is the device's too): doubled under
-    :data:`SLICE_SECONDS`, halved above twice that."""
+    """Join slice (rows) after one whose kernels took ``took`` seconds (read back, so the time
+    is the device's too): quadrupled under a quarter of :data:`SLICE_SECONDS`, doubled under it,
+    halved above twice that."""
+    if took < SLICE_SECONDS / 4:
+        return 4 * rows
     if took < SLICE_SECONDS:
         return 2 * rows
     if took > 2 * SLICE_SECONDS:
@@ -524,10 +527,10 @@ class GSI(Engine):
     def _run_level(self, q: _Query, level: int, rows: int) -> None:
         """Extend the ``rows`` rows of table ``level`` through all later iterations.
 
-        With a deadline, each level's slices start at :data:`FIRST_SLICE_ROWS` rows and double
+        With a deadline, each level's slices start at :data:`FIRST_SLICE_ROWS` rows and grow
         while a slice's own kernels (the time spent in later levels left out) take under
-        :data:`SLICE_SECONDS`, halving above twice that; the size a level learned is kept for its
-        next table. The deadline is checked before every slice at every level, so it is overrun
+        :data:`SLICE_SECONDS`, halving above twice that (:func:`adapt_slice`); the size a level
+        learned is kept for its next table. The deadline is checked before every slice at every level, so it is overrun
         by about one slice of one level."""
         a = 0
         while a < rows:
