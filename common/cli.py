@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import BACKEND
 from .engine import available_engines, create_engine
-from .errors import GraphFormatError, InvalidGraphError
+from .errors import GraphFormatError, InvalidGraphError, UnknownEngineError
 from .paths import resolve_input
 from .result import PHASES, Status
 
@@ -294,7 +294,7 @@ def cmd_engines(args) -> int:
         known = {e["engine"] for e in entries}
         unknown = [n for n in args.engines if n not in known]
         if unknown:
-            raise KeyError(f"unknown engine {unknown[0]!r}; registered engines: {', '.join(sorted(known))}")
+            raise UnknownEngineError(unknown[0], sorted(known))
         entries = [e for e in entries if e["engine"] in args.engines]
     if args.format == "json":
         print(json.dumps(entries, indent=2, default=repr))

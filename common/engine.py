@@ -33,7 +33,7 @@ from typing import ClassVar, Iterable
 import numpy as np
 
 from .compile_clock import compile_clock
-from .errors import DeviceOutOfMemory
+from .errors import DeviceOutOfMemory, UnknownEngineError
 from .graph import Graph
 from .result import MatchResult, Status
 
@@ -271,8 +271,10 @@ def available_engines() -> list[str]:
 
 
 def engine_class(name: str) -> type[Engine]:
+    """The class registered under ``name``; :class:`~common.errors.UnknownEngineError` (a
+    ValueError listing the registered engines) for a name not registered."""
     if name not in _REGISTRY:
-        raise KeyError(f"unknown engine {name!r}; registered engines: {', '.join(_REGISTRY)}")
+        raise UnknownEngineError(name, _REGISTRY)
     module, _, qualname = _REGISTRY[name].partition(":")
     return getattr(importlib.import_module(module), qualname)
 
