@@ -310,7 +310,33 @@ def create_engine(name: str, **options) -> Engine:
         raise ValueError(f"engine {name!r} does not take these options ({exc}); "
                          f"its options: {', '.join(inspect.signature(cls).parameters)} "
                          f"(`gpusm engines {name}` explains them)") from None
+    check_option_types(name, cls, options)
     return cls(**options)
+
+
+_OPTION_KINDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
+                 "None": "none"}
+
+
+def check_option_types(name: str, cls: type, options: dict) -> None:
+    """A ValueError naming the option, the type its annotation asks for and the value given, for
+    an option whose value has none of the plain types (int, float, bool, str, None) it takes.
+    Options with other annotations (ranges, sizes) are checked by the engine itself."""
+    parameters = inspect.signature(cls).parameters
+    for key, value in options.items():
+        parameter = parameters.get(key)
+        if parameter is None or key == "device_memory_limit" or not isinstance(parameter.annotation, str):
+            continue
+        kinds = [k.strip() for k in parameter.annotation.split("|")]
+        if not kinds or not set(kinds) <= set(_OPTION_KINDS):
+            continue
+        fits = {"None": value is None, "bool": isinstance(value, (bool, np.bool_)), "str": isinstance(value, str),
+                "int": isinstance(value, (int, np.integer)) and not isinstance(value, bool),
+                "float": isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)}
+        if not any(fits[k] for k in kinds):
+            default = "" if parameter.default is inspect.Parameter.empty else f", default {parameter.default!r}"
+            raise ValueError(f"engine {name!r}: option {key} takes {' or '.join(_OPTION_KINDS[k] for k in kinds)}"
+                             f" ({parameter.annotation}{default}), got {value!r}")
 
 
 # ---------------------------------------------------------------------- one-call API
