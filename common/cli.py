@@ -188,15 +188,28 @@ def _print_rows(rows: list[dict], fmt: str, single: bool) -> None:
         print(f"backend: {row['backend']}")
         print(f"query:   {row['query']}")
         print(f"status:  {row['status']}" + (f" ({row['reason']})" if row["reason"] else ""))
-        print(f"count:   {row['count']}")
+        print(f"count:   {_count_text(row)}" + (" (a lower bound: the search did not finish)"
+                                                 if row["status"] in PARTIAL_STATUSES else ""))
         phases = "  ".join(f"{p}={row[f'{p}_s'] * 1e3:.3f}ms" for p in PHASES if row[f"{p}_s"])
         print(f"time:    {row['seconds'] * 1e3:.3f} ms  {phases}")
         if row["peak_device_bytes"]:
             print(f"peak device memory: {row['peak_device_bytes']:,} bytes")
         return
+    frame["count"] = [_count_text(row) for row in rows]
     columns = ["query", "status", "count", "seconds"] + [f"{p}_s" for p in PHASES]
     print(frame[[c for c in columns if c in frame]].to_string(index=False))
-    print(f"engine: {rows[0]['engine']}  backend: {rows[0]['backend']}")
+    print(f"engine: {rows[0]['engine']}  backend: {rows[0]['backend']}"
+          + ("  (>=N: a lower bound, the search did not finish)"
+             if any(row["status"] in PARTIAL_STATUSES for row in rows) else ""))
+
+
+#: Statuses whose count is a lower bound (the search stopped before the end, not at ``--limit``).
+PARTIAL_STATUSES = (str(Status.TIMEOUT), str(Status.OOM))
+
+
+def _count_text(row: dict) -> str:
+    """The count as printed in the table output: ``>=N`` when it is a lower bound."""
+    return f">={row['count']}" if row["status"] in PARTIAL_STATUSES else str(row["count"])
 
 
 # ---------------------------------------------------------------------- generate

@@ -27,6 +27,7 @@ import importlib
 import importlib.util
 import inspect
 import os
+import time
 from abc import ABC, abstractmethod
 from typing import ClassVar, Iterable
 
@@ -99,7 +100,9 @@ class Engine(ABC):
         if pending:
             options = dict(limit=limit, collect=collect, timeout_s=timeout_s, homomorphic=homomorphic)
             before = compile_clock.seconds
+            started = time.perf_counter()
             answered = self._search_batch([queries[i] for i in pending], options)
+            wall = time.perf_counter() - started if len(pending) == 1 else None
             batch_compiled = timeout_s is not None and compile_clock.seconds > before
             for i, result in zip(pending, answered):
                 compiled, reruns = batch_compiled, 0
@@ -109,6 +112,8 @@ class Engine(ABC):
                     compiled, reruns = compile_clock.seconds > before, reruns + 1
                 if reruns:
                     result.stats["compile_reruns"] = reruns
+                if result.status is Status.TIMEOUT:
+                    note_overrun(result, timeout_s, wall if not reruns else None)
                 results[i] = result
         for query, result in zip(queries, results):
             result.query = query.name
@@ -196,6 +201,27 @@ class Engine(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+
+def deadline_slack(timeout_s: float) -> float:
+    """How far past ``timeout_s`` an engine may stop on a GPU: one second or 10%, the larger."""
+    return max(1.0, 0.1 * timeout_s)
+
+
+def note_overrun(result: MatchResult, timeout_s: float, wall: float | None = None) -> None:
+    """Record how far a timed-out query ran past its deadline (``stats["deadline_overrun_s"]``:
+    wall time when known, else the phases' sum). Past :func:`deadline_slack` under the CUDA
+    simulator, the reason says why: a kernel launch there runs to its end once started (kernels
+    that poll the stop flag excepted), so the overrun is the launch that was running."""
+    from .backend import BACKEND
+
+    elapsed = result.seconds if wall is None else wall
+    overrun = max(0.0, elapsed - timeout_s)
+    result.stats["deadline_overrun_s"] = round(overrun, 3)
+    if overrun > deadline_slack(timeout_s) and BACKEND == "simulator":
+        note = (f"{overrun:.1f} s past the deadline: the CUDA simulator ran a kernel launch to its end "
+                "(a launch cannot be stopped there before it polls the stop flag)")
+        result.reason = f"{result.reason}; {note}" if result.reason else note
 
 
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
