@@ -112,7 +112,7 @@ class Engine(ABC):
                     compiled, reruns = compile_clock.seconds > before, reruns + 1
                 if reruns:
                     result.stats["compile_reruns"] = reruns
-                if result.status is Status.TIMEOUT:
+                if result.status is Status.TIMEOUT and timeout_s is not None:
                     note_overrun(result, timeout_s, wall if not reruns else None)
                 results[i] = result
         for query, result in zip(queries, results):
