@@ -5,7 +5,7 @@ __version__ = "0.1.0"        # the package's version (pyproject.toml reads it fr
 
 from .backend import BACKEND  # first: picks GPU or CUDA simulator before numba.cuda is imported
 from .engine import Engine, available_engines, create_engine, engine_class, match, match_many, register
-from .errors import DeviceOutOfMemory, GraphFormatError, InvalidGraphError
+from .errors import DeviceOutOfMemory, GraphFormatError, InvalidGraphError, UnknownEngineError
 from .graph import Graph
 from .interop import from_networkx, from_scipy, results_frame, to_networkx
 from .io import detect_format, load_graph, load_graphs, load_query_set, read_expected_counts, save_graph
@@ -13,7 +13,7 @@ from .result import MatchResult, Status
 
 __all__ = [
     "__version__", "BACKEND", "Engine", "Graph", "MatchResult", "Status", "GraphFormatError", "InvalidGraphError",
-    "DeviceOutOfMemory", "available_engines", "create_engine", "engine_class", "match", "match_many",
-    "register", "detect_format", "load_graph", "load_graphs", "load_query_set",
+    "DeviceOutOfMemory", "UnknownEngineError", "available_engines", "create_engine", "engine_class", "match",
+    "match_many", "register", "detect_format", "load_graph", "load_graphs", "load_query_set",
     "read_expected_counts", "save_graph", "from_networkx", "to_networkx", "from_scipy", "results_frame",
 ]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import BACKEND
 from .engine import available_engines, create_engine
-from .errors import GraphFormatError, InvalidGraphError
+from .errors import GraphFormatError, InvalidGraphError, UnknownEngineError
 from .paths import resolve_input
 from .result import PHASES, Status
 
@@ -188,15 +188,28 @@ def _print_rows(rows: list[dict], fmt: str, single: bool) -> None:
         print(f"backend: {row['backend']}")
         print(f"query:   {row['query']}")
         print(f"status:  {row['status']}" + (f" ({row['reason']})" if row["reason"] else ""))
-        print(f"count:   {row['count']}")
+        print(f"count:   {_count_text(row)}" + (" (a lower bound: the search did not finish)"
+                                                 if row["status"] in PARTIAL_STATUSES else ""))
         phases = "  ".join(f"{p}={row[f'{p}_s'] * 1e3:.3f}ms" for p in PHASES if row[f"{p}_s"])
         print(f"time:    {row['seconds'] * 1e3:.3f} ms  {phases}")
         if row["peak_device_bytes"]:
             print(f"peak device memory: {row['peak_device_bytes']:,} bytes")
         return
+    frame["count"] = [_count_text(row) for row in rows]
     columns = ["query", "status", "count", "seconds"] + [f"{p}_s" for p in PHASES]
     print(frame[[c for c in columns if c in frame]].to_string(index=False))
-    print(f"engine: {rows[0]['engine']}  backend: {rows[0]['backend']}")
+    print(f"engine: {rows[0]['engine']}  backend: {rows[0]['backend']}"
+          + ("  (>=N: a lower bound, the search did not finish)"
+             if any(row["status"] in PARTIAL_STATUSES for row in rows) else ""))
+
+
+#: Statuses whose count is a lower bound (the search stopped before the end, not at ``--limit``).
+PARTIAL_STATUSES = (str(Status.TIMEOUT), str(Status.OOM))
+
+
+def _count_text(row: dict) -> str:
+    """The count as printed in the table output: ``>=N`` when it is a lower bound."""
+    return f">={row['count']}" if row["status"] in PARTIAL_STATUSES else str(row["count"])
 
 
 # ---------------------------------------------------------------------- generate
@@ -294,7 +307,7 @@ def cmd_engines(args) -> int:
         known = {e["engine"] for e in entries}
         unknown = [n for n in args.engines if n not in known]
         if unknown:
-            raise KeyError(f"unknown engine {unknown[0]!r}; registered engines: {', '.join(sorted(known))}")
+            raise UnknownEngineError(unknown[0], sorted(known))
         entries = [e for e in entries if e["engine"] in args.engines]
     if args.format == "json":
         print(json.dumps(entries, indent=2, default=repr))

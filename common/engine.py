@@ -27,13 +27,14 @@ import importlib
 import importlib.util
 import inspect
 import os
+import time
 from abc import ABC, abstractmethod
 from typing import ClassVar, Iterable
 
 import numpy as np
 
 from .compile_clock import compile_clock
-from .errors import DeviceOutOfMemory
+from .errors import DeviceOutOfMemory, UnknownEngineError
 from .graph import Graph
 from .result import MatchResult, Status
 
@@ -99,7 +100,9 @@ class Engine(ABC):
         if pending:
             options = dict(limit=limit, collect=collect, timeout_s=timeout_s, homomorphic=homomorphic)
             before = compile_clock.seconds
+            started = time.perf_counter()
             answered = self._search_batch([queries[i] for i in pending], options)
+            wall = time.perf_counter() - started if len(pending) == 1 else None
             batch_compiled = timeout_s is not None and compile_clock.seconds > before
             for i, result in zip(pending, answered):
                 compiled, reruns = batch_compiled, 0
@@ -109,6 +112,8 @@ class Engine(ABC):
                     compiled, reruns = compile_clock.seconds > before, reruns + 1
                 if reruns:
                     result.stats["compile_reruns"] = reruns
+                if result.status is Status.TIMEOUT and timeout_s is not None:
+                    note_overrun(result, timeout_s, wall if not reruns else None)
                 results[i] = result
         for query, result in zip(queries, results):
             result.query = query.name
@@ -198,6 +203,27 @@ class Engine(ABC):
         return f"{type(self).__name__}(name={self.name!r})"
 
 
+def deadline_slack(timeout_s: float) -> float:
+    """How far past ``timeout_s`` an engine may stop on a GPU: one second or 10%, the larger."""
+    return max(1.0, 0.1 * timeout_s)
+
+
+def note_overrun(result: MatchResult, timeout_s: float, wall: float | None = None) -> None:
+    """Record how far a timed-out query ran past its deadline (``stats["deadline_overrun_s"]``:
+    wall time when known, else the phases' sum). Past :func:`deadline_slack` under the CUDA
+    simulator, the reason says why: a kernel launch there runs to its end once started (kernels
+    that poll the stop flag excepted), so the overrun is the launch that was running."""
+    from .backend import BACKEND
+
+    elapsed = result.seconds if wall is None else wall
+    overrun = max(0.0, elapsed - timeout_s)
+    result.stats["deadline_overrun_s"] = round(overrun, 3)
+    if overrun > deadline_slack(timeout_s) and BACKEND == "simulator":
+        note = (f"{overrun:.1f} s past the deadline: the CUDA simulator ran a kernel launch to its end "
+                "(a launch cannot be stopped there before it polls the stop flag)")
+        result.reason = f"{result.reason}; {note}" if result.reason else note
+
+
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
@@ -271,8 +297,10 @@ def available_engines() -> list[str]:
 
 
 def engine_class(name: str) -> type[Engine]:
+    """The class registered under ``name``; :class:`~common.errors.UnknownEngineError` (a
+    ValueError listing the registered engines) for a name not registered."""
     if name not in _REGISTRY:
-        raise KeyError(f"unknown engine {name!r}; registered engines: {', '.join(_REGISTRY)}")
+        raise UnknownEngineError(name, _REGISTRY)
     module, _, qualname = _REGISTRY[name].partition(":")
     return getattr(importlib.import_module(module), qualname)
 
@@ -308,7 +336,33 @@ def create_engine(name: str, **options) -> Engine:
         raise ValueError(f"engine {name!r} does not take these options ({exc}); "
                          f"its options: {', '.join(inspect.signature(cls).parameters)} "
                          f"(`gpusm engines {name}` explains them)") from None
+    check_option_types(name, cls, options)
     return cls(**options)
+
+
+_OPTION_KINDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
+                 "None": "none"}
+
+
+def check_option_types(name: str, cls: type, options: dict) -> None:
+    """A ValueError naming the option, the type its annotation asks for and the value given, for
+    an option whose value has none of the plain types (int, float, bool, str, None) it takes.
+    Options with other annotations (ranges, sizes) are checked by the engine itself."""
+    parameters = inspect.signature(cls).parameters
+    for key, value in options.items():
+        parameter = parameters.get(key)
+        if parameter is None or key == "device_memory_limit" or not isinstance(parameter.annotation, str):
+            continue
+        kinds = [k.strip() for k in parameter.annotation.split("|")]
+        if not kinds or not set(kinds) <= set(_OPTION_KINDS):
+            continue
+        fits = {"None": value is None, "bool": isinstance(value, (bool, np.bool_)), "str": isinstance(value, str),
+                "int": isinstance(value, (int, np.integer)) and not isinstance(value, bool),
+                "float": isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)}
+        if not any(fits[k] for k in kinds):
+            default = "" if parameter.default is inspect.Parameter.empty else f", default {parameter.default!r}"
+            raise ValueError(f"engine {name!r}: option {key} takes {' or '.join(_OPTION_KINDS[k] for k in kinds)}"
+                             f" ({parameter.annotation}{default}), got {value!r}")
 
 
 # ---------------------------------------------------------------------- one-call API

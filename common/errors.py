@@ -16,6 +16,15 @@ class GraphFormatError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
+class UnknownEngineError(ValueError):
+    """No engine is registered under this name; the message lists the registered ones."""
+
+    def __init__(self, name: str, registered):
+        self.name = name
+        self.registered = list(registered)
+        super().__init__(f"unknown engine {name!r}; registered engines: {', '.join(self.registered)}")
+
+
 class DeviceOutOfMemory(MemoryError):
     """An allocation would exceed the device-memory budget (``device_memory_limit`` or the card)."""
 
@@ -26,4 +35,4 @@ class DeviceOutOfMemory(MemoryError):
                          f"{in_use:,} of {limit:,} bytes already in use")
 
 
-__all__ = ["GraphFormatError", "InvalidGraphError", "DeviceOutOfMemory"]
+__all__ = ["GraphFormatError", "InvalidGraphError", "DeviceOutOfMemory", "UnknownEngineError"]

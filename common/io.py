@@ -38,6 +38,7 @@ import numpy as np
 
 from .errors import GraphFormatError
 from .graph import MAX_LABEL, Graph, InvalidGraphError, sorted_unique
+from .paths import find_input
 
 __all__ = [
     "FORMATS", "WRITERS", "detect_format", "load_graph", "load_graphs", "load_query_set",
@@ -716,7 +717,7 @@ def load_graphs(path, *, directed: bool | None = None, symmetrize: bool = False,
     stem (``name`` overrides it); in a file with several graphs, each gets ``_<id>`` appended,
     the id from the file kept in ``meta["graph_id"]``.
     """
-    path = Path(path)
+    path = find_input(path)
     data = _read_bytes(path)
     if fmt is None:
         fmt = _detect(path, data[:_HEAD_BYTES], lambda: len(data))
@@ -743,7 +744,9 @@ def load_graph(path, *, directed: bool | None = None, symmetrize: bool = False,
     ----------
     path : str or pathlib.Path
         A graph file: ``graph`` (t/v/e text), ``gsi``, ``gmatch-binary`` or a SNAP edge list
-        (optionally gzipped).
+        (optionally gzipped). A relative path not found in the working directory is looked up
+        in the data folder (``$GPUSM_DATA``, else the checkout's ``data/``:
+        :func:`common.paths.find_input`).
     directed : bool, optional
         Defaults to the format's nature: True for ``gsi`` and ``snap``, False for the others.
     symmetrize : bool
@@ -760,14 +763,15 @@ def load_graph(path, *, directed: bool | None = None, symmetrize: bool = False,
 
     Raises
     ------
+    FileNotFoundError
+        Neither the path nor the data folder has the file (the message names where it looked).
     GraphFormatError
         The file is not a valid graph, or holds several (read those with :func:`load_graphs`).
 
     Examples
     --------
-    >>> from common import load_graph
-    >>> from common.paths import data_dir
-    >>> hprd = load_graph(data_dir() / "hprd" / "HPRD.graph")
+    >>> from gpusm import load_graph
+    >>> hprd = load_graph("hprd/HPRD.graph")      # data/hprd/HPRD.graph unless ./hprd/HPRD.graph exists
     >>> hprd.num_vertices, hprd.num_edges
     (9460, 34998)
     """
@@ -796,7 +800,7 @@ def load_query_set(folder_or_files, **options) -> list[Graph]:
     files (in the order given). Each graph is named after its file stem; ``options`` go to
     :func:`load_graphs`."""
     if isinstance(folder_or_files, (str, Path)):
-        source = Path(folder_or_files)
+        source = find_input(folder_or_files)
         if source.is_dir():
             files = sorted((p for p in source.iterdir() if p.is_file() and not p.name.startswith(".")
                             and p.suffix.lower() not in _METADATA_SUFFIXES),
@@ -814,7 +818,7 @@ def read_expected_counts(path) -> dict[str, int]:
     """Known embedding counts: ``name:count`` (hprd) or ``name count`` (yeast, gmatch_test) per
     line; blank lines and ``#`` comments are skipped. Keys lose a ``.graph`` suffix, so they equal
     the stems that :func:`load_query_set` gives the queries."""
-    path = Path(path)
+    path = find_input(path)
     counts: dict[str, int] = {}
     first_seen: dict[str, int] = {}
     lines = _read_bytes(path).decode("utf-8", "replace").splitlines()

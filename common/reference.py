@@ -461,7 +461,16 @@ def _undirected_adjacency(query: Graph) -> list[set[int]]:
     return adj
 
 
-def matching_order(query: Graph, candidate_sizes, method: str = "gql") -> list[int]:
+class DeadlinePassed(Exception):
+    """Raised by the planning functions when the query's deadline passes (status timeout)."""
+
+
+def _check_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.perf_counter() > deadline:
+        raise DeadlinePassed
+
+
+def matching_order(query: Graph, candidate_sizes, method: str = "gql", deadline: float | None = None) -> list[int]:
     """Matching order of the query vertices; every vertex after the first of its connected
     component has an already-ordered neighbour, and components come one after another.
 
@@ -471,6 +480,8 @@ def matching_order(query: Graph, candidate_sizes, method: str = "gql") -> list[i
     degree; next comes the vertex with the most ordered neighbours (ties: higher degree, then
     fewest candidates), which puts the dense core first and the tree-like fringe last.
     Remaining ties go to the lower id. ``"input"``: the query's own vertex order.
+    A ``deadline`` (``time.perf_counter()`` seconds) is checked per ordered vertex: past it,
+    :class:`DeadlinePassed` (each step scans the unordered vertices, so a large query takes a while).
     """
     nq = query.num_vertices
     if method == "input":
@@ -496,6 +507,7 @@ def matching_order(query: Graph, candidate_sizes, method: str = "gql") -> list[i
     remaining = set(range(nq))
     order: list[int] = []
     while remaining:
+        _check_deadline(deadline)
         frontier = [u for u in remaining if ordered_nbrs[u] > 0]
         u = min(frontier, key=following) if frontier else min(remaining, key=first)
         order.append(u)
@@ -530,7 +542,7 @@ def _backward_constraints(query: Graph, order: list[int]):
 
 
 def _counting_tail(query: Graph, order: list[int], bw_off: np.ndarray, bw_p: np.ndarray,
-                   homomorphic: bool) -> int:
+                   homomorphic: bool, deadline: float | None = None) -> int:
     """First level of the longest suffix of the order whose matches can be multiplied.
 
     Every ordered neighbour of a suffix level must lie before the suffix (so its matches
@@ -543,6 +555,7 @@ def _counting_tail(query: Graph, order: list[int], bw_off: np.ndarray, bw_p: np.
     tail = nq - 1
     seen = {int(labels[tail])}
     while tail - 1 >= 1:
+        _check_deadline(deadline)
         d = tail - 1
         lab = int(labels[d])
         if not homomorphic and lab in seen:
@@ -644,15 +657,25 @@ class ReferenceMatcher(Engine):
         sizes = np.diff(cl_off)
         t_filter = time.perf_counter()
 
-        order = matching_order(query, sizes, self.order)
-        if self.root_range is not None:           # the order (and so the root) comes first
-            cand, cl_off, cl = self._restrict_root(cand, order[0], query)
-            sizes = np.diff(cl_off)
-        bw_off, bw_p, bw_dir, bw_el = _backward_constraints(query, order)
-        qv = np.asarray(order, dtype=np.int64)
-        qlab = _own(query.labels[qv], np.int32)
-        counting = not collect and limit is None
-        tail = _counting_tail(query, order, bw_off, bw_p, homomorphic) if counting else nq - 1
+        # The deadline holds in every phase: after the (compiled) filter, inside the planning
+        # loops, and between the enumeration's compiled chunks.
+        try:
+            _check_deadline(deadline)
+            order = matching_order(query, sizes, self.order, deadline)
+            if self.root_range is not None:           # the order (and so the root) comes first
+                cand, cl_off, cl = self._restrict_root(cand, order[0], query)
+                sizes = np.diff(cl_off)
+            bw_off, bw_p, bw_dir, bw_el = _backward_constraints(query, order)
+            qv = np.asarray(order, dtype=np.int64)
+            qlab = _own(query.labels[qv], np.int32)
+            counting = not collect and limit is None
+            tail = _counting_tail(query, order, bw_off, bw_p, homomorphic, deadline) if counting else nq - 1
+        except DeadlinePassed:
+            t_plan = time.perf_counter()
+            return MatchResult(self.name, 0, Status.TIMEOUT, reason="deadline passed before the search began",
+                               embeddings=np.zeros((0, nq), np.int32) if collect else None,
+                               phases={"filter": t_filter - start, "plan": t_plan - t_filter, "enumerate": 0.0},
+                               stats={"filter": self.filter, "candidate_sizes": sizes.tolist()})
         t_plan = time.perf_counter()
 
         stats = {"filter": self.filter, "order": order, "candidate_sizes": sizes.tolist(),

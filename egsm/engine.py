@@ -404,7 +404,8 @@ class EGSM(Engine):
 
     def _search(self, state: _Query, moff: int, limit, collect, timeout_s) -> MatchResult:
         """Index, grouping and enumeration of one filtered query (bitmaps at masks[moff:])."""
-        deadline = None if timeout_s is None else time.perf_counter() + timeout_s
+        # the deadline counts from the query's start: its share of the (batched) filter is spent
+        deadline = None if timeout_s is None else time.perf_counter() + timeout_s - state.filter_seconds
         timer = PhaseTimer()
         timer.add("filter", state.filter_seconds)
         query, nbr, meta, stats, cand = state.query, state.nbr, state.meta, state.stats, state.cand
@@ -423,6 +424,8 @@ class EGSM(Engine):
 
         if min(cand) == 0:
             return finish(0)
+        if deadline is not None and time.perf_counter() > deadline:
+            return finish(0, Status.TIMEOUT, reason="deadline passed during the filter")
         # ---- Cuckoo tries + wedge filter (sizes in Python lists: nq <= 32) ---------------------
         buckets = table_sizes(cand)
         cells_of = [2 * L.BUCKET * int(b) for b in buckets]

@@ -114,15 +114,24 @@ def summarize(raw: pd.DataFrame, reference: str = "cpu") -> pd.DataFrame:
     return pd.DataFrame([per_engine(group) for _, group in raw.groupby("engine", sort=False)])
 
 
-def demo(seed: int = 7, size: str | None = None, timeout_s: float = 10.0, peers: bool = False) -> pd.DataFrame:
+DEMO_TIMEOUT_S = {"simulator": 300.0, "gpu": 10.0}
+"""The demo's default per-query limit. On a GPU every engine answers each default query within
+0.3 s; in the simulator the slowest engine needs tens of seconds on a tiny query on a loaded
+2-core host, so its limit leaves several times that (docs/decisions.md, "The demo's limit")."""
+
+
+def demo(seed: int = 7, size: str | None = None, timeout_s: float | None = None, peers: bool = False) -> pd.DataFrame:
     """Run gpusm's engines (and the installed peers with ``peers=True``) on the built-in workload
     and print the side-by-side table.
 
-    ``size`` defaults to ``"tiny"`` under the simulator and ``"default"`` on a GPU; a query that
-    an engine does not finish within ``timeout_s`` is reported as not answered.
+    ``size`` defaults to ``"tiny"`` under the simulator and ``"default"`` on a GPU; ``timeout_s``
+    to :data:`DEMO_TIMEOUT_S`. A query that an engine does not finish within ``timeout_s`` is
+    reported as not answered, and every unanswered query is listed with its status and reason.
     """
     engines = demo_engines(peers)
     size = size or ("tiny" if BACKEND == "simulator" else "default")
+    if timeout_s is None:
+        timeout_s = DEMO_TIMEOUT_S["simulator" if BACKEND == "simulator" else "gpu"]
     workload = DemoWorkload.of_size(size, seed)
     data, queries = workload.build()
     mode = ("CUDA simulator (no GPU found: kernels run in Numba's simulator)"
@@ -135,12 +144,26 @@ def demo(seed: int = 7, size: str | None = None, timeout_s: float = 10.0, peers:
     left_out = [] if peers else installed_peers()
     print(f"engines: {', '.join(engines)}; {timeout_s:g} s allowed per query"
           + (f" (peers {', '.join(left_out)} left out: --peers adds them)" if left_out else "") + "\n")
-    table = summarize(compare_engines(data, queries, engines, timeout_s=timeout_s, progress=True))
+    raw = compare_engines(data, queries, engines, timeout_s=timeout_s, progress=True)
+    table = summarize(raw)
     print()
     print(table.to_string(index=False))
     print("\nanswered: status ok; agreed/disagreed: answered counts equal / not equal to cpu's; "
           "a query not answered (timeout, oom, unsupported) is in neither")
+    unanswered = unanswered_queries(raw)
+    if unanswered:
+        print("\nnot answered:")
+        for line in unanswered:
+            print(f"  {line}")
+    table.attrs["unanswered"] = unanswered
     return table
+
+
+def unanswered_queries(raw: pd.DataFrame) -> list[str]:
+    """One line per (engine, query) whose status is not ok: engine, query, status, reason, time."""
+    late = raw[raw.status != "ok"]
+    return [f"{r.engine} {r.query}: {r.status}" + (f" ({r.reason})" if r.reason else "")
+            + f" after {r.seconds:.1f} s" for r in late.itertuples()]
 
 
 def demo_engines(peers: bool = False) -> list[str]:

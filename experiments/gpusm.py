@@ -17,7 +17,9 @@ def cmd_demo(args) -> int:
 
     table = demo(seed=args.seed, size=args.size, timeout_s=args.timeout, peers=args.peers)
     disagreed = table.loc[table["disagreed"] != "-", "disagreed"].astype(int)
-    return cli.EXIT_DISAGREE if disagreed.any() else cli.EXIT_OK
+    if disagreed.any():
+        return cli.EXIT_DISAGREE
+    return cli.EXIT_PARTIAL if table.attrs["unanswered"] else cli.EXIT_OK
 
 
 def cmd_experiment(args) -> int:
@@ -34,7 +36,8 @@ def add_commands(sub) -> None:
     d.add_argument("--seed", type=int, default=7)
     d.add_argument("--size", choices=["tiny", "default"],
                    help="workload size (default: tiny under the simulator, default on a GPU)")
-    d.add_argument("--timeout", type=float, default=10.0, help="per-query deadline in seconds")
+    d.add_argument("--timeout", type=float,
+                   help="per-query deadline in seconds (default: 10 on a GPU, 300 in the simulator)")
     d.add_argument("--peers", action="store_true",
                    help="also run the installed peer engines (networkx, igraph: common/peers.py)")
     d.set_defaults(func=cmd_demo)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import common.cli as cli
@@ -100,3 +101,27 @@ def test_ctrl_c_is_one_line_and_exit_130(files, capsys, monkeypatch):
     monkeypatch.setattr(cli, "cmd_info", interrupted)
     assert main(["info", str(data)]) == 130
     assert capsys.readouterr().err == "gpusm info: interrupted\n"
+
+
+@pytest.mark.parametrize("engine,option,needle", [
+    ("cpu", "chunk_steps=abc", "engine 'cpu': option chunk_steps takes an integer (int, default 4194304), got 'abc'"),
+    ("gmatch", "probe_s=fast", "engine 'gmatch': option probe_s takes a number (float, default 0.005), got 'fast'"),
+    ("gsi", "write_cache=3", "engine 'gsi': option write_cache takes true or false (bool, default True), got 3"),
+    ("egsm", "blocks=many", "engine 'egsm': option blocks takes an integer or none (int | None"),
+])
+def test_an_option_of_the_wrong_type_names_the_option_and_the_type(files, capsys, engine, option, needle):
+    _, data, queries = files
+    _one_line_error(capsys, ["match", str(data), str(queries), "-e", engine, "-o", option], needle)
+
+
+def test_options_of_the_right_type_pass_the_check():
+    assert create_engine("gmatch", probe_s=1, max_registers=None, candidate_graph="auto", work_stealing=False)
+    assert create_engine("cpu", chunk_steps=np.int64(8), root_range="0:4").chunk_steps == 8
+
+
+def test_unknown_engine_names_the_registered_ones_without_quotes(capsys):
+    err = _one_line_error(capsys, ["engines", "nosuch"], "gpusm engines: error: unknown engine 'nosuch'; "
+                                                          "registered engines: cpu, egsm")
+    assert not err.startswith('"') and '"' not in err
+    with pytest.raises(ValueError, match="unknown engine 'nosuch'; registered engines: cpu, gsi"):
+        create_engine("nosuch")

@@ -64,3 +64,45 @@ def test_unanswered_is_neither_agreed_nor_disagreed(wrong_engine_registered):
     assert (row["queries"], row["answered"], row["agreed"], row["disagreed"]) == (3, 2, 2, 0)
     row = table.loc["off-by-one"]
     assert (row["answered"], row["agreed"], row["disagreed"]) == (3, 0, 3)
+
+
+class TimesOutFirst(ReferenceMatcher):
+    """The reference, but the first query of each run times out, with a reason."""
+
+    name = "times-out-first"
+
+    def _match(self, query, **kwargs):
+        from common.result import MatchResult, Status
+        self.calls = getattr(self, "calls", 0) + 1
+        if self.calls == 1:
+            return MatchResult(self.name, 5, Status.TIMEOUT, reason="deadline passed while testing",
+                               phases={"enumerate": 0.25})
+        return super()._match(query, **kwargs)
+
+
+def test_the_demo_names_each_unanswered_query_and_exits_3(monkeypatch, capsys):
+    import experiments.compare as compare
+    from common.cli import EXIT_PARTIAL
+    from experiments.gpusm import main
+
+    engine_module.register("times-out-first", TimesOutFirst)
+    monkeypatch.setattr(compare, "demo_engines", lambda peers=False: ["cpu", "times-out-first"])
+    try:
+        assert main(["demo", "--size", "tiny", "--timeout", "60"]) == EXIT_PARTIAL
+    finally:
+        del engine_module._REGISTRY["times-out-first"]
+    out = capsys.readouterr().out
+    assert "not answered:\n  times-out-first " in out
+    line = out.split("not answered:\n  ")[1].splitlines()[0]
+    assert line.endswith(": timeout (deadline passed while testing) after 0.2 s"), line
+    assert "60 s allowed per query" in out
+
+
+def test_the_demo_limit_defaults_to_the_backends():
+    from common import BACKEND
+    from experiments.compare import DEMO_TIMEOUT_S
+    from experiments.gpusm import build_parser
+
+    assert build_parser().parse_args(["demo"]).timeout is None
+    assert DEMO_TIMEOUT_S["simulator"] >= 10 * DEMO_TIMEOUT_S["gpu"]
+    assert BACKEND in ("simulator", "gpu")

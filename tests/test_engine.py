@@ -100,8 +100,9 @@ def test_device_memory_limit_must_be_positive():
 def test_registry_lists_and_creates_engines():
     assert "cpu" in common.available_engines()
     assert common.create_engine("cpu").name == "cpu"
-    with pytest.raises(KeyError, match="unknown engine 'nope'"):
+    with pytest.raises(ValueError, match="unknown engine 'nope'; registered engines: cpu, gsi") as caught:
         common.create_engine("nope")
+    assert isinstance(caught.value, common.UnknownEngineError) and not isinstance(caught.value, KeyError)
 
 
 def test_register_adds_an_engine_by_class():

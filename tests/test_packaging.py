@@ -4,6 +4,7 @@ the CUDA extra from nvidia-smi."""
 
 import os
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -74,3 +75,31 @@ def test_a_missing_extra_skips_or_under_make_test_fails(monkeypatch):
     with pytest.raises(pytest.fail.Exception, match="no_such_module"):
         requires("no_such_module")
     requires("numpy", "bin:sh")                          # present: nothing happens
+
+
+def test_gpusm_is_the_public_api_and_the_entry_point():
+    """`import gpusm` is the API (re-exports of the packages where the code lives), the installed
+    command is gpusm.cli:main, and the distribution installs no top-level name but its own packages."""
+    import common
+    import gpusm
+    import gpusm.cli
+    from experiments.gpusm import main
+
+    assert PYPROJECT["project"]["scripts"] == {"gpusm": "gpusm.cli:main"}
+    assert gpusm.cli.main is main
+    for name in ("load_graph", "match", "match_many", "Graph", "results_frame", "create_engine", "MatchResult",
+                 "GraphFormatError", "UnknownEngineError"):
+        assert getattr(gpusm, name) is getattr(common, name), name
+    assert set(gpusm.__all__) <= set(dir(gpusm))
+    assert gpusm.engines() == common.available_engines() and "cpu" in gpusm.engines()
+    assert gpusm.__version__ == common.__version__
+
+    from setuptools import find_packages
+    found = find_packages(str(ROOT), include=PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"])
+    assert {p.split(".")[0] for p in found} == {"gpusm", "common", "gsi", "egsm", "gmatch", "stwig", "experiments"}
+
+
+def test_python_dash_m_gpusm_runs_the_command():
+    out = subprocess.run([sys.executable, "-m", "gpusm", "--version"], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.startswith("gpusm ")
