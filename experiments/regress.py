@@ -393,8 +393,9 @@ def summarise(results: list[QueryRun], new: str, old: str, limit_s: float):
         runs = [r for r in results if (r.engine, r.workload) == (engine, workload)]
         ratios = [(ratio(r, new, old, limit_s), r) for r in runs]
         compared = [(x, bound, r) for (x, bound), r in ratios if not math.isnan(x)]
-        bad = [p for r in runs for p in count_problems(r, (new, old))]
-        problems += bad
+        per_query = [count_problems(r, (new, old)) for r in runs]
+        bad = [q for q in per_query if q]
+        problems += [p for q in bad for p in q]
         worst = max(compared, key=lambda c: c[0]) if compared else None
         exact = sum(1 for r in runs if r.known is not None and r.status(new) == "ok")
         rows.append({

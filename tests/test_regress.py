@@ -1,0 +1,78 @@
+"""experiments.regress: the gate's ratios and count checks, and a whole run of two revisions."""
+
+import math
+import subprocess
+
+import pandas as pd
+import pytest
+
+from experiments import regress
+from experiments.regress import QueryRun, count_problems, ratio, summarise, verdicts
+
+
+def _run(known, new, old, query="q", workload="w", group="heavy"):
+    """A QueryRun with answers given as lists of (status, count, wall seconds) per revision."""
+    run = QueryRun("gsi", workload, group, query, known)
+    for label, answers in (("new", new), ("old", old)):
+        run.runs[label] = [{"status": s, "count": c, "wall": t, "seconds": t} for s, c, t in answers]
+    return run
+
+
+def test_ratio_uses_medians_and_limit_bounds():
+    both = _run(10, [("ok", 10, 1.0), ("ok", 10, 3.0), ("ok", 10, 2.0)], [("ok", 10, 4.0)])
+    assert ratio(both, "new", "old", 5.0) == (0.5, False)
+    slower = _run(10, [("timeout", 3, 5.0)], [("ok", 10, 0.5)])
+    assert ratio(slower, "new", "old", 5.0) == (10.0, True)          # at least limit / old
+    neither = _run(10, [("timeout", 3, 5.0)], [("timeout", 2, 5.0)])
+    assert math.isnan(ratio(neither, "new", "old", 5.0)[0])
+
+
+def test_count_problems_name_wrong_and_disagreeing_counts():
+    assert count_problems(_run(10, [("ok", 10, 1.0)], [("ok", 10, 1.0)]), ("new", "old")) == []
+    wrong = count_problems(_run(10, [("ok", 11, 1.0)], [("ok", 10, 1.0)]), ("new", "old"))
+    assert any("new counted [11], exact 10" in p for p in wrong)
+    assert any("revisions disagree" in p for p in wrong)
+    unknown = count_problems(_run(None, [("ok", 7, 1.0)], [("ok", 8, 1.0)]), ("new", "old"))
+    assert len(unknown) == 1 and "disagree" in unknown[0]
+    # a timed-out run's partial count is no disagreement
+    assert count_problems(_run(10, [("timeout", 4, 5.0)], [("ok", 10, 1.0)]), ("new", "old")) == []
+
+
+def test_summary_rows_and_verdicts():
+    runs = [_run(1, [("ok", 1, 1.2)], [("ok", 1, 1.0)], query="a", group="small", workload="s"),
+            _run(1, [("ok", 1, 1.0)], [("ok", 1, 1.0)], query="b", group="small", workload="s"),
+            _run(1, [("ok", 1, 2.0)], [("ok", 1, 1.0)], query="c", group="heavy", workload="h"),
+            _run(1, [("ok", 1, 0.5)], [("ok", 2, 1.0)], query="d", group="heavy", workload="h")]
+    table, problems = summarise(runs, "new", "old", 5.0)
+    small = table[table.workload == "s"].iloc[0]
+    heavy = table[table.workload == "h"].iloc[0]
+    assert small["median"] == pytest.approx(1.1) and small["worst"] == pytest.approx(1.2)
+    assert heavy["worst"] == pytest.approx(2.0) and heavy["worst_query"] == "c"
+    assert heavy["counts"] == "1 wrong" and len(problems) == 2        # old's 2 is wrong and disagrees
+    misses = verdicts(table)
+    assert any("s: median ratio 1.10" in m for m in misses)
+    assert any("h: worst ratio 2.00" in m and "(c)" in m for m in misses)
+
+
+def test_whole_run_of_two_revisions(tmp_path):
+    """HEAD against itself with the cpu engine: both workers answer, counts equal the known ones."""
+    if subprocess.run(["git", "-C", str(regress.ROOT), "rev-parse", "HEAD"], capture_output=True).returncode:
+        pytest.fail("tests need the repository's git history (a clone, not an export)")
+    code = regress.main(["--baseline", "HEAD", "--engines", "cpu", "--groups", "small",
+                         "--workloads", "hprd-dense16", "--max-queries", "2", "--repeats", "1",
+                         "--out", str(tmp_path)])
+    assert code == 0
+    frame = pd.read_csv(tmp_path / "regress_queries.csv")
+    assert list(frame["query"]) == ["query_dense_16_1", "query_dense_16_2"]
+    count_columns = [c for c in frame.columns if c.startswith("count[")]
+    assert len(count_columns) == 2
+    for column in count_columns:
+        assert list(frame[column]) == [3, 80]
+    summary = pd.read_csv(tmp_path / "regress_summary.csv")
+    assert summary.loc[0, "counts"] == "ok" and summary.loc[0, "compared"] == 2
+
+
+def test_unknown_group_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        regress.main(["--groups", "medium", "--baseline", "HEAD"])
+    assert "unknown group 'medium'" in capsys.readouterr().err
