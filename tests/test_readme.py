@@ -46,6 +46,8 @@ NOT_RUN = {
     "python -m experiments.check --engines gsi,egsm,gmatch,stwig --sets patterns,enron": "GPU-sized queries",
     "python -m experiments.gmatch_heavy --timeout 8": "a GPU benchmark",
     "python -m experiments.small_queries": "a benchmark over hundreds of queries per engine",
+    "python -m experiments.regress": "a GPU benchmark of two revisions (minutes): tests/test_regress.py runs "
+        "a two-query cpu run of HEAD against itself",
 }
 
 
