@@ -20,6 +20,7 @@ from .engine import available_engines, create_engine
 from .errors import GraphFormatError, InvalidGraphError
 from .paths import resolve_input
 from .result import PHASES, Status
+from .warmup import add_command as add_warmup
 
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -404,6 +405,7 @@ def build_parser(commands=()) -> argparse.ArgumentParser:
     c.add_argument("--symmetrize", action="store_true", help="read SNAP edge lists as undirected")
     c.set_defaults(func=cmd_convert)
 
+    add_warmup(sub)
     for add in commands:
         add(sub)
     return parser
