@@ -38,9 +38,8 @@ def add_command(sub) -> None:
 
 
 def cmd_warmup(args) -> int:
-    from .kernel_cache import cache_dir, cached_entries
-
     from .cudasim import simulator_active
+    from .kernel_cache import cache_dir, cached_entries
 
     if simulator_active():
         print("gpusm warmup: kernels run in the CUDA simulator here (no GPU), which compiles nothing; "
