@@ -192,7 +192,7 @@ def _print_rows(rows: list[dict], fmt: str, single: bool) -> None:
         if row["peak_device_bytes"]:
             print(f"peak device memory: {row['peak_device_bytes']:,} bytes")
         return
-    import pandas as pd                                    # csv and tables only: one query prints without it
+    import pandas as pd  # csv and tables only: one query prints without it
 
     frame = pd.DataFrame(rows)
     if fmt == "csv":
