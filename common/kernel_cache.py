@@ -236,6 +236,7 @@ def _locked(path: str):
     except ImportError:                       # pragma: no cover - Windows
         yield
         return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -349,11 +350,11 @@ def _argument_types(sig):
 def enable(dispatcher, options: dict) -> None:
     """Give a numba-cuda kernel dispatcher gpusm's disk cache. A kernel whose closure or globals
     hold a value :func:`variant_key` cannot describe stays uncached (found on its first compile);
-    so does every kernel when no cache folder can be written."""
+    so does a kernel without a source file (typed at a prompt, ``python -c``)."""
     try:
         dispatcher._cache = _cache_classes()(dispatcher.py_func, options)
-    except OSError as error:
-        log.warning("kernel cache: %s (kernels compile in every process)", error)
+    except (OSError, RuntimeError) as error:  # numba-cuda: "no locator available for file '<string>'"
+        log.info("kernel cache: %s stays uncached: %s", dispatcher.py_func.__qualname__, error)
 
 
 def cached_entries(folder: Path | None = None) -> int:

@@ -188,3 +188,17 @@ def test_gpusm_warmup_fills_the_cache_in_numba_cache_dir(monkeypatch, tmp_path, 
         assert "nothing to warm up" in out and not any(tmp_path.rglob("*.nbc"))
     else:
         assert any((tmp_path / "gpusm" / "gsi").glob("*.nbc")) and "failed" not in out
+
+
+def test_warm_engine_runs_every_variant_and_batch_of_its_workload(monkeypatch):
+    from common import warmup
+
+    data = rmat(48, 150, seed=8, labels=power_law_labels(48, 3, 1.0, seed=8))
+    queries = list(query_set(data, 2, 3, seed=9).queries)
+    monkeypatch.setattr(warmup, "workload", lambda: [(data, queries, {}), (data, queries[:1], {"limit": 2})])
+    report = warmup.warm_engine("gmatch")
+    assert report["engine"] == "gmatch" and report["queries"] == 2 * (2 * 2 + 1)   # two variants
+    if simulator_active():
+        assert report["kernels_compiled"] == 0 and report["not_launched"] == []
+    else:
+        assert report["kernels_compiled"] + report["kernels_loaded"] > 0
