@@ -65,19 +65,22 @@ def cmd_warmup(args) -> int:
     return 1 if failed else 0
 
 
-def warmup(engines=GPU_ENGINES, jobs: int | None = None) -> list[dict]:
+def warmup(engines=GPU_ENGINES, jobs: int | None = None, child: str = "common.warmup",
+           child_args: tuple = ()) -> list[dict]:
     """Run :func:`warm_engine` for each engine in a fresh process (``jobs`` at once); one report
-    per engine (see :func:`warm_engine`), or ``{"engine", "error"}`` for a process that failed."""
+    per engine (see :func:`warm_engine`), or ``{"engine", "error"}`` for a process that failed.
+    ``child`` is the module each process runs (``python -m CHILD ENGINE *child_args``, printing
+    the report as its last line of JSON): another workload, such as the demo's."""
     unknown = [e for e in engines if e not in GPU_ENGINES]
     if unknown:
         raise ValueError(f"not a GPU engine: {', '.join(unknown)} (choose from {', '.join(GPU_ENGINES)})")
     jobs = jobs or max(1, min(len(engines), os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(_warm_in_process, engines))
+        return list(pool.map(lambda engine: _warm_in_process(engine, child, child_args), engines))
 
 
-def _warm_in_process(engine: str) -> dict:
-    command = [sys.executable, "-m", "common.warmup", engine]
+def _warm_in_process(engine: str, child: str, child_args: tuple) -> dict:
+    command = [sys.executable, "-m", child, engine, *map(str, child_args)]
     done = subprocess.run(command, capture_output=True, text=True, cwd=_repo_root())
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
@@ -112,27 +115,31 @@ def workload():
     return runs
 
 
-def warm_engine(name: str) -> dict:
-    """Run engine ``name`` over :func:`workload` in this process; returns what was compiled:
-    ``engine``, ``kernels_compiled``, ``kernels_loaded``, ``compile_seconds``, ``wall_seconds``,
-    ``queries`` run and ``not_launched`` (the engine's kernels no run launched, by name)."""
+def warm_engine(name: str, runs=None, variants=None, batched: bool = True) -> dict:
+    """Run engine ``name`` over ``runs`` ((data, queries, match keywords) triples; default
+    :func:`workload`) with each of ``variants`` (engine options; default
+    :data:`ENGINE_VARIANTS`) in this process, each run of more than one query also batched
+    (``match_batch``) when ``batched``; returns what was compiled: ``engine``,
+    ``kernels_compiled``, ``kernels_loaded``, ``compile_seconds``, ``wall_seconds``, ``queries``
+    run and ``not_launched`` (the engine's kernels no run launched, by name)."""
     from .compile_clock import compile_clock
     from .engine import create_engine
     from .launch import KERNELS
 
     began = time.perf_counter()
     queries = 0
-    runs = workload()
-    for engine_options in ENGINE_VARIANTS.get(name, ({},)):
+    runs = workload() if runs is None else runs
+    for engine_options in variants or ENGINE_VARIANTS.get(name, ({},)):
         engine = create_engine(name, **engine_options)
         for data, batch, options in runs:
             engine.prepare(data)
             batch = [query for query in batch if not engine.unsupported_reason(query)]
             for query in batch:
                 engine.match(query, timeout_s=60.0, **options)
-            if not options and len(batch) > 1:          # the batched path (`gpusm match` on a folder)
+            again = batched and not options and len(batch) > 1
+            if again:                                   # the batched path (`gpusm match` on a folder)
                 engine.match_batch(batch, timeout_s=60.0)
-            queries += 2 * len(batch) if not options and len(batch) > 1 else len(batch)
+            queries += 2 * len(batch) if again else len(batch)
     counts = compile_clock.counts()
     return {"engine": name, "kernels_compiled": counts["kernels_compiled"],
             "kernels_loaded": counts["kernels_loaded"], "compile_seconds": round(compile_clock.seconds, 3),

@@ -60,3 +60,25 @@ def test_one_query_match_imports_no_harness_or_plotting_library(tmp_path):
                           timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_demo_compiles_in_parallel_only_while_an_engine_has_nothing_cached(monkeypatch, tmp_path):
+    from experiments import demo_warmup
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    started = []
+    monkeypatch.setattr(demo_warmup, "warmup", lambda engines, **kw: started.append(list(engines)) or [{}])
+    assert demo_warmup.compile_in_parallel(["cpu", "gsi", "sgsi", "egsm"], "tiny", 7) == [{}]
+    assert started == [["gsi", "sgsi", "egsm"]]                 # GPU engines only
+    for package in ("gsi", "egsm"):
+        (tmp_path / "gpusm" / package).mkdir(parents=True)
+        (tmp_path / "gpusm" / package / "k-1.py311.1.nbc").write_bytes(b"")
+    assert demo_warmup.compile_in_parallel(["cpu", "gsi", "sgsi", "egsm"], "tiny", 7) == []
+    assert len(started) == 1
+
+
+def test_demo_warmup_child_runs_the_demo_workload():
+    from experiments import demo_warmup
+
+    report = demo_warmup.main(["egsm", "tiny", "7"])
+    assert report["engine"] == "egsm" and report["queries"] == 3
