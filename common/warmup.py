@@ -1,16 +1,17 @@
 """``gpusm warmup``: compile the kernels of gpusm's GPU engines into the disk cache
 (:mod:`common.kernel_cache`) before anyone waits on them.
 
-Each engine runs in its own fresh process, all in parallel, over a small built-in workload chosen
-to take each engine's paths: a labelled R-MAT graph with queries of 3 to 16 vertices (counted,
-one at a time and batched, collected, and with a limit), an unlabelled graph with the gMatch
-patterns, and gMatch with its candidate graph forced on (:data:`ENGINE_VARIANTS`). Kernels that
-depend on a query's size are compiled per size class (gMatch's stack levels): queries of more
-than 16 vertices, and engine options other than the defaults, compile on first use. Every kernel the runs launch is
-compiled once for the GPU present and saved; later processes (``gpusm match``, ``make demo``, the
-experiments harness, Dask workers) load them. Each process reports how many kernels it compiled
-and loaded, and which kernels of the engine the workload did not launch (those compile on first
-use, as before). Under the simulator, which compiles nothing, the command says so and stops.
+Each engine (each of its :data:`ENGINE_VARIANTS`) runs in its own fresh process, all in
+parallel, over a small built-in workload chosen to take each engine's paths: a labelled R-MAT
+graph with queries of 3 to 16 vertices (counted one at a time and batched, collected, and with a
+limit), an unlabelled graph with the gMatch patterns, and gMatch with its candidate graph forced
+on. Kernels that depend on a query's size are compiled per size class (gMatch's stack levels):
+queries of more than 16 vertices, and engine options other than the defaults, compile on first
+use. Every kernel the runs launch is compiled once for the GPU present and saved; later
+processes (``gpusm match``, ``make demo``, the experiments harness, Dask workers) load them. Each
+process reports how many kernels it compiled and loaded, and which kernels of the engine the
+workload did not launch (those compile on first use, as before). Under the simulator, which
+compiles nothing, the command says so and stops.
 """
 
 from __future__ import annotations
@@ -50,15 +51,15 @@ def cmd_warmup(args) -> int:
         return 0
     began = time.perf_counter()
     reports = warmup(args.engines, jobs=args.jobs)
-    print(f"{'engine':<8} {'compiled':>8} {'loaded':>7} {'compile s':>10} {'wall s':>7}  not launched")
+    print(f"{'engine':<26} {'compiled':>8} {'loaded':>7} {'compile s':>10} {'wall s':>7}  not launched")
     failed = False
     for r in reports:
         if "error" in r:
             failed = True
-            print(f"{r['engine']:<8} failed: {r['error']}")
+            print(f"{r['engine']:<26} failed: {r['error']}")
             continue
         missing = ", ".join(r["not_launched"]) or "-"
-        print(f"{r['engine']:<8} {r['kernels_compiled']:>8} {r['kernels_loaded']:>7} "
+        print(f"{r['engine']:<26} {r['kernels_compiled']:>8} {r['kernels_loaded']:>7} "
               f"{r['compile_seconds']:>10.1f} {r['wall_seconds']:>7.1f}  {missing}")
     print(f"kernel cache: {cache_dir()} ({cached_entries()} compiled kernels; NUMBA_CACHE_DIR moves it)")
     print(f"warmup took {time.perf_counter() - began:.1f} s")
@@ -74,9 +75,13 @@ def warmup(engines=GPU_ENGINES, jobs: int | None = None, child: str = "common.wa
     unknown = [e for e in engines if e not in GPU_ENGINES]
     if unknown:
         raise ValueError(f"not a GPU engine: {', '.join(unknown)} (choose from {', '.join(GPU_ENGINES)})")
-    jobs = jobs or max(1, min(len(engines), os.cpu_count() or 1))
+    if child == "common.warmup" and not child_args:     # one process per engine variant
+        work = [(engine, (i,)) for engine in engines for i in range(len(ENGINE_VARIANTS.get(engine, ({},))))]
+    else:
+        work = [(engine, tuple(child_args)) for engine in engines]
+    jobs = jobs or max(1, min(len(work), os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(lambda engine: _warm_in_process(engine, child, child_args), engines))
+        return list(pool.map(lambda job: _warm_in_process(job[0], child, job[1]), work))
 
 
 def _warm_in_process(engine: str, child: str, child_args: tuple) -> dict:
@@ -141,7 +146,8 @@ def warm_engine(name: str, runs=None, variants=None, batched: bool = True) -> di
                 engine.match_batch(batch, timeout_s=60.0)
             queries += 2 * len(batch) if again else len(batch)
     counts = compile_clock.counts()
-    return {"engine": name, "kernels_compiled": counts["kernels_compiled"],
+    label = " ".join(f"{k}={v}" for options in (variants or ()) for k, v in options.items())
+    return {"engine": f"{name} {label}".strip(), "kernels_compiled": counts["kernels_compiled"],
             "kernels_loaded": counts["kernels_loaded"], "compile_seconds": round(compile_clock.seconds, 3),
             "wall_seconds": round(time.perf_counter() - began, 3), "queries": queries,
             "not_launched": not_launched(KERNELS, _ENGINE_PACKAGES[name])}
@@ -164,5 +170,15 @@ def not_launched(records, packages) -> list[str]:
     return sorted(names)
 
 
+def _main(argv: list[str]) -> dict:
+    """``python -m common.warmup ENGINE [VARIANT]``: one engine, one of its :data:`ENGINE_VARIANTS`
+    (by position) or all of them."""
+    name = argv[0]
+    variants = ENGINE_VARIANTS.get(name, ({},))
+    if len(argv) > 1:
+        variants = (variants[int(argv[1])],)
+    return warm_engine(name, variants=variants)
+
+
 if __name__ == "__main__":
-    print(json.dumps(warm_engine(sys.argv[1])))
+    print(json.dumps(_main(sys.argv[1:])))

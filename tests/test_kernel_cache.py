@@ -204,3 +204,14 @@ def test_warm_engine_runs_every_variant_and_batch_of_its_workload(monkeypatch):
         assert report["kernels_compiled"] == 0 and report["not_launched"] == []
     else:
         assert report["kernels_compiled"] + report["kernels_loaded"] > 0
+
+
+def test_warmup_starts_one_process_per_engine_variant(monkeypatch):
+    from common import warmup
+
+    started = []
+    monkeypatch.setattr(warmup, "_warm_in_process", lambda engine, child, args: started.append((engine, args)) or {})
+    warmup.warmup(["gsi", "gmatch"])
+    assert sorted(started) == [("gmatch", (0,)), ("gmatch", (1,)), ("gsi", (0,))]
+    with pytest.raises(ValueError, match="not a GPU engine: cpu"):
+        warmup.warmup(["cpu"])
