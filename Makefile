@@ -12,7 +12,7 @@ CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9
 CUDA_EXTRA := $(shell v='$(CUDA_MAJOR)'; if [ -z "$$v" ]; then :; elif [ "$$v" -ge 13 ]; then echo cu13; elif [ "$$v" -eq 12 ]; then echo cu12; fi)
 EXTRAS ?= test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
 
-.PHONY: demo test lint test-gpu install cuda-extra clean experiments compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
+.PHONY: demo warmup test lint test-gpu install cuda-extra clean experiments compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
 # Experiments: make experiment-gsi SCALE=small (tiny | small | full); outputs under results/<paper>/
 # BUDGET=seconds: queries not started by then are recorded as skipped (a later run fills them in);
 # make experiments GPUS=0,1,2,3 runs the six sets in parallel, one process per set, pinned to GPUs
@@ -37,6 +37,11 @@ cuda-extra:
 
 demo: $(STAMP)
 	$(VENV)/bin/gpusm demo
+
+# Compile the GPU engines' kernels into the disk cache (NUMBA_CACHE_DIR, else ~/.cache/numba):
+# later processes load them. make warmup ENGINES="gsi egsm" for some engines only.
+warmup: $(STAMP)
+	$(VENV)/bin/gpusm warmup $(if $(ENGINES),--engines $(ENGINES))
 
 # GPUSM_REQUIRE_EXTRAS=1: a test whose optional extra (igraph, jupyter, make) is missing fails
 # here instead of skipping (tests/_extras.py); the test extra installs them all.

@@ -20,6 +20,7 @@ from .engine import available_engines, create_engine
 from .errors import GraphFormatError, InvalidGraphError, UnknownEngineError
 from .paths import resolve_input
 from .result import PHASES, Status
+from .warmup import add_command as add_warmup
 
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -66,9 +67,12 @@ def cmd_match(args) -> int:
         check_writable(args.collect, folder=len(queries) > 1 or Path(args.collect).is_dir())
     from tqdm import tqdm
 
-    from .device import backend_label
+    if engine.uses_device:                  # a CPU engine does not import numba.cuda
+        from .device import backend_label
 
-    backend = backend_label() if engine.uses_device else "cpu"
+        backend = backend_label()
+    else:
+        backend = "cpu"
     rows = []
     statuses = set()
     progress = tqdm(total=len(queries), desc=f"{args.engine} on {data.name or 'data'}", unit="query", file=sys.stderr,
@@ -173,16 +177,10 @@ def _save_embeddings(embeddings, target: Path, query_name: str, into_folder: boo
 
 
 def _print_rows(rows: list[dict], fmt: str, single: bool) -> None:
-    import pandas as pd
-
     if fmt == "json":
         print(json.dumps(rows, indent=2))                  # always a list, one object per query
         return
-    frame = pd.DataFrame(rows)
-    if fmt == "csv":
-        frame.to_csv(sys.stdout, index=False)
-        return
-    if single:
+    if single and fmt != "csv":
         row = rows[0]
         print(f"engine:  {row['engine']}")
         print(f"backend: {row['backend']}")
@@ -194,6 +192,12 @@ def _print_rows(rows: list[dict], fmt: str, single: bool) -> None:
         print(f"time:    {row['seconds'] * 1e3:.3f} ms  {phases}")
         if row["peak_device_bytes"]:
             print(f"peak device memory: {row['peak_device_bytes']:,} bytes")
+        return
+    import pandas as pd  # csv and tables only: one query prints without it
+
+    frame = pd.DataFrame(rows)
+    if fmt == "csv":
+        frame.to_csv(sys.stdout, index=False)
         return
     frame["count"] = [_count_text(row) for row in rows]
     columns = ["query", "status", "count", "seconds"] + [f"{p}_s" for p in PHASES]
@@ -417,6 +421,7 @@ def build_parser(commands=()) -> argparse.ArgumentParser:
     c.add_argument("--symmetrize", action="store_true", help="read SNAP edge lists as undirected")
     c.set_defaults(func=cmd_convert)
 
+    add_warmup(sub)
     for add in commands:
         add(sub)
     return parser

@@ -6,6 +6,11 @@ CPU functions (``numba.njit``) announce their compiles as ``numba:compile`` even
 ``CUDADispatcher.compile`` (0.30) announces none, so it is wrapped here: a call that finds no
 compiled overload for its signature (a compile, or a load from the disk cache) is timed. A
 compile nested in another (a device function typed inside its kernel) is counted once.
+
+For CUDA kernels the clock also tells compiles from loads out of the disk cache
+(:mod:`common.kernel_cache`): ``kernels_compiled`` and ``kernels_loaded`` count them,
+``compiled_names`` names the kernels compiled, and ``load_seconds`` is the part of ``seconds``
+spent loading.
 """
 
 from __future__ import annotations
@@ -22,8 +27,17 @@ class CompileClock(numba_event.Listener):
 
     def __init__(self):
         self.seconds = 0.0
+        self.load_seconds = 0.0
+        self.kernels_compiled = 0
+        self.kernels_loaded = 0
+        self.compiled_names: list[str] = []
         self._depth = 0
         self._began = 0.0
+
+    def counts(self) -> dict:
+        """Kernels compiled and loaded from the disk cache so far, and the seconds spent."""
+        return {"kernels_compiled": self.kernels_compiled, "kernels_loaded": self.kernels_loaded,
+                "compile_seconds": self.seconds - self.load_seconds, "load_seconds": self.load_seconds}
 
     def on_start(self, event):
         if self._depth == 0:
@@ -55,11 +69,19 @@ def _time_cuda_compiles() -> None:
         argtypes, _ = sigutils.normalize_signature(sig)
         if self.specialized or argtypes in self.overloads:
             return original(self, sig)              # already compiled: nothing to time
+        hits = sum(self._cache_hits.values())
+        began = time.perf_counter()
         compile_clock.on_start(None)
         try:
             return original(self, sig)
         finally:
             compile_clock.on_end(None)
+            if sum(self._cache_hits.values()) > hits:
+                compile_clock.kernels_loaded += 1
+                compile_clock.load_seconds += time.perf_counter() - began
+            else:
+                compile_clock.kernels_compiled += 1
+                compile_clock.compiled_names.append(self.py_func.__qualname__)
 
     compile.times_compiles = True
     CUDADispatcher.compile = compile

@@ -47,6 +47,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import cuda
 
+from . import kernel_cache
 from .cudasim import simulator_active
 
 ENABLED = os.environ.get("GPUSM_FAST_LAUNCH", "1") != "0"
@@ -55,18 +56,36 @@ _INT64 = (-(1 << 63), 1 << 63)
 
 def jit(function=None, **options):
     """``cuda.jit`` for a kernel (``@jit`` or ``@jit(max_registers=64)``); on a GPU the result
-    launches through :class:`Kernel`. The simulator, which compiles nothing, drops
-    ``max_registers``."""
+    launches through :class:`Kernel`, and its compiles are kept in gpusm's disk cache
+    (:mod:`common.kernel_cache`; ``cache=False`` opts out). The simulator, which compiles
+    nothing, drops ``max_registers``. Every kernel made here is listed in :data:`KERNELS`."""
+    cache = options.pop("cache", True)
     if simulator_active():
         options.pop("max_registers", None)
 
     def wrap(py_function):
         dispatcher = cuda.jit(**options)(py_function)
-        if _NUMBA is None:
-            return dispatcher
-        return Kernel(dispatcher)
+        if cache and not simulator_active():
+            kernel_cache.enable(dispatcher, options)
+        kernel = dispatcher if _NUMBA is None else Kernel(dispatcher)
+        KERNELS.append(KernelRecord(py_function, dict(options), cache, kernel))
+        return kernel
 
     return wrap if function is None else wrap(function)
+
+
+class KernelRecord(NamedTuple):
+    """A kernel :func:`jit` made: its Python function, compile options, whether it is cached, and
+    the kernel object :func:`jit` returned."""
+
+    py_function: object
+    options: dict
+    cached: bool
+    kernel: object
+
+
+#: every kernel made by :func:`jit` in this process (factories add theirs when first called)
+KERNELS: list[KernelRecord] = []
 
 
 class _NumbaPieces(NamedTuple):

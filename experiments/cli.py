@@ -25,9 +25,9 @@ import traceback
 from pathlib import Path
 
 from . import PAPERS, experiments_of, get_experiment
-from .core import assign_gpus, format_plan, plan, plan_set, run_set
-from .report import LAUNCHER_ENV
-from .store import FolderLocked
+
+# experiments.core (pandas) is imported by the commands that run or plan, not by add_arguments:
+# `gpusm match` builds the whole parser and should not pay for the harness.
 
 
 def _budget_seconds(text: str) -> float:
@@ -74,6 +74,8 @@ def _selection(args) -> dict[str, list[str] | None]:
 
 def print_plan(selection: dict, scale: str, gpus: list[str] | None) -> dict[str, float]:
     """Print the worst case per experiment and per set (and per GPU); return set -> worst seconds."""
+    from .core import assign_gpus, format_plan, plan
+
     worst = {}
     for paper, names in selection.items():
         chosen = [e for e in experiments_of(paper) if names is None or e.name in names]
@@ -90,6 +92,9 @@ def print_plan(selection: dict, scale: str, gpus: list[str] | None) -> dict[str,
 def launch(papers: list[str], gpus: list[str], scale: str, out: str, budget_s: float | None,
            launcher: str) -> int:
     """Run each set as ``python -m experiments --paper P`` pinned to its GPU; non-zero if any failed."""
+    from .core import assign_gpus, plan_set
+    from .report import LAUNCHER_ENV
+
     worst = {paper: sum(line.worst_s for line in plan_set(paper, scale)) for paper in papers}
     assignment = assign_gpus(worst, gpus)
     start = time.monotonic()
@@ -133,6 +138,9 @@ def run(args, command: str | None = None) -> int:
     ``command`` is the command line the outputs record (default: this process's, as
     ``python -m experiments ...``).
     """
+    from .core import run_set
+    from .store import FolderLocked
+
     command = command or f"python -m experiments {shlex.join(sys.argv[1:])}".strip()
     selection = _selection(args)
     if args.list or not selection:

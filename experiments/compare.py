@@ -144,6 +144,15 @@ def demo(seed: int = 7, size: str | None = None, timeout_s: float | None = None,
     left_out = [] if peers else installed_peers()
     print(f"engines: {', '.join(engines)}; {timeout_s:g} s allowed per query"
           + (f" (peers {', '.join(left_out)} left out: --peers adds them)" if left_out else "") + "\n")
+    if BACKEND != "simulator":                # first use: compile the GPU engines in parallel processes
+        from .demo_warmup import compile_in_parallel
+
+        reports = compile_in_parallel(engines, size, seed)
+        for failed in (r for r in reports if "error" in r):
+            print(f"compiling {failed['engine']} in a separate process failed ({failed['error']}); "
+                  "it compiles as it runs")
+        if reports:
+            print("compiled the GPU engines' kernels in parallel (once: `gpusm warmup` tells where they are kept)")
     raw = compare_engines(data, queries, engines, timeout_s=timeout_s, progress=True)
     table = summarize(raw)
     print()
