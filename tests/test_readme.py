@@ -26,6 +26,10 @@ NOT_RUN = {
     "make demo": "runs the whole demo (minutes in the simulator): tests/test_cli.py runs `gpusm demo --size tiny`",
     "make test": "the test suite itself",
     "make test-gpu": "needs a GPU",
+    "make warmup": "compiles on a GPU (the simulator has nothing to compile): tests/test_kernel_cache.py runs "
+        "gpusm warmup",
+    "python -m experiments.cold_start": "a GPU benchmark of fresh processes (minutes): tests/test_cold_start.py "
+        "runs it on a tiny graph",
     ".venv/bin/pip install -e '.[notebooks]'": "installs packages from the index",
     ".venv/bin/jupyter lab notebooks/tutorial.ipynb": "opens a browser",
     ".venv/bin/jupyter nbconvert --to notebook --execute --inplace notebooks/tutorial.ipynb":
