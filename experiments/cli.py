@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("names", nargs="*", help="experiment names, e.g. compare.known")
     parser.add_argument("--paper", help="run every experiment of this paper module")
     parser.add_argument("--all", action="store_true", help="run every paper's set")
-    parser.add_argument("--scale", default="small", choices=["tiny", "small", "full"])
+    parser.add_argument("--scale", default="small", choices=["tiny", "small", "medium", "full"])
     parser.add_argument("--out", default="results", help="output folder (one subfolder per paper)")
     parser.add_argument("--budget", type=_budget_seconds, help="seconds of wall time per set (with --gpus: for "
                         "the whole run); queries not started by then are recorded as skipped")

@@ -136,9 +136,10 @@ class Experiment:
     ``time_limit_s`` and ``memory_cap`` are the paper's; the scale may lower the time limit.
     ``scale_at`` maps a scale name to overrides of that scale's fields for this experiment
     alone (fewer queries, a shorter limit, fewer points, smaller stand-ins).
-    ``figure``: None, ``"bars"``, ``"lines"`` (x = ``Point.x``, named with its unit by ``xlabel``)
-    or ``"scatter"`` (per-query
-    times of each config against ``scatter_base``). ``rows`` maps point labels to table rows
+    ``figure``: None, ``"bars"``, ``"lines"`` (x = ``Point.x``, named with its unit by ``xlabel``),
+    ``"scatter"`` (per-query times of each config against ``scatter_base``) or ``"box"`` (per row,
+    the spread of per-query times and result sizes). ``repeats``: timed runs per query (median
+    kept, spread reported), unless the scale (with ``scale_at``) sets ``repeats``. ``rows`` maps point labels to table rows
     when a row pools several points (e.g. one pattern on several datasets); by default each
     point is a row.
     """
@@ -179,6 +180,11 @@ class Experiment:
         limit = self.scale_for(scale).time_limit_s
         return self.time_limit_s if limit is None else min(self.time_limit_s, limit)
 
+    def repeats_for(self, scale: Scale) -> int:
+        """Timed runs per query at ``scale``: the scale's (as this experiment overrides it), else its own."""
+        repeats = self.scale_for(scale).repeats
+        return self.repeats if repeats is None else int(repeats)
+
     def memory_cap_for(self, scale: Scale) -> int | None:
         return self.memory_cap_at.get(scale.name, self.memory_cap)
 
@@ -199,7 +205,7 @@ class Experiment:
                 options = tuple(sorted(dict(config.options + point.options).items()))
                 jobs.append(Job(self.name, config.label, config.engine, point.label, data,
                                 tuple(queries), options, time_limit_s=limit,
-                                device_memory_limit=self.memory_cap_for(scale), repeats=self.repeats,
+                                device_memory_limit=self.memory_cap_for(scale), repeats=self.repeats_for(scale),
                                 run_key=self.run_key(config, point, scale)))
         return jobs, known
 
@@ -209,7 +215,7 @@ class Experiment:
         options = canonical_options(config.engine, config.options + point.options)
         return (config.engine, options, repr(point.dataset), scale.max_edges, scale.real_data,
                 repr(replace(point.queries, count=0)), scale.max_query_vertices,
-                self.time_limit_for(scale), self.memory_cap_for(scale), self.repeats)
+                self.time_limit_for(scale), self.memory_cap_for(scale), self.repeats_for(scale))
 
     def row_groups(self, scale: Scale) -> dict[str, list[str]]:
         """Table row label -> the point labels pooled in it."""
@@ -314,10 +320,10 @@ def run_experiment(experiment: Experiment, scale: str | Scale = "small", out_dir
 
 
 # ---------------------------------------------------------------------- worst-case plan
-COMPILE_ALLOWANCE_S = 20.0
+COMPILE_ALLOWANCE_S = 10.0
 """Seconds allowed for compiling one (engine, options) configuration's kernels, once per worker
 (an upper bound: on the 4x H200 run of 2026-11-21 whole sets of 7-16 configurations took 48-101 s
-of wall time, compiles included)."""
+of wall time, queries and compiles included, at most 7 s per configuration; docs/decisions.md)."""
 
 
 @dataclass(frozen=True)
@@ -385,8 +391,9 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
                     new_warmups |= {shaped} - warmed
         compiled |= new_compiles
         warmed |= new_warmups
-        lines.append(PlanLine(experiment.name, jobs, runs, limit, experiment.repeats,
-                              query_s=runs * experiment.repeats * limit,
+        repeats = experiment.repeats_for(scale)
+        lines.append(PlanLine(experiment.name, jobs, runs, limit, repeats,
+                              query_s=runs * repeats * limit,
                               warmup_s=len(new_warmups) * limit,
                               compile_s=len(new_compiles) * COMPILE_ALLOWANCE_S, missing=missing))
     return lines

@@ -5,13 +5,19 @@ data folder, with its own 16 labels) are real; DBLP, Gowalla, Patents and Wikita
 available offline and run as R-MAT stand-ins with the paper's |V|, |E| and label counts. Labels
 are power law (§6.2, exponent 1 and seed 1: the paper gives neither). Queries: 100 induced
 random walks of 12 vertices per dataset (§6.3). Limits: 1 hour per query, 11 GB of GPU memory
-(RTX 2080 Ti). CuTS is not built, so its columns and curves are absent; Fig. 11's query
-shapes (path, tree, cycle) are not generated (our generator makes random-walk queries only),
-so only the |Σ| and |V(Q)| sweeps are reproduced.
+(RTX 2080 Ti). CuTS is not built, so its columns and curves are absent. Fig. 11(e/f)'s query
+shapes are cut out of Enron (path, tree and cycle: ``workloads.shaped_query``; sparse and
+dense: induced walks split at average degree 3), 8 vertices each (§6.3 gives neither the
+size nor the method); Fig. 11(g) plots the per-query times of the |V(Q)| sweep against their
+result sizes.
 
 At the ``small`` scale (``SMALL``) each table keeps 2 datasets (DBLP and Enron; Fig. 9 Enron and
 GitHub), 2 queries per set and a 1 s limit: most 12-vertex induced queries on these 16-label
 graphs have more than 10^9 embeddings and run to the limit, so the solved counts are low.
+
+At the ``medium`` scale (``MEDIUM``) the tables keep Enron and GitHub (real), DBLP and Gowalla
+(full-size stand-ins; Table 4's five variants DBLP, Enron and GitHub), Fig. 9 also Patents (a 4M-edge stand-in), with 20 queries, a 0.5 s
+limit, and every point of the Fig. 11 sweeps.
 """
 
 from __future__ import annotations
@@ -47,11 +53,17 @@ VARIANTS = tuple(Config.of(v, "egsm", variant=v, wedge_filter_min_edges=0)
 
 SMALL = dict(time_limit_s=1.0, queries_per_set=2, max_points=2)
 """The small scale's setting for this paper (sized by the worst-case plan)."""
+MEDIUM = dict(time_limit_s=0.5, queries_per_set=20, max_points=None)
+"""The medium scale's setting for this paper (sized by the worst-case plan)."""
+MEDIUM_POINTS = tuple(p for p in POINTS if p.label in ("DBLP", "Enron", "GitHub", "Gowalla"))
+"""The tables' rows at the medium scale (Patents and Wikitalk would be 4M-edge stand-ins)."""
 
 
 def _experiment(name, title, configs, metric, paper=None, **kw) -> Experiment:
+    points_at = kw.pop("points_at", {} if "points" in kw else {"medium": MEDIUM_POINTS})
     return Experiment(f"{PAPER}.{name}", PAPER, title, tuple(configs), kw.pop("points", POINTS), metric,
-                      TIME_LIMIT_S, MEMORY_CAP, paper_values=paper, scale_at={"small": SMALL}, **kw)
+                      TIME_LIMIT_S, MEMORY_CAP, paper_values=paper, scale_at={"small": SMALL, "medium": MEDIUM},
+                      points_at=points_at, **kw)
 
 
 _KB = 1024
@@ -68,6 +80,9 @@ _T4.insert(0, "EGSM", 1.0)
 _SIGMA_SWEEP = tuple(Point(f"|Σ|={k}", ENRON.with_(name=f"Enron-L{k}", vertex_labels=k),
                            QuerySpec("induced", size=12 if k >= 8 else 8, count=100), x=k)
                      for k in (1, 4, 8, 16, 32))
+_SHAPES = tuple(Point(shape, ENRON, QuerySpec("shape", size=8, count=100, shape=shape))
+                for shape in ("path", "tree", "cycle")) + \
+    tuple(Point(shape, ENRON, QuerySpec("induced", size=8, count=100, shape=shape)) for shape in ("sparse", "dense"))
 _SIZE_SWEEP = tuple(Point(f"|V(Q)|={k}", ENRON, QuerySpec("induced", size=k, count=100), x=k)
                     for k in (4, 8, 12, 16, 20))
 
@@ -87,10 +102,20 @@ EXPERIMENTS = (
     _experiment("fig10b", "Fig. 10(b): filtering time (ms, filter + index build)", (GSI, NOF3, EGSM),
                 Metric("avg_ms", phases=("filter", "index")), figure="bars"),
     _experiment("table4", "Table 4: speedup of EGSM over its variants (t_variant / t_EGSM)",
-                (EGSM, *VARIANTS), Metric("speedup", base="EGSM"), _T4),
+                (EGSM, *VARIANTS), Metric("speedup", base="EGSM"), _T4,
+                points_at={"medium": tuple(p for p in POINTS if p.label in ("DBLP", "Enron", "GitHub"))}),
     _experiment("fig11_labels", "Fig. 11(a/b): number of labels (Enron), EGSM", (EGSM,), Metric("avg_ms"),
                 points=_SIGMA_SWEEP, figure="lines", xlabel="vertex labels |Σ| (count)",
                 notes="sizes 8 for |Σ| < 8, as §6.3 does for |Σ| = 1, 4"),
     _experiment("fig11_sizes", "Fig. 11(c/d): query size (Enron), EGSM", (EGSM,), Metric("avg_ms"),
                 points=_SIZE_SWEEP, figure="lines", xlabel="query vertices |V(Q)| (count)"),
+    _experiment("fig11_solved_sizes", "Fig. 11(c): solved queries per query size (Enron), EGSM", (EGSM,),
+                Metric("solved"), points=_SIZE_SWEEP, figure="lines", xlabel="query vertices |V(Q)| (count)",
+                notes="the runs of fig11_sizes (shared)"),
+    _experiment("fig11_shapes", "Fig. 11(e/f): query shape (Enron, 8 vertices), EGSM", (EGSM,), Metric("avg_ms"),
+                points=_SHAPES, figure="bars", xlabel="query shape",
+                notes="path, tree, cycle cut out of Enron; sparse / dense: induced walks split at average degree 3"),
+    _experiment("fig11g", "Fig. 11(g): per-query time against result size (Enron, all sizes), EGSM", (EGSM,),
+                Metric("avg_ms"), points=_SIZE_SWEEP, figure="by_count",
+                notes="the runs of fig11_sizes (shared); one marker per solved query"),
 )
