@@ -248,8 +248,22 @@ def draw_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame):
     import matplotlib.pyplot as plt
 
     limit_ms = experiment.time_limit_for(scale) * 1e3
+    if experiment.figure == "box":
+        return _draw_boxes(experiment, scale, raw)
     fig, ax = plt.subplots(figsize=(10.5 if experiment.figure == "scatter" else 7.5, 4.5))
-    if experiment.figure in ("bars", "lines"):
+    if experiment.figure == "by_count":
+        solved = raw[raw.status == "ok"]
+        for config in [c.label for c in experiment.configs]:
+            mine = solved[solved.config == config]
+            ax.scatter(mine["count"].astype(float).clip(lower=1), mine["seconds"].astype(float) * 1e3, s=14,
+                       label=f"{config}: {len(mine)} solved queries")
+            _log_if_positive(ax, "x", mine["count"].astype(float).clip(lower=1))
+            _log_if_positive(ax, "y", mine["seconds"].astype(float) * 1e3)
+        unsolved = int((~raw.status.isin(("ok", SKIPPED))).sum())
+        ax.set_xlabel("result size (matches; 0 drawn at 1)")
+        ax.set_ylabel("time per query (ms)")
+        ax.legend(fontsize=8, title=f"{unsolved} unsolved not drawn" if unsolved else None)
+    elif experiment.figure in ("bars", "lines"):
         ylabel, log = value_axis(experiment)
         unsolved = unsolved_counts(experiment, scale, raw)
         ran = raw[raw.status != SKIPPED]
@@ -335,6 +349,32 @@ def draw_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame):
         plt.close(fig)
         raise ValueError(f"unknown figure kind {experiment.figure!r}")
     ax.set_title(f"{experiment.title} [{scale.name}]", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _draw_boxes(experiment, scale, raw: pd.DataFrame):
+    """Box plots per table row of the solved queries' times (left) and result sizes (right), GSI Fig. 17."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.5))
+    groups = experiment.row_groups(scale)
+    solved = raw[raw.status == "ok"]
+    config = experiment.configs[0].label
+    for ax, column, label in ((axes[0], "seconds", "time per query (ms)"),
+                              (axes[1], "count", "result size (matches; 0 drawn at 1)")):
+        data = []
+        for members in groups.values():
+            rows = solved[solved.dataset.isin(members) & (solved.config == config)]
+            values = rows[column].astype(float).to_numpy()
+            data.append(values * 1e3 if column == "seconds" else np.maximum(values, 1.0))
+        ran = [len(raw[raw.dataset.isin(m) & (raw.config == config) & (raw.status != SKIPPED)]) for m in groups.values()]
+        ax.boxplot([d if len(d) else [np.nan] for d in data], tick_labels=[f"{r}\n{len(d)}/{n} solved"
+                   for r, d, n in zip(groups, data, ran)])
+        _log_if_positive(ax, "y", np.concatenate([d for d in data if len(d)] or [np.zeros(0)]))
+        ax.set_ylabel(label)
+        ax.set_xlabel("data graph")
+    fig.suptitle(f"{experiment.title} [{scale.name}]: {config}", fontsize=10)
     fig.tight_layout()
     return fig
 
