@@ -3,7 +3,10 @@
 ``python -m experiments --paper gsi_icde20 --scale small [--budget 400]`` runs one paper's set;
 ``--all`` runs every set; ``--gpus 0,1,2,3`` runs the sets as separate processes, each pinned to
 one GPU with ``CUDA_VISIBLE_DEVICES`` by :func:`experiments.core.assign_gpus` (a GPU's sets run
-one after the other), each writing its log to ``OUT/<paper>/run.log``; ``--plan`` prints the
+one after the other), each writing its log to ``OUT/<paper>/run.log``; ``--dask local-cuda``
+(or ``local``, or a scheduler's address) runs the cells of the chosen sets as Dask tasks, one
+GPU per worker, resumable through the store (:mod:`experiments.cells`; with ``--gpus`` the
+local cluster takes those GPUs); ``--plan`` prints the
 worst-case seconds per experiment, per set and per GPU instead of running. The exit status is
 non-zero if any set failed (an engine not built, a count disagreement, a crashed set).
 
@@ -49,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--budget", type=_budget_seconds, help="seconds of wall time per set (with --gpus: for "
                         "the whole run); queries not started by then are recorded as skipped")
     parser.add_argument("--gpus", help="comma-separated GPU ids: one process per set, pinned to a GPU")
+    parser.add_argument("--dask", metavar="CLUSTER", help="run the cells as Dask tasks: local-cuda (one worker per "
+                        "GPU, --gpus picks them), local (CPU processes), or a scheduler address")
+    parser.add_argument("--dask-workers", type=int, help="--dask local: number of worker processes (default 2)")
     parser.add_argument("--plan", action="store_true", help="print the worst-case plan and exit")
     parser.add_argument("--isolation", default="process", choices=["process", "inline"],
                         help="process: each engine in a worker with a hard time limit per query")
@@ -154,6 +160,19 @@ def run(args, command: str | None = None) -> int:
     if args.plan:
         print_plan(selection, args.scale, gpus)
         return 0
+    if args.dask:
+        if args.budget is not None:
+            raise SystemExit("--budget is not supported with --dask (a resumed run fills in what is missing)")
+        from .cells import make_client, run_on_dask
+
+        client, cluster = make_client(args.dask, gpus, args.dask_workers)
+        try:
+            return run_on_dask(selection, args.scale, args.out, client=client, isolation=args.isolation,
+                               command=command, progress=not args.quiet, log=lambda line: print(line, flush=True))
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
     if gpus:
         if any(names is not None for names in selection.values()):
             raise SystemExit("--gpus runs whole sets: give --all or --paper, not experiment names")

@@ -209,6 +209,23 @@ class Experiment:
                                 run_key=self.run_key(config, point, scale)))
         return jobs, known
 
+    def job_for(self, config_label: str, point_label: str, scale: Scale) -> tuple[Job, dict[str, int]]:
+        """The runner job of one cell (config x point) at ``scale`` and the exact counts known for
+        its queries: what one Dask task runs (:mod:`experiments.cells`)."""
+        configs = {c.label: c for c in self.configs}
+        points = {p.label: p for p in self.points_for(scale)}
+        if config_label not in configs or point_label not in points:
+            raise ValueError(f"{self.name} at scale {scale.name} has no cell ({config_label!r}, {point_label!r})")
+        config, point = configs[config_label], points[point_label]
+        here = self.scale_for(scale)
+        data = point.dataset.load(here)
+        queries, counts = point.queries.build(data, point.dataset, here)
+        options = tuple(sorted(dict(config.options + point.options).items()))
+        job = Job(self.name, config.label, config.engine, point.label, data, tuple(queries), options,
+                  time_limit_s=self.time_limit_for(scale), device_memory_limit=self.memory_cap_for(scale),
+                  repeats=self.repeats_for(scale), run_key=self.run_key(config, point, scale))
+        return job, counts
+
     def run_key(self, config: Config, point: Point, scale: Scale) -> tuple:
         """What makes a (config, point) job's runs identical to another experiment's (runner docstring)."""
         scale = self.scale_for(scale)

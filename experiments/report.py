@@ -53,11 +53,30 @@ def versions() -> dict[str, str]:
     return found
 
 
-def run_context(scale, command: str) -> dict:
-    """What every output states about its run: GPU, scale, command, date (UTC), versions."""
-    import os
+@lru_cache(maxsize=1)
+def commit() -> str:
+    """The checkout's commit (short hash, ``+dirty`` with uncommitted changes), or ``unknown``."""
+    import subprocess
 
-    context = {"gpu": gpu_name(), "scale": scale.name, "command": command or "n/a",
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{head}+dirty" if dirty else head
+
+
+def run_context(scale, command: str) -> dict:
+    """What every output states about its run: GPU, commit, scale, command, date (UTC), versions.
+
+    The GPU is this process's, or the Dask workers' (``experiments.cells.GPU_ENV``)."""
+    from .cells import GPU_ENV
+
+    context = {"gpu": os.environ.get(GPU_ENV) or gpu_name(), "commit": commit(), "scale": scale.name,
+               "command": command or "n/a",
                "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
                "versions": versions()}
     if os.environ.get(LAUNCHER_ENV):
@@ -139,7 +158,8 @@ def write_markdown(experiment, scale, raw, table, disagreements, path: Path, com
     not_run = experiment.not_run(raw, scale)
     skipped = int((raw.status == SKIPPED).sum())
     lines = [f"# {experiment.paper}: {experiment.title} ({experiment.name})", "",
-             f"- GPU: {context['gpu']}; scale: `{scale.name}`; date: {context['date']}",
+             f"- GPU: {context['gpu']}; commit: `{context['commit']}`; scale: `{scale.name}`; "
+             f"date: {context['date']}",
              f"- command: `{context['command']}`"
              + (f" (launched by `{context['launched_by']}`)" if "launched_by" in context else ""),
              "- versions: " + ", ".join(f"{k} {v}" for k, v in context["versions"].items()),
