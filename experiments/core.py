@@ -128,6 +128,107 @@ def _stat(js: str, key: str):
 
 
 @dataclass(frozen=True)
+class Claim:
+    """A claim the paper makes about an experiment's table, and how the measured table judges it.
+
+    ``check`` takes the measured table (rows = row labels, columns = config labels) and returns
+    True (held), False (did not hold) or None (the cells it compares were not measured); without
+    a ``check`` the claim is not testable here and ``reason`` says why. :func:`lower`,
+    :func:`below`, :func:`at_least` and :func:`trend` make the usual checks.
+    """
+
+    text: str
+    check: object = None              # callable(table) -> bool | None
+    reason: str = ""
+
+    def verdict(self, table: pd.DataFrame) -> tuple[str, str]:
+        """(``held`` | ``did not hold`` | ``not testable``, why)."""
+        if self.check is None:
+            return "not testable", self.reason
+        result = self.check(table)
+        if result is None:
+            return "not testable", "the cells it compares were not measured (nothing solved, or not run)"
+        return ("held" if result else "did not hold"), self.reason
+
+
+def _measured(table: pd.DataFrame, *columns) -> pd.DataFrame | None:
+    if any(c not in table.columns for c in columns):
+        return None
+    here = table[list(columns)].astype(float).dropna()
+    return here if len(here) else None
+
+
+def lower(a: str, b: str, rows: tuple = ()):
+    """Check: column ``a`` is below column ``b`` in every row where both were measured (``rows``: only those)."""
+    def check(table):
+        here = _measured(table.loc[[r for r in rows if r in table.index]] if rows else table, a, b)
+        return None if here is None else bool((here[a] < here[b]).all())
+    return check
+
+
+def below(column: str, value: float):
+    """Check: every measured cell of ``column`` is below ``value``."""
+    def check(table):
+        here = _measured(table, column)
+        return None if here is None else bool((here[column] < value).all())
+    return check
+
+
+def at_least(column: str, value: float, rows: tuple = ()):
+    """Check: the mean of ``column``'s measured cells (``rows``: only those) is at least ``value``."""
+    def check(table):
+        here = _measured(table.loc[[r for r in rows if r in table.index]] if rows else table, column)
+        return None if here is None else bool(here[column].mean() >= value)
+    return check
+
+
+def trend(column: str, direction: str):
+    """Check: ``column`` rises (``"up"``) or falls (``"down"``) from its first to its last measured row
+    (a sweep's end points, in the order of its points)."""
+    if direction not in ("up", "down"):
+        raise ValueError(f"direction must be 'up' or 'down', got {direction!r}")
+
+    def check(table):
+        here = _measured(table, column)
+        if here is None or len(here) < 2:
+            return None
+        first, last = float(here[column].iloc[0]), float(here[column].iloc[-1])
+        return last > first if direction == "up" else last < first
+    return check
+
+
+def all_of(*checks):
+    """Check: every one of ``checks`` holds (False if one fails, None if none could be judged)."""
+    def check(table):
+        results = [c(table) for c in checks]
+        if any(r is False for r in results):
+            return False
+        return None if all(r is None for r in results) else True
+    return check
+
+
+def ratio_between(a: str, b: str, low: float, high: float = math.inf):
+    """Check: the mean over measured rows of ``a / b`` lies in [``low``, ``high``]."""
+    def check(table):
+        here = _measured(table, a, b)
+        if here is None:
+            return None
+        ratio = float((here[a] / here[b]).mean())
+        return low <= ratio <= high
+    return check
+
+
+def row_lower(column: str, row_a: str, row_b: str):
+    """Check: in ``column``, row ``row_a`` is below row ``row_b`` (both measured)."""
+    def check(table):
+        if column not in table.columns or row_a not in table.index or row_b not in table.index:
+            return None
+        a, b = float(table.loc[row_a, column]), float(table.loc[row_b, column])
+        return None if math.isnan(a) or math.isnan(b) else a < b
+    return check
+
+
+@dataclass(frozen=True)
 class Experiment:
     """A paper's table or figure (module docstring).
 
@@ -139,7 +240,8 @@ class Experiment:
     ``figure``: None, ``"bars"``, ``"lines"`` (x = ``Point.x``, named with its unit by ``xlabel``),
     ``"scatter"`` (per-query times of each config against ``scatter_base``) or ``"box"`` (per row,
     the spread of per-query times and result sizes). ``repeats``: timed runs per query (median
-    kept, spread reported), unless the scale (with ``scale_at``) sets ``repeats``. ``rows`` maps point labels to table rows
+    kept, spread reported), unless the scale (with ``scale_at``) sets ``repeats``.
+    ``rows`` maps point labels to table rows
     when a row pools several points (e.g. one pattern on several datasets); by default each
     point is a row.
     """
@@ -162,6 +264,7 @@ class Experiment:
     memory_cap_at: dict = field(default_factory=dict)  # scale name -> device-memory cap (override)
     scale_at: dict = field(default_factory=dict)       # scale name -> {Scale field: value} (override)
     xlabel: str = ""                                   # lines: what Point.x is, with its unit
+    claims: tuple = ()                                 # the paper's claims on this table (Claim)
 
     def scale_for(self, scale: Scale) -> Scale:
         """``scale`` with this experiment's overrides for it applied."""

@@ -21,9 +21,11 @@ limit, each sweep its first 3 points; the WatDiv size sweep shrinks its stand-in
 (10/50/90 of 210 parts of the scale's edge cap) so that their sizes still differ.
 
 At the ``medium`` scale (``MEDIUM``) the tables keep Enron (real) and WatDiv (a 4M-edge
-stand-in: the row where load balance and duplicate removal matter), 20 queries, a 0.5 s limit and 3 timed runs per query (median, with the spread); every
+stand-in: the row where load balance and duplicate removal matter), 20 queries, a 0.5 s limit
+and 3 timed runs per query (median, with the spread); every
 sweep keeps all its points (the WatDiv size sweep shrinks in proportion to the 4M-edge cap).
-Fig. 14 runs Enron, gowalla and WatDiv and adds the CPU peers networkx (VF2) and igraph (LAD) beside this toolkit's CPU reference,
+Fig. 14 runs Enron, gowalla and WatDiv and adds the CPU peers networkx (VF2) and igraph (LAD)
+beside this toolkit's CPU reference,
 in place of the paper's CPU matchers (VF3, CFL-Match, CBWJ), which are not built. Fig. 15(b)
 caps GSI-opt's launch grids at 1..132 blocks (``max_blocks``) in place of 1..30 SMs. Fig. 17
 draws the per-query times and result sizes of GSI-opt (the runs of Fig. 14) as box plots.
@@ -31,11 +33,24 @@ draws the per-query times and result sizes of GSI-opt (the runs of Fig. 14) as b
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 
-from .core import Config, Experiment, Metric, Point
 from common.peers import installed_peers
 
+from .core import (
+    Claim,
+    Config,
+    Experiment,
+    Metric,
+    Point,
+    all_of,
+    below,
+    lower,
+    ratio_between,
+    trend,
+)
 from .workloads import ENRON, GB, Dataset, QuerySpec, scaled_sweep
 
 PAPER = "gsi_icde20"
@@ -216,7 +231,8 @@ EXPERIMENTS = (
                 notes="the number of SMs cannot be set; grids capped at k blocks of grid-stride loops stand in "
                       "for k SMs (one resident block per SM), as docs/papers.md proposes"),
     _experiment("fig17", "Fig. 17: per-query time and result size of GSI-opt (box plots)", ALL_ENGINES[1:2],
-                Metric("avg_ms"), figure="box", points_at={"medium": FIG14_POINTS}, notes="the runs of Fig. 14's GSI-opt column (shared)"),
+                Metric("avg_ms"), figure="box", points_at={"medium": FIG14_POINTS},
+                notes="the runs of Fig. 14's GSI-opt column (shared)"),
     _experiment("fig16a_vertex_labels", "Fig. 16(a): number of vertex labels (gowalla), GSI-opt",
                 ALL_ENGINES[1:2], Metric("avg_ms"), points=VERTEX_LABEL_SWEEP, figure="lines", small=SMALL_SWEEP,
                 xlabel="vertex labels |L_V| (count)"),
@@ -230,3 +246,50 @@ EXPERIMENTS = (
                 ALL_ENGINES[1:2], Metric("avg_ms"), points=VERTEX_SWEEP, figure="lines", small=SMALL_SWEEP,
                 xlabel="query vertices |V(Q)| (count)"),
 )
+
+_SIG, _LAB, _DEG = _FILTER_COLS[2], _FILTER_COLS[0], _FILTER_COLS[1]
+_STEPS = ("each join technique (+DS PCSR, +PC Prealloc-Combine, +SO set operations) improves on the one before "
+          "(§VIII-D: about 2x, 1.2-2x and 1.3-6.3x in time; 30%, 21% and 40% fewer loads)")
+_STEPS_CHECK = all_of(lower("+DS", "GSI-"), lower("+PC", "+DS"), lower("+SO (GSI)", "+PC"))
+CLAIMS = {
+    "table4_candidates": (Claim("Table IV: the signature filter leaves 10-100x smaller minimum candidate sets than "
+                                "GpSM's label and GSM's label+degree filters",
+                                all_of(ratio_between(_LAB, _SIG, 10.0), ratio_between(_DEG, _SIG, 10.0)),
+                                "mean over rows of the ratio >= 10"),),
+    "table4_time": (Claim("Table IV: the signature filter also takes less time",
+                          all_of(lower(_SIG, _LAB), lower(_SIG, _DEG))),),
+    "table5_time": (Claim(f"Table V: {_STEPS}", _STEPS_CHECK, "time, in every measured row"),),
+    "table5_gld": (Claim(f"Table V: {_STEPS}", _STEPS_CHECK, "loads (GSI's software counter), in every measured row"),),
+    "table6_time": (Claim("Table VI: PCSR is faster than CR (1.1-1.4x)", lower("PCSR", "CR")),),
+    "table6_gld": (Claim("Table VI: PCSR makes fewer global-memory loads than CR", lower("PCSR", "CR")),),
+    "table7_time": (Claim("Table VII: the write cache cuts the join time (76% on enron)",
+                          lower("write cache", "no cache")),),
+    "table8": (Claim("Table VIII: load balance speeds GSI up on WatDiv (3.4x)", lower("+LB", "GSI", rows=("WatDiv",))),
+               Claim("Table VIII: duplicate removal adds a little more on WatDiv",
+                     lower("+DR (GSI-opt)", "+LB", rows=("WatDiv",)))),
+    "table9_time": (Claim("Table IX: duplicate removal cuts time on WatDiv and DBpedia",
+                          lower("DR", "with dup", rows=("WatDiv",))),),
+    "table9_gld": (Claim("Table IX: duplicate removal trims global-memory loads (3-25%)", lower("DR", "with dup")),),
+    "fig14": (Claim("Fig. 14: GSI answers every dataset's queries in under 1 s on average", below("GSI", 1000.0)),
+              Claim("Fig. 14: GSI is faster than the CPU matchers",
+                    all_of(*(lower("GSI", c.label) for c in CPU_PEERS)) if CPU_PEERS else None,
+                    "against networkx/igraph (the paper's VF3, CFL-Match and CBWJ are not built)"
+                    if CPU_PEERS else "no CPU peer is installed (pip install 'gpusm[peers]')")),
+    "fig15a": (Claim("Fig. 15(a): GSI-opt's time grows more slowly than the data (21x from first to last point)",
+                     lambda t: None if t["GSI-opt"].dropna().size < 2
+                     else bool(t["GSI-opt"].dropna().iloc[-1] / t["GSI-opt"].dropna().iloc[0] < 21.0),
+                     "last against first measured point"),),
+    "fig15b": (Claim("Fig. 15(b): GSI-opt gets faster with more SMs (here: blocks)", trend("GSI-opt", "down"),
+                     "first against last sweep point"),),
+    "fig16a_vertex_labels": (Claim("Fig. 16(a): time falls as vertex labels increase", trend("GSI-opt", "down"),
+                                   "first against last sweep point"),),
+    "fig16a_edge_labels": (Claim("Fig. 16(a): time falls as edge labels increase", trend("GSI-opt", "down"),
+                                 "first against last sweep point"),),
+    "fig16b_edges": (Claim("Fig. 16(b): time rises (slowly) with |E(Q)|", trend("GSI-opt", "up"),
+                           "first against last sweep point"),),
+    "fig16b_vertices": (Claim("Fig. 16(b): time rises (slowly) with |V(Q)|", trend("GSI-opt", "up"),
+                              "first against last sweep point"),),
+    "fig17": (Claim("Fig. 17: response times and result sizes spread over orders of magnitude", None,
+                    "read from the box plots; the paper prints no number"),),
+}
+EXPERIMENTS = tuple(replace(e, claims=CLAIMS.get(e.name.split(".", 1)[1], ())) for e in EXPERIMENTS)

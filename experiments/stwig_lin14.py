@@ -16,9 +16,21 @@ set (per N in Fig. 3d), a 0.75 s limit (the single-threaded CPU baseline needs m
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 
-from .core import Config, Experiment, Metric, Point
+from .core import (
+    Claim,
+    Config,
+    Experiment,
+    Metric,
+    Point,
+    lower,
+    ratio_between,
+    row_lower,
+    trend,
+)
 from .workloads import Dataset, QuerySpec
 
 PAPER = "stwig_lin14"
@@ -76,3 +88,32 @@ EXPERIMENTS = (
                       for n in range(5, 11)),
                 pd.DataFrame({"CPU": [15.66]}, index=["N=9"]), figure="lines", xlabel="query size N (vertices)"),
 )
+
+
+def _speedup_within(column: str, low: float, high: float):
+    """Check: the measured speedup cells of ``column`` average within [low, high]."""
+    def check(table):
+        here = table[column].astype(float).dropna()
+        return None if here.empty else bool(low <= here.mean() <= high)
+    return check
+
+
+CLAIMS = {
+    "fig3a_total": (Claim("Fig. 3a: the GPU is about an order of magnitude faster in total",
+                          ratio_between("CPU", "GPU", 5.0),
+                          "t_CPU / t_GPU of the averages >= 5"),),
+    "fig3a_join_speedup": (Claim("Fig. 3a: the join alone is 26.0x faster on the GPU",
+                                 _speedup_within("CPU", 13.0, 52.0),
+                                 "within 2x of 26.0 (an H100/H200 against one CPU core, not a C2075 against 4)"),),
+    "fig3a_hash": (Claim("Fig. 3a: the GPU's (copy &) hash is slower than the CPU's", lower("CPU", "GPU")),),
+    "fig3a_explore": (Claim("Fig. 3a: the exploration ('other') is shared, the same on both", None,
+                            "the same CPU code runs for both: compare the bars"),),
+    "fig3_vertices": (Claim("§5.2: the speedup grows with |V| (7.8-16.7x)", trend("CPU", "up"),
+                            "first against last sweep point"),),
+    "fig3_labels": (Claim("Fig. 3b: the speedup falls as labels increase", trend("CPU", "down"),
+                          "first against last sweep point"),),
+    "fig3_degree": (Claim("Fig. 3c: the speedup rises with degree", trend("CPU", "up"),
+                          "first against last sweep point"),),
+    "fig3d": (Claim("Fig. 3d: the speedup rises from N = 5 to N = 9 (15.66x there)", row_lower("CPU", "N=5", "N=9")),),
+}
+EXPERIMENTS = tuple(replace(e, claims=CLAIMS.get(e.name.split(".", 1)[1], ())) for e in EXPERIMENTS)

@@ -28,8 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from common.generate import (classify_density, gsi_query, pattern, power_law_labels, query_set, rmat,
-                              uniform_labels)
+from common.generate import classify_density, gsi_query, pattern, power_law_labels, query_set, rmat, uniform_labels
 from common.graph import Graph
 from common.io import load_graph, load_query_set, natural_key, read_expected_counts
 from common.paths import data_dir as _data_dir
