@@ -80,16 +80,22 @@ def _selection(args) -> dict[str, list[str] | None]:
 
 def print_plan(selection: dict, scale: str, gpus: list[str] | None) -> dict[str, float]:
     """Print the worst case per experiment and per set (and per GPU); return set -> worst seconds."""
-    worst = {}
+    worst, spread, compiles = {}, 0.0, 0.0
     for paper, names in selection.items():
         chosen = [e for e in experiments_of(paper) if names is None or e.name in names]
         lines = plan(chosen, scale)
         worst[paper] = sum(line.worst_s for line in lines)
+        spread += sum(line.query_s + line.warmup_s for line in lines)
+        compiles += sum(line.compile_s for line in lines)
         print(format_plan(paper, lines) + "\n")
     if gpus:
         for gpu, papers in assign_gpus(worst, gpus).items():
             total = sum(worst[p] for p in papers)
             print(f"GPU {gpu}: {' + '.join(papers) or '(idle)'} = {total:.0f} s worst case ({total / 60:.1f} min)")
+        # --dask spreads the cells over the GPUs; in the worst case every GPU compiles every configuration
+        per_gpu = spread / len(gpus) + compiles
+        print(f"--dask on {len(gpus)} GPUs: about {per_gpu:.0f} s worst case per GPU ({per_gpu / 60:.1f} min; "
+              f"cells spread evenly, every configuration compiled on every GPU)")
     return worst
 
 

@@ -79,3 +79,13 @@ def test_a_cell_that_does_not_exist_is_refused_by_name():
     experiment = get_experiment(NAMES[0])
     with pytest.raises(ValueError, match="has no cell \\('TPU'"):
         experiment.job_for("TPU", experiment.points[0].label, get_scale("tiny"))
+
+
+def test_cli_plans_the_dask_spread_and_refuses_a_budget_with_dask(capsys, tmp_path):
+    from experiments.cli import main
+
+    assert main(["--plan", "--paper", "stwig_lin14", "--scale", "medium", "--gpus", "0,1"]) == 0
+    out = capsys.readouterr().out
+    assert "GPU 0: stwig_lin14 = " in out and "--dask on 2 GPUs: about " in out
+    with pytest.raises(SystemExit, match="--budget is not supported with --dask"):
+        main(["--paper", "stwig_lin14", "--scale", "tiny", "--dask", "local", "--budget", "5", "--out", str(tmp_path)])
