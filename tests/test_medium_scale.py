@@ -72,11 +72,14 @@ def labelled():
 
 def test_stwig_queries_are_cut_from_the_data_graph_and_every_one_has_a_match(labelled):
     cpu = create_engine("cpu").prepare(labelled)
+    edges = 0
     for i, n in enumerate((5, 6, 7, 8)):
         query = stwig_data_query(labelled, n, seed=i)
         assert query.num_vertices == n and query.is_connected()
         assert n - 1 <= query.num_edges <= 2 * n
         assert cpu.match(query).count >= 1
+        edges += query.num_edges
+    assert edges > 5 + 6 + 7 + 8                  # denser than trees: the vertex set grows greedily
     spec = QuerySpec("stwig", sizes=(5, 6), count=4)
     queries, _ = spec.build(labelled, Dataset("test-rmat", 400, 2400), get_scale("small"))
     assert [q.name for q in queries] == ["stwig_5_0", "stwig_6_1", "stwig_5_2"]   # small: 3 per set
