@@ -12,8 +12,8 @@ CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9
 CUDA_EXTRA := $(shell v='$(CUDA_MAJOR)'; if [ -z "$$v" ]; then :; elif [ "$$v" -ge 13 ]; then echo cu13; elif [ "$$v" -eq 12 ]; then echo cu12; fi)
 EXTRAS ?= test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
 
-.PHONY: demo warmup test lint test-gpu install cuda-extra clean experiments compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
-# Experiments: make experiment-gsi SCALE=small (tiny | small | full); outputs under results/<paper>/
+.PHONY: demo warmup test lint test-gpu install cuda-extra clean experiments authors notebooks compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
+# Experiments: make experiment-gsi SCALE=small (tiny | small | medium | full); outputs under results/<paper>/
 # BUDGET=seconds: queries not started by then are recorded as skipped (a later run fills them in);
 # make experiments GPUS=0,1,2,3 runs the six sets in parallel, one process per set, pinned to GPUs
 # (BUDGET then bounds the whole run); make experiment-plan prints the worst case per set and GPU.
@@ -73,6 +73,23 @@ experiments: $(STAMP)
 	$(EXPERIMENT) --all $(if $(GPUS),--gpus $(GPUS))
 experiment-plan: $(STAMP)
 	$(PY) -m experiments --plan --all --scale $(SCALE) $(if $(GPUS),--gpus $(GPUS))
+
+# The EGSM and gMatch authors' binaries, a column of the EGSM Fig. 8 and gMatch Fig. 9 reports
+# (experiments/authors.py): built by the anchors' build.sh from ANCHORS_SRC (the authors' sources
+# at the pinned commits, fetched as ../shared/anchors/README.md says; never committed here).
+# Skipped, saying why, where there is no CUDA toolkit.
+ANCHORS     ?= .anchors
+ANCHORS_SRC ?= $(ANCHORS)/src
+authors:
+	@if ! command -v nvcc >/dev/null 2>&1; then echo "make authors: skipped: no CUDA toolkit (nvcc not in PATH)"; \
+	elif [ ! -d "$(ANCHORS_SRC)/egsm" ] || [ ! -d "$(ANCHORS_SRC)/gmatch" ]; then \
+	  echo "make authors: $(ANCHORS_SRC)/egsm and $(ANCHORS_SRC)/gmatch missing: extract the pinned commits (../shared/anchors/README.md)"; exit 2; \
+	else mkdir -p $(ANCHORS) && cp -n ../shared/anchors/*.sh $(ANCHORS)/ 2>/dev/null; \
+	  ANCHORS_SRC=$(abspath $(ANCHORS_SRC)) bash $(ANCHORS)/build.sh; fi
+
+# Re-execute the paper notebooks on the results under results/ and save them with their outputs.
+notebooks: $(STAMP)
+	$(PY) -c "from experiments.notebook import execute_notebooks; execute_notebooks()"
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

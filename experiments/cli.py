@@ -3,7 +3,10 @@
 ``python -m experiments --paper gsi_icde20 --scale small [--budget 400]`` runs one paper's set;
 ``--all`` runs every set; ``--gpus 0,1,2,3`` runs the sets as separate processes, each pinned to
 one GPU with ``CUDA_VISIBLE_DEVICES`` by :func:`experiments.core.assign_gpus` (a GPU's sets run
-one after the other), each writing its log to ``OUT/<paper>/run.log``; ``--plan`` prints the
+one after the other), each writing its log to ``OUT/<paper>/run.log``; ``--dask local-cuda``
+(or ``local``, or a scheduler's address) runs the cells of the chosen sets as Dask tasks, one
+GPU per worker, resumable through the store (:mod:`experiments.cells`; with ``--gpus`` the
+local cluster takes those GPUs); ``--plan`` prints the
 worst-case seconds per experiment, per set and per GPU instead of running. The exit status is
 non-zero if any set failed (an engine not built, a count disagreement, a crashed set).
 
@@ -44,11 +47,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("names", nargs="*", help="experiment names, e.g. compare.known")
     parser.add_argument("--paper", help="run every experiment of this paper module")
     parser.add_argument("--all", action="store_true", help="run every paper's set")
-    parser.add_argument("--scale", default="small", choices=["tiny", "small", "full"])
+    parser.add_argument("--scale", default="small", choices=["tiny", "small", "medium", "full"])
     parser.add_argument("--out", default="results", help="output folder (one subfolder per paper)")
     parser.add_argument("--budget", type=_budget_seconds, help="seconds of wall time per set (with --gpus: for "
                         "the whole run); queries not started by then are recorded as skipped")
     parser.add_argument("--gpus", help="comma-separated GPU ids: one process per set, pinned to a GPU")
+    parser.add_argument("--dask", metavar="CLUSTER", help="run the cells as Dask tasks: local-cuda (one worker per "
+                        "GPU, --gpus picks them), local (CPU processes), or a scheduler address")
+    parser.add_argument("--dask-workers", type=int, help="--dask local: number of worker processes (default 2)")
     parser.add_argument("--plan", action="store_true", help="print the worst-case plan and exit")
     parser.add_argument("--isolation", default="process", choices=["process", "inline"],
                         help="process: each engine in a worker with a hard time limit per query")
@@ -76,16 +82,22 @@ def print_plan(selection: dict, scale: str, gpus: list[str] | None) -> dict[str,
     """Print the worst case per experiment and per set (and per GPU); return set -> worst seconds."""
     from .core import assign_gpus, format_plan, plan
 
-    worst = {}
+    worst, spread, compiles = {}, 0.0, 0.0
     for paper, names in selection.items():
         chosen = [e for e in experiments_of(paper) if names is None or e.name in names]
         lines = plan(chosen, scale)
         worst[paper] = sum(line.worst_s for line in lines)
+        spread += sum(line.query_s + line.warmup_s for line in lines)
+        compiles += sum(line.compile_s for line in lines)
         print(format_plan(paper, lines) + "\n")
     if gpus:
         for gpu, papers in assign_gpus(worst, gpus).items():
             total = sum(worst[p] for p in papers)
             print(f"GPU {gpu}: {' + '.join(papers) or '(idle)'} = {total:.0f} s worst case ({total / 60:.1f} min)")
+        # --dask spreads the cells over the GPUs; in the worst case every GPU compiles every configuration
+        per_gpu = spread / len(gpus) + compiles
+        print(f"--dask on {len(gpus)} GPUs: about {per_gpu:.0f} s worst case per GPU ({per_gpu / 60:.1f} min; "
+              f"cells spread evenly, every configuration compiled on every GPU)")
     return worst
 
 
@@ -162,6 +174,19 @@ def run(args, command: str | None = None) -> int:
     if args.plan:
         print_plan(selection, args.scale, gpus)
         return 0
+    if args.dask:
+        if args.budget is not None:
+            raise SystemExit("--budget is not supported with --dask (a resumed run fills in what is missing)")
+        from .cells import make_client, run_on_dask
+
+        client, cluster = make_client(args.dask, gpus, args.dask_workers)
+        try:
+            return run_on_dask(selection, args.scale, args.out, client=client, isolation=args.isolation,
+                               command=command, progress=not args.quiet, log=lambda line: print(line, flush=True))
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
     if gpus:
         if any(names is not None for names in selection.values()):
             raise SystemExit("--gpus runs whole sets: give --all or --paper, not experiment names")

@@ -128,6 +128,107 @@ def _stat(js: str, key: str):
 
 
 @dataclass(frozen=True)
+class Claim:
+    """A claim the paper makes about an experiment's table, and how the measured table judges it.
+
+    ``check`` takes the measured table (rows = row labels, columns = config labels) and returns
+    True (held), False (did not hold) or None (the cells it compares were not measured); without
+    a ``check`` the claim is not testable here and ``reason`` says why. :func:`lower`,
+    :func:`below`, :func:`at_least` and :func:`trend` make the usual checks.
+    """
+
+    text: str
+    check: object = None              # callable(table) -> bool | None
+    reason: str = ""
+
+    def verdict(self, table: pd.DataFrame) -> tuple[str, str]:
+        """(``held`` | ``did not hold`` | ``not testable``, why)."""
+        if self.check is None:
+            return "not testable", self.reason
+        result = self.check(table)
+        if result is None:
+            return "not testable", "the cells it compares were not measured (nothing solved, or not run)"
+        return ("held" if result else "did not hold"), self.reason
+
+
+def _measured(table: pd.DataFrame, *columns) -> pd.DataFrame | None:
+    if any(c not in table.columns for c in columns):
+        return None
+    here = table[list(columns)].astype(float).dropna()
+    return here if len(here) else None
+
+
+def lower(a: str, b: str, rows: tuple = ()):
+    """Check: column ``a`` is below column ``b`` in every row where both were measured (``rows``: only those)."""
+    def check(table):
+        here = _measured(table.loc[[r for r in rows if r in table.index]] if rows else table, a, b)
+        return None if here is None else bool((here[a] < here[b]).all())
+    return check
+
+
+def below(column: str, value: float):
+    """Check: every measured cell of ``column`` is below ``value``."""
+    def check(table):
+        here = _measured(table, column)
+        return None if here is None else bool((here[column] < value).all())
+    return check
+
+
+def at_least(column: str, value: float, rows: tuple = ()):
+    """Check: the mean of ``column``'s measured cells (``rows``: only those) is at least ``value``."""
+    def check(table):
+        here = _measured(table.loc[[r for r in rows if r in table.index]] if rows else table, column)
+        return None if here is None else bool(here[column].mean() >= value)
+    return check
+
+
+def trend(column: str, direction: str):
+    """Check: ``column`` rises (``"up"``) or falls (``"down"``) from its first to its last measured row
+    (a sweep's end points, in the order of its points)."""
+    if direction not in ("up", "down"):
+        raise ValueError(f"direction must be 'up' or 'down', got {direction!r}")
+
+    def check(table):
+        here = _measured(table, column)
+        if here is None or len(here) < 2:
+            return None
+        first, last = float(here[column].iloc[0]), float(here[column].iloc[-1])
+        return last > first if direction == "up" else last < first
+    return check
+
+
+def all_of(*checks):
+    """Check: every one of ``checks`` holds (False if one fails, None if none could be judged)."""
+    def check(table):
+        results = [c(table) for c in checks]
+        if any(r is False for r in results):
+            return False
+        return None if all(r is None for r in results) else True
+    return check
+
+
+def ratio_between(a: str, b: str, low: float, high: float = math.inf):
+    """Check: the mean over measured rows of ``a / b`` lies in [``low``, ``high``]."""
+    def check(table):
+        here = _measured(table, a, b)
+        if here is None:
+            return None
+        ratio = float((here[a] / here[b]).mean())
+        return low <= ratio <= high
+    return check
+
+
+def row_lower(column: str, row_a: str, row_b: str):
+    """Check: in ``column``, row ``row_a`` is below row ``row_b`` (both measured)."""
+    def check(table):
+        if column not in table.columns or row_a not in table.index or row_b not in table.index:
+            return None
+        a, b = float(table.loc[row_a, column]), float(table.loc[row_b, column])
+        return None if math.isnan(a) or math.isnan(b) else a < b
+    return check
+
+
+@dataclass(frozen=True)
 class Experiment:
     """A paper's table or figure (module docstring).
 
@@ -136,9 +237,11 @@ class Experiment:
     ``time_limit_s`` and ``memory_cap`` are the paper's; the scale may lower the time limit.
     ``scale_at`` maps a scale name to overrides of that scale's fields for this experiment
     alone (fewer queries, a shorter limit, fewer points, smaller stand-ins).
-    ``figure``: None, ``"bars"``, ``"lines"`` (x = ``Point.x``, named with its unit by ``xlabel``)
-    or ``"scatter"`` (per-query
-    times of each config against ``scatter_base``). ``rows`` maps point labels to table rows
+    ``figure``: None, ``"bars"``, ``"lines"`` (x = ``Point.x``, named with its unit by ``xlabel``),
+    ``"scatter"`` (per-query times of each config against ``scatter_base``) or ``"box"`` (per row,
+    the spread of per-query times and result sizes). ``repeats``: timed runs per query (median
+    kept, spread reported), unless the scale (with ``scale_at``) sets ``repeats``.
+    ``rows`` maps point labels to table rows
     when a row pools several points (e.g. one pattern on several datasets); by default each
     point is a row.
     """
@@ -161,6 +264,7 @@ class Experiment:
     memory_cap_at: dict = field(default_factory=dict)  # scale name -> device-memory cap (override)
     scale_at: dict = field(default_factory=dict)       # scale name -> {Scale field: value} (override)
     xlabel: str = ""                                   # lines: what Point.x is, with its unit
+    claims: tuple = ()                                 # the paper's claims on this table (Claim)
 
     def scale_for(self, scale: Scale) -> Scale:
         """``scale`` with this experiment's overrides for it applied."""
@@ -178,6 +282,11 @@ class Experiment:
     def time_limit_for(self, scale: Scale) -> float:
         limit = self.scale_for(scale).time_limit_s
         return self.time_limit_s if limit is None else min(self.time_limit_s, limit)
+
+    def repeats_for(self, scale: Scale) -> int:
+        """Timed runs per query at ``scale``: the scale's (as this experiment overrides it), else its own."""
+        repeats = self.scale_for(scale).repeats
+        return self.repeats if repeats is None else int(repeats)
 
     def memory_cap_for(self, scale: Scale) -> int | None:
         return self.memory_cap_at.get(scale.name, self.memory_cap)
@@ -199,9 +308,26 @@ class Experiment:
                 options = tuple(sorted(dict(config.options + point.options).items()))
                 jobs.append(Job(self.name, config.label, config.engine, point.label, data,
                                 tuple(queries), options, time_limit_s=limit,
-                                device_memory_limit=self.memory_cap_for(scale), repeats=self.repeats,
+                                device_memory_limit=self.memory_cap_for(scale), repeats=self.repeats_for(scale),
                                 run_key=self.run_key(config, point, scale)))
         return jobs, known
+
+    def job_for(self, config_label: str, point_label: str, scale: Scale) -> tuple[Job, dict[str, int]]:
+        """The runner job of one cell (config x point) at ``scale`` and the exact counts known for
+        its queries: what one Dask task runs (:mod:`experiments.cells`)."""
+        configs = {c.label: c for c in self.configs}
+        points = {p.label: p for p in self.points_for(scale)}
+        if config_label not in configs or point_label not in points:
+            raise ValueError(f"{self.name} at scale {scale.name} has no cell ({config_label!r}, {point_label!r})")
+        config, point = configs[config_label], points[point_label]
+        here = self.scale_for(scale)
+        data = point.dataset.load(here)
+        queries, counts = point.queries.build(data, point.dataset, here)
+        options = tuple(sorted(dict(config.options + point.options).items()))
+        job = Job(self.name, config.label, config.engine, point.label, data, tuple(queries), options,
+                  time_limit_s=self.time_limit_for(scale), device_memory_limit=self.memory_cap_for(scale),
+                  repeats=self.repeats_for(scale), run_key=self.run_key(config, point, scale))
+        return job, counts
 
     def run_key(self, config: Config, point: Point, scale: Scale) -> tuple:
         """What makes a (config, point) job's runs identical to another experiment's (runner docstring)."""
@@ -209,7 +335,7 @@ class Experiment:
         options = canonical_options(config.engine, config.options + point.options)
         return (config.engine, options, repr(point.dataset), scale.max_edges, scale.real_data,
                 repr(replace(point.queries, count=0)), scale.max_query_vertices,
-                self.time_limit_for(scale), self.memory_cap_for(scale), self.repeats)
+                self.time_limit_for(scale), self.memory_cap_for(scale), self.repeats_for(scale))
 
     def row_groups(self, scale: Scale) -> dict[str, list[str]]:
         """Table row label -> the point labels pooled in it."""
@@ -314,10 +440,10 @@ def run_experiment(experiment: Experiment, scale: str | Scale = "small", out_dir
 
 
 # ---------------------------------------------------------------------- worst-case plan
-COMPILE_ALLOWANCE_S = 20.0
+COMPILE_ALLOWANCE_S = 10.0
 """Seconds allowed for compiling one (engine, options) configuration's kernels, once per worker
 (an upper bound: on the 4x H200 run of 2026-11-21 whole sets of 7-16 configurations took 48-101 s
-of wall time, compiles included)."""
+of wall time, queries and compiles included, at most 7 s per configuration; docs/decisions.md)."""
 
 
 @dataclass(frozen=True)
@@ -385,8 +511,9 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
                     new_warmups |= {shaped} - warmed
         compiled |= new_compiles
         warmed |= new_warmups
-        lines.append(PlanLine(experiment.name, jobs, runs, limit, experiment.repeats,
-                              query_s=runs * experiment.repeats * limit,
+        repeats = experiment.repeats_for(scale)
+        lines.append(PlanLine(experiment.name, jobs, runs, limit, repeats,
+                              query_s=runs * repeats * limit,
                               warmup_s=len(new_warmups) * limit,
                               compile_s=len(new_compiles) * COMPILE_ALLOWANCE_S, missing=missing))
     return lines

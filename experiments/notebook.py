@@ -13,7 +13,7 @@ import pandas as pd
 
 from . import experiments_of
 from .core import check_counts
-from .report import draw_figure, side_by_side, write_figure
+from .report import draw_figure, side_by_side, verdicts, write_figure
 from .runner import read_rows
 from .workloads import get_scale
 
@@ -81,16 +81,44 @@ def paper_outputs(paper: str, results: Path | str = "results", scale: str = "sma
     return tables
 
 
+def default_scale(paper: str, results: Path | str = "results") -> str:
+    """The scale a notebook shows: ``$SCALE``, else ``medium`` where its results exist, else ``small``."""
+    import os
+
+    if os.environ.get("SCALE"):
+        return os.environ["SCALE"]
+    return "medium" if any((Path(results) / paper).glob("*.medium.csv")) else "small"
+
+
+def run_header(paper: str, results: Path | str = "results", scale: str = "small") -> str:
+    """GPU, commit, date and command of the set's run (``run.<scale>.json``), or why they are unknown."""
+    import json
+
+    path = Path(results) / paper / f"run.{scale}.json"
+    if not path.exists():
+        return f"(no {path.name}: GPU and commit of these rows unknown)"
+    meta = json.loads(path.read_text())
+    return (f"GPU: {meta.get('gpu')}; commit: {meta.get('commit', 'unknown')}; scale: {scale}; "
+            f"date: {meta.get('date')}; command: {meta.get('command')}")
+
+
 def show_paper(paper: str, results: Path | str = "results", scale: str = "small") -> dict[str, pd.DataFrame]:
-    """Display every table and figure of ``paper`` found under ``results``; say which are missing."""
+    """Display every table, its claims' verdicts and figure of ``paper`` found under ``results``;
+    say which are missing."""
     folder = Path(results) / paper
     tables = paper_outputs(paper, results, scale)
+    print(run_header(paper, results, scale))
     for experiment in experiments_of(paper):
         print(f"\n## {experiment.name}: {experiment.title}")
         if experiment.name not in tables:
             print(f"(not run at scale {scale}: make experiment-... SCALE={scale} writes {folder}/)")
             continue
         _display(tables[experiment.name])
+        if experiment.claims:
+            raw = read_rows(folder / f"{experiment.name}.{scale}.csv")
+            measured = experiment.table(raw[raw.experiment == experiment.name], get_scale(scale))
+            with pd.option_context("display.max_colwidth", None, "display.width", 250):
+                _display(pd.DataFrame(verdicts(experiment, measured)))
         raw = read_rows(folder / f"{experiment.name}.{scale}.csv")
         problems = check_counts(raw, {})
         if len(problems):
@@ -99,3 +127,21 @@ def show_paper(paper: str, results: Path | str = "results", scale: str = "small"
         if experiment.figure:
             _display_figure(draw_from_rows(experiment, folder, scale))
     return tables
+
+
+def execute_notebooks(paths=None, timeout_s: int = 1200) -> list[Path]:
+    """Run the paper notebooks (``notebooks/<paper>.ipynb``, or ``paths``) in a Jupyter kernel and
+    save them with their outputs (``make notebooks``, after a run's results are in ``results/``)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from . import PAPERS
+
+    root = Path(__file__).resolve().parents[1] / "notebooks"
+    paths = [Path(p) for p in paths] if paths else [root / f"{paper}.ipynb" for paper in PAPERS]
+    for path in paths:
+        notebook = nbformat.read(path, as_version=4)
+        NotebookClient(notebook, timeout=timeout_s, kernel_name="python3",
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        nbformat.write(notebook, path)
+    return paths

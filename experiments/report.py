@@ -53,11 +53,30 @@ def versions() -> dict[str, str]:
     return found
 
 
-def run_context(scale, command: str) -> dict:
-    """What every output states about its run: GPU, scale, command, date (UTC), versions."""
-    import os
+@lru_cache(maxsize=1)
+def commit() -> str:
+    """The checkout's commit (short hash, ``+dirty`` with uncommitted changes), or ``unknown``."""
+    import subprocess
 
-    context = {"gpu": gpu_name(), "scale": scale.name, "command": command or "n/a",
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{head}+dirty" if dirty else head
+
+
+def run_context(scale, command: str) -> dict:
+    """What every output states about its run: GPU, commit, scale, command, date (UTC), versions.
+
+    The GPU is this process's, or the Dask workers' (``experiments.cells.GPU_ENV``)."""
+    from .cells import GPU_ENV
+
+    context = {"gpu": os.environ.get(GPU_ENV) or gpu_name(), "commit": commit(), "scale": scale.name,
+               "command": command or "n/a",
                "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
                "versions": versions()}
     if os.environ.get(LAUNCHER_ENV):
@@ -139,7 +158,8 @@ def write_markdown(experiment, scale, raw, table, disagreements, path: Path, com
     not_run = experiment.not_run(raw, scale)
     skipped = int((raw.status == SKIPPED).sum())
     lines = [f"# {experiment.paper}: {experiment.title} ({experiment.name})", "",
-             f"- GPU: {context['gpu']}; scale: `{scale.name}`; date: {context['date']}",
+             f"- GPU: {context['gpu']}; commit: `{context['commit']}`; scale: `{scale.name}`; "
+             f"date: {context['date']}",
              f"- command: `{context['command']}`"
              + (f" (launched by `{context['launched_by']}`)" if "launched_by" in context else ""),
              "- versions: " + ", ".join(f"{k} {v}" for k, v in context["versions"].items()),
@@ -170,8 +190,13 @@ def write_markdown(experiment, scale, raw, table, disagreements, path: Path, com
     if experiment.notes:
         lines.append(f"- notes: {experiment.notes}")
     lines += ["", "## Measured (paper's value in parentheses)", "",
-              _markdown(side_by_side(table, experiment.paper_values, not_run)), "",
-              "## Solved queries per cell", "", _markdown(_solved_table(experiment, raw, scale)), ""]
+              _markdown(side_by_side(table, experiment.paper_values, not_run)), ""]
+    lines += claims_section(experiment, table)
+    lines += ["## Solved queries per cell", "", _markdown(_solved_table(experiment, raw, scale)), ""]
+    if experiment.repeats_for(scale) > 1:
+        lines += [f"## Spread of the {experiment.repeats_for(scale)} timed runs per query", "",
+                  "Per cell: the median over solved queries of (slowest - fastest run) / median run.", "",
+                  _markdown(spread_table(experiment, raw, scale)), ""]
     if len(disagreements):
         lines += ["## COUNT DISAGREEMENTS", "",
                   "**Engines disagree with each other or with a known exact count on these queries:**",
@@ -183,6 +208,41 @@ def write_markdown(experiment, scale, raw, table, disagreements, path: Path, com
         lines += ["Counts: no query was solved, so there is nothing to cross-check.", ""]
     write_atomic(path, "\n".join(lines))
     return path
+
+
+def spread_table(experiment, raw: pd.DataFrame, scale) -> pd.DataFrame:
+    """Per cell, the median over solved queries of the timed runs' relative spread (runner: ``repeat_*_s``)."""
+    from .core import _stat
+
+    groups = experiment.row_groups(scale)
+    table = pd.DataFrame("-", index=list(groups), columns=[c.label for c in experiment.configs], dtype=object)
+    solved = raw[raw.status == "ok"]
+    for row, members in groups.items():
+        for config in table.columns:
+            here = solved[solved.dataset.isin(members) & (solved.config == config)]
+            low = pd.to_numeric(here["stats"].map(lambda js: _stat(js, "repeat_min_s")), errors="coerce")
+            high = pd.to_numeric(here["stats"].map(lambda js: _stat(js, "repeat_max_s")), errors="coerce")
+            spread = ((high - low) / here["seconds"].astype(float)).dropna()
+            if len(spread):
+                table.loc[row, config] = f"{100 * float(spread.median()):.0f}%"
+    return table
+
+
+def claims_section(experiment, table: pd.DataFrame) -> list[str]:
+    """The paper's claims on this table with their verdicts (held / did not hold / not testable, and why)."""
+    if not experiment.claims:
+        return ["## The paper's claims", "", "No claim of the paper rests on this table alone "
+                "(see results/README.md).", ""]
+    out = ["## The paper's claims", "", "| claim | verdict | why |", "|---|---|---|"]
+    for claim in experiment.claims:
+        verdict, reason = claim.verdict(table)
+        out.append(f"| {claim.text} | **{verdict}** | {reason or '-'} |")
+    return out + [""]
+
+
+def verdicts(experiment, table: pd.DataFrame) -> list[dict]:
+    """The claims' verdicts as records (for ``run.<scale>.json`` and the notebooks)."""
+    return [dict(zip(("claim", "verdict", "why"), (c.text, *c.verdict(table)))) for c in experiment.claims]
 
 
 STAT_AXES = {
@@ -248,8 +308,22 @@ def draw_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame):
     import matplotlib.pyplot as plt
 
     limit_ms = experiment.time_limit_for(scale) * 1e3
+    if experiment.figure == "box":
+        return _draw_boxes(experiment, scale, raw)
     fig, ax = plt.subplots(figsize=(10.5 if experiment.figure == "scatter" else 7.5, 4.5))
-    if experiment.figure in ("bars", "lines"):
+    if experiment.figure == "by_count":
+        solved = raw[raw.status == "ok"]
+        for config in [c.label for c in experiment.configs]:
+            mine = solved[solved.config == config]
+            ax.scatter(mine["count"].astype(float).clip(lower=1), mine["seconds"].astype(float) * 1e3, s=14,
+                       label=f"{config}: {len(mine)} solved queries")
+            _log_if_positive(ax, "x", mine["count"].astype(float).clip(lower=1))
+            _log_if_positive(ax, "y", mine["seconds"].astype(float) * 1e3)
+        unsolved = int((~raw.status.isin(("ok", SKIPPED))).sum())
+        ax.set_xlabel("result size (matches; 0 drawn at 1)")
+        ax.set_ylabel("time per query (ms)")
+        ax.legend(fontsize=8, title=f"{unsolved} unsolved not drawn" if unsolved else None)
+    elif experiment.figure in ("bars", "lines"):
         ylabel, log = value_axis(experiment)
         unsolved = unsolved_counts(experiment, scale, raw)
         ran = raw[raw.status != SKIPPED]
@@ -275,6 +349,14 @@ def draw_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame):
                 here = xs
                 (line,) = ax.plot(xs, values, marker="o", label=label)
                 colour = line.get_color()
+            paper = experiment.paper_values
+            if paper is not None and column in paper.columns:   # the paper's printed value: a second marker
+                printed = paper[column].reindex(table.index).to_numpy(dtype=float)
+                if np.isfinite(printed).any():
+                    ax.plot(here, printed, linestyle="none" if experiment.figure == "bars" else "--",
+                            marker="*", markersize=11, color=colour, markeredgecolor="black",
+                            label=f"{column}: paper's value")
+                    shown.append(printed)
             if is_time:      # a cell where every query that ran went unsolved: at the time limit
                 empty = np.isnan(values) & (unsolved[column].to_numpy() > 0)
                 if empty.any():
@@ -339,6 +421,33 @@ def draw_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame):
     return fig
 
 
+def _draw_boxes(experiment, scale, raw: pd.DataFrame):
+    """Box plots per table row of the solved queries' times (left) and result sizes (right), GSI Fig. 17."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.5))
+    groups = experiment.row_groups(scale)
+    solved = raw[raw.status == "ok"]
+    config = experiment.configs[0].label
+    for ax, column, label in ((axes[0], "seconds", "time per query (ms)"),
+                              (axes[1], "count", "result size (matches; 0 drawn at 1)")):
+        data = []
+        for members in groups.values():
+            rows = solved[solved.dataset.isin(members) & (solved.config == config)]
+            values = rows[column].astype(float).to_numpy()
+            data.append(values * 1e3 if column == "seconds" else np.maximum(values, 1.0))
+        ran = [len(raw[raw.dataset.isin(m) & (raw.config == config) & (raw.status != SKIPPED)])
+               for m in groups.values()]
+        ax.boxplot([d if len(d) else [np.nan] for d in data], tick_labels=[f"{r}\n{len(d)}/{n} solved"
+                   for r, d, n in zip(groups, data, ran)])
+        _log_if_positive(ax, "y", np.concatenate([d for d in data if len(d)] or [np.zeros(0)]))
+        ax.set_ylabel(label)
+        ax.set_xlabel("data graph")
+    fig.suptitle(f"{experiment.title} [{scale.name}]: {config}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def write_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame, path: Path) -> Path | None:
     """A PNG of :func:`draw_figure` for experiments that reproduce a figure (``experiment.figure``)."""
     if experiment.figure is None:
@@ -346,6 +455,11 @@ def write_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame, path
     import matplotlib.pyplot as plt
 
     fig = draw_figure(experiment, scale, raw, table)
+    context = run_context(scale, "")
+    notes = [f"{context['gpu']}, commit {context['commit']}, scale {scale.name}"]
+    notes += [f"paper: {c['claim']} -> {c['verdict']}" for c in verdicts(experiment, table)]
+    fig.text(0.005, 0.005, "\n".join(notes), fontsize=6.5, va="bottom", ha="left", wrap=True)
+    fig.subplots_adjust(bottom=min(0.5, 0.12 + 0.035 * len(notes)))
     temp = path.with_name(f".{path.name}.tmp")
     fig.savefig(temp, dpi=120, format="png")
     os.replace(temp, path)
@@ -373,6 +487,7 @@ def write_run_metadata(outcome, scale, folder: Path, *, command: str = "", budge
         experiments[done.experiment.name] = {
             "statuses": {str(k): int(v) for k, v in done.raw.status.value_counts().items()},
             "count_disagreements": int(len(done.disagreements)),
+            "claims": verdicts(done.experiment, done.table),
             "cut": done.experiment.cuts(scale) or None}
     for name, reason in outcome.missing.items():
         experiments[name] = {"not_run": reason}

@@ -106,7 +106,11 @@ def hard_limit(job: Job) -> float | None:
 
 # ---------------------------------------------------------------------- one query, one engine
 def _answer(engine, query, job: Job) -> dict:
-    """Run ``query`` ``job.repeats`` times; the row carries the median phase times."""
+    """Run ``query`` ``job.repeats`` times; the row carries the median phase times.
+
+    With repeats, the statistics also hold the spread of the timed runs: ``repeat_min_s`` and
+    ``repeat_max_s`` (seconds of the fastest and slowest run) and ``repeats``.
+    """
     results, walls = [], []
     for _ in range(job.repeats):
         start = time.perf_counter()
@@ -116,15 +120,19 @@ def _answer(engine, query, job: Job) -> dict:
     median = results[int(np.argsort([r.seconds for r in results])[len(results) // 2])]
     row = median.to_row()
     stats = {k: v for k, v in median.stats.items() if isinstance(v, (int, float, str, bool))}
+    if job.repeats > 1:
+        seconds = [float(r.seconds) for r in results]
+        stats.update(repeats=job.repeats, repeat_min_s=min(seconds), repeat_max_s=max(seconds))
     row.update(wall_s=float(np.median(walls)), stats=pd.Series(stats, dtype=object).to_json())
     return row
 
 
-RUNTIME_OPTIONS = {"gsi": ("instrument", "write_cache", "duplicate_removal", "filter"),
+RUNTIME_OPTIONS = {"gsi": ("instrument", "write_cache", "duplicate_removal", "filter", "max_blocks"),
                    "gmatch": ("seed_pool",)}
 """Options that reach the kernels as run-time values, not as compiled variants (so they compile
 nothing new): GSI passes ``write_cache``, ``duplicate_removal`` and ``instrument`` to its join
-kernels as ints and the filter as a ``mode`` int (gsi/engine.py, gsi/balance.py); gMatch's
+kernels as ints and the filter as a ``mode`` int, and ``max_blocks`` only caps launch grids
+(gsi/engine.py, gsi/balance.py); gMatch's
 ``seed_pool`` only sizes a buffer (gmatch/engine.py)."""
 
 

@@ -13,7 +13,9 @@ A :class:`Scale` shrinks both: ``tiny`` (simulator, seconds: every graph becomes
 vertices, every query 3-4 vertices, two rows per table), ``small`` (a few minutes of GPU time
 per paper: stand-ins capped at about a million edges, 2-3 queries per set, time limits of
 0.5-1 s, two or three rows per table; each paper module narrows it per experiment),
-``full`` (the paper's settings).
+``medium`` (judges the papers' claims in under an hour on two GPUs: at least 20 queries per set,
+stand-ins capped at 4M edges, limits of 0.5-2 s, every sweep point; each paper module sets its
+``MEDIUM``), ``full`` (the paper's settings).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from common.generate import pattern, power_law_labels, query_set, rmat, stwig_query, uniform_labels
+from common.generate import classify_density, pattern, power_law_labels, query_set, rmat, uniform_labels
 from common.graph import Graph
 from common.io import load_graph, load_query_set, natural_key, read_expected_counts
 from common.paths import data_dir as _data_dir
@@ -50,6 +52,7 @@ class Scale:
     time_limit_s: float | None       # cap on the paper's time limit
     real_data: bool                  # False: real graphs are replaced by tiny stand-ins too
     max_points: int | None = None    # rows (datasets / sweep values) kept per experiment
+    repeats: int | None = None       # timed runs per query (median kept); None: the experiment's own
 
 
 SCALES = {
@@ -59,6 +62,10 @@ SCALES = {
     # fit 7.5 minutes per GPU on four GPUs; each paper module narrows it further (``SMALL``).
     "small": Scale("small", max_edges=1_200_000, queries_per_set=3, max_query_vertices=None,
                    time_limit_s=1.0, real_data=True, max_points=2),
+    # Sized by the worst-case plan (``python -m experiments --all --plan --scale medium --gpus 0,1``)
+    # to fit 40 minutes per GPU on two GPUs; each paper module sets its own ``MEDIUM``.
+    "medium": Scale("medium", max_edges=4_000_000, queries_per_set=20, max_query_vertices=None,
+                    time_limit_s=1.0, real_data=True, max_points=None),
     "full": Scale("full", max_edges=None, queries_per_set=None, max_query_vertices=None,
                   time_limit_s=None, real_data=True),
 }
@@ -92,6 +99,7 @@ class Dataset:
     symmetrize: bool = False
     rmat_abcd: tuple = (0.57, 0.19, 0.19, 0.05)
     seed: int = 1
+    label_exponent: float = 1.0               # power_law: P(label k) ~ (k+1)^-exponent (0: uniform)
 
     def load(self, scale: Scale) -> Graph:
         """The graph this experiment runs on at ``scale`` (cached per process).
@@ -105,9 +113,9 @@ class Dataset:
         return replace(self, **changes)
 
 
-def _assign_labels(n: int, count: int, distribution: str, seed: int) -> np.ndarray:
+def _assign_labels(n: int, count: int, distribution: str, seed: int, exponent: float = 1.0) -> np.ndarray:
     if distribution == "power_law":
-        return power_law_labels(n, count, 1.0, seed=seed)
+        return power_law_labels(n, count, exponent, seed=seed)
     if distribution == "uniform":
         return uniform_labels(n, count, seed=seed)
     raise ValueError(f"unknown label distribution {distribution!r}")
@@ -138,7 +146,8 @@ def _load_dataset(dataset: Dataset, max_edges: int | None, real_data: bool) -> G
         # A stand-in keeps about 4 vertices per label, so that its queries are not all trivial.
         count = dataset.vertex_labels if real else min(dataset.vertex_labels, max(1, n // 4))
         labels = (np.zeros(n, np.int32) if count <= 1
-                  else _assign_labels(n, count, dataset.label_distribution, dataset.seed))
+                  else _assign_labels(n, count, dataset.label_distribution, dataset.seed,
+                                      dataset.label_exponent))
         graph = graph.replace(labels=labels)
     if dataset.edge_labels > 1:
         src, dst, _ = graph.edges()
@@ -154,9 +163,13 @@ def _load_dataset(dataset: Dataset, max_edges: int | None, real_data: bool) -> G
 class QuerySpec:
     """A query set: files (``glob`` under the data folder, ``counts`` file) or generated.
 
-    ``kind``: ``files``, ``induced`` (EGSM/gMatch random walk, induced), ``walk`` (GSI random
-    walk; ``num_edges`` targets |E(Q)|), ``stwig`` (N nodes + 2N random edges, sizes
-    ``sizes``), ``patterns`` (``names`` of P1-P9, unlabelled).
+    ``kind``: ``files``, ``induced`` (EGSM/gMatch random walk, induced; ``shape`` ``sparse`` or
+    ``dense`` keeps only queries of that density class), ``walk`` (GSI random walk;
+    ``num_edges`` targets |E(Q)|), ``stwig`` (N vertices and about 2N edges cut out of the data
+    graph, sizes ``sizes``: :func:`stwig_data_query`), ``shape`` (``path``, ``tree`` or
+    ``cycle`` cut out of the data graph: :func:`shaped_query`), ``patterns`` (``names`` of
+    P1-P9, unlabelled). Every generated query but the patterns has at least one match: the
+    embedding it was cut from.
     """
 
     kind: str
@@ -169,6 +182,7 @@ class QuerySpec:
     names: tuple = ()
     max_known_count: int | None = None     # files: keep queries whose known count is at most this
     seed: int = 11
+    shape: str = ""                        # shape: path | tree | cycle; induced: "" | sparse | dense
 
     def count_at(self, scale: Scale) -> int:
         """How many queries the set has at ``scale`` (without building them, except query files)."""
@@ -191,11 +205,15 @@ class QuerySpec:
             size = min(size, scale.max_query_vertices)
         if self.kind == "stwig":
             sizes = [min(s, size) if scale.max_query_vertices else s for s in (self.sizes or (size,))]
-            labels = max(1, data.num_labels)
-            return [stwig_query(sizes[i % len(sizes)], num_labels=labels, seed=self.seed + i)
+            return [stwig_data_query(data, sizes[i % len(sizes)], seed=self.seed + i)
                     .replace(name=f"stwig_{sizes[i % len(sizes)]}_{i}") for i in range(count)], {}
+        if self.kind == "shape":
+            return [shaped_query(data, size, self.shape, seed=self.seed + i)
+                    .replace(name=f"{self.shape}_{size}_{i}") for i in range(count)], {}
         if self.kind not in ("walk", "induced", "files"):
             raise ValueError(f"unknown query kind {self.kind!r}")
+        if self.kind == "induced" and self.shape:
+            return density_class_queries(data, count, size, self.shape, seed=self.seed), {}
         edges = self.num_edges if scale.max_query_vertices is None else None
         if self.kind == "walk" and edges is not None:
             generated = query_set(data, count, size, seed=self.seed, method="gsi", num_edges=edges)
@@ -216,6 +234,165 @@ class QuerySpec:
             queries = [q for q in queries if q.name in known and known[q.name] <= self.max_known_count]
         queries = queries[:count]
         return queries, {q.name: known[q.name] for q in queries if q.name in known}
+
+
+def stwig_data_query(data: Graph, num_vertices: int, *, seed: int, max_tries: int = 100) -> Graph:
+    """An STwig §5 query cut out of ``data``: N vertices and 2N of the edges among them (all of
+    them where there are fewer), with the data's labels.
+
+    The paper's sentence ("N nodes, generated by adding 2N edges randomly") does not say where
+    the labels and edges come from; random graphs with random labels
+    (:func:`common.generate.stwig_query`) have no match on the paper's R-MAT graphs, so the
+    queries are cut out of the data graph and each has at least the embedding it was cut from.
+    A random walk's vertices on these graphs have hardly more than N - 1 edges among them, so
+    the vertex set grows greedily: from a random vertex, each step adds a neighbour of the set
+    with the most edges into it (ties broken at random). The query keeps the N - 1 edges that
+    reached each vertex and random other edges among the N vertices, up to 2N in all.
+    """
+    k = int(num_vertices)
+    if k < 1:
+        raise ValueError(f"num_vertices must be >= 1, got {k}")
+    if data.directed:
+        raise ValueError("query generators take undirected data graphs")
+    rng = np.random.default_rng(seed)
+    offsets, nbrs = data.offsets, data.neighbors
+    starts = np.flatnonzero(data.degrees > 0) if k > 1 else np.arange(data.num_vertices)
+    if starts.size == 0:
+        raise ValueError(f"data graph {data.name!r} has no edges")
+
+    def neighbours(v: int) -> np.ndarray:
+        return nbrs[offsets[v]:offsets[v + 1]]
+
+    for _ in range(max_tries):
+        order = [int(starts[rng.integers(starts.size)])]
+        index = {order[0]: 0}
+        links: dict[int, int] = {}
+        parent: dict[int, int] = {}
+        tree = []
+        while len(order) < k:
+            for w in neighbours(order[-1]).tolist():
+                if w not in index:
+                    links[w] = links.get(w, 0) + 1
+                    parent.setdefault(w, len(order) - 1)
+            if not links:
+                break
+            best = max(links.values())
+            ties = [w for w, c in links.items() if c == best]
+            v = ties[int(rng.integers(len(ties)))]
+            del links[v]
+            index[v] = len(order)
+            tree.append((parent[v], index[v]))
+            order.append(v)
+        if len(order) < k:
+            continue
+        pairs = [(a, b) for a in range(k) for b in range(a + 1, k)
+                 if (a, b) not in tree and (b, a) not in tree
+                 and _adjacent(neighbours(order[a]), order[b])]
+        extra = [pairs[i] for i in rng.permutation(len(pairs))[:max(0, 2 * k - len(tree))]]
+        edges = tree + extra
+        src = np.array([a for a, _ in edges], dtype=np.int64)
+        dst = np.array([b for _, b in edges], dtype=np.int64)
+        elab = None
+        if data.edge_labels is not None:
+            elab = np.array([data.edge_labels[offsets[order[a]] + int(np.searchsorted(neighbours(order[a]), order[b]))]
+                             for a, b in edges], dtype=np.int32)
+        labels = data.labels[np.asarray(order, dtype=np.int64)]
+        meta = {"generator": "stwig_data", "num_vertices": k, "num_edges_target": 2 * k, "seed": int(seed),
+                "data": data.name, "data_vertices": order}
+        return Graph.from_edges(k, src, dst, labels, elab, name=f"stwig_{k}_s{seed}", meta=meta)
+    raise ValueError(f"no connected {k}-vertex query found in {data.name!r} after {max_tries} random starts")
+
+
+def _adjacent(sorted_neighbours: np.ndarray, v: int) -> bool:
+    i = int(np.searchsorted(sorted_neighbours, v))
+    return i < sorted_neighbours.size and int(sorted_neighbours[i]) == v
+
+
+SHAPES = ("path", "tree", "cycle")
+"""Query shapes of EGSM Fig. 11(e/f) that :func:`shaped_query` cuts out of a data graph (the
+other two, sparse and dense, are induced queries split by average degree: :func:`density_class_queries`)."""
+
+
+def shaped_query(data: Graph, num_vertices: int, shape: str, *, seed: int, max_tries: int = 200) -> Graph:
+    """A ``path``, ``tree`` or ``cycle`` query of ``num_vertices`` vertices cut out of ``data``.
+
+    EGSM §6.3 names the shapes but not how they were made. Here: a path is a self-avoiding
+    random walk (its k - 1 steps are the edges); a tree grows from a random vertex by attaching a
+    random neighbour of a random tree vertex (its k - 1 discovery edges); a cycle is a
+    self-avoiding walk whose last vertex is adjacent to its first (the k steps and the closing
+    edge). Labels come from ``data``, so each query has at least the embedding it was cut
+    from. ValueError when no such subgraph is found in ``max_tries`` random starts.
+    """
+    if shape not in SHAPES:
+        raise ValueError(f"unknown query shape {shape!r}; choose one of {SHAPES}")
+    k = int(num_vertices)
+    if k < (3 if shape == "cycle" else 2):
+        raise ValueError(f"a {shape} query needs at least {3 if shape == 'cycle' else 2} vertices, got {k}")
+    if data.directed:
+        raise ValueError("query generators take undirected data graphs")
+    rng = np.random.default_rng(seed)
+    offsets, nbrs = data.offsets, data.neighbors
+    starts = np.flatnonzero(data.degrees > 0)
+    if starts.size == 0:
+        raise ValueError(f"data graph {data.name!r} has no edges")
+
+    def neighbours(v: int) -> np.ndarray:
+        return nbrs[offsets[v]:offsets[v + 1]]
+
+    for _ in range(max_tries):
+        order = [int(starts[rng.integers(starts.size)])]
+        seen = {order[0]: 0}
+        edges = []
+        for _ in range(50 * k):
+            if len(order) == k:
+                break
+            u = order[-1] if shape != "tree" else order[int(rng.integers(len(order)))]
+            fresh = [int(v) for v in neighbours(u) if int(v) not in seen]
+            if not fresh:
+                if shape != "tree":
+                    break                      # a path or cycle that cannot go on: start again
+                continue
+            v = fresh[int(rng.integers(len(fresh)))]
+            seen[v] = len(order)
+            edges.append((seen[u], seen[v]))
+            order.append(v)
+        if len(order) < k:
+            continue
+        if shape == "cycle":
+            if order[0] not in set(int(v) for v in neighbours(order[-1])):
+                continue
+            edges.append((k - 1, 0))
+        src, dst = np.array(edges, dtype=np.int64).T
+        labels = data.labels[np.asarray(order, dtype=np.int64)]
+        meta = {"generator": f"{shape}_query", "num_vertices": k, "seed": int(seed), "data": data.name,
+                "data_vertices": order}
+        if data.edge_labels is not None:
+            # the data edge's label, found in the sorted adjacency of the source vertex
+            elab = np.array([data.edge_labels[offsets[order[a]] + int(np.searchsorted(neighbours(order[a]), order[b]))]
+                             for a, b in edges], dtype=np.int32)
+        else:
+            elab = None
+        return Graph.from_edges(k, src, dst, labels, elab, name=f"{shape}_{k}_s{seed}", meta=meta)
+    raise ValueError(f"no {shape} of {k} vertices found in {data.name!r} after {max_tries} random starts")
+
+
+def density_class_queries(data: Graph, count: int, num_vertices: int, density: str, *, seed: int,
+                          max_draws: int = 50) -> list[Graph]:
+    """``count`` induced random-walk queries (:func:`common.generate.query_set`, ``induced``) of the
+    density class ``density`` (sparse: average degree < 3, dense: >= 3; gMatch Fig. 14a, EGSM
+    Fig. 11e), drawn in batches until enough are found. ValueError after ``max_draws * count`` draws.
+    """
+    if density not in ("sparse", "dense"):
+        raise ValueError(f"density must be 'sparse' or 'dense', got {density!r}")
+    kept, batch = [], 0
+    while len(kept) < count:
+        if batch * max(count, 1) >= max_draws * max(count, 1):
+            raise ValueError(f"only {len(kept)} of {count} {density} {num_vertices}-vertex queries found "
+                             f"in {max_draws * count} draws on {data.name!r}")
+        drawn = query_set(data, max(count, 1), num_vertices, seed=seed + 7919 * batch, method="induced").queries
+        kept += [q for q in drawn if classify_density(q) == density]
+        batch += 1
+    return [q.replace(name=f"{density}_{num_vertices}_{i}") for i, q in enumerate(kept[:count])]
 
 
 def read_counts(path: Path) -> dict[str, int]:

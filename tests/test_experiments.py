@@ -318,7 +318,10 @@ def test_report_header_names_gpu_scale_command_date_and_versions(tmp_path):
     run_experiment(_tiny_experiment(), "tiny", tmp_path, isolation="inline", progress=False,
                    command="gpusm experiment test.toy --scale tiny")
     header = (tmp_path / "testpaper" / "test.toy.tiny.md").read_text().split("## Measured")[0]
-    assert f"GPU: {_device_name()}; scale: `tiny`; date: 20" in header
+    from experiments.report import commit
+
+    assert f"GPU: {_device_name()}; commit: `{commit()}`; scale: `tiny`; date: 20" in header
+    assert commit() != "unknown"                               # the checkout is a git repository
     assert "command: `gpusm experiment test.toy --scale tiny`" in header
     assert "numba-cuda 0.30" in header and "numpy " in header and "python 3." in header
 

@@ -69,6 +69,9 @@ def test_every_figure_labels_both_axes_with_units_and_logs_times_and_bytes(exper
     if experiment.figure == "scatter":
         assert "(ms)" in xlabel and "(ms)" in ylabel
         assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+    elif experiment.figure in ("box", "by_count"):             # per-query times (and result sizes)
+        assert "(ms)" in ylabel and ax.get_yscale() == "log"
+        assert "result size" in (fig.axes[1].get_ylabel() if experiment.figure == "box" else xlabel)
     else:
         label, log = value_axis(experiment)
         assert ylabel == label

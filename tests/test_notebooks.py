@@ -76,3 +76,26 @@ def test_notebook_shows_a_tiny_run(paper, tmp_path, monkeypatch):
     others = [e for e in experiments_of(paper) if e.name != experiment.name]
     assert all(f"## {e.name}" in printed for e in others)
     assert "not run at scale tiny" in printed
+
+
+def test_notebooks_default_to_the_medium_results_and_show_verdicts_and_the_runs_gpu(tmp_path, monkeypatch):
+    from experiments import get_experiment
+    from experiments.core import run_set
+    from experiments.notebook import default_scale, show_paper
+
+    monkeypatch.delenv("SCALE", raising=False)
+    assert default_scale("stwig_lin14", tmp_path) == "small"
+    experiment = get_experiment("stwig_lin14.fig3a_hash")
+    run_set("stwig_lin14", "tiny", tmp_path, experiments=[experiment], isolation="inline", progress=False,
+            log=lambda line: None)
+    folder = tmp_path / "stwig_lin14"
+    for path in folder.glob("*.tiny.*"):                 # the same rows, named as a medium run's
+        path.rename(path.with_name(path.name.replace(".tiny.", ".medium.")))
+    assert default_scale("stwig_lin14", tmp_path) == "medium"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        show_paper("stwig_lin14", tmp_path, "medium")
+    printed = out.getvalue()
+    assert "GPU: CUDA simulator; commit: " in printed
+    assert "the GPU's (copy &) hash is slower than the CPU's" in printed
+    assert any(v in printed for v in ("held", "did not hold", "not testable"))
