@@ -260,6 +260,7 @@ class QueryRun:
     query: str
     known: int | None
     runs: dict = field(default_factory=dict)          # label -> list of answers
+    error: str = ""                                   # why the query was not run (an engine's prepare)
 
     def status(self, label: str) -> str:
         answers = self.runs.get(label, [])
@@ -274,9 +275,10 @@ class QueryRun:
         return {a["count"] for a in self.runs.get(label, []) if a["status"] == "ok"}
 
 
-def memory_share(revisions: int, reserve: int = 3 << 30) -> int | None:
-    """Equal device memory per revision's engines: the GPU's free memory less ``reserve`` (each
-    process's CUDA context) per revision, divided among them; None without a GPU (nvidia-smi).
+def memory_share(revisions: int, reserve: int = 3 << 30, spare: float = 0.15) -> int | None:
+    """Equal device memory per revision's engines: the GPU's free memory less a ``spare`` fraction
+    (memory not yet returned to the driver after an engine is dropped), divided among them, less
+    ``reserve`` (each process's CUDA context); None without a GPU (nvidia-smi).
 
     Engines grow their pools on demand and keep them (their budget is the card's free memory when
     they are prepared); with one process per revision on one card, the one that grew first
@@ -288,7 +290,7 @@ def memory_share(revisions: int, reserve: int = 3 << 30) -> int | None:
                                   capture_output=True, text=True, check=True).stdout.split()[0]
     except (OSError, subprocess.CalledProcessError, IndexError):
         return None
-    return max(1 << 30, (int(free_mib) << 20) // revisions - reserve)
+    return max(1 << 30, int((int(free_mib) << 20) * (1 - spare)) // revisions - reserve)
 
 
 def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: int, limit_s: float,
@@ -310,10 +312,18 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
             began = time.perf_counter()
             for w in workers:
                 w.send(op="prepare", engine=engine, data=wl.data, options=options or {})
+            failed = []
             for w in workers:
                 answer = w.receive()
                 if not answer["ok"]:
-                    raise RuntimeError(f"{w.label}: prepare {engine} on {wl.name}: {answer['error']}")
+                    failed.append(f"{w.label}: {answer['error']}")
+            if failed:                                 # a row that says so; the run goes on
+                progress(f"  {engine:7s} {wl.name:18s} not run: prepare failed ({'; '.join(failed)})")
+                results += [QueryRun(engine, wl.name, wl.group, name, known, error="; ".join(failed))
+                            for name, _, known in wl.queries]
+                for w in workers:
+                    w.ask(op="drop")
+                continue
             first = dict(op="match", engine=engine, data=wl.data, query=wl.queries[0][1], timeout=warm_s)
             for w in workers:                          # compiles, all revisions at once
                 w.send(**first)
@@ -410,7 +420,7 @@ def summarise(results: list[QueryRun], new: str, old: str, limit_s: float):
             "over_limit_new": sum(r.status(new) != "ok" for r in runs),
             "over_limit_old": sum(r.status(old) != "ok" for r in runs),
             "exact_checked": exact,
-            "counts": "ok" if not bad else f"{len(bad)} wrong",
+            "counts": ("not run" if all(r.error for r in runs) else "ok" if not bad else f"{len(bad)} wrong"),
         })
     return pd.DataFrame(rows), problems
 
