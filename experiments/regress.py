@@ -358,8 +358,13 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
                     f"{w.label} {run.status(w.label)} {1e3 * run.wall(w.label):.1f} ms" for w in workers))
             for w in workers:                          # its device memory back before the next graph
                 w.ask(op="drop")
+            done = [r for r in results if (r.engine, r.workload) == (engine, wl.name)]
+            table, _ = summarise(done, workers[0].label, workers[1].label, limit_s)
+            row = table.iloc[0]
             progress(f"  {engine:7s} {wl.name:18s} {len(wl.queries):4d} queries  "
-                     f"{time.perf_counter() - began:6.1f} s")
+                     f"{time.perf_counter() - began:6.1f} s  median {row['median']:.2f} worst {row['worst']:.2f} "
+                     f"({row['worst_query']}) over limit new/old {row['over_limit_new']}/{row['over_limit_old']} "
+                     f"counts {row['counts']}")
     return results
 
 
