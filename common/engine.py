@@ -278,6 +278,8 @@ _REGISTRY: dict[str, str] = {
     "stwig": "stwig.engine:STwig",
     "stwig-cpu": "stwig.cpu:STwigCPU",
 }
+#: gpusm's own engines (what ``gpusm demo`` runs); others come from peers or :func:`register`.
+BUILTIN_ENGINES: tuple[str, ...] = tuple(_REGISTRY)
 #: Peer CPU engines (common/peers.py), registered when their package is installed (extra `peers`).
 PEER_ENGINES: dict[str, str] = {"networkx": "common.peers:NetworkXMatcher", "igraph": "common.peers:IGraphMatcher"}
 _REGISTRY.update({name: target for name, target in PEER_ENGINES.items()

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from common import BACKEND, Graph, available_engines, create_engine
+from common.engine import BUILTIN_ENGINES
 from common.generate import power_law_labels, query_set, rmat
 from common.peers import installed_peers
 
@@ -176,9 +177,10 @@ def unanswered_queries(raw: pd.DataFrame) -> list[str]:
 
 
 def demo_engines(peers: bool = False) -> list[str]:
-    """The demo's engines: every registered engine but the peers, unless ``peers``."""
-    left_out = set() if peers else set(installed_peers())
-    return [name for name in available_engines() if name not in left_out]
+    """The demo's engines: gpusm's own (``BUILTIN_ENGINES``) and, with ``peers``, the installed
+    peers; engines registered by other code (an authors' binary, a test's) are left out."""
+    wanted = set(BUILTIN_ENGINES) | (set(installed_peers()) if peers else set())
+    return [name for name in available_engines() if name in wanted]
 
 
 # ---------------------------------------------------------------------- the side-by-side experiments

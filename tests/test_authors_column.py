@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from common import create_engine
-from common.engine import register
+from common import engine as registry
 from common.generate import power_law_labels, query_set, rmat
 from common.result import Status
 from experiments.authors import GMatchAuthors, authors_configs, authors_reason
@@ -42,7 +42,8 @@ def test_a_missing_binary_is_skipped_with_its_reason(tmp_path, monkeypatch):
 def test_the_binarys_count_and_its_own_times_become_the_result(anchors, monkeypatch):
     assert authors_reason("gmatch-authors") is None
     assert [c.label for c in authors_configs("gmatch-authors", "gMatch (authors)")] == ["gMatch (authors)"]
-    register("gmatch-authors", GMatchAuthors)
+    monkeypatch.setitem(registry._REGISTRY, "gmatch-authors",      # for this test only
+                        f"{GMatchAuthors.__module__}:{GMatchAuthors.__qualname__}")
     data = rmat(60, 200, seed=2, labels=power_law_labels(60, 3, 1.0, seed=2), name="tiny")
     query = query_set(data, 1, 4, seed=5).queries[0]
     expected = create_engine("cpu").prepare(data).match(query).count
