@@ -21,7 +21,7 @@ stand-ins capped at 4M edges, limits of 0.5-2 s, every sweep point; each paper m
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import zip_longest
 from pathlib import Path
 
@@ -236,6 +236,35 @@ class QuerySpec:
         return queries, {q.name: known[q.name] for q in queries if q.name in known}
 
 
+def _cut_starts(data: Graph, seed: int, any_vertex: bool = False) -> tuple[np.random.Generator, np.ndarray]:
+    """The random generator and the start vertices of a query cut out of ``data`` (vertices with
+    an edge, or all with ``any_vertex``); ValueError for directed or edgeless data."""
+    if data.directed:
+        raise ValueError("query generators take undirected data graphs")
+    starts = np.arange(data.num_vertices) if any_vertex else np.flatnonzero(data.degrees > 0)
+    if starts.size == 0:
+        raise ValueError(f"data graph {data.name!r} has no edges")
+    return np.random.default_rng(seed), starts
+
+
+def _neighbours(data: Graph, v: int) -> np.ndarray:
+    return data.neighbors[data.offsets[v]:data.offsets[v + 1]]
+
+
+def _cut_query(data: Graph, order: list[int], edges: list[tuple[int, int]], name: str, meta: dict) -> Graph:
+    """The query on data vertices ``order`` with ``edges`` (pairs of positions in ``order``),
+    carrying the data's vertex labels and, where it has them, the data edges' labels."""
+    src = np.array([a for a, _ in edges], dtype=np.int64)
+    dst = np.array([b for _, b in edges], dtype=np.int64)
+    elab = None
+    if data.edge_labels is not None:     # each data edge's label, from the source's sorted adjacency
+        elab = np.array([data.edge_labels[data.offsets[order[a]]
+                                          + int(np.searchsorted(_neighbours(data, order[a]), order[b]))]
+                         for a, b in edges], dtype=np.int32)
+    labels = data.labels[np.asarray(order, dtype=np.int64)]
+    return Graph.from_edges(len(order), src, dst, labels, elab, name=name, meta=meta)
+
+
 def stwig_data_query(data: Graph, num_vertices: int, *, seed: int, max_tries: int = 100) -> Graph:
     """An STwig §5 query cut out of ``data``: N vertices and 2N of the edges among them (all of
     them where there are fewer), with the data's labels.
@@ -252,17 +281,8 @@ def stwig_data_query(data: Graph, num_vertices: int, *, seed: int, max_tries: in
     k = int(num_vertices)
     if k < 1:
         raise ValueError(f"num_vertices must be >= 1, got {k}")
-    if data.directed:
-        raise ValueError("query generators take undirected data graphs")
-    rng = np.random.default_rng(seed)
-    offsets, nbrs = data.offsets, data.neighbors
-    starts = np.flatnonzero(data.degrees > 0) if k > 1 else np.arange(data.num_vertices)
-    if starts.size == 0:
-        raise ValueError(f"data graph {data.name!r} has no edges")
-
-    def neighbours(v: int) -> np.ndarray:
-        return nbrs[offsets[v]:offsets[v + 1]]
-
+    rng, starts = _cut_starts(data, seed, any_vertex=k == 1)
+    neighbours = partial(_neighbours, data)
     for _ in range(max_tries):
         order = [int(starts[rng.integers(starts.size)])]
         index = {order[0]: 0}
@@ -289,17 +309,9 @@ def stwig_data_query(data: Graph, num_vertices: int, *, seed: int, max_tries: in
                  if (a, b) not in tree and (b, a) not in tree
                  and _adjacent(neighbours(order[a]), order[b])]
         extra = [pairs[i] for i in rng.permutation(len(pairs))[:max(0, 2 * k - len(tree))]]
-        edges = tree + extra
-        src = np.array([a for a, _ in edges], dtype=np.int64)
-        dst = np.array([b for _, b in edges], dtype=np.int64)
-        elab = None
-        if data.edge_labels is not None:
-            elab = np.array([data.edge_labels[offsets[order[a]] + int(np.searchsorted(neighbours(order[a]), order[b]))]
-                             for a, b in edges], dtype=np.int32)
-        labels = data.labels[np.asarray(order, dtype=np.int64)]
         meta = {"generator": "stwig_data", "num_vertices": k, "num_edges_target": 2 * k, "seed": int(seed),
                 "data": data.name, "data_vertices": order}
-        return Graph.from_edges(k, src, dst, labels, elab, name=f"stwig_{k}_s{seed}", meta=meta)
+        return _cut_query(data, order, tree + extra, f"stwig_{k}_s{seed}", meta)
     raise ValueError(f"no connected {k}-vertex query found in {data.name!r} after {max_tries} random starts")
 
 
@@ -328,17 +340,8 @@ def shaped_query(data: Graph, num_vertices: int, shape: str, *, seed: int, max_t
     k = int(num_vertices)
     if k < (3 if shape == "cycle" else 2):
         raise ValueError(f"a {shape} query needs at least {3 if shape == 'cycle' else 2} vertices, got {k}")
-    if data.directed:
-        raise ValueError("query generators take undirected data graphs")
-    rng = np.random.default_rng(seed)
-    offsets, nbrs = data.offsets, data.neighbors
-    starts = np.flatnonzero(data.degrees > 0)
-    if starts.size == 0:
-        raise ValueError(f"data graph {data.name!r} has no edges")
-
-    def neighbours(v: int) -> np.ndarray:
-        return nbrs[offsets[v]:offsets[v + 1]]
-
+    rng, starts = _cut_starts(data, seed)
+    neighbours = partial(_neighbours, data)
     for _ in range(max_tries):
         order = [int(starts[rng.integers(starts.size)])]
         seen = {order[0]: 0}
@@ -362,17 +365,9 @@ def shaped_query(data: Graph, num_vertices: int, shape: str, *, seed: int, max_t
             if order[0] not in set(int(v) for v in neighbours(order[-1])):
                 continue
             edges.append((k - 1, 0))
-        src, dst = np.array(edges, dtype=np.int64).T
-        labels = data.labels[np.asarray(order, dtype=np.int64)]
         meta = {"generator": f"{shape}_query", "num_vertices": k, "seed": int(seed), "data": data.name,
                 "data_vertices": order}
-        if data.edge_labels is not None:
-            # the data edge's label, found in the sorted adjacency of the source vertex
-            elab = np.array([data.edge_labels[offsets[order[a]] + int(np.searchsorted(neighbours(order[a]), order[b]))]
-                             for a, b in edges], dtype=np.int32)
-        else:
-            elab = None
-        return Graph.from_edges(k, src, dst, labels, elab, name=f"{shape}_{k}_s{seed}", meta=meta)
+        return _cut_query(data, order, edges, f"{shape}_{k}_s{seed}", meta)
     raise ValueError(f"no {shape} of {k} vertices found in {data.name!r} after {max_tries} random starts")
 
 
