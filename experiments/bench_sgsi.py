@@ -95,6 +95,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--ratio", type=float, default=4.5, help="data footprint / device_memory_limit")
     ap.add_argument("--plus", action="store_true", help="also SGSI+ (histogram load balance) at the ratio")
+    ap.add_argument("--slot-share", type=int, default=None, help="SGSI's slot_share at the ratio (default its own)")
     ap.add_argument("--queries", default=None, help="comma-separated query names to keep")
     ap.add_argument("--rmat-vertices", type=int, default=1 << 20)
     ap.add_argument("--rmat-edges", type=int, default=8_000_000)
@@ -119,9 +120,10 @@ def main(argv=None) -> int:
         limit = max(int(size / args.ratio), 60_000 if quick else 0)   # (the simulator graph is tiny)
         shape = dict(block_threads=32, max_blocks=1) if quick else {}
         t0 = time.perf_counter()
+        slots = {} if args.slot_share is None else dict(slot_share=args.slot_share)
         makers = {GSI_NAME: lambda: GSI(**shape), NOLIMIT: lambda: SGSI(**shape),
-                  LIMITED: lambda: SGSI(device_memory_limit=limit, **shape),
-                  PLUS: lambda: SGSI(device_memory_limit=limit, load_balance="histogram", **shape)}
+                  LIMITED: lambda: SGSI(device_memory_limit=limit, **slots, **shape),
+                  PLUS: lambda: SGSI(device_memory_limit=limit, load_balance="histogram", **slots, **shape)}
         which = tuple(which) + ((PLUS,) if args.plus and LIMITED in which else ())
         engines = {label: makers[label]().prepare(data) for label in which}
         lim = engines.get(LIMITED)

@@ -449,7 +449,9 @@ class SGSI(Engine):
     SGSI partitions); ``device_memory_limit`` (None: the device's free memory) decides between
     in core and out of core and sets the partitions; ``out_of_core`` (None: decided by the
     memory; True/False force it); ``work_bytes`` caps the out-of-core join's working memory (its
-    two arenas; default: what the limit leaves); ``host_memory_limit`` caps the embeddings collected on the
+    two arenas; default: what the limit leaves); ``slot_share``: each segment slot gets
+    1/slot_share of the budget (bigger slots, fewer segments and launches, less room for the join);
+    ``host_memory_limit`` caps the embeddings collected on the
     host (default half the machine's memory; past it the query ends with status ``oom``);
     ``block_threads``, ``max_blocks``: launch shape.
     """
@@ -465,7 +467,7 @@ class SGSI(Engine):
                  write_cache: bool = True, order_score: str = "paper", w1: int = balance.W1,
                  w3: int = balance.W3, block_threads: int = DEFAULT_BLOCK_THREADS,
                  max_blocks: int = DEFAULT_MAX_BLOCKS, host_memory_limit: int | None = None,
-                 out_of_core: bool | None = None, work_bytes: int | None = None,
+                 out_of_core: bool | None = None, work_bytes: int | None = None, slot_share: int = SLOT_SHARE,
                  device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if load_balance not in (False, True, "histogram") or not isinstance(load_balance, (bool, str)):
@@ -490,6 +492,9 @@ class SGSI(Engine):
         if work_bytes is not None and int(work_bytes) < _MIN_WORK_BYTES:
             raise ValueError(f"work_bytes must be at least {_MIN_WORK_BYTES}, got {work_bytes}")
         self.work_bytes = None if work_bytes is None else int(work_bytes)
+        if int(slot_share) < 3:
+            raise ValueError(f"slot_share must be at least 3 (two slots and the join), got {slot_share}")
+        self.slot_share = int(slot_share)
         self.instrument = False
         self.incore: GSI | None = None
 
@@ -547,14 +552,15 @@ class SGSI(Engine):
         return sig_segments, pcsr_segments
 
     @classmethod
-    def slot_words_for(cls, data: Graph, device_memory_limit: int | None, lists=None) -> int:
+    def slot_words_for(cls, data: Graph, device_memory_limit: int | None, lists=None,
+                       slot_share: int = SLOT_SHARE) -> int:
         """int32 words per segment slot: the largest piece (signature table or partition) if it
         fits in 1/8 of the budget, else 1/8 of the budget."""
         # a slot holds whole warps of signature rows: 32 at least, even for a tiny graph
         need = max((data.num_vertices + 31) // 32 * 32 * SIG_SEGMENT_WORDS, GROUP_WORDS + 1)
         for rows, _ in partition_lists(data) if lists is None else lists:
             need = max(need, rows.size + GROUP_WORDS * np.unique(rows).size)
-        return int(min(need, cls.budget_for(device_memory_limit) // SLOT_SHARE // 4))
+        return int(min(need, cls.budget_for(device_memory_limit) // slot_share // 4))
 
     def _prepare(self, data: Graph) -> None:
         n = data.num_vertices
@@ -595,7 +601,7 @@ class SGSI(Engine):
         total = self.budget_for(self.device_memory_limit)
         self.budget = budget = DeviceMemoryBudget(total)
         n = self.n
-        slot_words = self.slot_words_for(data, self.device_memory_limit, lists)
+        slot_words = self.slot_words_for(data, self.device_memory_limit, lists, self.slot_share)
         self.sig_segments, self.segments = self.plan_segments(data, slot_words, lists)
         self.flat = [s for segs in self.segments for s in segs]        # PCSR segments, partition order
         for k, seg in enumerate(self.flat):
@@ -785,10 +791,8 @@ class SGSI(Engine):
         def launch(slot, seg, stream):
             cnt = seg.hi - seg.lo + 1
             words = (cnt + 31) // 32
-            sig = slot[:SIG_WORDS * cnt]
-            labels = slot[SIG_WORDS * cnt:(SIG_WORDS + 1) * cnt]
-            out_d = slot[(SIG_WORDS + 1) * cnt:(SIG_WORDS + 2) * cnt]
-            in_d = slot[(SIG_WORDS + 2) * cnt:(SIG_WORDS + 3) * cnt]
+            bounds = (0, SIG_WORDS * cnt, (SIG_WORDS + 1) * cnt, (SIG_WORDS + 2) * cnt, (SIG_WORDS + 3) * cnt)
+            sig, labels, out_d, in_d = (self._view(slot, bounds[k], bounds[k + 1]) for k in range(4))
             blocks = max(1, min(self.max_blocks, (nq * words + self.warps - 1) // self.warps))
             filter_kernel[blocks, T, stream](2, cnt, words, nq, sig, labels, out_d, in_d, self.d_qinfo,
                                              _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG, self.d_bits, self.d_sizes,
