@@ -59,7 +59,10 @@ def _rows(mappings: list, nq: int, collect: bool) -> np.ndarray | None:
 class NetworkXMatcher(Engine):
     """networkx's VF2 subgraph monomorphisms with label matching (module docstring); registry name ``networkx``.
 
-    ``device_memory_limit`` is accepted and ignored (a CPU engine).
+    Parameters
+    ----------
+    device_memory_limit : int or None
+        Accepted and ignored: a CPU engine.
     """
 
     name = "networkx"
@@ -148,8 +151,13 @@ class IGraphMatcher(Engine):
     """python-igraph's LAD (``method="lad"``) or VF2 (``method="vf2"``) subisomorphisms, non-induced
     (module docstring); registry name ``igraph``.
 
-    Options: ``method``: "lad" (labels as LAD domains, no edge labels) or "vf2" (vertex and edge
-    colours), both non-induced. ``device_memory_limit`` is accepted and ignored (a CPU engine).
+    Parameters
+    ----------
+    method : {"lad", "vf2"}
+        LAD with labels as domains (no edge labels), or VF2 with vertex and edge colours; both
+        non-induced.
+    device_memory_limit : int or None
+        Accepted and ignored: a CPU engine.
     """
 
     name = "igraph"

@@ -572,14 +572,20 @@ def _counting_tail(query: Graph, order: list[int], bw_off: np.ndarray, bw_p: np.
 class ReferenceMatcher(Engine):
     """Compiled CPU backtracking matcher (module docstring); registry name ``"cpu"``.
 
-    Options: ``filter`` (one of :data:`FILTERS`: "label", "degree", "nlf", or "refine" = NLF
-    plus neighbourhood refinement; see :func:`_filter` and :func:`_refine`), ``order`` (one of
-    :data:`ORDERS`, see :func:`matching_order`), ``chunk_steps`` (search steps per compiled
-    call: the granularity of ``timeout_s``). The defaults were the fastest on the HPRD, yeast
-    and GitHub query sets (docs/performance.md). ``device_memory_limit`` is accepted and
-    ignored (this engine runs on the CPU). ``root_range`` (lo, hi) keeps the embeddings whose
-    first vertex of the order (:meth:`root_vertex`, chosen from the unrestricted candidates)
-    maps into ``[lo, hi)`` (:mod:`common.roots`).
+    Parameters
+    ----------
+    filter : {"label", "degree", "nlf", "refine"}
+        Candidate filter (:data:`FILTERS`); "refine" is NLF plus neighbourhood refinement to a
+        fixpoint (:func:`_filter`, :func:`_refine`).
+    order : {"ri", "gql", "input"}
+        Matching order (:data:`ORDERS`, :func:`matching_order`).
+    chunk_steps : int
+        Search steps per compiled call: the granularity of ``timeout_s``.
+    root_range : (int, int) or None
+        Keep the embeddings whose first vertex of the order (:meth:`root_vertex`, chosen from the
+        unrestricted candidates) maps into [lo, hi) (:mod:`common.roots`).
+    device_memory_limit : int or None
+        Accepted and ignored: this engine runs on the CPU.
     """
 
     name = "cpu"
