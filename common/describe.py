@@ -5,6 +5,7 @@ engine's class docstring (and of the base classes its ``**options`` reach)."""
 from __future__ import annotations
 
 import inspect
+import re
 
 from .engine import available_engines, engine_class
 
@@ -25,6 +26,11 @@ def _parameters(cls: type) -> list[inspect.Parameter]:
     return list(seen.values())
 
 
+def _plain(text: str) -> str:
+    """reST roles and literals as plain text: ``:mod:`a.b``` -> a.b, ````x```` -> x."""
+    return re.sub(r":\w+:`~?([^`]+)`", r"\1", text).replace("``", "")
+
+
 def numpydoc_parameters(doc: str) -> dict[str, tuple[str, str]]:
     """The ``Parameters`` section of a numpydoc docstring: name -> (type, description), each on
     one line. An entry ``a, b : int`` documents both names."""
@@ -40,7 +46,7 @@ def numpydoc_parameters(doc: str) -> dict[str, tuple[str, str]]:
 
     def flush():
         for n in names:
-            out[n] = (kind, " ".join(text))
+            out[n] = (kind, _plain(" ".join(text)))
 
     for j in range(i + 2, len(lines)):
         line = lines[j]
@@ -77,7 +83,7 @@ def describe_engine(name: str) -> dict:
                 "meaning": docs.get(p.name, ("", ""))[1]} for p in _parameters(cls)]
     return {
         "engine": name, "class": f"{cls.__module__}.{cls.__qualname__}",
-        "summary": " ".join(doc.split("\n\n")[0].split()),
+        "summary": _plain(" ".join(doc.split("\n\n")[0].split())),
         "edge_labels": cls.supports_edge_labels, "directed": cls.supports_directed,
         "homomorphic": cls.supports_homomorphic, "disconnected": cls.supports_disconnected,
         "max_query_vertices": cls.max_query_vertices, "options": options,
