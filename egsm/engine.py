@@ -94,7 +94,7 @@ SPLIT_RECORDS = 1024 if simulator_active() else 1 << 16
 SIM_QUEUE_BYTES = 4 << 20
 MAX_REBUILDS = 8
 #: Hash seeds of table 0 and table 1 for each cuckoo build attempt (fixed: a query's index is
-#: reproducible; drawn once, not per query: a generator costs ~50 us of host time).
+#: reproducible; drawn once, not per query, so no generator runs on the query's path).
 CUCKOO_SEEDS = np.random.default_rng(0).integers(1, 2**31 - 1, size=(MAX_REBUILDS, 2))
 BUILD_BLOCKS_MAX = 4096
 #: Default ``wedge_filter_min_edges``: smaller candidate indexes skip the wedge filter.

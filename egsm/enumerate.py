@@ -55,10 +55,8 @@ SelectNext + s_min, ``test_candidate``, ``publish_split``, ``emit_embeddings``, 
 a warp's per-level state is a (LV_FIELDS, MAXQ) array indexed by ``layout.LV_*``, one per warp
 in shared memory (8 KB a block): every lane reads it, lane 0 writes it between two warp barriers
 (``set_level``, ``set_field``), so that no lane's write overtakes another lane's read of the
-value before it. It is not a ``cuda.local.array``: Numba zero-fills a local array at every
-kernel entry, 2 KB per thread here, which cost a small query's stages more than their own work
-(docs/performance.md, "Session 9"); nor a slice of a global array per thread, as it was until
-session 13: every store of the DFS loop went to L2 and the next load came back from there.
+value before it (docs/decisions.md, "EGSM: the DFS level state in shared memory", says why it is
+neither a ``cuda.local.array`` nor a slice of a global array).
 
 Deadline (``timeout_s``; the paper has none inside a launch): with ``watch`` = 1 the host runs
 each stage through :class:`common.device.LaunchWatch`, which writes ``ctrl[C_STOP]`` from a second

@@ -205,7 +205,7 @@ def query_shape(nbr: np.ndarray) -> Shape:
 
 def first_vertex(nbr: np.ndarray) -> int:
     """u0 of :func:`plan` in every mode, from the query alone (no relation sizes): the vertex
-    ``root_range`` restricts (issue 17)."""
+    ``root_range`` restricts (:mod:`common.roots`)."""
     return query_shape(nbr).first_vertex
 
 

@@ -1050,9 +1050,9 @@ def coarse_kernel(warps: int, unroll: int, indexed: bool):
 @jit
 def start_search(ctrls, seed_lo, seed_hi, limit, mail, clear_mail):
     """Before a one-query launch: control row 0 zeroed but for the query's seed range and
-    unique-match limit (a launch costs ~10 us of host time, a host-to-device copy of the row
-    ~65 us on the H200 host: docs/performance.md, "Session 7"), and with ``clear_mail`` the global
-    mailbox emptied and every warp marked busy (global stealing)."""
+    unique-match limit (one launch of scalar arguments instead of a copy of the row and a reset
+    launch), and with ``clear_mail`` the global mailbox emptied and every warp marked busy
+    (global stealing)."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     j = i

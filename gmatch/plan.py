@@ -29,9 +29,7 @@ query's automorphism group and symmetry-breaking restrictions, renamed to order 
   are enumerated); of several leaves with one label, the first in RI order is counted.
 
 The plan is computed by compiled host code (``numba.njit``) over neighbour bitmasks (bit x of
-``nbr[u]`` = edge u-x): in plain Python the order, the colour refinement and the automorphism
-searches cost ~0.1-0.4 ms per 16-vertex query, as much as the GPU search of a small query
-(issue 14, docs/performance.md "Session 11").
+``nbr[u]`` = edge u-x; docs/decisions.md, "The per-query planning compiled").
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""GSI's join for small tables in one launch (issue 14; the paper is silent: GSI launches each
-iteration's kernels from the host).
+"""GSI's join for small tables in one launch (the paper is silent: GSI launches each
+iteration's kernels from the host; docs/decisions.md says why this one launch).
 
 A query whose tables stay small pays for launches and host round trips, not for work: level by
 level, Prealloc-Combine is a row-count scan, the first-edge kernel and a survivor scan, and the
