@@ -1,4 +1,4 @@
-"""Query sets and split queries on a Dask cluster (issue 17; needs the ``dask`` extra).
+"""Query sets and split queries on a Dask cluster (needs the ``dask`` extra).
 
 * :func:`match_many` runs the queries in groups, one Dask task per group answered by the
   worker's ``match_batch`` (:func:`submit_many`: one task per query, for progress as each

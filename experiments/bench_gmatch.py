@@ -1,5 +1,5 @@
 """gMatch benchmark: exact counts, warm timings against the CPU reference, variant ratios and idle
-rates (issue 6; paper Tables 2/5/6/8, Figs. 11 and 16).
+rates (paper Tables 2/5/6/8, Figs. 11 and 16).
 
 Workloads (``--workloads``, comma-separated; default all):
   hprd      all 100 HPRD dense-16 queries (hprd/expected_counts_1_100.txt)

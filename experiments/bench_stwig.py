@@ -1,4 +1,4 @@
-"""Benchmark and validation of the STwig engines (issue 7; Lin et al. 2014 §5).
+"""Benchmark and validation of the STwig engines (Lin et al. 2014 §5).
 
 1. Validates ``stwig`` (GPU) counts against the exact external counts: the 100 HPRD queries,
    the yeast dense_8 / sparse_8 / dense_16 queries with a known count <= 1e7, and GitHub

@@ -20,7 +20,7 @@ Choices where the paper is silent:
   reads), build relations row-major (the hash pool's record layout, §4.2);
 * the CPU path (the paper's placement, §4) runs compiled ``numba.njit`` code in calls of a
   bounded number of steps, resuming a root cut short, so that ``timeout_s`` is checked between
-  calls (overrun: about one call, ``CHUNK_SECONDS`` to 2x that); the GPU path (an addition the issue asks for)
+  calls (overrun: about one call, ``CHUNK_SECONDS`` to 2x that); the GPU path (an addition to the paper)
   runs the same per-root routine as a CUDA device function, one thread per root candidate;
 * relations past ``max_relation_bytes`` in all stop the query as out-of-memory (the host stages
   them for the device);

@@ -1,4 +1,4 @@
-"""Results files under abuse (issue 19): damaged tails, rewrites, and two runs into one folder."""
+"""Results files under abuse: damaged tails, rewrites, and two runs into one folder."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_skipped_rows_are_dropped_atomically_and_whole_files_are_left_alone(tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv"]
 
 
-# ---------------------------------------------------------------------- the issue's repro
+# ---------------------------------------------------------------------- the undisturbed reference run
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     """A complete tiny gsi_icde20.table5_time run (the undisturbed reference)."""
