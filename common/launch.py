@@ -16,14 +16,11 @@ GPU:
 
 A cooperative kernel (one that calls ``cuda.cg.this_grid().sync()``) launches the same way
 through ``cuLaunchCooperativeKernel``; :func:`resident_blocks` gives the largest grid it may
-have. Anything else (a host array numba would copy, an integer outside int64, a kernel compiled
-with ``debug``, an argument type without a plain launch word) goes through
-the dispatcher as before; so does a launch the driver refuses, so that numba raises its error.
-Under the simulator ``@jit`` returns the dispatcher itself. ``GPUSM_FAST_LAUNCH=0`` turns the
-quick path off (the ablation). A process uses one GPU (as every
-gpusm process does: Dask workers are pinned one per GPU): the compiled function is kept for the
-context of the first launch. A kernel's parameter block is shared by every thread that launches
-it, so packing and launching run under one lock.
+have. Anything else (a host array numba would copy, an integer outside int64, a ``debug``
+kernel, an argument without a plain launch word) and a launch the driver refuses go through the
+dispatcher. Under the simulator ``@jit`` returns the dispatcher; ``GPUSM_FAST_LAUNCH=0`` turns
+the quick path off. A process uses one GPU (the compiled function is kept for the context of
+the first launch); packing and launching run under one lock per kernel.
 """
 
 from __future__ import annotations
