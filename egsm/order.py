@@ -1,4 +1,4 @@
-"""Vertex grouping for the hybrid BFS-DFS (paper §5.3, VertexGrouping) and the variants' groups.
+r"""Vertex grouping for the hybrid BFS-DFS (paper §5.3, VertexGrouping) and the variants' groups.
 
 The order *inside* a group is chosen on the fly by each warp (adaptive, §5.5) or by the static
 CuTS rule (``enumerate.select_next``); this module decides the groups on the host, from the query
