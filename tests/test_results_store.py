@@ -54,7 +54,7 @@ def test_a_row_without_final_newline_is_set_aside_naming_file_and_line(tmp_path)
 
 
 def test_a_row_cut_inside_its_quoted_field_then_appended_to_loses_nothing_else(tmp_path):
-    # the old failure: a row cut inside the quoted stats field, the next run's rows appended to it
+    # a row cut inside the quoted stats field, the next run's rows appended to it
     path = tmp_path / "r.csv"
     _write(path, [_row("q0")])
     line = ",".join(map(str, _row("q1")[:-1])) + ',"{""a"":1,""b'    # no closing quote, no newline
