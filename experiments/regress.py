@@ -276,9 +276,8 @@ def memory_share(revisions: int, reserve: int = 3 << 30, spare: float = 0.15) ->
 
     Engines grow their pools on demand and keep them (their budget is the card's free memory when
     they are prepared); with one process per revision on one card, the one that grew first
-    starves the others (measured: heavy GSI queries 2-3x slower in every revision, and timeouts),
-    so each revision's engines get the same ``device_memory_limit`` (``--own-memory`` turns
-    this off)."""
+    starves the others, so each revision's engines get the same ``device_memory_limit``
+    (``--own-memory`` turns this off; docs/decisions.md, "The regression gate's run shape")."""
     try:
         free_mib = subprocess.run(["nvidia-smi", "--query-gpu=memory.free", "--format=csv,noheader,nounits"],
                                   capture_output=True, text=True, check=True).stdout.split()[0]
