@@ -10,7 +10,7 @@ queries of more than 16 vertices, and engine options other than the defaults, co
 use. Every kernel the runs launch is compiled once for the GPU present and saved; later
 processes (``gpusm match``, ``make demo``, the experiments harness, Dask workers) load them. Each
 process reports how many kernels it compiled and loaded, and which kernels of the engine the
-workload did not launch (those compile on first use, as before). Under the simulator, which
+workload did not launch (those compile on first use). Under the simulator, which
 compiles nothing, the command says so and stops.
 """
 
