@@ -1,65 +1,25 @@
-"""SGSI, GSI's out-of-core pipeline (SGSI TKDE 2022 §6-§7), registry name ``"sgsi"``: the same
-filter, join order and Prealloc-Combine join as :class:`gsi.engine.GSI`, for data graphs larger
-than the device (or than ``device_memory_limit``).
+"""SGSI, GSI's out-of-core pipeline (Zeng et al., TKDE 2022 §6-§7), registry name ``"sgsi"``: the
+same filter, join order and Prealloc-Combine join as :class:`gsi.engine.GSI`, for data graphs
+larger than the device (or than ``device_memory_limit``).
 
-**In core.** When the data graph's device state (signature table, labels, degrees, every PCSR
-partition and the candidate bitsets) takes at most ``IN_CORE_SHARE`` of ``device_memory_limit``
-(or, without a limit, when the device holds it), SGSI keeps the whole graph resident: every
-partition is one segment that never leaves the device, so SGSI's join is GSI's, and the engine
-runs :class:`gsi.engine.GSI` under the same limit and options (its buffers grow to the work,
-inside the limit). Nothing is streamed per query (``stats["mode"]`` is ``"in-core"``).
+    engine = SGSI(device_memory_limit=64 << 20).prepare(data)    # SGSI(load_balance="histogram"): SGSI+
+    result = engine.match(query)
 
-**Out of core**, partitioning at :meth:`SGSI.prepare` (host, once per data graph and budget):
-
-* Two **segment slots** (a ``SLOT_SHARE``-th of the budget each, or less when the largest piece
-  is smaller). Everything the data graph contributes reaches the device through the slots,
-  double-buffered: a copy stream fills one slot from pinned host memory (the driver's
-  asynchronous copy) while the compute stream joins the other; events order them.
-* The **signature table** (16 words per vertex, plus labels and degrees) is cut horizontally
-  into vertex segments of a multiple of 32 vertices that fill a slot (§6.1; a horizontal segment
-  holds all words of its vertices, so one pass ANDs every word and the paper's word buckets are
-  not needed).
-* Each edge-label **PCSR** partition (label and direction) is cut into segments over its
-  (source, neighbour)-sorted edge list; a segment is the PCSR (Def. 5) of its piece, and a long
-  N(v, l) spans consecutive segments (§6.2). Segments are balanced by device footprint (4 bytes
-  per edge plus one 128-byte group per source vertex).
-* Resident: each partition's per-vertex degrees |N(v, l)| (the rows' GBA bounds, Algorithm 3),
-  each segment's source-vertex range, the candidate bitsets, and the join's working memory: one
-  int32 arena (tables and GBAs) and one int64 arena (per-row arrays), used as stacks.
-
-Per query:
-
-1. Filter: the signature segments stream through the slots; each runs GSI's filter kernel into
-   the |V|-bit candidate bitsets, which stay on the device (§3).
-2. Order: GSI's Algorithm 1 (:mod:`gsi.order`).
-3. Join (§6.3), depth first over **device-resident** tables: a chunk of table L's rows gets, in
-   one launch, each row's bound |N(v', l0)| (from the resident degrees) and a mark on every
-   segment that one of its linking-edge vertices can reach (the segment's source range holds
-   it); one scan gives the GBA offsets and the GBA size, and one small copy back the marks, so
-   only the reached segments stream, in partition order. A chunk is as many rows as the arenas
-   hold: its GBA and per-row arrays sit on top of the stack, the table it writes above them.
-   Algorithm 4 (partitioned first edge): per reached segment of l0, one launch appends
-   (N_x(v', l0) minus the row) ∩ C(u) to each row's GBA buffer (a warp per row; segments whose
-   longest list exceeds W3, and SGSI+, use GSI's block-cooperative kernels, thresholds chosen
-   once per chunk). Algorithm 5 (partitioned intersection): per other linking edge and reached
-   segment, one launch merges the buffer with N_x(v'', l) from a per-row read cursor, compacting
-   in place behind a write cursor. A scan sizes the new table; the rows' outputs that fit the
-   arena are written (a warp per row) and joined by the next level before the rest, so a level's
-   GBA is never recomputed. The last level only counts, unless ``collect`` asks for embeddings.
-4. SGSI+ (``load_balance="histogram"``) chooses W1 and W3 with the §7 cost model over the
-   chunk's work histogram: one histogram copy per chunk, none per segment.
-
-Choices where the paper is silent: Algorithm 4's per-row flags are not kept (a row whose v' is
-outside a segment's source range skips it without a lookup, and unreached segments are not
-streamed); the chunk's rows stay on the device whole (the subtraction needs the row).
-``stats``: ``mode`` (``"in-core"`` or ``"out-of-core"``), ``partitions`` (PCSR segments over all
-partitions), ``signature_segments``, ``comm_s`` (summed device time of all host-device copies),
-``comp_s`` (summed device time of all kernels; with overlap comp_s + comm_s can exceed the
-elapsed time), ``bytes_h2d``, ``bytes_d2h``, ``bytes_streamed`` (graph segments copied),
-``h2d_gbps`` (bytes streamed / their copies' device time), ``segments_streamed``, ``chunks``,
-``gba_splits`` (chunks cut short because their GBA would not fit), ``split_outputs`` (chunks
-whose new table was written and joined on in parts), ``rows_per_iteration``; peak device
-memory is the result's ``peak_device_bytes``.
+When the graph's resident state fits half the limit, every partition is one resident segment and
+the engine runs in-core GSI under the limit (``stats["mode"]`` ``"in-core"``). Otherwise
+:meth:`SGSI.prepare` cuts the signature table into vertex segments (§6.1) and each edge-label
+PCSR partition into segments (§6.2) that stream through two double-buffered slots. Per query:
+the signature segments stream through the filter (§3); GSI's Algorithm 1 orders the query; the
+join (§6.3) runs depth first over device-resident tables in chunks that fit two arenas: per
+chunk, one launch bounds each row's GBA and marks the segments its vertices reach, then
+Algorithm 4 (partitioned first edge) and Algorithm 5 (partitioned intersection) stream only
+those segments, one launch per segment, and the new table is written in parts that fit, each
+joined on before the next. SGSI+ chooses W1 and W3 per chunk with §7's cost model. ``stats``:
+``mode``, ``partitions``, ``signature_segments``, ``comm_s`` and ``comp_s`` (summed device time
+of copies and of kernels, which overlap), ``bytes_h2d``, ``bytes_d2h``, ``bytes_streamed`` (graph
+segments copied), ``h2d_gbps`` (those bytes over their copies' device time),
+``segments_streamed``, ``chunks``, ``gba_splits``, ``split_outputs``, ``rows_per_iteration``.
+The choices where the paper is silent are in docs/decisions.md ("SGSI").
 """
 
 from __future__ import annotations
@@ -443,17 +403,36 @@ def resident_bytes(data: Graph, lists=None) -> int:
 class SGSI(Engine):
     """SGSI (Zeng et al., TKDE 2022 §6-§7): GSI for graphs larger than the device memory.
 
-    Options: ``load_balance`` True (SGSI: GSI's thresholds ``w1``/``w3``) | "histogram" (SGSI+:
-    §7's cost model) | False; ``duplicate_removal``, ``write_cache``, ``order_score`` as in
-    :class:`gsi.engine.GSI` (signature filter, PCSR and Prealloc-Combine are fixed: they are what
-    SGSI partitions); ``device_memory_limit`` (None: the device's free memory) decides between
-    in core and out of core and sets the partitions; ``out_of_core`` (None: decided by the
-    memory; True/False force it); ``work_bytes`` caps the out-of-core join's working memory (its
-    two arenas; default: what the limit leaves); ``slot_share``: each segment slot gets
-    1/slot_share of the budget (bigger slots, fewer segments and launches, less room for the join);
-    ``host_memory_limit`` caps the embeddings collected on the
-    host (default half the machine's memory; past it the query ends with status ``oom``);
-    ``block_threads``, ``max_blocks``: launch shape.
+    The signature filter, PCSR and Prealloc-Combine are fixed: they are what SGSI partitions.
+
+    Parameters
+    ----------
+    load_balance : {True, "histogram", False}
+        True: SGSI with GSI's thresholds ``w1``/``w3``; "histogram": SGSI+ (§7's cost model).
+    duplicate_removal : bool
+        Share N(v, l) reads among a block's rows, as in :class:`gsi.engine.GSI`.
+    write_cache : bool
+        The per-warp write cache, as in :class:`gsi.engine.GSI`.
+    order_score : {"paper", "code"}
+        Join-order score, as in :class:`gsi.engine.GSI`.
+    w1, w3 : int
+        Load-balance thresholds of SGSI's four layers (GSI §VI-A).
+    block_threads, max_blocks : int
+        Launch shape of the join kernels.
+    host_memory_limit : int or None
+        Cap of the embeddings collected on the host in bytes (None: half the machine's memory);
+        past it the query ends with status ``oom``.
+    out_of_core : bool or None
+        None: in core when the graph's resident state fits half of ``device_memory_limit``,
+        else out of core; True/False force the mode.
+    work_bytes : int or None
+        Cap of the out-of-core join's working memory (its two arenas; None: what the limit leaves).
+    slot_share : int
+        Each of the two segment slots gets 1/slot_share of the budget (bigger slots: fewer
+        segments and launches, less room for the join).
+    device_memory_limit : int or None
+        The device bytes the engine may use (None: the device's free memory; out of core, 90% of
+        it is planned for).
     """
 
     name = "sgsi"
