@@ -823,22 +823,26 @@ class SGSI(Engine):
             with self._clock.comm_default.phase("h2d"):
                 upload(self.d_words, piece)
             self._clock.bytes_h2d += piece.nbytes
-            self._level(0, 0, piece.size, piece.size, 0)
+            self._level(0, 0, piece.size, piece.size, 0, self.words_cap)
 
-    def _level(self, level: int, tb: int, rows: int, fw: int, fr: int) -> None:
+    def _level(self, level: int, tb: int, rows: int, fw: int, fr: int, top: int) -> None:
         """Join the ``rows`` rows of table ``level`` (d_words[tb:], row-major) through all later
-        levels; the arenas are free from ``fw`` (words) and ``fr`` (rows) on."""
+        levels; the words arena is free from ``fw`` to ``top`` (tables grow up from ``fw``, a
+        chunk's GBA sits below ``top``), the per-row arena from ``fr`` on."""
+        last = level + 2 == len(self._steps) + 1
         a = 0
         while a < rows:
             self._check_deadline()
-            # a fair share of the per-row arena for this level and each later one
-            m = min(rows - a, (self.rows_cap - fr) // ROW_ARRAYS // (len(self._steps) - level))
+            # the per-row arrays are the chunk's own unless its new table is written in parts:
+            # half of what is left (the later levels need the other half then), all at the last
+            left = (self.rows_cap - fr) // ROW_ARRAYS
+            m = min(rows - a, left if last else left // 2)
             if m < 1:
                 raise DeviceOutOfMemory(8 * ROW_ARRAYS, self.budget.in_use, self.budget.limit or 0,
                                         f"per-row arrays of join iteration {level + 1} (raise device_memory_limit)")
-            a += self._chunk(level, tb, a, m, fw, fr)
+            a += self._chunk(level, tb, a, m, fw, fr, top)
 
-    def _chunk(self, level: int, tb: int, a: int, m: int, fw: int, fr: int) -> int:
+    def _chunk(self, level: int, tb: int, a: int, m: int, fw: int, fr: int, top: int) -> int:
         """One join iteration over rows a..a+m-1 of table ``level`` (or the longest prefix whose
         GBA fits); returns the rows it joined."""
         clock, sk, T = self._clock, self.sgsi_kernels, self.block_threads
@@ -860,10 +864,10 @@ class SGSI(Engine):
             sk.bounds[tg, T](tab, width, a, m, self.d_edges, e0, e_hi, self.d_deg, self.n, counts, num,
                              self.d_seg_lo, self.d_seg_hi, self.d_seg_first, self.d_seg_count, self.d_marks, epoch)
             total = exclusive_scan(counts, F, workspace=self.scan_ws, n=m)
-        # this level's share of the words arena (the later levels get as much each): its GBA
-        # and the new table; the last level without collect needs only the GBA
-        share = (self.words_cap - fw) // (nq - 1 - level)
-        gba_room = share if last and not self._collect else share // 2
+        # the GBA below ``top``: half of the room (the new table needs the rest), all of it at the
+        # last level without collect
+        avail = top - fw
+        gba_room = avail if last and not self._collect else avail // 2
         if total > gba_room:                     # the longest prefix whose buffers fit
             incl = download(F, np.empty(m, np.int64)) + download(counts, np.empty(m, np.int64))
             clock.bytes_d2h += 16 * m
@@ -877,7 +881,7 @@ class SGSI(Engine):
             download(self.d_marks, self.h_marks)
         clock.bytes_d2h += self.h_marks.nbytes
         reached = self.h_marks == epoch
-        gba = self._view(self.d_words, fw, fw + max(total, 1))
+        gba = self._view(self.d_words, top - max(total, 1), top)
         ubase = vertex * self.nwords
         cache = int(self.write_cache)
 
@@ -931,10 +935,12 @@ class SGSI(Engine):
         if last and not self._collect:
             self._add_count(out_rows)
             return m
-        fo = fw + total                             # the new table's rows start here
-        room_rows = (share - total) // (width + 1)
+        # the new table grows up from fw, below the GBA; written whole, the GBA and per-row arrays
+        # are free again for the later levels, and it may take half of the room (the rest for them)
+        room = avail - max(total, 1)
+        room_rows = (room if last else room // 2) // (width + 1)
         if out_rows <= room_rows:
-            self._write(level, tab, a, 0, m, gba, F, num, P, 0, out_rows, fo, fr, alloc, wg)
+            self._write(level, tab, a, 0, m, gba, F, num, P, 0, out_rows, fw, fr, top)
             return m
         # the new table in parts that fit, each joined by the next level before the next part
         P_h = download(P, np.empty(m, np.int64))
@@ -949,8 +955,8 @@ class SGSI(Engine):
                 raise DeviceOutOfMemory(4 * (width + 1) * int(n_h[i0]), self.budget.in_use, self.budget.limit or 0,
                                         f"one row's output of join iteration {level + 1} (raise device_memory_limit)")
             self._check_deadline()
-            self._write(level, tab, a, i0, i1, gba, F, num, P, int(P_h[i0]), int(ends[i1 - 1] - P_h[i0]), fo, fr,
-                        alloc, wg)
+            self._write(level, tab, a, i0, i1, gba, F, num, P, int(P_h[i0]), int(ends[i1 - 1] - P_h[i0]), fw,
+                        fr + ROW_ARRAYS * alloc, top - max(total, 1))
             i0 = i1
         return m
 
@@ -975,11 +981,13 @@ class SGSI(Engine):
         s0 = segs[0].flat
         return [s for s, hit in zip(segs, reached[s0:s0 + len(segs)]) if hit]
 
-    def _write(self, level, tab, a, i0, i1, gba, F, num, P, p0, rows, fo, fr, alloc, wg) -> None:
+    def _write(self, level, tab, a, i0, i1, gba, F, num, P, p0, rows, fo, fr, top) -> None:
         """Rows i0..i1-1's outputs (``rows`` rows) as table level+1 at d_words[fo:], then joined on
-        (or, at the last level, copied to the host)."""
+        with the arenas free from ``fr`` and between the table's end and ``top`` (or, at the last
+        level, copied to the host)."""
         width = level + 1
         out = self._view(self.d_words, fo, self.words_cap)
+        wg = max(1, min(self.max_blocks, (i1 - i0 + self.warps - 1) // self.warps))
         with self._clock.comp_default.phase("kernels"):
             self.sgsi_kernels.link_part[wg, self.block_threads](tab, width, a, i0, i1, gba, F, num, P, p0, out)
         if level + 2 == len(self._steps) + 1:
@@ -990,4 +998,4 @@ class SGSI(Engine):
             self._finish(host)
             self._add_count(rows)
             return
-        self._level(level + 1, fo, rows, fo + rows * (width + 1), fr + ROW_ARRAYS * alloc)
+        self._level(level + 1, fo, rows, fo + rows * (width + 1), fr, top)
