@@ -1,6 +1,6 @@
 """CPU engines that wrap the matchers users already have: networkx and python-igraph.
 
-They let the side-by-side comparison (``experiments/compare.py``, ``gpusm demo``) put gpusm's
+They let the side-by-side comparison (``experiments/papers/compare.py``, ``gpusm demo``) put gpusm's
 engines beside what a Python user would otherwise call, with every count checked against the
 ``cpu`` reference. Both count what every engine counts (docs/design.md): ordered, label-preserving,
 non-induced embeddings (subgraph monomorphisms). They are registered as ``networkx`` and
