@@ -21,7 +21,6 @@ over cpu's. The table is printed last; ``--out DIR`` also writes ``cold_start.cs
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import subprocess
@@ -29,6 +28,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from ..harness.store import write_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = "gmatch_test/data.graph"          # GitHub (gMatch's test graph), under data/
@@ -143,10 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         row["cli_vs_cpu"] = None if baseline is None else row["cli_s"] / baseline
     if args.out is not None:
-        with open(args.out / "cold_start.csv", "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        write_rows(args.out / "cold_start.csv", rows)
         (args.out / "cold_start.json").write_text(json.dumps(
             {"backend": BACKEND, "data": args.data, "query": args.query, "command": " ".join(sys.argv),
              "rows": rows}, indent=2))

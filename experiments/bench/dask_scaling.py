@@ -27,7 +27,6 @@ last: one table; ``--out`` writes it as CSV, ``--plot`` the speedups as a PNG.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +37,7 @@ from common.engine import create_engine
 from common.generate import pattern
 from common.result import Status
 
+from ..harness.timing import clocked
 from ..harness.workloads import GITHUB, GITHUB_RW12, HPRD, HPRD_DENSE_16, SCALES, YEAST, load_set, yeast_queries
 
 SETS = {
@@ -54,12 +54,6 @@ WARM_S = 0.5
 def query_set(name: str):
     """(data graph, queries, exact counts) of a query set."""
     return load_set(*SETS[name])
-
-
-def _timed(fn):
-    start = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - start, out
 
 
 def _check(results, known, base):
@@ -113,7 +107,7 @@ def run(engine_name, worker_counts, sets, heavy, timeout_s, parts_per_worker, cl
     for name, (data, queries, known) in loaded.items():            # the base: one GPU, no Dask
         engine = create_engine(engine_name).prepare(data)
         engine.match_batch(queries, timeout_s=min(timeout_s, WARM_S))
-        wall, results = _timed(lambda: engine.match_batch(queries, timeout_s=timeout_s))
+        wall, results = clocked(lambda: engine.match_batch(queries, timeout_s=timeout_s))
         local[name] = results
         rows.append(_row("set", name, "local", 0, wall, len(queries), results, _check(results, known, results)))
     heavy = heavy_queries(heavy)
@@ -122,14 +116,14 @@ def run(engine_name, worker_counts, sets, heavy, timeout_s, parts_per_worker, cl
         if id(data) not in engines:
             engines[id(data)] = create_engine(engine_name).prepare(data)
             engines[id(data)].match(warm, timeout_s=timeout_s)        # compile
-        wall, result = _timed(lambda: engines[id(data)].match(query, timeout_s=timeout_s))
+        wall, result = clocked(lambda: engines[id(data)].match(query, timeout_s=timeout_s))
         local[query.name] = [result]
         rows.append(_row("split", query.name, "local", 0, wall, 1, [result], _check([result], known, [result])))
     for workers in worker_counts:
         with start_cluster(cluster_kind, workers) as cluster, Client(cluster) as client:
             for name, (data, queries, known) in loaded.items():
                 match_many(data, queries, engine_name, client=client, timeout_s=min(timeout_s, WARM_S))
-                wall, results = _timed(lambda: match_many(data, queries, engine_name, client=client,
+                wall, results = clocked(lambda: match_many(data, queries, engine_name, client=client,
                                                           timeout_s=timeout_s))
                 rows.append(_row("set", name, "dask", workers, wall, len(queries), results,
                                  _check(results, known, local[name])))
@@ -140,7 +134,7 @@ def run(engine_name, worker_counts, sets, heavy, timeout_s, parts_per_worker, cl
                     if id(data) not in warmed:
                         match_split(data, warm, engine_name, client=client, parts=parts, timeout_s=timeout_s)
                         warmed.add(id(data))
-                    wall, result = _timed(lambda: match_split(data, query, engine_name, client=client,
+                    wall, result = clocked(lambda: match_split(data, query, engine_name, client=client,
                                                               parts=parts, timeout_s=timeout_s))
                     seconds = result.stats.get("part_seconds", [])
                     rows.append(dict(_row("split", query.name, "dask", workers, wall, 1, [result],

@@ -15,7 +15,6 @@ the summary table is printed last.
 from __future__ import annotations
 
 import argparse
-import csv
 import gc
 import os
 import statistics
@@ -30,7 +29,8 @@ from common.reference import ReferenceMatcher
 from common.result import Status
 from egsm.engine import EGSM, VARIANTS
 
-from ..harness.timing import timed as _timed
+from ..harness.store import write_rows
+from ..harness.timing import timed
 from ..harness.workloads import check_set
 
 WORKLOADS = ("hprd", "yeast", "github")
@@ -48,13 +48,6 @@ def simulator_workload():
     ref = ReferenceMatcher().prepare(data)
     queries = [random_walk_query(data, k, seed=s) for k, s in ((4, 1), (5, 2))]
     return data, [(q, ref.match(q).count) for q in queries]
-
-
-def timed(engine, query, repeats: int):
-    """Warm-up once, then the median over ``repeats`` runs of (device seconds, wall seconds);
-    returns (last result, device median, wall median)."""
-    t = _timed(engine, query, repeats)
-    return t.last, t.seconds, t.wall_s
 
 
 def main(argv=None) -> int:
@@ -101,8 +94,9 @@ def main(argv=None) -> int:
             if args.time_budget is not None and time.perf_counter() - begin > args.time_budget:
                 out_of_time = True
                 break
-            result, dev, wall = timed(engines["default"], query, repeats)
-            ref, ref_dev, _ = timed(cpu, query, repeats)
+            run, ref_run = timed(engines["default"], query, repeats), timed(cpu, query, repeats)
+            result, dev, wall = run.last, run.seconds, run.wall_s
+            ref, ref_dev = ref_run.last, ref_run.seconds
             ok = result.status is Status.OK and result.count == expected
             if not ok:
                 mismatches.append((wname, query.name, "default", result.count, expected, str(result.status)))
@@ -121,7 +115,8 @@ def main(argv=None) -> int:
             cpu_times.append(ref_dev)
             walls.append(wall)
             for v in args.variants:
-                vres, vdev, vwall = timed(engines[v], query, repeats)
+                vrun = timed(engines[v], query, repeats)
+                vres, vdev, vwall = vrun.last, vrun.seconds, vrun.wall_s
                 if vres.status is not Status.OK or vres.count != expected:
                     mismatches.append((wname, query.name, v, vres.count, expected, str(vres.status)))
                     print(f"!!!!! MISMATCH {wname} {query.name} variant {v}: {vres.count} vs {expected}")
@@ -143,10 +138,7 @@ def main(argv=None) -> int:
 
     csv_path = out_dir / "egsm_bench.csv"
     fields = sorted({k for r in rows for k in r}, key=lambda k: (k not in ("workload", "query", "variant"), k))
-    with open(csv_path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(csv_path, rows, fields)
     print(f"\nper-query rows: {csv_path}")
     if out_of_time:
         print(f"time budget of {args.time_budget} s reached: remaining queries not started")

@@ -30,7 +30,6 @@ to ``<out>/gmatch_bench.csv``; the summary table is printed last.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import statistics
 import sys
@@ -46,7 +45,8 @@ from common.reference import ReferenceMatcher
 from common.result import Status
 from gmatch import GMatch
 
-from ..harness.timing import median, timed
+from ..harness.store import write_rows
+from ..harness.timing import timed
 from ..harness.workloads import check_set, data_dir
 
 WORKLOADS = ("hprd", "yeast", "github", "patterns", "variants", "idle")
@@ -84,13 +84,6 @@ class Bench:
     def out_of_time(self) -> bool:
         budget = self.args.time_budget
         return budget is not None and time.perf_counter() - self.start > budget
-
-    def timed(self, engine, query, repeats, timeout, warm=True):
-        """(result of the last run, median search s, median total s, median wall s): after the
-        warm-up (compiles) finished within the timeout, the timed runs go without one (no host
-        polling of the launch for the deadline)."""
-        t = timed(engine, query, repeats, timeout_s=timeout, warm=warm, untimed_after_warm=True)
-        return (t.last, median(r.phases.get("enumerate", 0.0) for r in t.runs), t.seconds, t.wall_s)
 
     def reference(self, ref, query, repeats):
         t = time.perf_counter()
@@ -146,13 +139,18 @@ class Bench:
         """Run one query on one engine, check its count against ``known`` (or the reference's
         count, where ``ref`` is given and finishes), record and print its row; returns the row."""
         repeats = self.args.repeats if repeats is None else repeats
-        result, search, total, wall = self.timed(engine, query, repeats, self.args.timeout, warm)
+        # after the warm-up (compiles) finished within the timeout, the timed runs go without one
+        # (no host polling of the launch for the deadline)
+        run = timed(engine, query, repeats, timeout_s=self.args.timeout, warm=warm, untimed_after_warm=True)
+        result, total, wall = run.last, run.seconds, run.wall_s
+        search = run.median_of(lambda r: r.phases.get("enumerate", 0.0))
         iters = result.stats.get("warp_iterations", 0)
         row = {"workload": workload, "variant": variant, "query": query.name,
                "vertices": query.num_vertices, "count": result.count, "status": str(result.status),
                "search_ms": 1e3 * search, "total_ms": 1e3 * total, "wall_ms": 1e3 * wall,
-               # no DFS iteration (no seed, or stopped before the DFS launch): no idle rate
-               "idle_rate": result.stats["idle_rate"] if iters else float("nan"),
+               # no DFS iteration (no seed, or stopped before the DFS launch), or an engine that does
+               # not count idle lanes (fine granularity without idle_stats): no idle rate
+               "idle_rate": result.stats.get("idle_rate", float("nan")) if iters else float("nan"),
                "warp_iterations": iters,
                "steals": result.stats.get("steals", 0),
                "global_steals": result.stats.get("global_steals", 0),
@@ -301,10 +299,7 @@ def write_csv(bench: Bench, out: Path) -> None:
     keys: list[str] = []
     for row in bench.rows:
         keys += [k for k in row if k not in keys]
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=keys)
-        writer.writeheader()
-        writer.writerows(bench.rows)
+    write_rows(path, bench.rows, keys)
     print(f"wrote {len(bench.rows)} rows to {path}")
 
 

@@ -20,7 +20,6 @@ seconds (the summary says how many ran).
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import statistics
 import sys
@@ -34,26 +33,28 @@ from common.graph import Graph
 from common.reference import ReferenceMatcher
 from gsi.engine import GSI
 
-from ..harness.timing import timed as _timed
+from ..harness.store import write_rows
+from ..harness.timing import timed
 from ..harness.workloads import check_set
+from ..papers.gsi_icde20 import GSI_LB, GSI_MINUS, GSI_OPT, GSI_PLAIN, PLUS_DS, PLUS_PC
 
-#: The ablations of GSI Tables IV-IX, as constructor options (GSI-opt is the default engine).
+#: The ablations of GSI Tables IV-IX as constructor options, built from the paper module's
+#: configurations (Table V's steps GSI- -> +DS -> +PC -> +SO, then +LB and +DR of Table VIII);
+#: GSI-opt is the default engine. CR and BR swap the data structure of GSI (Table VI's columns
+#: swap it in +DS), ``no-write-cache`` is Table VII's left column.
 VARIANTS = {
-    "GSI-b": dict(structure="csr", output="two-step", set_ops="naive", load_balance=False,
-                  duplicate_removal=False),
-    "+DS": dict(structure="pcsr", output="two-step", set_ops="naive", load_balance=False,
-                duplicate_removal=False),
-    "+PC": dict(structure="pcsr", output="prealloc-combine", set_ops="naive", load_balance=False,
-                duplicate_removal=False),
-    "GSI": dict(load_balance=False, duplicate_removal=False),
-    "GSI+LB": dict(load_balance=True, duplicate_removal=False),
-    "GSI-opt": dict(),
-    "CR": dict(structure="cr", load_balance=False, duplicate_removal=False),
-    "BR": dict(structure="br", load_balance=False, duplicate_removal=False),
-    "no-write-cache": dict(write_cache=False, load_balance=False, duplicate_removal=False),
-    "filter=label": dict(filter="label"),
-    "filter=degree": dict(filter="degree"),
-    "LB=histogram": dict(load_balance="histogram"),
+    "GSI-b": GSI_MINUS,
+    "+DS": PLUS_DS,
+    "+PC": PLUS_PC,
+    "GSI": GSI_PLAIN,
+    "GSI+LB": GSI_LB,
+    "GSI-opt": GSI_OPT,
+    "CR": dict(GSI_PLAIN, structure="cr"),
+    "BR": dict(GSI_PLAIN, structure="br"),
+    "no-write-cache": dict(GSI_PLAIN, write_cache=False),
+    "filter=label": dict(GSI_OPT, filter="label"),
+    "filter=degree": dict(GSI_OPT, filter="degree"),
+    "LB=histogram": dict(GSI_OPT, load_balance="histogram"),
 }
 
 
@@ -68,12 +69,6 @@ def workloads(names, quick: bool):
         return [("tiny", g, [(random_walk_query(g, k, seed=k), None) for k in (3, 4)])]
     sets = [check_set(name, 5 if quick else None) for name in ("hprd", "yeast", "github") if name in names]
     return [(item.name, item.data, item.queries) for item in sets]
-
-
-def timed(engine, query, repeats):
-    """(result of the warm-up, median device seconds, median wall seconds)."""
-    t = _timed(engine, query, repeats)
-    return t.warm, t.seconds, t.wall_s
 
 
 def main(argv=None) -> int:
@@ -113,7 +108,8 @@ def main(argv=None) -> int:
         src, dst, el = graph.edges()
         edge = Graph.from_edges(2, [0], [1], graph.labels[[src[0], dst[0]]],
                                 None if el is None else [el[0]], directed=graph.directed, name="one_edge")
-        res, dev_s, wall_s = timed(gsi, edge, repeats)
+        run = timed(gsi, edge, repeats)
+        res, dev_s, wall_s = run.warm, run.seconds, run.wall_s
         want_edge = cpu.match(edge).count
         edge_ok = res.count == want_edge and res.status.value == "ok"
         if not edge_ok:
@@ -128,10 +124,12 @@ def main(argv=None) -> int:
         for q, expected in queries:
             if over_budget():
                 break
-            ref, cpu_s, _ = timed(cpu, q, repeats)
+            ref_run = timed(cpu, q, repeats)
+            ref, cpu_s = ref_run.warm, ref_run.seconds
             if expected is None:
                 expected = ref.count
-            res, dev_s, wall_s = timed(gsi, q, repeats)
+            run = timed(gsi, q, repeats)
+            res, dev_s, wall_s = run.warm, run.seconds, run.wall_s
             ok = res.count == expected and res.status.value == "ok"
             if not ok:
                 mismatches.append((wname, q.name, "GSI-opt", res.count, expected, str(res.status)))
@@ -162,7 +160,8 @@ def main(argv=None) -> int:
                     break
                 if expected is None:
                     expected = cpu.match(q).count
-                res, dev_s, wall_s = timed(eng, q, repeats)
+                run = timed(eng, q, repeats)
+                res, dev_s, wall_s = run.warm, run.seconds, run.wall_s
                 ok = res.count == expected and res.status.value == "ok"
                 if not ok:
                     mismatches.append((wname, q.name, vname, res.count, expected, str(res.status)))
@@ -187,11 +186,7 @@ def main(argv=None) -> int:
                   f"GSI-opt/variant time {statistics.median(vr) if vr else float('nan'):6.2f}, "
                   f"median loads {statistics.median(loads) if loads else 0:,.0f}")
 
-    fields = list(dict.fromkeys(k for r in rows for k in r))
-    with open(out_dir / "gsi_bench.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(out_dir / "gsi_bench.csv", rows)
     print(f"\nwrote {out_dir / 'gsi_bench.csv'} ({len(rows)} rows); elapsed {time.perf_counter() - start:.1f} s")
     if mismatches:
         print("\n!!!!!!!! WRONG COUNTS !!!!!!!!")

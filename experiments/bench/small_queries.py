@@ -42,6 +42,7 @@ from common.device import backend_label
 from common.engine import Engine, create_engine
 from common.result import Status
 
+from ..harness.timing import clocked
 from ..harness.workloads import GITHUB, GITHUB_Q, HPRD, HPRD_DENSE_16, YEAST, load_set, yeast_queries
 
 WORKLOADS = {
@@ -91,9 +92,7 @@ def batches(engine) -> bool:
 def time_batched(engine, queries, timeout_s):
     """(wall seconds of the whole set, results) through ``engine.match_batch``."""
     gc.collect()
-    start = time.perf_counter()
-    results = engine.match_batch(queries, timeout_s=timeout_s)
-    return time.perf_counter() - start, results
+    return clocked(lambda: engine.match_batch(queries, timeout_s=timeout_s))
 
 
 def time_interleaved(engines: dict, queries, timeout_s):

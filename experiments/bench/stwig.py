@@ -30,9 +30,7 @@ simulator smoke test: ``python -m experiments.bench.stwig --quick``.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -43,8 +41,10 @@ from common.reference import ReferenceMatcher
 from common.result import Status
 from stwig import STwig, STwigCPU
 
-from ..harness.timing import timed as _timed
+from ..harness.store import write_rows
+from ..harness.timing import timed
 from ..harness.workloads import check_set
+from ..papers.stwig_lin14 import RMAT_ABCD
 
 WORKLOADS = ("hprd", "github", "rmat", "yeast", "variants")
 LOWER_BOUND = (Status.TIMEOUT, Status.OOM, Status.LIMIT)
@@ -107,13 +107,6 @@ def _join_seconds(result) -> float:
     return result.stats.get("join_s", result.phases.get("enumerate", 0.0))
 
 
-def timed(engine, query, repeats: int, timeout: float):
-    """(result of the warm-up run, median seconds, median join seconds): warm-up, then repeats;
-    a run longer than 2 s (or not ok) is not repeated."""
-    t = _timed(engine, query, repeats, timeout_s=timeout, repeat_below_s=2.0)
-    return t.warm, t.seconds, statistics.median(_join_seconds(r) for r in t.runs)
-
-
 def row_of(workload, query, name, result, seconds, join_s, expected):
     stats = result.stats
     return {"workload": workload, "query": query.name, "nq": query.num_vertices,
@@ -148,7 +141,9 @@ def run_queries(workload, queries, expected, engines, args, budget, rows, mismat
         exact = expected.get(query.name)
         results = {}
         for name, engine in engines.items():
-            result, seconds, join_s = timed(engine, query, args.repeats, args.timeout)
+            # warm-up, then repeats; a run longer than 2 s (or not ok) is not repeated
+            run = timed(engine, query, args.repeats, timeout_s=args.timeout, repeat_below_s=2.0)
+            result, seconds, join_s = run.warm, run.seconds, run.median_of(_join_seconds)
             results[name] = result
             row = row_of(workload, query, name, result, seconds, join_s, exact)
             rows.append(row)
@@ -192,7 +187,7 @@ def prepare_all(engines, data):
 def rmat_workload(args):
     n = args.rmat_vertices if not args.quick or not simulator_active() else 256
     degree = args.rmat_degree if not args.quick or not simulator_active() else 4
-    data = generate.rmat(n, n * degree // 2, 0.4, 0.2, 0.2, 0.2, seed=args.seed,
+    data = generate.rmat(n, n * degree // 2, *RMAT_ABCD, seed=args.seed,
                          labels=args.rmat_labels)
     total = args.rmat_queries if not args.quick else 6
     sizes = list(range(5, 11))
@@ -264,10 +259,7 @@ def main(argv=None) -> int:
 
     path = out / "stwig_bench.csv"
     if rows:
-        with open(path, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        write_rows(path, rows)
         print(f"wrote {len(rows)} rows to {path}")
     summary(rows, done, mismatches)
     return 1 if mismatches else 0

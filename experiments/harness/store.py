@@ -8,6 +8,8 @@
   :class:`DamagedRowWarning` naming the file and line; its query then runs again. ``skipped``
   rows are dropped too (their pairs run again). The file is rewritten through a temporary file
   and :func:`os.replace`, so a crash leaves the old file or the new one, never half of one.
+- :func:`write_rows` writes a finished table (a benchmark's per-query rows) whole, through a
+  temporary file and a rename.
 - :class:`FolderLock` keeps two runs out of one output folder: the second one raises
   :class:`FolderLocked` naming the holder's pid and host; a lock left by a dead process on this
   host is taken over.
@@ -46,6 +48,19 @@ def write_atomic(path: Path, text: str) -> None:
     finally:
         if temp.exists():
             temp.unlink()
+
+
+def write_rows(path: Path, rows: list[dict], fields=None) -> Path:
+    """Write ``rows`` as a whole CSV file at once (:func:`write_atomic`): a header of ``fields``
+    (default: every key of the rows, in the order first seen), a missing value left empty."""
+    if fields is None:
+        fields = list(dict.fromkeys(key for row in rows for key in row))
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(fields))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomic(path, buffer.getvalue())
+    return Path(path)
 
 
 def _format(fields, values) -> str:

@@ -1,8 +1,10 @@
-"""Timing helpers of the benchmarks: a warm-up run, then the median of repeated timed runs.
+"""Timing of the benchmarks: a warm-up run, then the median of repeated timed runs.
 
-:func:`timed` is the one measurement every ``experiments.bench_*`` command and
-``experiments.bench.check`` uses; ``measure`` picks what is timed (``MatchResult.seconds``, the sum of
-the engine's device-event-timed phases, by default; a phase or a statistic otherwise).
+:func:`timed` is the one per-query measurement of the engine benchmarks (``experiments.bench``);
+``measure`` picks what is timed (``MatchResult.seconds``, the sum of the engine's device-event-timed
+phases, by default; a phase or a statistic otherwise), and :meth:`Timing.median_of` gives the
+median of any other figure over the same runs. :func:`clocked` is the host wall time of one call
+(a whole query set, a Dask submission).
 """
 
 from __future__ import annotations
@@ -30,11 +32,27 @@ class Timing:
     def ok(self) -> bool:
         return self.warm.status is Status.OK and self.last.status is Status.OK
 
+    @property
+    def repeated(self) -> bool:
+        """Whether timed runs followed the warm-up (False: the warm-up's own figures are the result)."""
+        return self.runs[-1] is not self.warm
+
+    def median_of(self, figure: Callable[[MatchResult], float]) -> float:
+        """The median of ``figure`` over the timed runs (a phase, a statistic)."""
+        return median(figure(r) for r in self.runs)
+
 
 def median(values) -> float:
     """The median, NaN for no values."""
     values = list(values)
     return statistics.median(values) if values else math.nan
+
+
+def clocked(call: Callable[[], object]) -> tuple[float, object]:
+    """``(host seconds, value)`` of one ``call()``."""
+    start = time.perf_counter()
+    value = call()
+    return time.perf_counter() - start, value
 
 
 def timed(engine, query, repeats: int = 1, *, timeout_s: float | None = None,

@@ -40,10 +40,14 @@ GPU = Config.of("GPU", "stwig")
 CPU = Config.of("CPU", "stwig-cpu")
 
 
+RMAT_ABCD = (0.4, 0.2, 0.2, 0.2)
+"""The R-MAT quadrant probabilities of the paper's data graphs (§5)."""
+
+
 def rmat_graph(vertices: int = 16384, labels: int = 16, degree: int = 32) -> Dataset:
     """The paper's R-MAT data graph (§5)."""
     return Dataset(f"R-MAT {vertices // 1024}K L{labels} d{degree}", vertices, vertices * degree // 2,
-                   vertex_labels=labels, label_distribution="uniform", rmat_abcd=(0.4, 0.2, 0.2, 0.2))
+                   vertex_labels=labels, label_distribution="uniform", rmat_abcd=RMAT_ABCD)
 
 
 QUERIES = QuerySpec("stwig", sizes=(5, 6, 7, 8, 9, 10), count=100)
