@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The kernel disk cache checked on a GPU: `experiments/cold_start_check.sh [tests] [warmup] [demo] [bench]`
+# The kernel disk cache checked on a GPU: `experiments/bench/cold_start_check.sh [tests] [warmup] [demo] [bench]`
 # (default: all four, ~10 minutes; each stage alone fits a 10-minute call).
 #   tests   the cache's tests on the GPU (a second process compiles nothing; corrupt files recompile)
 #   warmup  `gpusm warmup` of every GPU engine on an empty cache, then again on the filled one
