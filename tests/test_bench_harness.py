@@ -12,7 +12,7 @@ import pandas as pd
 
 from common.result import MatchResult, Status
 from experiments.harness.store import write_rows
-from experiments.harness.timing import clocked, timed
+from experiments.harness.timing import Budget, clocked, timed
 
 
 class Scripted:
@@ -64,6 +64,13 @@ def test_timed_stops_the_repeats_at_the_first_failure():
 def test_clocked_returns_the_value_and_the_host_seconds():
     seconds, value = clocked(lambda: time.sleep(0.01) or "done")
     assert value == "done" and 0.01 <= seconds < 5
+
+
+def test_budget_is_spent_once_its_seconds_have_passed():
+    assert not Budget(None).spent() and not Budget(60.0).spent()
+    budget = Budget(0.01)
+    time.sleep(0.02)
+    assert budget.spent() and budget.elapsed() >= 0.02
 
 
 def test_write_rows_writes_what_csv_dictwriter_writes_at_once(tmp_path):

@@ -46,7 +46,7 @@ from common.result import Status
 from gmatch import GMatch
 
 from ..harness.store import write_rows
-from ..harness.timing import timed
+from ..harness.timing import Budget, timed
 from ..harness.workloads import check_set, data_dir
 
 WORKLOADS = ("hprd", "yeast", "github", "patterns", "variants", "idle")
@@ -71,7 +71,7 @@ class Bench:
         self.args = args
         self.rows: list[dict] = []
         self.mismatches: list[str] = []
-        self.start = time.perf_counter()
+        self.budget = Budget(args.time_budget)
         self.skipped = 0
         self.sim = simulator_active()
 
@@ -80,10 +80,6 @@ class Bench:
         return {r["query"]: r["count"] for r in self.rows
                 if r["workload"] == workload and r["variant"] == variant and r["status"] == "ok"
                 and r["check"] in ("ok", "unchecked")}
-
-    def out_of_time(self) -> bool:
-        budget = self.args.time_budget
-        return budget is not None and time.perf_counter() - self.start > budget
 
     def reference(self, ref, query, repeats):
         t = time.perf_counter()
@@ -129,7 +125,7 @@ class Bench:
         if ref is not None and queries:
             ref.match(queries[0], timeout_s=self.args.ref_timeout)          # compile the reference
         for done, query in enumerate(queries):
-            if self.out_of_time():
+            if self.budget.spent():
                 self.skipped += len(queries) - done
                 print(f"[time budget] {workload}/{variant}: {done} of {len(queries)} queries done")
                 return
@@ -183,7 +179,7 @@ class Bench:
         against the fine count), all under --timeout; a timed-out run keeps the idle rate of
         the part it searched."""
         variants = {"fine": {}, **{k: v for k, v in VARIANTS.items() if k.startswith("coarse")}}
-        if not queries or self.out_of_time():
+        if not queries or self.budget.spent():
             self.skipped += len(queries) * len(variants)
             return
         engines = {name: self.engine(data, options) for name, options in variants.items()}
@@ -192,7 +188,7 @@ class Bench:
         for name, engine in engines.items():
             self.compile(workload, name, engine, queries[0])
         for i, query in enumerate(queries):
-            if self.out_of_time():
+            if self.budget.spent():
                 self.skipped += (len(queries) - i) * len(variants)
                 print(f"[time budget] {workload}: {i} of {len(queries)} queries done")
                 return

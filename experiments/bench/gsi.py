@@ -34,7 +34,7 @@ from common.reference import ReferenceMatcher
 from gsi.engine import GSI
 
 from ..harness.store import write_rows
-from ..harness.timing import timed
+from ..harness.timing import Budget, timed
 from ..harness.workloads import check_set
 from ..papers.gsi_icde20 import GSI_LB, GSI_MINUS, GSI_OPT, GSI_PLAIN, PLUS_DS, PLUS_PC
 
@@ -81,7 +81,7 @@ def main(argv=None) -> int:
     ap.add_argument("--variant-queries", type=int, default=10)
     ap.add_argument("--out", default=os.environ.get("OUT") or "bench_out")
     args = ap.parse_args(argv)
-    start = time.perf_counter()
+    budget = Budget(args.time_budget)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     info = device_info()
@@ -92,9 +92,6 @@ def main(argv=None) -> int:
         if v not in VARIANTS:
             ap.error(f"unknown variant {v!r}; known: {', '.join(VARIANTS)}")
     repeats = 1 if args.quick else args.repeats
-
-    def over_budget() -> bool:
-        return args.time_budget is not None and time.perf_counter() - start > args.time_budget
 
     rows, mismatches, summary = [], [], []
     for wname, graph, queries in workloads(names, args.quick):
@@ -122,7 +119,7 @@ def main(argv=None) -> int:
                          gsi_device_ms=dev_s * 1e3, gsi_wall_ms=wall_s * 1e3))
         done, ratios, gsi_times, walls = 0, [], [], []
         for q, expected in queries:
-            if over_budget():
+            if budget.spent():
                 break
             ref_run = timed(cpu, q, repeats)
             ref, cpu_s = ref_run.warm, ref_run.seconds
@@ -150,13 +147,13 @@ def main(argv=None) -> int:
                   f"(wall {wall_s * 1e3:8.2f})  CPU {cpu_s * 1e3:8.2f} ms  CPU/GSI {ratio:7.2f}")
         summary.append((wname, "GSI-opt", done, len(queries), gsi_times, walls, ratios))
         for vname in variants:
-            if over_budget():
+            if budget.spent():
                 break
             eng = GSI(**VARIANTS[vname]).prepare(graph)
             inst = GSI(instrument=True, **VARIANTS[vname]).prepare(graph)
             vd, vt, vw, vr, loads = 0, [], [], [], []
             for q, expected in queries[:args.variant_queries]:
-                if over_budget():
+                if budget.spent():
                     break
                 if expected is None:
                     expected = cpu.match(q).count
@@ -187,7 +184,7 @@ def main(argv=None) -> int:
                   f"median loads {statistics.median(loads) if loads else 0:,.0f}")
 
     write_rows(out_dir / "gsi_bench.csv", rows)
-    print(f"\nwrote {out_dir / 'gsi_bench.csv'} ({len(rows)} rows); elapsed {time.perf_counter() - start:.1f} s")
+    print(f"\nwrote {out_dir / 'gsi_bench.csv'} ({len(rows)} rows); elapsed {budget.elapsed():.1f} s")
     if mismatches:
         print("\n!!!!!!!! WRONG COUNTS !!!!!!!!")
         for m in mismatches:

@@ -36,7 +36,7 @@ from gsi.pcsr import GROUP_WORDS, partition_lists
 from gsi.sgsi import SGSI, SIG_SEGMENT_WORDS
 
 from ..harness.store import write_rows
-from ..harness.timing import timed
+from ..harness.timing import Budget, timed
 from ..harness.workloads import check_set
 
 ENGINES = ("SGSI", "SGSI+", "GSI in-core")
@@ -107,9 +107,9 @@ def main(argv=None) -> int:
               f"limit {limit / 2**20:.1f} MiB, {engines['SGSI'].partitions} PCSR segments, "
               f"{len(engines['SGSI'].sig_segments)} signature segments (prepare {time.perf_counter() - t0:.1f} s)",
               flush=True)
-        done, start = 0, time.perf_counter()
+        done, budget = 0, Budget(args.time_budget)
         for q in queries:
-            if args.time_budget is not None and time.perf_counter() - start > args.time_budget:
+            if budget.spent():
                 break
             row = dict(workload=name, query=q.name, limit_bytes=limit, footprint_bytes=size)
             counts = {}

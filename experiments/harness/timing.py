@@ -4,7 +4,7 @@
 ``measure`` picks what is timed (``MatchResult.seconds``, the sum of the engine's device-event-timed
 phases, by default; a phase or a statistic otherwise), and :meth:`Timing.median_of` gives the
 median of any other figure over the same runs. :func:`clocked` is the host wall time of one call
-(a whole query set, a Dask submission).
+(a whole query set, a Dask submission); :class:`Budget` is a benchmark's ``--time-budget``.
 """
 
 from __future__ import annotations
@@ -46,6 +46,22 @@ def median(values) -> float:
     """The median, NaN for no values."""
     values = list(values)
     return statistics.median(values) if values else math.nan
+
+
+class Budget:
+    """A benchmark's ``--time-budget``: once ``seconds`` have passed since it was made, no new
+    query starts (``seconds=None``: no budget)."""
+
+    def __init__(self, seconds: float | None):
+        self.seconds = seconds
+        self.start = time.perf_counter()
+
+    def elapsed(self) -> float:
+        """Seconds since the budget was made."""
+        return time.perf_counter() - self.start
+
+    def spent(self) -> bool:
+        return self.seconds is not None and self.elapsed() > self.seconds
 
 
 def clocked(call: Callable[[], object]) -> tuple[float, object]:
