@@ -1,4 +1,4 @@
-"""The experiments' figures (experiments/report.draw_figure), checked on the matplotlib objects:
+"""The experiments' figures (experiments/harness/report.draw_figure), checked on the matplotlib objects:
 axis labels with units, log scales for times and bytes, the y = x line in the scatter legend,
 and unsolved queries drawn (at the time limit, with their own marker and legend entry)."""
 
