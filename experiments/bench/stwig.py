@@ -42,7 +42,7 @@ from common.result import Status
 from stwig import STwig, STwigCPU
 
 from ..harness.store import write_rows
-from ..harness.timing import timed
+from ..harness.timing import Budget, timed
 from ..harness.workloads import check_set
 from ..papers.stwig_lin14 import RMAT_ABCD
 
@@ -77,12 +77,11 @@ def parse_args(argv=None):
     return args
 
 
-class Budget:
-    """A global time budget shared out over the workloads (leftovers roll over)."""
+class SharedBudget(Budget):
+    """The ``--time-budget`` shared out over the workloads (leftovers roll over)."""
 
     def __init__(self, seconds: float, parts: int):
-        self.start = time.perf_counter()
-        self.seconds = seconds
+        super().__init__(seconds)
         self.parts = max(parts, 1)
         self.used_parts = 0
         self.part_deadline = self.start
@@ -96,10 +95,8 @@ class Budget:
         self.used_parts += 1
         return share
 
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.start
-
     def spent(self) -> bool:
+        """Whether this workload's share is spent."""
         return time.perf_counter() > self.part_deadline
 
 
@@ -232,7 +229,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    budget = Budget(args.time_budget, len(args.workloads))
+    budget = SharedBudget(args.time_budget, len(args.workloads))
     rows, mismatches, done = [], [], {}
     quick_n = 2 if simulator_active() else 10
     print(f"device: {'simulator' if simulator_active() else 'GPU'}; workloads {args.workloads}", flush=True)

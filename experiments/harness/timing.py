@@ -34,7 +34,8 @@ class Timing:
 
     @property
     def repeated(self) -> bool:
-        """Whether timed runs followed the warm-up (False: the warm-up's own figures are the result)."""
+        """Whether timed runs followed the warm-up (False: the warm-up's own figures are the result;
+        with ``warm=False`` the first timed run stands for the warm-up)."""
         return self.runs[-1] is not self.warm
 
     def median_of(self, figure: Callable[[MatchResult], float]) -> float:
