@@ -17,7 +17,7 @@ Only one copy of the level-1 table per query vertex is stored rather than one pe
 
 Choices where the paper is silent, recorded:
 
-* Hash: MurmurHash2 (``common.device_functions.hash32``) of the key with one seed per table,
+* Hash: MurmurHash2 (``common.gpu.device_functions.hash32``) of the key with one seed per table,
   modulo the bucket count; the authors use ``(c0 ^ (key + c1)) mod buckets``. On a failed build
   the host draws new seeds and rebuilds (the paper's rehash).
 * Sizing: ceil(2|C(u)| / 8) buckets per table (authors' ``CUCKOO_SCALE_PER_TABLE = 2``), |C(u)|
@@ -42,8 +42,8 @@ from __future__ import annotations
 
 from numba import int32, int64
 
-from common.device import FULL_MASK, cuda, jit
-from common.device_functions import hash32, lower_bound
+from common.gpu.device_functions import hash32, lower_bound
+from common.gpu.runtime import FULL_MASK, cuda, jit
 
 from .layout import (
     BUCKET,

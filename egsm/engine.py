@@ -37,13 +37,13 @@ Options (variants of the paper's Table 4 are options of this one class):
 * ``blocks``: blocks of the enumeration kernel (default 4 per SM; 1 in the simulator).
 * ``device_memory_limit``: every device allocation goes through one ``DeviceMemoryBudget``.
 * ``root_range`` (lo, hi) keeps only the embeddings whose u0 maps into [lo, hi) (issue 17,
-  :mod:`common.roots`); u0, the first vertex, comes from the query alone
+  :mod:`common.graph.roots`); u0, the first vertex, comes from the query alone
   (:meth:`EGSM.root_vertex`), and its
   candidate bits outside the range are cleared right after filter steps 1-2, so the tries, the
   wedge filter and the first stage see the restricted C(u0).
 
 ``timeout_s`` (the paper has none): the deadline is checked before the stages, which are queued
-back to back through :class:`common.device.LaunchWatch` (``run_all``: no host round trip between
+back to back through :class:`common.gpu.watch.LaunchWatch` (``run_all``: no host round trip between
 stages), which raises the kernels' stop flag at the deadline; the running stage ends within a
 few batches of it and the stages queued after it leave at once (before the in-launch stop, one
 launch of P8 on the unlabelled GitHub graph ran 98.7 s under ``timeout_s=20``). A stopped
@@ -65,7 +65,7 @@ Per-query fixed cost (choices where the paper is silent; it counts kernel time o
 * Host work per query: ctrl and the cuckoo keys are cleared by two driver memsets (no launch);
   after grouping only the stage masks are copied (the rest of the metadata is already there);
   the hash seeds of each build attempt come from a fixed table (``CUCKOO_SEEDS``); the phases
-  are timed with driver event calls (``common.device.PhaseTimer``). Host work that needs no
+  are timed with driver event calls (``common.gpu.timers.PhaseTimer``). Host work that needs no
   device result runs while the device works: the wedge filter's order and phases while the
   filter kernel runs, the query's grouping shape (``order.query_shape``: core, V_d, u0,
   components) while the index kernels run; after the index only the groups' order by |R| is
@@ -76,7 +76,7 @@ Per-query fixed cost (choices where the paper is silent; it counts kernel time o
   otherwise one launch per centre (grid sized to its cells), as before.
 * Scans: up to ``layout.SMALL_SCAN`` (edge, cell) pairs, one block scans the level-2 counts
   (its total read with ctrl) and later, in one launch, both compaction scans (the alive flags
-  computed on the fly); larger queries use :func:`common.scan.exclusive_scan`.
+  computed on the fly); larger queries use :func:`common.gpu.scan.exclusive_scan`.
 * Grids: index kernels over the query's pairs / cells only (pooled buffers may be longer; the
   scans take ``n``); stage 0 (GetFirstMatches, never split) gets one warp per 32-element task;
   later stages the full grid (their row counts are known only on the device).
@@ -84,9 +84,9 @@ Per-query fixed cost (choices where the paper is silent; it counts kernel time o
   written by lane 0 between warp barriers; not a local array, which Numba would zero-fill at every
   stage launch, nor a global one, whose stores the next loads read back from L2 (``enumerate``
   module docstring).
-* Buffers: every per-query device buffer comes from one :class:`common.device.BufferPool`
+* Buffers: every per-query device buffer comes from one :class:`common.gpu.pool.BufferPool`
   (``self.pool``; grown x1.5, reused); metadata and counters are copied with
-  ``common.device.upload``/``download`` (the driver called directly).
+  ``common.gpu.copies.upload``/``download`` (the driver called directly).
 * Batches (``match_batch``): filter steps 1-2 of up to ``layout.BATCH_MAX`` queries (bitmaps
   of at most ``BATCH_MASK_WORDS`` words) run in one launch with one copy back of every |C(u)|;
   then each query builds its index and enumerates alone, with its own deadline (started when
@@ -121,25 +121,20 @@ from itertools import accumulate
 
 import numpy as np
 
-from common.bitmasks import bits, neighbour_masks
-from common.device import (
-    BufferPool,
-    DeviceMemoryBudget,
-    LaunchWatch,
-    PhaseTimer,
-    cuda,
-    download,
-    fill,
-    simulator_active,
-    upload,
-)
-from common.engine import Engine
+from common.engine.base import Engine
+from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
-from common.graph import Graph
-from common.launch import resident_blocks
-from common.result import MatchResult, Status
-from common.roots import check_root_range
-from common.scan import exclusive_scan
+from common.gpu.budget import DeviceMemoryBudget
+from common.gpu.copies import download, fill, upload
+from common.gpu.launch import resident_blocks
+from common.gpu.pool import BufferPool
+from common.gpu.runtime import cuda, simulator_active
+from common.gpu.scan import exclusive_scan
+from common.gpu.timers import PhaseTimer
+from common.gpu.watch import LaunchWatch
+from common.graph.bitmasks import bits, neighbour_masks
+from common.graph.model import Graph
+from common.graph.roots import check_root_range
 
 from . import layout as L
 from .cuckoo_trie import (

@@ -61,7 +61,7 @@ kernel entry, 2 KB per thread here, which cost a small query's stages more than 
 session 13: every store of the DFS loop went to L2 and the next load came back from there.
 
 Deadline (``timeout_s``; the paper has none inside a launch): with ``watch`` = 1 the host runs
-each stage through :class:`common.device.LaunchWatch`, which writes ``ctrl[C_STOP]`` from a second
+each stage through :class:`common.gpu.watch.LaunchWatch`, which writes ``ctrl[C_STOP]`` from a second
 stream at the deadline; lane 0 of every warp also reads the flag with an L2 atomic every
 ``STOP_POLL_INTERVAL`` polls (a poll = a task taken or a batch tested), since the per-batch
 plain load may hit a stale L1 line the host's copy never updates. Warps waiting for a split
@@ -72,7 +72,7 @@ from __future__ import annotations
 
 from numba import int32, int64
 
-from common.device import FULL_MASK, cuda, jit
+from common.gpu.runtime import FULL_MASK, cuda, jit
 
 from .cuckoo_trie import list_contains, lookup, pair_of
 from .layout import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from common.device import simulator_active
+from common.gpu.runtime import simulator_active
 
 #: Most query vertices: one bit per vertex in an int64 mask, one lane per vertex (paper §5.5).
 MAXQ = 32

@@ -28,7 +28,7 @@ Variants: ``dfs`` = {u0} then every other vertex in one group; ``bfs`` = one ver
 greedy: inside the dense, then sparse, then tree block, the vertex adjacent to the placed ones
 with the smallest |R(u_placed, u)|.
 
-Compiled host code (``numba.njit``) over neighbour bitmasks (``common.bitmasks``): vertex sets
+Compiled host code (``numba.njit``) over neighbour bitmasks (``common.graph.bitmasks``): vertex sets
 are int64 masks, groups come back as masks, each group's vertices ascending.
 """
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from common.bitmasks import bits, lowest_bit, popcount
+from common.graph.bitmasks import bits, lowest_bit, popcount
 
 MODES = ("bfs-dfs", "dfs", "bfs")
 _NO_EDGE = np.iinfo(np.int64).max     # the key of a group without an edge to its anchor

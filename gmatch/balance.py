@@ -22,7 +22,7 @@ import functools
 
 from numba import int8, int32, int64
 
-from common.device import cuda, jit
+from common.gpu.runtime import cuda, jit
 
 from .kernels import SQ_ROWS, load_plan, search_functions, warp_append
 

@@ -32,11 +32,11 @@ import numba
 import numpy as np
 from numba import njit
 
-from common.bitmasks import lowest_bit
-from common.cudasim import FULL_MASK
-from common.device import cuda, jit, simulator_active
-from common.graph import Graph
-from common.sorted_ranges import lower_bound
+from common.gpu.cudasim import FULL_MASK
+from common.gpu.runtime import cuda, jit, simulator_active
+from common.graph.bitmasks import lowest_bit
+from common.graph.model import Graph
+from common.graph.sorted_ranges import lower_bound
 
 from .plan import MAX_QUERY_VERTICES, QueryPlan
 

@@ -32,7 +32,7 @@ leaf_counting=False``, which the experiments use):
   (a few bytes of spills); None leaves it to the compiler. ``idle_stats`` compiles the idle-lane
   count into the fine kernel (Tables 2 and 6); the coarse kernel always counts.
 * ``root_range`` (lo, hi) keeps only the seeds whose position 0 maps into [lo, hi) (issue 17,
-  :mod:`common.roots`); position 0 is one query vertex in every plan of a query
+  :mod:`common.graph.roots`); position 0 is one query vertex in every plan of a query
   (:meth:`GMatch.root_vertex`), and the filter's bit 0 is cleared outside the range before the
   seeds and the candidate graph are built.
   The count is still unique embeddings x |Aut(Q)|, each unique one counted in the part of its
@@ -45,7 +45,7 @@ CHOICES where the paper is silent:
 * ``limit`` counts ordered embeddings: the kernels stop once ceil(limit / |Aut(Q)|) unique ones are
   found (a stop flag polled by every warp each iteration when a limit is set).
 * ``timeout_s``: deadline checks between BFS levels; the DFS launch runs through
-  :class:`common.device.LaunchWatch`, which raises the stop flag from a second stream at the
+  :class:`common.gpu.watch.LaunchWatch`, which raises the stop flag from a second stream at the
   deadline; warps poll it every 32 iterations. The count of a stopped launch is partial: status
   ``timeout``.
 * Grids: the fine kernel's resident grid comes from the compiled kernel (registers and shared
@@ -68,24 +68,18 @@ import time
 
 import numpy as np
 
-from common.device import (
-    BufferPool,
-    DeviceMemoryBudget,
-    LaunchWatch,
-    PhaseTimer,
-    clear_bit_outside,
-    cuda,
-    download,
-    fill,
-    simulator_active,
-    upload,
-)
-from common.engine import Engine
+from common.engine.base import Engine
+from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
-from common.graph import Graph
-from common.launch import resident_blocks
-from common.result import MatchResult, Status
-from common.roots import check_root_range
+from common.gpu.budget import DeviceMemoryBudget
+from common.gpu.copies import clear_bit_outside, download, fill, upload
+from common.gpu.launch import resident_blocks
+from common.gpu.pool import BufferPool
+from common.gpu.runtime import cuda, simulator_active
+from common.gpu.timers import PhaseTimer
+from common.gpu.watch import LaunchWatch
+from common.graph.model import Graph
+from common.graph.roots import check_root_range
 
 from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
 from .candidates import (

@@ -104,8 +104,8 @@ import types
 
 from numba import int8, int32, int64
 
-from common.device import cuda, jit
-from common.device_functions import contains, lower_bound
+from common.gpu.device_functions import contains, lower_bound
+from common.gpu.runtime import cuda, jit
 
 from .candidates import (
     QP_BACKWARD,

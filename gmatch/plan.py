@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from common.bitmasks import lowest_bit, neighbour_masks, popcount
-from common.graph import Graph
+from common.graph.bitmasks import lowest_bit, neighbour_masks, popcount
+from common.graph.model import Graph
 
 MAX_QUERY_VERTICES = 32     # positions are bits of a uint32 mask
 

@@ -41,8 +41,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from common.cudasim import FULL_MASK
-from common.device import cuda, fill, jit, simulator_active
+from common.gpu.copies import fill
+from common.gpu.cudasim import FULL_MASK
+from common.gpu.runtime import cuda, jit, simulator_active
 
 from .join import (
     MAX_LINK_EDGES,

@@ -42,12 +42,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from common.device import BufferPool, DeviceMemoryBudget, PhaseTimer, download, fill, simulator_active, upload
-from common.engine import Engine
+from common.engine.base import Engine
+from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
-from common.graph import Graph
-from common.result import MatchResult, Status
-from common.scan import exclusive_scan
+from common.gpu.budget import DeviceMemoryBudget
+from common.gpu.copies import download, fill, upload
+from common.gpu.pool import BufferPool
+from common.gpu.runtime import simulator_active
+from common.gpu.scan import exclusive_scan
+from common.gpu.timers import PhaseTimer
+from common.graph.model import Graph
 
 from . import balance
 from .filter import FILTERS, SIG_WORDS, filter_kernel, make_compact_kernel, signature_table

@@ -60,14 +60,18 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from common.cudasim import FULL_MASK
-from common.device import BufferPool, DeviceMemoryBudget, PhaseTimer, cuda, fill, jit, simulator_active
-from common.device_functions import lower_bound
-from common.engine import Engine
+from common.engine.base import Engine
+from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
-from common.graph import Graph
-from common.result import MatchResult, Status
-from common.scan import exclusive_scan
+from common.gpu.budget import DeviceMemoryBudget
+from common.gpu.copies import fill
+from common.gpu.cudasim import FULL_MASK
+from common.gpu.device_functions import lower_bound
+from common.gpu.pool import BufferPool
+from common.gpu.runtime import cuda, jit, simulator_active
+from common.gpu.scan import exclusive_scan
+from common.gpu.timers import PhaseTimer
+from common.graph.model import Graph
 
 from . import balance
 from .engine import (

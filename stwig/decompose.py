@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from common.graph import Graph
+from common.graph.model import Graph
 
 
 @dataclass(frozen=True)

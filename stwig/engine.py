@@ -35,7 +35,7 @@ Statistics: ``stats["order"]`` lists the query vertices in the order the join pl
 gives per query vertex the distinct data vertices of its binding after exploration (its column
 in the latest relation holding it), 0 for the vertices of an empty relation and the label's
 frequency where exploration never got to it (a timeout). :meth:`STwigPipeline.match_twigs` is
-:meth:`~common.engine.Engine.match` with a given decomposition (the same checks and statuses).
+:meth:`~common.engine.base.Engine.match` with a given decomposition (the same checks and statuses).
 """
 
 from __future__ import annotations
@@ -46,11 +46,14 @@ from abc import abstractmethod
 
 import numpy as np
 
-from common.device import BufferPool, DeviceMemoryBudget, PhaseTimer, cuda, simulator_active
-from common.engine import Engine
+from common.engine.base import Engine
+from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
-from common.graph import Graph
-from common.result import MatchResult, Status
+from common.gpu.budget import DeviceMemoryBudget
+from common.gpu.pool import BufferPool
+from common.gpu.runtime import cuda, simulator_active
+from common.gpu.timers import PhaseTimer
+from common.graph.model import Graph
 
 from .decompose import JoinPlan, Twig, check_twigs, compile_planning, decompose, estimated_order, join_plan
 from .explore import MAX_LEAVES, CpuExplorer, ExplorationTimeout, GpuExplorer

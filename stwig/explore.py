@@ -40,11 +40,11 @@ import numba
 import numpy as np
 from numba import njit
 
-from common.device import cuda, jit
 from common.errors import DeviceOutOfMemory
-from common.graph import Graph
-from common.scan import exclusive_scan
-from common.sorted_ranges import label_range
+from common.gpu.runtime import cuda, jit
+from common.gpu.scan import exclusive_scan
+from common.graph.model import Graph
+from common.graph.sorted_ranges import label_range
 
 from .decompose import Twig
 
@@ -499,7 +499,7 @@ class GpuExplorer:
     def explore(self, twigs: list[Twig], query_labels: np.ndarray, *, homomorphic: bool,
                 deadline: float | None, max_bytes: int, timer):
         """(relations (device), rows, distinct) as :meth:`STwigPipeline._explore`."""
-        from common.device import fill
+        from common.gpu.copies import fill
 
         from .hashjoin import JOIN_THREADS
 

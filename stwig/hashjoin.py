@@ -41,7 +41,7 @@
 * **Fixed cost per query [the paper is silent].** The relations (R_1 first, then R_2..R_n, one
   flat int32 array) go up in one copy and the plan (``tab``, key and new columns, padded to a
   fixed shape: :data:`PLAN_SIZE`) in another, whose device views are made once; reused buffers
-  come from the engine's :class:`~common.device.BufferPool` and keep their views (the
+  come from the engine's :class:`~common.gpu.pool.BufferPool` and keep their views (the
   saved-state queue one per row width); the chain heads and the join control are cleared by
   driver memsets, not kernels; while the split units fit :data:`SMALL_SPLIT_UNITS`, split levels
   run in one single-block launch (:func:`_split_small_gpu`: count, block scan, fill; the same
@@ -62,9 +62,11 @@ import numba
 import numpy as np
 from numba.extending import register_jitable
 
-from common.device import BufferPool, cuda, download, fill, jit, simulator_active, upload
 from common.errors import DeviceOutOfMemory
-from common.scan import exclusive_scan
+from common.gpu.copies import download, fill, upload
+from common.gpu.pool import BufferPool
+from common.gpu.runtime import cuda, jit, simulator_active
+from common.gpu.scan import exclusive_scan
 
 from .decompose import JoinPlan
 
@@ -504,7 +506,7 @@ def _split_small_gpu(units, depth, max_depth, split_rows, r1, nr1, l1, pool, hea
 class GpuHashJoin:
     """Device side of one query: hash tables for R_2..R_n, the work units (R_1 rows or split
     pairs) and bounded launches of Alg. 2 that save and resume DFS states. Device arrays come
-    from the engine's :class:`~common.device.BufferPool`; views of reused buffers are kept while
+    from the engine's :class:`~common.gpu.pool.BufferPool`; views of reused buffers are kept while
     their buffer is (slicing a device array costs about a launch)."""
 
     def __init__(self, buffers: BufferPool, threads: int, blocks: int | None):

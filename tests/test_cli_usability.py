@@ -10,7 +10,7 @@ import pytest
 
 from _paths import DATA
 from common import available_engines, engine_class
-from common.cli import EXIT_PARTIAL, EXIT_UNSUPPORTED, main
+from common.cli.main import EXIT_PARTIAL, EXIT_UNSUPPORTED, main
 
 HPRD = DATA / "hprd"
 GH = DATA / "gmatch_test"
@@ -49,7 +49,7 @@ def test_every_format_names_the_backend(capsys):
 
 
 def test_gpu_engine_reports_where_it_ran(capsys, tmp_path):
-    from common.device import backend_label
+    from common.gpu.runtime import backend_label
 
     g = tmp_path / "g.graph"
     g.write_text("t 3 3\nv 0 0 2\nv 1 0 2\nv 2 0 2\ne 0 1\ne 1 2\ne 0 2\n")

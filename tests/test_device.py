@@ -1,4 +1,4 @@
-"""common.device, common.scan and common.device_functions against NumPy, on a GPU or under the
+"""common.gpu.runtime, common.gpu.scan and common.gpu.device_functions against NumPy, on a GPU or under the
 simulator (tests/conftest.py picks)."""
 
 from __future__ import annotations
@@ -9,20 +9,10 @@ import time
 import numpy as np
 import pytest
 
-from common.device import (
-    BufferPool,
-    DeviceMemoryBudget,
-    PhaseTimer,
-    cuda,
-    device_info,
-    download,
-    fill,
-    gpu_available,
-    kernel_resources,
-    simulator_active,
-    upload,
-)
-from common.device_functions import (
+from common.errors import DeviceOutOfMemory
+from common.gpu.budget import DeviceMemoryBudget
+from common.gpu.copies import download, fill, upload
+from common.gpu.device_functions import (
     binary_search,
     contains,
     hash32,
@@ -35,8 +25,10 @@ from common.device_functions import (
     intersect_search,
     lower_bound,
 )
-from common.errors import DeviceOutOfMemory
-from common.scan import SCAN_TILE, ScanWorkspace, exclusive_scan, warp_inclusive_scan
+from common.gpu.pool import BufferPool
+from common.gpu.runtime import cuda, device_info, gpu_available, kernel_resources, simulator_active
+from common.gpu.scan import SCAN_TILE, ScanWorkspace, exclusive_scan, warp_inclusive_scan
+from common.gpu.timers import PhaseTimer
 
 
 def _exclusive(a, dtype):

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from common import generate
-from common.graph import Graph
-from common.reference import ReferenceMatcher
-from common.result import PHASES, Status
+from common.cpu.reference import ReferenceMatcher
+from common.engine.result import PHASES, Status
+from common.graph import generate
+from common.graph.model import Graph
 from stwig import STwig, STwigCPU
 from stwig.decompose import Twig, check_twigs, decompose, estimated_order, join_plan
 

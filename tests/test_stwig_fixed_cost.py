@@ -11,11 +11,12 @@ import pytest
 
 import stwig.explore as explore_module
 import stwig.hashjoin as hashjoin_module
-from common import generate
-from common.device import BufferPool, DeviceMemoryBudget, simulator_active
-from common.graph import Graph
-from common.reference import ReferenceMatcher
-from common.result import Status
+from common.cpu.reference import ReferenceMatcher
+from common.engine.result import Status
+from common.gpu.budget import DeviceMemoryBudget
+from common.gpu.pool import BufferPool
+from common.gpu.runtime import simulator_active
+from common.graph.model import Graph, generate
 from stwig import STwig, STwigCPU
 from stwig.decompose import Twig, decompose
 

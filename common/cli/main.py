@@ -1,7 +1,7 @@
 """The library's command line: match, engines, generate, info, convert.
 
 Every subcommand talks to the library only through the public API (``common.match`` and the
-engine registry, ``common.io``, ``common.generate``), so what the CLI does a script can do too.
+engine registry, ``common.graph.io``, ``common.graph.generate``), so what the CLI does a script can do too.
 The installed ``gpusm`` command is :func:`experiments.gpusm.main`: these subcommands plus the
 harness's ``demo`` and ``experiment``, which it adds through ``build_parser(commands=...)``; the
 shared layer does not import the harness.
@@ -15,11 +15,11 @@ import re
 import sys
 from pathlib import Path
 
-from . import BACKEND
-from .engine import available_engines, create_engine
-from .errors import GraphFormatError, InvalidGraphError, UnknownEngineError
-from .paths import resolve_input
-from .result import PHASES, Status
+from .. import BACKEND
+from ..engine.registry import available_engines, create_engine
+from ..engine.result import PHASES, Status
+from ..errors import GraphFormatError, InvalidGraphError, UnknownEngineError
+from ..graph.paths import resolve_input
 from .warmup import add_command as add_warmup
 
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -54,7 +54,7 @@ def parse_option(text: str) -> tuple[str, object]:
 
 # ---------------------------------------------------------------------- match
 def cmd_match(args) -> int:
-    from .io import load_graph, load_query_set
+    from ..graph.io import load_graph, load_query_set
 
     options = dict(args.option or [])
     if args.device_memory_limit is not None:
@@ -68,7 +68,7 @@ def cmd_match(args) -> int:
     from tqdm import tqdm
 
     if engine.uses_device:                  # a CPU engine does not import numba.cuda
-        from .device import backend_label
+        from ..gpu.runtime import backend_label
 
         backend = backend_label()
     else:
@@ -116,7 +116,7 @@ def _match_on_dask(args, data, queries, options, kwargs, progress) -> list:
         import distributed
     except ImportError:
         raise ValueError("--dask needs dask and distributed: pip install 'gpusm[dask]'") from None
-    from .distributed import submit_many
+    from ..distributed import submit_many
 
     cluster = None
     workers = {} if args.dask_workers is None else {"n_workers": args.dask_workers}
@@ -237,8 +237,8 @@ def check_writable(path, folder: bool = False) -> None:
 
 
 def cmd_generate(args) -> int:
-    from . import generate
-    from .io import load_graph, save_graph
+    from ..graph import generate
+    from ..graph.io import load_graph, save_graph
 
     check_writable(args.out, folder=args.what == "queries")
     if args.what == "rmat":
@@ -270,12 +270,12 @@ def cmd_generate(args) -> int:
 def cmd_info(args) -> int:
     import pandas as pd
 
-    from .io import load_graphs
+    from ..graph.io import load_graphs
 
     if not args.graphs and not args.device:
         raise ValueError("name at least one graph file, or --device")
     if args.device:
-        from .device import device_info
+        from ..gpu.runtime import device_info
         for key, value in device_info().items():
             print(f"{key}: {value}")
     rows = []
@@ -291,7 +291,7 @@ def cmd_info(args) -> int:
 
 
 def cmd_convert(args) -> int:
-    from .io import load_graphs, save_graph
+    from ..graph.io import load_graphs, save_graph
 
     check_writable(args.output)
     graphs = load_graphs(args.input, symmetrize=args.symmetrize)
@@ -304,7 +304,7 @@ def cmd_convert(args) -> int:
 
 
 def cmd_engines(args) -> int:
-    from .describe import describe_engines, format_engines
+    from ..engine.describe import describe_engines, format_engines
 
     entries = describe_engines()
     if args.engines:
@@ -328,7 +328,7 @@ def version_text() -> str:
             return importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             return "not installed"
-    from . import __version__
+    from .. import __version__
     return f"gpusm {__version__} (numba {v('numba')}, numba-cuda {v('numba-cuda')}, backend: {BACKEND})"
 
 

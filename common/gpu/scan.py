@@ -16,8 +16,9 @@ import functools
 
 import numpy as np
 
+from .copies import download
 from .cudasim import FULL_MASK
-from .device import cuda, download, jit, simulator_active
+from .runtime import cuda, jit, simulator_active
 
 # The simulator runs one Python thread per CUDA thread, so its tiles are small: 64 threads keep
 # two warps per block (the cross-warp step is exercised) and 1000 elements already need 2 levels.
@@ -115,7 +116,7 @@ def _level_sizes(n: int) -> list[int]:
 
 class ScanWorkspace:
     """Tile-total buffers for scans of up to ``capacity`` elements with output ``dtype``; make one
-    per engine (through its :class:`~common.device.DeviceMemoryBudget`) to scan without
+    per engine (through its :class:`~common.gpu.budget.DeviceMemoryBudget`) to scan without
     allocating per query. It also keeps the kernels and the host cell the total comes back in
     (slicing a device array for the copy costs ~30 us on an H200, as much as a launch)."""
 

@@ -1,5 +1,5 @@
 """Seconds Numba spends compiling in this process, so that a deadline can leave them out
-(:meth:`common.engine.Engine.match_batch` runs a query again when it timed out while its kernels
+(:meth:`common.engine.base.Engine.match_batch` runs a query again when it timed out while its kernels
 compiled).
 
 CPU functions (``numba.njit``) announce their compiles as ``numba:compile`` events; numba-cuda's
@@ -8,7 +8,7 @@ compiled overload for its signature (a compile, or a load from the disk cache) i
 compile nested in another (a device function typed inside its kernel) is counted once.
 
 For CUDA kernels the clock also tells compiles from loads out of the disk cache
-(:mod:`common.kernel_cache`): ``kernels_compiled`` and ``kernels_loaded`` count them,
+(:mod:`common.gpu.kernel_cache`): ``kernels_compiled`` and ``kernels_loaded`` count them,
 ``compiled_names`` names the kernels compiled, and ``load_seconds`` is the part of ``seconds``
 spent loading.
 """

@@ -1,5 +1,5 @@
 """Kernel launches without numba-cuda's general argument marshalling, and the driver's copy,
-memset and event calls that ``common.device`` makes directly (issue 14's fixed cost: numba's
+memset and event calls that ``common.gpu.runtime`` makes directly (issue 14's fixed cost: numba's
 ``Event.record`` and ``elapsed_time`` cost ~15-20 us of host time each, the driver's call a few).
 
 numba-cuda prepares every argument of every launch through its general path: a type lookup of
@@ -57,7 +57,7 @@ _INT64 = (-(1 << 63), 1 << 63)
 def jit(function=None, **options):
     """``cuda.jit`` for a kernel (``@jit`` or ``@jit(max_registers=64)``); on a GPU the result
     launches through :class:`Kernel`, and its compiles are kept in gpusm's disk cache
-    (:mod:`common.kernel_cache`; ``cache=False`` opts out). The simulator, which compiles
+    (:mod:`common.gpu.kernel_cache`; ``cache=False`` opts out). The simulator, which compiles
     nothing, drops ``max_registers``. Every kernel made here is listed in :data:`KERNELS`."""
     cache = options.pop("cache", True)
     if simulator_active():
@@ -97,11 +97,11 @@ class _NumbaPieces(NamedTuple):
     normalize_dims: object            # (grid, block) -> 3-tuples, checked
     launch_kernel: object             # the driver's cuLaunchKernel (cuda-bindings)
     launch_cooperative: object        # the driver's cuLaunchCooperativeKernel
-    memcpy_htod: object               # the driver's cuMemcpyHtoD (common.device.upload)
-    memcpy_dtoh: object               # the driver's cuMemcpyDtoH (common.device.download)
-    memset_d32: object                # the driver's cuMemsetD32Async (common.device.fill)
-    event_record: object              # the driver's cuEventRecord (common.device.PhaseTimer)
-    event_query: object               # the driver's cuEventQuery (common.device.LaunchWatch)
+    memcpy_htod: object               # the driver's cuMemcpyHtoD (common.gpu.copies.upload)
+    memcpy_dtoh: object               # the driver's cuMemcpyDtoH (common.gpu.copies.download)
+    memset_d32: object                # the driver's cuMemsetD32Async (common.gpu.copies.fill)
+    event_record: object              # the driver's cuEventRecord (common.gpu.timers.PhaseTimer)
+    event_query: object               # the driver's cuEventQuery (common.gpu.watch.LaunchWatch)
     event_synchronize: object         # the driver's cuEventSynchronize
     event_elapsed: object             # the driver's cuEventElapsedTime
 

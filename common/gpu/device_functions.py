@@ -4,7 +4,7 @@
 Ranges are ``arr[lo:hi]`` of a sorted array, as CSR neighbour lists are
 (``neighbors[offsets[v]:offsets[v + 1]]``). Intersections assume sorted ranges without
 duplicates. Each function is a small ``@cuda.jit(device=True)`` function that Numba inlines;
-the binary search itself (:func:`lower_bound_probes`) is :mod:`common.sorted_ranges`' one
+the binary search itself (:func:`lower_bound_probes`) is :mod:`common.graph.sorted_ranges`' one
 source, which host ``numba.njit`` code compiles too. The intersections write to ``out`` or,
 given ``out=None``, only count (Numba prunes the write for that type).
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .device import cuda
-from .sorted_ranges import lower_bound_probes
+from ..graph.sorted_ranges import lower_bound_probes
+from .runtime import cuda
 
 
 @cuda.jit(device=True)

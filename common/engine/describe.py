@@ -7,7 +7,8 @@ import inspect
 import re
 import sys
 
-from .engine import Engine, available_engines, engine_class
+from .base import Engine
+from .registry import available_engines, engine_class
 
 _GENERIC = {
     "device_memory_limit": "device-memory budget in bytes, to emulate a smaller GPU (None: the whole device)",

@@ -2,7 +2,7 @@
 data/README.md).
 
 ``$GPUSM_DATA`` names another folder with the same layout and overrides the checkout's ``data/``.
-Every reader (:func:`common.io.load_graph` and the others) and so every ``gpusm`` command resolves
+Every reader (:func:`common.graph.io.load_graph` and the others) and so every ``gpusm`` command resolves
 its input paths through :func:`find_input`: a relative path not found in the working directory
 is looked up in the data folder.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_DATA = Path(__file__).resolve().parents[1] / "data"
+REPO_DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def data_dir() -> Path:

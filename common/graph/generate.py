@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .graph import Graph, gather_rows
 from .io import load_graph, write_graph
+from .model import Graph, gather_rows
 
 __all__ = [
     "rmat", "uniform_labels", "power_law_labels", "relabel", "random_walk_query", "gsi_query",

@@ -36,8 +36,8 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import GraphFormatError
-from .graph import MAX_LABEL, Graph, InvalidGraphError, sorted_unique
+from ..errors import GraphFormatError, InvalidGraphError
+from .model import MAX_LABEL, Graph, sorted_unique
 from .paths import find_input
 
 __all__ = [
@@ -746,7 +746,7 @@ def load_graph(path, *, directed: bool | None = None, symmetrize: bool = False,
         A graph file: ``graph`` (t/v/e text), ``gsi``, ``gmatch-binary`` or a SNAP edge list
         (optionally gzipped). A relative path not found in the working directory is looked up
         in the data folder (``$GPUSM_DATA``, else the checkout's ``data/``:
-        :func:`common.paths.find_input`).
+        :func:`common.graph.paths.find_input`).
     directed : bool, optional
         Defaults to the format's nature: True for ``gsi`` and ``snap``, False for the others.
     symmetrize : bool

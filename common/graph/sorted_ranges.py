@@ -5,7 +5,7 @@ array, as CSR neighbour lists are.
 ``numba.extending.register_jitable``: ``numba.njit`` host code and CUDA device code (and the
 CUDA simulator) compile or run the same source wherever they call it.
 :func:`lower_bound` is its compiled host form; the device form is
-:func:`common.device_functions.lower_bound`."""
+:func:`common.gpu.device_functions.lower_bound`."""
 
 from __future__ import annotations
 

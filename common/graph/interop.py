@@ -1,21 +1,23 @@
-"""Conversions between :class:`~common.graph.Graph` and networkx / scipy.sparse, and
-:func:`results_frame` (a pandas DataFrame of results).
+"""Conversions between :class:`~common.graph.model.Graph` and networkx / scipy.sparse, and
+:func:`as_graph` (a Graph from a Graph, a path or a networkx graph).
 
 Vertex and edge labels come from attributes the caller names. Integer labels ``>= 0`` are kept
 as they are; any other label values (strings, tuples, ...) get integer codes in order of first
 appearance, recorded in ``meta["vertex_label_codes"]`` / ``meta["edge_label_codes"]`` so that a
 query converted with the data graph's codes (``label_codes=``) means the same labels. Node ids
 that are not exactly ``0..n-1`` are compacted, the originals kept in ``meta["original_ids"]``,
-which is what embeddings are reported in (:func:`common.engine.to_original_ids`).
+which is what embeddings are reported in (:func:`common.engine.base.to_original_ids`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from .graph import Graph, InvalidGraphError
+from ..errors import InvalidGraphError
+from .model import Graph
 
 _DEFAULT = "label"
 
@@ -169,21 +171,17 @@ def from_scipy(matrix, labels=None, *, directed: bool = False, edge_labels: bool
                             meta=dict(meta or {}, source="scipy.sparse"))
 
 
-def results_frame(results) -> "pandas.DataFrame":  # noqa: F821
-    """A pandas DataFrame with one row per :class:`~common.result.MatchResult` (its ``to_row()``):
-    engine, query, status, count, seconds, per-phase seconds, peak device bytes and scalar stats."""
-    import pandas as pd
+def as_graph(graph_or_path, vertex_label="label", edge_label=None, like: Graph | None = None) -> Graph:
+    """A Graph from a Graph, a file path or a networkx graph (a query takes ``like``'s label codes)."""
+    if isinstance(graph_or_path, Graph):
+        return graph_or_path
+    if isinstance(graph_or_path, (str, os.PathLike)):
+        from .io import load_graph
 
-    from .result import MatchResult
-
-    if isinstance(results, MatchResult):
-        results = [results]
-    rows = []
-    for result in results:
-        if not isinstance(result, MatchResult):
-            raise TypeError(f"results_frame takes MatchResult objects, got {type(result).__name__}")
-        rows.append(result.to_row())
-    frame = pd.DataFrame(rows)
-    if "status" in frame:
-        frame["exact"] = frame["status"] == "ok"
-    return frame
+        return load_graph(graph_or_path)
+    if is_networkx_graph(graph_or_path):
+        meta = {} if like is None else like.meta
+        return from_networkx(graph_or_path, vertex_label, edge_label,
+                             label_codes=meta.get("vertex_label_codes"),
+                             edge_label_codes=meta.get("edge_label_codes"))
+    raise TypeError(f"expected a Graph or a path (or a networkx graph), got {type(graph_or_path).__name__}")

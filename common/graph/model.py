@@ -18,12 +18,8 @@ from functools import cached_property
 
 import numpy as np
 
+from ..errors import InvalidGraphError
 from .bitmasks import connected, neighbour_masks
-
-
-class InvalidGraphError(ValueError):
-    """A graph's arrays violate the CSR invariants listed in the module docstring."""
-
 
 #: Largest vertex or edge label: label-indexed arrays (frequencies, label offsets, signature
 #: groups) are as long as the largest label, so labels must be small consecutive-ish integers.
@@ -184,18 +180,19 @@ class Graph:
     @classmethod
     def from_networkx(cls, graph, vertex_label: str | None = "label", edge_label: str | None = None,
                       **options) -> "Graph":
-        """From a networkx Graph/DiGraph, labels from the named attributes (:func:`common.interop.from_networkx`)."""
+        """From a networkx Graph/DiGraph, labels from the named attributes
+        (:func:`common.graph.interop.from_networkx`)."""
         from .interop import from_networkx
         return from_networkx(graph, vertex_label, edge_label, **options)
 
     @classmethod
     def from_scipy(cls, matrix, labels=None, **options) -> "Graph":
-        """From a scipy.sparse adjacency matrix and a label array (:func:`common.interop.from_scipy`)."""
+        """From a scipy.sparse adjacency matrix and a label array (:func:`common.graph.interop.from_scipy`)."""
         from .interop import from_scipy
         return from_scipy(matrix, labels, **options)
 
     def to_networkx(self, vertex_label: str | None = "label", edge_label: str | None = "label"):
-        """A networkx Graph/DiGraph with labels in the named attributes (:func:`common.interop.to_networkx`)."""
+        """A networkx Graph/DiGraph with labels in the named attributes (:func:`common.graph.interop.to_networkx`)."""
         from .interop import to_networkx
         return to_networkx(self, vertex_label, edge_label)
 

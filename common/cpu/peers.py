@@ -34,14 +34,15 @@ import time
 
 import numpy as np
 
-from .engine import Engine
-from .graph import Graph
-from .result import MatchResult, Status
+from ..engine.base import Engine
+from ..engine.result import MatchResult, Status
+from ..graph.model import Graph
 
 
 def installed_peers() -> list[str]:
-    """The peer engines registered here: those of ``common.engine.PEER_ENGINES`` whose package is importable."""
-    from .engine import PEER_ENGINES, available_engines
+    """The peer engines registered here: those of ``common.engine.registry.PEER_ENGINES`` whose
+    package is importable."""
+    from ..engine.registry import PEER_ENGINES, available_engines
 
     return [name for name in PEER_ENGINES if name in available_engines()]
 

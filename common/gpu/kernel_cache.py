@@ -1,4 +1,4 @@
-"""The on-disk cache of compiled CUDA kernels: every kernel made by :func:`common.launch.jit` is
+"""The on-disk cache of compiled CUDA kernels: every kernel made by :func:`common.gpu.launch.jit` is
 compiled once per GPU architecture and loaded from disk by every later process (CLI calls,
 experiment workers, Dask workers, ``gpusm warmup``).
 
@@ -152,7 +152,7 @@ def _describe(value, seen: set):
 
 def _wrapped_function(value):
     """The Python function behind a dispatcher: numba-cuda's (``py_func``), gpusm's
-    :class:`common.launch.Kernel`, the simulator's (``fn``), a CPU ``njit`` dispatcher."""
+    :class:`common.gpu.launch.Kernel`, the simulator's (``fn``), a CPU ``njit`` dispatcher."""
     for attribute in ("py_func", "fn"):
         function = getattr(value, attribute, None) if not isinstance(value, type) else None
         if isinstance(function, pytypes.FunctionType):

@@ -1,5 +1,5 @@
 """``gpusm warmup``: compile the kernels of gpusm's GPU engines into the disk cache
-(:mod:`common.kernel_cache`) before anyone waits on them.
+(:mod:`common.gpu.kernel_cache`) before anyone waits on them.
 
 Each engine (each of its :data:`ENGINE_VARIANTS`) runs in its own fresh process, all in
 parallel, over a small built-in workload chosen to take each engine's paths: a labelled R-MAT
@@ -41,8 +41,8 @@ def add_command(sub) -> None:
 
 
 def cmd_warmup(args) -> int:
-    from .cudasim import simulator_active
-    from .kernel_cache import cache_dir, cached_entries
+    from ..gpu.cudasim import simulator_active
+    from ..gpu.kernel_cache import cache_dir, cached_entries
 
     if simulator_active():
         print("gpusm warmup: kernels run in the CUDA simulator here (no GPU), which compiles nothing; "
@@ -66,7 +66,7 @@ def cmd_warmup(args) -> int:
     return 1 if failed else 0
 
 
-def warmup(engines=GPU_ENGINES, jobs: int | None = None, child: str = "common.warmup",
+def warmup(engines=GPU_ENGINES, jobs: int | None = None, child: str = "common.cli.warmup",
            child_args: tuple = ()) -> list[dict]:
     """Run :func:`warm_engine` for each engine in a fresh process (``jobs`` at once); one report
     per engine (see :func:`warm_engine`), or ``{"engine", "error"}`` for a process that failed.
@@ -75,7 +75,7 @@ def warmup(engines=GPU_ENGINES, jobs: int | None = None, child: str = "common.wa
     unknown = [e for e in engines if e not in GPU_ENGINES]
     if unknown:
         raise ValueError(f"not a GPU engine: {', '.join(unknown)} (choose from {', '.join(GPU_ENGINES)})")
-    if child == "common.warmup" and not child_args:     # one process per engine variant
+    if child == "common.cli.warmup" and not child_args:     # one process per engine variant
         work = [(engine, (i,)) for engine in engines for i in range(len(ENGINE_VARIANTS.get(engine, ({},))))]
     else:
         work = [(engine, tuple(child_args)) for engine in engines]
@@ -105,7 +105,7 @@ ENGINE_VARIANTS = {"gmatch": ({}, {"candidate_graph": True})}
 
 def workload():
     """(data graph, queries, match keywords) runs that take each engine's paths."""
-    from .generate import pattern, power_law_labels, query_set, rmat
+    from ..graph.generate import pattern, power_law_labels, query_set, rmat
 
     labelled = rmat(2048, 16384, seed=11, labels=power_law_labels(2048, 8, 1.0, seed=11), name="warmup-labelled")
     unlabelled = rmat(1024, 6144, seed=12, name="warmup-unlabelled")
@@ -127,9 +127,9 @@ def warm_engine(name: str, runs=None, variants=None, batched: bool = True) -> di
     (``match_batch``) when ``batched``; returns what was compiled: ``engine``,
     ``kernels_compiled``, ``kernels_loaded``, ``compile_seconds``, ``wall_seconds``, ``queries``
     run and ``not_launched`` (the engine's kernels no run launched, by name)."""
-    from .compile_clock import compile_clock
-    from .engine import create_engine
-    from .launch import KERNELS
+    from ..engine.registry import create_engine
+    from ..gpu.compile_clock import compile_clock
+    from ..gpu.launch import KERNELS
 
     began = time.perf_counter()
     queries = 0
@@ -154,9 +154,9 @@ def warm_engine(name: str, runs=None, variants=None, batched: bool = True) -> di
 
 
 def not_launched(records, packages) -> list[str]:
-    """Names of the kernels in ``records`` (:data:`common.launch.KERNELS`) from ``packages`` that
+    """Names of the kernels in ``records`` (:data:`common.gpu.launch.KERNELS`) from ``packages`` that
     have no compiled overload (empty under the simulator, which compiles nothing)."""
-    from .cudasim import simulator_active
+    from ..gpu.cudasim import simulator_active
 
     if simulator_active():
         return []
@@ -171,7 +171,7 @@ def not_launched(records, packages) -> list[str]:
 
 
 def _main(argv: list[str]) -> dict:
-    """``python -m common.warmup ENGINE [VARIANT]``: one engine, one of its :data:`ENGINE_VARIANTS`
+    """``python -m common.cli.warmup ENGINE [VARIANT]``: one engine, one of its :data:`ENGINE_VARIANTS`
     (by position) or all of them."""
     name = argv[0]
     variants = ENGINE_VARIANTS.get(name, ({},))

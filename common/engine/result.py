@@ -103,3 +103,21 @@ class MatchResult:
         emb = "" if self.embeddings is None else f", embeddings={self.embeddings.shape}"
         return (f"MatchResult(engine={self.engine!r}, count={self.count}, status={self.status}"
                 f"{reason}{emb}, seconds={self.seconds:.6f})")
+
+
+def results_frame(results) -> "pandas.DataFrame":  # noqa: F821
+    """A pandas DataFrame with one row per :class:`~common.engine.result.MatchResult` (its ``to_row()``):
+    engine, query, status, count, seconds, per-phase seconds, peak device bytes and scalar stats."""
+    import pandas as pd
+
+    if isinstance(results, MatchResult):
+        results = [results]
+    rows = []
+    for result in results:
+        if not isinstance(result, MatchResult):
+            raise TypeError(f"results_frame takes MatchResult objects, got {type(result).__name__}")
+        rows.append(result.to_row())
+    frame = pd.DataFrame(rows)
+    if "status" in frame:
+        frame["exact"] = frame["status"] == "ok"
+    return frame

@@ -37,11 +37,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from .engine import Engine
-from .graph import Graph
-from .result import MatchResult, Status
-from .roots import check_root_range, outside_mask
-from .sorted_ranges import lower_bound
+from ..engine.base import Engine
+from ..engine.result import MatchResult, Status
+from ..graph.model import Graph
+from ..graph.roots import check_root_range, outside_mask
+from ..graph.sorted_ranges import lower_bound
 
 FILTERS = ("label", "degree", "nlf", "refine")
 ORDERS = ("gql", "ri", "input")
@@ -579,7 +579,7 @@ class ReferenceMatcher(Engine):
     and GitHub query sets (docs/performance.md). ``device_memory_limit`` is accepted and
     ignored (this engine runs on the CPU). ``root_range`` (lo, hi) keeps the embeddings whose
     first vertex of the order (:meth:`root_vertex`, chosen from the unrestricted candidates)
-    maps into ``[lo, hi)`` (:mod:`common.roots`).
+    maps into ``[lo, hi)`` (:mod:`common.graph.roots`).
     """
 
     name = "cpu"

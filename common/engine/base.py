@@ -8,10 +8,10 @@ an engine cannot take becomes status ``unsupported`` and a device-memory overflo
 status ``oom``, never a crash.
 
 A GPU engine allocates every device array through one
-``common.device.DeviceMemoryBudget(self.device_memory_limit)`` kept as ``self.budget`` and created
+``common.gpu.budget.DeviceMemoryBudget(self.device_memory_limit)`` kept as ``self.budget`` and created
 in ``_prepare`` (so that the limit emulates the papers' 11/12/24 GB cards and overflowing it
 raises :class:`~common.errors.DeviceOutOfMemory`), keeps its grow-and-reuse buffers in a
-``common.device.BufferPool`` over that budget, times its phases with ``common.device.PhaseTimer``,
+``common.gpu.pool.BufferPool`` over that budget, times its phases with ``common.gpu.timers.PhaseTimer``,
 and reports the budget's peak as ``MatchResult.peak_device_bytes``; the base class resets the
 peak before every query, so the peak is that query's own.
 
@@ -23,19 +23,15 @@ result carries ``stats["compile_reruns"]``; its wall time includes the compile a
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import inspect
-import os
 import time
 from abc import ABC, abstractmethod
-from typing import ClassVar, Iterable
+from typing import ClassVar
 
 import numpy as np
 
-from .compile_clock import compile_clock
-from .errors import DeviceOutOfMemory, UnknownEngineError
-from .graph import Graph
+from ..errors import DeviceOutOfMemory
+from ..gpu.compile_clock import compile_clock
+from ..graph.model import Graph
 from .result import MatchResult, Status
 
 #: times a query that timed out while kernels were compiled for it is run again
@@ -213,7 +209,7 @@ def note_overrun(result: MatchResult, timeout_s: float, wall: float | None = Non
     wall time when known, else the phases' sum). Past :func:`deadline_slack` under the CUDA
     simulator, the reason says why: a kernel launch there runs to its end once started (kernels
     that poll the stop flag excepted), so the overrun is the launch that was running."""
-    from .backend import BACKEND
+    from ..gpu.backend import BACKEND
 
     elapsed = result.seconds if wall is None else wall
     overrun = max(0.0, elapsed - timeout_s)
@@ -265,205 +261,3 @@ def _labels_present(data: Graph, query: Graph) -> bool:
     if not present(query.labels, data.label_frequencies):
         return False
     return query.edge_labels is None or present(query.edge_labels, data.edge_label_frequencies)
-
-
-# ---------------------------------------------------------------------- registry
-#: Registered engines: name -> "module:Class". An engine's issue adds its line when it lands.
-_REGISTRY: dict[str, str] = {
-    "cpu": "common.reference:ReferenceMatcher",
-    "gsi": "gsi.engine:GSI",
-    "sgsi": "gsi.sgsi:SGSI",
-    "egsm": "egsm.engine:EGSM",
-    "gmatch": "gmatch.engine:GMatch",
-    "stwig": "stwig.engine:STwig",
-    "stwig-cpu": "stwig.cpu:STwigCPU",
-}
-#: gpusm's own engines (what ``gpusm demo`` runs); others come from peers or :func:`register`.
-BUILTIN_ENGINES: tuple[str, ...] = tuple(_REGISTRY)
-#: Peer CPU engines (common/peers.py), registered when their package is installed (extra `peers`).
-PEER_ENGINES: dict[str, str] = {"networkx": "common.peers:NetworkXMatcher", "igraph": "common.peers:IGraphMatcher"}
-_REGISTRY.update({name: target for name, target in PEER_ENGINES.items()
-                  if importlib.util.find_spec(name) is not None})
-
-
-def register(name: str, target: str | type) -> None:
-    """Register an engine class (or its ``"module:Class"`` path) under ``name``."""
-    if isinstance(target, type):
-        target = f"{target.__module__}:{target.__qualname__}"
-    _REGISTRY[name] = target
-
-
-def available_engines() -> list[str]:
-    """Names of the registered engines, in registration order."""
-    return list(_REGISTRY)
-
-
-def engine_class(name: str) -> type[Engine]:
-    """The class registered under ``name``; :class:`~common.errors.UnknownEngineError` (a
-    ValueError listing the registered engines) for a name not registered."""
-    if name not in _REGISTRY:
-        raise UnknownEngineError(name, _REGISTRY)
-    module, _, qualname = _REGISTRY[name].partition(":")
-    return getattr(importlib.import_module(module), qualname)
-
-
-def create_engine(name: str, **options) -> Engine:
-    """Instantiate a registered engine with its constructor options.
-
-    Parameters
-    ----------
-    name : str
-        A registered engine (``available_engines()``): "cpu", "gsi", "sgsi", "egsm", "gmatch",
-        "stwig", "stwig-cpu", and "networkx"/"igraph" where installed.
-    **options
-        Constructor options (``gpusm engines NAME`` lists them); an unknown one is a ValueError.
-
-    Returns
-    -------
-    Engine
-        Unprepared: call ``prepare(data)`` once, then ``match`` (or ``match_batch``) per query.
-
-    Examples
-    --------
-    >>> from common import Graph, create_engine
-    >>> data = Graph.from_edges(3, [0, 1, 2], [1, 2, 0], labels=[0, 0, 1])
-    >>> engine = create_engine("cpu").prepare(data)
-    >>> engine.match(Graph.from_edges(2, [0], [1], labels=[0, 1])).count
-    2
-    """
-    cls = engine_class(name)
-    try:
-        inspect.signature(cls).bind(**options)
-    except TypeError as exc:
-        raise ValueError(f"engine {name!r} does not take these options ({exc}); "
-                         f"its options: {', '.join(inspect.signature(cls).parameters)} "
-                         f"(`gpusm engines {name}` explains them)") from None
-    check_option_types(name, cls, options)
-    return cls(**options)
-
-
-_OPTION_KINDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
-                 "None": "none"}
-
-
-def check_option_types(name: str, cls: type, options: dict) -> None:
-    """A ValueError naming the option, the type its annotation asks for and the value given, for
-    an option whose value has none of the plain types (int, float, bool, str, None) it takes.
-    Options with other annotations (ranges, sizes) are checked by the engine itself."""
-    parameters = inspect.signature(cls).parameters
-    for key, value in options.items():
-        parameter = parameters.get(key)
-        if parameter is None or key == "device_memory_limit" or not isinstance(parameter.annotation, str):
-            continue
-        kinds = [k.strip() for k in parameter.annotation.split("|")]
-        if not kinds or not set(kinds) <= set(_OPTION_KINDS):
-            continue
-        fits = {"None": value is None, "bool": isinstance(value, (bool, np.bool_)), "str": isinstance(value, str),
-                "int": isinstance(value, (int, np.integer)) and not isinstance(value, bool),
-                "float": isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)}
-        if not any(fits[k] for k in kinds):
-            default = "" if parameter.default is inspect.Parameter.empty else f", default {parameter.default!r}"
-            raise ValueError(f"engine {name!r}: option {key} takes {' or '.join(_OPTION_KINDS[k] for k in kinds)}"
-                             f" ({parameter.annotation}{default}), got {value!r}")
-
-
-# ---------------------------------------------------------------------- one-call API
-def _as_graph(graph_or_path, vertex_label="label", edge_label=None, like: Graph | None = None) -> Graph:
-    """A Graph from a Graph, a file path or a networkx graph (a query takes ``like``'s label codes)."""
-    if isinstance(graph_or_path, Graph):
-        return graph_or_path
-    if isinstance(graph_or_path, (str, os.PathLike)):
-        from .io import load_graph
-        return load_graph(graph_or_path)
-    from .interop import from_networkx, is_networkx_graph
-    if is_networkx_graph(graph_or_path):
-        meta = {} if like is None else like.meta
-        return from_networkx(graph_or_path, vertex_label, edge_label,
-                             label_codes=meta.get("vertex_label_codes"),
-                             edge_label_codes=meta.get("edge_label_codes"))
-    raise TypeError(f"expected a Graph or a path (or a networkx graph), got {type(graph_or_path).__name__}")
-
-
-def match(data, query, engine: str = "cpu", *, limit: int | None = None, collect: bool = False,
-          timeout_s: float | None = None, homomorphic: bool = False, vertex_label: str | None = "label",
-          edge_label: str | None = None, **engine_options) -> MatchResult:
-    """Match one query against one data graph with a registered engine, in one call.
-
-    Parameters
-    ----------
-    data, query : Graph, str, pathlib.Path or networkx.Graph
-        Graphs, files of any supported format, or networkx graphs (labels from the node/edge
-        attributes ``vertex_label``/``edge_label``; embeddings then name networkx nodes).
-    engine : str
-        A registered engine name (default "cpu").
-    limit : int, optional
-        Stop after this many embeddings (status ``limit``).
-    collect : bool
-        Also return the embeddings (``MatchResult.embeddings``).
-    timeout_s : float, optional
-        Per-query deadline; past it the status is ``timeout`` and ``count`` a lower bound.
-    homomorphic : bool
-        Drop injectivity (where the engine supports it).
-    vertex_label, edge_label : str, optional
-        networkx attribute names of the labels.
-    **engine_options
-        Constructor options, e.g. ``device_memory_limit``.
-
-    Returns
-    -------
-    MatchResult
-
-    Examples
-    --------
-    >>> from common import Graph, match
-    >>> data = Graph.from_edges(3, [0, 1, 2], [1, 2, 0], labels=[0, 0, 1])
-    >>> result = match(data, Graph.from_edges(2, [0], [1], labels=[0, 1]), collect=True)
-    >>> result.count, result.embeddings.tolist()
-    (2, [[0, 2], [1, 2]])
-    """
-    data = _as_graph(data, vertex_label, edge_label)
-    prepared = create_engine(engine, **engine_options).prepare(data)
-    return prepared.match(_as_graph(query, vertex_label, edge_label, like=data), limit=limit,
-                          collect=collect, timeout_s=timeout_s, homomorphic=homomorphic)
-
-
-def match_many(data, queries: Iterable, engine: str = "cpu", *, limit: int | None = None,
-               collect: bool = False, timeout_s: float | None = None, homomorphic: bool = False,
-               vertex_label: str | None = "label", edge_label: str | None = None,
-               client=None, **engine_options) -> list[MatchResult]:
-    """Match a query set, preparing the data graph once; an engine with batches (``gmatch``,
-    ``egsm``: :meth:`Engine.match_batch`) answers small queries together.
-
-    Parameters
-    ----------
-    data : as for :func:`match`
-    queries : iterable of Graph, paths or networkx graphs
-    engine, limit, collect, timeout_s, homomorphic, vertex_label, edge_label, **engine_options
-        As for :func:`match`; ``limit``, ``collect`` and ``timeout_s`` hold per query.
-    client : dask.distributed.Client, optional
-        Run every query as a task on the cluster, each worker preparing the data graph once
-        (:func:`common.distributed.match_many`; the ``dask`` extra).
-
-    Returns
-    -------
-    list of MatchResult
-        One per query, in order.
-
-    Examples
-    --------
-    >>> from common import Graph, match_many
-    >>> data = Graph.from_edges(3, [0, 1, 2], [1, 2, 0], labels=[0, 0, 1])
-    >>> edge = Graph.from_edges(2, [0], [1], labels=[0, 1])
-    >>> [r.count for r in match_many(data, [edge, data])]
-    [2, 2]
-    """
-    if client is not None:
-        from .distributed import match_many as on_cluster
-        return on_cluster(data, queries, engine, client=client, limit=limit, collect=collect,
-                          timeout_s=timeout_s, homomorphic=homomorphic, vertex_label=vertex_label,
-                          edge_label=edge_label, **engine_options)
-    data = _as_graph(data, vertex_label, edge_label)
-    prepared = create_engine(engine, **engine_options).prepare(data)
-    return prepared.match_batch([_as_graph(q, vertex_label, edge_label, like=data) for q in queries],
-                                limit=limit, collect=collect, timeout_s=timeout_s,
-                                homomorphic=homomorphic)
