@@ -69,6 +69,7 @@ import time
 import numpy as np
 
 from common.engine.base import Engine
+from common.engine.deadline import Deadline
 from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
 from common.gpu.budget import DeviceMemoryBudget
@@ -317,7 +318,7 @@ class GMatch(Engine):
             return False
         return True
 
-    def _seed_pool(self, qp, graph, indexed: bool, deadline, target: int):
+    def _seed_pool(self, qp, graph, indexed: bool, deadline: Deadline, target: int):
         """Fill the pool breadth-first until it holds ``target`` partial matches (at most one
         position short of the last enumerated one, ``qp``'s ne); returns (device buffer, rows,
         width, timed_out, pool growths)."""
@@ -340,7 +341,7 @@ class GMatch(Engine):
         growths = 0
         expand = seed_expand_kernel(indexed)
         while width < ne - 1 and 0 < rows < target:
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline.passed():
                 return self._d_pool[cur_i], rows, width, True, growths
             out_i = 1 - cur_i
             counter = self._d_level[width]
@@ -375,9 +376,9 @@ class GMatch(Engine):
 
     # ------------------------------------------------------------------ DFS
     def _dfs(self, n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap, limit_unique,
-             deadline):
+             deadline: Deadline):
         """Run the DFS over seeds [seed_lo, seed_hi) of ``pool``; returns (timed_out, launch stats)."""
-        watch = 0 if deadline is None else 1
+        watch = int(deadline.active)
         rows = seed_hi - seed_lo
         if self.granularity == "fine":
             scope = STEALING_SCOPES[self.work_stealing]
@@ -411,16 +412,16 @@ class GMatch(Engine):
             shape = {"warps_per_block": warps, "blocks": blocks, "stack_shared_bytes": 0,
                      "stack_global_bytes": 2 * blocks * warps * n * capacity * 4,
                      "steal_buffer_bytes": 0}
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline.passed():
             return True, shape
         start_search[START_BLOCKS, START_THREADS](self._d_ctrls, seed_lo, seed_hi, limit_unique, self._d_mail,
                                                   int(global_scope))
-        if deadline is None:
+        if not deadline.active:
             kernel[blocks, warps * 32](*args)
             return False, shape
-        return self._watch.run(kernel, blocks, warps * 32, args, deadline, self._d_stop), shape
+        return self._watch.run(kernel, blocks, warps * 32, args, deadline.at, self._d_stop), shape
 
-    def _search(self, n, qp, graph, indexed, limit_unique, emb_cap, deadline, timer,
+    def _search(self, n, qp, graph, indexed, limit_unique, emb_cap, deadline: Deadline, timer,
                 phase="enumerate", label_seeds=None, seed_target=None):
         """BFS + DFS, or with ``label_seeds`` = (lo, hi) a DFS straight from the root's label range
         of the vertices sorted by label (no BFS, no host round trip: the small-query probe);
@@ -487,7 +488,7 @@ class GMatch(Engine):
                probe_first: bool = True) -> MatchResult:
         """One query; ``probe_first=False`` skips the data-graph probe (a batch already tried it)."""
         start = time.perf_counter()
-        deadline = None if timeout_s is None else start + timeout_s
+        deadline = Deadline(timeout_s, start)
         timer = PhaseTimer()
         n = query.num_vertices
         indexed = self._use_candidate_graph() and n > 1
@@ -504,17 +505,17 @@ class GMatch(Engine):
             # DFS from the root's label range on a grid sized to it (no BFS, no host round trip;
             # the fine kernel checks the seeds' LDF/NLF bit) for DIRECT_S, then over a BFS seed
             # pool (better balanced for hub-heavy roots) for the rest of probe_s
-            probe_end = start + self.probe_s if deadline is None else min(deadline, start + self.probe_s)
+            probe_end = deadline.earlier(start + self.probe_s)
             stopped = True
             if self.granularity == "fine":
                 direct_end = min(probe_end, time.perf_counter() + DIRECT_S)
                 unique, ctrl, _, stopped, stats = self._search(
-                    n, qp, graph, False, 0, 0, direct_end, timer, phase="probe",
+                    n, qp, graph, False, 0, 0, Deadline.at_time(direct_end), timer, phase="probe",
                     label_seeds=self._label_seeds(query, plan))
             if stopped and time.perf_counter() < probe_end:
-                unique, ctrl, _, stopped, stats = self._search(n, qp, graph, False, 0, 0, probe_end, timer,
-                                                               phase="probe", seed_target=PROBE_SEEDS)
-            if not stopped or (deadline is not None and time.perf_counter() >= deadline):
+                unique, ctrl, _, stopped, stats = self._search(n, qp, graph, False, 0, 0, Deadline.at_time(probe_end),
+                                                               timer, phase="probe", seed_target=PROBE_SEEDS)
+            if not stopped or deadline.passed():
                 status = Status.TIMEOUT if stopped else Status.OK
                 stats.update(probe_finished=not stopped)
                 return self._finish(timer, plan, qp, unique, ctrl, stats, status, False)

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from common.engine.base import Engine
+from common.engine.deadline import Deadline, Stop
 from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
 from common.gpu.budget import DeviceMemoryBudget
@@ -103,7 +104,7 @@ class _Query:
     nq: int
     limit: int | None
     collect: bool
-    deadline: float | None
+    deadline: Deadline
     slice_rows: list            # per level: rows of its next join slice (0: no slicing)
     plan: object = None
     count: int = 0
@@ -113,11 +114,6 @@ class _Query:
     chunks: int = 0
     nested_s: list = field(default_factory=list)    # per level: seconds of the current slice in later levels
     fuse: bool = True          # small tables may go to the one-launch join (off once it refused a level)
-
-
-class _Stop(Exception):
-    def __init__(self, status: Status):
-        self.status = status
 
 
 
@@ -403,7 +399,7 @@ class GSI(Engine):
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         start_time = time.perf_counter()
         nq = query.num_vertices
-        q = _Query(nq, limit, collect, None if timeout_s is None else start_time + timeout_s,
+        q = _Query(nq, limit, collect, Deadline(timeout_s, start_time),
                    [first_slice(timeout_s)] * nq, iter_rows=[0] * nq, iter_gba=[0] * nq, nested_s=[0.0] * nq)
         timer = PhaseTimer()
         if self.instrument:
@@ -438,8 +434,8 @@ class GSI(Engine):
                     self._fused_join(q, 0, start_rows)
                 else:
                     self._run_level(q, 0, start_rows)
-            except _Stop as stop:
-                status = stop.status
+            except Stop as stop:
+                status, reason = stop.status, stop.reason
             except DeviceOutOfMemory as exc:
                 status, reason = Status.OOM, str(exc)
         return self._result(q, status, reason, timer, stats)
@@ -470,7 +466,7 @@ class GSI(Engine):
         q.count += found
         if q.limit is not None and q.count >= q.limit:
             q.count = q.limit
-            raise _Stop(Status.LIMIT)
+            raise Stop(Status.LIMIT)
 
     def _finish_rows(self, q: _Query, level: int, table, rows: int) -> None:
         """Final rows: count them, and with ``collect`` copy them to the host."""
@@ -496,8 +492,7 @@ class GSI(Engine):
         """The join levels from ``level0`` (level 0: C(u_start) compacted in the same launch) in
         one launch (:mod:`gsi.fused`), then level by level from where it stopped (its table copied
         into that level's pooled table)."""
-        if q.deadline is not None and time.perf_counter() > q.deadline:
-            raise _Stop(Status.TIMEOUT)
+        q.deadline.check()
         compact = level0 == 0
         self.fused[1, 32 * FUSE_WARPS](
             self.d_bits, self.nwords, q.nq, self.d_qinfo, _QI_STEPS, level0, rows0,
@@ -538,8 +533,7 @@ class GSI(Engine):
         by about one slice of one level."""
         a = 0
         while a < rows:
-            if q.deadline is not None and time.perf_counter() > q.deadline:
-                raise _Stop(Status.TIMEOUT)
+            q.deadline.check()
             m = rows - a
             slice_rows = q.slice_rows[level]
             if slice_rows:

@@ -61,6 +61,7 @@ import numpy as np
 from numba import njit
 
 from common.engine.base import Engine
+from common.engine.deadline import Deadline, Stop
 from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
 from common.gpu.budget import DeviceMemoryBudget
@@ -307,11 +308,6 @@ class _Clock:
         return comm, comp
 
 
-class _Stop(Exception):
-    def __init__(self, status: Status, reason: str = ""):
-        self.status, self.reason = status, reason
-
-
 def _host_memory() -> int:
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
@@ -500,7 +496,7 @@ class SGSI(Engine):
 
     # ------------------------------------------------------------------ match
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
-        self._deadline = None if timeout_s is None else time.perf_counter() + timeout_s
+        self._deadline = Deadline(timeout_s)
         self._slice_rows = first_slice(timeout_s)                       # as GSI's _run_level
         nq = query.num_vertices
         timer = PhaseTimer()
@@ -535,7 +531,7 @@ class SGSI(Engine):
                             embeddings[:, u] = cols[c]
             if self._limited:
                 status = Status.LIMIT
-        except _Stop as stop:
+        except Stop as stop:
             status, reason = stop.status, stop.reason
         if collect and embeddings is None:
             embeddings = np.zeros((0, nq), np.int32)
@@ -545,10 +541,6 @@ class SGSI(Engine):
                      segments_streamed=clock.streamed)
         return MatchResult(self.name, self._count, status, reason=reason, embeddings=embeddings,
                            phases=timer.seconds, peak_device_bytes=self.budget.peak, stats=stats)
-
-    def _check_deadline(self) -> None:
-        if self._deadline is not None and time.perf_counter() > self._deadline:
-            raise _Stop(Status.TIMEOUT)
 
     def _filter(self, query: Graph, nq: int) -> np.ndarray:
         """Stream the signature segments through GSI's filter kernel into the bitsets; |C(u)|."""
@@ -620,14 +612,14 @@ class SGSI(Engine):
             out_rows = 0
             a = 0
             while a < rows_total:
-                self._check_deadline()
+                self._deadline.check()
                 began = time.perf_counter()
                 m, produced = self._run_chunk(step, cols, a, width, write, new_cols)
                 if self._slice_rows:
                     self._slice_rows = adapt_slice(self._slice_rows, time.perf_counter() - began)
                 out_rows += produced
                 if write and out_rows * (width + 1) * 4 > self.host_memory_limit:
-                    raise _Stop(Status.OOM, f"host memory: the table of iteration {level + 1} passed "
+                    raise Stop(Status.OOM, f"host memory: the table of iteration {level + 1} passed "
                                 f"{out_rows:,} rows x {width + 1} columns, over host_memory_limit "
                                 f"{self.host_memory_limit:,} bytes")
                 a += m
@@ -660,7 +652,7 @@ class SGSI(Engine):
         incl = np.cumsum(counts)
         m = int(np.searchsorted(incl, self.gba_cap, side="right"))
         if m == 0:
-            raise _Stop(Status.OOM, f"one row's neighbour list ({int(counts[0]):,} entries) exceeds the "
+            raise Stop(Status.OOM, f"one row's neighbour list ({int(counts[0]):,} entries) exceeds the "
                         f"GBA of {self.gba_cap:,} entries that device_memory_limit leaves")
         self._chunks += 1
         rows = np.ascontiguousarray(np.stack([c[a:a + m] for c in cols], axis=1), np.int32).reshape(-1)

@@ -47,6 +47,7 @@ from abc import abstractmethod
 import numpy as np
 
 from common.engine.base import Engine
+from common.engine.deadline import Deadline, Stop
 from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
 from common.gpu.budget import DeviceMemoryBudget
@@ -56,7 +57,7 @@ from common.gpu.timers import PhaseTimer
 from common.graph.model import Graph
 
 from .decompose import JoinPlan, Twig, check_twigs, compile_planning, decompose, estimated_order, join_plan
-from .explore import MAX_LEAVES, CpuExplorer, ExplorationTimeout, GpuExplorer
+from .explore import MAX_LEAVES, CpuExplorer, GpuExplorer
 from .hashjoin import JOIN_THREADS, MAX_SPLIT_LEVELS, GpuHashJoin
 
 JOIN_ORDERS = ("estimate", "stwig")
@@ -195,7 +196,7 @@ class STwigPipeline(Engine):
 
     # ------------------------------------------------------------------ the pipeline
     def _run(self, query, twigs, limit, collect, timeout_s, homomorphic, start) -> MatchResult:
-        deadline = None if timeout_s is None else start + timeout_s
+        deadline = Deadline(timeout_s, start)
         nq = query.num_vertices
         timer = self._timer()
         timer.add("plan", time.perf_counter() - start)
@@ -227,8 +228,8 @@ class STwigPipeline(Engine):
                 stats["split_depth"] = join.depth
                 stats["join_units"] = join.units
                 status, count, pieces = self._join(join, limit, collect, deadline, stats)
-        except ExplorationTimeout:
-            status = Status.TIMEOUT
+        except Stop as stop:                 # the deadline passed while matching STwigs
+            status = stop.status
             stats["timeout_in"] = "exploration"
         if plan is None:
             plan = join_plan(twigs, nq)
@@ -279,7 +280,7 @@ class STwigPipeline(Engine):
                 launches += 1
                 if done or (stop_at is not None and total >= stop_at):
                     return True, total
-                if deadline is not None and time.perf_counter() > deadline:
+                if deadline.passed():
                     return False, total
                 if self.step_budget is None:
                     if elapsed < self.chunk_seconds / 2:
@@ -314,7 +315,7 @@ class STwigPipeline(Engine):
                 if limit is not None and count >= limit:
                     status, count = Status.LIMIT, limit
                     break
-                if lo < units and deadline is not None and time.perf_counter() > deadline:
+                if lo < units and deadline.passed():
                     status = Status.TIMEOUT
                     break
                 if elapsed < self.chunk_seconds / 2:

@@ -40,6 +40,7 @@ import numba
 import numpy as np
 from numba import njit
 
+from common.engine.deadline import Deadline
 from common.errors import DeviceOutOfMemory
 from common.gpu.runtime import cuda, jit
 from common.gpu.scan import exclusive_scan
@@ -70,10 +71,6 @@ FAST_DONE, FAST_OUT_OF_STEPS, FAST_TOO_LARGE = range(3)
 
 
 _NO_OUTPUT = np.zeros(1, np.int32)
-
-
-class ExplorationTimeout(Exception):
-    """The deadline passed while matching STwigs."""
 
 
 def label_sorted_adjacency(data: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -376,7 +373,7 @@ class CpuExplorer:
         self.n = data.num_vertices
 
     def explore(self, twigs: list[Twig], query_labels: np.ndarray, *, homomorphic: bool,
-                deadline: float | None, max_bytes: int):
+                deadline: Deadline, max_bytes: int):
         """(relations, R_1 entries, rows, distinct): R_1..R_n in one flat int32 array (R_1
         attribute-major, the others row-major, in STwig order), each relation's rows (0 past an
         empty one: the query then stops, its answer empty) and, per relation up to the first
@@ -396,7 +393,7 @@ class CpuExplorer:
         if info[FAST_STATUS] == FAST_TOO_LARGE:
             raise DeviceOutOfMemory(4 * int(info[FAST_WANTED]), 4 * used, max_bytes,
                                     f"STwig relation R_{done + 1} (max_relation_bytes)")
-        _check_deadline(deadline)
+        deadline.check()
         pieces = [flat[:used]]
         if info[FAST_STATUS] == FAST_OUT_OF_STEPS:
             pieces += self._explore_resumable(twigs, done, query_labels, bitmap, bound, rows,
@@ -443,7 +440,7 @@ class CpuExplorer:
             if total == 0:
                 break
             _bind_columns_cpu(bitmap, bound, twig_table(twigs), t, rel, total, *strides, distinct)
-            _check_deadline(deadline)
+            deadline.check()
         return relations
 
 
@@ -463,17 +460,13 @@ def _explore_bounded(roots, args, write, out, offsets, strides, deadline, check=
         total += done
         if check is not None:
             check(total + (work[2] if work[1] >= 0 else 0))
-        _check_deadline(deadline)
+        deadline.check()
         if took < CHUNK_SECONDS:
             steps = min(2 * steps, 1 << 40)
         elif took > 2 * CHUNK_SECONDS:
             steps = max(FIRST_STEPS, steps // 2)
     return total
 
-
-def _check_deadline(deadline: float | None) -> None:
-    if deadline is not None and time.perf_counter() > deadline:
-        raise ExplorationTimeout()
 
 
 class GpuExplorer:
@@ -497,7 +490,7 @@ class GpuExplorer:
         self.buffers.scan(self.max_roots)
 
     def explore(self, twigs: list[Twig], query_labels: np.ndarray, *, homomorphic: bool,
-                deadline: float | None, max_bytes: int, timer):
+                deadline: Deadline, max_bytes: int, timer):
         """(relations (device), rows, distinct) as :meth:`STwigPipeline._explore`."""
         from common.gpu.copies import fill
 
@@ -544,7 +537,7 @@ class GpuExplorer:
                 if 4 * (used + arity * total) > max_bytes:
                     raise DeviceOutOfMemory(4 * arity * total, 4 * used, max_bytes,
                                             f"STwig relation R_{t + 1} (max_relation_bytes)")
-                _check_deadline(deadline)
+                deadline.check()
                 rel = self.buffers.get("relations", used + arity * total, np.int32, keep=used)
                 rows[t] = total
                 if total == 0:

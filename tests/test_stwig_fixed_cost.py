@@ -12,11 +12,13 @@ import pytest
 import stwig.explore as explore_module
 import stwig.hashjoin as hashjoin_module
 from common.cpu.reference import ReferenceMatcher
+from common.engine.deadline import Deadline
 from common.engine.result import Status
 from common.gpu.budget import DeviceMemoryBudget
 from common.gpu.pool import BufferPool
 from common.gpu.runtime import simulator_active
-from common.graph.model import Graph, generate
+from common.graph import generate
+from common.graph.model import Graph
 from stwig import STwig, STwigCPU
 from stwig.decompose import Twig, decompose
 
@@ -38,12 +40,12 @@ def test_fast_exploration_equals_the_resumable_path(workload, monkeypatch):
     for query in queries:
         twigs = decompose(query, data.label_frequencies)
         for homomorphic in (False, True):
-            fast = explorer.explore(twigs, query.labels, homomorphic=homomorphic, deadline=None,
+            fast = explorer.explore(twigs, query.labels, homomorphic=homomorphic, deadline=Deadline(None),
                                     max_bytes=1 << 30)
             with monkeypatch.context() as m:
                 m.setattr(explore_module, "FAST_STEPS", 3)          # cut inside the first STwigs
                 slow = explorer.explore(twigs, query.labels, homomorphic=homomorphic,
-                                        deadline=None, max_bytes=1 << 30)
+                                        deadline=Deadline(None), max_bytes=1 << 30)
             assert np.array_equal(fast[0], slow[0]), query.name
             assert fast[1:] == slow[1:], query.name
             compared += fast[0].size > 0

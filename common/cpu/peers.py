@@ -35,6 +35,7 @@ import time
 import numpy as np
 
 from ..engine.base import Engine
+from ..engine.deadline import Deadline, Stop
 from ..engine.result import MatchResult, Status
 from ..graph.model import Graph
 
@@ -45,10 +46,6 @@ def installed_peers() -> list[str]:
     from ..engine.registry import PEER_ENGINES, available_engines
 
     return [name for name in PEER_ENGINES if name in available_engines()]
-
-
-class _Deadline(Exception):
-    """Raised inside networkx's search when the deadline has passed."""
 
 
 def _rows(mappings: list, nq: int, collect: bool) -> np.ndarray | None:
@@ -93,11 +90,10 @@ class NetworkXMatcher(Engine):
         from networkx.algorithms import isomorphism as iso
 
         start = time.perf_counter()
-        deadline = None if timeout_s is None else start + timeout_s
+        deadline = Deadline(timeout_s, start)
 
         def same_label(a: dict, b: dict) -> bool:
-            if deadline is not None and time.perf_counter() > deadline:
-                raise _Deadline
+            deadline.check()
             return a["label"] == b["label"]
 
         pattern = self._to_networkx(query)
@@ -118,7 +114,7 @@ class NetworkXMatcher(Engine):
                 if limit is not None and count >= limit:
                     status = Status.LIMIT
                     break
-        except _Deadline:
+        except Stop:
             status, reason = Status.TIMEOUT, f"networkx search passed its {timeout_s:g} s deadline"
         return MatchResult(self.name, count, status, reason=reason, embeddings=_rows(mappings, nq, collect),
                            phases={"enumerate": time.perf_counter() - start},

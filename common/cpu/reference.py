@@ -38,6 +38,7 @@ import numpy as np
 from numba import njit
 
 from ..engine.base import Engine
+from ..engine.deadline import Deadline, Stop
 from ..engine.result import MatchResult, Status
 from ..graph.model import Graph
 from ..graph.roots import check_root_range, outside_mask
@@ -461,16 +462,7 @@ def _undirected_adjacency(query: Graph) -> list[set[int]]:
     return adj
 
 
-class DeadlinePassed(Exception):
-    """Raised by the planning functions when the query's deadline passes (status timeout)."""
-
-
-def _check_deadline(deadline: float | None) -> None:
-    if deadline is not None and time.perf_counter() > deadline:
-        raise DeadlinePassed
-
-
-def matching_order(query: Graph, candidate_sizes, method: str = "gql", deadline: float | None = None) -> list[int]:
+def matching_order(query: Graph, candidate_sizes, method: str = "gql", deadline: Deadline | None = None) -> list[int]:
     """Matching order of the query vertices; every vertex after the first of its connected
     component has an already-ordered neighbour, and components come one after another.
 
@@ -480,8 +472,8 @@ def matching_order(query: Graph, candidate_sizes, method: str = "gql", deadline:
     degree; next comes the vertex with the most ordered neighbours (ties: higher degree, then
     fewest candidates), which puts the dense core first and the tree-like fringe last.
     Remaining ties go to the lower id. ``"input"``: the query's own vertex order.
-    A ``deadline`` (``time.perf_counter()`` seconds) is checked per ordered vertex: past it,
-    :class:`DeadlinePassed` (each step scans the unordered vertices, so a large query takes a while).
+    A ``deadline`` (:class:`~common.engine.deadline.Deadline`) is checked per ordered vertex: past it,
+    :class:`~common.engine.deadline.Stop` (each step scans the unordered vertices, so a large query takes a while).
     """
     nq = query.num_vertices
     if method == "input":
@@ -507,7 +499,8 @@ def matching_order(query: Graph, candidate_sizes, method: str = "gql", deadline:
     remaining = set(range(nq))
     order: list[int] = []
     while remaining:
-        _check_deadline(deadline)
+        if deadline is not None:
+            deadline.check()
         frontier = [u for u in remaining if ordered_nbrs[u] > 0]
         u = min(frontier, key=following) if frontier else min(remaining, key=first)
         order.append(u)
@@ -542,7 +535,7 @@ def _backward_constraints(query: Graph, order: list[int]):
 
 
 def _counting_tail(query: Graph, order: list[int], bw_off: np.ndarray, bw_p: np.ndarray,
-                   homomorphic: bool, deadline: float | None = None) -> int:
+                   homomorphic: bool, deadline: Deadline | None = None) -> int:
     """First level of the longest suffix of the order whose matches can be multiplied.
 
     Every ordered neighbour of a suffix level must lie before the suffix (so its matches
@@ -555,7 +548,8 @@ def _counting_tail(query: Graph, order: list[int], bw_off: np.ndarray, bw_p: np.
     tail = nq - 1
     seen = {int(labels[tail])}
     while tail - 1 >= 1:
-        _check_deadline(deadline)
+        if deadline is not None:
+            deadline.check()
         d = tail - 1
         lab = int(labels[d])
         if not homomorphic and lab in seen:
@@ -649,7 +643,7 @@ class ReferenceMatcher(Engine):
 
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         start = time.perf_counter()
-        deadline = None if timeout_s is None else start + timeout_s
+        deadline = Deadline(timeout_s, start)
         g = self._arrays
         nq = query.num_vertices
 
@@ -660,7 +654,7 @@ class ReferenceMatcher(Engine):
         # The deadline holds in every phase: after the (compiled) filter, inside the planning
         # loops, and between the enumeration's compiled chunks.
         try:
-            _check_deadline(deadline)
+            deadline.check()
             order = matching_order(query, sizes, self.order, deadline)
             if self.root_range is not None:           # the order (and so the root) comes first
                 cand, cl_off, cl = self._restrict_root(cand, order[0], query)
@@ -670,7 +664,7 @@ class ReferenceMatcher(Engine):
             qlab = _own(query.labels[qv], np.int32)
             counting = not collect and limit is None
             tail = _counting_tail(query, order, bw_off, bw_p, homomorphic, deadline) if counting else nq - 1
-        except DeadlinePassed:
+        except Stop:
             t_plan = time.perf_counter()
             return MatchResult(self.name, 0, Status.TIMEOUT, reason="deadline passed before the search began",
                                embeddings=np.zeros((0, nq), np.int32) if collect else None,
@@ -712,7 +706,7 @@ class ReferenceMatcher(Engine):
                                         "the reference's 64-bit counter cannot hold the count")
                 if code == _FULL:
                     capacity = min(2 * capacity, _COLLECT_MAX)
-                if deadline is not None and time.perf_counter() > deadline:
+                if deadline.passed():
                     status = Status.TIMEOUT
                     break
             count = int(state[1])
