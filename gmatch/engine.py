@@ -216,7 +216,7 @@ class GMatch(Engine):
     def _prepare(self, data: Graph) -> None:
         # Edge-labelled or directed data: the base class answers every query 'unsupported'.
         self.budget = budget = DeviceMemoryBudget(self.device_memory_limit)
-        self._pool = BufferPool(budget, prefix="gmatch ")
+        self.pool = BufferPool(budget, prefix="gmatch ")
         nv = data.num_vertices
         labels = np.asarray(data.labels, dtype=np.int32)
         d_offsets = budget.to_device(np.asarray(data.offsets, dtype=np.int64), "offsets")
@@ -270,7 +270,7 @@ class GMatch(Engine):
         if cg is None:
             return None, {}
         pack_candidate_graph(qp, cg)
-        upload = self._pool.upload
+        upload = self.pool.upload
         graph = (upload("candidate graph offsets", cg.offsets), upload("candidate graph entries", cg.entries),
                  upload("candidate graph bitmap", cg.bitmap), upload("candidate graph cand_set", cg.cand_set),
                  upload("candidate graph edges", cg.edges.reshape(-1)), self._d_cand)
@@ -405,8 +405,8 @@ class GMatch(Engine):
             kernel = coarse_kernel(warps, self.unroll, indexed)
             capacity = max(self.unroll * max(self._max_degree, 1), 32)
             need = (blocks * warps, n, capacity)
-            fc = (self._pool.get("coarse feasible sets", need, np.int32),
-                  self._pool.get("coarse parent indices", need, np.int32))
+            fc = (self.pool.get("coarse feasible sets", need, np.int32),
+                  self.pool.get("coarse parent indices", need, np.int32))
             args = (*graph, self._d_qp, pool, width, seed_lo, seed_hi, self._d_ctrl, emb, emb_cap,
                     limit_unique, watch, self._d_stop, *fc)
             shape = {"warps_per_block": warps, "blocks": blocks, "stack_shared_bytes": 0,
@@ -622,7 +622,7 @@ class GMatch(Engine):
         warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
         kernel = fine_kernel(levels, warps, self.batch, STEAL_BLOCK, self.roots_per_fetch, False,
                              self.idle_stats, self.max_registers)
-        pool = self._pool
+        pool = self.pool
         d_qps = pool.upload("batch query plans", qps)
         d_cands = pool.get("batch candidate bits", (count, max(1, self.data.num_vertices)), np.uint32)
         d_ctrls = pool.upload("batch control rows", control)

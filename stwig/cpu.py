@@ -173,9 +173,9 @@ class CpuHashJoin:
         self.max_blocks = numba.get_num_threads() * PARALLEL_BLOCKS_PER_THREAD if self.parallel else 1
         with timer.phase("index"):
             self.tab, pool_size, head_size = table_layout(plan, rows)
-            self.pool = np.empty(max(pool_size, 1), np.int32)
+            self.hash_pool = np.empty(max(pool_size, 1), np.int32)
             self.head = np.full(max(head_size, 1), -1, np.int32)
-            _build_tables_cpu(relations, self.tab, self.keycol, self.nt, self.pool, self.head)
+            _build_tables_cpu(relations, self.tab, self.keycol, self.nt, self.hash_pool, self.head)
             if split_rows is None:
                 split_rows = 4 * self.max_blocks
             self.depth, self.units = 0, self.nr1
@@ -183,7 +183,7 @@ class CpuHashJoin:
             while self.units < split_rows and self.depth < min(split_levels, self.nt) and self.units:
                 urow, urec, units = _expand_units_cpu(
                     self.units, self.depth, self.urow, self.urec, r1, self.nr1, self.l1, self.nq,
-                    self.pool, self.head, self.tab, self.keycol, self.keyslot, self.newcol,
+                    self.hash_pool, self.head, self.tab, self.keycol, self.keyslot, self.newcol,
                     self.homomorphic, MAX_PAIRS)
                 if units > MAX_PAIRS:
                     break
@@ -212,7 +212,7 @@ class CpuHashJoin:
         with self.timer.phase("enumerate"):
             self.total += int(run(int(steps), self.saved, self.cursor, self.end, self.lo,
                                   self.depth, self.urow, self.urec, self.r1, self.nr1, self.l1,
-                                  self.nq, self.nt, self.pool, self.head, self.tab, self.keycol,
+                                  self.nq, self.nt, self.hash_pool, self.head, self.tab, self.keycol,
                                   self.keyslot, self.newcol, self.homomorphic, self.mode,
                                   self.rowvals, self.out))
         done = bool((self.cursor >= self.end).all() and (self.saved[:, SV_UNIT] < 0).all())

@@ -381,10 +381,10 @@ class STwig(STwigPipeline):
 
     def _prepare(self, data: Graph) -> None:
         self.budget = DeviceMemoryBudget(self.device_memory_limit)
-        self.buffers = BufferPool(self.budget, prefix="stwig ")
-        self._gpu_explorer = (GpuExplorer(data, self.budget, self.buffers)
+        self.pool = BufferPool(self.budget, prefix="stwig ")
+        self._gpu_explorer = (GpuExplorer(data, self.budget, self.pool)
                               if self.exploration == "gpu" else None)
-        self._join_state = GpuHashJoin(self.buffers, self.threads_per_block, self.blocks)
+        self._join_state = GpuHashJoin(self.pool, self.threads_per_block, self.blocks)
         super()._prepare(data)
 
     def _explore(self, twigs, query, homomorphic, deadline, timer):

@@ -42,6 +42,7 @@ from numba import njit
 
 from common.engine.deadline import Deadline
 from common.errors import DeviceOutOfMemory
+from common.gpu.pool import BufferPool
 from common.gpu.runtime import cuda, jit
 from common.gpu.scan import exclusive_scan
 from common.graph.model import Graph
@@ -476,7 +477,7 @@ class GpuExplorer:
     in the pooled buffer ``relations`` (the flat layout of :meth:`CpuExplorer.explore`); the
     STwigs' leaf arguments go up in one copy per query."""
 
-    def __init__(self, data: Graph, budget, buffers):
+    def __init__(self, data: Graph, budget, pool: BufferPool):
         off, adj, adjlab = label_sorted_adjacency(data)
         self.off = budget.to_device(off, "stwig adjacency offsets")
         self.adj = budget.to_device(adj, "stwig adjacency")
@@ -485,9 +486,9 @@ class GpuExplorer:
                                                   "stwig label index")
         self.label_offsets = data.label_offsets
         self.n = data.num_vertices
-        self.buffers = buffers
+        self.pool = pool
         self.max_roots = max(int(data.label_frequencies.max(initial=1)), 1)
-        self.buffers.scan(self.max_roots)
+        self.pool.scan(self.max_roots)
 
     def explore(self, twigs: list[Twig], query_labels: np.ndarray, *, homomorphic: bool,
                 deadline: Deadline, max_bytes: int, timer):
@@ -512,18 +513,18 @@ class GpuExplorer:
             bound[list(twig.columns)] = 1
         host[3 * nt * MAX_LEAVES + slots:] = twig_table(twigs).reshape(-1)
         with timer.phase("filter"):
-            d_host = self.buffers.upload("exploration arguments", host)
+            d_host = self.pool.upload("exploration arguments", host)
             d_leaf = d_host[:3 * nt * MAX_LEAVES].reshape(nt, 3, MAX_LEAVES)
             distinct = d_host[3 * nt * MAX_LEAVES:3 * nt * MAX_LEAVES + slots]
             d_twigs = d_host[3 * nt * MAX_LEAVES + slots:].reshape(nt, TWIG_FIELDS)
-            bitmap = self.buffers.get("bindings", (nq, self.n), np.int32)
+            bitmap = self.pool.get("bindings", (nq, self.n), np.int32)
             fill(bitmap, 0)
-            scan = self.buffers.scan(self.max_roots)
-            counts = self.buffers.get("root counts", self.max_roots, np.int64)
+            scan = self.pool.scan(self.max_roots)
+            counts = self.pool.get("root counts", self.max_roots, np.int64)
             rows = [0] * nt
             slot, used = 0, 0
             threads = JOIN_THREADS
-            rel = self.buffers.get("relations", 1, np.int32)
+            rel = self.pool.get("relations", 1, np.int32)
             for t, twig in enumerate(twigs):
                 label = int(query_labels[twig.root])
                 first, last = int(self.label_offsets[label]), int(self.label_offsets[label + 1])
@@ -538,7 +539,7 @@ class GpuExplorer:
                     raise DeviceOutOfMemory(4 * arity * total, 4 * used, max_bytes,
                                             f"STwig relation R_{t + 1} (max_relation_bytes)")
                 deadline.check()
-                rel = self.buffers.get("relations", used + arity * total, np.int32, keep=used)
+                rel = self.pool.get("relations", used + arity * total, np.int32, keep=used)
                 rows[t] = total
                 if total == 0:
                     break

@@ -509,8 +509,8 @@ class GpuHashJoin:
     from the engine's :class:`~common.gpu.pool.BufferPool`; views of reused buffers are kept while
     their buffer is (slicing a device array costs about a launch)."""
 
-    def __init__(self, buffers: BufferPool, threads: int, blocks: int | None):
-        self.buffers = buffers
+    def __init__(self, pool: BufferPool, threads: int, blocks: int | None):
+        self.pool = pool
         self.threads = int(threads)
         self.blocks = blocks
         self.small_split = True           # one launch for split levels of <= SMALL_SPLIT_UNITS
@@ -522,7 +522,7 @@ class GpuHashJoin:
     def _view(self, name: str, size: int, dtype, shape_of, buffer_name: str | None = None):
         """A view ``shape_of(buffer)`` of pooled buffer ``buffer_name`` (default ``name``; >= ``size``
         elements), kept as ``name`` and made again only when the buffer is replaced."""
-        buffer = self.buffers.get(buffer_name or name, size, dtype)
+        buffer = self.pool.get(buffer_name or name, size, dtype)
         kept = self._views.get(name)
         if kept is None or kept[0] is not buffer:
             kept = (buffer, shape_of(buffer))
@@ -581,27 +581,27 @@ class GpuHashJoin:
         self.shared = slots * self.join_threads * 4
         with timer.phase("transfer"):
             if isinstance(relations, np.ndarray):
-                device = self.buffers.get("relations", relations.size, np.int32)
+                device = self.pool.get("relations", relations.size, np.int32)
                 upload(device, relations)
                 relations = device
             self._upload_plan(plan, tab)
         self.r1 = relations
         with timer.phase("index"):
-            self.ctrl = self.buffers.get("join control", CTRL_FIELDS, np.int64)
-            self.pool = self.buffers.get("hash pool", pool_size, np.int32)
-            self.head = self.buffers.get("hash heads", head_size, np.int32)
+            self.ctrl = self.pool.get("join control", CTRL_FIELDS, np.int64)
+            self.hash_pool = self.pool.get("hash pool", pool_size, np.int32)
+            self.head = self.pool.get("hash heads", head_size, np.int32)
             fill(self.head, -1, count=head_size)
             total_rows = int(sum(rows[1:]))
             if self.nt and total_rows:
                 blocks = min(self._grid(0, self.threads), (total_rows + self.threads - 1) // self.threads)
                 _build_tables_gpu[blocks, self.threads](relations, self.tab, self.keycol, self.nt,
-                                                        total_rows, self.pool, self.head)
+                                                        total_rows, self.hash_pool, self.head)
             if split_rows is None:
                 split_rows = 4 * self.join_threads * self._grid(self.shared, self.join_threads)
             self._split(split_rows, split_levels)
 
     def _split_args(self):
-        return (self.r1, self.nr1, self.l1, self.pool, self.head, self.tab, self.keycol,
+        return (self.r1, self.nr1, self.l1, self.hash_pool, self.head, self.tab, self.keycol,
                 self.keyslot, self.newcol, self.homomorphic)
 
     def _split_small(self, split_rows: int, levels: int) -> None:
@@ -610,7 +610,7 @@ class GpuHashJoin:
         for i in (0, 1):
             sets.append(self._view(f"small split rows {i}", SMALL_SPLIT_UNITS, np.int32, lambda b: b))
             sets.append(self._records(f"small split records {i}", SMALL_SPLIT_UNITS))
-        report = self.buffers.get("split report", SS_FIELDS, np.int64)
+        report = self.pool.get("split report", SS_FIELDS, np.int64)
         threads = min(self.threads, MAX_BLOCK_THREADS)
         _split_small_gpu[1, threads](self.units, self.depth, levels, split_rows, *self._split_args(),
                                      *sets, report)
@@ -635,8 +635,8 @@ class GpuHashJoin:
                 pass                    # the split is optional
         while self.units < split_rows and self.depth < levels and self.units:
             units = self.units
-            counts = self.buffers.get("split counts", units, np.int64)
-            scan = self.buffers.scan(max(units, 1024))
+            counts = self.pool.get("split counts", units, np.int64)
+            scan = self.pool.scan(max(units, 1024))
             blocks = min(self._grid(0, self.threads), (units + self.threads - 1) // self.threads)
             args = (units, self.depth, self.urow, self.urec, *self._split_args())
             _expand_units_kernel[blocks, self.threads](*args, False, counts, self.urow, self.urec)
@@ -645,7 +645,7 @@ class GpuHashJoin:
                 break
             side = self.depth % 2
             try:
-                nrow = self.buffers.get(f"split rows {side}", new, np.int32)
+                nrow = self.pool.get(f"split rows {side}", new, np.int32)
                 nrec = self._records(f"split records {side}", new)
             except DeviceOutOfMemory:
                 break                   # the split is optional: keep the units so far
@@ -668,8 +668,8 @@ class GpuHashJoin:
                                 buffer_name="saved DFS states")
         self.sel, self.n_in = 0, 0
         fill(self.ctrl, 0)
-        self.rowvals = self.buffers.get("unit values", hi - lo, np.int64)
-        self.out = self.buffers.get("output", rows * self.nq, np.int32)
+        self.rowvals = self.pool.get("unit values", hi - lo, np.int64)
+        self.out = self.pool.get("output", rows * self.nq, np.int32)
         if mode == 2:
             with self.timer.phase("transfer"):
                 upload(self.rowvals, np.ascontiguousarray(offsets, dtype=np.int64))
@@ -681,7 +681,7 @@ class GpuHashJoin:
             _join_gpu[self.grid, self.join_threads, 0, self.shared](
                 self.r1, self.nr1, self.l1, self.lo, self.hi, self.ctrl, self.sel, self.n_in,
                 self.queue, self.cap, int(steps), self.depth, self.urow, self.urec, self.nq,
-                self.nt, self.pool, self.head, self.tab, self.keycol, self.keyslot, self.newcol,
+                self.nt, self.hash_pool, self.head, self.tab, self.keycol, self.keyslot, self.newcol,
                 self.homomorphic, self.mode, self.rowvals, self.out)
         ctrl = download(self.ctrl, self.host_ctrl)
         self.n_in = int(ctrl[C_SAVED + 1 - self.sel])

@@ -163,8 +163,8 @@ def test_engine_uses_the_shared_pool_and_budget(workload):
     assert not hasattr(engine, "_budget")
     assert not hasattr(hashjoin_module, "DeviceBuffers")
     assert isinstance(engine.budget, DeviceMemoryBudget)
-    assert isinstance(engine.buffers, BufferPool) and engine.buffers.budget is engine.budget
-    assert engine._join_state.buffers is engine.buffers
+    assert isinstance(engine.pool, BufferPool) and engine.pool.budget is engine.budget
+    assert engine._join_state.pool is engine.pool
     peaks = [engine.match(q).peak_device_bytes for q in queries]
     assert max(peaks) > 0
     again = engine.match(queries[int(np.argmin(peaks))]).peak_device_bytes
