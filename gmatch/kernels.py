@@ -104,6 +104,7 @@ import types
 
 from numba import int8, int32, int64
 
+from common.gpu.cudasim import FULL_MASK as FULL
 from common.gpu.device_functions import contains, lower_bound
 from common.gpu.runtime import cuda, jit
 
@@ -120,8 +121,8 @@ from .candidates import (
     QP_VLOW,
     QP_WORDS,
 )
+from .plan import MAX_QUERY_VERTICES as MAX_LEVELS  # positions of a query
 
-FULL = 0xFFFFFFFF
 NO_BOUND = 0x7FFFFFFF
 BIG_DEGREE = 0x7FFFFFFFFFFFFFFF
 
@@ -155,7 +156,6 @@ def xfer_words(levels: int) -> int:
 # rows of the per-block shared copy ``sq`` of the query plan (see :func:`load_plan`)
 S_BACK, S_RESTR, S_SAME, S_WORDS, S_CBASE, S_CSIZE, S_LEAFPAR, S_VLOW, S_GLOW = range(9)
 SQ_ROWS = 9
-MAX_LEVELS = 32             # positions of a query (plan.MAX_QUERY_VERTICES)
 
 
 @cuda.jit(device=True)

@@ -38,11 +38,11 @@ from common.gpu.runtime import cuda, jit
 from common.graph.model import Graph
 
 from .join import block_carry_scan
+from .pcsr import HASH_SEED
 
 FILTERS = ("label", "degree", "signature")
 SIG_WORDS = 16
 SIG_GROUPS = 240
-HASH_SEED = 17
 
 
 @njit(cache=True)
