@@ -127,6 +127,7 @@ from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
 from common.gpu.budget import DeviceMemoryBudget
 from common.gpu.copies import download, fill, upload
+from common.gpu.grid import grid_blocks
 from common.gpu.launch import resident_blocks
 from common.gpu.pool import BufferPool
 from common.gpu.runtime import cuda, simulator_active
@@ -193,7 +194,7 @@ BATCH_MASK_WORDS = 8 << 20
 
 
 def _blocks(work: int) -> int:
-    return max(1, min(BUILD_BLOCKS_MAX, (work + L.BUILD_THREADS - 1) // L.BUILD_THREADS))
+    return grid_blocks(work, L.BUILD_THREADS, BUILD_BLOCKS_MAX)
 
 
 @dataclass
@@ -627,7 +628,7 @@ class EGSM(Engine):
 
         # stage 0 (GetFirstMatches, group {u0}) has exactly first_tasks warp tasks and never
         # splits: its grid is sized to them; later stages read row counts only the device knows
-        first_blocks = max(1, min(self.enum_blocks, -(-first_tasks // L.WARPS_PER_BLOCK)))
+        first_blocks = grid_blocks(first_tasks, L.WARPS_PER_BLOCK, self.enum_blocks)
 
         def stage_launch(stage, slot, group_mask, mapped_before, final, fallback):
             """(kernel, grid, block, args) of one stage."""

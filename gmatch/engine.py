@@ -74,6 +74,7 @@ from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
 from common.gpu.budget import DeviceMemoryBudget
 from common.gpu.copies import clear_bit_outside, download, fill, upload
+from common.gpu.grid import grid_blocks
 from common.gpu.launch import resident_blocks
 from common.gpu.pool import BufferPool
 from common.gpu.runtime import cuda, simulator_active
@@ -302,7 +303,7 @@ class GMatch(Engine):
         warps = self.warps_per_block or (2 if SIM else 8)
         if self.blocks:
             return warps, self.blocks
-        return warps, max(1, min(self._sms, math.ceil(seeds / (warps * self.unroll))))
+        return warps, grid_blocks(seeds, warps * self.unroll, self._sms)
 
     # ------------------------------------------------------------------ BFS seed pool
     def _grow_pool(self, index: int, elements: int) -> bool:
@@ -329,11 +330,11 @@ class GMatch(Engine):
             rows = int(qp[QP_CSIZE, 0])                     # |C(0)|
             if rows + 1 > self._d_pool[0].size:
                 self._grow_pool(0, rows + 1)
-            seed_indices[max(1, min(1024, math.ceil(rows / SEED_THREADS))), SEED_THREADS](
+            seed_indices[grid_blocks(rows, SEED_THREADS), SEED_THREADS](
                 self._d_pool[0], rows)
         else:
             nv = self.data.num_vertices
-            blocks = max(1, min(1024, math.ceil(nv / SEED_THREADS)))
+            blocks = grid_blocks(nv, SEED_THREADS)
             seed_level0[blocks, SEED_THREADS](self._d_cand, self._d_pool[0], self._d_pool[0].size,
                                                self._d_level[0])
             rows = int(download(self._d_level[0], self._h_word)[0])
@@ -345,7 +346,7 @@ class GMatch(Engine):
                 return self._d_pool[cur_i], rows, width, True, growths
             out_i = 1 - cur_i
             counter = self._d_level[width]
-            blocks = max(1, min(self._sms * 64, math.ceil(rows * 32 / SEED_THREADS)))
+            blocks = grid_blocks(rows * 32, SEED_THREADS, self._sms * 64)
             while True:
                 capacity = self._d_pool[out_i].size // (width + 1)
                 expand[blocks, SEED_THREADS](*graph, self._d_qp, self._d_pool[cur_i], rows, width,
@@ -471,7 +472,7 @@ class GMatch(Engine):
     def _filter(self, d_qps, d_cands) -> None:
         """LDF/NLF candidate bits of every query of ``d_qps`` (one launch)."""
         nv = self.data.num_vertices
-        blocks = max(1, min(max(1, 4096 // d_qps.shape[0]), math.ceil(nv / (FILTER_THREADS // 32))))
+        blocks = grid_blocks(nv, FILTER_THREADS // 32, max(1, 4096 // d_qps.shape[0]))
         filter_kernel[(blocks, d_qps.shape[0]), FILTER_THREADS](
             self._data_graph[0], self._data_graph[1], self._d_labels, d_qps, d_cands)
 

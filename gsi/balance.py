@@ -43,6 +43,7 @@ import numpy as np
 
 from common.gpu.copies import fill
 from common.gpu.cudasim import FULL_MASK
+from common.gpu.grid import grid_blocks
 from common.gpu.runtime import cuda, jit, simulator_active
 
 from .join import (
@@ -440,7 +441,7 @@ class LoadBalancer:
         if self.load_balance == "histogram":
             T = self.block_threads
             fill(self.d_hist, 0, stream=stream)
-            blocks = max(1, min(self.max_blocks, (m + T - 1) // T))
+            blocks = grid_blocks(m, T, self.max_blocks)
             self.kernels.histogram[blocks, T, stream](counts, m, self.d_hist)
             self.d_hist.copy_to_host(self.h_hist, stream=stream)
             if stream != 0:
@@ -460,7 +461,7 @@ class LoadBalancer:
         w1, w3 = self.thresholds(counts, m, stream)
         inst = int(self.instrument)
         T = self.block_threads
-        grid = max(1, min(self.max_blocks, (m + self.warps - 1) // self.warps))
+        grid = grid_blocks(m, self.warps, self.max_blocks)
         self.kernels.block_first_edge[grid, T, stream](
             tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n, *idx, int(self.write_cache),
             np.int64(w1), np.int64(w3), int(self.duplicate_removal), counts, self.qcount, qinfo, e_lo, e_hi,

@@ -48,6 +48,7 @@ from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
 from common.gpu.budget import DeviceMemoryBudget
 from common.gpu.copies import download, fill, upload
+from common.gpu.grid import grid_blocks
 from common.gpu.pool import BufferPool
 from common.gpu.runtime import simulator_active
 from common.gpu.scan import exclusive_scan
@@ -352,10 +353,10 @@ class GSI(Engine):
 
     # ------------------------------------------------------------------ launch helpers
     def _warp_grid(self, m: int) -> int:
-        return max(1, min(self.max_blocks, (m + self.warps - 1) // self.warps))
+        return grid_blocks(m, self.warps, self.max_blocks)
 
     def _thread_grid(self, m: int) -> int:
-        return max(1, min(self.max_blocks, (m + self.block_threads - 1) // self.block_threads))
+        return grid_blocks(m, self.block_threads, self.max_blocks)
 
     def _scan(self, src, dst, m: int, want_total: bool = True) -> int:
         """Exclusive scan of src[:m] into dst[:m] with the pooled workspace; the total (-1 if not wanted)."""
@@ -372,7 +373,7 @@ class GSI(Engine):
         qi = query_info(self.h_qinfo, query, nq, self.filter == "signature")
         upload(self.d_qinfo, qi[:_QI_STEPS])
         fill(self.d_sizes, 0)
-        blocks = max(1, min(self.max_blocks, (nq * self.nwords + self.warps - 1) // self.warps))
+        blocks = grid_blocks(nq * self.nwords, self.warps, self.max_blocks)
         filter_kernel[blocks, self.block_threads](
             FILTERS.index(self.filter), self.n, self.nwords, nq, self.d_sig, self.d_labels, self.d_out_deg,
             self.d_in_deg, self.d_qinfo, _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG, self.d_bits, self.d_sizes, 0,

@@ -68,6 +68,7 @@ from common.gpu.budget import DeviceMemoryBudget
 from common.gpu.copies import fill
 from common.gpu.cudasim import FULL_MASK
 from common.gpu.device_functions import lower_bound
+from common.gpu.grid import grid_blocks
 from common.gpu.pool import BufferPool
 from common.gpu.runtime import cuda, jit, simulator_active
 from common.gpu.scan import exclusive_scan
@@ -559,7 +560,7 @@ class SGSI(Engine):
             labels = slot[SIG_WORDS * cnt:(SIG_WORDS + 1) * cnt]
             out_d = slot[(SIG_WORDS + 1) * cnt:(SIG_WORDS + 2) * cnt]
             in_d = slot[(SIG_WORDS + 2) * cnt:(SIG_WORDS + 3) * cnt]
-            blocks = max(1, min(self.max_blocks, (nq * words + self.warps - 1) // self.warps))
+            blocks = grid_blocks(nq * words, self.warps, self.max_blocks)
             filter_kernel[blocks, T, stream](2, cnt, words, nq, sig, labels, out_d, in_d, self.d_qinfo,
                                              _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG, self.d_bits, self.d_sizes,
                                              seg.lo // 32, self.nwords)
@@ -662,8 +663,8 @@ class SGSI(Engine):
             self.d_F[:m].copy_to_device(F)
         clock.bytes_h2d += rows.nbytes + F.nbytes
         tab, T = self.d_tab, self.block_threads
-        wg = max(1, min(self.max_blocks, (m + self.warps - 1) // self.warps))
-        tg = max(1, min(self.max_blocks, (m + T - 1) // T))
+        wg = grid_blocks(m, self.warps, self.max_blocks)
+        tg = grid_blocks(m, T, self.max_blocks)
         ubase = step.vertex * self.nwords
         cache = int(self.write_cache)
         heavy = self.load_balance == "histogram" or self.load_balance is True

@@ -19,12 +19,12 @@ only where R_1 has fewer than 4 rows; ``split_probe=False`` never splits).
 
 from __future__ import annotations
 
-import contextlib
-import time
-
 import numba
 import numpy as np
 from numba import njit, prange
+
+from common.gpu.grid import grid_blocks
+from common.gpu.timers import PhaseTimer
 
 from .decompose import JoinPlan
 from .engine import STwigPipeline
@@ -193,7 +193,7 @@ class CpuHashJoin:
     def start(self, lo: int, hi: int, mode: int, offsets: np.ndarray | None = None,
               rows: int = 0) -> None:
         self.lo, self.hi, self.mode = int(lo), int(hi), int(mode)
-        blocks = max(1, min(hi - lo, self.max_blocks))
+        blocks = grid_blocks(hi - lo, 1, self.max_blocks)
         bounds = lo + (hi - lo) * np.arange(blocks + 1, dtype=np.int64) // blocks
         self.cursor, self.end = bounds[:-1].copy(), bounds[1:].copy()
         self.saved = np.full((blocks, SAVED_HEADER + self.nq + self.nt), -1, np.int64)
@@ -245,32 +245,10 @@ class STwigCPU(STwigPipeline):
         return CpuHashJoin(self.parallel)
 
     def _timer(self):
-        return HostTimer()
+        return PhaseTimer(host=True)
 
     def _first_chunk(self) -> int:
         return 4096
 
     def _first_steps(self) -> int:
         return 1 << 16
-
-
-class HostTimer:
-    """PhaseTimer's interface with wall-clock seconds (the CPU baseline runs no device work)."""
-
-    def __init__(self):
-        self._seconds: dict[str, float] = {}
-
-    @contextlib.contextmanager
-    def phase(self, name: str):
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.add(name, time.perf_counter() - start)
-
-    def add(self, name: str, seconds: float) -> None:
-        self._seconds[name] = self._seconds.get(name, 0.0) + float(seconds)
-
-    @property
-    def seconds(self) -> dict[str, float]:
-        return dict(self._seconds)

@@ -42,6 +42,7 @@ from numba import njit
 
 from common.engine.deadline import Deadline
 from common.errors import DeviceOutOfMemory
+from common.gpu.grid import grid_blocks
 from common.gpu.pool import BufferPool
 from common.gpu.runtime import cuda, jit
 from common.gpu.scan import exclusive_scan
@@ -530,7 +531,7 @@ class GpuExplorer:
                 first, last = int(self.label_offsets[label]), int(self.label_offsets[label + 1])
                 nroots = last - first
                 arity, k = len(twig.columns), len(twig.leaves)
-                blocks = max(1, min(1024, (nroots + threads - 1) // threads))
+                blocks = grid_blocks(nroots, threads)
                 args = (self.vertices_by_label, first, nroots, twig.root, root_bound[t], k, d_leaf, t,
                         bitmap, bool(homomorphic), self.off, self.adj, self.adjlab)
                 _explore_roots_gpu[blocks, threads](*args, False, rel, 0, counts, 0, 0)
@@ -545,9 +546,9 @@ class GpuExplorer:
                     break
                 strides = (1, total) if t == 0 else (arity, 1)
                 _explore_roots_gpu[blocks, threads](*args, True, rel, used, counts, *strides)
-                grid = max(1, min(1024, (arity * self.n + threads - 1) // threads))
+                grid = grid_blocks(arity * self.n, threads)
                 _clear_columns_gpu[grid, threads](bitmap, d_twigs, t)
-                grid = max(1, min(1024, (arity * total + threads - 1) // threads))
+                grid = grid_blocks(arity * total, threads)
                 _bind_columns_gpu[grid, threads](bitmap, d_twigs, t, rel[used:], total, *strides,
                                                  distinct, slot)
                 used += arity * total

@@ -64,6 +64,7 @@ from numba.extending import register_jitable
 
 from common.errors import DeviceOutOfMemory
 from common.gpu.copies import download, fill, upload
+from common.gpu.grid import grid_blocks
 from common.gpu.pool import BufferPool
 from common.gpu.runtime import cuda, jit, simulator_active
 from common.gpu.scan import exclusive_scan
@@ -659,7 +660,7 @@ class GpuHashJoin:
         results from ``offsets`` (per unit, from a mode-1 pass)."""
         self.lo, self.hi, self.mode = int(lo), int(hi), int(mode)
         threads = self.join_threads
-        self.grid = max(1, min(self._grid(self.shared, threads), (hi - lo + threads - 1) // threads))
+        self.grid = grid_blocks(hi - lo, threads, self._grid(self.shared, threads))
         self.cap = self.grid * threads
         width = SAVED_HEADER + self.nq + self.nt
         # the whole buffer as rows of this width: a view per width, not per query's row count

@@ -16,11 +16,12 @@ class PhaseTimer:
     Reading :attr:`seconds` synchronises on the recorded events, so phases cost no host sync
     while they run. The simulator's events carry no time (numba-cuda returns -1), so there the
     phases are host wall-clock (``time.perf_counter``), which is what simulated work costs.
+    ``host=True`` takes wall-clock time on a GPU too: a CPU engine's timer (it runs no device work).
     """
 
-    def __init__(self, stream=0):
+    def __init__(self, stream=0, host: bool = False):
         self.stream = stream
-        self._use_events = not simulator_active()
+        self._use_events = not host and not simulator_active()
         self._pending: list[tuple[str, object, object]] = []
         self._seconds: dict[str, float] = {}
 
@@ -74,5 +75,3 @@ class _Phase:
             timer.add(self.name, time.perf_counter() - self.start)
         return False
 
-
-DeviceTimer = PhaseTimer
