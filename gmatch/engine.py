@@ -241,12 +241,10 @@ class GMatch(Engine):
         self._d_level = [self._d_levels[i:i + 1] for i in range(MAX_QUERY_VERTICES + 1)]   # sliced once
         start = max(nv + 1, min(32 * self.seed_pool, POOL_START, 4 * (nv + data.num_edges),
                                 (budget.limit or 1 << 40) // 32))
-        self._d_pool = [budget.device_array(start, np.int32, "seed pool"),
-                        budget.device_array(start, np.int32, "seed pool")]
+        self._seed_start = start
         self._d_no_emb = budget.device_array((1, MAX_QUERY_VERTICES), np.int32, "no embeddings")
-        self._d_mail = budget.device_array(MAILBOX + 32, np.int32, "steal mailbox")
         self._watch = LaunchWatch()                          # stops a DFS launch at timeout_s
-        self._d_xfer = budget.device_array((1, 1), np.int32, "steal hand-over records")
+        self._begin_query()
         self._fc = None
         self._data_graph = (d_offsets, d_neighbors, budget.zeros(1, np.uint32, "no bitmap"),
                             budget.zeros(1, np.int32, "no candidate set"),
@@ -306,17 +304,27 @@ class GMatch(Engine):
         return warps, grid_blocks(seeds, warps * self.unroll, self._sms)
 
     # ------------------------------------------------------------------ BFS seed pool
+    def _begin_query(self) -> None:
+        """A query's device buffers start at their prepared sizes, whatever an earlier query grew
+        them to: the two seed-pool buffers (their capacity ``_seed_cap`` is what the kernels are
+        given), the steal mailbox and the hand-over records. The pool keeps larger buffers but
+        counts each query's own demand, so a query's growths and ``peak_device_bytes`` are its own."""
+        self._seed_cap = [self._seed_start, self._seed_start]
+        self._d_pool = [self.pool.get(f"seed pool {i}", self._seed_start, np.int32) for i in range(2)]
+        self._d_mail = self.pool.get("steal mailbox", MAILBOX + 32, np.int32)
+        self._d_xfer = self.pool.get("steal hand-over records", (1, 1), np.int32)
+
     def _grow_pool(self, index: int, elements: int) -> bool:
         """Grow seed-pool buffer ``index`` to ``elements`` int32; False when it may not."""
         if elements > POOL_MAX:
             return False
-        old = self._d_pool[index]
-        self.budget.free(old)
+        name = f"seed pool {index}"
         try:
-            self._d_pool[index] = self.budget.device_array(elements, np.int32, "seed pool")
+            self._d_pool[index] = self.pool.get(name, elements, np.int32, growth=1.0)
         except DeviceOutOfMemory:
-            self._d_pool[index] = self.budget.device_array(old.size, np.int32, "seed pool")
+            self._d_pool[index] = self.pool.get(name, self._seed_cap[index], np.int32, growth=1.0)
             return False
+        self._seed_cap[index] = elements
         return True
 
     def _seed_pool(self, qp, graph, indexed: bool, deadline: Deadline, target: int):
@@ -328,14 +336,14 @@ class GMatch(Engine):
         cur_i = 0
         if indexed:
             rows = int(qp[QP_CSIZE, 0])                     # |C(0)|
-            if rows + 1 > self._d_pool[0].size:
+            if rows + 1 > self._seed_cap[0]:
                 self._grow_pool(0, rows + 1)
             seed_indices[grid_blocks(rows, SEED_THREADS), SEED_THREADS](
                 self._d_pool[0], rows)
         else:
             nv = self.data.num_vertices
             blocks = grid_blocks(nv, SEED_THREADS)
-            seed_level0[blocks, SEED_THREADS](self._d_cand, self._d_pool[0], self._d_pool[0].size,
+            seed_level0[blocks, SEED_THREADS](self._d_cand, self._d_pool[0], self._seed_cap[0],
                                                self._d_level[0])
             rows = int(download(self._d_level[0], self._h_word)[0])
         width = 1
@@ -348,7 +356,7 @@ class GMatch(Engine):
             counter = self._d_level[width]
             blocks = grid_blocks(rows * 32, SEED_THREADS, self._sms * 64)
             while True:
-                capacity = self._d_pool[out_i].size // (width + 1)
+                capacity = self._seed_cap[out_i] // (width + 1)
                 expand[blocks, SEED_THREADS](*graph, self._d_qp, self._d_pool[cur_i], rows, width,
                                              self._d_pool[out_i], capacity, counter)
                 nxt = int(download(counter, self._h_word)[0])
@@ -364,16 +372,13 @@ class GMatch(Engine):
         return self._d_pool[cur_i], rows, width, False, growths
 
     def _steal_buffers(self, total_warps: int, levels: int) -> None:
-        """Grow (never per query once large enough) the mailbox + warp states and the global
-        hand-over records for ``total_warps`` warps with ``levels``-level stacks."""
-        if self._d_mail.size < MAILBOX + total_warps:
-            self.budget.free(self._d_mail)
-            self._d_mail = self.budget.device_array(MAILBOX + total_warps, np.int32, "steal mailbox")
+        """The mailbox + warp states and the global hand-over records for ``total_warps`` warps
+        with ``levels``-level stacks (pooled: kept across queries, each query's demand counted)."""
+        self._d_mail = self.pool.get("steal mailbox", MAILBOX + total_warps, np.int32, growth=1.0)
         need = (total_warps, xfer_words(levels))
         if any(a < b for a, b in zip(self._d_xfer.shape, need)):
             grow = tuple(max(a, b) for a, b in zip(self._d_xfer.shape, need))
-            self.budget.free(self._d_xfer)
-            self._d_xfer = self.budget.device_array(grow, np.int32, "steal hand-over records")
+            self._d_xfer = self.pool.get("steal hand-over records", grow, np.int32, growth=1.0)
 
     # ------------------------------------------------------------------ DFS
     def _dfs(self, n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap, limit_unique,
@@ -490,6 +495,7 @@ class GMatch(Engine):
         """One query; ``probe_first=False`` skips the data-graph probe (a batch already tried it)."""
         start = time.perf_counter()
         deadline = Deadline(timeout_s, start)
+        self._begin_query()
         timer = PhaseTimer()
         n = query.num_vertices
         indexed = self._use_candidate_graph() and n > 1
@@ -603,6 +609,7 @@ class GMatch(Engine):
         """One batched launch over ``queries``; a query it did not finish gets status timeout,
         its partial count and ``stats["batch_unfinished"]`` (with the batch's seconds)."""
         start = time.perf_counter()
+        self._begin_query()
         timer = PhaseTimer()
         count = len(queries)
         plans = []

@@ -45,9 +45,10 @@ class BufferPool:
             self._demand[name] = nbytes
             self.budget._add_slack(old - nbytes)
 
-    def get(self, name: str, size, dtype, keep: int = 0):
+    def get(self, name: str, size, dtype, keep: int = 0, growth: float | None = None):
         """The whole buffer (at least ``size`` elements) for an int ``size``; for a shape, a view
-        of its first elements in that shape."""
+        of its first elements in that shape. ``growth`` overrides the pool's growth factor for
+        this call (1.0: a buffer replaced is exactly ``size`` long)."""
         if type(size) is int:                # the common case: a buffer kept at least this long
             kept = self._kept.get(name)
             if kept is not None and kept[1] is dtype and kept[2] >= size:
@@ -59,7 +60,8 @@ class BufferPool:
         elements = max(math.prod(shape), 1)
         current = self._arrays.get(name)
         if current is None or current.size < elements or current.dtype != dtype:
-            capacity = elements if current is None else max(elements, int(current.size * self.growth))
+            factor = self.growth if growth is None else float(growth)
+            capacity = elements if current is None else max(elements, int(current.size * factor))
             if current is not None and not keep:
                 self.free(name)
             array = self.budget.device_array(capacity, dtype, what=f"{self.prefix}{name}")
