@@ -72,9 +72,10 @@ from __future__ import annotations
 
 from numba import int32, int64
 
+from common.gpu.device_functions import contains
 from common.gpu.runtime import FULL_MASK, cuda, jit
 
-from .cuckoo_trie import list_contains, lookup, pair_of
+from .cuckoo_trie import lookup, pair_of
 from .layout import (
     C_COUNT,
     C_ERROR,
@@ -210,7 +211,7 @@ def test_candidate(meta, keys, off2, nbr2, proj_keys, sM, sC, w, mapped, u, kind
             if kind == 0 and e == edge:
                 continue
             p = meta[M_PBASE + e] + sC[w, a] - meta[M_CBASE + a]
-            if not list_contains(nbr2, off2[p], off2[p + 1], x):
+            if not contains(nbr2, off2[p], off2[p + 1], x):
                 return False, x, int32(cell)
         else:
             p = pair_of(meta, u, a, local)

@@ -46,12 +46,32 @@ def test_no_engine_module_makes_a_kernel_outside_common_launch_jit():
     """A kernel made with ``cuda.jit`` directly would not be cached; device functions may be."""
     offenders = []
     for package in kernel_cache.KERNEL_PACKAGES:
-        for path in (ROOT / package).glob("*.py"):
+        for path in (ROOT / package).rglob("*.py"):
             for number, line in enumerate(path.read_text().splitlines(), 1):
                 if "cuda.jit" in line and "device=True" not in line and not line.lstrip().startswith(("#", "``")) \
                         and "``" not in line and path.name != "launch.py":
                     offenders.append(f"{package}/{path.name}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def test_the_cache_depends_on_every_source_file_of_the_packages_subpackages_included(monkeypatch, tmp_path):
+    """An edit to a device function in a subpackage (common/gpu/device_functions.py) invalidates
+    every cached kernel: the packages' digest covers the files below the top level too."""
+    for package in kernel_cache.KERNEL_PACKAGES:
+        (tmp_path / package / "sub").mkdir(parents=True)
+        (tmp_path / package / "top.py").write_text("A = 1\n")
+        (tmp_path / package / "sub" / "deep.py").write_text("B = 1\n")
+    monkeypatch.setattr(kernel_cache, "_ROOT", tmp_path)
+    kernel_cache.packages_digest.cache_clear()
+    try:
+        before = kernel_cache.packages_digest()
+        (tmp_path / "common" / "sub" / "deep.py").write_text("B = 2\n")
+        kernel_cache.packages_digest.cache_clear()
+        assert kernel_cache.packages_digest() != before
+        assert kernel_cache._subfolder(str(tmp_path / "common" / "sub" / "deep.py")) == "common_sub"
+        assert kernel_cache._subfolder(str(tmp_path / "gsi" / "top.py")) == "gsi"
+    finally:
+        kernel_cache.packages_digest.cache_clear()
 
 
 def _factory(warps, helper):

@@ -95,7 +95,8 @@ def _warm_in_process(engine: str, child: str, child_args: tuple) -> dict:
 
 
 def _repo_root() -> str:
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    """The folder holding the ``common`` package (common/cli/warmup.py is two levels below it)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 #: engine options whose kernels the defaults do not reach on the small workload (gMatch's

@@ -3,7 +3,8 @@
 
 Ranges are ``arr[lo:hi]`` of a sorted array, as CSR neighbour lists are
 (``neighbors[offsets[v]:offsets[v + 1]]``). Intersections assume sorted ranges without
-duplicates. Each function is a small ``@cuda.jit(device=True)`` function that Numba inlines;
+duplicates: :func:`intersect_walk` merges or binary-searches, :func:`intersect` picks one by the
+ranges' sizes. Each function is a small ``@cuda.jit(device=True)`` function that Numba inlines;
 the binary search itself (:func:`lower_bound_probes`) is :mod:`common.graph.sorted_ranges`' one
 source, which host ``numba.njit`` code compiles too. The intersections write to ``out`` or,
 given ``out=None``, only count (Numba prunes the write for that type).
@@ -22,15 +23,6 @@ from .runtime import cuda
 def lower_bound(arr, lo, hi, key):
     """First index i in [lo, hi) with arr[i] >= key (hi if none)."""
     return lower_bound_probes(arr, lo, hi, key)[0]
-
-
-@cuda.jit(device=True)
-def binary_search(arr, lo, hi, key):
-    """Index of ``key`` in arr[lo:hi], or -1."""
-    i = lower_bound(arr, lo, hi, key)
-    if i < hi and arr[i] == key:
-        return i
-    return -1
 
 
 @cuda.jit(device=True)
@@ -68,32 +60,6 @@ def intersect_walk(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos, search):
 
 
 @cuda.jit(device=True)
-def intersect_merge(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos):
-    """Write a ∩ b (ascending) to out[out_pos:] by a merge walk; return how many."""
-    return intersect_walk(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos, False)
-
-
-@cuda.jit(device=True)
-def intersect_count_merge(a, a_lo, a_hi, b, b_lo, b_hi):
-    """|a[a_lo:a_hi] ∩ b[b_lo:b_hi]| by a merge walk: O(|a| + |b|)."""
-    return intersect_walk(a, a_lo, a_hi, b, b_lo, b_hi, None, 0, False)
-
-
-@cuda.jit(device=True)
-def intersect_search(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos):
-    """Write a ∩ b (ascending) to out[out_pos:] by binary search of a's elements in b; return
-    how many. Pass the shorter range as a."""
-    return intersect_walk(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos, True)
-
-
-@cuda.jit(device=True)
-def intersect_count_search(a, a_lo, a_hi, b, b_lo, b_hi):
-    """|a ∩ b| by binary-searching each element of the (short) range a in the (long) range b;
-    the search start only moves forward: O(|a| log |b|)."""
-    return intersect_walk(a, a_lo, a_hi, b, b_lo, b_hi, None, 0, True)
-
-
-@cuda.jit(device=True)
 def _prefer_search(short_len, long_len):
     """Binary search wins when |short| * log2(|long|) < |short| + |long|."""
     steps = 1
@@ -112,12 +78,6 @@ def intersect(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos):
     if _prefer_search(b_hi - b_lo, a_hi - a_lo):
         return intersect_walk(b, b_lo, b_hi, a, a_lo, a_hi, out, out_pos, True)
     return intersect_walk(a, a_lo, a_hi, b, b_lo, b_hi, out, out_pos, False)
-
-
-@cuda.jit(device=True)
-def intersect_count(a, a_lo, a_hi, b, b_lo, b_hi):
-    """|a ∩ b|, by merge or, for very unequal sizes, by binary search of the shorter range."""
-    return intersect(a, a_lo, a_hi, b, b_lo, b_hi, None, 0)
 
 
 def _murmur2_32(key, seed):
@@ -142,8 +102,4 @@ hash32 = cuda.jit(device=True)(_murmur2_32)
 hash32_host = numba.njit(_murmur2_32)
 
 
-__all__ = [
-    "lower_bound", "lower_bound_probes", "binary_search", "contains", "intersect_walk",
-    "intersect_count_merge", "intersect_merge", "intersect_count_search", "intersect_search",
-    "intersect_count", "intersect", "hash32", "hash32_host",
-]
+__all__ = ["lower_bound", "lower_bound_probes", "contains", "intersect_walk", "intersect", "hash32", "hash32_host"]

@@ -46,7 +46,7 @@ log = logging.getLogger("gpusm.kernel_cache")
 
 #: the packages whose source every cached kernel depends on (device functions, intrinsics)
 KERNEL_PACKAGES = ("common", "gsi", "egsm", "gmatch", "stwig")
-_ROOT = Path(__file__).resolve().parent.parent
+_ROOT = Path(__file__).resolve().parents[2]            # the repository (the packages' parent)
 
 
 class Uncacheable(Exception):
@@ -70,11 +70,12 @@ def cache_dir() -> Path:
 
 @functools.lru_cache(maxsize=None)
 def packages_digest() -> str:
-    """SHA-256 of the source of every kernel package (file names and contents, sorted)."""
+    """SHA-256 of the source of every kernel package, subpackages included (file paths and
+    contents, sorted)."""
     digest = hashlib.sha256()
     for package in KERNEL_PACKAGES:
-        for path in sorted((_ROOT / package).glob("*.py")):
-            digest.update(f"{package}/{path.name}\0".encode())
+        for path in sorted((_ROOT / package).rglob("*.py")):
+            digest.update(f"{path.relative_to(_ROOT).as_posix()}\0".encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
 
@@ -92,11 +93,12 @@ def source_stamp(py_file: str) -> tuple:
 
 
 def _subfolder(py_file: str) -> str:
-    """``gsi`` for a kernel in ``gsi/join.py``; a kernel elsewhere (a test) gets its folder's name
-    and a hash of its path."""
+    """``gsi`` for a kernel in ``gsi/join.py``, ``common_gpu`` for one in ``common/gpu/scan.py``;
+    a kernel elsewhere (a test) gets its folder's name and a hash of its path."""
     folder = Path(py_file).resolve().parent
-    if folder.parent == _ROOT and folder.name in KERNEL_PACKAGES:
-        return folder.name
+    parts = folder.relative_to(_ROOT).parts if folder.is_relative_to(_ROOT) else ()
+    if parts and parts[0] in KERNEL_PACKAGES:
+        return "_".join(parts)
     return f"{folder.name}_{hashlib.sha1(str(folder).encode()).hexdigest()[:12]}"
 
 
