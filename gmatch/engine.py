@@ -1,9 +1,9 @@
 """The gMatch engine (Chen et al., PVLDB 2026; docs/papers.md): the only public entry of the package.
 
-Pipeline per query (paper Sec. 3.1): RI order + symmetry breaking on the host (:mod:`gmatch.plan`),
+Pipeline per query (paper Sec. 3.1): RI order + symmetry breaking on the host (:mod:`gmatch.order`),
 LDF/NLF candidate bits on the GPU and the refined candidate graph in compact indices
-(:mod:`gmatch.candidates`), BFS seed pool (:mod:`gmatch.balance`), then one persistent DFS launch
-(:mod:`gmatch.kernels`): fine-grained with shared-memory stacks, batch exploration and work
+(:mod:`gmatch.filter`), BFS seed pool (:mod:`gmatch.balance`), then one persistent DFS launch
+(:mod:`gmatch.enumerate`): fine-grained with shared-memory stacks, batch exploration and work
 stealing in and across blocks, or the coarse-grained Naive / Unroll-k baseline. The count is the
 number of unique embeddings times |Aut(Q)|.
 
@@ -25,7 +25,7 @@ leaf_counting=False``, which the experiments use):
   unlabelled data graph is searched over adjacency lists (its candidate graph is the graph).
 * ``leaf_counting`` (default True; count-only queries over the candidate graph): degree-one
   query vertices that every automorphism fixes are counted per partial match as row lengths
-  minus same-label images, not enumerated (:mod:`gmatch.plan`); ``limit`` and ``collect``
+  minus same-label images, not enumerated (:mod:`gmatch.order`); ``limit`` and ``collect``
   always enumerate.
 * ``max_registers`` (default 64) caps the fine kernel's registers: on an H100 the compiler's
   choice (96) gave 16 resident warps per SM and ran 20% slower than 64 registers with 32 warps
@@ -84,18 +84,7 @@ from common.graph.model import Graph
 from common.graph.roots import check_root_range
 
 from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
-from .candidates import (
-    FILTER_THREADS,
-    QP_CSIZE,
-    QP_ROWS,
-    QP_SIZES,
-    build_candidate_graph,
-    filter_kernel,
-    label_sorted_adjacency,
-    pack_candidate_graph,
-    pack_query,
-)
-from .kernels import (
+from .enumerate import (
     C_CAND,
     C_COUNT,
     C_FINISHED,
@@ -118,7 +107,18 @@ from .kernels import (
     start_search,
     xfer_words,
 )
-from .plan import MAX_QUERY_VERTICES, all_automorphisms, build_plan
+from .filter import (
+    FILTER_THREADS,
+    QP_CSIZE,
+    QP_ROWS,
+    QP_SIZES,
+    build_candidate_graph,
+    filter_kernel,
+    label_sorted_adjacency,
+    pack_candidate_graph,
+    pack_query,
+)
+from .order import MAX_QUERY_VERTICES, all_automorphisms, build_plan
 
 SHARED_BUDGET = 45 * 1024          # static shared memory a fine-kernel block may use
 SLOT_BYTES = 4 + 1 + 4 + 4 + 1     # mi, par, gsrc, glen, gskip per slot

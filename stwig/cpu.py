@@ -5,7 +5,7 @@ that decomposition and STwig matching ("Other") are shared by both sides, and th
 builds hash tables ("(Copy &) Hash"). Our baseline is the same
 pipeline compiled with ``numba.njit``: the same decomposition and exploration
 (:mod:`stwig.explore`), the same head/pool chained tables built sequentially, and the same
-right-deep iterator DFS (:func:`stwig.hashjoin.join_dfs`, compiled for the CPU) over every
+right-deep iterator DFS (:func:`stwig.join.join_dfs`, compiled for the CPU) over every
 work unit, single-threaded (``parallel=False``, the primary baseline) or with ``prange`` over
 blocks of units on all cores (``parallel=True``). Registered as ``stwig-cpu``.
 
@@ -26,9 +26,8 @@ from numba import njit, prange
 from common.gpu.grid import grid_blocks
 from common.gpu.timers import PhaseTimer
 
-from .decompose import JoinPlan
 from .engine import STwigPipeline
-from .hashjoin import (
+from .join import (
     ARITY,
     HEAD_OFF,
     IO_STEPS,
@@ -47,6 +46,7 @@ from .hashjoin import (
     save_state,
     table_layout,
 )
+from .order import JoinPlan
 
 _copy_record_cpu = njit(nogil=True, cache=True)(copy_record)
 _begin_unit_cpu = njit(nogil=True, cache=True)(begin_unit)
@@ -151,14 +151,14 @@ def _join_blocks_parallel(budget, saved, cursor, end, lo, depth, urow, urec, r1,
 
 class CpuHashJoin:
     """Host side of one query for the CPU baseline: the same tables, units and resumable DFS as
-    :class:`~stwig.hashjoin.GpuHashJoin`; each block of units keeps its own saved state."""
+    :class:`~stwig.join.GpuHashJoin`; each block of units keeps its own saved state."""
 
     def __init__(self, parallel: bool):
         self.parallel = bool(parallel)
 
     def load(self, plan: JoinPlan, relations, rows: list[int], homomorphic: bool,
              timer, split_rows: int | None, split_levels: int) -> None:
-        """As :meth:`GpuHashJoin.load <stwig.hashjoin.GpuHashJoin.load>` on the host: one flat
+        """As :meth:`GpuHashJoin.load <stwig.join.GpuHashJoin.load>` on the host: one flat
         relation array, R_1 first."""
         r1 = relations
         nr1 = rows[0]

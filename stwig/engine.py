@@ -5,7 +5,7 @@
 steps and turns deadlines and memory caps into statuses:
 
 * **plan** phase: STwig decomposition, then (after exploration, from the relations' sizes and
-  distinct values) the join order and plan (:mod:`stwig.decompose`; ``join_order``);
+  distinct values) the join order and plan (:mod:`stwig.order`; ``join_order``);
 * **filter** phase: STwig exploration (:mod:`stwig.explore`; CPU by default as in the paper,
   ``exploration="gpu"`` runs it as a kernel);
 * **transfer** + **index** phases: copy the relations to the device and build the hash tables,
@@ -16,7 +16,7 @@ steps and turns deadlines and memory caps into statuses:
 Choices where the paper is silent: a star query (one STwig) is answered by R_1 itself; an empty
 relation ends the query with count 0; every join launch (CPU call) is bounded by a per-thread
 step budget (``step_budget``, or adapted towards ``chunk_seconds``) and saves unfinished DFS
-states for the next launch (:mod:`stwig.hashjoin`), so ``timeout_s`` and ``limit`` are checked
+states for the next launch (:mod:`stwig.join`), so ``timeout_s`` and ``limit`` are checked
 between launches and honoured within about ``chunk_seconds`` (a query that times out reports
 the results counted so far, a lower bound); with ``collect`` the units are taken in chunks,
 each counted per unit, then written in batches of at most ``collect_batch_rows`` results;
@@ -26,7 +26,7 @@ Deviation: with ``split_probe=True`` (default) a small R_1 (fewer rows than ``sp
 default 4 x the threads of a launch) is split at the first join level into (R_1 row, matching
 build record) units, and deeper while still small (up to ``split_levels``, default 8), where
 the paper assigns one R_1 record per thread; ``split_probe=False`` reproduces the paper's
-scheme (see :mod:`stwig.hashjoin`); ``stats["split_depth"]`` says how deep a query was split.
+scheme (see :mod:`stwig.join`); ``stats["split_depth"]`` says how deep a query was split.
 The default match is injective; ``homomorphic=True`` is the raw pipeline (label-preserving
 homomorphisms: only shared query vertices are equated).
 
@@ -56,9 +56,9 @@ from common.gpu.runtime import cuda, simulator_active
 from common.gpu.timers import PhaseTimer
 from common.graph.model import Graph
 
-from .decompose import JoinPlan, Twig, check_twigs, compile_planning, decompose, estimated_order, join_plan
 from .explore import MAX_LEAVES, CpuExplorer, GpuExplorer
-from .hashjoin import JOIN_THREADS, MAX_SPLIT_LEVELS, GpuHashJoin
+from .join import JOIN_THREADS, MAX_SPLIT_LEVELS, GpuHashJoin
+from .order import JoinPlan, Twig, check_twigs, compile_planning, decompose, estimated_order, join_plan
 
 JOIN_ORDERS = ("estimate", "stwig")
 #: Steps per thread of a query's first GPU join launch (~ a few ms on an H200; then adaptive).

@@ -49,7 +49,7 @@ from common.gpu.scan import exclusive_scan
 from common.graph.model import Graph
 from common.graph.sorted_ranges import label_range
 
-from .decompose import Twig
+from .order import Twig
 
 #: Largest number of leaves an STwig may have on the GPU path (per-thread local arrays).
 MAX_LEAVES = 31
@@ -496,7 +496,7 @@ class GpuExplorer:
         """(relations (device), rows, distinct) as :meth:`STwigPipeline._explore`."""
         from common.gpu.copies import fill
 
-        from .hashjoin import JOIN_THREADS
+        from .join import JOIN_THREADS
 
         nq, nt = query_labels.size, len(twigs)
         slots = sum(len(t.columns) for t in twigs)

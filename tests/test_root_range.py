@@ -17,7 +17,7 @@ from common.graph.generate import random_walk_query, rmat, uniform_labels
 from common.graph.roots import check_root_range, label_degree_candidates, range_work, work_ranges
 from egsm.order import first_vertex
 from egsm.order import plan as egsm_plan
-from gmatch.plan import build_plan
+from gmatch.order import build_plan
 
 
 def rows(embeddings) -> list[tuple]:

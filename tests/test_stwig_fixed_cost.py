@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import stwig.explore as explore_module
-import stwig.hashjoin as hashjoin_module
+import stwig.join as hashjoin_module
 from common.cpu.reference import ReferenceMatcher
 from common.engine.deadline import Deadline
 from common.engine.result import Status
@@ -20,7 +20,7 @@ from common.gpu.runtime import simulator_active
 from common.graph import generate
 from common.graph.model import Graph
 from stwig import STwig, STwigCPU
-from stwig.decompose import Twig, decompose
+from stwig.order import Twig, decompose
 
 SIM = dict(threads_per_block=8, blocks=2)
 

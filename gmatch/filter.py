@@ -38,7 +38,7 @@ from common.graph.bitmasks import lowest_bit
 from common.graph.model import Graph
 from common.graph.sorted_ranges import lower_bound
 
-from .plan import MAX_QUERY_VERTICES, QueryPlan
+from .order import MAX_QUERY_VERTICES, QueryPlan
 
 # qp rows (int32, one column per order position)
 QP_LABELS, QP_DEGREES, QP_BACKWARD, QP_RESTRICT, QP_QLABELS, QP_SIZES = 0, 1, 2, 3, 4, 5

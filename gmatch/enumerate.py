@@ -9,7 +9,7 @@ neighbours' images, cut at the symmetry-breaking bound (rows are sorted, so the 
 "f(u_{d+1}) < f(u_j)" truncates the list, the authors' "reach_bound").
 
 The graph the kernels read is chosen at compile time (:func:`search_functions`):
-* the candidate graph (``indexed``; :mod:`gmatch.candidates`): an index is a rank in C(d), a row
+* the candidate graph (``indexed``; :mod:`gmatch.filter`): an index is a rank in C(d), a row
   lists the ranks in C(d) adjacent to one candidate of j, the stored key is the row's start, an
   adjacency test is one bit of the edge's bitmap, and ``cset`` maps ranks to data vertices (for
   injectivity, restrictions and output) - the authors' bitmap build;
@@ -26,7 +26,7 @@ CHOICES where the paper is silent (as the authors' code does, or past it):
 * the plan rows read per task are copied to shared memory once per block (:func:`load_plan`);
 * every lane keeps its own count (no per-leaf atomics or ballots); with ``limit`` or ``collect``
   leaves are counted and written per batch (:func:`search_functions` ``leaf_output``);
-* the last ``n - ne`` positions may be countable leaves (:mod:`gmatch.plan`): at position ne-1
+* the last ``n - ne`` positions may be countable leaves (:mod:`gmatch.order`): at position ne-1
   a valid lane adds the product of their row lengths minus the same-label images in each row
   (``leaf_product``) instead of enumerating them.
 
@@ -108,7 +108,7 @@ from common.gpu.cudasim import FULL_MASK as FULL
 from common.gpu.device_functions import contains, lower_bound
 from common.gpu.runtime import cuda, jit
 
-from .candidates import (
+from .filter import (
     QP_BACKWARD,
     QP_CBASE,
     QP_CCOUNT,
@@ -121,7 +121,7 @@ from .candidates import (
     QP_VLOW,
     QP_WORDS,
 )
-from .plan import MAX_QUERY_VERTICES as MAX_LEVELS  # positions of a query
+from .order import MAX_QUERY_VERTICES as MAX_LEVELS  # positions of a query
 
 NO_BOUND = 0x7FFFFFFF
 BIG_DEGREE = 0x7FFFFFFFFFFFFFFF

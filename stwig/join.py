@@ -69,7 +69,7 @@ from common.gpu.pool import BufferPool
 from common.gpu.runtime import cuda, jit, simulator_active
 from common.gpu.scan import exclusive_scan
 
-from .decompose import JoinPlan
+from .order import JoinPlan
 
 # Columns of the per-table metadata array ``tab`` (int64, one row per build relation).
 ARITY, POOL_OFF, HEAD_OFF, MASK, NKEYS, NNEW, FIRST_NEW, REL_OFF, ROW_START, NROWS = range(10)
