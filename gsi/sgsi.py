@@ -76,20 +76,10 @@ from common.gpu.timers import PhaseTimer
 from common.graph.model import Graph
 
 from . import balance
-from .engine import (
-    _QI_EDGES,
-    _QI_IN,
-    _QI_LAB,
-    _QI_OUT,
-    _QI_SIG,
-    DEFAULT_BLOCK_THREADS,
-    DEFAULT_MAX_BLOCKS,
-    adapt_slice,
-    first_slice,
-    query_info,
-)
+from .engine import DEFAULT_BLOCK_THREADS, DEFAULT_MAX_BLOCKS, adapt_slice, first_slice
 from .filter import SIG_WORDS, filter_kernel, signature_table
 from .join import MAX_QUERY_VERTICES, make_kernels, merge_in_place
+from .layout import QI_EDGES, QI_IN, QI_LAB, QI_OUT, QI_SIG, query_info
 from .order import SCORES, join_plan
 from .pcsr import GROUP_WORDS, META, PCSR, _build_pcsr_partition, partition_lists, warp_neighbor_range
 
@@ -451,11 +441,11 @@ class SGSI(Engine):
         # resident: segment metadata, candidate bitsets (grown per query size), query info, counters
         self.d_meta = budget.to_device(meta, what="segment metadata")
         self.d_sizes = budget.device_array(MAX_QUERY_VERTICES, np.int64, what="candidate sizes")
-        self.d_qinfo = budget.device_array(_QI_EDGES, np.int32, what="query info")   # no linking edges
+        self.d_qinfo = budget.device_array(QI_EDGES, np.int32, what="query info")   # no linking edges
         self.d_loads = budget.zeros(4, np.int64, what="load counters")
         self.d_dummy32 = budget.zeros(1, np.int32, what="unused structure arrays")
         self.d_dummy64 = budget.zeros(1, np.int64, what="unused structure arrays")
-        self.h_qinfo = np.zeros(_QI_EDGES, np.int32)
+        self.h_qinfo = np.zeros(QI_EDGES, np.int32)
         self.h_sizes = np.zeros(MAX_QUERY_VERTICES, np.int64)
         self.pool = BufferPool(budget, prefix="sgsi ")
         self.d_bits, self._bits_rows = None, 0
@@ -562,7 +552,7 @@ class SGSI(Engine):
             in_d = slot[(SIG_WORDS + 2) * cnt:(SIG_WORDS + 3) * cnt]
             blocks = grid_blocks(nq * words, self.warps, self.max_blocks)
             filter_kernel[blocks, T, stream](2, cnt, words, nq, sig, labels, out_d, in_d, self.d_qinfo,
-                                             _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG, self.d_bits, self.d_sizes,
+                                             QI_LAB, QI_OUT, QI_IN, QI_SIG, self.d_bits, self.d_sizes,
                                              seg.lo // 32, self.nwords)
 
         self.streams.run(self.sig_segments, launch, clock)
