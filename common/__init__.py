@@ -1,9 +1,9 @@
 """gpusm's shared layer, in layers that import only downwards (docs/design.md):
 
 - :mod:`common.errors`: the error types of the public API;
-- :mod:`common.graph`: graph data (model, file formats, generators, conversions);
+- :mod:`common.graph.model`: graph data (model, file formats, generators, conversions);
 - :mod:`common.gpu`: the GPU runtime every engine uses (simulator, launches, timers, budget, pool);
-- :mod:`common.engine`: the engine contract, the registry and results;
+- :mod:`common.engine.base`: the engine contract, the registry and results;
 - :mod:`common.cpu`: the CPU reference matcher and the peer engines;
 - :mod:`common.distributed`: query sets and split queries on a Dask cluster;
 - :mod:`common.api`: :func:`match` and :func:`match_many` in one call;

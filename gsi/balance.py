@@ -1,37 +1,23 @@
 """Load balance (GSI §VI-A, SGSI §7) and duplicate removal (GSI §VI-B, Algorithm 5) for the first
 linking edge of a join iteration, the set operation whose work |N(v'_i, l0)| is skewed.
 
-The 4-layer scheme, with the work of row i = |N(v'_i, l0)|, mapped onto Numba (which has no
-dynamic parallelism):
+The 4-layer scheme, with the work of row i = |N(v'_i, l0)|, on Numba (no dynamic parallelism):
 
-1. work > W1: the block queues the row (one atomic) and skips it; a follow-up launch
-   (``heavy_kernel``) gives each queued row a whole block. Choice where the paper is silent: one
-   block per queued row rather than ⌈work/1024⌉ blocks, since rows must come out sorted and
-   several blocks writing one row would need another ordering pass. The row's other linking
-   edges are checked element by element in the same rounds (a binary search per edge), so all
-   of the block's warps share them (one warp merging them left the others idle).
-2. and 3. W3 < work <= W1: the rows go into the block's task pool (SGSI's 1024-element pool):
-   every round the block's threads take one pool element each (300 + 400 + 324, then 176, in
-   SGSI's example), a block-wide scan of the survivors, segmented by row, keeps each row's output
-   in order; a row larger than the block spans several rounds, which is layer 2 (a whole block
-   per row) as a special case. W2 is therefore the block size.
+1. work > W1: the block queues the row and skips it; a follow-up launch (``heavy_kernel``)
+   gives each queued row a whole block, which also checks the row's other linking edges element
+   by element (a binary search per edge, every warp).
+2. and 3. W3 < work <= W1: the rows go into the block's task pool (SGSI's 1024-element pool);
+   every round the block's threads take one pool element each, and a block-wide scan of the
+   survivors, segmented by row, keeps each row's output in order (a row larger than the block
+   spans several rounds: layer 2 as a special case, so W2 is the block size).
 4. work <= W3: a warp per row (:func:`gsi.join.warp_first_edge`).
 
-Defaults W1 = 4096, W3 = 256 (GSI §VI-A). Launches are skipped where they cannot matter: the
-engine uses the plain warp kernel when the partition's longest list is at most W3 (and duplicate
-removal is off), and the follow-up launch only runs when that list exceeds W1.
-``load_balance="histogram"`` chooses W1 and W3 per iteration with SGSI's cost model over a histogram
-of the work in 32-wide intervals (built on the
-device, one small copy back): the warp and multi-warp terms depend only on x3 and the block and
-kernel terms only on x1, so the brute force over (x1, x3) separates into two 1-D minimisations.
-Its constants (SGSI does not give their values): one block synchronisation t_sn = 1 and one
-kernel launch t_kl = 50, in units of one warp step over 32 elements; |SMs| is the device's SM
-count; intervals past ``HIST_BINS`` are pooled into the last one.
-
-Duplicate removal: the warps of a block run the light rows' batches in lockstep; a row whose
-vertex v' (same partition) already appears in an earlier warp of the block reads that warp's
-batch from shared memory instead of global memory, so each distinct N(v', l0) batch is loaded once
-per block (the "owner" is the first warp with that vertex).
+Defaults W1 = 4096, W3 = 256 (GSI §VI-A). ``load_balance="histogram"`` chooses W1 and W3 per
+iteration with SGSI's cost model over a device-built histogram of the work in 32-wide intervals
+(the brute force over (x1, x3) separates into two 1-D minimisations). Duplicate removal: a row
+whose vertex v' already appears in an earlier warp of the block reads that warp's batch from
+shared memory, so each distinct N(v', l0) batch is loaded once per block. docs/decisions.md
+("GSI's load balance") gives the choices where the papers are silent.
 """
 
 from __future__ import annotations
@@ -67,6 +53,9 @@ HIST_BINS = 4096
 T_SYNC = 1.0
 T_LAUNCH = 50.0
 _NO_LIMIT = np.int64(2 ** 62)
+#: Tables of more rows than this many rounds of a block run the other linking edges in their own
+#: launch (:func:`_other_edges_kernel`) instead of fused into the block kernel.
+SEPARATE_EDGES_ROUNDS = 16
 # Layer of a row in the block kernel (``s_kind``): none (past the table), warp, pool, queued.
 KIND_NONE, KIND_WARP, KIND_POOL, KIND_QUEUED = 0, 1, 2, 3
 
@@ -223,12 +212,13 @@ class BalanceKernels(NamedTuple):
     block_first_edge: object
     heavy: object
     histogram: object
+    other_edges: object
 
 
 @functools.lru_cache(maxsize=None)
 def make_balanced_kernels(warps: int) -> BalanceKernels:
     """Block-cooperative first-edge kernels for blocks of ``warps`` warps."""
-    return BalanceKernels(_block_kernel(warps), _heavy_kernel(warps), histogram_kernel)
+    return BalanceKernels(_block_kernel(warps), _heavy_kernel(warps), histogram_kernel, _other_edges_kernel(warps))
 
 
 def _block_kernel(warps: int):
@@ -364,6 +354,40 @@ def _heavy_kernel(warps: int):
     return heavy
 
 
+def _other_edges_kernel(warps: int):
+    Q = MAX_QUERY_VERTICES
+
+    @jit
+    def other_edges(tab, width, a, m, F, gba, num, n, structure, meta, gl, keys, offs, ci, ci_label,
+                    use_cache, qinfo, e_lo, e_hi, loads, instrument):
+        """A warp per row: gba[F[i]:F[i] + num[i]] (the first edge's survivors) intersected in
+        place with the linking edges e_lo..e_hi-1 (:func:`gsi.join.intersect_row`); num[i] = the
+        result's size."""
+        rowc = cuda.shared.array((warps, Q), np.int32)
+        cache = cuda.shared.array((warps, 32), np.int32)
+        btile = cuda.shared.array((warps, 32), np.int32)
+        ntile = cuda.shared.array((warps, 32), np.int32)
+        w = cuda.threadIdx.x // 32
+        l_struct = l_nbr = l_tab = 0
+        i = cuda.blockIdx.x * warps + w
+        while i < m:
+            load_row(rowc, w, tab, a + i, width)
+            size = num[i]
+            cuda.syncwarp(FULL_MASK)
+            size, ls, ln, lt = intersect_row(rowc, btile, ntile, cache, w, qinfo, e_lo, e_hi, gba, F[i], size, n,
+                                             structure, meta, gl, keys, offs, ci, ci_label, use_cache)
+            l_struct += ls
+            l_nbr += ln
+            l_tab += lt
+            if cuda.laneid == 0:
+                num[i] = size
+            i += cuda.gridDim.x * warps
+        if cuda.laneid == 0:
+            add_load_counts(loads, instrument, l_struct, l_nbr, 0, l_tab)
+
+    return other_edges
+
+
 @jit
 def histogram_kernel(counts, m, hist):
     """hist[b] = rows whose work falls in the 32-wide interval b (the last bin pools the rest)."""
@@ -462,9 +486,13 @@ class LoadBalancer:
         inst = int(self.instrument)
         T = self.block_threads
         grid = grid_blocks(m, self.warps, self.max_blocks)
+        # A large table's other linking edges go to a launch of their own: fused, a warp's merge
+        # holds the block's other warps at the block's next row round.
+        separate = e_lo < e_hi and m > SEPARATE_EDGES_ROUNDS * T
+        fused_hi = e_lo if separate else e_hi
         self.kernels.block_first_edge[grid, T, stream](
             tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n, *idx, int(self.write_cache),
-            np.int64(w1), np.int64(w3), int(self.duplicate_removal), counts, self.qcount, qinfo, e_lo, e_hi,
+            np.int64(w1), np.int64(w3), int(self.duplicate_removal), counts, self.qcount, qinfo, e_lo, fused_hi,
             loads, inst)
         if self.instrument:
             self.qcount.copy_to_host(self.h_queued, stream=stream)
@@ -474,4 +502,7 @@ class LoadBalancer:
         if self.load_balance and max_list > w1:   # else none queued
             self.kernels.heavy[grid, T, stream](
                 tab, width, a, part, col, label, bits, ubase, F, gba, num, n, *idx, counts, self.qcount,
-                qinfo, e_lo, e_hi, int(self.write_cache), loads, inst)
+                qinfo, e_lo, fused_hi, int(self.write_cache), loads, inst)
+        if separate:
+            self.kernels.other_edges[grid, T, stream](
+                tab, width, a, m, F, gba, num, n, *idx, int(self.write_cache), qinfo, e_lo, e_hi, loads, inst)

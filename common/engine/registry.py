@@ -24,7 +24,7 @@ _REGISTRY: dict[str, str] = {
 }
 #: gpusm's own engines (what ``gpusm demo`` runs); others come from peers or :func:`register`.
 BUILTIN_ENGINES: tuple[str, ...] = tuple(_REGISTRY)
-#: Peer CPU engines (common/peers.py), registered when their package is installed (extra `peers`).
+#: Peer CPU engines (common/cpu/peers.py), registered when their package is installed (extra `peers`).
 PEER_ENGINES: dict[str, str] = {"networkx": "common.cpu.peers:NetworkXMatcher",
                                 "igraph": "common.cpu.peers:IGraphMatcher"}
 _REGISTRY.update({name: target for name, target in PEER_ENGINES.items()

@@ -21,9 +21,9 @@ def _check_copy(d_array, host: np.ndarray, verb: str, start: int = 0) -> None:
 
 def upload(d_target, host, start: int = 0) -> None:
     """Copy ``host`` into ``d_target[start:start + host.size]`` (same dtype, both contiguous;
-    returns once ``host`` may be reused). On a GPU this calls the driver directly: numba's
-    ``copy_to_device`` spends ~100 us of host time per call (it slices the device array and
-    re-checks both arrays), the copy itself ~15 us (docs/performance.md, "Session 8")."""
+    returns once ``host`` may be reused). On a GPU this calls the driver directly, not numba's
+    ``copy_to_device``, which slices the device array and re-checks both arrays
+    (docs/decisions.md, "Small copies through the driver")."""
     host = np.ascontiguousarray(host)
     _check_copy(d_target, host, "upload", start)
     if host.size == 0:
@@ -39,7 +39,7 @@ def upload(d_target, host, start: int = 0) -> None:
 def download(d_source, host: np.ndarray) -> np.ndarray:
     """Copy the first ``host.size`` elements of ``d_source`` into ``host`` (same dtype, both
     contiguous) after the work queued before it (default stream); returns ``host``. On a GPU
-    this calls the driver directly (numba's ``copy_to_host`` costs ~10 us more per call)."""
+    this calls the driver directly, not numba's ``copy_to_host``."""
     _check_copy(d_source, host, "download")
     if host.size == 0:
         return host
@@ -82,7 +82,7 @@ def _repeated_word(value, dtype) -> int | None:
 def fill(d_array, value, stream=0, count: int | None = None) -> None:
     """Set the first ``count`` elements (default: all) of a contiguous device array to ``value``:
     one driver memset when the value's bytes repeat a 32-bit word (0 and -1 of any 4- or 8-byte
-    type: ~3 us of host time), else one launch (~20 us)."""
+    type), else one launch."""
     count = d_array.size if count is None else int(count)
     if not 0 <= count <= d_array.size:
         raise ValueError(f"fill count {count} outside the array's {d_array.size} elements")
@@ -96,7 +96,7 @@ def fill(d_array, value, stream=0, count: int | None = None) -> None:
                 launch.device_pointer(d_array), word, count * (dtype.itemsize // 4),
                 launch.stream_handle(stream))[0] == 0:
             return
-    flat = d_array if d_array.ndim == 1 else d_array.reshape(d_array.size)   # a reshape costs ~30 us
+    flat = d_array if d_array.ndim == 1 else d_array.reshape(d_array.size)   # a reshape costs as much as a launch
     blocks = min(1024, (count + FILL_THREADS - 1) // FILL_THREADS)
     _fill_kernel[blocks, FILL_THREADS, stream](flat, value, count)
 
@@ -115,7 +115,7 @@ def _clear_bit_kernel(masks, bit, keep, lo, hi, counter, index):
 
 def clear_bit_outside(d_masks, bit: int, lo: int, hi: int, counter=None, index: int = -1) -> None:
     """Clear bit ``bit`` of ``d_masks[v]`` for every v outside ``[lo, hi)`` (a root range,
-    :mod:`common.roots`), subtracting one from ``counter[index]`` per bit cleared when given."""
+    :mod:`common.graph.roots`), subtracting one from ``counter[index]`` per bit cleared when given."""
     if d_masks.size == 0:
         return
     kind = np.dtype(d_masks.dtype).type

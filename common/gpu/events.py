@@ -7,7 +7,7 @@ from __future__ import annotations
 from . import launch
 from .runtime import cuda
 
-SPARE_EVENTS: list = []            # timing events read already, reused (creating one costs ~20 us)
+SPARE_EVENTS: list = []            # timing events read already, reused (creating one is a numba call)
 
 
 def driver_event(timing: bool):
@@ -25,21 +25,21 @@ def timing_event():
 
 
 def record(event, stream) -> None:
-    """``event.record(stream)`` through the driver directly (numba's costs ~20 us of host time)."""
+    """``event.record(stream)`` through the driver directly (not numba's wrapper)."""
     direct = launch._NUMBA
     if direct is None or direct.event_record(event.driver_handle, launch.stream_handle(stream))[0] != 0:
         event.record(stream)                  # numba's call raises the driver's error
 
 
 def synchronize(event) -> None:
-    """Wait for ``event`` (the driver's call: numba's costs ~13 us of host time)."""
+    """Wait for ``event`` (the driver's call, not numba's wrapper)."""
     direct = launch._NUMBA
     if direct is None or direct.event_synchronize(event.driver_handle)[0] != 0:
         event.synchronize()
 
 
 def query(event) -> bool:
-    """Whether the work before ``event`` has completed (the driver's call: numba's costs ~10 us)."""
+    """Whether the work before ``event`` has completed (the driver's call, not numba's wrapper)."""
     direct = launch._NUMBA
     if direct is not None:
         error = direct.event_query(event.driver_handle)[0]

@@ -18,7 +18,7 @@ class BufferPool:
     kept from earlier queries or replacing it by one ``growth`` times larger (the old contents
     are kept for the first ``keep`` elements). Each query's demand (the largest size it asked
     for per buffer) is what the budget's peak counts, not the capacity kept from an earlier,
-    larger query. :meth:`scan` does the same for a :class:`common.scan.ScanWorkspace`.
+    larger query. :meth:`scan` does the same for a :class:`common.gpu.scan.ScanWorkspace`.
     """
 
     def __init__(self, budget: DeviceMemoryBudget, prefix: str = "", growth: float = 1.5):
@@ -80,7 +80,7 @@ class BufferPool:
 
     def _view(self, name: str, current, shape: tuple):
         """``current[:prod(shape)]`` in ``shape``, made once per (buffer, shape): a slice or a
-        reshape of a device array costs ~30 us of host time, more than a launch."""
+        reshape of a device array costs more host time than a launch."""
         view = self._views.get((name, shape))
         if view is None or view[0] is not current:
             if len(self._views) > 256:
@@ -98,7 +98,7 @@ class BufferPool:
         return self._view(name, current, shape)
 
     def scan(self, size: int, dtype=np.int64):
-        """A :class:`common.scan.ScanWorkspace` for scans of at least ``size`` elements."""
+        """A :class:`common.gpu.scan.ScanWorkspace` for scans of at least ``size`` elements."""
         from .scan import ScanWorkspace
 
         key = np.dtype(dtype).str

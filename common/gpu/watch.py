@@ -22,8 +22,8 @@ class LaunchWatch:
     while the kernel runs. The kernel must read the flag with an atomic (a plain load may be
     served from a stale L1 line) and leave when it is set; the caller clears it before the next
     watched launch. The simulator runs a launch synchronously, so there a thread raises the
-    flag. Polling spins for the first ``SPIN_S`` (a sleep costs ~60 us however short, which is
-    more than a small query's whole launch), then backs off from 20 us to 1 ms between event
+    flag. Polling spins for the first ``SPIN_S`` (a sleep, however short, lasts longer than a
+    small query's whole launch), then backs off from 20 us to 1 ms between event
     queries. The host time spent
     enqueueing the launch (Numba compiles a kernel on its first launch with new argument types)
     moves the deadline back: a cold kernel's compilation is not charged to the search. Launches
