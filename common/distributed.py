@@ -9,7 +9,7 @@
   an engine per (graph, engine, options) in a small cache (:data:`CACHE_SIZE`). Results carry
   ``stats["dask_worker"]``, ``"dask_gpu"``, ``"dask_pid"``, ``"dask_warm"`` and ``"dask_task_s"``.
 * :func:`match_split` runs one query as tasks over ranges of data vertices for the engine's root
-  (``root_range``, :mod:`common.roots`; ``cpu``, ``gmatch``, ``egsm``), cut by estimated work and
+  (``root_range``, :mod:`common.graph.roots`; ``cpu``, ``gmatch``, ``egsm``), cut by estimated work and
   submitted heaviest first. Counts add up exactly, embeddings concatenate in range order, the
   status is the worst part's, and ``limit`` and ``timeout_s`` hold for the whole (the deadline is
   the client's wall clock, read on the workers: their clocks must agree).
@@ -28,10 +28,10 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .engine import _REGISTRY as _REGISTERED
-from .engine import _as_graph, create_engine
-from .graph import Graph
-from .result import MatchResult, Status
+from .engine.registry import available_engines, create_engine
+from .engine.result import MatchResult, Status
+from .graph.interop import as_graph
+from .graph.model import Graph
 
 #: prepared engines a worker process keeps (one per graph, engine and options)
 CACHE_SIZE = 4
@@ -96,7 +96,7 @@ def _engine_entry(graph, token: str, engine: str, options: dict):
         if isinstance(graph, str):        # a path every worker reads: loaded once per process
             data = _graphs.get(token)
             if data is None:
-                from .io import load_graph
+                from .graph.io import load_graph
                 data = _graphs[token] = load_graph(graph)
         else:
             data = graph
@@ -159,11 +159,11 @@ def _run_batch(graph, token: str, engine: str, options: dict, queries: list, kwa
 
 
 def _stamp(result: MatchResult, warm: bool) -> MatchResult:
-    from .engine import engine_class
+    from .engine.registry import engine_class
 
     backend = "cpu"
-    if result.engine in _REGISTERED and engine_class(result.engine).uses_device:
-        from .device import backend_label
+    if result.engine in available_engines() and engine_class(result.engine).uses_device:
+        from .gpu.runtime import backend_label
         backend = backend_label()
     gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     result.stats.update(dask_worker=_worker_address(), dask_gpu=gpus.split(",")[0] if gpus else "",
@@ -176,7 +176,7 @@ def _split_plan(graph, token: str, engine: str, options: dict, query: Graph, par
     """On a worker: the root query vertex, the work-balanced ranges of data vertices for it and
     each range's estimated work (``None`` when the engine cannot take the query: the caller
     runs it whole)."""
-    from .roots import label_degree_candidates, range_work, work_ranges
+    from .graph.roots import label_degree_candidates, range_work, work_ranges
 
     lock, prepared, _ = _engine_entry(graph, token, engine, options)
     if not hasattr(prepared, "root_vertex"):
@@ -218,13 +218,13 @@ def _graphs_for(data, queries, vertex_label, edge_label, data_on_workers):
     if data_on_workers:
         if not isinstance(data, (str, os.PathLike)):
             raise ValueError("data_on_workers=True needs the data graph as a path every worker can read")
-        from .interop import is_networkx_graph
+        from .graph.interop import is_networkx_graph
         if any(is_networkx_graph(q) for q in queries):
             raise ValueError("networkx queries take the data graph's label codes: "
                              "pass the data graph itself, not data_on_workers=True")
-        return None, [_as_graph(q) for q in queries]
-    graph = _as_graph(data, vertex_label, edge_label)
-    return graph, [_as_graph(q, vertex_label, edge_label, like=graph) for q in queries]
+        return None, [as_graph(q) for q in queries]
+    graph = as_graph(data, vertex_label, edge_label)
+    return graph, [as_graph(q, vertex_label, edge_label, like=graph) for q in queries]
 
 
 def _submission(client, data, queries, engine, vertex_label, edge_label, data_on_workers,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .graph import InvalidGraphError
+
+class InvalidGraphError(ValueError):
+    """A graph's arrays violate the CSR invariants (:class:`common.graph.model.Graph`)."""
 
 
 class GraphFormatError(ValueError):

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from numba import int32, int64
 
-from common.device import FULL_MASK, cuda, jit
-from common.device_functions import hash32, lower_bound
+from common.gpu.device_functions import hash32
+from common.gpu.runtime import FULL_MASK, cuda, jit
 
 from .layout import (
     BUCKET,
@@ -350,17 +350,10 @@ def small_index_kernel(n, moff, masks, meta, keys, ctrl, capacity, num_pairs, of
                   einfo, False)
 
 
-@cuda.jit(device=True)
-def list_contains(nbr, lo, hi, key):
-    """Whether ``key`` is in the sorted list nbr[lo:hi]."""
-    i = lower_bound(nbr, lo, hi, key)
-    return i < hi and nbr[i] == key
-
-
 def table_sizes(candidate_counts) -> list[int]:
     """Buckets per table for each query vertex: ceil(2 |C(u)| / 8), at least 1."""
     return [max(1, (2 * int(c) + BUCKET - 1) // BUCKET) for c in candidate_counts]
 
 
-__all__ = ["MAX_CUCKOO_LOOP", "MAXQ", "lookup", "pair_of", "list_contains", "insert_kernel", "count_kernel",
+__all__ = ["MAX_CUCKOO_LOOP", "MAXQ", "lookup", "pair_of", "insert_kernel", "count_kernel",
            "fill_kernel", "small_scan_kernel", "alive_kernel", "compact_kernel", "small_index_kernel", "table_sizes"]

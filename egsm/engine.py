@@ -11,7 +11,7 @@ splitting into a device record pool drained by the same launch (Numba has no dyn
 parallelism); look-backward splitting is not implemented.
 
 ``timeout_s`` (the paper has none) is checked between the index build's launches and before the
-stages, which are queued back to back through :class:`common.device.LaunchWatch`: it raises the
+stages, which are queued back to back through :class:`common.gpu.watch.LaunchWatch`: it raises the
 kernels' stop flag at the deadline, and a stopped query returns status ``timeout`` with the
 partial count. ``match_batch`` runs filter steps 1-2 of up to ``layout.BATCH_MAX`` queries in
 one launch; each query then indexes and enumerates alone with its own deadline.
@@ -30,25 +30,22 @@ from itertools import accumulate
 
 import numpy as np
 
-from common.bitmasks import bits, neighbour_masks
-from common.device import (
-    BufferPool,
-    DeviceMemoryBudget,
-    LaunchWatch,
-    PhaseTimer,
-    cuda,
-    download,
-    fill,
-    simulator_active,
-    upload,
-)
-from common.engine import Engine
+from common.engine.base import Engine
+from common.engine.deadline import Deadline, Stop
+from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
-from common.graph import Graph
-from common.launch import resident_blocks
-from common.result import MatchResult, Status
-from common.roots import check_root_range
-from common.scan import exclusive_scan
+from common.gpu.budget import DeviceMemoryBudget
+from common.gpu.copies import download, fill, upload
+from common.gpu.grid import grid_blocks
+from common.gpu.launch import resident_blocks
+from common.gpu.pool import BufferPool
+from common.gpu.runtime import cuda, simulator_active
+from common.gpu.scan import exclusive_scan
+from common.gpu.timers import PhaseTimer
+from common.gpu.watch import LaunchWatch
+from common.graph.bitmasks import bits, neighbour_masks
+from common.graph.model import Graph
+from common.graph.roots import check_root_range
 
 from . import layout as L
 from .cuckoo_trie import (
@@ -73,11 +70,6 @@ from .filter import (
 from .layout import write_query_meta
 from .order import plan as make_plan
 from .order import query_shape
-
-
-class _PastDeadline(Exception):
-    """The deadline passed between two index launches."""
-
 
 VARIANTS = {
     "default": {},
@@ -111,7 +103,7 @@ BATCH_MASK_WORDS = 8 << 20
 
 
 def _blocks(work: int) -> int:
-    return max(1, min(BUILD_BLOCKS_MAX, (work + L.BUILD_THREADS - 1) // L.BUILD_THREADS))
+    return grid_blocks(work, L.BUILD_THREADS, BUILD_BLOCKS_MAX)
 
 
 @dataclass
@@ -167,7 +159,7 @@ class EGSM(Engine):
         Blocks of the enumeration kernel; None: 4 per SM (1 in the simulator).
     root_range : (int, int) or None
         Keep only the embeddings whose u0 (:meth:`EGSM.root_vertex`) maps into [lo, hi)
-        (:mod:`common.roots`); C(u0) is restricted right after filter steps 1-2.
+        (:mod:`common.graph.roots`); C(u0) is restricted right after filter steps 1-2.
     device_memory_limit : int or None
         Device-memory budget in bytes; every device allocation goes through one ``DeviceMemoryBudget``.
     """
@@ -349,7 +341,7 @@ class EGSM(Engine):
     def _search(self, state: _Query, moff: int, limit, collect, timeout_s) -> MatchResult:
         """Index, grouping and enumeration of one filtered query (bitmaps at masks[moff:])."""
         # the deadline counts from the query's start: its share of the (batched) filter is spent
-        deadline = None if timeout_s is None else time.perf_counter() + timeout_s - state.filter_seconds
+        deadline = Deadline(timeout_s, spent=state.filter_seconds)
         timer = PhaseTimer()
         timer.add("filter", state.filter_seconds)
         query, nbr, meta, stats, cand = state.query, state.nbr, state.meta, state.stats, state.cand
@@ -368,7 +360,7 @@ class EGSM(Engine):
 
         if min(cand) == 0:
             return finish(0)
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline.passed():
             return finish(0, Status.TIMEOUT, reason="deadline passed during the filter")
         # ---- Cuckoo tries + wedge filter (sizes in Python lists: nq <= 32) ---------------------
         buckets = table_sizes(cand)
@@ -385,8 +377,8 @@ class EGSM(Engine):
             try:
                 index = self._queue_index(meta, state.meta_on_device, state.centres, max(cells_of), cells,
                                           pairs, state.level3_bound, moff, timer, deadline)
-            except _PastDeadline:
-                return finish(0, Status.TIMEOUT, reason="deadline passed while building the index")
+            except Stop as stop:
+                return finish(0, stop.status, reason=stop.reason)
             if state.shape is None:         # host work while the index kernels run
                 state.shape = query_shape(nbr)
             built = self._read_index(index, meta)
@@ -424,19 +416,18 @@ class EGSM(Engine):
         return query_shape(neighbour_masks(query.offsets, query.neighbors)).first_vertex
 
     def _queue_index(self, meta, meta_on_device, centres, max_cells, cells, pairs, level3_bound, moff,
-                     timer, deadline=None):
+                     timer, deadline: Deadline):
         """Queue the launches that build all tries, run the wedge filter and compact
         (:meth:`_read_index` waits for them); returns (tries, level-3 total or None).
         ``level3_bound`` bounds the level-3 total (the candidates' degree sums): up to
         ``BOUND_COMPACT_SLOTS`` (and half the memory left) the lists are sized by it and the
         host reads nothing before the final ctrl + einfo copy. ``meta_on_device``: d_meta already
         holds meta up to M_CBASE (only the tables' sizes, the seeds and the wedge filter's order
-        go). Raises :class:`_PastDeadline`
+        go). Raises :class:`~common.engine.deadline.Stop` (status ``timeout``)
         between launches once ``deadline`` has passed (host time only: no synchronisation)."""
 
         def check():
-            if deadline is not None and time.perf_counter() > deadline:
-                raise _PastDeadline
+            deadline.check("deadline passed while building the index")
 
         pool, n, budget = self.pool, self.data_n, self.budget
         masks = pool.get("candidate bitmaps", moff + n, np.int64)
@@ -581,7 +572,7 @@ class EGSM(Engine):
 
         # stage 0 (GetFirstMatches, group {u0}) has exactly first_tasks warp tasks and never
         # splits: its grid is sized to them; later stages read row counts only the device knows
-        first_blocks = max(1, min(self.enum_blocks, -(-first_tasks // L.WARPS_PER_BLOCK)))
+        first_blocks = grid_blocks(first_tasks, L.WARPS_PER_BLOCK, self.enum_blocks)
 
         def stage_launch(stage, slot, group_mask, mapped_before, final, fallback):
             """(kernel, grid, block, args) of one stage."""
@@ -591,19 +582,16 @@ class EGSM(Engine):
                     (self.d_meta, self.d_einfo, keys, off2, nbr2, proj_keys, self.d_queue,
                      self.d_ctrl, emb, emb_rows, self.d_split, split_cap, split_threshold,
                      self._epoch, stage, slot, first_edge, first_tasks, group_mask, mapped_before,
-                     final, fallback, limit_arg, adaptive, int(deadline is not None)))
+                     final, fallback, limit_arg, adaptive, int(deadline.active)))
 
         def run(launches) -> bool:
             """Queue the stages back to back (a stage after an overflow or the stop flag leaves at
             once); True when the deadline stopped them (their output is then partial)."""
-            if deadline is None:
+            if not deadline.active:
                 for kernel, blocks, threads, args in launches:
                     kernel[blocks, threads](*args)
                 return False
-            return self._watch.run_all(launches, deadline, self.d_stop)
-
-        def past_deadline():
-            return deadline is not None and time.perf_counter() > deadline
+            return self._watch.run_all(launches, deadline.at, self.d_stop)
 
         with timer.phase("enumerate"):
             upload(self.d_meta, np.array(masks, np.int64), start=L.M_STAGEMASK)   # the rest is there
@@ -612,7 +600,7 @@ class EGSM(Engine):
                 gmask = sum(1 << u for u in group)
                 launches.append(stage_launch(s, s, gmask, before, s == len(groups) - 1, False))
                 before |= gmask
-            timed_out = past_deadline() or run(launches)
+            timed_out = deadline.passed() or run(launches)
             ctrl = self._read_ctrl()
             overflow = int(ctrl[L.C_OVERFLOW])
             fallback_stage = -1
@@ -620,7 +608,7 @@ class EGSM(Engine):
                 fallback_stage = overflow - 1
                 before = masks[fallback_stage - 1] if fallback_stage > 0 else 0
                 rest = ((1 << nq) - 1) & ~before
-                if past_deadline():
+                if deadline.passed():
                     timed_out = True
                 else:
                     timed_out = run([stage_launch(fallback_stage, L.FALLBACK_SLOT, rest, before, True, True)])

@@ -21,7 +21,7 @@ steps are named device functions (``queue_geometry``, ``load_*``, ``open_level``
 ``test_candidate``, ``publish_split``, ``emit_embeddings``, ``emit_rows``). A warp's level state
 is a (LV_FIELDS, MAXQ) array in shared memory, written by lane 0 between two warp barriers
 (``set_level``, ``set_field``). With ``watch`` = 1 every stage polls ``ctrl[C_STOP]``, which
-:class:`common.device.LaunchWatch` raises at the deadline. docs/decisions.md ("EGSM") gives the
+:class:`common.gpu.watch.LaunchWatch` raises at the deadline. docs/decisions.md ("EGSM") gives the
 choices where the paper is silent.
 """
 
@@ -29,9 +29,10 @@ from __future__ import annotations
 
 from numba import int32, int64
 
-from common.device import FULL_MASK, cuda, jit
+from common.gpu.device_functions import contains
+from common.gpu.runtime import FULL_MASK, cuda, jit
 
-from .cuckoo_trie import list_contains, lookup, pair_of
+from .cuckoo_trie import lookup, pair_of
 from .layout import (
     C_COUNT,
     C_ERROR,
@@ -167,7 +168,7 @@ def test_candidate(meta, keys, off2, nbr2, proj_keys, sM, sC, w, mapped, u, kind
             if kind == 0 and e == edge:
                 continue
             p = meta[M_PBASE + e] + sC[w, a] - meta[M_CBASE + a]
-            if not list_contains(nbr2, off2[p], off2[p + 1], x):
+            if not contains(nbr2, off2[p], off2[p + 1], x):
                 return False, x, int32(cell)
         else:
             p = pair_of(meta, u, a, local)

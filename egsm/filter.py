@@ -20,10 +20,10 @@ from __future__ import annotations
 import numpy as np
 from numba import int64, njit
 
-from common.bitmasks import lowest_bit, popcount
-from common.device import cuda, jit
-from common.device_functions import lower_bound
-from common.graph import Graph
+from common.gpu.device_functions import lower_bound
+from common.gpu.runtime import cuda, jit
+from common.graph.bitmasks import lowest_bit, popcount
+from common.graph.model import Graph
 
 from .cuckoo_trie import lookup, pair_of
 from .layout import (

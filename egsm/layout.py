@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from common.device import simulator_active
+from common.gpu.cudasim import WARP_SIZE as WARP
+from common.gpu.runtime import simulator_active
 
 #: Most query vertices: one bit per vertex in an int64 mask, one lane per vertex (paper §5.5).
 MAXQ = 32
@@ -22,7 +23,6 @@ MAXE = MAXQ * (MAXQ - 1)
 MAXSTAGES = MAXQ + 2
 BUCKET = 8          # cells per cuckoo bucket: 8 x 4-byte keys = one 32-byte transaction (§3.1)
 EMPTY = -1          # empty cuckoo cell (vertex ids are non-negative int32)
-WARP = 32
 
 # ---- meta (int64) ---------------------------------------------------------------------------
 M_LAB = 0                      # label of query vertex u

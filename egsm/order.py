@@ -14,7 +14,7 @@ and the filtered relation sizes:
 u0 (the vertex of V_d of largest query degree) starts alone in group 0. Variants: ``dfs`` = {u0}
 then every other vertex in one group; ``bfs`` = one vertex per group, greedily by the smallest
 |R(u_placed, u)|. Compiled host code (``numba.njit``) over neighbour bitmasks
-(``common.bitmasks``); groups come back as masks. docs/decisions.md ("EGSM's grouping") gives
+(``common.graph.bitmasks``); groups come back as masks. docs/decisions.md ("EGSM's grouping") gives
 the choices where the paper is silent.
 """
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from common.bitmasks import bits, lowest_bit, popcount
+from common.graph.bitmasks import bits, lowest_bit, popcount
 
 MODES = ("bfs-dfs", "dfs", "bfs")
 _NO_EDGE = np.iinfo(np.int64).max     # the key of a group without an edge to its anchor
@@ -191,7 +191,7 @@ def query_shape(nbr: np.ndarray) -> Shape:
 
 def first_vertex(nbr: np.ndarray) -> int:
     """u0 of :func:`plan` in every mode, from the query alone (no relation sizes): the vertex
-    ``root_range`` restricts (:mod:`common.roots`)."""
+    ``root_range`` restricts (:mod:`common.graph.roots`)."""
     return query_shape(nbr).first_vertex
 
 

@@ -163,7 +163,7 @@ def run(args, command: str | None = None) -> int:
         return 0
     gpus = [g.strip() for g in args.gpus.split(",") if g.strip()] if args.gpus else None
     if not args.plan:
-        from common.cli import check_writable
+        from common.cli.main import check_writable
 
         for paper in selection:                 # before any work: an --out that cannot be written
             try:

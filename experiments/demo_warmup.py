@@ -1,9 +1,9 @@
 """``gpusm demo``'s kernels compiled in parallel: one fresh process per GPU engine runs the demo's
 own workload (:class:`experiments.papers.compare.DemoWorkload`) into the kernel cache
-(:mod:`common.kernel_cache`) before the demo runs the engines one after another and loads them.
+(:mod:`common.gpu.kernel_cache`) before the demo runs the engines one after another and loads them.
 
 ``python -m experiments.demo_warmup ENGINE SIZE SEED`` is one such process (it prints its report,
-:func:`common.warmup.warm_engine`, as JSON).
+:func:`common.cli.warmup.warm_engine`, as JSON).
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import sys
 
-from common.warmup import GPU_ENGINES, warm_engine, warmup
+from common.cli.warmup import GPU_ENGINES, warm_engine, warmup
 
 
 def compile_in_parallel(engines, size: str, seed: int) -> list[dict]:
     """Warm the GPU engines among ``engines`` on the demo's workload, one process each, unless
     every one of their packages already has kernels in the cache (then the demo just loads them)."""
-    from common.kernel_cache import cache_dir
+    from common.gpu.kernel_cache import cache_dir
 
     gpu = [e for e in engines if e in GPU_ENGINES]
     packages = {"sgsi": "gsi"}

@@ -1,4 +1,4 @@
-"""The installed ``gpusm`` command: the library's subcommands (:mod:`common.cli`) plus the
+"""The installed ``gpusm`` command: the library's subcommands (:mod:`common.cli.main`) plus the
 harness's ``demo`` (:func:`experiments.papers.compare.demo`) and ``experiment`` (:mod:`experiments.cli`).
 
 ``python -m experiments.gpusm ARGS`` is the same as ``gpusm ARGS``.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 import sys
 
-from common import cli
+from common.cli import main as cli
 
 
 def cmd_demo(args) -> int:
@@ -29,7 +29,7 @@ def cmd_experiment(args) -> int:
 
 
 def add_commands(sub) -> None:
-    """Add ``demo`` and ``experiment`` to the subparsers of :func:`common.cli.build_parser`."""
+    """Add ``demo`` and ``experiment`` to the subparsers of :func:`common.cli.main.build_parser`."""
     from .cli import add_arguments
 
     d = sub.add_parser("demo", help="gpusm's engines side by side on a built-in workload")
@@ -39,7 +39,7 @@ def add_commands(sub) -> None:
     d.add_argument("--timeout", type=float,
                    help="per-query deadline in seconds (default: 10 on a GPU, 300 in the simulator)")
     d.add_argument("--peers", action="store_true",
-                   help="also run the installed peer engines (networkx, igraph: common/peers.py)")
+                   help="also run the installed peer engines (networkx, igraph: common/cpu/peers.py)")
     d.set_defaults(func=cmd_demo)
 
     x = sub.add_parser("experiment", help="run a paper's table or figure (resumable); --list names them")
@@ -48,7 +48,7 @@ def add_commands(sub) -> None:
 
 
 def build_parser():
-    """The ``gpusm`` parser: :func:`common.cli.build_parser` with :func:`add_commands`."""
+    """The ``gpusm`` parser: :func:`common.cli.main.build_parser` with :func:`add_commands`."""
     return cli.build_parser(commands=(add_commands,))
 
 

@@ -1,5 +1,5 @@
 """gMatch initialisation: the BFS seed pool (paper Sec. 3.1 step 3 and Sec. 3.6 "Initialisation").
-Work stealing itself lives in the DFS kernel (:mod:`gmatch.kernels`).
+Work stealing itself lives in the DFS kernel (:mod:`gmatch.enumerate`).
 
 The search tree is expanded breadth-first on the GPU, one level per launch, until the pool holds
 at least ``seed_pool`` partial matches (the paper's N, default 10^6 as in the authors' bitmap
@@ -22,9 +22,9 @@ import functools
 
 from numba import int8, int32, int64
 
-from common.device import cuda, jit
+from common.gpu.runtime import cuda, jit
 
-from .kernels import SQ_ROWS, load_plan, search_functions, warp_append
+from .enumerate import SQ_ROWS, load_plan, search_functions, warp_append
 
 SEED_WARPS = 8            # warps per block of the BFS launches (256 threads)
 

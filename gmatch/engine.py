@@ -3,15 +3,15 @@
     engine = GMatch().prepare(data)            # GMatch(granularity="coarse", unroll=4) etc.: the baselines
     result = engine.match(query, timeout_s=10) # engine.match_batch(queries): up to 256 per launch
 
-Pipeline per query (Sec. 3.1): RI order and symmetry breaking on the host (:mod:`gmatch.plan`),
+Pipeline per query (Sec. 3.1): RI order and symmetry breaking on the host (:mod:`gmatch.order`),
 LDF/NLF candidate bits on the GPU and the refined candidate graph in compact indices
-(:mod:`gmatch.candidates`), the BFS seed pool (:mod:`gmatch.balance`), then one persistent DFS
-launch (:mod:`gmatch.kernels`): fine-grained with shared-memory stacks, batch exploration and
+(:mod:`gmatch.filter`), the BFS seed pool (:mod:`gmatch.balance`), then one persistent DFS
+launch (:mod:`gmatch.enumerate`): fine-grained with shared-memory stacks, batch exploration and
 work stealing in and across blocks, or the coarse-grained Naive / Unroll-k baseline. The
 count is the number of unique embeddings times |Aut(Q)|; ``collect=True`` expands each unique
 embedding by the automorphism list, and ``limit`` stops once ceil(limit / |Aut(Q)|) unique ones
 are found. ``timeout_s`` is checked between BFS levels, and the DFS launch runs through
-:class:`common.device.LaunchWatch`, which raises a stop flag the warps poll.
+:class:`common.gpu.watch.LaunchWatch`, which raises a stop flag the warps poll.
 
 The paper's gMatch is ``GMatch(candidate_graph=False, leaf_counting=False)``, which the
 experiments use; the options past the paper and the choices where it is silent are in
@@ -27,38 +27,23 @@ import time
 
 import numpy as np
 
-from common.device import (
-    BufferPool,
-    DeviceMemoryBudget,
-    LaunchWatch,
-    PhaseTimer,
-    clear_bit_outside,
-    cuda,
-    download,
-    fill,
-    simulator_active,
-    upload,
-)
-from common.engine import Engine
+from common.engine.base import Engine
+from common.engine.deadline import Deadline
+from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
-from common.graph import Graph
-from common.launch import resident_blocks
-from common.result import MatchResult, Status
-from common.roots import check_root_range
+from common.gpu.budget import DeviceMemoryBudget
+from common.gpu.copies import clear_bit_outside, download, fill, upload
+from common.gpu.grid import grid_blocks
+from common.gpu.launch import resident_blocks
+from common.gpu.pool import BufferPool
+from common.gpu.runtime import cuda, simulator_active
+from common.gpu.timers import PhaseTimer
+from common.gpu.watch import LaunchWatch
+from common.graph.model import Graph
+from common.graph.roots import check_root_range
 
 from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
-from .candidates import (
-    FILTER_THREADS,
-    QP_CSIZE,
-    QP_ROWS,
-    QP_SIZES,
-    build_candidate_graph,
-    filter_kernel,
-    label_sorted_adjacency,
-    pack_candidate_graph,
-    pack_query,
-)
-from .kernels import (
+from .enumerate import (
     C_CAND,
     C_COUNT,
     C_FINISHED,
@@ -81,7 +66,18 @@ from .kernels import (
     start_search,
     xfer_words,
 )
-from .plan import MAX_QUERY_VERTICES, all_automorphisms, build_plan
+from .filter import (
+    FILTER_THREADS,
+    QP_CSIZE,
+    QP_ROWS,
+    QP_SIZES,
+    build_candidate_graph,
+    filter_kernel,
+    label_sorted_adjacency,
+    pack_candidate_graph,
+    pack_query,
+)
+from .order import MAX_QUERY_VERTICES, all_automorphisms, build_plan
 
 SHARED_BUDGET = 45 * 1024          # static shared memory a fine-kernel block may use
 SLOT_BYTES = 4 + 1 + 4 + 4 + 1     # mi, par, gsrc, glen, gskip per slot
@@ -152,7 +148,7 @@ class GMatch(Engine):
         Seconds of the data-graph probe before the candidate graph (``candidate_graph="auto"``).
     root_range : (int, int) or None
         Keep only the seeds whose position 0 (:meth:`GMatch.root_vertex`) maps into [lo, hi)
-        (:mod:`common.roots`); the parts of a partition add up to the whole count.
+        (:mod:`common.graph.roots`); the parts of a partition add up to the whole count.
     batch_queries : int
         Queries per launch of ``match_batch``.
     device_memory_limit : int or None
@@ -223,7 +219,7 @@ class GMatch(Engine):
     def _prepare(self, data: Graph) -> None:
         # Edge-labelled or directed data: the base class answers every query 'unsupported'.
         self.budget = budget = DeviceMemoryBudget(self.device_memory_limit)
-        self._pool = BufferPool(budget, prefix="gmatch ")
+        self.pool = BufferPool(budget, prefix="gmatch ")
         nv = data.num_vertices
         labels = np.asarray(data.labels, dtype=np.int32)
         d_offsets = budget.to_device(np.asarray(data.offsets, dtype=np.int64), "offsets")
@@ -247,12 +243,10 @@ class GMatch(Engine):
         self._d_level = [self._d_levels[i:i + 1] for i in range(MAX_QUERY_VERTICES + 1)]   # sliced once
         start = max(nv + 1, min(32 * self.seed_pool, POOL_START, 4 * (nv + data.num_edges),
                                 (budget.limit or 1 << 40) // 32))
-        self._d_pool = [budget.device_array(start, np.int32, "seed pool"),
-                        budget.device_array(start, np.int32, "seed pool")]
+        self._seed_start = start
         self._d_no_emb = budget.device_array((1, MAX_QUERY_VERTICES), np.int32, "no embeddings")
-        self._d_mail = budget.device_array(MAILBOX + 32, np.int32, "steal mailbox")
         self._watch = LaunchWatch()                          # stops a DFS launch at timeout_s
-        self._d_xfer = budget.device_array((1, 1), np.int32, "steal hand-over records")
+        self._begin_query()
         self._fc = None
         self._data_graph = (d_offsets, d_neighbors, budget.zeros(1, np.uint32, "no bitmap"),
                             budget.zeros(1, np.int32, "no candidate set"),
@@ -277,7 +271,7 @@ class GMatch(Engine):
         if cg is None:
             return None, {}
         pack_candidate_graph(qp, cg)
-        upload = self._pool.upload
+        upload = self.pool.upload
         graph = (upload("candidate graph offsets", cg.offsets), upload("candidate graph entries", cg.entries),
                  upload("candidate graph bitmap", cg.bitmap), upload("candidate graph cand_set", cg.cand_set),
                  upload("candidate graph edges", cg.edges.reshape(-1)), self._d_cand)
@@ -309,23 +303,33 @@ class GMatch(Engine):
         warps = self.warps_per_block or (2 if SIM else 8)
         if self.blocks:
             return warps, self.blocks
-        return warps, max(1, min(self._sms, math.ceil(seeds / (warps * self.unroll))))
+        return warps, grid_blocks(seeds, warps * self.unroll, self._sms)
 
     # ------------------------------------------------------------------ BFS seed pool
+    def _begin_query(self) -> None:
+        """A query's device buffers start at their prepared sizes, whatever an earlier query grew
+        them to: the two seed-pool buffers (their capacity ``_seed_cap`` is what the kernels are
+        given), the steal mailbox and the hand-over records. The pool keeps larger buffers but
+        counts each query's own demand, so a query's growths and ``peak_device_bytes`` are its own."""
+        self._seed_cap = [self._seed_start, self._seed_start]
+        self._d_pool = [self.pool.get(f"seed pool {i}", self._seed_start, np.int32) for i in range(2)]
+        self._d_mail = self.pool.get("steal mailbox", MAILBOX + 32, np.int32)
+        self._d_xfer = self.pool.get("steal hand-over records", (1, 1), np.int32)
+
     def _grow_pool(self, index: int, elements: int) -> bool:
         """Grow seed-pool buffer ``index`` to ``elements`` int32; False when it may not."""
         if elements > POOL_MAX:
             return False
-        old = self._d_pool[index]
-        self.budget.free(old)
+        name = f"seed pool {index}"
         try:
-            self._d_pool[index] = self.budget.device_array(elements, np.int32, "seed pool")
+            self._d_pool[index] = self.pool.get(name, elements, np.int32, growth=1.0)
         except DeviceOutOfMemory:
-            self._d_pool[index] = self.budget.device_array(old.size, np.int32, "seed pool")
+            self._d_pool[index] = self.pool.get(name, self._seed_cap[index], np.int32, growth=1.0)
             return False
+        self._seed_cap[index] = elements
         return True
 
-    def _seed_pool(self, qp, graph, indexed: bool, deadline, target: int):
+    def _seed_pool(self, qp, graph, indexed: bool, deadline: Deadline, target: int):
         """Fill the pool breadth-first until it holds ``target`` partial matches (at most one
         position short of the last enumerated one, ``qp``'s ne); returns (device buffer, rows,
         width, timed_out, pool growths)."""
@@ -334,27 +338,27 @@ class GMatch(Engine):
         cur_i = 0
         if indexed:
             rows = int(qp[QP_CSIZE, 0])                     # |C(0)|
-            if rows + 1 > self._d_pool[0].size:
+            if rows + 1 > self._seed_cap[0]:
                 self._grow_pool(0, rows + 1)
-            seed_indices[max(1, min(1024, math.ceil(rows / SEED_THREADS))), SEED_THREADS](
+            seed_indices[grid_blocks(rows, SEED_THREADS), SEED_THREADS](
                 self._d_pool[0], rows)
         else:
             nv = self.data.num_vertices
-            blocks = max(1, min(1024, math.ceil(nv / SEED_THREADS)))
-            seed_level0[blocks, SEED_THREADS](self._d_cand, self._d_pool[0], self._d_pool[0].size,
+            blocks = grid_blocks(nv, SEED_THREADS)
+            seed_level0[blocks, SEED_THREADS](self._d_cand, self._d_pool[0], self._seed_cap[0],
                                                self._d_level[0])
             rows = int(download(self._d_level[0], self._h_word)[0])
         width = 1
         growths = 0
         expand = seed_expand_kernel(indexed)
         while width < ne - 1 and 0 < rows < target:
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline.passed():
                 return self._d_pool[cur_i], rows, width, True, growths
             out_i = 1 - cur_i
             counter = self._d_level[width]
-            blocks = max(1, min(self._sms * 64, math.ceil(rows * 32 / SEED_THREADS)))
+            blocks = grid_blocks(rows * 32, SEED_THREADS, self._sms * 64)
             while True:
-                capacity = self._d_pool[out_i].size // (width + 1)
+                capacity = self._seed_cap[out_i] // (width + 1)
                 expand[blocks, SEED_THREADS](*graph, self._d_qp, self._d_pool[cur_i], rows, width,
                                              self._d_pool[out_i], capacity, counter)
                 nxt = int(download(counter, self._h_word)[0])
@@ -370,22 +374,19 @@ class GMatch(Engine):
         return self._d_pool[cur_i], rows, width, False, growths
 
     def _steal_buffers(self, total_warps: int, levels: int) -> None:
-        """Grow (never per query once large enough) the mailbox + warp states and the global
-        hand-over records for ``total_warps`` warps with ``levels``-level stacks."""
-        if self._d_mail.size < MAILBOX + total_warps:
-            self.budget.free(self._d_mail)
-            self._d_mail = self.budget.device_array(MAILBOX + total_warps, np.int32, "steal mailbox")
+        """The mailbox + warp states and the global hand-over records for ``total_warps`` warps
+        with ``levels``-level stacks (pooled: kept across queries, each query's demand counted)."""
+        self._d_mail = self.pool.get("steal mailbox", MAILBOX + total_warps, np.int32, growth=1.0)
         need = (total_warps, xfer_words(levels))
         if any(a < b for a, b in zip(self._d_xfer.shape, need)):
             grow = tuple(max(a, b) for a, b in zip(self._d_xfer.shape, need))
-            self.budget.free(self._d_xfer)
-            self._d_xfer = self.budget.device_array(grow, np.int32, "steal hand-over records")
+            self._d_xfer = self.pool.get("steal hand-over records", grow, np.int32, growth=1.0)
 
     # ------------------------------------------------------------------ DFS
     def _dfs(self, n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap, limit_unique,
-             deadline):
+             deadline: Deadline):
         """Run the DFS over seeds [seed_lo, seed_hi) of ``pool``; returns (timed_out, launch stats)."""
-        watch = 0 if deadline is None else 1
+        watch = int(deadline.active)
         rows = seed_hi - seed_lo
         if self.granularity == "fine":
             scope = STEALING_SCOPES[self.work_stealing]
@@ -412,23 +413,23 @@ class GMatch(Engine):
             kernel = coarse_kernel(warps, self.unroll, indexed)
             capacity = max(self.unroll * max(self._max_degree, 1), 32)
             need = (blocks * warps, n, capacity)
-            fc = (self._pool.get("coarse feasible sets", need, np.int32),
-                  self._pool.get("coarse parent indices", need, np.int32))
+            fc = (self.pool.get("coarse feasible sets", need, np.int32),
+                  self.pool.get("coarse parent indices", need, np.int32))
             args = (*graph, self._d_qp, pool, width, seed_lo, seed_hi, self._d_ctrl, emb, emb_cap,
                     limit_unique, watch, self._d_stop, *fc)
             shape = {"warps_per_block": warps, "blocks": blocks, "stack_shared_bytes": 0,
                      "stack_global_bytes": 2 * blocks * warps * n * capacity * 4,
                      "steal_buffer_bytes": 0}
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline.passed():
             return True, shape
         start_search[START_BLOCKS, START_THREADS](self._d_ctrls, seed_lo, seed_hi, limit_unique, self._d_mail,
                                                   int(global_scope))
-        if deadline is None:
+        if not deadline.active:
             kernel[blocks, warps * 32](*args)
             return False, shape
-        return self._watch.run(kernel, blocks, warps * 32, args, deadline, self._d_stop), shape
+        return self._watch.run(kernel, blocks, warps * 32, args, deadline.at, self._d_stop), shape
 
-    def _search(self, n, qp, graph, indexed, limit_unique, emb_cap, deadline, timer,
+    def _search(self, n, qp, graph, indexed, limit_unique, emb_cap, deadline: Deadline, timer,
                 phase="enumerate", label_seeds=None, seed_target=None):
         """BFS + DFS, or with ``label_seeds`` = (lo, hi) a DFS straight from the root's label range
         of the vertices sorted by label (no BFS, no host round trip: the small-query probe);
@@ -478,7 +479,7 @@ class GMatch(Engine):
     def _filter(self, d_qps, d_cands) -> None:
         """LDF/NLF candidate bits of every query of ``d_qps`` (one launch)."""
         nv = self.data.num_vertices
-        blocks = max(1, min(max(1, 4096 // d_qps.shape[0]), math.ceil(nv / (FILTER_THREADS // 32))))
+        blocks = grid_blocks(nv, FILTER_THREADS // 32, max(1, 4096 // d_qps.shape[0]))
         filter_kernel[(blocks, d_qps.shape[0]), FILTER_THREADS](
             self._data_graph[0], self._data_graph[1], self._d_labels, d_qps, d_cands)
 
@@ -495,7 +496,8 @@ class GMatch(Engine):
                probe_first: bool = True) -> MatchResult:
         """One query; ``probe_first=False`` skips the data-graph probe (a batch already tried it)."""
         start = time.perf_counter()
-        deadline = None if timeout_s is None else start + timeout_s
+        deadline = Deadline(timeout_s, start)
+        self._begin_query()
         timer = PhaseTimer()
         n = query.num_vertices
         indexed = self._use_candidate_graph() and n > 1
@@ -512,17 +514,17 @@ class GMatch(Engine):
             # DFS from the root's label range on a grid sized to it (no BFS, no host round trip;
             # the fine kernel checks the seeds' LDF/NLF bit) for DIRECT_S, then over a BFS seed
             # pool (better balanced for hub-heavy roots) for the rest of probe_s
-            probe_end = start + self.probe_s if deadline is None else min(deadline, start + self.probe_s)
+            probe_end = deadline.earlier(start + self.probe_s)
             stopped = True
             if self.granularity == "fine":
                 direct_end = min(probe_end, time.perf_counter() + DIRECT_S)
                 unique, ctrl, _, stopped, stats = self._search(
-                    n, qp, graph, False, 0, 0, direct_end, timer, phase="probe",
+                    n, qp, graph, False, 0, 0, Deadline.at_time(direct_end), timer, phase="probe",
                     label_seeds=self._label_seeds(query, plan))
             if stopped and time.perf_counter() < probe_end:
-                unique, ctrl, _, stopped, stats = self._search(n, qp, graph, False, 0, 0, probe_end, timer,
-                                                               phase="probe", seed_target=PROBE_SEEDS)
-            if not stopped or (deadline is not None and time.perf_counter() >= deadline):
+                unique, ctrl, _, stopped, stats = self._search(n, qp, graph, False, 0, 0, Deadline.at_time(probe_end),
+                                                               timer, phase="probe", seed_target=PROBE_SEEDS)
+            if not stopped or deadline.passed():
                 status = Status.TIMEOUT if stopped else Status.OK
                 stats.update(probe_finished=not stopped)
                 return self._finish(timer, plan, qp, unique, ctrl, stats, status, False)
@@ -609,6 +611,7 @@ class GMatch(Engine):
         """One batched launch over ``queries``; a query it did not finish gets status timeout,
         its partial count and ``stats["batch_unfinished"]`` (with the batch's seconds)."""
         start = time.perf_counter()
+        self._begin_query()
         timer = PhaseTimer()
         count = len(queries)
         plans = []
@@ -629,7 +632,7 @@ class GMatch(Engine):
         warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
         kernel = fine_kernel(levels, warps, self.batch, STEAL_BLOCK, self.roots_per_fetch, False,
                              self.idle_stats, self.max_registers)
-        pool = self._pool
+        pool = self.pool
         d_qps = pool.upload("batch query plans", qps)
         d_cands = pool.get("batch candidate bits", (count, max(1, self.data.num_vertices)), np.uint32)
         d_ctrls = pool.upload("batch control rows", control)

@@ -42,7 +42,7 @@ from common import (
     save_graph,
     to_networkx,
 )
-from common.paths import data_dir, find_input
+from common.graph.paths import data_dir, find_input
 
 
 def engines() -> list[str]:

@@ -1,4 +1,4 @@
-"""The ``gpusm`` command (:func:`main`): the library's subcommands (:mod:`common.cli`) plus the
+"""The ``gpusm`` command (:func:`main`): the library's subcommands (:mod:`common.cli.main`) plus the
 harness's ``demo`` and ``experiment`` (:mod:`experiments.gpusm`). ``python -m gpusm ARGS`` is
 the same as ``gpusm ARGS``."""
 

@@ -27,8 +27,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from common.cudasim import FULL_MASK
-from common.device import cuda, fill, jit, simulator_active
+from common.gpu.copies import fill
+from common.gpu.cudasim import FULL_MASK
+from common.gpu.grid import grid_blocks
+from common.gpu.runtime import cuda, jit, simulator_active
 
 from .join import (
     MAX_LINK_EDGES,
@@ -463,7 +465,7 @@ class LoadBalancer:
         if self.load_balance == "histogram":
             T = self.block_threads
             fill(self.d_hist, 0, stream=stream)
-            blocks = max(1, min(self.max_blocks, (m + T - 1) // T))
+            blocks = grid_blocks(m, T, self.max_blocks)
             self.kernels.histogram[blocks, T, stream](counts, m, self.d_hist)
             self.d_hist.copy_to_host(self.h_hist, stream=stream)
             if stream != 0:
@@ -483,7 +485,7 @@ class LoadBalancer:
         w1, w3 = self.thresholds(counts, m, stream)
         inst = int(self.instrument)
         T = self.block_threads
-        grid = max(1, min(self.max_blocks, (m + self.warps - 1) // self.warps))
+        grid = grid_blocks(m, self.warps, self.max_blocks)
         # A large table's other linking edges go to a launch of their own: fused, a warp's merge
         # holds the block's other warps at the block's next row round.
         separate = e_lo < e_hi and m > SEPARATE_EDGES_ROUNDS * T

@@ -26,17 +26,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from common.device import BufferPool, DeviceMemoryBudget, PhaseTimer, download, fill, simulator_active, upload
-from common.engine import Engine
+from common.engine.base import Engine
+from common.engine.deadline import Deadline, Stop
+from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
-from common.graph import Graph
-from common.result import MatchResult, Status
-from common.scan import exclusive_scan
+from common.gpu.budget import DeviceMemoryBudget
+from common.gpu.copies import download, fill, upload
+from common.gpu.grid import grid_blocks
+from common.gpu.pool import BufferPool
+from common.gpu.runtime import simulator_active
+from common.gpu.scan import exclusive_scan
+from common.gpu.timers import PhaseTimer
+from common.graph.model import Graph
 
 from . import balance
-from .filter import FILTERS, SIG_WORDS, filter_kernel, make_compact_kernel, signature_table
+from .filter import FILTERS, filter_kernel, make_compact_kernel, signature_table
 from .fused import OUT_COUNT, OUT_ITER, OUT_JOINED, OUT_LEVEL, OUT_ROWS, OUT_SIZE, STEP_FIELDS, make_fused_kernel
-from .join import CELL_GBA, CELL_OUT, CELLS, EDGE_FIELDS, LOAD_CLASSES, MAX_LINK_EDGES, MAX_QUERY_VERTICES, make_kernels
+from .join import CELL_GBA, CELL_OUT, CELLS, EDGE_FIELDS, LOAD_CLASSES, MAX_QUERY_VERTICES, make_kernels
+from .layout import QI_EDGES, QI_IN, QI_LAB, QI_OUT, QI_SIG, QI_SIZE, QI_STEPS, query_info
 from .order import SCORES, join_plan
 from .pcsr import STRUCTURES, build_index
 
@@ -69,11 +76,6 @@ FUSE_ROWS_PER_WARP = 8
 #: of ``fuse_rows`` (a level's work in one block stays about that of ``fuse_rows`` light rows).
 FUSE_GBA_PER_ROW = 16
 
-_Q = MAX_QUERY_VERTICES
-_QI_LAB, _QI_OUT, _QI_IN, _QI_SIG = 0, _Q, 2 * _Q, 3 * _Q
-_QI_STEPS = 3 * _Q + SIG_WORDS * _Q          # per column: (vertex, first linking edge, one past its last)
-_QI_EDGES = -(-(_QI_STEPS + STEP_FIELDS * _Q) // EDGE_FIELDS) * EDGE_FIELDS   # linking-edge triples
-_QI_SIZE = _QI_EDGES + EDGE_FIELDS * MAX_LINK_EDGES * _Q
 
 
 @dataclass
@@ -83,7 +85,7 @@ class _Query:
     nq: int
     limit: int | None
     collect: bool
-    deadline: float | None
+    deadline: Deadline
     slice_rows: list            # per level: rows of its next join slice (0: no slicing)
     plan: object = None
     count: int = 0
@@ -94,23 +96,6 @@ class _Query:
     nested_s: list = field(default_factory=list)    # per level: seconds of the current slice in later levels
     fuse: bool = True          # small tables may go to the one-launch join (off once it refused a level)
 
-
-class _Stop(Exception):
-    def __init__(self, status: Status):
-        self.status = status
-
-
-
-def query_info(qi: np.ndarray, query: Graph, nq: int, signatures: bool) -> np.ndarray:
-    """Fill the host query-info array ``qi`` for the filter kernel: each query vertex's label,
-    out- and in-degree and (when ``signatures``) its signature words; returns ``qi``."""
-    qi[_QI_LAB:_QI_LAB + nq] = query.labels
-    out_deg = query.degrees
-    qi[_QI_OUT:_QI_OUT + nq] = out_deg
-    qi[_QI_IN:_QI_IN + nq] = np.diff(query.in_csr[0]) if query.directed else out_deg
-    if signatures:
-        qi[_QI_SIG:_QI_SIG + nq * SIG_WORDS] = signature_table(query, column_first=False)
-    return qi
 
 
 def first_slice(timeout_s: float | None) -> int:
@@ -234,14 +219,14 @@ class GSI(Engine):
         in_deg = np.diff(data.in_csr[0]).astype(np.int32) if data.directed else out_deg
         self.d_out_deg = budget.to_device(np.ascontiguousarray(out_deg, np.int32), what="out-degrees")
         self.d_in_deg = budget.to_device(np.ascontiguousarray(in_deg, np.int32), what="in-degrees")
-        self.d_bits = budget.device_array(max(1, _Q * self.nwords), np.uint32, what="candidate bitsets")
-        self.d_sizes = budget.device_array(_Q, np.int64, what="candidate sizes")
-        self.d_qinfo = budget.device_array(_QI_SIZE, np.int32, what="query info")
+        self.d_bits = budget.device_array(max(1, MAX_QUERY_VERTICES * self.nwords), np.uint32, what="candidate bitsets")
+        self.d_sizes = budget.device_array(MAX_QUERY_VERTICES, np.int64, what="candidate sizes")
+        self.d_qinfo = budget.device_array(QI_SIZE, np.int32, what="query info")
         self.d_loads = budget.zeros(len(LOAD_CLASSES), np.int64, what="load counters")
         self.d_cells = budget.zeros(CELLS, np.int64, what="join totals")
         self.h_cells = np.zeros(CELLS, np.int64)
-        self.h_qinfo = np.zeros(_QI_SIZE, np.int32)
-        self.h_sizes = np.zeros(_Q, np.int64)
+        self.h_qinfo = np.zeros(QI_SIZE, np.int32)
+        self.h_sizes = np.zeros(MAX_QUERY_VERTICES, np.int64)
         self.total_edges = int(data.neighbors.size)
         self.warps = self.block_threads // 32
         self.kernels = make_kernels(self.warps)
@@ -257,7 +242,7 @@ class GSI(Engine):
         self._grow_gba(self.initial_gba, 0)
         if self.fuse_rows:
             self.fused = make_fused_kernel(FUSE_WARPS)
-            self.region_elems = self.fuse_rows * _Q
+            self.region_elems = self.fuse_rows * MAX_QUERY_VERTICES
             self.d_regions = (budget.device_array(self.region_elems, np.int32, what="one-launch join table 0"),
                               budget.device_array(self.region_elems, np.int32, what="one-launch join table 1"))
             self.d_fused_out = budget.device_array(OUT_SIZE, np.int64, what="one-launch join result")
@@ -348,10 +333,10 @@ class GSI(Engine):
 
     # ------------------------------------------------------------------ launch helpers
     def _warp_grid(self, m: int) -> int:
-        return max(1, min(self.max_blocks, (m + self.warps - 1) // self.warps))
+        return grid_blocks(m, self.warps, self.max_blocks)
 
     def _thread_grid(self, m: int) -> int:
-        return max(1, min(self.max_blocks, (m + self.block_threads - 1) // self.block_threads))
+        return grid_blocks(m, self.block_threads, self.max_blocks)
 
     def _scan(self, src, dst, m: int, want_total: bool = True) -> int:
         """Exclusive scan of src[:m] into dst[:m] with the pooled workspace; the total (-1 if not wanted)."""
@@ -366,12 +351,12 @@ class GSI(Engine):
     def _filter(self, query: Graph, nq: int) -> np.ndarray:
         """Query info to the device, one filter launch into the candidate bitsets; |C(u)|."""
         qi = query_info(self.h_qinfo, query, nq, self.filter == "signature")
-        upload(self.d_qinfo, qi[:_QI_STEPS])
+        upload(self.d_qinfo, qi[:QI_STEPS])
         fill(self.d_sizes, 0)
-        blocks = max(1, min(self.max_blocks, (nq * self.nwords + self.warps - 1) // self.warps))
+        blocks = grid_blocks(nq * self.nwords, self.warps, self.max_blocks)
         filter_kernel[blocks, self.block_threads](
             FILTERS.index(self.filter), self.n, self.nwords, nq, self.d_sig, self.d_labels, self.d_out_deg,
-            self.d_in_deg, self.d_qinfo, _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG, self.d_bits, self.d_sizes, 0,
+            self.d_in_deg, self.d_qinfo, QI_LAB, QI_OUT, QI_IN, QI_SIG, self.d_bits, self.d_sizes, 0,
             self.nwords)
         return download(self.d_sizes, self.h_sizes[:nq]).copy()
 
@@ -382,20 +367,20 @@ class GSI(Engine):
         qi = self.h_qinfo
         q.plan = join_plan(query, sizes, self.index.partition, self.index.partition_edges,
                            self.total_edges, self.order_score)
-        qi[_QI_STEPS:_QI_STEPS + STEP_FIELDS] = (q.plan.order[0], 0, 0)
-        pos = _QI_EDGES // EDGE_FIELDS
+        qi[QI_STEPS:QI_STEPS + STEP_FIELDS] = (q.plan.order[0], 0, 0)
+        pos = QI_EDGES // EDGE_FIELDS
         for k, step in enumerate(q.plan.steps, 1):
-            at = _QI_STEPS + k * STEP_FIELDS
+            at = QI_STEPS + k * STEP_FIELDS
             qi[at:at + STEP_FIELDS] = (step.vertex, pos, pos + len(step.edges))
             for edge in step.edges:
                 qi[pos * EDGE_FIELDS:(pos + 1) * EDGE_FIELDS] = edge
                 pos += 1
-        upload(self.d_qinfo, qi[_QI_STEPS:pos * EDGE_FIELDS], start=_QI_STEPS)
+        upload(self.d_qinfo, qi[QI_STEPS:pos * EDGE_FIELDS], start=QI_STEPS)
 
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         start_time = time.perf_counter()
         nq = query.num_vertices
-        q = _Query(nq, limit, collect, None if timeout_s is None else start_time + timeout_s,
+        q = _Query(nq, limit, collect, Deadline(timeout_s, start_time),
                    [first_slice(timeout_s)] * nq, iter_rows=[0] * nq, iter_gba=[0] * nq, nested_s=[0.0] * nq)
         timer = PhaseTimer()
         if self.instrument:
@@ -430,8 +415,8 @@ class GSI(Engine):
                     self._fused_join(q, 0, start_rows)
                 else:
                     self._run_level(q, 0, start_rows)
-            except _Stop as stop:
-                status = stop.status
+            except Stop as stop:
+                status, reason = stop.status, stop.reason
             except DeviceOutOfMemory as exc:
                 status, reason = Status.OOM, str(exc)
         return self._result(q, status, reason, timer, stats)
@@ -462,7 +447,7 @@ class GSI(Engine):
         q.count += found
         if q.limit is not None and q.count >= q.limit:
             q.count = q.limit
-            raise _Stop(Status.LIMIT)
+            raise Stop(Status.LIMIT)
 
     def _finish_rows(self, q: _Query, level: int, table, rows: int) -> None:
         """Final rows: count them, and with ``collect`` copy them to the host."""
@@ -488,11 +473,10 @@ class GSI(Engine):
         """The join levels from ``level0`` (level 0: C(u_start) compacted in the same launch) in
         one launch (:mod:`gsi.fused`), then level by level from where it stopped (its table copied
         into that level's pooled table)."""
-        if q.deadline is not None and time.perf_counter() > q.deadline:
-            raise _Stop(Status.TIMEOUT)
+        q.deadline.check()
         compact = level0 == 0
         self.fused[1, 32 * FUSE_WARPS](
-            self.d_bits, self.nwords, q.nq, self.d_qinfo, _QI_STEPS, level0, rows0,
+            self.d_bits, self.nwords, q.nq, self.d_qinfo, QI_STEPS, level0, rows0,
             self.d_regions[0] if compact else self._table(level0), int(compact), *self.d_regions,
             self.region_elems, self.fuse_rows, FUSE_GBA_PER_ROW * self.fuse_rows, self._rows_cap,
             self._gba().size, int(q.collect), self.d_counts, self.d_F, self._gba(), self.d_num, self.d_P, self.n,
@@ -530,8 +514,7 @@ class GSI(Engine):
         by about one slice of one level."""
         a = 0
         while a < rows:
-            if q.deadline is not None and time.perf_counter() > q.deadline:
-                raise _Stop(Status.TIMEOUT)
+            q.deadline.check()
             m = rows - a
             slice_rows = q.slice_rows[level]
             if slice_rows:
@@ -558,7 +541,7 @@ class GSI(Engine):
     def _edges(self, level: int) -> tuple[int, int]:
         """Indices in ``qinfo`` of iteration ``level``'s linking edges e0 and one past its last
         (its join step, written by :meth:`_plan`)."""
-        step = _QI_STEPS + (level + 1) * STEP_FIELDS
+        step = QI_STEPS + (level + 1) * STEP_FIELDS
         return int(self.h_qinfo[step + 1]), int(self.h_qinfo[step + 2])
 
     def _run_chunk(self, q: _Query, level: int, a: int, m: int) -> int:

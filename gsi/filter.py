@@ -14,7 +14,7 @@ Choices where the paper is silent: the pair key is (neighbour label, signed edge
 ``+(l+1)`` for an in-edge and ``-(l+1)`` for an out-edge of a directed graph and ``l+1`` when
 undirected (the released code's sign convention; our labels start at 0); the 8-byte key is hashed
 as ``MurmurHash2(neighbour label, seed = MurmurHash2(signed label, 17)) mod 240``
-(``common.device_functions.hash32``, the 4-byte MurmurHash2). The filter options of GSI
+(``common.gpu.device_functions.hash32``, the 4-byte MurmurHash2). The filter options of GSI
 Table IV: ``label`` (label equality), ``degree`` (label and in/out-degree at least the query's)
 and ``signature``.
 
@@ -32,17 +32,17 @@ import functools
 import numpy as np
 from numba import njit
 
-from common.cudasim import FULL_MASK
-from common.device import cuda, jit
-from common.device_functions import hash32_host
-from common.graph import Graph
+from common.gpu.cudasim import FULL_MASK
+from common.gpu.device_functions import hash32_host
+from common.gpu.runtime import cuda, jit
+from common.graph.model import Graph
 
 from .join import block_carry_scan
+from .pcsr import HASH_SEED
 
 FILTERS = ("label", "degree", "signature")
 SIG_WORDS = 16
 SIG_GROUPS = 240
-HASH_SEED = 17
 
 
 @njit(cache=True)

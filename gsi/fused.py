@@ -29,7 +29,7 @@ import functools
 
 import numpy as np
 
-from common.device import cuda, jit
+from common.gpu.runtime import cuda, jit
 
 from .filter import compact_bitset
 from .join import (

@@ -27,10 +27,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from common.cudasim import FULL_MASK
-from common.device import cuda, jit
-from common.device_functions import lower_bound, lower_bound_probes
-from common.scan import warp_inclusive_scan
+from common.gpu.cudasim import FULL_MASK
+from common.gpu.device_functions import lower_bound, lower_bound_probes
+from common.gpu.runtime import cuda, jit
+from common.gpu.scan import warp_inclusive_scan
 
 from .pcsr import CSR, neighbor_range, warp_neighbor_range
 

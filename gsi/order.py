@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from common.graph import Graph
+from common.graph.model import Graph
 
 SCORES = ("paper", "code")
 

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from common.cudasim import FULL_MASK
-from common.device import cuda
-from common.device_functions import hash32, hash32_host, lower_bound_probes
-from common.graph import Graph
+from common.gpu.cudasim import FULL_MASK
+from common.gpu.device_functions import hash32, hash32_host, lower_bound_probes
+from common.gpu.runtime import cuda
+from common.graph.model import Graph
 
 STRUCTURES = ("csr", "br", "cr", "pcsr")
 CSR, BR, CR, PCSR = range(4)

@@ -26,47 +26,33 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from common import launch as _launch
-from common.cudasim import FULL_MASK
-from common.device import (
-    BufferPool,
-    DeviceMemoryBudget,
-    PhaseTimer,
-    cuda,
-    download,
-    fill,
-    jit,
-    simulator_active,
-    upload,
-)
-from common.device_functions import lower_bound
-from common.engine import Engine
+from common.engine.base import Engine
+from common.engine.deadline import Deadline, Stop
+from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
-from common.graph import Graph
-from common.result import MatchResult, Status
-from common.scan import exclusive_scan
+from common.gpu import launch as _launch
+from common.gpu.budget import DeviceMemoryBudget
+from common.gpu.copies import download, fill, upload
+from common.gpu.cudasim import FULL_MASK
+from common.gpu.device_functions import lower_bound
+from common.gpu.grid import grid_blocks
+from common.gpu.pool import BufferPool
+from common.gpu.runtime import cuda, jit, simulator_active
+from common.gpu.scan import exclusive_scan
+from common.gpu.timers import PhaseTimer
+from common.graph.model import Graph
 
 from . import balance
-from .engine import (
-    _QI_EDGES,
-    _QI_IN,
-    _QI_LAB,
-    _QI_OUT,
-    _QI_SIG,
-    DEFAULT_BLOCK_THREADS,
-    DEFAULT_MAX_BLOCKS,
-    GSI,
-    query_info,
-)
+from .engine import DEFAULT_BLOCK_THREADS, DEFAULT_MAX_BLOCKS, GSI
 from .filter import SIG_WORDS, filter_kernel, signature_table
 from .join import EDGE_FIELDS, MAX_QUERY_VERTICES, link_row, load_row, merge_in_place, warp_first_edge
+from .layout import QI_EDGES, QI_IN, QI_LAB, QI_OUT, QI_SIG, query_info
 from .order import SCORES, join_plan
 from .pcsr import GROUP_WORDS, META, PCSR, _build_pcsr_partition, partition_lists, warp_neighbor_range
 
@@ -378,11 +364,6 @@ class _Clock:
         return comm, comp, stream_s
 
 
-class _Stop(Exception):
-    def __init__(self, status: Status, reason: str = ""):
-        self.status, self.reason = status, reason
-
-
 def _host_memory() -> int:
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
@@ -617,9 +598,9 @@ class SGSI(Engine):
         self._epoch = 0
         self.d_deg = budget.to_device(deg, what="partition degrees")
         self.d_sizes = budget.device_array(MAX_QUERY_VERTICES, np.int64, what="candidate sizes")
-        self.d_qinfo = budget.device_array(_QI_EDGES, np.int32, what="query info")
+        self.d_qinfo = budget.device_array(QI_EDGES, np.int32, what="query info")
         self.d_loads = budget.zeros(4, np.int64, what="load counters")
-        self.h_qinfo = np.zeros(_QI_EDGES, np.int32)
+        self.h_qinfo = np.zeros(QI_EDGES, np.int32)
         self.h_sizes = np.zeros(MAX_QUERY_VERTICES, np.int64)
         self.pool = BufferPool(budget, prefix="sgsi ")
         self.d_bits, self._bits_rows = None, 0
@@ -680,7 +661,7 @@ class SGSI(Engine):
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         if self.incore is not None:
             return self._match_in_core(query, limit=limit, collect=collect, timeout_s=timeout_s)
-        self._deadline = None if timeout_s is None else time.perf_counter() + timeout_s
+        self._deadline = Deadline(timeout_s)
         nq = query.num_vertices
         timer = PhaseTimer()
         clock = _Clock(self.streams)
@@ -709,7 +690,7 @@ class SGSI(Engine):
                 self._iter_rows[0] = start.size
                 with timer.phase("enumerate"):
                     self._join(start, nq)
-        except _Stop as stop:
+        except Stop as stop:
             status, reason = stop.status, stop.reason
         except DeviceOutOfMemory as exc:
             status, reason = Status.OOM, str(exc)
@@ -737,10 +718,6 @@ class SGSI(Engine):
                      chunks=stats.get("slices", 0))
         return MatchResult(self.name, r.count, r.status, reason=r.reason, embeddings=r.embeddings,
                            phases=r.phases, peak_device_bytes=r.peak_device_bytes, stats=stats)
-
-    def _check_deadline(self) -> None:
-        if self._deadline is not None and time.perf_counter() > self._deadline:
-            raise _Stop(Status.TIMEOUT)
 
     def _upload_steps(self, plan) -> list:
         """Every join step's linking edges to the device (one copy); per step (vertex, e0, e_hi,
@@ -772,9 +749,9 @@ class SGSI(Engine):
             words = (cnt + 31) // 32
             bounds = (0, SIG_WORDS * cnt, (SIG_WORDS + 1) * cnt, (SIG_WORDS + 2) * cnt, (SIG_WORDS + 3) * cnt)
             sig, labels, out_d, in_d = (self._view(slot, bounds[k], bounds[k + 1]) for k in range(4))
-            blocks = max(1, min(self.max_blocks, (nq * words + self.warps - 1) // self.warps))
+            blocks = grid_blocks(nq * words, self.warps, self.max_blocks)
             filter_kernel[blocks, T, stream](2, cnt, words, nq, sig, labels, out_d, in_d, self.d_qinfo,
-                                             _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG, self.d_bits, self.d_sizes,
+                                             QI_LAB, QI_OUT, QI_IN, QI_SIG, self.d_bits, self.d_sizes,
                                              seg.lo // 32, self.nwords)
 
         self.streams.run(self.sig_segments, launch, clock)
@@ -798,7 +775,7 @@ class SGSI(Engine):
         self._count += found
         if self._limit is not None and self._count >= self._limit:
             self._count = self._limit
-            raise _Stop(Status.LIMIT)
+            raise Stop(Status.LIMIT)
 
     def _finish(self, rows: np.ndarray) -> None:
         """Final rows (collect): keep them on the host, within ``host_memory_limit``."""
@@ -806,7 +783,7 @@ class SGSI(Engine):
             rows = rows[:max(0, self._limit - self._count)]
         self._host_bytes += rows.nbytes
         if self._host_bytes > self.host_memory_limit:
-            raise _Stop(Status.OOM, f"host memory: the collected embeddings passed host_memory_limit "
+            raise Stop(Status.OOM, f"host memory: the collected embeddings passed host_memory_limit "
                         f"{self.host_memory_limit:,} bytes")
         self._rows_out.append(rows)
 
@@ -832,7 +809,7 @@ class SGSI(Engine):
         last = level + 2 == len(self._steps) + 1
         a = 0
         while a < rows:
-            self._check_deadline()
+            self._deadline.check()
             # the per-row arrays are the chunk's own unless its new table is written in parts:
             # half of what is left (the later levels need the other half then), all at the last
             left = (self.rows_cap - fr) // ROW_ARRAYS
@@ -856,8 +833,8 @@ class SGSI(Engine):
         alloc = m                                   # per-row arrays are carved for m rows
         counts, F, num, P, Fx, numx = (self._view(self.d_rows, fr + k * m, fr + (k + 1) * m)
                                        for k in range(ROW_ARRAYS))
-        tg = max(1, min(self.max_blocks, (m + T - 1) // T))
-        wg = max(1, min(self.max_blocks, (m + self.warps - 1) // self.warps))
+        tg = grid_blocks(m, T, self.max_blocks)
+        wg = grid_blocks(m, self.warps, self.max_blocks)
         self._epoch += 1
         epoch = self._epoch
         with clock.comp_default.phase("kernels"):
@@ -954,7 +931,7 @@ class SGSI(Engine):
             if i1 <= i0:
                 raise DeviceOutOfMemory(4 * (width + 1) * int(n_h[i0]), self.budget.in_use, self.budget.limit or 0,
                                         f"one row's output of join iteration {level + 1} (raise device_memory_limit)")
-            self._check_deadline()
+            self._deadline.check()
             self._write(level, tab, a, i0, i1, gba, F, num, P, int(P_h[i0]), int(ends[i1 - 1] - P_h[i0]), fw,
                         fr + ROW_ARRAYS * alloc, top - max(total, 1))
             i0 = i1
@@ -987,7 +964,7 @@ class SGSI(Engine):
         level, copied to the host)."""
         width = level + 1
         out = self._view(self.d_words, fo, self.words_cap)
-        wg = max(1, min(self.max_blocks, (i1 - i0 + self.warps - 1) // self.warps))
+        wg = grid_blocks(i1 - i0, self.warps, self.max_blocks)
         with self._clock.comp_default.phase("kernels"):
             self.sgsi_kernels.link_part[wg, self.block_threads](tab, width, a, i0, i1, gba, F, num, P, p0, out)
         if level + 2 == len(self._steps) + 1:

@@ -5,7 +5,7 @@ that decomposition and STwig matching ("Other") are shared by both sides, and th
 builds hash tables ("(Copy &) Hash"). Our baseline is the same
 pipeline compiled with ``numba.njit``: the same decomposition and exploration
 (:mod:`stwig.explore`), the same head/pool chained tables built sequentially, and the same
-right-deep iterator DFS (:func:`stwig.hashjoin.join_dfs`, compiled for the CPU) over every
+right-deep iterator DFS (:func:`stwig.join.join_dfs`, compiled for the CPU) over every
 work unit, single-threaded (``parallel=False``, the primary baseline) or with ``prange`` over
 blocks of units on all cores (``parallel=True``). Registered as ``stwig-cpu``.
 
@@ -19,16 +19,15 @@ only where R_1 has fewer than 4 rows; ``split_probe=False`` never splits).
 
 from __future__ import annotations
 
-import contextlib
-import time
-
 import numba
 import numpy as np
 from numba import njit, prange
 
-from .decompose import JoinPlan
+from common.gpu.grid import grid_blocks
+from common.gpu.timers import PhaseTimer
+
 from .engine import STwigPipeline
-from .hashjoin import (
+from .join import (
     ARITY,
     HEAD_OFF,
     IO_STEPS,
@@ -47,6 +46,7 @@ from .hashjoin import (
     save_state,
     table_layout,
 )
+from .order import JoinPlan
 
 _copy_record_cpu = njit(nogil=True, cache=True)(copy_record)
 _begin_unit_cpu = njit(nogil=True, cache=True)(begin_unit)
@@ -151,14 +151,14 @@ def _join_blocks_parallel(budget, saved, cursor, end, lo, depth, urow, urec, r1,
 
 class CpuHashJoin:
     """Host side of one query for the CPU baseline: the same tables, units and resumable DFS as
-    :class:`~stwig.hashjoin.GpuHashJoin`; each block of units keeps its own saved state."""
+    :class:`~stwig.join.GpuHashJoin`; each block of units keeps its own saved state."""
 
     def __init__(self, parallel: bool):
         self.parallel = bool(parallel)
 
     def load(self, plan: JoinPlan, relations, rows: list[int], homomorphic: bool,
              timer, split_rows: int | None, split_levels: int) -> None:
-        """As :meth:`GpuHashJoin.load <stwig.hashjoin.GpuHashJoin.load>` on the host: one flat
+        """As :meth:`GpuHashJoin.load <stwig.join.GpuHashJoin.load>` on the host: one flat
         relation array, R_1 first."""
         r1 = relations
         nr1 = rows[0]
@@ -173,9 +173,9 @@ class CpuHashJoin:
         self.max_blocks = numba.get_num_threads() * PARALLEL_BLOCKS_PER_THREAD if self.parallel else 1
         with timer.phase("index"):
             self.tab, pool_size, head_size = table_layout(plan, rows)
-            self.pool = np.empty(max(pool_size, 1), np.int32)
+            self.hash_pool = np.empty(max(pool_size, 1), np.int32)
             self.head = np.full(max(head_size, 1), -1, np.int32)
-            _build_tables_cpu(relations, self.tab, self.keycol, self.nt, self.pool, self.head)
+            _build_tables_cpu(relations, self.tab, self.keycol, self.nt, self.hash_pool, self.head)
             if split_rows is None:
                 split_rows = 4 * self.max_blocks
             self.depth, self.units = 0, self.nr1
@@ -183,7 +183,7 @@ class CpuHashJoin:
             while self.units < split_rows and self.depth < min(split_levels, self.nt) and self.units:
                 urow, urec, units = _expand_units_cpu(
                     self.units, self.depth, self.urow, self.urec, r1, self.nr1, self.l1, self.nq,
-                    self.pool, self.head, self.tab, self.keycol, self.keyslot, self.newcol,
+                    self.hash_pool, self.head, self.tab, self.keycol, self.keyslot, self.newcol,
                     self.homomorphic, MAX_PAIRS)
                 if units > MAX_PAIRS:
                     break
@@ -193,7 +193,7 @@ class CpuHashJoin:
     def start(self, lo: int, hi: int, mode: int, offsets: np.ndarray | None = None,
               rows: int = 0) -> None:
         self.lo, self.hi, self.mode = int(lo), int(hi), int(mode)
-        blocks = max(1, min(hi - lo, self.max_blocks))
+        blocks = grid_blocks(hi - lo, 1, self.max_blocks)
         bounds = lo + (hi - lo) * np.arange(blocks + 1, dtype=np.int64) // blocks
         self.cursor, self.end = bounds[:-1].copy(), bounds[1:].copy()
         self.saved = np.full((blocks, SAVED_HEADER + self.nq + self.nt), -1, np.int64)
@@ -212,7 +212,7 @@ class CpuHashJoin:
         with self.timer.phase("enumerate"):
             self.total += int(run(int(steps), self.saved, self.cursor, self.end, self.lo,
                                   self.depth, self.urow, self.urec, self.r1, self.nr1, self.l1,
-                                  self.nq, self.nt, self.pool, self.head, self.tab, self.keycol,
+                                  self.nq, self.nt, self.hash_pool, self.head, self.tab, self.keycol,
                                   self.keyslot, self.newcol, self.homomorphic, self.mode,
                                   self.rowvals, self.out))
         done = bool((self.cursor >= self.end).all() and (self.saved[:, SV_UNIT] < 0).all())
@@ -251,32 +251,10 @@ class STwigCPU(STwigPipeline):
         return CpuHashJoin(self.parallel)
 
     def _timer(self):
-        return HostTimer()
+        return PhaseTimer(host=True)
 
     def _first_chunk(self) -> int:
         return 4096
 
     def _first_steps(self) -> int:
         return 1 << 16
-
-
-class HostTimer:
-    """PhaseTimer's interface with wall-clock seconds (the CPU baseline runs no device work)."""
-
-    def __init__(self):
-        self._seconds: dict[str, float] = {}
-
-    @contextlib.contextmanager
-    def phase(self, name: str):
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.add(name, time.perf_counter() - start)
-
-    def add(self, name: str, seconds: float) -> None:
-        self._seconds[name] = self._seconds.get(name, 0.0) + float(seconds)
-
-    @property
-    def seconds(self) -> dict[str, float]:
-        return dict(self._seconds)

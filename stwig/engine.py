@@ -6,17 +6,17 @@
 :class:`STwig` (registry ``stwig``) is the paper's GPU pipeline (§4), :class:`stwig.cpu.STwigCPU`
 the CPU baseline; both share :class:`STwigPipeline`, which runs the steps and turns deadlines and
 memory caps into statuses. Phases: **plan** (STwig decomposition, then the join order and plan
-from the relations' sizes: :mod:`stwig.decompose`), **filter** (exploration, :mod:`stwig.explore`;
+from the relations' sizes: :mod:`stwig.order`), **filter** (exploration, :mod:`stwig.explore`;
 ``stats["explore_s"]`` is the paper's "Other" bucket), **transfer** + **index** (the relations
 copied and hashed, the paper's "(Copy &) Hash": ``stats["hash_s"]``), **enumerate** (the join,
 ``stats["join_s"]``). Every join launch is bounded by a step budget and saves unfinished DFS
-states for the next (:mod:`stwig.hashjoin`), so ``timeout_s`` and ``limit`` are honoured within
+states for the next (:mod:`stwig.join`), so ``timeout_s`` and ``limit`` are honoured within
 about ``chunk_seconds``. The default match is injective; ``homomorphic=True`` is the raw
 pipeline (label-preserving homomorphisms).
 
 Statistics: ``order`` (the query vertices in the order the join plan binds them),
 ``candidate_sizes`` (distinct data vertices per query vertex after exploration), ``split_depth``.
-:meth:`STwigPipeline.match_twigs` is :meth:`~common.engine.Engine.match` with a given
+:meth:`STwigPipeline.match_twigs` is :meth:`~common.engine.base.Engine.match` with a given
 decomposition. The choices where the paper is silent are in docs/decisions.md ("STwig").
 """
 
@@ -28,15 +28,19 @@ from abc import abstractmethod
 
 import numpy as np
 
-from common.device import BufferPool, DeviceMemoryBudget, PhaseTimer, cuda, simulator_active
-from common.engine import Engine
+from common.engine.base import Engine
+from common.engine.deadline import Deadline, Stop
+from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
-from common.graph import Graph
-from common.result import MatchResult, Status
+from common.gpu.budget import DeviceMemoryBudget
+from common.gpu.pool import BufferPool
+from common.gpu.runtime import cuda, simulator_active
+from common.gpu.timers import PhaseTimer
+from common.graph.model import Graph
 
-from .decompose import JoinPlan, Twig, check_twigs, compile_planning, decompose, estimated_order, join_plan
-from .explore import MAX_LEAVES, CpuExplorer, ExplorationTimeout, GpuExplorer
-from .hashjoin import JOIN_THREADS, MAX_SPLIT_LEVELS, GpuHashJoin
+from .explore import MAX_LEAVES, CpuExplorer, GpuExplorer
+from .join import JOIN_THREADS, MAX_SPLIT_LEVELS, GpuHashJoin
+from .order import JoinPlan, Twig, check_twigs, compile_planning, decompose, estimated_order, join_plan
 
 JOIN_ORDERS = ("estimate", "stwig")
 #: Steps per thread of a query's first GPU join launch (~ a few ms on an H200; then adaptive).
@@ -197,7 +201,7 @@ class STwigPipeline(Engine):
 
     # ------------------------------------------------------------------ the pipeline
     def _run(self, query, twigs, limit, collect, timeout_s, homomorphic, start) -> MatchResult:
-        deadline = None if timeout_s is None else start + timeout_s
+        deadline = Deadline(timeout_s, start)
         nq = query.num_vertices
         timer = self._timer()
         timer.add("plan", time.perf_counter() - start)
@@ -229,8 +233,8 @@ class STwigPipeline(Engine):
                 stats["split_depth"] = join.depth
                 stats["join_units"] = join.units
                 status, count, pieces = self._join(join, limit, collect, deadline, stats)
-        except ExplorationTimeout:
-            status = Status.TIMEOUT
+        except Stop as stop:                 # the deadline passed while matching STwigs
+            status = stop.status
             stats["timeout_in"] = "exploration"
         if plan is None:
             plan = join_plan(twigs, nq)
@@ -281,7 +285,7 @@ class STwigPipeline(Engine):
                 launches += 1
                 if done or (stop_at is not None and total >= stop_at):
                     return True, total
-                if deadline is not None and time.perf_counter() > deadline:
+                if deadline.passed():
                     return False, total
                 if self.step_budget is None:
                     if elapsed < self.chunk_seconds / 2:
@@ -316,7 +320,7 @@ class STwigPipeline(Engine):
                 if limit is not None and count >= limit:
                     status, count = Status.LIMIT, limit
                     break
-                if lo < units and deadline is not None and time.perf_counter() > deadline:
+                if lo < units and deadline.passed():
                     status = Status.TIMEOUT
                     break
                 if elapsed < self.chunk_seconds / 2:
@@ -385,10 +389,10 @@ class STwig(STwigPipeline):
 
     def _prepare(self, data: Graph) -> None:
         self.budget = DeviceMemoryBudget(self.device_memory_limit)
-        self.buffers = BufferPool(self.budget, prefix="stwig ")
-        self._gpu_explorer = (GpuExplorer(data, self.budget, self.buffers)
+        self.pool = BufferPool(self.budget, prefix="stwig ")
+        self._gpu_explorer = (GpuExplorer(data, self.budget, self.pool)
                               if self.exploration == "gpu" else None)
-        self._join_state = GpuHashJoin(self.buffers, self.threads_per_block, self.blocks)
+        self._join_state = GpuHashJoin(self.pool, self.threads_per_block, self.blocks)
         super()._prepare(data)
 
     def _explore(self, twigs, query, homomorphic, deadline, timer):

@@ -27,13 +27,16 @@ import numba
 import numpy as np
 from numba import njit
 
-from common.device import cuda, jit
+from common.engine.deadline import Deadline
 from common.errors import DeviceOutOfMemory
-from common.graph import Graph
-from common.scan import exclusive_scan
-from common.sorted_ranges import label_range
+from common.gpu.grid import grid_blocks
+from common.gpu.pool import BufferPool
+from common.gpu.runtime import cuda, jit
+from common.gpu.scan import exclusive_scan
+from common.graph.model import Graph
+from common.graph.sorted_ranges import label_range
 
-from .decompose import Twig
+from .order import Twig
 
 #: Largest number of leaves an STwig may have on the GPU path (per-thread local arrays).
 MAX_LEAVES = 31
@@ -57,10 +60,6 @@ FAST_DONE, FAST_OUT_OF_STEPS, FAST_TOO_LARGE = range(3)
 
 
 _NO_OUTPUT = np.zeros(1, np.int32)
-
-
-class ExplorationTimeout(Exception):
-    """The deadline passed while matching STwigs."""
 
 
 def label_sorted_adjacency(data: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -363,7 +362,7 @@ class CpuExplorer:
         self.n = data.num_vertices
 
     def explore(self, twigs: list[Twig], query_labels: np.ndarray, *, homomorphic: bool,
-                deadline: float | None, max_bytes: int):
+                deadline: Deadline, max_bytes: int):
         """(relations, R_1 entries, rows, distinct): R_1..R_n in one flat int32 array (R_1
         attribute-major, the others row-major, in STwig order), each relation's rows (0 past an
         empty one: the query then stops, its answer empty) and, per relation up to the first
@@ -383,7 +382,7 @@ class CpuExplorer:
         if info[FAST_STATUS] == FAST_TOO_LARGE:
             raise DeviceOutOfMemory(4 * int(info[FAST_WANTED]), 4 * used, max_bytes,
                                     f"STwig relation R_{done + 1} (max_relation_bytes)")
-        _check_deadline(deadline)
+        deadline.check()
         pieces = [flat[:used]]
         if info[FAST_STATUS] == FAST_OUT_OF_STEPS:
             pieces += self._explore_resumable(twigs, done, query_labels, bitmap, bound, rows,
@@ -430,7 +429,7 @@ class CpuExplorer:
             if total == 0:
                 break
             _bind_columns_cpu(bitmap, bound, twig_table(twigs), t, rel, total, *strides, distinct)
-            _check_deadline(deadline)
+            deadline.check()
         return relations
 
 
@@ -450,17 +449,13 @@ def _explore_bounded(roots, args, write, out, offsets, strides, deadline, check=
         total += done
         if check is not None:
             check(total + (work[2] if work[1] >= 0 else 0))
-        _check_deadline(deadline)
+        deadline.check()
         if took < CHUNK_SECONDS:
             steps = min(2 * steps, 1 << 40)
         elif took > 2 * CHUNK_SECONDS:
             steps = max(FIRST_STEPS, steps // 2)
     return total
 
-
-def _check_deadline(deadline: float | None) -> None:
-    if deadline is not None and time.perf_counter() > deadline:
-        raise ExplorationTimeout()
 
 
 class GpuExplorer:
@@ -470,7 +465,7 @@ class GpuExplorer:
     in the pooled buffer ``relations`` (the flat layout of :meth:`CpuExplorer.explore`); the
     STwigs' leaf arguments go up in one copy per query."""
 
-    def __init__(self, data: Graph, budget, buffers):
+    def __init__(self, data: Graph, budget, pool: BufferPool):
         off, adj, adjlab = label_sorted_adjacency(data)
         self.off = budget.to_device(off, "stwig adjacency offsets")
         self.adj = budget.to_device(adj, "stwig adjacency")
@@ -479,16 +474,16 @@ class GpuExplorer:
                                                   "stwig label index")
         self.label_offsets = data.label_offsets
         self.n = data.num_vertices
-        self.buffers = buffers
+        self.pool = pool
         self.max_roots = max(int(data.label_frequencies.max(initial=1)), 1)
-        self.buffers.scan(self.max_roots)
+        self.pool.scan(self.max_roots)
 
     def explore(self, twigs: list[Twig], query_labels: np.ndarray, *, homomorphic: bool,
-                deadline: float | None, max_bytes: int, timer):
+                deadline: Deadline, max_bytes: int, timer):
         """(relations (device), rows, distinct) as :meth:`STwigPipeline._explore`."""
-        from common.device import fill
+        from common.gpu.copies import fill
 
-        from .hashjoin import JOIN_THREADS
+        from .join import JOIN_THREADS
 
         nq, nt = query_labels.size, len(twigs)
         slots = sum(len(t.columns) for t in twigs)
@@ -506,24 +501,24 @@ class GpuExplorer:
             bound[list(twig.columns)] = 1
         host[3 * nt * MAX_LEAVES + slots:] = twig_table(twigs).reshape(-1)
         with timer.phase("filter"):
-            d_host = self.buffers.upload("exploration arguments", host)
+            d_host = self.pool.upload("exploration arguments", host)
             d_leaf = d_host[:3 * nt * MAX_LEAVES].reshape(nt, 3, MAX_LEAVES)
             distinct = d_host[3 * nt * MAX_LEAVES:3 * nt * MAX_LEAVES + slots]
             d_twigs = d_host[3 * nt * MAX_LEAVES + slots:].reshape(nt, TWIG_FIELDS)
-            bitmap = self.buffers.get("bindings", (nq, self.n), np.int32)
+            bitmap = self.pool.get("bindings", (nq, self.n), np.int32)
             fill(bitmap, 0)
-            scan = self.buffers.scan(self.max_roots)
-            counts = self.buffers.get("root counts", self.max_roots, np.int64)
+            scan = self.pool.scan(self.max_roots)
+            counts = self.pool.get("root counts", self.max_roots, np.int64)
             rows = [0] * nt
             slot, used = 0, 0
             threads = JOIN_THREADS
-            rel = self.buffers.get("relations", 1, np.int32)
+            rel = self.pool.get("relations", 1, np.int32)
             for t, twig in enumerate(twigs):
                 label = int(query_labels[twig.root])
                 first, last = int(self.label_offsets[label]), int(self.label_offsets[label + 1])
                 nroots = last - first
                 arity, k = len(twig.columns), len(twig.leaves)
-                blocks = max(1, min(1024, (nroots + threads - 1) // threads))
+                blocks = grid_blocks(nroots, threads)
                 args = (self.vertices_by_label, first, nroots, twig.root, root_bound[t], k, d_leaf, t,
                         bitmap, bool(homomorphic), self.off, self.adj, self.adjlab)
                 _explore_roots_gpu[blocks, threads](*args, False, rel, 0, counts, 0, 0)
@@ -531,16 +526,16 @@ class GpuExplorer:
                 if 4 * (used + arity * total) > max_bytes:
                     raise DeviceOutOfMemory(4 * arity * total, 4 * used, max_bytes,
                                             f"STwig relation R_{t + 1} (max_relation_bytes)")
-                _check_deadline(deadline)
-                rel = self.buffers.get("relations", used + arity * total, np.int32, keep=used)
+                deadline.check()
+                rel = self.pool.get("relations", used + arity * total, np.int32, keep=used)
                 rows[t] = total
                 if total == 0:
                     break
                 strides = (1, total) if t == 0 else (arity, 1)
                 _explore_roots_gpu[blocks, threads](*args, True, rel, used, counts, *strides)
-                grid = max(1, min(1024, (arity * self.n + threads - 1) // threads))
+                grid = grid_blocks(arity * self.n, threads)
                 _clear_columns_gpu[grid, threads](bitmap, d_twigs, t)
-                grid = max(1, min(1024, (arity * total + threads - 1) // threads))
+                grid = grid_blocks(arity * total, threads)
                 _bind_columns_gpu[grid, threads](bitmap, d_twigs, t, rel[used:], total, *strides,
                                                  distinct, slot)
                 used += arity * total

@@ -3,6 +3,6 @@
 Tests that need it fail (never skip) when it is missing.
 """
 
-from common.paths import data_dir
+from common.graph.paths import data_dir
 
 DATA = data_dir()

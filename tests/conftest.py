@@ -1,6 +1,6 @@
 """Test configuration: without an NVIDIA GPU every kernel runs under Numba's CUDA simulator.
 
-``common.backend`` makes that choice (before numba.cuda is imported) when the package is first
+``common.gpu.backend`` makes that choice (before numba.cuda is imported) when the package is first
 imported; importing it here makes the choice before any test module imports numba itself.
 Set ``NUMBA_ENABLE_CUDASIM`` yourself to override (``0`` forces the real driver).
 """
@@ -15,7 +15,7 @@ if os.environ.get("GPUSM_TEST_GPUS") and os.environ.get("PYTEST_XDIST_WORKER"):
     _gpus = os.environ["GPUSM_TEST_GPUS"].split(",")
     os.environ["CUDA_VISIBLE_DEVICES"] = _gpus[int(os.environ["PYTEST_XDIST_WORKER"][2:]) % len(_gpus)]
 
-from common.backend import BACKEND  # noqa: E402  (after the GPU choice above)
+from common.gpu.backend import BACKEND  # noqa: E402  (after the GPU choice above)
 
 
 def pytest_report_header(config):
@@ -29,9 +29,9 @@ def kernel_calls(monkeypatch):
     """Kernel launches (by kernel name), copies to the host (``copies``) and to the device
     (``uploads``) and ``cuda.synchronize`` calls, counted from now on whichever backend runs the
     suite: the simulator's kernel and array classes, or on a GPU numba-cuda's dispatcher, gpusm's
-    quick launches (``common.launch.Kernel``), device arrays and ``common.device.upload``/``download``.
+    quick launches (``common.gpu.launch.Kernel``), device arrays and ``common.gpu.copies.upload``/``download``.
     Clear the counts with ``kernel_calls.update(launches=[], copies=0, ...)``."""
-    from common.device import cuda, simulator_active
+    from common.gpu.runtime import cuda, simulator_active
 
     if simulator_active():
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray as Array
@@ -42,7 +42,7 @@ def kernel_calls(monkeypatch):
     calls = {"launches": [], "copies": 0, "uploads": 0, "syncs": 0}
     kernel_classes = [Kernel]
     if not simulator_active():
-        from common.launch import Kernel as QuickKernel
+        from common.gpu.launch import Kernel as QuickKernel
         kernel_classes.append(QuickKernel)
     configures = [cls.__getitem__ for cls in kernel_classes]
     to_host, to_device, synchronize = Array.copy_to_host, Array.copy_to_device, cuda.synchronize
@@ -67,9 +67,9 @@ def kernel_calls(monkeypatch):
 
     for cls, configure in zip(kernel_classes, configures):
         monkeypatch.setattr(cls, "__getitem__", counted(configure))
-    from common import launch
+    from common.gpu import launch
 
-    direct = launch._NUMBA                   # common.device.upload/download call the driver
+    direct = launch._NUMBA                   # common.gpu.copies.upload/download call the driver
     if direct is not None:
         def memcpy_htod(*args):
             calls["uploads"] += 1

@@ -6,16 +6,17 @@ import doctest
 
 import pytest
 
-import common.engine
-import common.graph
-import common.io
-import common.result
+import common.api
+import common.engine.registry
+import common.engine.result
+import common.graph.io
+import common.graph.model
 
 
-@pytest.mark.parametrize("module", [common.engine, common.graph, common.io, common.result],
-                         ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [common.api, common.engine.registry, common.graph.model, common.graph.io,
+                                    common.engine.result], ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     outcome = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert outcome.failed == 0
-    if module in (common.engine, common.graph):
+    if module in (common.api, common.engine.registry, common.graph.model):
         assert outcome.attempted > 0             # the examples exist, and ran

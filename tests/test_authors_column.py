@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from common import create_engine
-from common import engine as registry
-from common.generate import power_law_labels, query_set, rmat
-from common.result import Status
+from common.engine import registry
+from common.engine.result import Status
+from common.graph.generate import power_law_labels, query_set, rmat
 from experiments.papers.authors import GMatchAuthors, authors_configs, authors_reason
 
 FAKE_RUN_SH = """#!/usr/bin/env bash

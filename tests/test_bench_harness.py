@@ -10,7 +10,7 @@ import time
 
 import pandas as pd
 
-from common.result import MatchResult, Status
+from common.engine.result import MatchResult, Status
 from experiments.harness.store import write_rows
 from experiments.harness.timing import Budget, clocked, timed
 

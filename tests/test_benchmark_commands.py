@@ -10,8 +10,9 @@ import time
 import pandas as pd
 import pytest
 
-from common.device import simulator_active
-from common.engine import Engine, create_engine
+from common.engine.base import Engine
+from common.engine.registry import create_engine
+from common.gpu.runtime import simulator_active
 from experiments.bench import dask_scaling, small_queries
 from experiments.profiling import host_costs, host_timeline, kernel_times
 

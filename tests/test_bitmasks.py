@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from common.bitmasks import bits, lowest_bit, masks_of, neighbour_masks, popcount
-from common.generate import random_walk_query, rmat, uniform_labels
-from common.graph import Graph
+from common.graph.bitmasks import bits, lowest_bit, masks_of, neighbour_masks, popcount
+from common.graph.generate import random_walk_query, rmat, uniform_labels
+from common.graph.model import Graph
 from egsm.order import plan, query_shape
 
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from _paths import DATA
-from common.cli import parse_bytes
-from common.engine import available_engines
-from common.io import load_graph, read_expected_counts
-from common.peers import installed_peers
+from common.cli.main import parse_bytes
+from common.cpu.peers import installed_peers
+from common.engine.registry import available_engines
+from common.graph.io import load_graph, read_expected_counts
 from experiments.gpusm import build_parser, main
 from experiments.papers.compare import demo_engines
 
@@ -132,12 +132,12 @@ def test_demo_agrees_with_the_reference(capsys):
 
 
 def test_demo_leaves_the_peers_out_unless_asked(monkeypatch):
-    from common import engine as registry
+    from common.engine import registry
 
     assert demo_engines() == ["cpu", "gsi", "sgsi", "egsm", "gmatch", "stwig", "stwig-cpu"]
     assert set(demo_engines(peers=True)) == set(demo_engines()) | set(installed_peers())
     # an engine registered by other code (an authors' binary, a test's engine) is not the demo's
-    monkeypatch.setitem(registry._REGISTRY, "someone-elses", "common.reference:ReferenceMatcher")
+    monkeypatch.setitem(registry._REGISTRY, "someone-elses", "common.cpu.reference:ReferenceMatcher")
     assert "someone-elses" in available_engines() and "someone-elses" not in demo_engines(peers=True)
     assert build_parser().parse_args(["demo", "--peers"]).peers
     assert not build_parser().parse_args(["demo"]).peers
@@ -147,7 +147,7 @@ def test_the_shared_layer_does_not_import_the_harness():
     import subprocess
     import sys
 
-    probe = ("import sys, common, common.cli, common.peers, common.io, common.generate; "
+    probe = ("import sys, common, common.cli.main, common.cpu.peers, common.graph.io, common.graph.generate; "
              "print(sorted(m for m in sys.modules if m.split('.')[0] == 'experiments'))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -165,7 +165,7 @@ def test_cli_errors_name_the_problem(capsys, tmp_path):
     code, _, err = run(capsys, "generate", "queries", data, "--size", 4, "--method", "gsi", "--out", tmp_path / "q")
     assert code == 2 and "--method gsi needs --edges" in err
     two = tmp_path / "two.g"
-    from common.io import write_gsi
+    from common.graph.io import write_gsi
     write_gsi([load_graph(query).replace(name="a"), load_graph(query).replace(name="b")], two)
     code, _, err = run(capsys, "convert", two, tmp_path / "out.graph", "--to", "graph")
     assert code == 2 and "holds 2 graphs but the graph format holds one" in err
@@ -175,7 +175,7 @@ def test_match_reads_every_graph_of_a_multi_graph_query_file_and_collects_into_a
     hprd = DATA / "hprd"
     expected = read_expected_counts(hprd / "expected_counts_1_100.txt")
     queries = [load_graph(hprd / "queries" / f"query_dense_16_{i}.graph", name=f"q{i}") for i in (1, 3)]
-    from common.io import write_gsi
+    from common.graph.io import write_gsi
     multi = tmp_path / "queries.g"
     write_gsi(queries, multi)
     folder = tmp_path / "emb"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import common.cli as cli
+import common.cli.main as cli
 from common import create_engine
-from common.cli import main
-from common.generate import rmat
-from common.io import save_graph
+from common.cli.main import main
+from common.graph.generate import rmat
+from common.graph.io import save_graph
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ def test_a_folder_given_as_the_data_file(files, capsys):
 
 def test_collect_problems_are_found_before_the_search(files, capsys, monkeypatch):
     tmp, data, queries = files
-    from common.engine import Engine
+    from common.engine.base import Engine
 
     searched = []
     prepare = Engine.prepare

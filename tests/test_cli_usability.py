@@ -10,8 +10,8 @@ import pytest
 
 from _paths import DATA
 from common import available_engines, engine_class
-from common.cli import EXIT_PARTIAL, EXIT_UNSUPPORTED, main
-from common.describe import numpydoc_parameters
+from common.cli.main import EXIT_PARTIAL, EXIT_UNSUPPORTED, main
+from common.engine.describe import numpydoc_parameters
 
 HPRD = DATA / "hprd"
 GH = DATA / "gmatch_test"
@@ -50,7 +50,7 @@ def test_every_format_names_the_backend(capsys):
 
 
 def test_gpu_engine_reports_where_it_ran(capsys, tmp_path):
-    from common.device import backend_label
+    from common.gpu.runtime import backend_label
 
     g = tmp_path / "g.graph"
     g.write_text("t 3 3\nv 0 0 2\nv 1 0 2\nv 2 0 2\ne 0 1\ne 1 2\ne 0 2\n")

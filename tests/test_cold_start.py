@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from common.device import simulator_active
-from common.generate import power_law_labels, query_set, rmat
-from common.io import save_graph
+from common.gpu.runtime import simulator_active
+from common.graph.generate import power_law_labels, query_set, rmat
+from common.graph.io import save_graph
 from experiments.bench import cold_start
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,9 +2,9 @@
 
 import pytest
 
-from common import engine as engine_module
-from common.generate import query_set, rmat
-from common.reference import ReferenceMatcher
+from common.cpu.reference import ReferenceMatcher
+from common.engine import registry as engine_module
+from common.graph.generate import query_set, rmat
 from experiments.papers.compare import compare_engines, summarize
 
 
@@ -45,7 +45,7 @@ class SkipsFirst(ReferenceMatcher):
     name = "skips-first"
 
     def _match(self, query, **kwargs):
-        from common.result import MatchResult, Status
+        from common.engine.result import MatchResult, Status
         self.calls = getattr(self, "calls", 0) + 1
         if self.calls == 1:
             return MatchResult(self.name, 5, Status.TIMEOUT)
@@ -72,7 +72,7 @@ class TimesOutFirst(ReferenceMatcher):
     name = "times-out-first"
 
     def _match(self, query, **kwargs):
-        from common.result import MatchResult, Status
+        from common.engine.result import MatchResult, Status
         self.calls = getattr(self, "calls", 0) + 1
         if self.calls == 1:
             return MatchResult(self.name, 5, Status.TIMEOUT, reason="deadline passed while testing",
@@ -82,7 +82,7 @@ class TimesOutFirst(ReferenceMatcher):
 
 def test_the_demo_names_each_unanswered_query_and_exits_3(monkeypatch, capsys):
     import experiments.papers.compare as compare
-    from common.cli import EXIT_PARTIAL
+    from common.cli.main import EXIT_PARTIAL
     from experiments.gpusm import main
 
     engine_module.register("times-out-first", TimesOutFirst)

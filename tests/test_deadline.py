@@ -1,4 +1,4 @@
-"""common.device.LaunchWatch in the simulator: a deadline stops a running launch that polls the
+"""common.gpu.watch.LaunchWatch in the simulator: a deadline stops a running launch that polls the
 flag, an unreached deadline lets it finish, a flag that is not one int64 word is refused."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from common.device import LaunchWatch, cuda
+from common.gpu.runtime import cuda
+from common.gpu.watch import LaunchWatch
 
 
 @cuda.jit

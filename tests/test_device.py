@@ -1,4 +1,4 @@
-"""common.device, common.scan and common.device_functions against NumPy, on a GPU or under the
+"""common.gpu.runtime, common.gpu.scan and common.gpu.device_functions against NumPy, on a GPU or under the
 simulator (tests/conftest.py picks)."""
 
 from __future__ import annotations
@@ -9,34 +9,14 @@ import time
 import numpy as np
 import pytest
 
-from common.device import (
-    BufferPool,
-    DeviceMemoryBudget,
-    PhaseTimer,
-    cuda,
-    device_info,
-    download,
-    fill,
-    gpu_available,
-    kernel_resources,
-    simulator_active,
-    upload,
-)
-from common.device_functions import (
-    binary_search,
-    contains,
-    hash32,
-    hash32_host,
-    intersect,
-    intersect_count,
-    intersect_count_merge,
-    intersect_count_search,
-    intersect_merge,
-    intersect_search,
-    lower_bound,
-)
 from common.errors import DeviceOutOfMemory
-from common.scan import SCAN_TILE, ScanWorkspace, exclusive_scan, warp_inclusive_scan
+from common.gpu.budget import DeviceMemoryBudget
+from common.gpu.copies import download, fill, upload
+from common.gpu.device_functions import contains, hash32, hash32_host, intersect, intersect_walk, lower_bound
+from common.gpu.pool import BufferPool
+from common.gpu.runtime import cuda, device_info, gpu_available, kernel_resources, simulator_active
+from common.gpu.scan import SCAN_TILE, ScanWorkspace, exclusive_scan, warp_inclusive_scan
+from common.gpu.timers import PhaseTimer
 
 
 def _exclusive(a, dtype):
@@ -131,11 +111,10 @@ def test_warp_inclusive_scan_over_a_prefix_mask():
 
 
 @cuda.jit
-def _searches(arr, lo, hi, keys, bounds, found, present):
+def _searches(arr, lo, hi, keys, bounds, present):
     i = cuda.grid(1)
     if i < keys.size:
         bounds[i] = lower_bound(arr, lo, hi, keys[i])
-        found[i] = binary_search(arr, lo, hi, keys[i])
         present[i] = contains(arr, lo, hi, keys[i])
 
 
@@ -145,12 +124,11 @@ def test_searches_match_searchsorted():
     lo, hi = 10, arr.size - 20
     keys = np.concatenate([rng.choice(arr, 40), rng.integers(-5, 1005, 40),
                            arr[[0, lo, hi - 1, hi]]]).astype(np.int32)
-    bounds, found, present = (np.zeros(keys.size, np.int64) for _ in range(3))
-    _searches[(keys.size + 31) // 32, 32](arr, lo, hi, keys, bounds, found, present)
+    bounds, present = (np.zeros(keys.size, np.int64) for _ in range(2))
+    _searches[(keys.size + 31) // 32, 32](arr, lo, hi, keys, bounds, present)
     expected_bounds = lo + np.searchsorted(arr[lo:hi], keys, side="left")
     np.testing.assert_array_equal(bounds, expected_bounds)
     hit = (expected_bounds < hi) & (arr[np.minimum(expected_bounds, arr.size - 1)] == keys)
-    np.testing.assert_array_equal(found, np.where(hit, expected_bounds, -1))
     np.testing.assert_array_equal(present, hit.astype(np.int64))
     assert hit.any() and (~hit).any()
 
@@ -161,12 +139,12 @@ def _intersections(values, offsets, pairs, counts, out, out_offsets):
     if i < pairs.shape[0]:
         a, b = pairs[i, 0], pairs[i, 1]
         a_lo, a_hi, b_lo, b_hi = offsets[a], offsets[a + 1], offsets[b], offsets[b + 1]
-        counts[i, 0] = intersect_count_merge(values, a_lo, a_hi, values, b_lo, b_hi)
-        counts[i, 1] = intersect_count_search(values, a_lo, a_hi, values, b_lo, b_hi)
-        counts[i, 2] = intersect_count(values, a_lo, a_hi, values, b_lo, b_hi)
+        counts[i, 0] = intersect_walk(values, a_lo, a_hi, values, b_lo, b_hi, None, 0, False)   # merge
+        counts[i, 1] = intersect_walk(values, a_lo, a_hi, values, b_lo, b_hi, None, 0, True)    # search
+        counts[i, 2] = intersect(values, a_lo, a_hi, values, b_lo, b_hi, None, 0)
         base = out_offsets[i]
-        counts[i, 3] = intersect_merge(values, a_lo, a_hi, values, b_lo, b_hi, out[0], base)
-        counts[i, 4] = intersect_search(values, a_lo, a_hi, values, b_lo, b_hi, out[1], base)
+        counts[i, 3] = intersect_walk(values, a_lo, a_hi, values, b_lo, b_hi, out[0], base, False)
+        counts[i, 4] = intersect_walk(values, a_lo, a_hi, values, b_lo, b_hi, out[1], base, True)
         counts[i, 5] = intersect(values, a_lo, a_hi, values, b_lo, b_hi, out[2], base)
 
 

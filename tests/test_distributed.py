@@ -19,8 +19,8 @@ import pytest
 import common
 from _paths import DATA
 from common.distributed import match_many, match_split, submit_many
-from common.generate import random_walk_query, rmat, uniform_labels
-from common.result import Status
+from common.engine.result import Status
+from common.graph.generate import random_walk_query, rmat, uniform_labels
 
 #: gMatch launch shapes that keep the simulator fast (as tests/test_gmatch.py)
 GMATCH = dict(seed_pool=8, blocks=2, warps_per_block=2, probe_s=0)
@@ -171,7 +171,7 @@ def test_killed_worker_costs_a_retry_not_a_result(client):
 
 
 def test_cli_match_on_a_scheduler_address(client, capsys):
-    from common.cli import main
+    from common.cli.main import main
 
     folder = DATA / "hprd" / "queries"
     code = main(["match", str(DATA / "hprd" / "HPRD.graph"), str(folder), "--dask",
@@ -186,7 +186,7 @@ def test_cli_match_on_a_scheduler_address(client, capsys):
 
 
 def test_cli_local_cuda_without_dask_cuda_says_so(monkeypatch, capsys):
-    from common.cli import main
+    from common.cli.main import main
 
     monkeypatch.setitem(sys.modules, "dask_cuda", None)      # import dask_cuda fails
     code = main(["match", str(DATA / "hprd" / "HPRD.graph"),

@@ -10,11 +10,11 @@ import time
 import numpy as np
 import pytest
 
-from common.bitmasks import masks_of
-from common.generate import pattern, random_walk_query, rmat, uniform_labels
-from common.graph import Graph
-from common.reference import ReferenceMatcher
-from common.result import Status
+from common.cpu.reference import ReferenceMatcher
+from common.engine.result import Status
+from common.graph.bitmasks import masks_of
+from common.graph.generate import pattern, random_walk_query, rmat, uniform_labels
+from common.graph.model import Graph
 from egsm.engine import EGSM, VARIANTS
 from egsm.order import plan
 

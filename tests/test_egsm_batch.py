@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import egsm.engine as egsm_engine
-from common.bitmasks import neighbour_masks
-from common.engine import create_engine
-from common.generate import random_walk_query, rmat, uniform_labels
-from common.graph import Graph
-from common.result import Status
+from common.engine.registry import create_engine
+from common.engine.result import Status
+from common.graph.bitmasks import neighbour_masks
+from common.graph.generate import random_walk_query, rmat, uniform_labels
+from common.graph.model import Graph
 from egsm.engine import EGSM
 from egsm.filter import filtering_order, prune_phases
 

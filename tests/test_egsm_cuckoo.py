@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from common.bitmasks import masks_of
-from common.device import cuda, fill
-from common.generate import rmat, uniform_labels
+from common.gpu.copies import fill
+from common.gpu.runtime import cuda
+from common.graph.bitmasks import masks_of
+from common.graph.generate import rmat, uniform_labels
 from egsm import layout as L
 from egsm.cuckoo_trie import insert_kernel, lookup
 from egsm.filter import filtering_order, neighbour_label_counts, prune_phases

@@ -112,7 +112,7 @@ def test_register_adds_an_engine_by_class():
         assert common.match(path_graph(4, labels=[0, 1, 0, 1]), path_graph(2, labels=[0, 1]),
                             engine="echo-test").count == 42
     finally:
-        from common import engine as engine_module
+        from common.engine import registry as engine_module
         del engine_module._REGISTRY["echo-test"]
 
 
@@ -170,7 +170,7 @@ def test_reruns_are_bounded_and_a_genuine_timeout_stays_one(data):
     query = Graph.from_edges(2, [0], [1], labels=[0, 1])
     endless = CompilingEngine(compiles=100).prepare(data)
     result = endless.match(query, timeout_s=1.0)
-    assert result.status is Status.TIMEOUT and endless.tries == 1 + common.engine.COMPILE_RERUNS
+    assert result.status is Status.TIMEOUT and endless.tries == 1 + common.engine.base.COMPILE_RERUNS
     late = CompilingEngine(compiles=0, always_late=True).prepare(data)      # nothing compiles
     result = late.match(query, timeout_s=1.0)
     assert result.status is Status.TIMEOUT and late.tries == 1 and "compile_reruns" not in result.stats
@@ -184,7 +184,7 @@ def test_the_compile_clock_counts_this_backends_compiles_once():
     import numba
     from numba import cuda
 
-    from common.compile_clock import compile_clock
+    from common.gpu.compile_clock import compile_clock
 
     if numba.config.ENABLE_CUDASIM:
         function = numba.njit(lambda x: x * 3)

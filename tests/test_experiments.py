@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 
 from common import create_engine
-from common.engine import Engine, register
-from common.generate import power_law_labels, query_set, rmat
+from common.engine.base import Engine
+from common.engine.registry import register
+from common.graph.generate import power_law_labels, query_set, rmat
 from experiments import experiments_of, get_experiment
 from experiments.harness.core import (
     COMPILE_ALLOWANCE_S,
@@ -63,8 +64,8 @@ register("slow-test", SlowEngine)
 
 def _device_name() -> str:
     """What the reports must name: the simulator as such, or the GPU the driver reports."""
-    from common.backend import BACKEND
-    from common.device import cuda
+    from common.gpu.backend import BACKEND
+    from common.gpu.runtime import cuda
 
     if BACKEND == "simulator":
         return "CUDA simulator"

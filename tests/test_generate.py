@@ -1,4 +1,4 @@
-"""Workload generators (common/generate.py): determinism, R-MAT, labels, queries, patterns, query sets."""
+"""Workload generators (common/graph/generate.py): determinism, R-MAT, labels, queries, patterns, query sets."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from _paths import DATA
-from common.generate import (
+from common.graph.generate import (
     DENSE_AVERAGE_DEGREE,
     PATTERNS,
     QuerySet,
@@ -24,8 +24,8 @@ from common.generate import (
     stwig_query,
     uniform_labels,
 )
-from common.graph import Graph
-from common.io import load_graph
+from common.graph.io import load_graph
+from common.graph.model import Graph
 
 
 def edge_set(graph: Graph) -> set[tuple[int, int]]:

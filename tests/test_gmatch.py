@@ -11,13 +11,13 @@ import time
 import numpy as np
 import pytest
 
-from common.generate import PATTERNS, pattern, random_walk_query, rmat, uniform_labels
-from common.graph import Graph
-from common.reference import ReferenceMatcher
-from common.result import Status
+from common.cpu.reference import ReferenceMatcher
+from common.engine.result import Status
+from common.graph.generate import PATTERNS, pattern, random_walk_query, rmat, uniform_labels
+from common.graph.model import Graph
 from gmatch import GMatch
-from gmatch.candidates import build_candidate_graph
-from gmatch.plan import all_automorphisms, build_plan
+from gmatch.filter import build_candidate_graph
+from gmatch.order import all_automorphisms, build_plan
 
 #: small launch shapes and pools so the simulator stays fast; BFS still runs a level or two.
 SMALL = dict(seed_pool=8, blocks=2, warps_per_block=2, idle_stats=True, probe_s=0)

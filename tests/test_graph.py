@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from common.graph import Graph, InvalidGraphError, gather_rows
+from common.errors import InvalidGraphError
+from common.graph.model import Graph, gather_rows
 
 
 def test_from_edges_dedups_drops_self_loops_and_sorts():

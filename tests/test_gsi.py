@@ -9,11 +9,12 @@ import itertools
 import numpy as np
 import pytest
 
-from common.device import DeviceMemoryBudget, cuda
-from common.generate import random_walk_query
-from common.graph import Graph
-from common.reference import ReferenceMatcher
-from common.result import Status
+from common.cpu.reference import ReferenceMatcher
+from common.engine.result import Status
+from common.gpu.budget import DeviceMemoryBudget
+from common.gpu.runtime import cuda
+from common.graph.generate import random_walk_query
+from common.graph.model import Graph
 from gsi.engine import GSI
 
 
@@ -299,7 +300,7 @@ def test_unsupported_queries():
 
 def test_pcsr_lookup_with_overflow_chains():
     """Vertices chosen so that 20 of 40 keys hash to one bucket: the chain must find them all."""
-    from common.device_functions import hash32_host
+    from common.gpu.device_functions import hash32_host
     from gsi.pcsr import build_index, neighbor_range, warp_neighbor_range
 
     n_keys = 40

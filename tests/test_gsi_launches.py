@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from common.result import Status
+from common.engine.result import Status
 from gsi.engine import GSI
 from gsi.sgsi import SGSI
 from test_gsi import DIRECTED, UNDIRECTED, reference, walk_query

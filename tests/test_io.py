@@ -1,4 +1,4 @@
-"""Graph file formats (common/io.py): real data against independent parsers, round trips through
+"""Graph file formats (common/graph/io.py): real data against independent parsers, round trips through
 every writer, detection by content, and one test per kind of malformed file."""
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 from _paths import DATA
-from common.errors import GraphFormatError
-from common.graph import Graph, InvalidGraphError
-from common.io import (
+from common.errors import GraphFormatError, InvalidGraphError
+from common.graph.io import (
     detect_format,
     load_graph,
     load_graphs,
@@ -24,12 +23,13 @@ from common.io import (
     write_graph,
     write_gsi,
 )
+from common.graph.model import Graph
 
 # ---------------------------------------------------------------------------------- oracles
 
 
 def oracle_graph_file(path: Path) -> Graph:
-    """A plain line-by-line reader of the .graph format, independent of common.io."""
+    """A plain line-by-line reader of the .graph format, independent of common.graph.io."""
     n, labels, src, dst, elab = 0, None, [], [], []
     for line in path.read_text().splitlines():
         f = line.split()

@@ -1,4 +1,4 @@
-"""The on-disk kernel cache (common/kernel_cache.py): every engine kernel is cached, variants of a
+"""The on-disk kernel cache (common/gpu/kernel_cache.py): every engine kernel is cached, variants of a
 factory's kernel get their own entries, corrupt or stale files are recompiled, and (on a GPU) a
 second process loads its kernels instead of compiling them."""
 
@@ -12,10 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common import create_engine, kernel_cache, launch
-from common.device import simulator_active
-from common.generate import power_law_labels, query_set, rmat
-from common.warmup import GPU_ENGINES
+from common import create_engine
+from common.cli.warmup import GPU_ENGINES
+from common.gpu import kernel_cache, launch
+from common.gpu.runtime import simulator_active
+from common.graph.generate import power_law_labels, query_set, rmat
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,12 +46,32 @@ def test_no_engine_module_makes_a_kernel_outside_common_launch_jit():
     """A kernel made with ``cuda.jit`` directly would not be cached; device functions may be."""
     offenders = []
     for package in kernel_cache.KERNEL_PACKAGES:
-        for path in (ROOT / package).glob("*.py"):
+        for path in (ROOT / package).rglob("*.py"):
             for number, line in enumerate(path.read_text().splitlines(), 1):
                 if "cuda.jit" in line and "device=True" not in line and not line.lstrip().startswith(("#", "``")) \
                         and "``" not in line and path.name != "launch.py":
                     offenders.append(f"{package}/{path.name}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def test_the_cache_depends_on_every_source_file_of_the_packages_subpackages_included(monkeypatch, tmp_path):
+    """An edit to a device function in a subpackage (common/gpu/device_functions.py) invalidates
+    every cached kernel: the packages' digest covers the files below the top level too."""
+    for package in kernel_cache.KERNEL_PACKAGES:
+        (tmp_path / package / "sub").mkdir(parents=True)
+        (tmp_path / package / "top.py").write_text("A = 1\n")
+        (tmp_path / package / "sub" / "deep.py").write_text("B = 1\n")
+    monkeypatch.setattr(kernel_cache, "_ROOT", tmp_path)
+    kernel_cache.packages_digest.cache_clear()
+    try:
+        before = kernel_cache.packages_digest()
+        (tmp_path / "common" / "sub" / "deep.py").write_text("B = 2\n")
+        kernel_cache.packages_digest.cache_clear()
+        assert kernel_cache.packages_digest() != before
+        assert kernel_cache._subfolder(str(tmp_path / "common" / "sub" / "deep.py")) == "common_sub"
+        assert kernel_cache._subfolder(str(tmp_path / "gsi" / "top.py")) == "gsi"
+    finally:
+        kernel_cache.packages_digest.cache_clear()
 
 
 def _factory(warps, helper):
@@ -137,8 +158,8 @@ def test_jit_can_opt_out_of_the_cache():
 _CHILD = textwrap.dedent("""
     import json
     import common
-    from common.compile_clock import compile_clock
-    from common.generate import power_law_labels, query_set, rmat
+    from common.gpu.compile_clock import compile_clock
+    from common.graph.generate import power_law_labels, query_set, rmat
     data = rmat(64, 200, seed=5, labels=power_law_labels(64, 3, 1.0, seed=5))
     query = query_set(data, 1, 3, seed=6).queries[0]
     got = common.create_engine({engine!r}).prepare(data).match(query).count
@@ -180,7 +201,7 @@ def test_a_second_process_loads_kernels_instead_of_compiling(engine, tmp_path):
 
 
 def test_gpusm_warmup_fills_the_cache_in_numba_cache_dir(monkeypatch, tmp_path, capsys):
-    from common import cli
+    from common.cli import main as cli
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     assert cli.main(["warmup", "--engines", "gsi"]) == 0
@@ -193,7 +214,7 @@ def test_gpusm_warmup_fills_the_cache_in_numba_cache_dir(monkeypatch, tmp_path, 
 
 
 def test_warm_engine_runs_every_variant_and_batch_of_its_workload(monkeypatch):
-    from common import warmup
+    from common.cli import warmup
 
     data = rmat(48, 150, seed=8, labels=power_law_labels(48, 3, 1.0, seed=8))
     queries = list(query_set(data, 2, 3, seed=9).queries)
@@ -207,7 +228,7 @@ def test_warm_engine_runs_every_variant_and_batch_of_its_workload(monkeypatch):
 
 
 def test_warmup_starts_one_process_per_engine_variant(monkeypatch):
-    from common import warmup
+    from common.cli import warmup
 
     started = []
     monkeypatch.setattr(warmup, "_warm_in_process", lambda engine, child, args: started.append((engine, args)) or {})

@@ -1,12 +1,12 @@
-"""Quick kernel launches (common.launch): the same results as numba-cuda's own launches, whatever
+"""Quick kernel launches (common.gpu.launch): the same results as numba-cuda's own launches, whatever
 arrays, views, dtypes, scalars and streams a call site passes. On a GPU this runs the quick path;
 under the simulator ``jit`` is ``cuda.jit`` and the kernels still have to compute the same."""
 
 import numpy as np
 import pytest
 
-from common import launch
-from common.device import cuda, jit, simulator_active
+from common.gpu import launch
+from common.gpu.runtime import cuda, jit, simulator_active
 
 
 @jit

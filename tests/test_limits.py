@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 
 import common
-from common import create_engine, generate
-from common.engine import memory_bytes
-from common.generate import rmat
-from common.result import Status
+from common import create_engine
+from common.engine.base import memory_bytes
+from common.engine.result import Status
+from common.graph import generate
+from common.graph.generate import rmat
 
 
 @pytest.fixture(scope="module")

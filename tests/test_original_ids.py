@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from _paths import DATA
-from common import cli, create_engine, load_graph, match
-from common.graph import Graph
+from common import create_engine, load_graph, match
+from common.cli import main as cli
+from common.graph.model import Graph
 
 TRIANGLE = "t 3 3\nv 0 0 2\nv 1 0 2\nv 2 0 2\ne 0 1\ne 1 2\ne 0 2\n"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from _extras import requires
-from common.cudasim import NUMBA_CUDA_TESTED, patch_problems
+from common.gpu.cudasim import NUMBA_CUDA_TESTED, patch_problems
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -19,13 +19,13 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 def test_simulator_patch_fits_installed_numba_cuda():
     problems = patch_problems()
-    assert not problems, "common/cudasim.py no longer fits: " + "; ".join(problems)
+    assert not problems, "common/gpu/cudasim.py no longer fits: " + "; ".join(problems)
 
 
 def test_a_version_outside_the_tested_range_is_named(monkeypatch):
     import importlib.metadata
 
-    import common.cudasim as cudasim
+    import common.gpu.cudasim as cudasim
     monkeypatch.setattr(cudasim, "NUMBA_CUDA_TESTED", ("0.1", "0.2"))
     version = importlib.metadata.version("numba-cuda")
     assert f"numba-cuda {version} is outside the range the simulator patch was tested with (>=0.1,<0.2)" \

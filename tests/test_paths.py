@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from common import cli
-from common.io import load_graph, read_expected_counts
-from common.paths import REPO_DATA, data_dir, resolve_input
+from common.cli import main as cli
+from common.graph.io import load_graph, read_expected_counts
+from common.graph.paths import REPO_DATA, data_dir, resolve_input
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""The peer engines (common/peers.py): networkx VF2 and igraph LAD/VF2 count exactly what the cpu
+"""The peer engines (common/cpu/peers.py): networkx VF2 and igraph LAD/VF2 count exactly what the cpu
 reference counts on tiny cases (undirected, directed, edge labels), stop at their deadline, and
 join the side-by-side comparison."""
 
@@ -11,8 +11,8 @@ import common
 from _extras import requires
 from _paths import DATA
 from common import Graph, Status
-from common.generate import power_law_labels, query_set, rmat
-from common.peers import installed_peers
+from common.cpu.peers import installed_peers
+from common.graph.generate import power_law_labels, query_set, rmat
 from experiments.papers.compare import compare_engines, summarize
 
 PEERS = [("networkx", {}), ("igraph", {"method": "lad"}), ("igraph", {"method": "vf2"})]

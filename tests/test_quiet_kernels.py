@@ -5,7 +5,7 @@ import subprocess
 import sys
 import warnings
 
-from common.backend import quiet_launch_warnings
+from common.gpu.backend import quiet_launch_warnings
 
 
 def _warning_classes():

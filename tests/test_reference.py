@@ -1,4 +1,4 @@
-"""The CPU reference matcher (common/reference.py), the oracle of every engine: exact counts of
+"""The CPU reference matcher (common/cpu/reference.py), the oracle of every engine: exact counts of
 the three external query sets, and a brute-force oracle (every injective or arbitrary mapping
 checked edge by edge) on many tiny random graphs covering vertex labels, edge labels, directed
 graphs, homomorphisms, disconnected queries, limit, collect, timeouts and the chunked stack."""
@@ -12,10 +12,10 @@ import pytest
 
 import common
 from _paths import DATA
-from common.graph import Graph
-from common.io import load_graph, load_query_set, read_expected_counts
-from common.reference import FILTERS, ORDERS, ReferenceMatcher, matching_order
-from common.result import Status
+from common.cpu.reference import FILTERS, ORDERS, ReferenceMatcher, matching_order
+from common.engine.result import Status
+from common.graph.io import load_graph, load_query_set, read_expected_counts
+from common.graph.model import Graph
 
 #: yeast queries whose known count is at most this are checked (424 of the 497 with a count).
 YEAST_MAX_COUNT = 10**7

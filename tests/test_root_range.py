@@ -1,4 +1,4 @@
-"""Root ranges (common/roots.py): the counts of ``cpu``, ``gmatch`` and ``egsm`` over a
+"""Root ranges (common/graph/roots.py): the counts of ``cpu``, ``gmatch`` and ``egsm`` over a
 partition of the data vertices add up to the whole count, the embeddings of the parts are the
 whole set, every part's root image lies in its range, and ``limit`` holds per part. ``cpu`` runs
 real HPRD / yeast / GitHub queries; the GPU engines run tiny random graphs in the simulator."""
@@ -10,14 +10,14 @@ import pytest
 
 import common
 from _paths import DATA
-from common.bitmasks import neighbour_masks
-from common.engine import create_engine
-from common.generate import random_walk_query, rmat, uniform_labels
-from common.result import Status
-from common.roots import check_root_range, label_degree_candidates, range_work, work_ranges
+from common.engine.registry import create_engine
+from common.engine.result import Status
+from common.graph.bitmasks import neighbour_masks
+from common.graph.generate import random_walk_query, rmat, uniform_labels
+from common.graph.roots import check_root_range, label_degree_candidates, range_work, work_ranges
 from egsm.order import first_vertex
 from egsm.order import plan as egsm_plan
-from gmatch.plan import build_plan
+from gmatch.order import build_plan
 
 
 def rows(embeddings) -> list[tuple]:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from common.graph import Graph
-from common.reference import ReferenceMatcher
-from common.result import Status
+from common.cpu.reference import ReferenceMatcher
+from common.engine.result import Status
+from common.graph.model import Graph
 from gsi.engine import GSI
 from gsi.sgsi import SGSI
 from test_gsi import random_graph, walk_query

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from common import create_engine
-from common.generate import power_law_labels, query_set, rmat
+from common.graph.generate import power_law_labels, query_set, rmat
 
 ENGINES = ("cpu", "gsi", "sgsi", "egsm", "gmatch", "stwig", "stwig-cpu")
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from common import generate
-from common.graph import Graph
-from common.reference import ReferenceMatcher
-from common.result import PHASES, Status
+from common.cpu.reference import ReferenceMatcher
+from common.engine.result import PHASES, Status
+from common.graph import generate
+from common.graph.model import Graph
 from stwig import STwig, STwigCPU
-from stwig.decompose import Twig, check_twigs, decompose, estimated_order, join_plan
+from stwig.order import Twig, check_twigs, decompose, estimated_order, join_plan
 
 # Small launch shapes: the simulator runs one Python thread per CUDA thread.
 SIM = dict(threads_per_block=8, blocks=2)

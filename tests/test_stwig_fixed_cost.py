@@ -10,14 +10,17 @@ import numpy as np
 import pytest
 
 import stwig.explore as explore_module
-import stwig.hashjoin as hashjoin_module
-from common import generate
-from common.device import BufferPool, DeviceMemoryBudget, simulator_active
-from common.graph import Graph
-from common.reference import ReferenceMatcher
-from common.result import Status
+import stwig.join as hashjoin_module
+from common.cpu.reference import ReferenceMatcher
+from common.engine.deadline import Deadline
+from common.engine.result import Status
+from common.gpu.budget import DeviceMemoryBudget
+from common.gpu.pool import BufferPool
+from common.gpu.runtime import simulator_active
+from common.graph import generate
+from common.graph.model import Graph
 from stwig import STwig, STwigCPU
-from stwig.decompose import Twig, decompose
+from stwig.order import Twig, decompose
 
 SIM = dict(threads_per_block=8, blocks=2)
 
@@ -37,12 +40,12 @@ def test_fast_exploration_equals_the_resumable_path(workload, monkeypatch):
     for query in queries:
         twigs = decompose(query, data.label_frequencies)
         for homomorphic in (False, True):
-            fast = explorer.explore(twigs, query.labels, homomorphic=homomorphic, deadline=None,
+            fast = explorer.explore(twigs, query.labels, homomorphic=homomorphic, deadline=Deadline(None),
                                     max_bytes=1 << 30)
             with monkeypatch.context() as m:
                 m.setattr(explore_module, "FAST_STEPS", 3)          # cut inside the first STwigs
                 slow = explorer.explore(twigs, query.labels, homomorphic=homomorphic,
-                                        deadline=None, max_bytes=1 << 30)
+                                        deadline=Deadline(None), max_bytes=1 << 30)
             assert np.array_equal(fast[0], slow[0]), query.name
             assert fast[1:] == slow[1:], query.name
             compared += fast[0].size > 0
@@ -160,8 +163,8 @@ def test_engine_uses_the_shared_pool_and_budget(workload):
     assert not hasattr(engine, "_budget")
     assert not hasattr(hashjoin_module, "DeviceBuffers")
     assert isinstance(engine.budget, DeviceMemoryBudget)
-    assert isinstance(engine.buffers, BufferPool) and engine.buffers.budget is engine.budget
-    assert engine._join_state.buffers is engine.buffers
+    assert isinstance(engine.pool, BufferPool) and engine.pool.budget is engine.budget
+    assert engine._join_state.pool is engine.pool
     peaks = [engine.match(q).peak_device_bytes for q in queries]
     assert max(peaks) > 0
     again = engine.match(queries[int(np.argmin(peaks))]).peak_device_bytes

@@ -1,4 +1,4 @@
-"""Warp intrinsics, checked against NumPy on a GPU and under the simulator (common.cudasim).
+"""Warp intrinsics, checked against NumPy on a GPU and under the simulator (common.gpu.cudasim).
 
 Each kernel runs several rounds with fresh values, so a lane that read a value from an earlier
 call, or a missing synchronisation, gives a wrong answer. Kernels use two blocks of two warps
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common.device import cuda
+from common.gpu.runtime import cuda
 
 FULL = 0xFFFFFFFF
 ROUNDS = 3
@@ -371,8 +371,8 @@ def test_popc_nanosleep_and_dynamic_shared_memory():
 _DIAGNOSTICS = r'''
 import json
 import numpy as np
-from common.device import cuda
-from common.cudasim import UNDEFINED_INT, WarpSyncError
+from common.gpu.runtime import cuda
+from common.gpu.cudasim import UNDEFINED_INT, WarpSyncError
 
 FULL = 0xFFFFFFFF
 

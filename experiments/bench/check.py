@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from common import available_engines, create_engine
-from common.result import Status
+from common.engine.result import Status
 
 from ..harness.workloads import CHECK_SETS, CheckSet, check_set
 

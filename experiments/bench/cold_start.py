@@ -8,7 +8,7 @@ For each engine, with its own empty temporary ``NUMBA_CACHE_DIR``:
 
 1. **empty**: a fresh process loads the data, prepares the engine and runs the query once
    (process wall, first-query seconds, compile seconds and kernels compiled, from
-   :data:`common.compile_clock.compile_clock`);
+   :data:`common.gpu.compile_clock.compile_clock`);
 2. **filled**: a second fresh process does the same over the cache the first one filled (kernels
    compiled should be 0, loaded from the cache instead), then runs the query again (**warm**);
 3. **CLI**: ``gpusm match DATA QUERY --engine E`` as a user types it, over the filled cache.
@@ -40,9 +40,9 @@ _CHILD = """
 import json, sys, time
 began = time.perf_counter()
 import common
-from common.compile_clock import compile_clock
-from common.io import load_graph, load_query_set
-from common.paths import resolve_input
+from common.gpu.compile_clock import compile_clock
+from common.graph.io import load_graph, load_query_set
+from common.graph.paths import resolve_input
 engine_name, data_path, query_path = sys.argv[1:4]
 imported = time.perf_counter()
 data = load_graph(resolve_input(data_path))
@@ -126,8 +126,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="engines, cpu first as the CLI baseline (default: %(default)s)")
     parser.add_argument("--out", type=Path, help="also write cold_start.csv and cold_start.json here")
     args = parser.parse_args(argv)
-    from common.backend import BACKEND
-    from common.engine import available_engines
+    from common.engine.registry import available_engines
+    from common.gpu.backend import BACKEND
 
     unknown = [e for e in args.engines if e not in available_engines()]
     if unknown:

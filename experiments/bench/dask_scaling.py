@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from common.device import backend_label
-from common.engine import create_engine
-from common.generate import pattern
-from common.result import Status
+from common.engine.registry import create_engine
+from common.engine.result import Status
+from common.gpu.runtime import backend_label
+from common.graph.generate import pattern
 
 from ..harness.timing import clocked
 from ..harness.workloads import GITHUB, GITHUB_RW12, HPRD, HPRD_DENSE_16, SCALES, YEAST, load_set, yeast_queries

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from common.device import simulator_active
-from common.reference import ReferenceMatcher
-from common.result import Status
+from common.cpu.reference import ReferenceMatcher
+from common.engine.result import Status
+from common.gpu.runtime import simulator_active
 from egsm.engine import EGSM, VARIANTS
 
 from ..harness.store import write_rows
@@ -43,7 +43,7 @@ def load_workload(name: str, quick: bool):
 
 
 def simulator_workload():
-    from common.generate import random_walk_query, rmat, uniform_labels
+    from common.graph.generate import random_walk_query, rmat, uniform_labels
     data = rmat(40, 130, seed=2, labels=uniform_labels(40, 3, seed=1), name="sim_rmat40")
     ref = ReferenceMatcher().prepare(data)
     queries = [random_walk_query(data, k, seed=s) for k, s in ((4, 1), (5, 2))]

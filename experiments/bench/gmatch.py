@@ -35,11 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
-from common.device import simulator_active
-from common.generate import query_set, relabel, rmat, uniform_labels
-from common.io import load_graph, load_query_set
-from common.reference import ReferenceMatcher
-from common.result import Status
+from common.cpu.reference import ReferenceMatcher
+from common.engine.result import Status
+from common.gpu.runtime import simulator_active
+from common.graph.generate import query_set, relabel, rmat, uniform_labels
+from common.graph.io import load_graph, load_query_set
 from gmatch import GMatch
 
 from ..harness.store import write_rows

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from common.engine import create_engine
-from common.result import Status
+from common.engine.registry import create_engine
+from common.engine.result import Status
 
 from ..harness.workloads import GMATCH_AUTHORS, check_set, data_dir, read_authors_csv
 
@@ -60,7 +60,7 @@ def workloads(names: list[str]):
 
 
 def _sm_count() -> int:
-    from common.device import cuda, simulator_active
+    from common.gpu.runtime import cuda, simulator_active
     return 1 if simulator_active() else cuda.get_current_device().MULTIPROCESSOR_COUNT
 
 

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from common.device import device_info, simulator_active
-from common.graph import Graph
-from common.reference import ReferenceMatcher
+from common.cpu.reference import ReferenceMatcher
+from common.gpu.runtime import device_info, simulator_active
+from common.graph.model import Graph
 from gsi.engine import GSI
 
 from ..harness.store import write_rows
@@ -61,7 +61,7 @@ VARIANTS = {
 def workloads(names, quick: bool):
     """[(name, data graph, [(query, expected count)])]; expected None means "ask the reference"."""
     if quick and simulator_active():
-        from common.generate import random_walk_query
+        from common.graph.generate import random_walk_query
         rng = np.random.default_rng(3)
         n, m = 40, 120
         src, dst = rng.integers(0, n, m), rng.integers(0, n, m)

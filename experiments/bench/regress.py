@@ -80,7 +80,7 @@ def workloads(groups, workdir: Path, max_queries: int | None = None) -> list[Wor
     """The regression workloads of ``groups``, with derived graphs written under ``workdir``.
 
     ``max_queries`` keeps the first that many queries of each workload (a quick run)."""
-    from common.io import save_graph
+    from common.graph.io import save_graph
     from experiments.harness import workloads as w
 
     out = []

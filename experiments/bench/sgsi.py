@@ -32,10 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from common.device import device_info, simulator_active
-from common.generate import power_law_labels, query_set, rmat
-from common.graph import Graph
-from common.result import MatchResult, Status
+from common.engine.result import MatchResult, Status
+from common.gpu.runtime import device_info, simulator_active
+from common.graph.generate import power_law_labels, query_set, rmat
+from common.graph.model import Graph
 from gsi.engine import GSI
 from gsi.pcsr import GROUP_WORDS, partition_lists
 from gsi.sgsi import SGSI, SIG_SEGMENT_WORDS

@@ -37,10 +37,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from common.cli import parse_option
-from common.device import backend_label
-from common.engine import Engine, create_engine
-from common.result import Status
+from common.cli.main import parse_option
+from common.engine.base import Engine
+from common.engine.registry import create_engine
+from common.engine.result import Status
+from common.gpu.runtime import backend_label
 
 from ..harness.timing import clocked
 from ..harness.workloads import GITHUB, GITHUB_Q, HPRD, HPRD_DENSE_16, YEAST, load_set, yeast_queries

@@ -10,7 +10,7 @@
    prints the ratios (total and join-only, the paper's 26.0x figure).
 3. ``rmat``: the paper's default setting (§5.1): R-MAT a=0.4, b=c=d=0.2, 16K vertices, 16
    uniform labels, average degree 32, queries of N = 5..10 vertices with 2N random edges
-   (``common.generate.stwig_query``); GPU vs CPU STwig speedup (Fig. 3a / §5.5), counts
+   (``common.graph.generate.stwig_query``); GPU vs CPU STwig speedup (Fig. 3a / §5.5), counts
    cross-checked between the engines and the reference.
 4. ``variants`` (on the R-MAT queries): GPU exploration, STwig join order (no result-size
    prediction), the paper's one-thread-per-R_1-row probe (``split_probe=False``), a split of
@@ -31,10 +31,10 @@ import sys
 import time
 from pathlib import Path
 
-from common import generate
-from common.device import simulator_active
-from common.reference import ReferenceMatcher
-from common.result import Status
+from common.cpu.reference import ReferenceMatcher
+from common.engine.result import Status
+from common.gpu.runtime import simulator_active
+from common.graph import generate
 from stwig import STwig, STwigCPU
 
 from ..harness.store import write_rows

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from common.engine import available_engines
+from common.engine.registry import available_engines
 
 from .runner import SKIPPED, Job, canonical_options, config_key, run_jobs
 from .store import FolderLock

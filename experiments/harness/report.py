@@ -32,7 +32,7 @@ PACKAGES = ("gpusm", "numba", "numba-cuda", "numpy", "pandas")
 @lru_cache(maxsize=1)
 def gpu_name() -> str:
     """The device the engines run on: the CUDA device's name, or ``CUDA simulator``."""
-    from common.device import cuda, simulator_active
+    from common.gpu.runtime import cuda, simulator_active
 
     if simulator_active():
         return "CUDA simulator"

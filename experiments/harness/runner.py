@@ -32,7 +32,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from common.result import Status
+from common.engine.result import Status
 
 from .store import RowFile, repair
 
@@ -126,7 +126,7 @@ def canonical_options(engine: str, options) -> tuple:
     """
     import inspect
 
-    from common.engine import engine_class
+    from common.engine.registry import engine_class
 
     defaults = {}
     for cls in reversed(engine_class(engine).__mro__):
@@ -166,7 +166,7 @@ def _serve(conn) -> None:
     so an engine registered at run time in the parent is the one the worker runs. One worker
     serves many jobs, so kernels compiled for one job are reused by the next.
     """
-    from common.engine import register
+    from common.engine.registry import register
 
     engine = job = None
     warmed: set = set()
@@ -206,7 +206,7 @@ class _Worker:
         child.close()
 
     def _load(self, job: Job) -> str | None:
-        from common.engine import engine_class
+        from common.engine.registry import engine_class
 
         if self.process is None:
             self._spawn()

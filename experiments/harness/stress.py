@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 from common import create_engine
-from common.engine import Engine, register
+from common.engine.base import Engine
+from common.engine.registry import register
 
 from .core import Config, Experiment, Metric, Point, run_set
 from .runner import KEY, read_rows

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from common.result import MatchResult, Status
+from common.engine.result import MatchResult, Status
 
 
 @dataclass

@@ -25,9 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from common.engine import Engine, register
-from common.io import write_graph
-from common.result import MatchResult, Status
+from common.engine.base import Engine
+from common.engine.registry import register
+from common.engine.result import MatchResult, Status
+from common.graph.io import write_graph
 
 from ..harness.core import Config
 

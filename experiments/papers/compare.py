@@ -2,7 +2,7 @@
 
 ``gpusm demo`` (and ``make demo``) runs :func:`demo` on a built-in seeded workload: a labelled
 R-MAT data graph and a random-walk query set. Each of gpusm's engines (with ``--peers`` also the
-installed peers networkx and igraph: common/peers.py) prepares the data graph once, answers
+installed peers networkx and igraph: common/cpu/peers.py) prepares the data graph once, answers
 every query, and the summary table shows, per engine, the queries answered (status ok), how many
 of those agree and disagree with the reference, the total number of embeddings and the median
 time per query. A query not answered (timeout, oom, unsupported) is neither agreed nor disagreed.
@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 
 from common import BACKEND, Graph, available_engines, create_engine
-from common.engine import BUILTIN_ENGINES
-from common.generate import power_law_labels, query_set, rmat
-from common.peers import installed_peers
+from common.cpu.peers import installed_peers
+from common.engine.registry import BUILTIN_ENGINES
+from common.graph.generate import power_law_labels, query_set, rmat
 
 
 @dataclass(frozen=True)
@@ -222,5 +222,5 @@ def _side_by_side_experiments():
 ENGINES_COMPARED = ("cpu", "gsi", "egsm", "gmatch", "stwig")
 """The reference and the four GPU engines, in report order."""
 PEERS_COMPARED = tuple(installed_peers())
-"""networkx and igraph (common/peers.py) where installed (extra ``peers``), after gpusm's engines."""
+"""networkx and igraph (common/cpu/peers.py) where installed (extra ``peers``), after gpusm's engines."""
 EXPERIMENTS = _side_by_side_experiments()

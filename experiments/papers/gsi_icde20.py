@@ -25,7 +25,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from common.peers import installed_peers
+from common.cpu.peers import installed_peers
 
 from ..harness.core import (
     Claim,
@@ -156,7 +156,7 @@ ALL_ENGINES = (Config.of("GSI", "gsi", **GSI_PLAIN), Config.of("GSI-opt", "gsi",
                Config.of("STwig", "stwig"),
                Config.of("CPU reference", "cpu"))
 CPU_PEERS = tuple(Config.of(f"{name} (CPU)", name) for name in installed_peers())
-"""The CPU matchers that can be had (networkx VF2, igraph LAD: common/peers.py), where installed,
+"""The CPU matchers that can be had (networkx VF2, igraph LAD: common/cpu/peers.py), where installed,
 in place of the paper's VF3, CFL-Match and CBWJ."""
 
 # Fig. 15(a): WatDiv stand-ins of growing size (the paper: watdiv10M ... 210M edges).

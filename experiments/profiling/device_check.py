@@ -10,8 +10,9 @@ import time
 
 import numpy as np
 
-from common.device import PhaseTimer, cuda, device_info, kernel_resources
-from common.scan import SCAN_THREADS, ScanWorkspace, _kernels, exclusive_scan
+from common.gpu.runtime import cuda, device_info, kernel_resources
+from common.gpu.scan import SCAN_THREADS, ScanWorkspace, _kernels, exclusive_scan
+from common.gpu.timers import PhaseTimer
 
 
 def _median_seconds(fn, repeats=20, warmup=3):

@@ -17,8 +17,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from common.device import cuda, simulator_active
-from common.launch import jit
+from common.gpu.launch import jit
+from common.gpu.runtime import cuda, simulator_active
 
 
 @jit
@@ -52,7 +52,7 @@ def launch_breakdown(repeat: int) -> list[dict]:
     from numba.cuda.cudadrv.driver import _to_core_stream
     from numba.cuda.dispatcher import LaunchConfig, launch
 
-    from common import launch as L
+    from common.gpu import launch as L
 
     arrays = [cuda.device_array(8, np.int32) for _ in range(16)]
     args = (*arrays, 1, 2, 3, np.int64(4))

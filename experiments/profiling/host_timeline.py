@@ -7,7 +7,7 @@ engine's own steps), the functions its module imports from its own package (plan
 ordering; compiled ``numba.njit`` ones included) and the methods of the classes it imports from
 there (STwig's hash join, for instance), the per-query device calls every engine
 shares (``upload``, ``download``, ``fill`` as the engine's module binds them, every kernel
-launch through ``common.launch``,
+launch through ``common.gpu.launch``,
 ``LaunchWatch.run_all``, ``PhaseTimer.seconds``). A ``download`` includes the wait for the work
 queued before it, and ``run_all`` the wait for its launches: the device time the host waits for.
 A wrapper adds its own call's cost, so the steps read a little high; the median wall
@@ -26,9 +26,10 @@ from collections import defaultdict
 import pandas as pd
 from numba.core.registry import CPUDispatcher
 
-from common import launch
-from common.device import LaunchWatch, PhaseTimer
-from common.engine import Engine
+from common.engine.base import Engine
+from common.gpu import launch
+from common.gpu.timers import PhaseTimer
+from common.gpu.watch import LaunchWatch
 
 from .kernel_times import per_engine_tables, warmed_walls
 

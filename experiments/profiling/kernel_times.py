@@ -1,6 +1,6 @@
 """Where a small query's GPU time goes: each kernel's device time per query, on the GPU.
 
-Every launch made through :mod:`common.launch` is bracketed by two CUDA events on its own stream;
+Every launch made through :mod:`common.gpu.launch` is bracketed by two CUDA events on its own stream;
 after each query the events are read. Printed per engine: each kernel's launches per query and
 median device microseconds per query, the median device time of all launches, and the median
 wall time of ``match()`` (measured in a separate, unbracketed pass: the events cost host time).
@@ -18,8 +18,8 @@ from collections import defaultdict
 
 import pandas as pd
 
-from common import launch
-from common.device import cuda, simulator_active
+from common.gpu import launch
+from common.gpu.runtime import cuda, simulator_active
 
 from ..bench.small_queries import WORKLOADS, engine_from_spec, load
 

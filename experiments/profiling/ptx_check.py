@@ -52,8 +52,8 @@ def main(argv=None) -> int:
     from numba import cuda, typeof, types
 
     from gmatch.balance import seed_expand_kernel
-    from gmatch.candidates import filter_kernel
-    from gmatch.kernels import STEAL_BLOCK, STEAL_GLOBAL, STEAL_MAILBOX, STEAL_NONE, coarse_kernel, fine_kernel
+    from gmatch.enumerate import STEAL_BLOCK, STEAL_GLOBAL, STEAL_MAILBOX, STEAL_NONE, coarse_kernel, fine_kernel
+    from gmatch.filter import filter_kernel
 
     def array(dtype, ndim):
         return typeof(np.zeros((1,) * ndim, dtype))

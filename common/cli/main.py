@@ -1,0 +1,449 @@
+"""The library's command line: match, engines, generate, info, convert.
+
+Every subcommand talks to the library only through the public API (``common.match`` and the
+engine registry, ``common.graph.io``, ``common.graph.generate``), so what the CLI does a script can do too.
+The installed ``gpusm`` command is :func:`experiments.gpusm.main`: these subcommands plus the
+harness's ``demo`` and ``experiment``, which it adds through ``build_parser(commands=...)``; the
+shared layer does not import the harness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from .. import BACKEND
+from ..engine.registry import available_engines, create_engine
+from ..engine.result import PHASES, Status
+from ..errors import GraphFormatError, InvalidGraphError, UnknownEngineError
+from ..graph.paths import resolve_input
+from .warmup import add_command as add_warmup
+
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_bytes(text: str) -> int:
+    """'11G', '512MB', '1.5GiB' or a plain number of bytes -> bytes (binary units)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(?:I?B)?\s*", text.upper())
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 11G, 512M or bytes)")
+    size = int(float(m.group(1)) * _SIZE_UNITS[m.group(2)])
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is less than one byte (a size in bytes, or e.g. 0.5G)")
+    return size
+
+
+def parse_option(text: str) -> tuple[str, object]:
+    """'key=value' with value read as int, float, bool or string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"engine option must be key=value, got {text!r}")
+    for convert in (int, float):
+        try:
+            return key, convert(value)
+        except ValueError:
+            pass
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return key, lowered == "true"
+    return key, None if lowered == "none" else value
+
+
+# ---------------------------------------------------------------------- match
+def cmd_match(args) -> int:
+    from ..graph.io import load_graph, load_query_set
+
+    options = dict(args.option or [])
+    if args.device_memory_limit is not None:
+        options["device_memory_limit"] = args.device_memory_limit
+    engine = create_engine(args.engine, **options)
+    data = load_graph(resolve_input(args.data), symmetrize=args.symmetrize)
+    # Queries take the data graph's direction (a GSI query file read against undirected data is undirected).
+    queries = load_query_set(resolve_input(args.query), directed=data.directed)
+    if args.collect is not None:          # before the search, not after it
+        check_writable(args.collect, folder=len(queries) > 1 or Path(args.collect).is_dir())
+    from tqdm import tqdm
+
+    if engine.uses_device:                  # a CPU engine does not import numba.cuda
+        from ..gpu.runtime import backend_label
+
+        backend = backend_label()
+    else:
+        backend = "cpu"
+    rows = []
+    statuses = set()
+    progress = tqdm(total=len(queries), desc=f"{args.engine} on {data.name or 'data'}", unit="query", file=sys.stderr,
+                    disable=args.quiet or len(queries) < 2)
+    kwargs = dict(limit=args.limit, collect=args.collect is not None, timeout_s=args.timeout,
+                  homomorphic=args.homomorphic)
+    if args.dask:
+        results = _match_on_dask(args, data, queries, options, kwargs, progress)
+    else:
+        engine.prepare(data)
+        results = _match_in_batches(engine, queries, kwargs, progress)
+    for result, query in zip(results, queries):     # results first: the progress bar ends at n/n
+        if args.dask:                      # the backend of the worker that ran it
+            backend = result.stats.get("dask_backend", backend)
+        if args.collect is not None and result.embeddings is not None:
+            target = Path(args.collect)
+            _save_embeddings(result.embeddings, target, query.name,
+                             into_folder=len(queries) > 1 or target.is_dir())
+        rows.append(dict(result.to_row(), backend=backend))
+        statuses.add(result.status)
+    _print_rows(rows, args.format, single=len(queries) == 1)
+    return match_exit_code(statuses, args.allow_partial)
+
+
+CLI_BATCH = 64          # queries handed to Engine.match_batch at a time (the progress bar's step)
+
+
+def _match_in_batches(engine, queries, kwargs, progress):
+    """Results in query order through ``engine.match_batch`` (engines with batches share launches
+    among small queries), ``CLI_BATCH`` queries at a time so the progress bar moves."""
+    for first in range(0, len(queries), CLI_BATCH):
+        chunk = queries[first:first + CLI_BATCH]
+        yield from engine.match_batch(chunk, **kwargs)
+        progress.update(len(chunk))
+    progress.close()
+
+
+def _match_on_dask(args, data, queries, options, kwargs, progress) -> list:
+    """The query set as Dask tasks (common/distributed.py) on ``--dask``'s cluster, in query order."""
+    try:
+        import distributed
+    except ImportError:
+        raise ValueError("--dask needs dask and distributed: pip install 'gpusm[dask]'") from None
+    from ..distributed import submit_many
+
+    cluster = None
+    workers = {} if args.dask_workers is None else {"n_workers": args.dask_workers}
+    if args.dask == "local":               # CPU processes: the simulator or the cpu engines
+        cluster = distributed.LocalCluster(threads_per_worker=1, processes=True,
+                                           dashboard_address=None, **workers)
+    elif args.dask == "local-cuda":        # one worker per visible GPU
+        try:
+            from dask_cuda import LocalCUDACluster
+        except ImportError:
+            raise ValueError("--dask local-cuda needs dask-cuda: pip install 'gpusm[dask]'") from None
+        cluster = LocalCUDACluster(dashboard_address=None, **workers)
+    client = distributed.Client(cluster if cluster is not None else args.dask)
+    try:
+        futures = submit_many(data, queries, args.engine, client=client, **kwargs, **options)
+        for _ in distributed.as_completed(futures):
+            progress.update()
+        progress.close()
+        return client.gather(futures)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+#: Exit codes of ``gpusm match`` (also in ``gpusm --help``).
+EXIT_OK, EXIT_DISAGREE, EXIT_USAGE, EXIT_PARTIAL, EXIT_UNSUPPORTED = 0, 1, 2, 3, 4
+EXIT_CODES = f"""exit codes:
+  {EXIT_OK}  every query answered (status ok or limit)
+  {EXIT_DISAGREE}  demo: an engine disagreed with cpu
+  {EXIT_USAGE}  bad command line or input (file missing or malformed, unknown engine or option)
+  {EXIT_PARTIAL}  a query timed out or ran out of device memory (its count is a lower bound)
+  {EXIT_UNSUPPORTED}  an engine could not take a query (status unsupported)
+  match --allow-partial turns {EXIT_PARTIAL} and {EXIT_UNSUPPORTED} into {EXIT_OK}."""
+
+
+def match_exit_code(statuses, allow_partial: bool = False) -> int:
+    """The exit status of ``gpusm match`` for the statuses its queries ended with (EXIT_CODES)."""
+    if allow_partial:
+        return EXIT_OK
+    if statuses & {Status.TIMEOUT, Status.OOM}:
+        return EXIT_PARTIAL
+    if Status.UNSUPPORTED in statuses:
+        return EXIT_UNSUPPORTED
+    return EXIT_OK
+
+
+def _save_embeddings(embeddings, target: Path, query_name: str, into_folder: bool) -> None:
+    import numpy as np
+
+    if into_folder:
+        target.mkdir(parents=True, exist_ok=True)
+        target = target / f"{query_name}.npy"
+    if target.suffix == ".npy":
+        np.save(target, embeddings)
+    else:
+        np.savetxt(target, embeddings, fmt="%d", delimiter=" ")
+
+
+def _print_rows(rows: list[dict], fmt: str, single: bool) -> None:
+    if fmt == "json":
+        print(json.dumps(rows, indent=2))                  # always a list, one object per query
+        return
+    if single and fmt != "csv":
+        row = rows[0]
+        print(f"engine:  {row['engine']}")
+        print(f"backend: {row['backend']}")
+        print(f"query:   {row['query']}")
+        print(f"status:  {row['status']}" + (f" ({row['reason']})" if row["reason"] else ""))
+        print(f"count:   {_count_text(row)}" + (" (a lower bound: the search did not finish)"
+                                                 if row["status"] in PARTIAL_STATUSES else ""))
+        phases = "  ".join(f"{p}={row[f'{p}_s'] * 1e3:.3f}ms" for p in PHASES if row[f"{p}_s"])
+        print(f"time:    {row['seconds'] * 1e3:.3f} ms  {phases}")
+        if row["peak_device_bytes"]:
+            print(f"peak device memory: {row['peak_device_bytes']:,} bytes")
+        return
+    import pandas as pd  # csv and tables only: one query prints without it
+
+    frame = pd.DataFrame(rows)
+    if fmt == "csv":
+        frame.to_csv(sys.stdout, index=False)
+        return
+    frame["count"] = [_count_text(row) for row in rows]
+    columns = ["query", "status", "count", "seconds"] + [f"{p}_s" for p in PHASES]
+    print(frame[[c for c in columns if c in frame]].to_string(index=False))
+    print(f"engine: {rows[0]['engine']}  backend: {rows[0]['backend']}"
+          + ("  (>=N: a lower bound, the search did not finish)"
+             if any(row["status"] in PARTIAL_STATUSES for row in rows) else ""))
+
+
+#: Statuses whose count is a lower bound (the search stopped before the end, not at ``--limit``).
+PARTIAL_STATUSES = (str(Status.TIMEOUT), str(Status.OOM))
+
+
+def _count_text(row: dict) -> str:
+    """The count as printed in the table output: ``>=N`` when it is a lower bound."""
+    return f">={row['count']}" if row["status"] in PARTIAL_STATUSES else str(row["count"])
+
+
+# ---------------------------------------------------------------------- generate
+def check_writable(path, folder: bool = False) -> None:
+    """Refuse, before any work, an output that cannot be written: a file target that is a folder
+    (or a folder target that is a file), a missing or read-only parent folder."""
+    import os
+
+    path = Path(path)
+    if folder and path.exists() and not path.is_dir():
+        raise ValueError(f"{path} exists and is not a folder")
+    if not folder and path.is_dir():
+        raise ValueError(f"{path} is a folder, not a file")
+    where = path if folder and path.is_dir() else path.parent
+    while folder and not where.exists() and where != where.parent:
+        where = where.parent                                 # a folder target is created
+    if not where.is_dir():
+        raise ValueError(f"cannot write {path}: folder {where} does not exist")
+    if not os.access(where, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ValueError(f"cannot write {path}: permission denied")
+
+
+def cmd_generate(args) -> int:
+    from ..graph import generate
+    from ..graph.io import load_graph, save_graph
+
+    check_writable(args.out, folder=args.what == "queries")
+    if args.what == "rmat":
+        labels = None
+        if args.labels > 1:
+            labels = (generate.uniform_labels(args.vertices, args.labels, seed=args.seed)
+                      if args.label_dist == "uniform" else
+                      generate.power_law_labels(args.vertices, args.labels, args.exponent, seed=args.seed))
+        graph = generate.rmat(args.vertices, args.edges, *args.abcd, seed=args.seed, labels=labels,
+                              name=Path(args.out).stem)
+        save_graph(graph, args.out, args.format)
+        print(f"wrote {graph!r} to {args.out}")
+    elif args.what == "queries":
+        if args.method == "gsi" and not args.edges:
+            raise ValueError("--method gsi needs --edges, the query's edge target")
+        data = load_graph(resolve_input(args.data))
+        qs = generate.query_set(data, args.count, args.size, seed=args.seed, method=args.method,
+                                **({"num_edges": args.edges} if args.edges else {}))
+        qs.save(args.out)
+        print(f"wrote {len(qs.queries)} {args.method} queries of {args.size} vertices to {args.out}")
+    else:  # pattern
+        graph = generate.pattern(args.name)
+        save_graph(graph, args.out, args.format)
+        print(f"wrote pattern {args.name}: {graph!r} to {args.out}")
+    return 0
+
+
+# ---------------------------------------------------------------------- info / convert / demo
+def cmd_info(args) -> int:
+    import pandas as pd
+
+    from ..graph.io import load_graphs
+
+    if not args.graphs and not args.device:
+        raise ValueError("name at least one graph file, or --device")
+    if args.device:
+        from ..gpu.runtime import device_info
+        for key, value in device_info().items():
+            print(f"{key}: {value}")
+    rows = []
+    for g in (g for path in args.graphs for g in load_graphs(resolve_input(path), symmetrize=args.symmetrize)):
+        rows.append({"graph": g.name, "|V|": g.num_vertices, "|E|": g.num_edges, "labels": g.num_labels,
+                     "edge labels": g.num_edge_labels if g.has_edge_labels else 0,
+                     "avg degree": round(g.average_degree, 2), "max degree": g.max_degree,
+                     "directed": g.directed})
+    if rows:
+        frame = pd.DataFrame(rows)
+        print(frame.to_csv(index=False) if args.format == "csv" else frame.to_string(index=False))
+    return 0
+
+
+def cmd_convert(args) -> int:
+    from ..graph.io import load_graphs, save_graph
+
+    check_writable(args.output)
+    graphs = load_graphs(args.input, symmetrize=args.symmetrize)
+    if len(graphs) > 1 and args.to != "gsi":
+        raise ValueError(f"{args.input} holds {len(graphs)} graphs but the {args.to} format holds one: "
+                         "convert to gsi, or split the file")
+    save_graph(graphs if len(graphs) > 1 else graphs[0], args.output, args.to)
+    print(f"wrote {len(graphs)} graph(s) to {args.output} as {args.to}")
+    return 0
+
+
+def cmd_engines(args) -> int:
+    from ..engine.describe import describe_engines, format_engines
+
+    entries = describe_engines()
+    if args.engines:
+        known = {e["engine"] for e in entries}
+        unknown = [n for n in args.engines if n not in known]
+        if unknown:
+            raise UnknownEngineError(unknown[0], sorted(known))
+        entries = [e for e in entries if e["engine"] in args.engines]
+    if args.format == "json":
+        print(json.dumps(entries, indent=2, default=repr))
+    else:
+        print(format_engines(entries), end="")
+    return 0
+
+
+def version_text() -> str:
+    import importlib.metadata
+
+    def v(dist):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+    from .. import __version__
+    return f"gpusm {__version__} (numba {v('numba')}, numba-cuda {v('numba-cuda')}, backend: {BACKEND})"
+
+
+# ---------------------------------------------------------------------- parser
+def build_parser(commands=()) -> argparse.ArgumentParser:
+    """The parser of every subcommand; each of ``commands`` is called with the subparsers object
+    to add more (each sets ``func``, called with the parsed arguments, returning the exit status)."""
+    parser = argparse.ArgumentParser(prog="gpusm", description=(
+        "GPU subgraph matching: GSI/SGSI, EGSM, gMatch and STwig side by side. "
+        f"Backend now: {BACKEND}."), formatter_class=argparse.RawDescriptionHelpFormatter, epilog=(
+        "data: real graphs (HPRD, yeast, GitHub, SNAP) ship in the checkout's data/ folder; set\n"
+        "  GPUSM_DATA to a folder of the same layout to use another. Relative input paths not\n"
+        "  found in the current directory are looked up there.\n"
+        "engines: `gpusm engines` lists each engine's -o options with defaults and meaning.\n" + EXIT_CODES))
+    parser.add_argument("--version", action="version", version=version_text())
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    m = sub.add_parser("match", help="count (or list) the embeddings of a query in a data graph")
+    m.add_argument("data", help="data graph file (any supported format); a relative path not found "
+                                "here is looked up in the bundled data folder ($GPUSM_DATA overrides it)")
+    m.add_argument("query", help="query graph file (GSI/DAF files may hold several), or a folder of query files")
+    m.add_argument("--engine", "-e", default="cpu", choices=available_engines())
+    m.add_argument("--limit", type=int, help="stop after this many embeddings")
+    m.add_argument("--collect", metavar="PATH",
+                   help="write the embeddings (.npy, else text); a folder (one .npy per query) when "
+                        "there are several queries or PATH is a folder")
+    m.add_argument("--timeout", type=float, help="per-query deadline in seconds")
+    m.add_argument("--device-memory-limit", type=parse_bytes, metavar="SIZE",
+                   help="emulate a smaller GPU, e.g. 11G")
+    m.add_argument("--homomorphic", action="store_true", help="drop injectivity (where supported)")
+    m.add_argument("--symmetrize", action="store_true", help="read SNAP edge lists as undirected")
+    m.add_argument("--option", "-o", type=parse_option, action="append", metavar="KEY=VALUE",
+                   help="engine constructor option (repeatable)")
+    m.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                   help="json is always a list (one object per query); every format names the backend")
+    m.add_argument("--allow-partial", action="store_true",
+                   help="exit 0 even when a query timed out, ran out of memory or was unsupported")
+    m.add_argument("--quiet", "-q", action="store_true", help="no progress bar for a folder of queries")
+    m.add_argument("--dask", metavar="local|local-cuda|ADDRESS",
+                   help="run the queries as Dask tasks: local = CPU worker processes, local-cuda = one "
+                        "worker per GPU (dask-cuda), or a scheduler address (needs the dask extra)")
+    m.add_argument("--dask-workers", type=int, metavar="N",
+                   help="workers of --dask local / local-cuda (default: one per core / per GPU)")
+    m.set_defaults(func=cmd_match)
+
+    e = sub.add_parser("engines", help="list the engines, what queries they take, and their -o options")
+    e.add_argument("engines", nargs="*", help="only these engines")
+    e.add_argument("--format", choices=["table", "json"], default="table")
+    e.set_defaults(func=cmd_engines)
+
+    g = sub.add_parser("generate", help="generate data graphs, query sets and patterns")
+    gsub = g.add_subparsers(dest="what", required=True)
+    r = gsub.add_parser("rmat", help="labelled R-MAT graph")
+    r.add_argument("--vertices", type=int, required=True)
+    r.add_argument("--edges", type=int, required=True)
+    r.add_argument("--abcd", type=float, nargs=4, default=[0.57, 0.19, 0.19, 0.05], metavar=("A", "B", "C", "D"))
+    r.add_argument("--labels", type=int, default=1, help="number of vertex labels")
+    r.add_argument("--label-dist", choices=["uniform", "power-law"], default="power-law")
+    r.add_argument("--exponent", type=float, default=1.0, help="power-law exponent")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--format", default="graph", choices=["graph", "gsi", "gmatch-binary"])
+    r.add_argument("--out", required=True)
+    q = gsub.add_parser("queries", help="query set by random walk from a data graph")
+    q.add_argument("data")
+    q.add_argument("--count", type=int, default=100)
+    q.add_argument("--size", type=int, required=True, help="query vertices")
+    q.add_argument("--method", choices=["induced", "walk", "gsi", "stwig"], default="induced",
+                   help="induced: EGSM/gMatch random walk; walk: walked edges only; gsi: walk with "
+                        "an edge target; stwig: N vertices + 2N random edges")
+    q.add_argument("--edges", type=int, help="edge target (method gsi)")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--out", required=True, help="output folder")
+    p = gsub.add_parser("pattern", help="unlabelled pattern P1-P9 of the gMatch paper")
+    p.add_argument("name")
+    p.add_argument("--format", default="graph", choices=["graph", "gsi", "gmatch-binary"])
+    p.add_argument("--out", required=True)
+    g.set_defaults(func=cmd_generate)
+
+    i = sub.add_parser("info", help="graph statistics as in the papers' dataset tables")
+    i.add_argument("graphs", nargs="*")
+    i.add_argument("--device", action="store_true", help="also report the GPU (or simulator) found")
+    i.add_argument("--symmetrize", action="store_true", help="read SNAP edge lists as undirected")
+    i.add_argument("--format", choices=["table", "csv"], default="table")
+    i.set_defaults(func=cmd_info)
+
+    c = sub.add_parser("convert", help="convert between graph formats")
+    c.add_argument("input")
+    c.add_argument("output")
+    c.add_argument("--to", required=True, choices=["graph", "gsi", "gmatch-binary"])
+    c.add_argument("--symmetrize", action="store_true", help="read SNAP edge lists as undirected")
+    c.set_defaults(func=cmd_convert)
+
+    add_warmup(sub)
+    for add in commands:
+        add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None, commands=()) -> int:
+    """Parse ``argv`` (default ``sys.argv[1:]``) and run the subcommand; returns the exit status
+    (errors in the input are status 2 with a one-line message)."""
+    args = build_parser(commands).parse_args(argv)
+    try:
+        return args.func(args)
+    except (GraphFormatError, InvalidGraphError, FileNotFoundError, ValueError, KeyError) as exc:
+        print(f"gpusm {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:                   # a folder as a file, no permission, a full disk, ...
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"gpusm {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"gpusm {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,269 @@
+"""The engine contract: one base class, a registry, and :func:`match` (docs/design.md, "The engine contract").
+
+An engine is a class whose constructor takes its options (variants and ablations are options,
+never copies), whose :meth:`Engine.prepare` builds the data-graph state it reuses across a
+query set, and whose :meth:`Engine.match` answers one query. Subclasses implement
+``_prepare`` and ``_match``; the base class does the checks every engine needs, so that a query
+an engine cannot take becomes status ``unsupported`` and a device-memory overflow becomes
+status ``oom``, never a crash.
+
+A GPU engine allocates every device array through one
+``common.gpu.budget.DeviceMemoryBudget(self.device_memory_limit)`` kept as ``self.budget`` and created
+in ``_prepare`` (so that the limit emulates the papers' 11/12/24 GB cards and overflowing it
+raises :class:`~common.errors.DeviceOutOfMemory`), keeps its grow-and-reuse buffers in a
+``common.gpu.pool.BufferPool`` over that budget, times its phases with ``common.gpu.timers.PhaseTimer``,
+and reports the budget's peak as ``MatchResult.peak_device_bytes``; the base class resets the
+peak before every query, so the peak is that query's own.
+
+Compiling is not searching: a query that times out while Numba compiled kernels for it (the
+first query of a kernel variant in a process) is run again, up to :data:`COMPILE_RERUNS` times,
+now that they are compiled, so ``timeout_s`` bounds the search, not the compiler. Such a
+result carries ``stats["compile_reruns"]``; its wall time includes the compile and the first try.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+
+from ..errors import DeviceOutOfMemory
+from ..gpu.compile_clock import compile_clock
+from ..graph.model import Graph
+from .result import MatchResult, Status
+
+#: times a query that timed out while kernels were compiled for it is run again
+COMPILE_RERUNS = 3
+
+
+class Engine(ABC):
+    """Base class of every engine. Subclasses set the class attributes that describe what they take.
+
+    Parameters
+    ----------
+    device_memory_limit : int, str or None
+        Device-memory budget in bytes (or "11G"), to emulate a smaller GPU; None: the whole device.
+    """
+
+    name: ClassVar[str] = ""
+    supports_edge_labels: ClassVar[bool] = False
+    supports_directed: ClassVar[bool] = False
+    supports_homomorphic: ClassVar[bool] = False
+    supports_disconnected: ClassVar[bool] = False
+    max_query_vertices: ClassVar[int | None] = None
+    uses_device: ClassVar[bool] = True        # False: a CPU engine (its times are host times)
+
+    def __init__(self, *, device_memory_limit: int | str | None = None):
+        self.device_memory_limit = None if device_memory_limit is None else memory_bytes(device_memory_limit)
+        self.data: Graph | None = None
+        self.budget = None                       # a GPU engine's DeviceMemoryBudget (set in _prepare)
+        self.prepare_error: str | None = None    # why prepare() could not fit (every match is oom)
+
+    # ------------------------------------------------------------------ public API
+    def prepare(self, data: Graph) -> "Engine":
+        """Build the data-graph state reused by every later :meth:`match` call; returns self."""
+        if not isinstance(data, Graph):
+            raise TypeError(f"prepare() takes a Graph, got {type(data).__name__}")
+        self.data = data
+        self.prepare_error = None
+        try:
+            self._prepare(data)
+        except DeviceOutOfMemory as exc:          # the contract: an overflow is status oom, never a crash
+            self.prepare_error = f"prepare: {exc}"
+        return self
+
+    def match(self, query: Graph, *, limit: int | None = None, collect: bool = False,
+              timeout_s: float | None = None, homomorphic: bool = False) -> MatchResult:
+        """Count (and with ``collect``, list) the embeddings of ``query`` in the prepared data graph.
+
+        Embeddings name data vertices by the input's own ids: a graph whose ids were compacted on
+        reading (SNAP lists, networkx graphs) carries them in ``meta["original_ids"]``.
+        """
+        return self.match_batch([query], limit=limit, collect=collect, timeout_s=timeout_s,
+                                homomorphic=homomorphic)[0]
+
+    def match_batch(self, queries, *, limit: int | None = None, collect: bool = False,
+                    timeout_s: float | None = None, homomorphic: bool = False) -> list[MatchResult]:
+        """:meth:`match` for each query, in order; ``limit``, ``collect`` and ``timeout_s`` hold per
+        query. An engine that overrides ``_match_batch`` answers many small queries together
+        (shared launches and copies); the others answer them one at a time."""
+        if self.data is None:
+            raise RuntimeError(f"{type(self).__name__}.match() called before prepare(data)")
+        queries = list(queries)
+        limit = self._checked_arguments(limit, timeout_s)
+        results: list[MatchResult | None] = []
+        pending: list[int] = []
+        for i, query in enumerate(queries):
+            results.append(self._answer_without_search(query, collect, homomorphic))
+            if results[-1] is None:
+                pending.append(i)
+        if pending:
+            options = dict(limit=limit, collect=collect, timeout_s=timeout_s, homomorphic=homomorphic)
+            before = compile_clock.seconds
+            started = time.perf_counter()
+            answered = self._search_batch([queries[i] for i in pending], options)
+            wall = time.perf_counter() - started if len(pending) == 1 else None
+            batch_compiled = timeout_s is not None and compile_clock.seconds > before
+            for i, result in zip(pending, answered):
+                compiled, reruns = batch_compiled, 0
+                while compiled and result.status is Status.TIMEOUT and reruns < COMPILE_RERUNS:
+                    before = compile_clock.seconds
+                    result = self._search_batch([queries[i]], options)[0]
+                    compiled, reruns = compile_clock.seconds > before, reruns + 1
+                if reruns:
+                    result.stats["compile_reruns"] = reruns
+                if result.status is Status.TIMEOUT and timeout_s is not None:
+                    note_overrun(result, timeout_s, wall if not reruns else None)
+                results[i] = result
+        for query, result in zip(queries, results):
+            result.query = query.name
+            result.embeddings = to_original_ids(self.data, result.embeddings)
+        return results
+
+    def _search_batch(self, queries: list, options: dict) -> list[MatchResult]:
+        """``_match_batch`` with the peak reset first and an overflow as status oom."""
+        if self.budget is not None:
+            self.budget.reset_peak()
+        try:
+            return self._match_batch(queries, **options)
+        except DeviceOutOfMemory as exc:
+            return [MatchResult(self.name, 0, Status.OOM, reason=str(exc)) for _ in queries]
+
+    def _checked_arguments(self, limit, timeout_s) -> int | None:
+        if limit is not None:
+            whole = not isinstance(limit, bool) and float(limit).is_integer()
+            if not whole or not 1 <= int(limit) <= np.iinfo(np.int64).max:
+                raise ValueError(f"limit must be a positive whole number of embeddings (at most 2**63-1), got {limit}")
+            limit = int(limit)
+        if timeout_s is not None and not timeout_s > 0:
+            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+        return limit
+
+    def _answer_without_search(self, query: Graph, collect: bool, homomorphic: bool) -> MatchResult | None:
+        """The checks every engine needs: a bad query raises; an answer known without a search
+        (unsupported, prepare out of memory, a label the data lacks) is returned; None otherwise."""
+        if not isinstance(query, Graph):
+            raise TypeError(f"match() takes a query Graph, got {type(query).__name__}")
+        if query.num_vertices == 0:
+            raise ValueError(f"query {query.name!r} has no vertices")
+        if query.directed != self.data.directed:
+            kind = "directed" if query.directed else "undirected"
+            other = "directed" if self.data.directed else "undirected"
+            raise ValueError(f"query {query.name!r} is {kind} but the data graph is {other}")
+        reason = self.unsupported_reason(query, homomorphic=homomorphic)
+        if reason:
+            return MatchResult.unsupported(self.name, reason, query=query.name)
+        if self.prepare_error is not None:
+            return MatchResult(self.name, 0, Status.OOM, reason=self.prepare_error, query=query.name)
+        if not _labels_present(self.data, query):
+            empty = np.zeros((0, query.num_vertices), dtype=np.int32) if collect else None
+            return MatchResult(self.name, 0, Status.OK, embeddings=empty, query=query.name,
+                               stats={"note": "a query label does not occur in the data graph"})
+        return None
+
+    def unsupported_reason(self, query: Graph, *, homomorphic: bool = False) -> str:
+        """Why this engine cannot take ``query`` on the prepared data graph ('' if it can)."""
+        data = self.data
+        if (query.has_edge_labels or data.has_edge_labels) and not self.supports_edge_labels:
+            return f"{self.name} does not support edge labels"
+        if data.directed and not self.supports_directed:
+            return f"{self.name} does not support directed graphs"
+        if homomorphic and not self.supports_homomorphic:
+            return f"{self.name} does not support homomorphic matching"
+        if self.max_query_vertices is not None and query.num_vertices > self.max_query_vertices:
+            return (f"{self.name} takes at most {self.max_query_vertices} query vertices, "
+                    f"query has {query.num_vertices}")
+        if not self.supports_disconnected and not query.is_connected():
+            return f"{self.name} requires a connected query"
+        return ""
+
+    # ------------------------------------------------------------------ for subclasses
+    def _prepare(self, data: Graph) -> None:
+        """Build device-resident (or CPU) state for ``data``."""
+
+    @abstractmethod
+    def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
+        """Answer one query; the base class has already checked it (see :meth:`match`)."""
+
+    def _match_batch(self, queries: list[Graph], *, limit, collect, timeout_s, homomorphic) -> list[MatchResult]:
+        """Answer checked queries (see :meth:`match_batch`); by default one at a time, each with
+        its own peak and its own out-of-memory status."""
+        out = []
+        for i, query in enumerate(queries):
+            if i and self.budget is not None:
+                self.budget.reset_peak()
+            try:
+                out.append(self._match(query, limit=limit, collect=collect, timeout_s=timeout_s,
+                                       homomorphic=homomorphic))
+            except DeviceOutOfMemory as exc:
+                out.append(MatchResult(self.name, 0, Status.OOM, reason=str(exc)))
+        return out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+def deadline_slack(timeout_s: float) -> float:
+    """How far past ``timeout_s`` an engine may stop on a GPU: one second or 10%, the larger."""
+    return max(1.0, 0.1 * timeout_s)
+
+
+def note_overrun(result: MatchResult, timeout_s: float, wall: float | None = None) -> None:
+    """Record how far a timed-out query ran past its deadline (``stats["deadline_overrun_s"]``:
+    wall time when known, else the phases' sum). Past :func:`deadline_slack` under the CUDA
+    simulator, the reason says why: a kernel launch there runs to its end once started (kernels
+    that poll the stop flag excepted), so the overrun is the launch that was running."""
+    from ..gpu.backend import BACKEND
+
+    elapsed = result.seconds if wall is None else wall
+    overrun = max(0.0, elapsed - timeout_s)
+    result.stats["deadline_overrun_s"] = round(overrun, 3)
+    if overrun > deadline_slack(timeout_s) and BACKEND == "simulator":
+        note = (f"{overrun:.1f} s past the deadline: the CUDA simulator ran a kernel launch to its end "
+                "(a launch cannot be stopped there before it polls the stop flag)")
+        result.reason = f"{result.reason}; {note}" if result.reason else note
+
+
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def memory_bytes(value) -> int:
+    """Bytes (at least 1, rounded down) from a number or a size such as '11G', '512MB', '1.5GiB'
+    (binary units); anything else is a ValueError that says what it got."""
+    import re
+
+    number = None
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMGT]?)(?:I?B)?\s*", value.upper())
+        if m:
+            number = float(m.group(1)) * _SIZE_UNITS[m.group(2)]
+    elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        number = float(value)
+    if number is None or not np.isfinite(number) or number < 1:
+        raise ValueError(f"device_memory_limit must be at least one byte: a number of bytes or a "
+                         f"size such as 11G or 512M, got {value!r}")
+    return int(number)
+
+
+def to_original_ids(data: Graph, embeddings: np.ndarray | None) -> np.ndarray | None:
+    """Map embedding rows from internal ids ``0..n-1`` to ``data.meta["original_ids"]`` when present."""
+    ids = data.meta.get("original_ids")
+    if embeddings is None or ids is None:
+        return embeddings
+    ids = np.asarray(ids)
+    if ids.dtype.kind in "iu" and ids.size and ids.max() <= np.iinfo(embeddings.dtype).max:
+        ids = ids.astype(embeddings.dtype, copy=False)
+    return ids[embeddings]
+
+
+def _labels_present(data: Graph, query: Graph) -> bool:
+    """False when a query vertex or edge label cannot occur in the data graph (count is 0)."""
+    def present(labels: np.ndarray, frequencies: np.ndarray) -> bool:
+        return bool(labels.max() < frequencies.size and frequencies[labels].min() > 0)
+
+    # The data side's frequencies are cached on the Graph: no per-query pass over the data.
+    if not present(query.labels, data.label_frequencies):
+        return False
+    return query.edge_labels is None or present(query.edge_labels, data.edge_label_frequencies)

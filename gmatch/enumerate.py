@@ -1,0 +1,1000 @@
+"""gMatch search kernels (paper Sec. 3.2-3.4, Alg. 2; docs/papers.md).
+
+Fine-grained model (:func:`fine_kernel`): a task is (partial match M, candidate x); a warp owns a
+stack of levels x 32 slots in shared memory. Slot k of level d holds the index of the k-th valid
+child of the last 32-task batch at level d and the slot of its parent; the child's task group
+(its local candidates for position d+1) is the shortest row over the backward neighbours'
+images, cut at the symmetry-breaking bound (rows are sorted: the authors' "reach_bound"). Each
+iteration fetches the next 32 tasks of the level's virtual task pool (with ``batch`` across task
+groups: batch exploration); a ballot gives the valid ones; the warp descends or backtracks, all
+control flow warp-uniform. Partial matches are never materialised: a lane follows parent
+pointers. The graph read is chosen at compile time (:func:`search_functions`): the candidate
+graph in compact indices (:mod:`gmatch.filter`, the authors' bitmap build) or the data graph
+(every task also tests its LDF/NLF bit). Seeds come from the BFS seed pool (:mod:`gmatch.balance`).
+
+Work stealing (Sec. 3.6): in-block (``STEAL_BLOCK``, the authors' code) hands the upper half of a
+busy warp's shallowest splittable level to a waiting warp through shared memory; across blocks
+(``STEAL_GLOBAL``, the default: the paper's global queue, which the authors' code does not build)
+idle warps post their ids in a 32-slot global mailbox and get the levels through a global
+hand-over record; ``STEAL_MAILBOX`` sends every hand-over through global memory (an ablation).
+Coarse-grained baseline (:func:`coarse_kernel`; Sec. 2, Alg. 1, STMatch-style): a warp extends
+``unroll`` partial matches at a time through global feasible-candidate buffers (``unroll=1``:
+Naive). Both kernels poll the stop flag ``ctrl[C_STOP]`` (a limit, or the host's deadline) and
+count idle lanes per iteration (Tables 2/6: idle lanes / (32 x iterations), as the authors'
+IDLE_CNT build). Counts are unique embeddings; docs/decisions.md ("gMatch's search kernels")
+gives the choices where the paper is silent.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+
+from numba import int8, int32, int64
+
+from common.gpu.cudasim import FULL_MASK as FULL
+from common.gpu.device_functions import contains, lower_bound
+from common.gpu.runtime import cuda, jit
+
+from .filter import (
+    QP_BACKWARD,
+    QP_CBASE,
+    QP_CCOUNT,
+    QP_CSIZE,
+    QP_GLOW,
+    QP_LEAFPAR,
+    QP_RESTRICT,
+    QP_SAME,
+    QP_SIZES,
+    QP_VLOW,
+    QP_WORDS,
+)
+from .order import MAX_QUERY_VERTICES as MAX_LEVELS  # positions of a query
+
+NO_BOUND = 0x7FFFFFFF
+BIG_DEGREE = 0x7FFFFFFFFFFFFFFF
+
+# ctrl (int64) slots, shared by the kernels and the engine
+C_SEED, C_COUNT, C_STOP, C_ITERS, C_IDLE, C_STEALS, C_EMB = 0, 1, 2, 3, 4, 5, 6
+C_GSTEALS, C_BUSY, C_DONE, C_POSTED = 7, 8, 9, 10
+C_FINISHED = 11               # warps of the query that left with no stop flag raised (fine kernel)
+C_SEED_LO, C_SEED_HI, C_LIMIT = 12, 13, 14    # the query's seed range and unique-match limit (set by the host)
+C_CAND = 16                   # 32 slots: |C(d)| per position, copied from the filter's counts (fine kernel)
+CTRL_SIZE = C_CAND + 32
+
+# work-stealing scopes (``fine_kernel``'s ``stealing``)
+STEAL_NONE, STEAL_BLOCK, STEAL_GLOBAL, STEAL_MAILBOX = 0, 1, 2, 3
+MAILBOX = 32                  # global mailbox slots: mail[0:MAILBOX] (waiter id or -1)
+POST_AFTER = 2                # poll rounds an idle warp waits for its own block before posting
+POST_EVERY = 4                # then one CAS on one mailbox slot (the next one) every POST_EVERY rounds
+GLOBAL_CHECK_INTERVAL = 16    # iterations between a busy warp's looks at the global mailbox
+STOP_POLL_INTERVAL = 32       # iterations between a warp's looks at the stop flag (deadline watch)
+# warp states in the block's shared wstate (block scope stealing)
+B_BUSY, B_WAITING, B_GIFT, B_CLAIMED, B_EXITED = 0, 1, 2, 3, 4
+# warp states in mail[MAILBOX + global warp id] (global scope)
+W_BUSY, W_WAITING, W_SHARED_GIFT, W_CLAIMED, W_EXITED, W_GLOBAL_GIFT, W_TERMINATE = 0, 1, 2, 3, 4, 5, 6
+
+
+def xfer_words(levels: int) -> int:
+    """int32 words of one warp's global hand-over record: mi and par of every level, the task
+    groups (source, length, skip) of the split level, and (level, first group, groups)."""
+    return 2 * levels * 32 + 3 * 32 + 3
+
+
+# rows of the per-block shared copy ``sq`` of the query plan (see :func:`load_plan`)
+S_BACK, S_RESTR, S_SAME, S_WORDS, S_CBASE, S_CSIZE, S_LEAFPAR, S_VLOW, S_GLOW = range(9)
+SQ_ROWS = 9
+
+
+@cuda.jit(device=True)
+def load_plan(qp, sq, tid):
+    """Threads 0..31 copy the plan rows the search reads per task into shared memory."""
+    if tid < 32:
+        sq[S_BACK, tid] = qp[QP_BACKWARD, tid]
+        sq[S_RESTR, tid] = qp[QP_RESTRICT, tid]
+        sq[S_SAME, tid] = qp[QP_SAME, tid]
+        sq[S_WORDS, tid] = qp[QP_WORDS, tid]
+        sq[S_CBASE, tid] = qp[QP_CBASE, tid]
+        sq[S_CSIZE, tid] = qp[QP_CSIZE, tid]
+        sq[S_LEAFPAR, tid] = qp[QP_LEAFPAR, tid]
+        sq[S_VLOW, tid] = qp[QP_VLOW, tid]
+        sq[S_GLOW, tid] = qp[QP_GLOW, tid]
+
+
+@functools.lru_cache(maxsize=None)
+def search_functions(cg: bool):
+    """The per-task device functions over the graph tuple G = (off, ent, bitmap, cset, eg, cand).
+
+    ``cg`` (compile time): G is the candidate graph in compact indices (a partial match holds
+    candidate indices; the task group of position d given the index x of position j's image is row
+    ``eg[32 d + j] + x`` of (off, ent); adjacency is one bit of ``bitmap``; ``cset`` maps indices to
+    data vertices). Otherwise G is the data graph's CSR (indices are data vertices, a task group
+    is an adjacency list, adjacency a binary search) and ``cand`` holds the LDF/NLF bits."""
+
+    @cuda.jit(device=True)
+    def real_id(G, sq, d, x):
+        """Data vertex of index x at position d."""
+        if cg:
+            return G[3][sq[S_CBASE, d] + x]
+        return x
+
+    @cuda.jit(device=True)
+    def row_of(G, d, j, xj):
+        """Row listing the candidates of position d adjacent to xj (the image of position j)."""
+        if cg:
+            return G[4][d * 32 + j] + xj
+        return xj
+
+    @cuda.jit(device=True)
+    def row_length(G, row):
+        return int32(G[0][row + 1] - G[0][row])
+
+    @cuda.jit(device=True)
+    def group_start(G, key):
+        """Where the entries of a stored task group begin (CG mode stores the start itself)."""
+        if cg:
+            return key
+        return G[0][key]
+
+    @cuda.jit(device=True)
+    def adjacent(G, sq, d, j, xj, x):
+        """Is index x (position d) adjacent to index xj (position j)?"""
+        if cg:
+            word = G[2][G[4][1024 + d * 32 + j] + xj * sq[S_WORDS, d] + (x >> 5)]
+            return ((word >> (x & 31)) & 1) != 0
+        return contains(G[1], G[0][xj], G[0][xj + 1], x)
+
+    @cuda.jit(device=True)
+    def validate(mi, par, w, s, pool, width, G, sq, d, x, parent, skip):
+        """Is candidate x valid at position d (parent slot ``parent`` of level d-1)? Checks
+        adjacency to every backward neighbour but ``skip`` (whose row supplied x) and
+        injectivity against the earlier positions with d's label; the walk up the parent
+        pointers stops at the lowest position it needs."""
+        back = sq[S_BACK, d]
+        same = sq[S_SAME, d]
+        need = (back & ~(int32(1) << skip)) | same if skip >= 0 else back | same
+        if need == 0:
+            return True                  # x came from the only row it had to be in
+        lo = sq[S_VLOW, d]
+        while ((need >> lo) & 1) == 0:   # the lowest position still to check
+            lo += 1
+        rx = int32(-1)
+        if same != 0:
+            rx = real_id(G, sq, d, x)
+        cur = int32(parent)
+        j = d - 1
+        while j >= s and j >= lo:
+            xj = mi[w, j, cur]
+            if ((back >> j) & 1) != 0 and j != skip:
+                if not adjacent(G, sq, d, j, xj, x):
+                    return False
+            if ((same >> j) & 1) != 0 and real_id(G, sq, j, xj) == rx:
+                return False
+            cur = int32(par[w, j, cur])
+            j -= 1
+        if j >= lo:
+            prow = int64(mi[w, s - 1, cur]) * width
+            while j >= lo:
+                xj = pool[prow + j]
+                if ((back >> j) & 1) != 0 and j != skip:
+                    if not adjacent(G, sq, d, j, xj, x):
+                        return False
+                if ((same >> j) & 1) != 0 and real_id(G, sq, j, xj) == rx:
+                    return False
+                j -= 1
+        return True
+
+    @cuda.jit(device=True)
+    def group(mi, par, w, s, pool, width, G, sq, e, slot):
+        """Task group of position e for the partial match ending at slot ``slot`` of level e-1:
+        (key, skip, length) = the shortest row over e's backward neighbours, cut at the
+        symmetry-breaking bound."""
+        back = sq[S_BACK, e]
+        restr = sq[S_RESTR, e]
+        lo = sq[S_GLOW, e]
+        best = int32(NO_BOUND)
+        key = int32(-1)
+        skip = int32(-1)
+        bound = int32(NO_BOUND)
+        cur = int32(slot)
+        j = e - 1
+        prow = int64(-1)
+        while j >= lo:
+            if j >= s:
+                xj = mi[w, j, cur]
+                cur = int32(par[w, j, cur])
+            else:
+                if prow < 0:
+                    prow = int64(mi[w, s - 1, cur]) * width
+                xj = pool[prow + j]
+            if ((back >> j) & 1) != 0:
+                row = row_of(G, e, j, xj)
+                length = row_length(G, row)
+                if length < best:
+                    best = length
+                    key = int32(G[0][row]) if cg else int32(row)
+                    skip = j
+            if ((restr >> j) & 1) != 0:
+                rv = real_id(G, sq, j, xj)
+                if rv < bound:
+                    bound = rv
+            j -= 1
+        if key < 0:
+            return key, skip, int32(0)
+        if bound != NO_BOUND:
+            start = group_start(G, key)
+            cut = bound
+            if cg:
+                cb = sq[S_CBASE, e]
+                cut = lower_bound(G[3], cb, cb + sq[S_CSIZE, e], bound) - cb
+            best = int32(lower_bound(G[1], start, start + best, cut) - start)
+        return key, skip, best
+
+    @cuda.jit(device=True)
+    def leaf_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent):
+        """Matches of the trailing countable leaves (positions ne..n-1) given the partial match
+        that ends with x at position d (candidate graph only): the product over the leaves of
+        their parent row's length minus the same-label images found in that row."""
+        img = cuda.local.array(MAX_LEVELS, int32)        # images of positions low..d
+        img[d] = x
+        cur = int32(parent)
+        j = d - 1
+        prow = int64(-1)
+        while j >= low:
+            if j >= s:
+                img[j] = mi[w, j, cur]
+                cur = int32(par[w, j, cur])
+            else:
+                if prow < 0:
+                    prow = int64(mi[w, s - 1, cur]) * width
+                img[j] = pool[prow + j]
+            j -= 1
+        total = int64(1)
+        for t in range(ne, n):
+            p = sq[S_LEAFPAR, t]
+            xp = img[p]
+            count = row_length(G, row_of(G, t, p, xp))
+            same = sq[S_SAME, t]
+            if same != 0 and count > 0:
+                tb = sq[S_CBASE, t]
+                tz = sq[S_CSIZE, t]
+                for c in range(low, d + 1):
+                    if ((same >> c) & 1) != 0:
+                        v = real_id(G, sq, c, img[c])
+                        r = lower_bound(G[3], tb, tb + tz, v)
+                        if r < tb + tz and G[3][r] == v and adjacent(G, sq, t, p, xp, r - tb):
+                            count -= 1
+            total *= count
+        return total
+
+    @cuda.jit(device=True)
+    def write_embedding(mi, par, w, s, pool, width, G, sq, d, x, parent, emb, pos):
+        """Write the full match ending with x at position d (data vertices) to emb[pos]."""
+        emb[pos, d] = real_id(G, sq, d, x)
+        cur = int32(parent)
+        j = d - 1
+        while j >= 0:
+            if j >= s:
+                emb[pos, j] = real_id(G, sq, j, mi[w, j, cur])
+                cur = int32(par[w, j, cur])
+            else:
+                emb[pos, j] = real_id(G, sq, j, pool[int64(mi[w, s - 1, cur]) * width + j])
+            j -= 1
+
+    @cuda.jit(device=True)
+    def leaf_output(ok, mask, lane, mi, par, w, s, pool, width, G, sq, d, x, parent, ctrl, emb,
+                    emb_cap, limit_unique):
+        """Leaves of one batch when they must be enumerated (``collect`` or ``limit``): write
+        them out and count them at once with a limit (raising the stop flag when it is reached);
+        returns what lane 0 adds to its own count otherwise."""
+        if emb_cap > 0:
+            at = warp_append(ok, ctrl, C_EMB, lane)
+            if ok and at < emb_cap:
+                write_embedding(mi, par, w, s, pool, width, G, sq, d, x, parent, emb, at)
+        found = cuda.popc(mask)
+        if lane != 0 or found == 0:
+            return int64(0)
+        if limit_unique > 0:
+            old = cuda.atomic.add(ctrl, C_COUNT, found)
+            if old + found >= limit_unique:
+                cuda.atomic.exch(ctrl, C_STOP, 1)
+            return int64(0)
+        return int64(found)
+
+    return types.SimpleNamespace(real_id=real_id, row_of=row_of, row_length=row_length,
+                                 group_start=group_start, adjacent=adjacent, validate=validate,
+                                 group=group, leaf_product=leaf_product, leaf_output=leaf_output)
+
+
+@cuda.jit(device=True)
+def warp_append(ok, counter, slot, lane):
+    """Warp-aggregated append: the warp's ``ok`` lanes reserve consecutive positions with one
+    atomic add on counter[slot]; returns this lane's position (meaningful where ``ok``)."""
+    mask = cuda.ballot_sync(FULL, ok)
+    base = int64(0)
+    if lane == 0 and mask != 0:
+        base = cuda.atomic.add(counter, slot, cuda.popc(mask))
+    base = cuda.shfl_sync(FULL, base, 0)
+    return base + cuda.popc(mask & cuda.lanemask_lt())
+
+
+@cuda.jit(device=True)
+def claim_seeds(ctrl, lane, count, seed_lo, seed_hi):
+    """The warp's next ``count`` seeds of [seed_lo, seed_hi): one atomic on the pool cursor by
+    lane 0, broadcast; returns (first seed, how many; <= 0 once the pool is exhausted)."""
+    base = int64(0)
+    if lane == 0:
+        base = cuda.atomic.add(ctrl, C_SEED, count)
+    base = cuda.shfl_sync(FULL, base, 0) + seed_lo
+    return base, min(int64(count), seed_hi - base)
+
+
+@cuda.jit(device=True)
+def stopped(ctrl, halt, lane, limit_unique, watch, polls):
+    """Has the query's stop flag (``ctrl[C_STOP]``: its limit is reached) or the launch's halt
+    flag (``halt[0]``: the host's deadline; in a single-query launch the same word) been raised?
+    Polled (lane 0, L2 atomics, one shuffle) at every call when a limit is set, every
+    ``STOP_POLL_INTERVAL`` calls (``polls``, warp-uniform, counts them) when only the host's
+    deadline watch is on; otherwise no work at all."""
+    if limit_unique > 0 or (watch != 0 and (polls & (STOP_POLL_INTERVAL - 1)) == 0):
+        flag = int32(0)
+        if lane == 0:
+            if limit_unique > 0:
+                flag = int32(cuda.atomic.add(ctrl, C_STOP, 0))
+            if flag == 0 and watch != 0:
+                flag = int32(cuda.atomic.add(halt, 0, 0))
+        return cuda.shfl_sync(FULL, flag, 0) != 0
+    return False
+
+
+@cuda.jit(device=True)
+def broadcast_termination(mail, total_warps, lane):
+    """Wake every waiting warp of the grid with the terminate state (lane-parallel)."""
+    i = lane
+    while i < total_warps:
+        cuda.atomic.cas(mail, MAILBOX + i, W_WAITING, W_TERMINATE)
+        i += 32
+    cuda.syncwarp()
+
+
+@cuda.jit(device=True)
+def leave_busy(mail, ctrl, gid):
+    """Lane 0 of a warp that stops being busy (its state already written): returns 1 when it was
+    the last busy warp and the first to see it (it must broadcast termination), 2 when the search
+    is over, 0 when others still work."""
+    cuda.threadfence()
+    old = cuda.atomic.sub(ctrl, C_BUSY, 1)
+    cuda.threadfence()
+    if old == 1:
+        if cuda.atomic.exch(ctrl, C_DONE, 1) == 0:
+            return int32(1)
+        return int32(2)
+    if cuda.atomic.add(ctrl, C_DONE, 0) != 0:
+        return int32(2)
+    return int32(0)
+
+
+@functools.lru_cache(maxsize=None)
+def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int, indexed: bool,
+                idle_stats: bool = False, max_registers: int | None = None):
+    """The fine-grained DFS kernel for stacks of ``levels`` levels and ``warps`` warps per block;
+    ``stealing`` is STEAL_NONE, STEAL_BLOCK, STEAL_GLOBAL or STEAL_MAILBOX (the global scheme with
+    every hand-over through the mailbox and global memory, no shared-memory fast path);
+    ``indexed``: the graph tuple is the candidate graph (see :func:`search_functions`);
+    ``idle_stats`` compiles in the idle-lane count (two ballots per iteration);
+    ``max_registers`` caps registers per thread (None: the compiler's choice)."""
+    L, W, R = levels, warps, roots
+    fn = search_functions(indexed)
+    validate, group, leaf_product, leaf_output, group_start = (
+        fn.validate, fn.group, fn.leaf_product, fn.leaf_output, fn.group_start)
+    IDLE = idle_stats
+    CHECK_BIT = not indexed                       # data-graph mode: test the LDF/NLF bit per task
+    STEAL = stealing != STEAL_NONE
+    GLOBAL = stealing == STEAL_GLOBAL or stealing == STEAL_MAILBOX
+    LOCAL_FAST = stealing != STEAL_MAILBOX        # in-block hand-over through shared memory
+    POST = POST_AFTER if LOCAL_FAST else 0
+    XG = 2 * L * 32               # xfer: task groups of the split level
+    XH = XG + 3 * 32              # xfer: header (level, first group, groups)
+
+    cap = {} if max_registers is None else {"max_registers": max_registers}
+
+    # The warp's stack (shared memory), passed to the steps below as one tuple:
+    # mi/par: child index and parent slot per (level, slot); gsrc/glen/gskip: task group per
+    # (level, entry); cg/co/ng: the level's cursor (group, offset) and group count; top: stack top.
+
+    @cuda.jit(device=True)
+    def take_seeds(S, wi, lane, s, pool, width, G, sq, ctrl, seed_lo, seed_hi):
+        """Fetch the next ``R`` seeds into the stack's bottom level (their task groups at level
+        s); False when the pool is exhausted."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        base, cnt = claim_seeds(ctrl, lane, R, seed_lo, seed_hi)
+        if cnt <= 0:
+            return False
+        if lane < cnt:
+            mi[wi, s - 1, lane] = int32(base + lane)
+            src, skip, ln = group(mi, par, wi, s, pool, width, G, sq, s, lane)
+            if CHECK_BIT and width == 1 and (G[5][pool[base + lane]] & 1) == 0:
+                ln = int32(0)                      # a label-range seed that fails LDF/NLF
+            gsrc[wi, s, lane] = src
+            gskip[wi, s, lane] = skip
+            glen[wi, s, lane] = ln
+        if lane == 0:
+            cg[wi, s] = 0
+            co[wi, s] = 0
+            ng[wi, s] = int32(cnt)
+            top[wi] = s
+        return True
+
+    @cuda.jit(device=True)
+    def receive_global_gift(S, wi, lane, gid, s, xfer):
+        """Copy a hand-over record written by another SM into this warp's stack; the record is
+        read with L2 atomics, never from this SM's (non-coherent) L1."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        cuda.threadfence()
+        lvl = cuda.atomic.add(xfer, (gid, XH), 0)
+        for j in range(s - 1, lvl):
+            mi[wi, j, lane] = cuda.atomic.add(xfer, (gid, j * 32 + lane), 0)
+            par[wi, j, lane] = int8(cuda.atomic.add(xfer, (gid, (L + j) * 32 + lane), 0))
+        gsrc[wi, lvl, lane] = cuda.atomic.add(xfer, (gid, XG + lane), 0)
+        glen[wi, lvl, lane] = cuda.atomic.add(xfer, (gid, XG + 32 + lane), 0)
+        gskip[wi, lvl, lane] = int8(cuda.atomic.add(xfer, (gid, XG + 64 + lane), 0))
+        cuda.syncwarp()
+        if lane == 0:
+            for j in range(s, lvl):
+                cg[wi, j] = 0
+                co[wi, j] = 0
+                ng[wi, j] = 0
+            cg[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 1), 0)
+            co[wi, lvl] = 0
+            ng[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 2), 0)
+            top[wi] = lvl
+
+    @cuda.jit(device=True)
+    def wait_global(S, wi, lane, gid, s, total_warps, mail, ctrl, xfer, waiting):
+        """Idle warp, global scope: wait for a warp of this block, then post in the global
+        mailbox; True once work was handed over, False when no warp of the grid is busy."""
+        verdict = int32(0)
+        if lane == 0:
+            cuda.atomic.exch(mail, MAILBOX + gid, W_WAITING)
+            cuda.atomic.add(waiting, 0, 1)
+            verdict = leave_busy(mail, ctrl, gid)
+        verdict = cuda.shfl_sync(FULL, verdict, 0)
+        if verdict == 1:
+            broadcast_termination(mail, total_warps, lane)
+        st = int32(W_TERMINATE)
+        if lane == 0 and verdict == 0:             # lane 0 polls alone; the others wait in the shuffle
+            slot = -1
+            pause = 32
+            rounds = 0
+            while True:
+                st = cuda.atomic.add(mail, MAILBOX + gid, 0)
+                if st == W_SHARED_GIFT or st == W_GLOBAL_GIFT or st == W_TERMINATE:
+                    break
+                if (slot < 0 and st == W_WAITING and rounds >= POST
+                        and (rounds - POST) % POST_EVERY == 0):
+                    i = (gid + (rounds - POST) // POST_EVERY) % MAILBOX
+                    if cuda.atomic.cas(mail, i, -1, gid) == -1:
+                        slot = i
+                        cuda.atomic.add(ctrl, C_POSTED, 1)
+                cuda.nanosleep(pause)
+                if pause < 1024:
+                    pause *= 2
+                rounds += 1
+            if slot >= 0 and cuda.atomic.cas(mail, slot, gid, -1) == gid:
+                cuda.atomic.sub(ctrl, C_POSTED, 1)
+        if lane == 0:
+            cuda.atomic.sub(waiting, 0, 1)
+        st = cuda.shfl_sync(FULL, st, 0)
+        if st == W_TERMINATE:
+            return False
+        if st == W_GLOBAL_GIFT:
+            receive_global_gift(S, wi, lane, gid, s, xfer)
+        else:
+            cuda.threadfence_block()
+        if lane == 0:
+            cuda.atomic.exch(mail, MAILBOX + gid, W_BUSY)
+        return True
+
+    @cuda.jit(device=True)
+    def wait_block(wi, lane, wstate, waiting):
+        """Idle warp, block scope: True once a busy warp of the block handed work over, False
+        when every warp of the block waits or has exited (lane 0 polls with back-off 32 ns ..
+        1 us; the other lanes wait in the shuffle)."""
+        if lane == 0:
+            cuda.atomic.exch(wstate, wi, B_WAITING)
+            cuda.atomic.add(waiting, 0, 1)
+            cuda.atomic.add(waiting, 1, 1)
+        st = int32(0)
+        if lane == 0:
+            pause = 32
+            while True:
+                st = cuda.atomic.add(wstate, wi, 0)
+                if st == B_GIFT or cuda.atomic.add(waiting, 1, 0) >= W:
+                    break
+                cuda.nanosleep(pause)
+                if pause < 1024:
+                    pause *= 2
+        st = cuda.shfl_sync(FULL, st, 0)
+        if st != B_GIFT:
+            return False
+        cuda.threadfence_block()
+        if lane == 0:
+            cuda.atomic.exch(wstate, wi, B_BUSY)
+        return True
+
+    @cuda.jit(device=True)
+    def find_waiter(S, wi, gid, s, d, iters, mail, ctrl, wstate, waiting):
+        """Lane 0 of a busy warp: the shallowest level with at least two untouched task groups
+        and a waiting warp claimed for it (a warp of this block first, then, global scope, one
+        posted in the mailbox); returns (level, target, remote) with target -1 for none."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        lvl = int32(-1)
+        target = int32(-1)
+        remote = int32(0)
+        want = int32(0)
+        if LOCAL_FAST:
+            want = cuda.atomic.add(waiting, 0, 0)
+        posted = int64(0)
+        if GLOBAL and iters % GLOBAL_CHECK_INTERVAL == 0:
+            posted = cuda.atomic.add(ctrl, C_POSTED, 0)
+        if want > 0 or posted > 0:
+            for t in range(s, d + 1):
+                if ng[wi, t] - cg[wi, t] - 1 >= 2:
+                    lvl = t
+                    break
+        if lvl >= 0 and want > 0:
+            for i in range(W):
+                if i == wi:
+                    continue
+                if GLOBAL:
+                    if cuda.atomic.cas(mail, MAILBOX + cuda.blockIdx.x * W + i,
+                                       W_WAITING, W_CLAIMED) == W_WAITING:
+                        target = i
+                        cuda.atomic.add(ctrl, C_BUSY, 1)
+                        break
+                elif cuda.atomic.cas(wstate, i, B_WAITING, B_CLAIMED) == B_WAITING:
+                    target = i
+                    cuda.atomic.sub(waiting, 0, 1)
+                    cuda.atomic.sub(waiting, 1, 1)
+                    break
+        if GLOBAL and lvl >= 0 and target < 0 and posted > 0:
+            for k in range(MAILBOX):
+                i = (gid + k) % MAILBOX
+                t = cuda.atomic.add(mail, i, 0)
+                if t >= 0 and cuda.atomic.cas(mail, i, t, -1) == t:
+                    cuda.atomic.sub(ctrl, C_POSTED, 1)
+                    if cuda.atomic.cas(mail, MAILBOX + t, W_WAITING, W_CLAIMED) == W_WAITING:
+                        cuda.atomic.add(ctrl, C_BUSY, 1)
+                        if LOCAL_FAST and t // W == cuda.blockIdx.x:
+                            target = t % W
+                        else:
+                            target = t
+                            remote = 1
+                        break
+        return lvl, target, remote
+
+    @cuda.jit(device=True)
+    def give_remote(S, wi, lane, s, lvl, target, mail, xfer):
+        """Hand the prefix levels and the upper half of level ``lvl``'s task groups to a warp
+        of another block through its global record; returns 1 (a global steal)."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        for j in range(s - 1, lvl):
+            xfer[target, j * 32 + lane] = mi[wi, j, lane]
+            xfer[target, (L + j) * 32 + lane] = par[wi, j, lane]
+        xfer[target, XG + lane] = gsrc[wi, lvl, lane]
+        xfer[target, XG + 32 + lane] = glen[wi, lvl, lane]
+        xfer[target, XG + 64 + lane] = gskip[wi, lvl, lane]
+        if lane == 0:
+            total = ng[wi, lvl]
+            mid = total - (total - cg[wi, lvl] - 1) // 2
+            xfer[target, XH] = lvl
+            xfer[target, XH + 1] = mid
+            xfer[target, XH + 2] = total
+            ng[wi, lvl] = mid
+        cuda.threadfence()                          # every lane's copies, before the hand-over
+        cuda.syncwarp()
+        if lane == 0:
+            cuda.atomic.exch(mail, MAILBOX + target, W_GLOBAL_GIFT)
+        cuda.syncwarp()
+
+    @cuda.jit(device=True)
+    def give_local(S, wi, lane, s, lvl, target, mail, wstate):
+        """Hand the prefix levels and the upper half of level ``lvl``'s task groups to warp
+        ``target`` of this block through shared memory."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        for j in range(s - 1, lvl):
+            mi[target, j, lane] = mi[wi, j, lane]
+            par[target, j, lane] = par[wi, j, lane]
+        gsrc[target, lvl, lane] = gsrc[wi, lvl, lane]
+        glen[target, lvl, lane] = glen[wi, lvl, lane]
+        gskip[target, lvl, lane] = gskip[wi, lvl, lane]
+        cuda.threadfence_block()                    # every lane's copies, before the hand-over
+        cuda.syncwarp()
+        if lane == 0:
+            for j in range(s, lvl):
+                cg[target, j] = ng[wi, j]
+                co[target, j] = 0
+                ng[target, j] = ng[wi, j]
+            total = ng[wi, lvl]
+            mid = total - (total - cg[wi, lvl] - 1) // 2
+            cg[target, lvl] = mid
+            co[target, lvl] = 0
+            ng[target, lvl] = total
+            top[target] = lvl
+            ng[wi, lvl] = mid
+            cuda.threadfence_block()
+            if GLOBAL:
+                cuda.atomic.exch(mail, MAILBOX + cuda.blockIdx.x * W + target, W_SHARED_GIFT)
+            else:
+                cuda.atomic.exch(wstate, target, B_GIFT)
+        cuda.syncwarp()
+
+    @cuda.jit(device=True)
+    def next_tasks(S, wi, lane, d):
+        """This lane's task of the next 32 of level d's virtual task pool (group g, offset r; batch
+        exploration lets the 32 span groups) and the level's cursor after them (lane 31 walks
+        to task 32 and broadcasts); returns (g, r, has task, next group, next offset)."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        g0 = cg[wi, d]
+        o0 = co[wi, d]
+        groups = ng[wi, d]
+        g = g0
+        r = o0 + lane
+        if batch:
+            while g < groups and r >= glen[wi, d, g]:
+                r -= glen[wi, d, g]
+                g += 1
+        elif g < groups and r >= glen[wi, d, g]:
+            g = groups
+        ng_g = g0
+        ng_o = o0 + 32
+        if lane == 31:
+            if batch:
+                ng_g = g
+                ng_o = r + 1
+                while ng_g < groups and ng_o >= glen[wi, d, ng_g]:
+                    ng_o -= glen[wi, d, ng_g]
+                    ng_g += 1
+            elif g0 < groups and ng_o >= glen[wi, d, g0]:
+                ng_g = g0 + 1
+                ng_o = 0
+                while ng_g < groups and glen[wi, d, ng_g] == 0:
+                    ng_g += 1
+        ng_g = cuda.shfl_sync(FULL, ng_g, 31)
+        ng_o = cuda.shfl_sync(FULL, ng_o, 31)
+        return g, r, g < groups, ng_g, ng_o
+
+    @cuda.jit(device=True)
+    def descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq):
+        """Push the valid children (compacted to slots 0..popc-1) as level d, each with its task
+        group for position d+1."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        if ok:                                      # the lane reads back only its own slot k
+            k = cuda.popc(mask & cuda.lanemask_lt())
+            mi[wi, d, k] = x
+            par[wi, d, k] = g
+            nsrc, nskip, nlen = group(mi, par, wi, s, pool, width, G, sq, d + 1, k)
+            gsrc[wi, d + 1, k] = nsrc
+            gskip[wi, d + 1, k] = nskip
+            glen[wi, d + 1, k] = nlen
+        if lane == 0:
+            cg[wi, d + 1] = 0
+            co[wi, d + 1] = 0
+            ng[wi, d + 1] = cuda.popc(mask)
+            top[wi] = d + 1
+
+    @cuda.jit(device=True)
+    def extend(S, wi, lane, s, d, last, ne, n, low, direct, pool, width, G, sq, ctrl, emb, emb_cap,
+               limit_unique):
+        """One warp iteration at level d (Alg. 2): fetch 32 tasks, validate them, ballot; count
+        or write the leaves at the last level, descend with the valid children, or backtrack once
+        the level is exhausted. Returns (matches this lane counted, lanes without a task)."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        g, r, has, ng_g, ng_o = next_tasks(S, wi, lane, d)
+        x = int32(-1)
+        ok = False
+        if has:
+            x = G[1][group_start(G, gsrc[wi, d, g]) + r]
+            ok = True
+            if CHECK_BIT:
+                ok = ((G[5][x] >> d) & 1) != 0
+            if ok:
+                ok = validate(mi, par, wi, s, pool, width, G, sq, d, x, g, gskip[wi, d, g])
+        mask = cuda.ballot_sync(FULL, ok)
+        idle = int64(0)
+        if IDLE:
+            idle = 32 - cuda.popc(cuda.ballot_sync(FULL, has))
+        found = int64(0)
+        go_down = False
+        if d == last:
+            if direct:
+                if ok:
+                    if ne < n:
+                        found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g)
+                    else:
+                        found = int64(1)
+            else:
+                found = leaf_output(ok, mask, lane, mi, par, wi, s, pool, width, G, sq, d, x, g, ctrl,
+                                    emb, emb_cap, limit_unique)
+        else:
+            go_down = mask != 0
+        cuda.syncwarp()
+        if lane == 0:
+            cg[wi, d] = ng_g
+            co[wi, d] = ng_o
+        if go_down:
+            descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq)
+        elif lane == 0 and ng_g >= ng[wi, d]:       # backtrack to the deepest unfinished level
+            t = d - 1
+            while t >= s and cg[wi, t] >= ng[wi, t]:
+                t -= 1
+            top[wi] = t
+        return found, idle
+
+    @jit(**cap)
+    def fine_dfs(off, ent, bitmap, cset, eg, cands, qps, pool, width, ctrls, emb, emb_cap, watch,
+                 halt, mail, xfer, block_query):
+        # the block's query: its LDF/NLF bits, plan, control row (seed range, limit, counters)
+        q = block_query[cuda.blockIdx.x]
+        qp = qps[q]
+        ctrl = ctrls[q]
+        seed_lo = ctrl[C_SEED_LO]
+        seed_hi = ctrl[C_SEED_HI]
+        limit_unique = ctrl[C_LIMIT]
+        G = (off, ent, bitmap, cset, eg, cands[q])
+        sq = cuda.shared.array((SQ_ROWS, 32), int32)
+        S = (cuda.shared.array((W, L, 32), int32),         # mi
+             cuda.shared.array((W, L, 32), int8),          # par
+             cuda.shared.array((W, L, 32), int32),         # gsrc
+             cuda.shared.array((W, L, 32), int32),         # glen
+             cuda.shared.array((W, L, 32), int8),          # gskip
+             cuda.shared.array((W, L), int32),             # cg
+             cuda.shared.array((W, L), int32),             # co
+             cuda.shared.array((W, L), int32),             # ng
+             cuda.shared.array(W, int32))                  # top
+        top = S[8]
+        wstate = cuda.shared.array(W, int32)       # block scope: B_BUSY, B_WAITING, B_CLAIMED, B_GIFT, B_EXITED
+        waiting = cuda.shared.array(2, int32)      # [0] waiting warps, [1] waiting or exited warps
+
+        tid = cuda.threadIdx.x
+        wi = tid // 32
+        lane = tid % 32
+        gid = cuda.blockIdx.x * W + wi             # global warp id (global scope)
+        total_warps = cuda.gridDim.x * W
+        n = qp[QP_SIZES, 0]
+        ne = qp[QP_SIZES, 2]                       # positions enumerated (the rest are counted)
+        low = qp[QP_SIZES, 3]                      # lowest parent of a counted free leaf
+        last = ne - 1
+        direct = limit_unique == 0 and emb_cap == 0
+        s = width
+        load_plan(qp, sq, tid)
+        if tid < 32:
+            ctrl[C_CAND + tid] = qp[QP_CCOUNT, tid]      # every block of q writes the same values
+        if tid < W:
+            wstate[tid] = B_BUSY
+        if tid == 0:
+            waiting[0] = 0
+            waiting[1] = 0
+        if lane == 0:
+            top[wi] = s - 1
+            if GLOBAL:
+                cuda.atomic.add(ctrl, C_BUSY, 1)
+        cuda.syncthreads()
+
+        found = int64(0)
+        iters = int64(0)
+        idle = int64(0)
+        steals = int64(0)
+        gsteals = int64(0)
+        done_by_stop = False
+        while True:
+            cuda.syncwarp()
+            if stopped(ctrl, halt, lane, limit_unique, watch, iters):
+                done_by_stop = True
+                break
+            d = top[wi]
+            if d < s:                                   # out of work: seeds, else stealing
+                if take_seeds(S, wi, lane, s, pool, width, G, sq, ctrl, seed_lo, seed_hi):
+                    continue
+                if not STEAL:
+                    break
+                if GLOBAL:
+                    if wait_global(S, wi, lane, gid, s, total_warps, mail, ctrl, xfer, waiting):
+                        continue
+                    break
+                if wait_block(wi, lane, wstate, waiting):
+                    continue
+                break
+            if STEAL:                                   # a waiting warp gets half of a level
+                lvl, target, remote = int32(-1), int32(-1), int32(0)
+                if lane == 0:
+                    lvl, target, remote = find_waiter(S, wi, gid, s, d, iters, mail, ctrl, wstate,
+                                                      waiting)
+                lvl = cuda.shfl_sync(FULL, lvl, 0)
+                target = cuda.shfl_sync(FULL, target, 0)
+                remote = cuda.shfl_sync(FULL, remote, 0)
+                if target >= 0 and remote != 0:
+                    give_remote(S, wi, lane, s, lvl, target, mail, xfer)
+                    if lane == 0:
+                        gsteals += 1
+                elif target >= 0:
+                    give_local(S, wi, lane, s, lvl, target, mail, wstate)
+                    if lane == 0:
+                        steals += 1
+            more, empty = extend(S, wi, lane, s, d, last, ne, n, low, direct, pool, width, G, sq, ctrl,
+                                 emb, emb_cap, limit_unique)
+            found += more
+            idle += empty
+            iters += 1
+
+        if GLOBAL and done_by_stop:
+            verdict = int32(0)
+            if lane == 0:
+                cuda.atomic.exch(mail, MAILBOX + gid, W_EXITED)
+                verdict = leave_busy(mail, ctrl, gid)
+            verdict = cuda.shfl_sync(FULL, verdict, 0)
+            if verdict == 1:
+                broadcast_termination(mail, total_warps, lane)
+        if found != 0:                                  # every lane counted its own matches
+            cuda.atomic.add(ctrl, C_COUNT, found)
+        if lane == 0:
+            if not done_by_stop:
+                cuda.atomic.add(ctrl, C_FINISHED, 1)
+            if done_by_stop and STEAL and not GLOBAL:
+                cuda.atomic.exch(wstate, wi, B_EXITED)
+                cuda.atomic.add(waiting, 1, 1)
+            cuda.atomic.add(ctrl, C_ITERS, iters)
+            cuda.atomic.add(ctrl, C_IDLE, idle)
+            cuda.atomic.add(ctrl, C_STEALS, steals)
+            cuda.atomic.add(ctrl, C_GSTEALS, gsteals)
+
+    return fine_dfs
+
+
+@functools.lru_cache(maxsize=None)
+def coarse_kernel(warps: int, unroll: int, indexed: bool):
+    """The coarse-grained DFS kernel (Naive for ``unroll=1``, Unroll-k otherwise) over the data
+    graph or, ``indexed``, the candidate graph (see :func:`search_functions`)."""
+    W, K, L = warps, unroll, 32
+    fn = search_functions(indexed)
+    validate, group, leaf_output, group_start = fn.validate, fn.group, fn.leaf_output, fn.group_start
+    CHECK_BIT = not indexed
+
+    @jit
+    def coarse_dfs(off, ent, bitmap, cset, eg, cand, qp, pool, width, seed_lo, seed_hi,
+                   ctrl, emb, emb_cap, limit_unique, watch, halt, fc_v, fc_p):
+        G = (off, ent, bitmap, cset, eg, cand)
+        sq = cuda.shared.array((SQ_ROWS, 32), int32)
+        pos = cuda.shared.array((W, L), int32)
+        size = cuda.shared.array((W, L), int32)
+        top = cuda.shared.array(W, int32)
+        csrc = cuda.shared.array((W, K), int32)
+        clen = cuda.shared.array((W, K), int32)
+        cskip = cuda.shared.array((W, K), int32)
+
+        tid = cuda.threadIdx.x
+        wi = tid // 32
+        lane = tid % 32
+        gw = cuda.blockIdx.x * W + wi
+        n = qp[QP_SIZES, 0]
+        s = width
+        load_plan(qp, sq, tid)
+        if lane == 0:
+            top[wi] = s - 1
+        cuda.syncthreads()
+        found = int64(0)
+        iters = int64(0)
+        idle = int64(0)
+        polls = int64(0)              # calls of stopped(): its poll interval counts these
+        halted = False
+        while True:
+            cuda.syncwarp()
+            polls += 1
+            if stopped(ctrl, halt, lane, limit_unique, watch, polls):
+                break
+            d = top[wi]
+            if d < s:
+                base, cnt = claim_seeds(ctrl, lane, K, seed_lo, seed_hi)
+                if cnt <= 0:
+                    break
+                if lane < cnt:
+                    fc_v[gw, s - 1, lane] = int32(base + lane)
+                if lane == 0:
+                    pos[wi, s - 1] = 0
+                    size[wi, s - 1] = int32(cnt)
+                    top[wi] = s
+                continue
+            p0 = pos[wi, d - 1]
+            cnt = min(K, size[wi, d - 1] - p0)
+            if cnt <= 0:
+                cuda.syncwarp()
+                if lane == 0:
+                    top[wi] = d - 1
+                continue
+            if lane < cnt:
+                src, skip, ln = group(fc_v, fc_p, gw, s, pool, width, G, sq, d, p0 + lane)
+                csrc[wi, lane] = src
+                cskip[wi, lane] = skip
+                clen[wi, lane] = ln
+            cuda.syncwarp()
+            total = int64(0)
+            for i in range(cnt):
+                total += clen[wi, i]
+            out = int32(0)
+            b = int64(0)
+            while b < total:
+                g = 0
+                r = b + lane
+                while g < cnt and r >= clen[wi, g]:
+                    r -= clen[wi, g]
+                    g += 1
+                has = g < cnt
+                v = int32(-1)
+                ok = False
+                if has:
+                    v = ent[group_start(G, csrc[wi, g]) + r]
+                    ok = True
+                    if CHECK_BIT:
+                        ok = ((cand[v] >> d) & 1) != 0
+                    if ok:
+                        ok = validate(fc_v, fc_p, gw, s, pool, width, G, sq, d, v, p0 + g,
+                                      cskip[wi, g])
+                mask = cuda.ballot_sync(FULL, ok)
+                busy = cuda.ballot_sync(FULL, has)
+                if lane == 0:
+                    iters += 1
+                    idle += 32 - cuda.popc(busy)
+                if d == n - 1:
+                    found += leaf_output(ok, mask, lane, fc_v, fc_p, gw, s, pool, width, G, sq, d, v,
+                                         p0 + g, ctrl, emb, emb_cap, limit_unique)
+                elif ok:
+                    k = out + cuda.popc(mask & cuda.lanemask_lt())
+                    fc_v[gw, d, k] = v
+                    fc_p[gw, d, k] = p0 + g
+                out += cuda.popc(mask)
+                b += 32
+                # poll at every level: one partial match's lists (a hub's) can take many batches
+                polls += 1
+                if stopped(ctrl, halt, lane, limit_unique, watch, polls):
+                    halted = True
+                    break
+            if halted:
+                break
+            cuda.syncwarp()
+            if lane == 0:
+                pos[wi, d - 1] = p0 + cnt
+                if d < n - 1 and out > 0:
+                    pos[wi, d] = 0
+                    size[wi, d] = out
+                    top[wi] = d + 1
+        if lane == 0:
+            cuda.atomic.add(ctrl, C_COUNT, found)
+            cuda.atomic.add(ctrl, C_ITERS, iters)
+            cuda.atomic.add(ctrl, C_IDLE, idle)
+
+    return coarse_dfs
+
+
+@jit
+def start_search(ctrls, seed_lo, seed_hi, limit, mail, clear_mail):
+    """Before a one-query launch: control row 0 zeroed but for the query's seed range and
+    unique-match limit (one launch of scalar arguments instead of a copy of the row and a reset
+    launch), and with ``clear_mail`` the global mailbox emptied and every warp marked busy
+    (global stealing)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    j = i
+    while j < CTRL_SIZE:
+        value = 0
+        if j == C_SEED_LO:
+            value = seed_lo
+        elif j == C_SEED_HI:
+            value = seed_hi
+        elif j == C_LIMIT:
+            value = limit
+        ctrls[0, j] = value
+        j += stride
+    if clear_mail:
+        while i < mail.size:
+            mail[i] = -1 if i < MAILBOX else W_BUSY
+            i += stride
