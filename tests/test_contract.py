@@ -255,6 +255,7 @@ def heavy():
 
 @pytest.mark.parametrize("name", ENGINES)
 def test_a_deadline_is_status_timeout_with_a_lower_bound(name, heavy):
+    from common.backend import BACKEND
     from common.engine import deadline_slack
 
     data, star = heavy
@@ -265,10 +266,12 @@ def test_a_deadline_is_status_timeout_with_a_lower_bound(name, heavy):
     wall = time.perf_counter() - start
     assert result.status is Status.TIMEOUT, (name, result)
     assert result.count >= 0 and result.stats["deadline_overrun_s"] >= 0
-    # once compiled, the engine stops within the slack of its deadline
+    # once compiled, the engine stops within the slack of its deadline (and a second more in the
+    # simulator, which runs a kernel launch to its end: common.engine.note_overrun)
     again = time.perf_counter()
     assert engine.match(star, timeout_s=timeout).status is Status.TIMEOUT
-    assert time.perf_counter() - again < timeout + deadline_slack(timeout), (name, wall)
+    bound = timeout + deadline_slack(timeout) + (1.0 if BACKEND == "simulator" else 0.0)
+    assert time.perf_counter() - again < bound, (name, wall)
 
 
 @pytest.mark.parametrize("name", ENGINES)
@@ -281,7 +284,7 @@ def test_a_device_memory_limit_too_small_is_status_oom(name, workload):
         assert (result.status, result.count) == (Status.OK, workload[1]["labelled"][0])
     else:
         assert (result.status, result.count) == (Status.OOM, 0), (name, result)
-        assert result.reason.startswith("prepare: device allocation of"), result.reason
+        assert "device allocation of" in result.reason and "exceeds the budget" in result.reason, result.reason
         assert common.match(data, queries[0], engine=name, device_memory_limit=4096).status is Status.OOM
         assert [r.status for r in engine.match_batch(queries)] == [Status.OOM] * len(queries)
 
