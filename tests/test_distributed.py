@@ -22,6 +22,8 @@ from common.distributed import match_many, match_split, submit_many
 from common.generate import random_walk_query, rmat, uniform_labels
 from common.result import Status
 
+pytestmark = pytest.mark.slow       # a Dask LocalCluster of worker processes
+
 #: gMatch launch shapes that keep the simulator fast (as tests/test_gmatch.py)
 GMATCH = dict(seed_pool=8, blocks=2, warps_per_block=2, probe_s=0)
 

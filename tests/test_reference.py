@@ -337,6 +337,7 @@ def test_real_data_is_present():
 HPRD_OPTIONS = [(f, o) for f in FILTERS for o in ORDERS if o != "input" or f in ("nlf", "refine")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("filter_,order", HPRD_OPTIONS)
 def test_hprd_dense_16_all_100(filter_, order):
     """SubgraphMatching's test set: the 100 HPRD dense 16-vertex queries, under each option."""
@@ -347,6 +348,7 @@ def test_hprd_dense_16_all_100(filter_, order):
     assert run_query_set(data, queries, expected, filter=filter_, order=order) == []
 
 
+@pytest.mark.slow
 def test_yeast_queries_with_known_counts():
     """Every yeast query whose DAF count is at most YEAST_MAX_COUNT (queries missing from the
     count file have no known answer and are left out)."""
@@ -358,6 +360,7 @@ def test_yeast_queries_with_known_counts():
     assert run_query_set(data, queries, expected) == []
 
 
+@pytest.mark.slow
 def test_github_q0_to_q10():
     """gMatch's test set on the musae-GitHub graph (up to 6.2e7 embeddings)."""
     data = load_graph(DATA / "gmatch_test" / "data.graph")
