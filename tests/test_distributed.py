@@ -38,8 +38,8 @@ def client():
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    data = rmat(12, 30, seed=3, labels=uniform_labels(12, 2, seed=4), name="tiny")
+def tiny(tiny12):
+    data = tiny12
     queries = [random_walk_query(data, k, seed=s, name=f"walk{k}-{s}") for k, s in ((3, 1), (4, 2), (3, 5))]
     return data, queries
 

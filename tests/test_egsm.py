@@ -20,8 +20,8 @@ from egsm.order import plan
 
 
 @pytest.fixture(scope="module")
-def data():
-    return rmat(40, 130, seed=2, labels=uniform_labels(40, 3, seed=1), name="rmat40")
+def data(rmat40):
+    return rmat40
 
 
 @pytest.fixture(scope="module")

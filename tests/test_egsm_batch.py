@@ -12,7 +12,7 @@ import pytest
 import egsm.engine as egsm_engine
 from common.bitmasks import neighbour_masks
 from common.engine import create_engine
-from common.generate import random_walk_query, rmat, uniform_labels
+from common.generate import random_walk_query, rmat
 from common.graph import Graph
 from common.result import Status
 from egsm.engine import EGSM
@@ -24,8 +24,8 @@ def _rows(result):
 
 
 @pytest.fixture(scope="module")
-def data():
-    return rmat(40, 130, seed=2, labels=uniform_labels(40, 3, seed=1), name="rmat40")
+def data(rmat40):
+    return rmat40
 
 
 @pytest.fixture(scope="module")

@@ -56,9 +56,8 @@ def test_cpu_reference_stops_in_its_planning_at_the_deadline():
     assert result.stats["deadline_overrun_s"] <= wall - 0.5 + 1e-3
 
 
-def test_egsm_counts_its_filter_against_the_deadline():
-    data = rmat(300, 3000, seed=3, name="small-hubs")
-    engine = create_engine("egsm").prepare(data)
+def test_egsm_counts_its_filter_against_the_deadline(hubs):
+    engine = create_engine("egsm").prepare(hubs)
     result = engine.match(_star(3), timeout_s=1e-4)
     assert result.status is Status.TIMEOUT
     assert result.reason.startswith("deadline passed during the filter")
