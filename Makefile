@@ -12,7 +12,7 @@ CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9
 CUDA_EXTRA := $(shell v='$(CUDA_MAJOR)'; if [ -z "$$v" ]; then :; elif [ "$$v" -ge 13 ]; then echo cu13; elif [ "$$v" -eq 12 ]; then echo cu12; fi)
 EXTRAS ?= test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
 
-.PHONY: demo warmup test lint test-gpu install cuda-extra clean experiments authors notebooks compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
+.PHONY: demo warmup test test-fast lint test-gpu install cuda-extra clean experiments authors notebooks compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
 # Experiments: make experiment-gsi SCALE=small (tiny | small | medium | full); outputs under results/<paper>/
 # BUDGET=seconds: queries not started by then are recorded as skipped (a later run fills them in);
 # make experiments GPUS=0,1,2,3 runs the six sets in parallel, one process per set, pinned to GPUs
@@ -47,6 +47,11 @@ warmup: $(STAMP)
 # here instead of skipping (tests/_extras.py); the test extra installs them all.
 test: $(STAMP)
 	GPUSM_REQUIRE_EXTRAS=1 $(PY) -m pytest -n auto
+
+# A developer's loop: the suite without the tests marked slow (pyproject.toml: Dask clusters,
+# notebooks, packaging, subprocesses, stress runs, whole real-data query sets).
+test-fast: $(STAMP)
+	GPUSM_REQUIRE_EXTRAS=1 $(PY) -m pytest -n auto -m "not slow"
 
 # ruff (rules in pyproject.toml) over the whole tree.
 lint: $(STAMP)

@@ -16,6 +16,29 @@ if os.environ.get("GPUSM_TEST_GPUS") and os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["CUDA_VISIBLE_DEVICES"] = _gpus[int(os.environ["PYTEST_XDIST_WORKER"][2:]) % len(_gpus)]
 
 from common.gpu.backend import BACKEND  # noqa: E402  (after the GPU choice above)
+from common.graph.generate import rmat, uniform_labels  # noqa: E402
+
+
+# ---------------------------------------------------------------------- shared graphs
+# Data graphs that several test files use, built once per test process. Graphs are read-only to
+# engines and tests, so sharing them changes nothing a test sees.
+@pytest.fixture(scope="session")
+def hubs():
+    """One label, 300 vertices, 3,000 R-MAT edges: hubs whose stars have millions of embeddings,
+    long on any engine (deadline tests)."""
+    return rmat(300, 3000, seed=3, name="small-hubs")
+
+
+@pytest.fixture(scope="session")
+def rmat40():
+    """40 vertices, 130 R-MAT edges, 3 uniform labels: EGSM's small labelled data graph."""
+    return rmat(40, 130, seed=2, labels=uniform_labels(40, 3, seed=1), name="rmat40")
+
+
+@pytest.fixture(scope="session")
+def tiny12():
+    """12 vertices, 30 R-MAT edges, 2 labels: the smallest labelled graph of the split and Dask tests."""
+    return rmat(12, 30, seed=3, labels=uniform_labels(12, 2, seed=4), name="tiny")
 
 
 def pytest_report_header(config):

@@ -86,6 +86,7 @@ def test_host_timeline_counts_outermost_calls_and_restores_the_engine():
     assert table.loc["(wall of match, unwrapped)", "median_host_us"] > 0
 
 
+@pytest.mark.slow
 def test_dask_scaling_table_split_and_plot(tmp_path):
     frame = dask_scaling.run("cpu", [2], ["hprd"], ["P1"], 60.0, [1, 3], cluster_kind="local")
     assert set(frame["run"]) == {"local", "dask"}

@@ -120,6 +120,7 @@ def test_parse_bytes():
     assert parse_bytes("1000") == 1000
 
 
+@pytest.mark.slow
 def test_demo_agrees_with_the_reference(capsys):
     assert main(["demo", "--seed", "3", "--size", "tiny"]) == 0
     out = capsys.readouterr().out
@@ -143,6 +144,7 @@ def test_demo_leaves_the_peers_out_unless_asked(monkeypatch):
     assert not build_parser().parse_args(["demo"]).peers
 
 
+@pytest.mark.slow
 def test_the_shared_layer_does_not_import_the_harness():
     import subprocess
     import sys

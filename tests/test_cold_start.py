@@ -24,6 +24,7 @@ def _tiny_files(folder: Path) -> tuple[str, str]:
     return str(folder / "data.graph"), str(folder / "query.graph")
 
 
+@pytest.mark.slow
 def test_cold_start_measures_each_engine_in_fresh_processes_and_writes_its_table(tmp_path, capsys):
     data, query = _tiny_files(tmp_path)
     assert cold_start.main(["--data", data, "--query", query, "--engines", "cpu", "gsi", "--out", str(tmp_path)]) == 0
@@ -51,6 +52,7 @@ def test_cold_start_refuses_an_unknown_engine(capsys):
 _HEAVY = ("pandas", "matplotlib", "dask", "distributed", "networkx", "scipy.sparse", "IPython", "igraph")
 
 
+@pytest.mark.slow
 def test_one_query_match_imports_no_harness_or_plotting_library(tmp_path):
     data, query = _tiny_files(tmp_path)
     code = ("import sys; from experiments.gpusm import main; status = main(['match', sys.argv[1], sys.argv[2], "
@@ -77,6 +79,7 @@ def test_demo_compiles_in_parallel_only_while_an_engine_has_nothing_cached(monke
     assert len(started) == 1
 
 
+@pytest.mark.slow
 def test_demo_warmup_child_runs_the_demo_workload():
     from experiments import demo_warmup
 

@@ -22,6 +22,8 @@ from common.distributed import match_many, match_split, submit_many
 from common.engine.result import Status
 from common.graph.generate import random_walk_query, rmat, uniform_labels
 
+pytestmark = pytest.mark.slow       # a Dask LocalCluster of worker processes
+
 #: gMatch launch shapes that keep the simulator fast (as tests/test_gmatch.py)
 GMATCH = dict(seed_pool=8, blocks=2, warps_per_block=2, probe_s=0)
 
@@ -36,8 +38,8 @@ def client():
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    data = rmat(12, 30, seed=3, labels=uniform_labels(12, 2, seed=4), name="tiny")
+def tiny(tiny12):
+    data = tiny12
     queries = [random_walk_query(data, k, seed=s, name=f"walk{k}-{s}") for k, s in ((3, 1), (4, 2), (3, 5))]
     return data, queries
 

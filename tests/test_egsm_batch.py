@@ -13,7 +13,7 @@ import egsm.engine as egsm_engine
 from common.engine.registry import create_engine
 from common.engine.result import Status
 from common.graph.bitmasks import neighbour_masks
-from common.graph.generate import random_walk_query, rmat, uniform_labels
+from common.graph.generate import random_walk_query, rmat
 from common.graph.model import Graph
 from egsm.engine import EGSM
 from egsm.filter import filtering_order, prune_phases
@@ -24,8 +24,8 @@ def _rows(result):
 
 
 @pytest.fixture(scope="module")
-def data():
-    return rmat(40, 130, seed=2, labels=uniform_labels(40, 3, seed=1), name="rmat40")
+def data(rmat40):
+    return rmat40
 
 
 @pytest.fixture(scope="module")

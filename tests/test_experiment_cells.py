@@ -29,6 +29,7 @@ def _rows(out, name):
     return read_rows(out / "stwig_lin14" / f"{name}.tiny.csv")
 
 
+@pytest.mark.slow
 def test_cells_run_as_tasks_share_identical_runs_and_resume_from_the_store(tmp_path, client):
     log = []
     code = run_on_dask({"stwig_lin14": NAMES}, "tiny", tmp_path, client=client, isolation="inline",

@@ -93,6 +93,7 @@ def test_inline_run_resumes_without_redoing_queries(tmp_path, workload):
     assert len(run_jobs([full], out, isolation="inline", progress=False)) == 3
 
 
+@pytest.mark.slow
 def test_worker_process_turns_hang_and_crash_into_rows(tmp_path, workload):
     data, queries = workload
     hang, crash = queries[0].replace(name="hang"), queries[0].replace(name="crash")
@@ -327,6 +328,7 @@ def test_report_header_names_gpu_scale_command_date_and_versions(tmp_path):
     assert "numba-cuda 0.30" in header and "numpy " in header and "python 3." in header
 
 
+@pytest.mark.slow
 def test_parallel_launch_pins_each_set_to_a_gpu_and_logs_it(tmp_path):
     from experiments.cli import launch
 

@@ -179,6 +179,7 @@ def _fresh_process(engine: str, cache: Path) -> dict:
     return report
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["gsi", "egsm"])
 def test_a_second_process_loads_kernels_instead_of_compiling(engine, tmp_path):
     first = _fresh_process(engine, tmp_path)
@@ -213,6 +214,7 @@ def test_gpusm_warmup_fills_the_cache_in_numba_cache_dir(monkeypatch, tmp_path, 
         assert any((tmp_path / "gpusm" / "gsi").glob("*.nbc")) and "failed" not in out
 
 
+@pytest.mark.slow
 def test_warm_engine_runs_every_variant_and_batch_of_its_workload(monkeypatch):
     from common.cli import warmup
 

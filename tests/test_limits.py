@@ -1,12 +1,11 @@
-"""Memory limits under abuse: a limit too small for prepare() is status oom through
-match(), sizes are parsed or refused clearly, gMatch's seed pool scales with the graph, and SGSI
-takes graphs of any size."""
+"""Memory limits under abuse: sizes are parsed or refused clearly, gMatch's seed pool scales with
+the graph, and SGSI takes graphs of any size (a limit too small for prepare() is status oom on
+every engine: tests/test_contract.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-import common
 from common import create_engine
 from common.engine.base import memory_bytes
 from common.engine.result import Status
@@ -18,17 +17,6 @@ from common.graph.generate import rmat
 def tiny():
     data = rmat(12, 20, seed=1, name="tiny")
     return data, generate.random_walk_query(data, 3, seed=0, induced=False)
-
-
-@pytest.mark.parametrize("name", ["gsi", "sgsi", "egsm", "gmatch"])
-def test_a_limit_too_small_for_prepare_is_status_oom(tiny, name):
-    data, query = tiny
-    engine = create_engine(name, device_memory_limit=4096).prepare(data)     # no exception
-    result = engine.match(query)
-    assert result.status is Status.OOM and result.count == 0
-    assert result.reason.startswith("prepare: device allocation of")
-    via_api = common.match(data, query, engine=name, device_memory_limit=4096)
-    assert via_api.status is Status.OOM
 
 
 def test_memory_sizes_are_parsed_or_refused_with_a_clear_message():

@@ -35,6 +35,7 @@ def test_there_is_one_notebook_per_paper_and_the_tutorial():
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == sorted([*PAPERS, "tutorial"])
 
 
+@pytest.mark.slow
 def test_tutorial_executes_without_errors_and_shows_embeddings_a_frame_and_a_plot(tmp_path):
     """Runs notebooks/tutorial.ipynb in a Jupyter kernel (nbclient); any cell error fails the test."""
     requires("nbformat", "nbclient", "ipykernel")
@@ -65,6 +66,7 @@ def test_committed_notebooks_carry_their_outputs():
         assert shown or not figures, f"{path.name} shows no figure"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("paper", [p for p in PAPERS if p != "compare"])
 def test_notebook_shows_a_tiny_run(paper, tmp_path, monkeypatch):
     experiment = next(e for e in experiments_of(paper) if not e.missing_engines())

@@ -49,6 +49,7 @@ def test_spdx_licence_and_licence_file():
         assert any(d.startswith("networkx") for d in PYPROJECT["project"]["optional-dependencies"][extra])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cuda,extras", [("12.4", "test,cu12"), ("13.0", "test,cu13"), (None, "test")])
 def test_makefile_picks_the_cuda_extra_from_nvidia_smi(tmp_path, cuda, extras):
     requires("bin:make")
@@ -99,6 +100,7 @@ def test_gpusm_is_the_public_api_and_the_entry_point():
     assert {p.split(".")[0] for p in found} == {"gpusm", "common", "gsi", "egsm", "gmatch", "stwig", "experiments"}
 
 
+@pytest.mark.slow
 def test_python_dash_m_gpusm_runs_the_command():
     out = subprocess.run([sys.executable, "-m", "gpusm", "--version"], capture_output=True, text=True,
                          timeout=120, cwd=ROOT)

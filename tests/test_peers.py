@@ -102,8 +102,9 @@ def test_peer_counts_on_bundled_hprd_queries(name, options):
     assert [(str(r.status), r.count) for r in results] == [("ok", 3), ("ok", 80)]
 
 
-@pytest.mark.parametrize("name,options", PEERS, ids=["networkx", "igraph-lad", "igraph-vf2"])
-def test_peer_stops_at_its_deadline(name, options):
+def test_igraph_vf2_stops_at_its_deadline():
+    """The registered peers' deadlines are tests/test_contract.py's; igraph's VF2 method here."""
+    name, options = "igraph", {"method": "vf2"}
     requires(name)
     # an unlabelled dense graph and a 7-vertex cycle: millions of embeddings, far more than 0.3 s of search
     data = rmat(256, 6000, seed=3, name="dense")
@@ -115,8 +116,9 @@ def test_peer_stops_at_its_deadline(name, options):
     assert time.perf_counter() - start < 3.0     # the full count runs far longer
 
 
-@pytest.mark.parametrize("name,options", PEERS, ids=["networkx", "igraph-lad", "igraph-vf2"])
-def test_peer_limit(name, options):
+def test_igraph_vf2_limit():
+    """The registered peers' limits are tests/test_contract.py's; igraph's VF2 method here."""
+    name, options = "igraph", {"method": "vf2"}
     requires(name)
     data, queries = _case(1)
     query = max(queries, key=lambda q: common.match(data, q).count)

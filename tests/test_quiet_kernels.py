@@ -5,6 +5,8 @@ import subprocess
 import sys
 import warnings
 
+import pytest
+
 from common.gpu.backend import quiet_launch_warnings
 
 
@@ -36,6 +38,7 @@ def test_low_occupancy_warning_is_hidden_but_others_show():
         assert messages == ["Host array used in CUDA kernel will incur copy overhead to/from device."], cls
 
 
+@pytest.mark.slow
 def test_the_filter_is_installed_on_import_in_a_fresh_process():
     # The text numba-cuda's dispatcher emits (numba_cuda/numba/cuda/dispatcher.py, _LaunchConfiguration).
     code = ("import warnings, common\n"

@@ -25,6 +25,7 @@ README = (ROOT / "README.md").read_text()
 NOT_RUN = {
     "make demo": "runs the whole demo (minutes in the simulator): tests/test_cli.py runs `gpusm demo --size tiny`",
     "make test": "the test suite itself",
+    "make test-fast": "the test suite itself, less its slow tests",
     "make test-gpu": "needs a GPU",
     "make warmup": "compiles on a GPU (the simulator has nothing to compile): tests/test_kernel_cache.py runs "
         "gpusm warmup",
@@ -95,6 +96,7 @@ def _env(tmp_path: Path) -> dict:
     return env
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [c for c in SH if not skipped(c)])
 def test_readme_command_runs(command, tmp_path):
     if command.startswith("gpusm generate queries"):        # needs the graph the line before writes
@@ -108,6 +110,7 @@ def test_readme_command_runs(command, tmp_path):
         assert "count:   3\n" in done.stdout                   # data/hprd/expected_counts_1_100.txt
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", [b for b in PYTHON if not skipped(b)], ids=lambda b: b.splitlines()[1][:40])
 def test_readme_python_block_runs(block, tmp_path):
     done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, env=_env(tmp_path), capture_output=True,

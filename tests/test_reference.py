@@ -337,6 +337,7 @@ def test_real_data_is_present():
 HPRD_OPTIONS = [(f, o) for f in FILTERS for o in ORDERS if o != "input" or f in ("nlf", "refine")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("filter_,order", HPRD_OPTIONS)
 def test_hprd_dense_16_all_100(filter_, order):
     """SubgraphMatching's test set: the 100 HPRD dense 16-vertex queries, under each option."""
@@ -347,17 +348,32 @@ def test_hprd_dense_16_all_100(filter_, order):
     assert run_query_set(data, queries, expected, filter=filter_, order=order) == []
 
 
-def test_yeast_queries_with_known_counts():
-    """Every yeast query whose DAF count is at most YEAST_MAX_COUNT (queries missing from the
-    count file have no known answer and are left out)."""
+@pytest.fixture(scope="module")
+def yeast():
+    """The yeast graph, its known counts and every query whose DAF count is at most
+    YEAST_MAX_COUNT (queries missing from the count file have no known answer and are left out)."""
     data = load_graph(DATA / "yeast" / "yeast.graph")
     expected = read_expected_counts(DATA / "yeast" / "expected_counts.txt")
     names = [name for name, count in expected.items() if count <= YEAST_MAX_COUNT]
     queries = load_query_set([DATA / "yeast" / "queries" / f"{name}.graph" for name in names])
+    return data, expected, queries
+
+
+#: the yeast queries are checked in this many interleaved parts, so that test workers share them
+YEAST_PARTS = 4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("part", range(YEAST_PARTS))
+def test_yeast_queries_with_known_counts(yeast, part):
+    """Every ``YEAST_PARTS``-th yeast query with a known count, from ``part`` on: together the
+    parts check all 424."""
+    data, expected, queries = yeast
     assert len(queries) == 424
-    assert run_query_set(data, queries, expected) == []
+    assert run_query_set(data, queries[part::YEAST_PARTS], expected) == []
 
 
+@pytest.mark.slow
 def test_github_q0_to_q10():
     """gMatch's test set on the musae-GitHub graph (up to 6.2e7 embeddings)."""
     data = load_graph(DATA / "gmatch_test" / "data.graph")

@@ -54,6 +54,7 @@ def test_summary_rows_and_verdicts():
     assert any("h: worst ratio 2.00" in m and "(c)" in m for m in misses)
 
 
+@pytest.mark.slow
 def test_whole_run_of_two_revisions(tmp_path):
     """HEAD against itself with the cpu engine: both workers answer, counts equal the known ones."""
     if subprocess.run(["git", "-C", str(regress.ROOT), "rev-parse", "HEAD"], capture_output=True).returncode:

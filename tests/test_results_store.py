@@ -128,6 +128,7 @@ _HOLD = ("import sys, time; sys.path.insert(0, {root!r}); from experiments.harne
          "FolderLock({folder!r}, 'holder').acquire(); print('held', flush=True); time.sleep(60)")
 
 
+@pytest.mark.slow
 def test_a_second_run_names_the_holder_and_exits_non_zero(tmp_path, capsys):
     folder = tmp_path / "gsi_icde20"
     holder = subprocess.Popen([sys.executable, "-c", _HOLD.format(root=str(ROOT), folder=str(folder))],
@@ -156,6 +157,7 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
     assert not (tmp_path / LOCK_NAME).exists()
 
 
+@pytest.mark.slow
 def test_two_concurrent_runs_into_one_folder_one_refused_no_duplicates(tmp_path, finished):
     _, reference = finished
     command = [sys.executable, "-m", "experiments", NAME, "--scale", "tiny", "--out", str(tmp_path),
@@ -175,6 +177,7 @@ def test_two_concurrent_runs_into_one_folder_one_refused_no_duplicates(tmp_path,
 
 
 # ---------------------------------------------------------------------- the stress script
+@pytest.mark.slow
 def test_stress_script_kills_and_damages_then_matches_the_undisturbed_run(tmp_path):
     from experiments.harness import stress
 

@@ -13,7 +13,7 @@ from _paths import DATA
 from common.engine.registry import create_engine
 from common.engine.result import Status
 from common.graph.bitmasks import neighbour_masks
-from common.graph.generate import random_walk_query, rmat, uniform_labels
+from common.graph.generate import random_walk_query, rmat
 from common.graph.roots import check_root_range, label_degree_candidates, range_work, work_ranges
 from egsm.order import first_vertex
 from egsm.order import plan as egsm_plan
@@ -130,8 +130,8 @@ def test_cpu_limit_and_empty_range():
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    data = rmat(12, 30, seed=3, labels=uniform_labels(12, 2, seed=4), name="tiny")
+def tiny(tiny12):
+    data = tiny12
     return data, random_walk_query(data, 4, seed=2, name="walk4")
 
 

@@ -1,5 +1,6 @@
-"""Every engine honours ``timeout_s`` within a small overrun, on a query that is long on
-a GPU as well as in the simulator: a 7-vertex star (one label) on a graph with hubs."""
+"""Where engines stop at a deadline: STwig's CPU baseline inside a hub root's exploration, the cpu
+reference in its planning, EGSM in its filter; how an overrun and a timed-out count are reported.
+That every engine answers a deadline with status ``timeout`` is tests/test_contract.py's check."""
 
 from __future__ import annotations
 
@@ -37,16 +38,6 @@ def test_stwig_cpu_stops_inside_a_hub_roots_exploration(parallel):
     assert wall < 0.3 + 0.5
 
 
-@pytest.mark.parametrize("name", ["gsi", "sgsi"])
-def test_gsi_and_sgsi_stop_within_about_one_slice(name):
-    data = rmat(300, 3000, seed=3, name="small-hubs")
-    engine = create_engine(name).prepare(data)
-    engine.match(_star(2), timeout_s=60)                      # compile outside the measurement
-    result, wall = _timed(engine, _star(6), 1.0)
-    assert result.status is Status.TIMEOUT
-    assert wall < 1.0 + 1.0
-
-
 def test_cpu_reference_stops_in_its_planning_at_the_deadline():
     """HPRD as its own query: ordering its 9460 vertices takes seconds of planning on the CPU;
     the deadline stops it there, before any search."""
@@ -67,9 +58,8 @@ def test_cpu_reference_stops_in_its_planning_at_the_deadline():
     assert result.stats["deadline_overrun_s"] <= wall - 0.5 + 1e-3
 
 
-def test_egsm_counts_its_filter_against_the_deadline():
-    data = rmat(300, 3000, seed=3, name="small-hubs")
-    engine = create_engine("egsm").prepare(data)
+def test_egsm_counts_its_filter_against_the_deadline(hubs):
+    engine = create_engine("egsm").prepare(hubs)
     result = engine.match(_star(3), timeout_s=1e-4)
     assert result.status is Status.TIMEOUT
     assert result.reason.startswith("deadline passed during the filter")

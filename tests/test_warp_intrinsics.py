@@ -444,12 +444,14 @@ def diagnostics():
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_simulator_reports_mismatched_intrinsics(diagnostics):
     message = diagnostics["mismatch"]                # either group may arrive first
     assert "(mask=0xffffffff) while lanes" in message and "with the same mask" in message
     assert "shfl_sync" in message and "ballot_sync" in message
 
 
+@pytest.mark.slow
 def test_simulator_reports_deadlocks(diagnostics):
     assert "deadlocked" in diagnostics["syncthreads"]
     assert "lanes 0-15 in shfl_sync(mask=0xffffffff)" in diagnostics["syncthreads"]
@@ -458,11 +460,13 @@ def test_simulator_reports_deadlocks(diagnostics):
         assert mask in diagnostics["cycle"]
 
 
+@pytest.mark.slow
 def test_simulator_rejects_caller_outside_mask_and_multi_block_grid_sync(diagnostics):
     assert "does not include the calling lane" in diagnostics["not_in_mask"]
     assert "max_cooperative_grid_blocks" in diagnostics["grid_sync"]
 
 
+@pytest.mark.slow
 def test_simulator_poisons_reads_from_lanes_outside_the_mask(diagnostics):
     out = diagnostics["outside"]
     assert out[:8] == [10 * (lane + 8) for lane in range(8)]

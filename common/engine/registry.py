@@ -77,14 +77,28 @@ def create_engine(name: str, **options) -> Engine:
     2
     """
     cls = engine_class(name)
-    try:
-        inspect.signature(cls).bind(**options)
-    except TypeError as exc:
-        raise ValueError(f"engine {name!r} does not take these options ({exc}); "
-                         f"its options: {', '.join(inspect.signature(cls).parameters)} "
-                         f"(`gpusm engines {name}` explains them)") from None
+    names = option_names(cls)
+    unknown = [key for key in options if key not in names]
+    if unknown:
+        raise ValueError(f"engine {name!r} does not take these options ({', '.join(unknown)}); "
+                         f"its options: {', '.join(names)} (`gpusm engines {name}` explains them)")
     check_option_types(name, cls, options)
     return cls(**options)
+
+
+def option_names(cls: type) -> list[str]:
+    """The keyword options ``cls`` takes: its constructor's, and those of the base classes an
+    ``**options`` parameter passes them on to."""
+    names: list[str] = []
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        parameters = inspect.signature(vars(klass)["__init__"]).parameters.values()
+        names += [p.name for p in parameters if p.name != "self" and p.name not in names
+                  and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            break
+    return names
 
 
 _OPTION_KINDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
