@@ -215,7 +215,7 @@ def main(argv=None) -> int:
     pd.set_option("display.width", 250)
     pd.set_option("display.max_rows", 1000)
     wide = table.pivot_table(index=["workload", "query"], columns="variant",
-                             values=["search_ms", "ratio"], aggfunc="first", dropna=False)
+                             values=["search_ms", "ratio"], aggfunc="first")
     wide.columns = [f"{v}_{c}" for c, v in wide.columns]
     first = table.drop_duplicates(["workload", "query"]).set_index(["workload", "query"])
     for column in ("edges", "count", "a_count", "a_search_ms", "a_process_ms"):
