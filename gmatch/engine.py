@@ -27,6 +27,11 @@ leaf_counting=False``, which the experiments use):
   query vertices that every automorphism fixes are counted per partial match as row lengths
   minus same-label images, not enumerated (:mod:`gmatch.plan`); ``limit`` and ``collect``
   always enumerate.
+* ``count_last`` (default True; count-only queries over the candidate graph where no leaf is
+  counted): the last position of the order is counted per partial match of the others, whatever
+  its degree, as the size of the intersection of its backward neighbours' candidate-graph rows
+  below its symmetry-breaking bound, minus the same-label images in it
+  (:func:`gmatch.kernels.search_functions`); ``limit`` and ``collect`` always enumerate.
 * ``max_registers`` (default 64) caps the fine kernel's registers: on an H100 the compiler's
   choice (96) gave 16 resident warps per SM and ran 20% slower than 64 registers with 32 warps
   (a few bytes of spills); None leaves it to the compiler. ``idle_stats`` compiles the idle-lane
@@ -168,7 +173,7 @@ class GMatch(Engine):
                  work_stealing: str | bool = "global", seed_pool: int = 10**6, roots_per_fetch: int = 4,
                  warps_per_block: int | None = None, blocks: int | None = None,
                  symmetry_breaking: bool = True, candidate_graph: bool | str = "auto",
-                 leaf_counting: bool = True, idle_stats: bool = False,
+                 leaf_counting: bool = True, count_last: bool = True, idle_stats: bool = False,
                  max_registers: int | None = 64, probe_s: float = 0.005,
                  root_range: tuple[int, int] | None = None, batch_queries: int = BATCH_QUERIES,
                  device_memory_limit: int | None = None):
@@ -207,6 +212,7 @@ class GMatch(Engine):
         self.symmetry_breaking = bool(symmetry_breaking)
         self.candidate_graph = candidate_graph
         self.leaf_counting = bool(leaf_counting)
+        self.count_last = bool(count_last)
         self.idle_stats = bool(idle_stats)
         self.max_registers = None if max_registers is None else int(max_registers)
         if not float(probe_s) >= 0:
@@ -459,11 +465,11 @@ class GMatch(Engine):
         return int(ctrl[C_COUNT]), ctrl, emb, timed_out, stats
 
     # ------------------------------------------------------------------ match
-    def _plan(self, query, count_leaves, timer):
+    def _plan(self, query, count_leaves, count_last, timer):
         """Plan the query, upload its parameter block and filter the candidates on the GPU."""
         begin = time.perf_counter()
         plan = build_plan(query, self.symmetry_breaking, defer_leaves=count_leaves)
-        qp = pack_query(plan, query, count_leaves=count_leaves)
+        qp = pack_query(plan, query, count_leaves=count_leaves, count_last=count_last)
         timer.add("plan", time.perf_counter() - begin)
         with timer.phase("filter"):
             upload(self._d_qp, qp)
@@ -497,11 +503,12 @@ class GMatch(Engine):
         timer = PhaseTimer()
         n = query.num_vertices
         indexed = self._use_candidate_graph() and n > 1
-        count_leaves = (indexed and self.leaf_counting and self.granularity == "fine"
-                        and limit is None and not collect)
+        counting = indexed and self.granularity == "fine" and limit is None and not collect
+        count_leaves = counting and self.leaf_counting
+        count_last = counting and self.count_last
         probe = (indexed and self.candidate_graph == "auto" and limit is None and not collect
                  and self.probe_s > 0 and probe_first)
-        plan, qp = self._plan(query, count_leaves and not probe, timer)
+        plan, qp = self._plan(query, count_leaves and not probe, count_last and not probe, timer)
         aut = plan.automorphisms
         index_stats = {}
         graph = self._data_graph
@@ -524,8 +531,8 @@ class GMatch(Engine):
                 status = Status.TIMEOUT if stopped else Status.OK
                 stats.update(probe_finished=not stopped)
                 return self._finish(timer, plan, qp, unique, ctrl, stats, status, False)
-            if count_leaves:                      # countable leaves go last: a new order
-                plan, qp = self._plan(query, True, timer)
+            if count_leaves or count_last:        # countable leaves go last: a new order
+                plan, qp = self._plan(query, count_leaves, count_last, timer)
         if indexed:
             begin = time.perf_counter()
             graph, index_stats = self._candidate_graph(plan, qp)

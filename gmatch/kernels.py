@@ -303,10 +303,90 @@ def search_functions(cg: bool):
         return key, skip, best
 
     @cuda.jit(device=True)
+    def count_position(G, sq, img, low, d, t):
+        """Matches of counted position t given the images ``img[low..d]`` of the positions before
+        it (candidate graph only): the candidates in every backward neighbour's row, below the
+        symmetry-breaking bound, minus the same-label images among them. One backward neighbour:
+        the row's length (cut at the bound); several: the shortest row scanned with a bit test
+        per other neighbour, or the rows' bitmaps ANDed word by word and popcounted up to the
+        bound, whichever reads fewer words."""
+        back = sq[S_BACK, t]
+        restr = sq[S_RESTR, t]
+        same = sq[S_SAME, t]
+        cb = sq[S_CBASE, t]
+        cz = sq[S_CSIZE, t]
+        bound = int32(NO_BOUND)
+        for c in range(low, d + 1):
+            if ((restr >> c) & 1) != 0:
+                rv = real_id(G, sq, c, img[c])
+                if rv < bound:
+                    bound = rv
+        cut = cz                                    # ranks of C(t) below the bound
+        if bound != NO_BOUND:
+            cut = int32(lower_bound(G[3], cb, cb + cz, bound) - cb)
+        nb = int32(0)
+        best = int32(NO_BOUND)
+        bj = int32(-1)
+        start = int64(0)
+        for j in range(low, d + 1):
+            if ((back >> j) & 1) != 0:
+                nb += 1
+                row = row_of(G, t, j, img[j])
+                length = row_length(G, row)
+                if length < best:
+                    best = length
+                    bj = j
+                    start = G[0][row]
+        if bound != NO_BOUND:
+            best = int32(lower_bound(G[1], start, start + best, cut) - start)
+        total = int64(best)
+        if nb > 1:
+            words = sq[S_WORDS, t]
+            wcut = (cut + 31) >> 5
+            if int64(best) * (nb - 1) <= int64(wcut) * nb:
+                total = 0
+                for i in range(best):
+                    r = G[1][start + i]
+                    ok = True
+                    for j in range(low, d + 1):
+                        if ((back >> j) & 1) != 0 and j != bj and not adjacent(G, sq, t, j, img[j], r):
+                            ok = False
+                            break
+                    if ok:
+                        total += 1
+            else:
+                total = 0
+                for w in range(wcut):
+                    acc = FULL
+                    for j in range(low, d + 1):
+                        if ((back >> j) & 1) != 0:
+                            acc &= G[2][G[4][1024 + t * 32 + j] + img[j] * words + w]
+                    if w == wcut - 1 and (cut & 31) != 0:
+                        acc &= (1 << (cut & 31)) - 1
+                    total += cuda.popc(acc)
+        if same != 0 and total > 0:
+            for c in range(low, d + 1):
+                if ((same >> c) & 1) != 0:
+                    v = real_id(G, sq, c, img[c])
+                    if v >= bound:
+                        continue
+                    r = lower_bound(G[3], cb, cb + cz, v)
+                    if r < cb + cz and G[3][r] == v:
+                        inside = True
+                        for j in range(low, d + 1):
+                            if ((back >> j) & 1) != 0 and not adjacent(G, sq, t, j, img[j], r - cb):
+                                inside = False
+                                break
+                        if inside:
+                            total -= 1
+        return total
+
+    @cuda.jit(device=True)
     def leaf_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent):
-        """Matches of the trailing countable leaves (positions ne..n-1) given the partial match
-        that ends with x at position d (candidate graph only): the product over the leaves of
-        their parent row's length minus the same-label images found in that row."""
+        """Matches of the trailing counted positions ne..n-1 given the partial match that ends
+        with x at position d (candidate graph only): the product of their counts
+        (:func:`count_position`): countable leaves (one backward neighbour, no restriction,
+        labels of their own, so they cannot collide) or the last position alone."""
         img = cuda.local.array(MAX_LEVELS, int32)        # images of positions low..d
         img[d] = x
         cur = int32(parent)
@@ -323,20 +403,9 @@ def search_functions(cg: bool):
             j -= 1
         total = int64(1)
         for t in range(ne, n):
-            p = sq[S_LEAFPAR, t]
-            xp = img[p]
-            count = row_length(G, row_of(G, t, p, xp))
-            same = sq[S_SAME, t]
-            if same != 0 and count > 0:
-                tb = sq[S_CBASE, t]
-                tz = sq[S_CSIZE, t]
-                for c in range(low, d + 1):
-                    if ((same >> c) & 1) != 0:
-                        v = real_id(G, sq, c, img[c])
-                        r = lower_bound(G[3], tb, tb + tz, v)
-                        if r < tb + tz and G[3][r] == v and adjacent(G, sq, t, p, xp, r - tb):
-                            count -= 1
-            total *= count
+            total *= count_position(G, sq, img, low, d, t)
+            if total == 0:
+                break
         return total
 
     @cuda.jit(device=True)

@@ -281,7 +281,7 @@ def test_free_leaves_are_counted_and_equal_enumeration(labels, counted, leafy, r
     expected = reference_of(leafy, query).count
     assert expected > 0
     counted_run = engine(leafy).match(query)
-    enumerated = engine(leafy, leaf_counting=False).match(query)
+    enumerated = engine(leafy, leaf_counting=False, count_last=False).match(query)
     assert counted_run.count == enumerated.count == expected
     assert counted_run.stats["counted_leaves"] == counted
     assert enumerated.stats["counted_leaves"] == 0
@@ -309,6 +309,74 @@ def test_leaf_counting_with_symmetry_limit_and_collect(leafy, reference_of):
     result = gm.match(tri)                     # vertices 1 and 2 are symmetric: one restriction
     assert result.count == reference_of(leafy, tri).count > 0
     assert result.stats["counted_leaves"] == 1 and result.stats["automorphisms"] == 2
+
+
+# ------------------------------------------------------------------------------ counting the last position
+def _shapes():
+    """Queries whose last position has one to four backward neighbours, restrictions (symmetric
+    shapes) and same-label earlier positions: (name, n, edges, labels over {0, 1})."""
+    return [
+        ("triangle", 3, [(0, 1), (1, 2), (2, 0)], [0, 0, 0]),
+        ("triangle-01", 3, [(0, 1), (1, 2), (2, 0)], [0, 1, 0]),
+        ("path3", 3, [(0, 1), (1, 2)], [0, 0, 0]),
+        ("square", 4, [(0, 1), (1, 2), (2, 3), (3, 0)], [0, 0, 0, 0]),
+        ("square-0101", 4, [(0, 1), (1, 2), (2, 3), (3, 0)], [0, 1, 0, 1]),
+        ("diamond", 4, [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)], [0, 0, 0, 0]),
+        ("K4", 4, [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)], [0, 0, 0, 0]),
+        ("K4-0011", 4, [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)], [0, 0, 1, 1]),
+        ("star3", 4, [(0, 1), (0, 2), (0, 3)], [0, 0, 0, 0]),
+        ("pentagon", 5, [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)], [0, 0, 0, 0, 0]),
+        ("house", 5, [(0, 1), (1, 2), (2, 3), (3, 0), (2, 4), (3, 4)], [0, 1, 0, 1, 0]),
+        ("K5-minus-edge", 5, [(a, b) for a in range(5) for b in range(a + 1, 5) if (a, b) != (3, 4)],
+         [0, 0, 0, 0, 1]),
+        ("wheel4", 5, [(0, 1), (1, 2), (2, 3), (3, 0), (4, 0), (4, 1), (4, 2), (4, 3)], [0, 0, 0, 0, 0]),
+        ("tailed-triangle", 4, [(0, 1), (1, 2), (2, 0), (2, 3)], [1, 1, 0, 0]),
+    ]
+
+
+@pytest.fixture(scope="module")
+def wide():
+    """An unlabelled-looking graph of 80 vertices in two labels: candidate sets of 30-50
+    vertices, so the last position's rows span two bitmap words (the bitmap AND and its cut at
+    the symmetry bound inside a word) and hub rows are long enough to prefer the AND."""
+    return rmat(80, 420, seed=31, labels=uniform_labels(80, 2, seed=32), name="rmat80-2")
+
+
+@pytest.mark.parametrize("name, n, edges, labels", _shapes(), ids=[s[0] for s in _shapes()])
+def test_last_position_is_counted_and_equals_enumeration(name, n, edges, labels, wide, reference_of):
+    query = Graph.from_edges(n, [a for a, _ in edges], [b for _, b in edges], labels, name=name)
+    expected = reference_of(wide, query).count
+    counted = engine(wide, candidate_graph=True).match(query)
+    enumerated = engine(wide, candidate_graph=True, leaf_counting=False, count_last=False).match(query)
+    assert counted.count == enumerated.count == expected
+    assert enumerated.stats["counted_leaves"] == 0
+    leaves = build_plan(query, defer_leaves=True).free_leaves
+    assert counted.stats["counted_leaves"] == (leaves or 1)
+    only_last = engine(wide, candidate_graph=True, leaf_counting=False).match(query)
+    assert only_last.count == expected and only_last.stats["counted_leaves"] == 1
+
+
+def test_counting_the_last_position_on_random_walk_queries(leafy, reference_of):
+    """Random-walk queries of 3-7 vertices (induced: cycles and chords) on a five-label graph,
+    over the probe-then-index path of ``candidate_graph="auto"`` too; limit and collect still
+    enumerate."""
+    counted = engine(leafy, leaf_counting=False)
+    auto = engine(leafy, leaf_counting=False, candidate_graph="auto", probe_s=1e-4)
+    for k, seed in [(3, 1), (4, 2), (5, 3), (5, 4), (6, 5), (7, 6)]:
+        query = random_walk_query(leafy, k, seed=seed)
+        expected = reference_of(leafy, query).count
+        result = counted.match(query)
+        assert result.count == expected, query.name
+        assert result.stats["counted_leaves"] == 1
+        assert auto.match(query).count == expected, query.name
+    query = random_walk_query(leafy, 4, seed=2)
+    reference = reference_of(leafy, query, collect=True)
+    collected = counted.match(query, collect=True)
+    assert collected.stats["counted_leaves"] == 0
+    assert sorted(map(tuple, collected.embeddings)) == sorted(map(tuple, reference.embeddings))
+    limit = max(1, reference.count // 2)
+    limited = counted.match(query, limit=limit)
+    assert (limited.count, limited.status) == (limit, Status.LIMIT)
 
 
 # ------------------------------------------------------------------------------ shapes
