@@ -54,9 +54,10 @@ QP_CCOUNT = QP_NLF + MAX_QUERY_VERTICES   # |C(d)| after LDF/NLF, added up by th
 QP_ROWS = QP_CCOUNT + 1
 # qp[QP_SIZES]: [0] |V(Q)|, [1] distinct labels, [2] enumerated positions (|V(Q)| minus the
 # counted positions), [3] lowest position a counted position depends on (a backward neighbour, a
-# same-label or a restricting one)
+# same-label or a restricting one), [4] the most words one lane reads to count the last position
 FILTER_THREADS = 32 if simulator_active() else 256
 SWEEPS = 2                  # refinement passes (matching order, then reverse)
+COUNT_COST = 128            # words one lane may read to count the last position (else enumerated)
 
 
 @njit(cache=True, nogil=True)
@@ -66,8 +67,8 @@ def _lowest(mask, default):
 
 
 @njit(cache=True, nogil=True)
-def _pack(labels, degrees, backward, restrict, same, order, leaves, count_last, offsets, neighbors,
-          vertex_labels):
+def _pack(labels, degrees, backward, restrict, same, order, leaves, count_last, max_cost, offsets,
+          neighbors, vertex_labels):
     n = order.size
     if leaves == 0 and count_last and n >= 3:
         leaves = 1                      # the last position is counted (any backward neighbours)
@@ -91,6 +92,7 @@ def _pack(labels, degrees, backward, restrict, same, order, leaves, count_last, 
     qp[QP_SIZES, 1] = k
     qp[QP_SIZES, 2] = n - leaves
     qp[QP_SIZES, 3] = n - leaves
+    qp[QP_SIZES, 4] = max_cost
     for t in range(n - leaves, n):
         qp[QP_LEAFPAR, t] = _lowest(backward[t], -1)
         qp[QP_SIZES, 3] = min(qp[QP_SIZES, 3], _lowest(backward[t] | same[t] | restrict[t], t))
@@ -98,14 +100,15 @@ def _pack(labels, degrees, backward, restrict, same, order, leaves, count_last, 
 
 
 def pack_query(plan: QueryPlan, query: Graph, count_leaves: bool = False,
-               count_last: bool = False) -> np.ndarray:
+               count_last: bool = False, max_cost: int = COUNT_COST) -> np.ndarray:
     """The (QP_ROWS, 32) int32 parameter block: labels, degrees, backward, restriction and
     same-label masks, walk bounds, sizes, the NLF requirement of every position and the counted
     trailing positions: with ``count_leaves`` the plan's countable leaves; with ``count_last``,
     where no leaf is counted, the last position (|V(Q)| >= 3), whatever its backward neighbours
-    (:func:`gmatch.kernels.search_functions` ``count_tail``)."""
+    (:func:`gmatch.kernels.search_functions` ``count_position``), by one lane per partial match
+    where that reads at most ``max_cost`` words, else enumerated by the warp."""
     return _pack(plan.labels, plan.degrees, plan.backward, plan.restrict, plan.same_label, plan.order,
-                 plan.free_leaves if count_leaves else 0, bool(count_last), query.offsets,
+                 plan.free_leaves if count_leaves else 0, bool(count_last), int(max_cost), query.offsets,
                  query.neighbors, query.labels)
 
 

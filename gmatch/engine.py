@@ -31,7 +31,10 @@ leaf_counting=False``, which the experiments use):
   counted): the last position of the order is counted per partial match of the others, whatever
   its degree, as the size of the intersection of its backward neighbours' candidate-graph rows
   below its symmetry-breaking bound, minus the same-label images in it
-  (:func:`gmatch.kernels.search_functions`); ``limit`` and ``collect`` always enumerate.
+  (:func:`gmatch.kernels.search_functions`); ``limit`` and ``collect`` always enumerate. One lane
+  counts for one partial match where that reads at most ``count_last_cost`` words (default 128:
+  the shortest row x the other backward neighbours, or the bitmap words below the bound x the
+  backward neighbours); a costlier one (a hub's row) is enumerated by the whole warp instead.
 * ``max_registers`` (default 64) caps the fine kernel's registers: on an H100 the compiler's
   choice (96) gave 16 resident warps per SM and ran 20% slower than 64 registers with 32 warps
   (a few bytes of spills); None leaves it to the compiler. ``idle_stats`` compiles the idle-lane
@@ -94,6 +97,7 @@ from common.roots import check_root_range
 
 from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
 from .candidates import (
+    COUNT_COST,
     FILTER_THREADS,
     QP_CSIZE,
     QP_ROWS,
@@ -173,7 +177,8 @@ class GMatch(Engine):
                  work_stealing: str | bool = "global", seed_pool: int = 10**6, roots_per_fetch: int = 4,
                  warps_per_block: int | None = None, blocks: int | None = None,
                  symmetry_breaking: bool = True, candidate_graph: bool | str = "auto",
-                 leaf_counting: bool = True, count_last: bool = True, idle_stats: bool = False,
+                 leaf_counting: bool = True, count_last: bool = True, count_last_cost: int = COUNT_COST,
+                 idle_stats: bool = False,
                  max_registers: int | None = 64, probe_s: float = 0.005,
                  root_range: tuple[int, int] | None = None, batch_queries: int = BATCH_QUERIES,
                  device_memory_limit: int | None = None):
@@ -213,6 +218,9 @@ class GMatch(Engine):
         self.candidate_graph = candidate_graph
         self.leaf_counting = bool(leaf_counting)
         self.count_last = bool(count_last)
+        if int(count_last_cost) < 0:
+            raise ValueError(f"count_last_cost must be non-negative, got {count_last_cost}")
+        self.count_last_cost = int(count_last_cost)
         self.idle_stats = bool(idle_stats)
         self.max_registers = None if max_registers is None else int(max_registers)
         if not float(probe_s) >= 0:
@@ -469,7 +477,8 @@ class GMatch(Engine):
         """Plan the query, upload its parameter block and filter the candidates on the GPU."""
         begin = time.perf_counter()
         plan = build_plan(query, self.symmetry_breaking, defer_leaves=count_leaves)
-        qp = pack_query(plan, query, count_leaves=count_leaves, count_last=count_last)
+        qp = pack_query(plan, query, count_leaves=count_leaves, count_last=count_last,
+                        max_cost=self.count_last_cost)
         timer.add("plan", time.perf_counter() - begin)
         with timer.phase("filter"):
             upload(self._d_qp, qp)

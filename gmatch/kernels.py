@@ -303,13 +303,13 @@ def search_functions(cg: bool):
         return key, skip, best
 
     @cuda.jit(device=True)
-    def count_position(G, sq, img, low, d, t):
+    def count_position(G, sq, img, low, d, t, max_cost):
         """Matches of counted position t given the images ``img[low..d]`` of the positions before
         it (candidate graph only): the candidates in every backward neighbour's row, below the
         symmetry-breaking bound, minus the same-label images among them. One backward neighbour:
         the row's length (cut at the bound); several: the shortest row scanned with a bit test
         per other neighbour, or the rows' bitmaps ANDed word by word and popcounted up to the
-        bound, whichever reads fewer words."""
+        bound, whichever reads fewer words; -1 when that is more than ``max_cost``."""
         back = sq[S_BACK, t]
         restr = sq[S_RESTR, t]
         same = sq[S_SAME, t]
@@ -343,7 +343,10 @@ def search_functions(cg: bool):
         if nb > 1:
             words = sq[S_WORDS, t]
             wcut = (cut + 31) >> 5
-            if int64(best) * (nb - 1) <= int64(wcut) * nb:
+            scan = int64(best) * (nb - 1)
+            if scan > max_cost and int64(wcut) * nb > max_cost:
+                return int64(-1)
+            if scan <= int64(wcut) * nb:
                 total = 0
                 for i in range(best):
                     r = G[1][start + i]
@@ -382,11 +385,12 @@ def search_functions(cg: bool):
         return total
 
     @cuda.jit(device=True)
-    def leaf_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent):
+    def leaf_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent, max_cost):
         """Matches of the trailing counted positions ne..n-1 given the partial match that ends
         with x at position d (candidate graph only): the product of their counts
         (:func:`count_position`): countable leaves (one backward neighbour, no restriction,
-        labels of their own, so they cannot collide) or the last position alone."""
+        labels of their own, so they cannot collide) or the last position alone; -1 when that
+        count would read more than ``max_cost`` words (the caller enumerates it instead)."""
         img = cuda.local.array(MAX_LEVELS, int32)        # images of positions low..d
         img[d] = x
         cur = int32(parent)
@@ -403,7 +407,10 @@ def search_functions(cg: bool):
             j -= 1
         total = int64(1)
         for t in range(ne, n):
-            total *= count_position(G, sq, img, low, d, t)
+            count = count_position(G, sq, img, low, d, t, max_cost)
+            if count < 0:
+                return count
+            total *= count
             if total == 0:
                 break
         return total
@@ -825,8 +832,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             top[wi] = d + 1
 
     @cuda.jit(device=True)
-    def extend(S, wi, lane, s, d, last, ne, n, low, direct, pool, width, G, sq, ctrl, emb, emb_cap,
-               limit_unique):
+    def extend(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G, sq, ctrl, emb,
+               emb_cap, limit_unique):
         """One warp iteration at level d (Alg. 2): fetch 32 tasks, validate them, ballot; count
         or write the leaves at the last level, descend with the valid children, or backtrack once
         the level is exhausted. Returns (matches this lane counted, lanes without a task)."""
@@ -847,13 +854,23 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             idle = 32 - cuda.popc(cuda.ballot_sync(FULL, has))
         found = int64(0)
         go_down = False
-        if d == last:
+        if d >= last:                       # d == last + 1: a child whose last position is enumerated
             if direct:
+                defer = False
                 if ok:
-                    if ne < n:
-                        found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g)
+                    if d < n - 1:
+                        found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g,
+                                             max_cost)
+                        if found < 0:       # too costly for one lane: the warp enumerates it
+                            defer = True
+                            found = int64(0)
                     else:
                         found = int64(1)
+                deferred = cuda.ballot_sync(FULL, defer)
+                if deferred != 0:
+                    go_down = True
+                    ok = defer
+                    mask = deferred
             else:
                 found = leaf_output(ok, mask, lane, mi, par, wi, s, pool, width, G, sq, d, x, g, ctrl,
                                     emb, emb_cap, limit_unique)
@@ -904,7 +921,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         total_warps = cuda.gridDim.x * W
         n = qp[QP_SIZES, 0]
         ne = qp[QP_SIZES, 2]                       # positions enumerated (the rest are counted)
-        low = qp[QP_SIZES, 3]                      # lowest parent of a counted free leaf
+        low = qp[QP_SIZES, 3]                      # lowest position a counted one depends on
+        max_cost = qp[QP_SIZES, 4]                 # words a lane may read to count the last position
         last = ne - 1
         direct = limit_unique == 0 and emb_cap == 0
         s = width
@@ -962,8 +980,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                     give_local(S, wi, lane, s, lvl, target, mail, wstate)
                     if lane == 0:
                         steals += 1
-            more, empty = extend(S, wi, lane, s, d, last, ne, n, low, direct, pool, width, G, sq, ctrl,
-                                 emb, emb_cap, limit_unique)
+            more, empty = extend(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G,
+                                 sq, ctrl, emb, emb_cap, limit_unique)
             found += more
             idle += empty
             iters += 1

@@ -25,6 +25,7 @@ VARIANTS = {
     "fine-batch": dict(),
     "fine-data-graph": dict(candidate_graph=False),
     "fine-no-leaf-counting": dict(leaf_counting=False),
+    "fine-enumerate-every-position": dict(leaf_counting=False, count_last=False),
     "fine-probe-finishes": dict(probe_s=100.0),         # auto: the data-graph probe answers
     "fine-probe-stops": dict(probe_s=1e-4),             # auto: probe stopped, then the index
     "coarse-data-graph": dict(granularity="coarse", unroll=2, candidate_graph=False),
@@ -354,6 +355,10 @@ def test_last_position_is_counted_and_equals_enumeration(name, n, edges, labels,
     assert counted.stats["counted_leaves"] == (leaves or 1)
     only_last = engine(wide, candidate_graph=True, leaf_counting=False).match(query)
     assert only_last.count == expected and only_last.stats["counted_leaves"] == 1
+    # a lane counts only where that reads at most 2 words: the costlier partial matches (most
+    # with two or more backward neighbours) go down and the warp enumerates their last position
+    mixed = engine(wide, candidate_graph=True, leaf_counting=False, count_last_cost=2).match(query)
+    assert mixed.count == expected
 
 
 def test_counting_the_last_position_on_random_walk_queries(leafy, reference_of):
@@ -361,6 +366,7 @@ def test_counting_the_last_position_on_random_walk_queries(leafy, reference_of):
     over the probe-then-index path of ``candidate_graph="auto"`` too; limit and collect still
     enumerate."""
     counted = engine(leafy, leaf_counting=False)
+    deferred = engine(leafy, leaf_counting=False, count_last_cost=0)     # every multi-row count enumerated
     auto = engine(leafy, leaf_counting=False, candidate_graph="auto", probe_s=1e-4)
     for k, seed in [(3, 1), (4, 2), (5, 3), (5, 4), (6, 5), (7, 6)]:
         query = random_walk_query(leafy, k, seed=seed)
@@ -369,6 +375,7 @@ def test_counting_the_last_position_on_random_walk_queries(leafy, reference_of):
         assert result.count == expected, query.name
         assert result.stats["counted_leaves"] == 1
         assert auto.match(query).count == expected, query.name
+        assert deferred.match(query).count == expected, query.name
     query = random_walk_query(leafy, 4, seed=2)
     reference = reference_of(leafy, query, collect=True)
     collected = counted.match(query, collect=True)
@@ -545,7 +552,7 @@ def test_unsupported_inputs_and_bad_options(labelled):
         is Status.UNSUPPORTED
     for bad in (dict(granularity="medium"), dict(unroll=3), dict(unroll=2), dict(seed_pool=0),
                 dict(roots_per_fetch=0), dict(warps_per_block=0), dict(blocks=0),
-                dict(work_stealing="grid")):
+                dict(work_stealing="grid"), dict(count_last_cost=-1)):
         with pytest.raises(ValueError):
             GMatch(**bad)
 
