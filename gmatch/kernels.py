@@ -26,9 +26,13 @@ CHOICES where the paper is silent (as the authors' code does, or past it):
 * the plan rows read per task are copied to shared memory once per block (:func:`load_plan`);
 * every lane keeps its own count (no per-leaf atomics or ballots); with ``limit`` or ``collect``
   leaves are counted and written per batch (:func:`search_functions` ``leaf_output``);
-* the last ``n - ne`` positions may be countable leaves (:mod:`gmatch.plan`): at position ne-1
-  a valid lane adds the product of their row lengths minus the same-label images in each row
-  (``leaf_product``) instead of enumerating them.
+* the last ``n - ne`` positions may be counted (count-only queries over the candidate graph):
+  countable leaves (:mod:`gmatch.plan`) or, where there are none, the last position whatever its
+  backward neighbours. At position ne-1 a valid lane adds the product of their counts
+  (``leaf_product``, ``count_position``: the intersection of the backward neighbours' rows below
+  the symmetry bound, minus the same-label images in it) instead of enumerating them; a count of
+  the last position that would read more than ``qp[QP_SIZES, 4]`` words (a hub's rows) is left to
+  the warp: that child goes down and its last position is enumerated.
 
 Each iteration fetches the next 32 tasks of the level's virtual task pool through two cursors
 (task group, offset); with ``batch`` the 32 lanes may span several task groups (batch
@@ -44,10 +48,13 @@ takes ``roots`` seeds per atomic fetch (the authors' bitmap build takes 4).
 
 Work stealing (``stealing``; Sec. 3.6). In-block (STEAL_BLOCK, as in the authors' code): an idle
 warp marks itself waiting in a per-block state array; a busy warp that sees a waiter (one shared
-atomic read per iteration) looks for the shallowest level with at least two untouched task groups,
+atomic read per iteration) looks for the shallowest level with at least two untouched task groups
+or with ``SPLIT_TASKS`` untouched tasks in its current group (one hub's row can hold all the work),
 claims a waiter by CAS, copies the levels below (lane-parallel, 32 slots per level) and hands over
-the upper half of that level's task groups; the waiter's lane 0 polls its state with ``nanosleep``
-back-off (32 ns to 1 us) while its other lanes wait in a shuffle. Termination: a counter of
+the upper half of that level's untouched task groups, or of the current group's untouched tasks
+(the waiter's cursor starts inside the group, the giver's copy of the group is shortened); the
+waiter's lane 0 polls its state with ``nanosleep`` back-off (32 ns to 1 us) while its other lanes
+wait in a shuffle. Termination: a counter of
 waiting-or-exited warps; when it reaches the block's warp count no work is left in the block.
 
 Across blocks (STEAL_GLOBAL, the default; the paper's global queue/status array, which the
@@ -139,6 +146,7 @@ MAILBOX = 32                  # global mailbox slots: mail[0:MAILBOX] (waiter id
 POST_AFTER = 2                # poll rounds an idle warp waits for its own block before posting
 POST_EVERY = 4                # then one CAS on one mailbox slot (the next one) every POST_EVERY rounds
 GLOBAL_CHECK_INTERVAL = 16    # iterations between a busy warp's looks at the global mailbox
+SPLIT_TASKS = 64              # untouched tasks of one task group worth splitting between two warps
 STOP_POLL_INTERVAL = 32       # iterations between a warp's looks at the stop flag (deadline watch)
 # warp states in the block's shared wstate (block scope stealing)
 B_BUSY, B_WAITING, B_GIFT, B_CLAIMED, B_EXITED = 0, 1, 2, 3, 4
@@ -148,8 +156,9 @@ W_BUSY, W_WAITING, W_SHARED_GIFT, W_CLAIMED, W_EXITED, W_GLOBAL_GIFT, W_TERMINAT
 
 def xfer_words(levels: int) -> int:
     """int32 words of one warp's global hand-over record: mi and par of every level, the task
-    groups (source, length, skip) of the split level, and (level, first group, groups)."""
-    return 2 * levels * 32 + 3 * 32 + 3
+    groups (source, length, skip) of the split level, and (level, first group, groups, first
+    offset)."""
+    return 2 * levels * 32 + 3 * 32 + 4
 
 
 # rows of the per-block shared copy ``sq`` of the query plan (see :func:`load_plan`)
@@ -542,7 +551,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
     LOCAL_FAST = stealing != STEAL_MAILBOX        # in-block hand-over through shared memory
     POST = POST_AFTER if LOCAL_FAST else 0
     XG = 2 * L * 32               # xfer: task groups of the split level
-    XH = XG + 3 * 32              # xfer: header (level, first group, groups)
+    XH = XG + 3 * 32              # xfer: header (level, first group, groups, first offset)
 
     cap = {} if max_registers is None else {"max_registers": max_registers}
 
@@ -593,7 +602,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                 co[wi, j] = 0
                 ng[wi, j] = 0
             cg[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 1), 0)
-            co[wi, lvl] = 0
+            co[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 3), 0)
             ng[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 2), 0)
             top[wi] = lvl
 
@@ -671,6 +680,33 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         return True
 
     @cuda.jit(device=True)
+    def splittable(S, wi, t):
+        """Can level t give work away: at least two untouched task groups, or one group (the
+        current one) with at least ``SPLIT_TASKS`` untouched tasks (a hub's row)?"""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        g = cg[wi, t]
+        if ng[wi, t] - g - 1 >= 2:
+            return True
+        return g < ng[wi, t] and glen[wi, t, g] - co[wi, t] >= SPLIT_TASKS
+
+    @cuda.jit(device=True)
+    def split_point(S, wi, t):
+        """Lane 0 of the giver: where level t is cut, as (first group, first offset, groups) of the
+        part given away; the giver keeps the rest (its group count or current group shortened).
+        Two or more untouched groups: the upper half of them; else the upper half of the current
+        group's untouched tasks."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        total = ng[wi, t]
+        g = cg[wi, t]
+        if total - g - 1 >= 2:
+            mid = total - (total - g - 1) // 2
+            ng[wi, t] = mid
+            return mid, int32(0), total
+        cut = co[wi, t] + (glen[wi, t, g] - co[wi, t] + 1) // 2
+        glen[wi, t, g] = cut
+        return g, cut, g + 1
+
+    @cuda.jit(device=True)
     def find_waiter(S, wi, gid, s, d, iters, mail, ctrl, wstate, waiting):
         """Lane 0 of a busy warp: the shallowest level with at least two untouched task groups
         and a waiting warp claimed for it (a warp of this block first, then, global scope, one
@@ -687,7 +723,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             posted = cuda.atomic.add(ctrl, C_POSTED, 0)
         if want > 0 or posted > 0:
             for t in range(s, d + 1):
-                if ng[wi, t] - cg[wi, t] - 1 >= 2:
+                if splittable(S, wi, t):
                     lvl = t
                     break
         if lvl >= 0 and want > 0:
@@ -723,8 +759,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
 
     @cuda.jit(device=True)
     def give_remote(S, wi, lane, s, lvl, target, mail, xfer):
-        """Hand the prefix levels and the upper half of level ``lvl``'s task groups to a warp
-        of another block through its global record; returns 1 (a global steal)."""
+        """Hand the prefix levels and the upper half of level ``lvl``'s untouched work
+        (:func:`split_point`) to a warp of another block through its global record."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top = S
         for j in range(s - 1, lvl):
             xfer[target, j * 32 + lane] = mi[wi, j, lane]
@@ -732,13 +768,13 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         xfer[target, XG + lane] = gsrc[wi, lvl, lane]
         xfer[target, XG + 32 + lane] = glen[wi, lvl, lane]
         xfer[target, XG + 64 + lane] = gskip[wi, lvl, lane]
+        cuda.syncwarp()                             # copied before lane 0 may shorten a group
         if lane == 0:
-            total = ng[wi, lvl]
-            mid = total - (total - cg[wi, lvl] - 1) // 2
+            first, offset, groups = split_point(S, wi, lvl)
             xfer[target, XH] = lvl
-            xfer[target, XH + 1] = mid
-            xfer[target, XH + 2] = total
-            ng[wi, lvl] = mid
+            xfer[target, XH + 1] = first
+            xfer[target, XH + 2] = groups
+            xfer[target, XH + 3] = offset
         cuda.threadfence()                          # every lane's copies, before the hand-over
         cuda.syncwarp()
         if lane == 0:
@@ -747,8 +783,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
 
     @cuda.jit(device=True)
     def give_local(S, wi, lane, s, lvl, target, mail, wstate):
-        """Hand the prefix levels and the upper half of level ``lvl``'s task groups to warp
-        ``target`` of this block through shared memory."""
+        """Hand the prefix levels and the upper half of level ``lvl``'s untouched work
+        (:func:`split_point`) to warp ``target`` of this block through shared memory."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top = S
         for j in range(s - 1, lvl):
             mi[target, j, lane] = mi[wi, j, lane]
@@ -763,13 +799,11 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                 cg[target, j] = ng[wi, j]
                 co[target, j] = 0
                 ng[target, j] = ng[wi, j]
-            total = ng[wi, lvl]
-            mid = total - (total - cg[wi, lvl] - 1) // 2
-            cg[target, lvl] = mid
-            co[target, lvl] = 0
-            ng[target, lvl] = total
+            first, offset, groups = split_point(S, wi, lvl)
+            cg[target, lvl] = first
+            co[target, lvl] = offset
+            ng[target, lvl] = groups
             top[target] = lvl
-            ng[wi, lvl] = mid
             cuda.threadfence_block()
             if GLOBAL:
                 cuda.atomic.exch(mail, MAILBOX + cuda.blockIdx.x * W + target, W_SHARED_GIFT)

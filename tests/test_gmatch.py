@@ -149,6 +149,29 @@ def test_in_block_work_stealing_moves_work_from_the_one_busy_warp(reference_of):
     assert sorted(map(tuple, collected.embeddings)) == sorted(map(tuple, reference.embeddings))
 
 
+def test_one_hub_row_is_split_between_warps(reference_of):
+    """All the work is one task group: the row of a hub (the only seed) with 150 entries. Idle
+    warps get the upper half of its untouched tasks (in-group split), in the block through
+    shared memory and through the global mailbox."""
+    n = 151
+    src = [0] * 150 + list(range(1, 150))
+    dst = list(range(1, 151)) + list(range(2, 151))
+    data = Graph.from_edges(n, src, dst, [1] + [0] * 150, name="hub150")
+    edge = Graph.from_edges(2, [0], [1], [1, 0], name="hub-edge")
+    path = Graph.from_edges(3, [0, 0], [1, 2], [1, 0, 0], name="hub-cherry")
+    for query in (edge, path):         # the hub is position 0 of both
+        expected = reference_of(data, query).count
+        for scope in ("block", "global", "mailbox"):
+            gm = one_seed(data, blocks=1, warps_per_block=3, work_stealing=scope, candidate_graph=True,
+                          probe_s=0, leaf_counting=False, count_last=False)
+            result = gm.match(query)
+            assert result.stats["seeds"] == 1
+            assert result.count == expected, (query.name, scope)
+            assert result.stats["steals"] + result.stats["global_steals"] > 0, (query.name, scope)
+            if scope == "mailbox":
+                assert result.stats["global_steals"] > 0
+
+
 def test_stealing_through_the_global_mailbox_across_blocks(reference_of):
     """One seed, several blocks: the other warps post requests in the global mailbox and get half
     of a level's task groups through global memory. The simulator runs blocks one after another,
