@@ -128,7 +128,8 @@ WHEEL = Graph.from_edges(5, [0, 0, 0, 0, 1, 2, 3, 4], [1, 2, 3, 4, 2, 3, 4, 1], 
 
 
 def one_seed(data: Graph, **options) -> GMatch:
-    return GMatch(seed_pool=1, roots_per_fetch=1, **options).prepare(data)
+    """One seed per fetch and in the pool; the last position enumerated (enough work to steal)."""
+    return GMatch(**{"seed_pool": 1, "roots_per_fetch": 1, "count_last": False, **options}).prepare(data)
 
 
 def test_in_block_work_stealing_moves_work_from_the_one_busy_warp(reference_of):
@@ -149,27 +150,33 @@ def test_in_block_work_stealing_moves_work_from_the_one_busy_warp(reference_of):
     assert sorted(map(tuple, collected.embeddings)) == sorted(map(tuple, reference.embeddings))
 
 
+def hub_graph(leaves: int) -> Graph:
+    """A hub (the only vertex of label 1) joined to ``leaves`` label-0 vertices on a path."""
+    src = [0] * leaves + list(range(1, leaves))
+    dst = list(range(1, leaves + 1)) + list(range(2, leaves + 1))
+    return Graph.from_edges(leaves + 1, src, dst, [1] + [0] * leaves, name=f"hub{leaves}")
+
+
 def test_one_hub_row_is_split_between_warps(reference_of):
-    """All the work is one task group: the row of a hub (the only seed) with 150 entries. Idle
-    warps get the upper half of its untouched tasks (in-group split), in the block through
-    shared memory and through the global mailbox."""
-    n = 151
-    src = [0] * 150 + list(range(1, 150))
-    dst = list(range(1, 151)) + list(range(2, 151))
-    data = Graph.from_edges(n, src, dst, [1] + [0] * 150, name="hub150")
+    """All the work is one task group: the row of a hub (the only seed). Idle warps get the upper
+    half of its untouched tasks (in-group split), in the block through shared memory and, with
+    a row long enough to outlast a busy warp's first looks at the mailbox, through the global
+    mailbox."""
     edge = Graph.from_edges(2, [0], [1], [1, 0], name="hub-edge")
-    path = Graph.from_edges(3, [0, 0], [1, 2], [1, 0, 0], name="hub-cherry")
-    for query in (edge, path):         # the hub is position 0 of both
+    cherry = Graph.from_edges(3, [0, 0], [1, 2], [1, 0, 0], name="hub-cherry")
+    cases = [(150, edge, "block"), (150, edge, "global"), (150, cherry, "block"), (150, cherry, "global"),
+             (1200, edge, "mailbox")]
+    for leaves, query, scope in cases:             # the hub is position 0 of both queries
+        data = hub_graph(leaves)
         expected = reference_of(data, query).count
-        for scope in ("block", "global", "mailbox"):
-            gm = one_seed(data, blocks=1, warps_per_block=3, work_stealing=scope, candidate_graph=True,
-                          probe_s=0, leaf_counting=False, count_last=False)
-            result = gm.match(query)
-            assert result.stats["seeds"] == 1
-            assert result.count == expected, (query.name, scope)
-            assert result.stats["steals"] + result.stats["global_steals"] > 0, (query.name, scope)
-            if scope == "mailbox":
-                assert result.stats["global_steals"] > 0
+        gm = one_seed(data, blocks=1, warps_per_block=3, work_stealing=scope, candidate_graph=True,
+                      probe_s=0, leaf_counting=False)
+        result = gm.match(query)
+        assert result.stats["seeds"] == 1
+        assert result.count == expected, (query.name, scope)
+        assert result.stats["steals"] + result.stats["global_steals"] > 0, (query.name, scope)
+        if scope == "mailbox":
+            assert result.stats["global_steals"] > 0
 
 
 def test_stealing_through_the_global_mailbox_across_blocks(reference_of):
