@@ -65,6 +65,9 @@ HIST_BINS = 4096
 T_SYNC = 1.0
 T_LAUNCH = 50.0
 _NO_LIMIT = np.int64(2 ** 62)
+#: Tables of more rows than this many rounds of a block run the other linking edges in their own
+#: launch (:func:`_other_edges_kernel`) instead of fused into the block kernel.
+SEPARATE_EDGES_ROUNDS = 16
 # Layer of a row in the block kernel (``s_kind``): none (past the table), warp, pool, queued.
 KIND_NONE, KIND_WARP, KIND_POOL, KIND_QUEUED = 0, 1, 2, 3
 
@@ -221,12 +224,13 @@ class BalanceKernels(NamedTuple):
     block_first_edge: object
     heavy: object
     histogram: object
+    other_edges: object
 
 
 @functools.lru_cache(maxsize=None)
 def make_balanced_kernels(warps: int) -> BalanceKernels:
     """Block-cooperative first-edge kernels for blocks of ``warps`` warps."""
-    return BalanceKernels(_block_kernel(warps), _heavy_kernel(warps), histogram_kernel)
+    return BalanceKernels(_block_kernel(warps), _heavy_kernel(warps), histogram_kernel, _other_edges_kernel(warps))
 
 
 def _block_kernel(warps: int):
@@ -362,6 +366,40 @@ def _heavy_kernel(warps: int):
     return heavy
 
 
+def _other_edges_kernel(warps: int):
+    Q = MAX_QUERY_VERTICES
+
+    @jit
+    def other_edges(tab, width, a, m, F, gba, num, n, structure, meta, gl, keys, offs, ci, ci_label,
+                    use_cache, qinfo, e_lo, e_hi, loads, instrument):
+        """A warp per row: gba[F[i]:F[i] + num[i]] (the first edge's survivors) intersected in
+        place with the linking edges e_lo..e_hi-1 (:func:`gsi.join.intersect_row`); num[i] = the
+        result's size."""
+        rowc = cuda.shared.array((warps, Q), np.int32)
+        cache = cuda.shared.array((warps, 32), np.int32)
+        btile = cuda.shared.array((warps, 32), np.int32)
+        ntile = cuda.shared.array((warps, 32), np.int32)
+        w = cuda.threadIdx.x // 32
+        l_struct = l_nbr = l_tab = 0
+        i = cuda.blockIdx.x * warps + w
+        while i < m:
+            load_row(rowc, w, tab, a + i, width)
+            size = num[i]
+            cuda.syncwarp(FULL_MASK)
+            size, ls, ln, lt = intersect_row(rowc, btile, ntile, cache, w, qinfo, e_lo, e_hi, gba, F[i], size, n,
+                                             structure, meta, gl, keys, offs, ci, ci_label, use_cache)
+            l_struct += ls
+            l_nbr += ln
+            l_tab += lt
+            if cuda.laneid == 0:
+                num[i] = size
+            i += cuda.gridDim.x * warps
+        if cuda.laneid == 0:
+            add_load_counts(loads, instrument, l_struct, l_nbr, 0, l_tab)
+
+    return other_edges
+
+
 @jit
 def histogram_kernel(counts, m, hist):
     """hist[b] = rows whose work falls in the 32-wide interval b (the last bin pools the rest)."""
@@ -460,9 +498,13 @@ class LoadBalancer:
         inst = int(self.instrument)
         T = self.block_threads
         grid = max(1, min(self.max_blocks, (m + self.warps - 1) // self.warps))
+        # A large table's other linking edges go to a launch of their own: fused, a warp's merge
+        # holds the block's other warps at the block's next row round.
+        separate = e_lo < e_hi and m > SEPARATE_EDGES_ROUNDS * T
+        fused_hi = e_lo if separate else e_hi
         self.kernels.block_first_edge[grid, T, stream](
             tab, width, a, m, col, part, label, bits, ubase, F, gba, num, n, *idx, int(self.write_cache),
-            np.int64(w1), np.int64(w3), int(self.duplicate_removal), counts, self.qcount, qinfo, e_lo, e_hi,
+            np.int64(w1), np.int64(w3), int(self.duplicate_removal), counts, self.qcount, qinfo, e_lo, fused_hi,
             loads, inst)
         if self.instrument:
             self.qcount.copy_to_host(self.h_queued, stream=stream)
@@ -472,4 +514,7 @@ class LoadBalancer:
         if self.load_balance and max_list > w1:   # else none queued
             self.kernels.heavy[grid, T, stream](
                 tab, width, a, part, col, label, bits, ubase, F, gba, num, n, *idx, counts, self.qcount,
-                qinfo, e_lo, e_hi, int(self.write_cache), loads, inst)
+                qinfo, e_lo, fused_hi, int(self.write_cache), loads, inst)
+        if separate:
+            self.kernels.other_edges[grid, T, stream](
+                tab, width, a, m, F, gba, num, n, *idx, int(self.write_cache), qinfo, e_lo, e_hi, loads, inst)

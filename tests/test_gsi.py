@@ -173,6 +173,44 @@ def test_load_balance_layers_and_duplicate_removal_on_hubs(directed):
         assert shared > 0                  # duplicate removal skipped some neighbour-list loads
 
 
+@pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
+def test_other_linking_edges_in_their_own_launch_equal_fused(directed, monkeypatch):
+    """A large table's other linking edges run in a launch after the block kernel (and ``heavy``):
+    the same counts as fused into it, on queries with several linking edges per level."""
+    from gsi import balance
+
+    graph = hub_graph(directed)
+    qs = [q for q in queries(graph, sizes=(3, 4), seeds=(2, 3)) if q.num_edges >= q.num_vertices]
+    assert qs, "no query with a cycle (a level with two linking edges)"
+    options = dict(load_balance=True, duplicate_removal=False, w3=33, w1=60, fuse_rows=0)
+    fused = GSI(**options).prepare(graph)
+    fused_counts = [fused.match(q).count for q in qs]
+    launches = []
+    original = balance._other_edges_kernel
+
+    def counted(warps):
+        kernel = original(warps)
+
+        class Counting:
+            def __getitem__(self, config):
+                launches.append(config)
+                return kernel[config]
+        return Counting()
+
+    monkeypatch.setattr(balance, "SEPARATE_EDGES_ROUNDS", 0)
+    monkeypatch.setattr(balance, "_other_edges_kernel", counted)
+    balance.make_balanced_kernels.cache_clear()
+    try:
+        separate = GSI(**options).prepare(graph)
+        for q, want in zip(qs, fused_counts):
+            got = separate.match(q)
+            assert got.status is Status.OK
+            assert got.count == want == reference(graph, q).count, q.name
+    finally:
+        balance.make_balanced_kernels.cache_clear()
+    assert launches, "the separate launch never ran"
+
+
 def test_histogram_thresholds_follow_the_work():
     from gsi.balance import histogram_thresholds
     small = np.zeros(64)
