@@ -699,12 +699,12 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         total = ng[wi, t]
         g = cg[wi, t]
         if total - g - 1 >= 2:
-            mid = total - (total - g - 1) // 2
+            mid = int32(total - (total - g - 1) // 2)
             ng[wi, t] = mid
-            return mid, int32(0), total
-        cut = co[wi, t] + (glen[wi, t, g] - co[wi, t] + 1) // 2
+            return mid, int32(0), int32(total)
+        cut = int32(co[wi, t] + (glen[wi, t, g] - co[wi, t] + 1) // 2)
         glen[wi, t, g] = cut
-        return g, cut, g + 1
+        return int32(g), cut, int32(g + 1)
 
     @cuda.jit(device=True)
     def find_waiter(S, wi, gid, s, d, iters, mail, ctrl, wstate, waiting):
