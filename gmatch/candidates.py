@@ -54,7 +54,8 @@ QP_CCOUNT = QP_NLF + MAX_QUERY_VERTICES   # |C(d)| after LDF/NLF, added up by th
 QP_ROWS = QP_CCOUNT + 1
 # qp[QP_SIZES]: [0] |V(Q)|, [1] distinct labels, [2] enumerated positions (|V(Q)| minus the
 # counted positions), [3] lowest position a counted position depends on (a backward neighbour, a
-# same-label or a restricting one), [4] the most words one lane reads to count the last position
+# same-label or a restricting one), [4] the most words one lane reads to count the last position,
+# [5] 1 where the last position is counted (``count_last``; the search compiles its own kernel)
 FILTER_THREADS = 32 if simulator_active() else 256
 SWEEPS = 2                  # refinement passes (matching order, then reverse)
 COUNT_COST = 128            # words one lane may read to count the last position (else enumerated)
@@ -70,7 +71,8 @@ def _lowest(mask, default):
 def _pack(labels, degrees, backward, restrict, same, order, leaves, count_last, max_cost, offsets,
           neighbors, vertex_labels):
     n = order.size
-    if leaves == 0 and count_last and n >= 3:
+    last = leaves == 0 and count_last and n >= 3
+    if last:
         leaves = 1                      # the last position is counted (any backward neighbours)
     qp = np.zeros((QP_ROWS, MAX_QUERY_VERTICES), np.int32)
     masks = qp.view(np.uint32)
@@ -93,6 +95,7 @@ def _pack(labels, degrees, backward, restrict, same, order, leaves, count_last, 
     qp[QP_SIZES, 2] = n - leaves
     qp[QP_SIZES, 3] = n - leaves
     qp[QP_SIZES, 4] = max_cost
+    qp[QP_SIZES, 5] = 1 if last else 0
     for t in range(n - leaves, n):
         qp[QP_LEAFPAR, t] = _lowest(backward[t], -1)
         qp[QP_SIZES, 3] = min(qp[QP_SIZES, 3], _lowest(backward[t] | same[t] | restrict[t], t))

@@ -395,7 +395,7 @@ class GMatch(Engine):
 
     # ------------------------------------------------------------------ DFS
     def _dfs(self, n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap, limit_unique,
-             deadline):
+             deadline, count_last=False):
         """Run the DFS over seeds [seed_lo, seed_hi) of ``pool``; returns (timed_out, launch stats)."""
         watch = 0 if deadline is None else 1
         rows = seed_hi - seed_lo
@@ -404,7 +404,7 @@ class GMatch(Engine):
             levels = stack_levels(n)
             warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
             kernel = fine_kernel(levels, warps, self.batch, scope, self.roots_per_fetch, indexed,
-                                 self.idle_stats, self.max_registers)
+                                 self.idle_stats, self.max_registers, count_last)
             global_scope = scope in (STEAL_GLOBAL, STEAL_MAILBOX)
             args = (*graph[:5], self._d_cands, self._d_qps, pool, width, self._d_ctrls, emb, emb_cap,
                     watch, self._d_stop, self._d_mail, self._d_xfer, self._d_block_query)
@@ -464,7 +464,7 @@ class GMatch(Engine):
             return 0, ctrl, emb, timed_out, stats
         with timer.phase(phase):
             timed_out, shape = self._dfs(n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap,
-                                         limit_unique, deadline)
+                                         limit_unique, deadline, bool(qp[QP_SIZES, 5]))
         stats.update(shape)
         stats["max_stack_bytes"] = shape["stack_shared_bytes"] + shape["stack_global_bytes"]
         with timer.phase("transfer"):

@@ -394,12 +394,48 @@ def search_functions(cg: bool):
         return total
 
     @cuda.jit(device=True)
-    def leaf_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent, max_cost):
-        """Matches of the trailing counted positions ne..n-1 given the partial match that ends
-        with x at position d (candidate graph only): the product of their counts
-        (:func:`count_position`): countable leaves (one backward neighbour, no restriction,
-        labels of their own, so they cannot collide) or the last position alone; -1 when that
-        count would read more than ``max_cost`` words (the caller enumerates it instead)."""
+    def leaf_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent):
+        """Matches of the trailing countable leaves (positions ne..n-1) given the partial match
+        that ends with x at position d (candidate graph only): the product over the leaves of
+        their parent row's length minus the same-label images found in that row."""
+        img = cuda.local.array(MAX_LEVELS, int32)        # images of positions low..d
+        img[d] = x
+        cur = int32(parent)
+        j = d - 1
+        prow = int64(-1)
+        while j >= low:
+            if j >= s:
+                img[j] = mi[w, j, cur]
+                cur = int32(par[w, j, cur])
+            else:
+                if prow < 0:
+                    prow = int64(mi[w, s - 1, cur]) * width
+                img[j] = pool[prow + j]
+            j -= 1
+        total = int64(1)
+        for t in range(ne, n):
+            p = sq[S_LEAFPAR, t]
+            xp = img[p]
+            count = row_length(G, row_of(G, t, p, xp))
+            same = sq[S_SAME, t]
+            if same != 0 and count > 0:
+                tb = sq[S_CBASE, t]
+                tz = sq[S_CSIZE, t]
+                for c in range(low, d + 1):
+                    if ((same >> c) & 1) != 0:
+                        v = real_id(G, sq, c, img[c])
+                        r = lower_bound(G[3], tb, tb + tz, v)
+                        if r < tb + tz and G[3][r] == v and adjacent(G, sq, t, p, xp, r - tb):
+                            count -= 1
+            total *= count
+        return total
+
+
+    @cuda.jit(device=True)
+    def last_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent, max_cost):
+        """The count of the last position (ne = n - 1, :func:`count_position`) given the partial
+        match that ends with x at position d = n - 2 (candidate graph only); -1 when that count
+        would read more than ``max_cost`` words (the caller enumerates it instead)."""
         img = cuda.local.array(MAX_LEVELS, int32)        # images of positions low..d
         img[d] = x
         cur = int32(parent)
@@ -460,7 +496,8 @@ def search_functions(cg: bool):
 
     return types.SimpleNamespace(real_id=real_id, row_of=row_of, row_length=row_length,
                                  group_start=group_start, adjacent=adjacent, validate=validate,
-                                 group=group, leaf_product=leaf_product, leaf_output=leaf_output)
+                                 group=group, leaf_product=leaf_product, last_product=last_product,
+                                 leaf_output=leaf_output)
 
 
 @cuda.jit(device=True)
@@ -533,17 +570,20 @@ def leave_busy(mail, ctrl, gid):
 
 @functools.lru_cache(maxsize=None)
 def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int, indexed: bool,
-                idle_stats: bool = False, max_registers: int | None = None):
+                idle_stats: bool = False, max_registers: int | None = None, count_last: bool = False):
     """The fine-grained DFS kernel for stacks of ``levels`` levels and ``warps`` warps per block;
     ``stealing`` is STEAL_NONE, STEAL_BLOCK, STEAL_GLOBAL or STEAL_MAILBOX (the global scheme with
     every hand-over through the mailbox and global memory, no shared-memory fast path);
     ``indexed``: the graph tuple is the candidate graph (see :func:`search_functions`);
     ``idle_stats`` compiles in the idle-lane count (two ballots per iteration);
-    ``max_registers`` caps registers per thread (None: the compiler's choice)."""
+    ``max_registers`` caps registers per thread (None: the compiler's choice); ``count_last``
+    compiles :func:`extend_last` (the last position counted; ``qp[QP_SIZES, 5]``) instead of
+    :func:`extend`, so the other searches keep the smaller kernel."""
     L, W, R = levels, warps, roots
     fn = search_functions(indexed)
-    validate, group, leaf_product, leaf_output, group_start = (
-        fn.validate, fn.group, fn.leaf_product, fn.leaf_output, fn.group_start)
+    validate, group, leaf_product, last_product, leaf_output, group_start = (
+        fn.validate, fn.group, fn.leaf_product, fn.last_product, fn.leaf_output, fn.group_start)
+    COUNT_LAST = count_last
     IDLE = idle_stats
     CHECK_BIT = not indexed                       # data-graph mode: test the LDF/NLF bit per task
     STEAL = stealing != STEAL_NONE
@@ -888,12 +928,61 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             idle = 32 - cuda.popc(cuda.ballot_sync(FULL, has))
         found = int64(0)
         go_down = False
+        if d == last:
+            if direct:
+                if ok:
+                    if ne < n:
+                        found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g)
+                    else:
+                        found = int64(1)
+            else:
+                found = leaf_output(ok, mask, lane, mi, par, wi, s, pool, width, G, sq, d, x, g, ctrl,
+                                    emb, emb_cap, limit_unique)
+        else:
+            go_down = mask != 0
+        cuda.syncwarp()
+        if lane == 0:
+            cg[wi, d] = ng_g
+            co[wi, d] = ng_o
+        if go_down:
+            descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq)
+        elif lane == 0 and ng_g >= ng[wi, d]:       # backtrack to the deepest unfinished level
+            t = d - 1
+            while t >= s and cg[wi, t] >= ng[wi, t]:
+                t -= 1
+            top[wi] = t
+        return found, idle
+
+
+    @cuda.jit(device=True)
+    def extend_last(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G, sq, ctrl,
+                    emb, emb_cap, limit_unique):
+        """:func:`extend` where the last position is counted (``count_last``): at level
+        last = n - 2 a valid lane adds its count (:func:`last_product`), or, where that would read
+        more than ``max_cost`` words, its child goes down and level n - 1 is enumerated."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        g, r, has, ng_g, ng_o = next_tasks(S, wi, lane, d)
+        x = int32(-1)
+        ok = False
+        if has:
+            x = G[1][group_start(G, gsrc[wi, d, g]) + r]
+            ok = True
+            if CHECK_BIT:
+                ok = ((G[5][x] >> d) & 1) != 0
+            if ok:
+                ok = validate(mi, par, wi, s, pool, width, G, sq, d, x, g, gskip[wi, d, g])
+        mask = cuda.ballot_sync(FULL, ok)
+        idle = int64(0)
+        if IDLE:
+            idle = 32 - cuda.popc(cuda.ballot_sync(FULL, has))
+        found = int64(0)
+        go_down = False
         if d >= last:                       # d == last + 1: a child whose last position is enumerated
             if direct:
                 defer = False
                 if ok:
                     if d < n - 1:
-                        found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g,
+                        found = last_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g,
                                              max_cost)
                         if found < 0:       # too costly for one lane: the warp enumerates it
                             defer = True
@@ -922,6 +1011,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                 t -= 1
             top[wi] = t
         return found, idle
+
+    step = extend_last if COUNT_LAST else extend
 
     @jit(**cap)
     def fine_dfs(off, ent, bitmap, cset, eg, cands, qps, pool, width, ctrls, emb, emb_cap, watch,
@@ -1014,8 +1105,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                     give_local(S, wi, lane, s, lvl, target, mail, wstate)
                     if lane == 0:
                         steals += 1
-            more, empty = extend(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G,
-                                 sq, ctrl, emb, emb_cap, limit_unique)
+            more, empty = step(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G,
+                               sq, ctrl, emb, emb_cap, limit_unique)
             found += more
             idle += empty
             iters += 1
