@@ -35,6 +35,9 @@ leaf_counting=False``, which the experiments use):
   counts for one partial match where that reads at most ``count_last_cost`` words (default 128:
   the shortest row x the other backward neighbours, or the bitmap words below the bound x the
   backward neighbours); a costlier one (a hub's row) is enumerated by the whole warp instead.
+* ``split_groups`` (default True; fine model with stealing): a busy warp also gives away the
+  upper half of one task group's untouched tasks (a hub's row at a shallow level), not only whole
+  untouched groups (:func:`gmatch.kernels.fine_kernel`).
 * ``max_registers`` (default 64) caps the fine kernel's registers: on an H100 the compiler's
   choice (96) gave 16 resident warps per SM and ran 20% slower than 64 registers with 32 warps
   (a few bytes of spills); None leaves it to the compiler. ``idle_stats`` compiles the idle-lane
@@ -178,7 +181,7 @@ class GMatch(Engine):
                  warps_per_block: int | None = None, blocks: int | None = None,
                  symmetry_breaking: bool = True, candidate_graph: bool | str = "auto",
                  leaf_counting: bool = True, count_last: bool = True, count_last_cost: int = COUNT_COST,
-                 idle_stats: bool = False,
+                 split_groups: bool = True, idle_stats: bool = False,
                  max_registers: int | None = 64, probe_s: float = 0.005,
                  root_range: tuple[int, int] | None = None, batch_queries: int = BATCH_QUERIES,
                  device_memory_limit: int | None = None):
@@ -221,6 +224,7 @@ class GMatch(Engine):
         if int(count_last_cost) < 0:
             raise ValueError(f"count_last_cost must be non-negative, got {count_last_cost}")
         self.count_last_cost = int(count_last_cost)
+        self.split_groups = bool(split_groups)
         self.idle_stats = bool(idle_stats)
         self.max_registers = None if max_registers is None else int(max_registers)
         if not float(probe_s) >= 0:
@@ -404,7 +408,7 @@ class GMatch(Engine):
             levels = stack_levels(n)
             warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
             kernel = fine_kernel(levels, warps, self.batch, scope, self.roots_per_fetch, indexed,
-                                 self.idle_stats, self.max_registers, count_last)
+                                 self.idle_stats, self.max_registers, count_last, self.split_groups)
             global_scope = scope in (STEAL_GLOBAL, STEAL_MAILBOX)
             args = (*graph[:5], self._d_cands, self._d_qps, pool, width, self._d_ctrls, emb, emb_cap,
                     watch, self._d_stop, self._d_mail, self._d_xfer, self._d_block_query)
@@ -642,7 +646,7 @@ class GMatch(Engine):
         levels = stack_levels(max(q.num_vertices for q in queries))
         warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
         kernel = fine_kernel(levels, warps, self.batch, STEAL_BLOCK, self.roots_per_fetch, False,
-                             self.idle_stats, self.max_registers)
+                             self.idle_stats, self.max_registers, False, self.split_groups)
         pool = self._pool
         d_qps = pool.upload("batch query plans", qps)
         d_cands = pool.get("batch candidate bits", (count, max(1, self.data.num_vertices)), np.uint32)

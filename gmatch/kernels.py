@@ -570,7 +570,8 @@ def leave_busy(mail, ctrl, gid):
 
 @functools.lru_cache(maxsize=None)
 def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int, indexed: bool,
-                idle_stats: bool = False, max_registers: int | None = None, count_last: bool = False):
+                idle_stats: bool = False, max_registers: int | None = None, count_last: bool = False,
+                split_groups: bool = True):
     """The fine-grained DFS kernel for stacks of ``levels`` levels and ``warps`` warps per block;
     ``stealing`` is STEAL_NONE, STEAL_BLOCK, STEAL_GLOBAL or STEAL_MAILBOX (the global scheme with
     every hand-over through the mailbox and global memory, no shared-memory fast path);
@@ -578,12 +579,14 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
     ``idle_stats`` compiles in the idle-lane count (two ballots per iteration);
     ``max_registers`` caps registers per thread (None: the compiler's choice); ``count_last``
     compiles :func:`extend_last` (the last position counted; ``qp[QP_SIZES, 5]``) instead of
-    :func:`extend`, so the other searches keep the smaller kernel."""
+    :func:`extend`, so the other searches keep the smaller kernel; ``split_groups`` lets a warp
+    give away half of one task group's untouched tasks (:func:`splittable`), not only whole groups."""
     L, W, R = levels, warps, roots
     fn = search_functions(indexed)
     validate, group, leaf_product, last_product, leaf_output, group_start = (
         fn.validate, fn.group, fn.leaf_product, fn.last_product, fn.leaf_output, fn.group_start)
     COUNT_LAST = count_last
+    SPLIT = split_groups
     IDLE = idle_stats
     CHECK_BIT = not indexed                       # data-graph mode: test the LDF/NLF bit per task
     STEAL = stealing != STEAL_NONE
@@ -727,6 +730,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         g = cg[wi, t]
         if ng[wi, t] - g - 1 >= 2:
             return True
+        if not SPLIT:
+            return False
         return g < ng[wi, t] and glen[wi, t, g] - co[wi, t] >= SPLIT_TASKS
 
     @cuda.jit(device=True)

@@ -177,6 +177,9 @@ def test_one_hub_row_is_split_between_warps(reference_of):
         assert result.stats["steals"] + result.stats["global_steals"] > 0, (query.name, scope)
         if scope == "mailbox":
             assert result.stats["global_steals"] > 0
+    whole_groups = one_seed(hub_graph(150), blocks=1, warps_per_block=3, work_stealing="block",
+                            candidate_graph=True, probe_s=0, split_groups=False).match(edge)
+    assert whole_groups.count == 150 and whole_groups.stats["steals"] == 0    # one group: nothing to give
 
 
 def test_stealing_through_the_global_mailbox_across_blocks(reference_of):
