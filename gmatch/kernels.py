@@ -374,7 +374,7 @@ def search_functions(cg: bool):
                         if ((back >> j) & 1) != 0:
                             acc &= G[2][G[4][1024 + t * 32 + j] + img[j] * words + w]
                     if w == wcut - 1 and (cut & 31) != 0:
-                        acc &= (1 << (cut & 31)) - 1
+                        acc &= (int64(1) << (cut & 31)) - 1
                     total += cuda.popc(acc)
         if same != 0 and total > 0:
             for c in range(low, d + 1):
