@@ -2,8 +2,8 @@
 
 A query has at most 32 vertices in every GPU engine (64 fit), so its vertex sets and adjacency
 fit in int64 masks; the planning steps that run on the host for every query (orders, cores, groupings,
-automorphism searches) are ``numba.njit`` functions over them: in plain Python they cost a few
-hundred microseconds per query, as much as a small query's whole GPU search (issue 14).
+automorphism searches) are ``numba.njit`` functions over them (docs/decisions.md, "The
+per-query planning compiled").
 """
 
 from __future__ import annotations

@@ -1,44 +1,25 @@
 """Warp-level intrinsics for Numba's CUDA simulator (docs/design.md, "GPU, simulator and CPU").
 
 numba-cuda 0.30.4's simulator runs each CUDA thread of a block as one Python thread and swaps the
-``cuda`` name in a kernel's globals for a per-launch ``FakeCUDAModule``; that module has no
+``cuda`` name in a kernel's globals for a per-launch ``FakeCUDAModule``, which has no
 ``syncwarp``, ``shfl_*_sync``, ``all/any/eq_sync``, ``ballot_sync``, ``match_any/all_sync``,
-``activemask``, ``lanemask_lt`` or ``nanosleep``. :func:`install` adds them to ``FakeCUDAModule``
-with the GPU's semantics, so kernels call them the ordinary way (``cuda.shfl_down_sync(...)``):
+``activemask``, ``lanemask_lt`` or ``nanosleep``. :func:`install` adds them with the GPU's
+semantics, so kernels call them the ordinary way (``cuda.shfl_down_sync(...)``):
 
-* Lanes form warps of 32 by linear thread id within the block (x fastest, then y, z); the last
-  warp of a block whose size is not a multiple of 32 is partial and its missing lanes count as
-  exited.
-* A call with mask ``M`` is a rendezvous of exactly the non-exited lanes in ``M``. Each one blocks
-  until all have arrived, and every lane reads what the others passed in *that* call. The calling
-  lane must be in ``M``, and lanes of one rendezvous must call the same intrinsic: a violation, or
-  a cycle in which every live lane of the warp waits (in warp intrinsics or ``syncthreads``),
-  raises :class:`WarpSyncError` in the kernel instead of hanging.
-* Shuffles follow PTX ``shfl.sync`` with the operands numba-cuda passes (its API has no width:
-  ``c`` is 0x1F for idx/down/bfly and 0 for up): ``shfl_sync`` reads lane ``src & 31``;
-  ``shfl_up/down_sync`` return the caller's own value when ``lane -/+ delta`` leaves the warp;
-  ``shfl_xor_sync`` reads ``lane ^ (lane_mask & 31)``. Sub-warp segments are the caller's
-  arithmetic. Reading a lane that is not in the rendezvous (outside ``M``, exited, or past the
-  end of a partial warp) is undefined on the GPU; kernels do it legitimately when they discard
-  the result (lane 0 of a ``shfl_down`` reduction over a partial mask), so it does not raise: the
-  reader gets NaN or :data:`UNDEFINED_INT`, which makes any result that does use it wrong.
-* Votes and matches look at the lanes of the rendezvous (the non-exited lanes of ``M``).
-* ``activemask()`` cannot know which lanes the GPU would have converged, since simulated threads
-  never run in lock step: it returns the lanes of the warp that have not exited. Kernels should
-  take masks from ``ballot_sync`` or from their own logic, not from ``activemask`` in a branch.
-* Masks come back as ``np.uint32`` (on the GPU ``ballot_sync``/``match_any_sync`` are int32 with
-  the same bits), so ``mask & (1 << 31)`` and ``cuda.popc(mask)`` behave alike on both; store
-  masks into uint32 arrays, since NumPy refuses an int32 store of bit 31.
+* Lanes form warps of 32 by linear thread id (x fastest); a partial last warp's missing lanes
+  count as exited. A call with mask ``M`` is a rendezvous of exactly the non-exited lanes in
+  ``M``; a caller outside ``M``, mixed intrinsics in one rendezvous, or a cycle in which every
+  live lane waits raises :class:`WarpSyncError` instead of hanging.
+* Shuffles follow PTX ``shfl.sync`` with numba-cuda's operands; reading a lane outside the
+  rendezvous (undefined on the GPU) returns NaN or :data:`UNDEFINED_INT`, so a result that uses
+  it is wrong rather than silently right.
+* ``activemask()`` returns the warp's non-exited lanes (simulated threads never run in lock
+  step: take masks from ``ballot_sync``). Masks come back as ``np.uint32``.
 
-Other simulator gaps covered here: ``nanosleep`` (yields the interpreter), ``cuda.popc`` of a
-negative value (counted in the value's two's-complement width, as on the GPU),
+Also covered: ``nanosleep`` (yields), ``cuda.popc`` of a negative value (two's complement width),
 ``cuda.shared.array(0, np.int32)`` (dynamic shared memory with a NumPy dtype), and
-``cuda.cg.this_grid().sync()`` with more than one block, which the simulator cannot honour
-(blocks run one after another): it raises.
-
-Blocks run on a pool of reusable simulated threads, and the block runner sleeps until a thread
-reaches ``syncthreads``, finishes or fails (the simulator's semantics, without a new Python thread
-per CUDA thread per block or busy polling).
+``cuda.cg.this_grid().sync()`` with more than one block, which raises (the simulator runs blocks
+one after another). Blocks run on a pool of reusable simulated threads.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """What ``gpusm engines`` prints: each registered engine's capabilities and constructor options,
-with defaults from the signature and meanings from the class and module docstrings."""
+with defaults from the signature and meanings from the numpydoc ``Parameters`` section of the
+engine's class docstring (and of the base classes its ``**options`` reach)."""
 
 from __future__ import annotations
 
 import inspect
 import re
-import sys
 
-from .engine import Engine, available_engines, engine_class
-
-_GENERIC = {
-    "device_memory_limit": "device-memory budget in bytes, to emulate a smaller GPU (None: the whole device)",
-}
+from .engine import available_engines, engine_class
 
 
 def _parameters(cls: type) -> list[inspect.Parameter]:
@@ -30,70 +26,64 @@ def _parameters(cls: type) -> list[inspect.Parameter]:
     return list(seen.values())
 
 
-def _docs(cls: type) -> list[str]:
-    """Docstrings to search for an option's meaning: the class's, its module's, then its bases'."""
-    out = []
-    for klass in cls.__mro__:
-        if klass in (Engine, object):
-            break
-        out.append(inspect.getdoc(klass) or "")
-        out.append(inspect.getdoc(sys.modules.get(klass.__module__)) or "")
+def _plain(text: str) -> str:
+    """reST roles and literals as plain text: ``:mod:`a.b``` -> a.b, ````x```` -> x."""
+    return re.sub(r":\w+:`~?([^`]+)`", r"\1", text).replace("``", "")
+
+
+def numpydoc_parameters(doc: str) -> dict[str, tuple[str, str]]:
+    """The ``Parameters`` section of a numpydoc docstring: name -> (type, description), each on
+    one line. An entry ``a, b : int`` documents both names."""
+    lines = inspect.cleandoc(doc or "").splitlines()
+    out: dict[str, tuple[str, str]] = {}
+    try:
+        i = next(i for i in range(len(lines) - 1)
+                 if lines[i].strip() == "Parameters" and set(lines[i + 1].strip()) == {"-"})
+    except StopIteration:
+        return out
+    names: list[str] = []
+    kind, text = "", []
+
+    def flush():
+        for n in names:
+            out[n] = (kind, _plain(" ".join(text)))
+
+    for j in range(i + 2, len(lines)):
+        line = lines[j]
+        if line and not line[0].isspace():
+            if j + 1 < len(lines) and lines[j + 1].strip() and set(lines[j + 1].strip()) == {"-"}:
+                break                                    # the next section's header
+            flush()
+            head, _, kind = line.partition(" : ")
+            names, kind, text = [n.strip() for n in head.split(",")], kind.strip(), []
+        elif line.strip():
+            text.append(line.strip())
+    flush()
     return out
 
 
-def _segments(doc: str) -> list[str]:
-    """A docstring cut into clauses: bullets, semicolon-separated parts and sentences."""
-    text = re.sub(r"\n\s*[*-]\s+", "\n\x00", doc)            # bullet starts
-    parts = []
-    for block in text.split("\x00"):
-        block = " ".join(block.split())
-        parts.extend(p.strip() for p in re.split(r"(?<=[.;])\s+(?=[A-Z`(])|;\s+", block) if p.strip())
-    return parts
-
-
-def option_meaning(name: str, docs: list[str], others: tuple[str, ...] = ()) -> str:
-    """The clause that defines ``name`` (one starting with it, else the first naming it), cut
-    before the next of the engine's ``others`` options it lists, shortened to one line."""
-    found = []
-    for doc in docs:
-        for part in _segments(doc):
-            part = re.sub(r"^(Options?:|and those of [^:]*:)\s*", "", part)
-            if f"``{name}``" in part and len(re.sub(r"``\w+``|[\s,;:()./]", "", part)) >= 8:
-                found.append((0 if part.startswith(f"``{name}``") else 1, len(found), part))
-    if not found:
-        return _GENERIC.get(name, "")
-    rank, _, part = min(found)
-    if rank and name in _GENERIC:
-        return _GENERIC[name]
-    start = part.index(f"``{name}``")
-    if not re.match(rf"``{re.escape(name)}``(:| \(|,| and | caps| is| sets)", part[start:]):
-        start = 0                                 # only mentioned here: keep the whole clause
-    # Cut before the next option the clause *defines* (its name followed by ':' or ' (').
-    ends = [m.start() for o in others if o != name
-            for m in re.finditer(rf"``{re.escape(o)}``(?=:| \()", part) if m.start() > start]
-    end = min(ends or [len(part)])
-    cut = part[start:end].rstrip(" ,;/")
-    if cut.endswith(" and") or cut.endswith(" or"):
-        cut = cut.rsplit(" ", 1)[0]
-    if len(cut) - len(name) - 4 < 8:            # only the name: keep the whole clause
-        cut = part
-    cut = cut.replace("``", "")
-    return cut if len(cut) <= 150 else cut[:147].rstrip() + "..."
+def option_docs(cls: type) -> dict[str, tuple[str, str]]:
+    """Option name -> (type, meaning) from the ``Parameters`` sections of ``cls`` and its bases
+    (the most derived class that documents a name wins)."""
+    out: dict[str, tuple[str, str]] = {}
+    for klass in cls.__mro__:
+        for name, entry in numpydoc_parameters(klass.__dict__.get("__doc__") or "").items():
+            out.setdefault(name, entry)
+    return out
 
 
 def describe_engine(name: str) -> dict:
-    """Name, class, summary, what queries it takes, and options (name, default, meaning)."""
+    """Name, class, summary, what queries it takes, and options (name, default, type, meaning)."""
     cls = engine_class(name)
     doc = inspect.getdoc(cls) or ""
-    docs = _docs(cls)
-    params = _parameters(cls)
-    names = tuple(p.name for p in params)
+    docs = option_docs(cls)
     options = [{"name": p.name,
                 "default": None if p.default is inspect.Parameter.empty else p.default,
-                "meaning": option_meaning(p.name, docs, names)} for p in params]
+                "type": docs.get(p.name, ("", ""))[0],
+                "meaning": docs.get(p.name, ("", ""))[1]} for p in _parameters(cls)]
     return {
         "engine": name, "class": f"{cls.__module__}.{cls.__qualname__}",
-        "summary": " ".join(doc.split("\n\n")[0].split()),
+        "summary": _plain(" ".join(doc.split("\n\n")[0].split())),
         "edge_labels": cls.supports_edge_labels, "directed": cls.supports_directed,
         "homomorphic": cls.supports_homomorphic, "disconnected": cls.supports_disconnected,
         "max_query_vertices": cls.max_query_vertices, "options": options,
@@ -114,6 +104,7 @@ def format_engines(entries: list[dict]) -> str:
         lines.append(f"  takes: {', '.join(takes) or 'undirected, vertex-labelled, connected queries'}"
                      f"; query vertices: {'any number' if limit is None else f'at most {limit}'}")
         for o in e["options"]:
-            lines.append(f"  -o {o['name']}={o['default']!r}" + (f"  {o['meaning']}" if o["meaning"] else ""))
+            kind = f" ({o['type']})" if o["type"] else ""
+            lines.append(f"  -o {o['name']}={o['default']!r}{kind}" + (f"  {o['meaning']}" if o["meaning"] else ""))
         lines.append("")
     return "\n".join(lines)

@@ -75,7 +75,7 @@ def backend_label() -> str:
         return f"no GPU ({type(exc).__name__})"
 
 
-_SPARE_EVENTS: list = []            # timing events read already, reused (creating one costs ~20 us)
+_SPARE_EVENTS: list = []            # timing events read already, reused (creating one is a numba call)
 
 
 def _driver_event(timing: bool):
@@ -93,21 +93,21 @@ def _timing_event():
 
 
 def _record(event, stream) -> None:
-    """``event.record(stream)`` through the driver directly (numba's costs ~20 us of host time)."""
+    """``event.record(stream)`` through the driver directly (not numba's wrapper)."""
     direct = launch._NUMBA
     if direct is None or direct.event_record(event.driver_handle, launch.stream_handle(stream))[0] != 0:
         event.record(stream)                  # numba's call raises the driver's error
 
 
 def _synchronize(event) -> None:
-    """Wait for ``event`` (the driver's call: numba's costs ~13 us of host time)."""
+    """Wait for ``event`` (the driver's call, not numba's wrapper)."""
     direct = launch._NUMBA
     if direct is None or direct.event_synchronize(event.driver_handle)[0] != 0:
         event.synchronize()
 
 
 def _query(event) -> bool:
-    """Whether the work before ``event`` has completed (the driver's call: numba's costs ~10 us)."""
+    """Whether the work before ``event`` has completed (the driver's call, not numba's wrapper)."""
     direct = launch._NUMBA
     if direct is not None:
         error = direct.event_query(event.driver_handle)[0]
@@ -418,7 +418,7 @@ class BufferPool:
 
     def _view(self, name: str, current, shape: tuple):
         """``current[:prod(shape)]`` in ``shape``, made once per (buffer, shape): a slice or a
-        reshape of a device array costs ~30 us of host time, more than a launch."""
+        reshape of a device array costs more host time than a launch."""
         view = self._views.get((name, shape))
         if view is None or view[0] is not current:
             if len(self._views) > 256:
@@ -483,9 +483,9 @@ def _check_copy(d_array, host: np.ndarray, verb: str, start: int = 0) -> None:
 
 def upload(d_target, host, start: int = 0) -> None:
     """Copy ``host`` into ``d_target[start:start + host.size]`` (same dtype, both contiguous;
-    returns once ``host`` may be reused). On a GPU this calls the driver directly: numba's
-    ``copy_to_device`` spends ~100 us of host time per call (it slices the device array and
-    re-checks both arrays), the copy itself ~15 us (docs/performance.md, "Session 8")."""
+    returns once ``host`` may be reused). On a GPU this calls the driver directly, not numba's
+    ``copy_to_device``, which slices the device array and re-checks both arrays
+    (docs/decisions.md, "Small copies through the driver")."""
     host = np.ascontiguousarray(host)
     _check_copy(d_target, host, "upload", start)
     if host.size == 0:
@@ -501,7 +501,7 @@ def upload(d_target, host, start: int = 0) -> None:
 def download(d_source, host: np.ndarray) -> np.ndarray:
     """Copy the first ``host.size`` elements of ``d_source`` into ``host`` (same dtype, both
     contiguous) after the work queued before it (default stream); returns ``host``. On a GPU
-    this calls the driver directly (numba's ``copy_to_host`` costs ~10 us more per call)."""
+    this calls the driver directly, not numba's ``copy_to_host``."""
     _check_copy(d_source, host, "download")
     if host.size == 0:
         return host
@@ -544,7 +544,7 @@ def _repeated_word(value, dtype) -> int | None:
 def fill(d_array, value, stream=0, count: int | None = None) -> None:
     """Set the first ``count`` elements (default: all) of a contiguous device array to ``value``:
     one driver memset when the value's bytes repeat a 32-bit word (0 and -1 of any 4- or 8-byte
-    type: ~3 us of host time), else one launch (~20 us)."""
+    type), else one launch."""
     count = d_array.size if count is None else int(count)
     if not 0 <= count <= d_array.size:
         raise ValueError(f"fill count {count} outside the array's {d_array.size} elements")
@@ -558,7 +558,7 @@ def fill(d_array, value, stream=0, count: int | None = None) -> None:
                 launch.device_pointer(d_array), word, count * (dtype.itemsize // 4),
                 launch.stream_handle(stream))[0] == 0:
             return
-    flat = d_array if d_array.ndim == 1 else d_array.reshape(d_array.size)   # a reshape costs ~30 us
+    flat = d_array if d_array.ndim == 1 else d_array.reshape(d_array.size)   # a reshape costs as much as a launch
     blocks = min(1024, (count + FILL_THREADS - 1) // FILL_THREADS)
     _fill_kernel[blocks, FILL_THREADS, stream](flat, value, count)
 
@@ -602,8 +602,8 @@ class LaunchWatch:
     while the kernel runs. The kernel must read the flag with an atomic (a plain load may be
     served from a stale L1 line) and leave when it is set; the caller clears it before the next
     watched launch. The simulator runs a launch synchronously, so there a thread raises the
-    flag. Polling spins for the first ``SPIN_S`` (a sleep costs ~60 us however short, which is
-    more than a small query's whole launch), then backs off from 20 us to 1 ms between event
+    flag. Polling spins for the first ``SPIN_S`` (a sleep, however short, lasts longer than a
+    small query's whole launch), then backs off from 20 us to 1 ms between event
     queries. The host time spent
     enqueueing the launch (Numba compiles a kernel on its first launch with new argument types)
     moves the deadline back: a cold kernel's compilation is not charged to the search. Launches

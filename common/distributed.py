@@ -1,31 +1,20 @@
-"""Query sets and split queries on a Dask cluster (issue 17; needs the ``dask`` extra).
+"""Query sets and split queries on a Dask cluster (needs the ``dask`` extra).
 
-* :func:`match_many` runs the queries in groups, one Dask task per group answered by the
-  worker's ``match_batch`` (:func:`submit_many`: one task per query, for progress as each
-  finishes). The data graph goes to the workers once:
-  scattered to all of them (``client.scatter(..., broadcast=True)``) or, with
-  ``data_on_workers=True``, as a path each worker reads itself. Each worker process prepares an
-  engine once per (graph, engine, options) and keeps it in a small worker-side cache
-  (:data:`CACHE_SIZE` entries, least recently used dropped first), so a query set pays one
-  ``prepare`` per worker. Results come back in query order, as a local run's, with
-  ``stats["dask_worker"]`` (the worker's address), ``stats["dask_gpu"]`` (its
-  ``CUDA_VISIBLE_DEVICES``, one GPU per worker under ``dask_cuda``), ``stats["dask_pid"]`` and
-  ``stats["dask_warm"]`` (False for the query whose task prepared the engine) and
-  ``stats["dask_task_s"]`` (seconds of the task's engine call on the worker).
-* :func:`match_split` runs one query as several tasks, each over a range of data vertices for
-  the engine's root (``root_range``, :mod:`common.roots`; engines ``cpu``, ``gmatch``, ``egsm``).
-  The ranges are cut by estimated work (the degrees of the root's label-and-degree candidates),
-  more of them than workers, and submitted heaviest first (Dask priorities), so that the
-  scheduler balances them. Counts add up exactly,
-  embeddings concatenate (in range order), the status is the worst of the parts, and ``limit``
-  and ``timeout_s`` hold for the whole: parts still queued when the limit is reached are
-  cancelled, and a part that starts after the deadline returns ``timeout`` at once.
-* A worker that dies (a killed process) loses its running and queued tasks; the scheduler runs
-  them again elsewhere (up to ``distributed.scheduler.allowed-failures`` times), so a lost
-  worker costs time, never a wrong or missing count.
+    rs = match_many(data, queries, "gmatch", client=client)      # in query order
+    r = match_split(data, query, "gmatch", client)               # one query over root ranges
 
-The deadline of a split run is wall-clock time taken on the client and read on the workers:
-their clocks must agree (they do on one host).
+* :func:`match_many` runs the queries in groups, one task per group answered by the worker's
+  ``match_batch`` (:func:`submit_many`: one task per query). The data graph goes to the workers
+  once (scattered, or with ``data_on_workers=True`` a path each worker reads); each worker keeps
+  an engine per (graph, engine, options) in a small cache (:data:`CACHE_SIZE`). Results carry
+  ``stats["dask_worker"]``, ``"dask_gpu"``, ``"dask_pid"``, ``"dask_warm"`` and ``"dask_task_s"``.
+* :func:`match_split` runs one query as tasks over ranges of data vertices for the engine's root
+  (``root_range``, :mod:`common.roots`; ``cpu``, ``gmatch``, ``egsm``), cut by estimated work and
+  submitted heaviest first. Counts add up exactly, embeddings concatenate in range order, the
+  status is the worst part's, and ``limit`` and ``timeout_s`` hold for the whole (the deadline is
+  the client's wall clock, read on the workers: their clocks must agree).
+* A worker that dies loses its tasks; the scheduler runs them again elsewhere, so a lost worker
+  costs time, never a wrong or missing count.
 """
 
 from __future__ import annotations

@@ -43,7 +43,13 @@ COMPILE_RERUNS = 3
 
 
 class Engine(ABC):
-    """Base class of every engine. Subclasses set the class attributes that describe what they take."""
+    """Base class of every engine. Subclasses set the class attributes that describe what they take.
+
+    Parameters
+    ----------
+    device_memory_limit : int, str or None
+        Device-memory budget in bytes (or "11G"), to emulate a smaller GPU; None: the whole device.
+    """
 
     name: ClassVar[str] = ""
     supports_edge_labels: ClassVar[bool] = False

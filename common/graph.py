@@ -387,7 +387,7 @@ def gather_rows(offsets: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """``np.unique`` by sorting (numpy 2.4's hash-based ``np.unique`` is ~20x slower on large arrays)."""
+    """``np.unique`` by sorting (numpy 2.4's ``np.unique`` hashes, which is slower on large arrays)."""
     values = np.sort(values)
     keep = np.ones(values.size, dtype=bool)
     keep[1:] = values[1:] != values[:-1]

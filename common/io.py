@@ -20,10 +20,8 @@ Formats (``FORMATS``; docs/design.md, "The graph layer"):
     DAF's multi-graph format: ``t <id> <N> <sum of degrees>``, then ``id label degree nbr...``
     per vertex. Several graphs per file, undirected.
 
-Any of them may be gzip-compressed (detected by its magic bytes). Text is parsed without a
-Python loop per line: :class:`_Text` splits the whole file into tokens with numpy and reads
-every integer in one ``np.fromstring`` call; each format then checks its line types, field
-counts and cross-references on whole arrays, and names the first bad line it finds.
+Any of them may be gzip-compressed. Text is tokenised by numpy (:class:`_Text`) and checked on
+whole arrays; an error names the first bad line.
 """
 
 from __future__ import annotations

@@ -2,31 +2,20 @@
 compiled once per GPU architecture and loaded from disk by every later process (CLI calls,
 experiment workers, Dask workers, ``gpusm warmup``).
 
-numba-cuda's own ``cache=True`` keys a kernel by its file's modification time and its closure's
-pickled cell values, and keeps the files next to the source or under ``NUMBA_CACHE_DIR``. gpusm
-uses numba-cuda's cache machinery (index and data files, cubins per compute capability) with
-three changes, all here:
+It reuses numba-cuda's cache machinery (index and data files, cubins per compute capability) with
+three changes (docs/decisions.md, "Kernel disk cache", says why):
 
 * **Where**: ``<root>/gpusm/<package>/``, root being ``NUMBA_CACHE_DIR`` when set, else Numba's
-  user-wide cache directory (``~/.cache/numba`` on Linux): the same for every process of a user,
-  and untouched by a reinstall of the package (:func:`cache_dir`).
-* **When fresh**: an index is valid while the source of every gpusm kernel package (``common``,
-  ``gsi``, ``egsm``, ``gmatch``, ``stwig``) and the kernel's own file have the same *content*
-  (a SHA-256, not a modification time: a reinstall of the same code keeps the cache, an edit to a
-  device function in another file invalidates every kernel that might inline it).
-* **Which variant**: a kernel built by a factory (``make_kernels(warps)``) is one function whose
-  closure holds compile-time constants and device functions. Its entry is keyed by
-  :func:`variant_key`: the code, the closure's values, the globals the code names (recursively
-  through the device functions it calls) and the compile options (``max_registers``). A value
-  the key cannot describe faithfully makes the kernel uncached (compiled per process, as before),
-  never wrongly shared.
+  user-wide cache directory (:func:`cache_dir`).
+* **When fresh**: while the *content* (SHA-256) of every gpusm kernel package and of the kernel's
+  own file is unchanged.
+* **Which variant**: an entry is keyed by :func:`variant_key`: the code, the closure's values,
+  the globals the code names (recursively through the device functions it calls) and the compile
+  options; a value the key cannot describe leaves the kernel uncached, never wrongly shared.
 
-A corrupt or unreadable index or data file counts as a miss (the kernel is compiled and the file
-rewritten); an entry whose stored signature differs from the one asked for is ignored; writers
-take a per-index file lock, so parallel processes (``gpusm warmup``) do not lose each other's
-entries. Device functions (``cuda.jit(device=True)``) are compiled into each kernel's cubin, so
-they are cached with the kernels that call them. Under the simulator nothing is compiled and
-nothing is cached; :func:`variant_key` still runs (tests check that every kernel has one).
+A corrupt or unreadable file counts as a miss; an entry whose stored signature differs is
+ignored; writers take a per-index file lock. Under the simulator nothing is compiled or cached;
+:func:`variant_key` still runs (tests check that every kernel has one).
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """Kernel launches without numba-cuda's general argument marshalling, and the driver's copy,
-memset and event calls that ``common.device`` makes directly (issue 14's fixed cost: numba's
-``Event.record`` and ``elapsed_time`` cost ~15-20 us of host time each, the driver's call a few).
-
-numba-cuda prepares every argument of every launch through its general path: a type lookup of
-each argument, an ``InOut`` hint and a strided-memory-view shim per device array, module imports
-inside the call, a performance-warning check per launch configuration. That costs 3-6 us per
-device array on an H200 host; the engines' kernels take 5-25 arguments and a small query makes
-5-50 launches, so marshalling was a third to half of a small query's time (docs/performance.md,
-"Session 7").
+memset and event calls that ``common.device`` makes directly (docs/decisions.md, "Kernel
+launches through the driver, not numba-cuda's dispatcher", says why).
 
 ``@jit`` is ``cuda.jit`` for a kernel whose launches (``k[grid, block](*args)``,
 ``k[grid, block, stream](*args)``, ``k[grid, block, stream, shared_bytes](*args)``) reuse, on a
@@ -19,20 +12,15 @@ GPU:
 * each device array's launch words (pointer, size, shape, strides), computed once and kept on
   the array: a numba device array never changes its pointer or shape;
 * one parameter block per overload: the words packed by ``struct`` into 8-byte slots and the
-  slots' pointers, handed to the driver's ``cuLaunchKernel`` (cuda-bindings) directly. cuda.core's
-  ``launch`` converted each of a launch's ~100 words on every call: 10 of a launch's 18 us
-  (docs/performance.md, "Session 8").
+  slots' pointers, handed to the driver's ``cuLaunchKernel`` (cuda-bindings) directly.
 
 A cooperative kernel (one that calls ``cuda.cg.this_grid().sync()``) launches the same way
 through ``cuLaunchCooperativeKernel``; :func:`resident_blocks` gives the largest grid it may
-have. Anything else (a host array numba would copy, an integer outside int64, a kernel compiled
-with ``debug``, an argument type without a plain launch word) goes through
-the dispatcher as before; so does a launch the driver refuses, so that numba raises its error.
-Under the simulator ``@jit`` returns the dispatcher itself. ``GPUSM_FAST_LAUNCH=0`` turns the
-quick path off (the ablation measured in docs/performance.md). A process uses one GPU (as every
-gpusm process does: Dask workers are pinned one per GPU): the compiled function is kept for the
-context of the first launch. A kernel's parameter block is shared by every thread that launches
-it, so packing and launching run under one lock (~0.2 us).
+have. Anything else (a host array numba would copy, an integer outside int64, a ``debug``
+kernel, an argument without a plain launch word) and a launch the driver refuses go through the
+dispatcher. Under the simulator ``@jit`` returns the dispatcher; ``GPUSM_FAST_LAUNCH=0`` turns
+the quick path off. A process uses one GPU (the compiled function is kept for the context of
+the first launch); packing and launching run under one lock per kernel.
 """
 
 from __future__ import annotations
@@ -330,7 +318,7 @@ def _kinds(args):
 
 def argument_types(args) -> tuple:
     """numba's types of launch arguments (what picks a compiled overload), a device array's read
-    from its kept launch words: ``numba.typeof`` costs ~3 us per device array."""
+    from its kept launch words (no ``numba.typeof`` per device array)."""
     if _NUMBA is None:
         import numba
 
@@ -352,8 +340,8 @@ def resident_blocks(kernel, args, threads: int) -> tuple[int, dict]:
     """Blocks of ``kernel`` (blocks of ``threads``) the whole GPU holds at once for these
     arguments, from the compiled kernel's registers and shared memory (the largest grid of a
     cooperative launch), and its resource use; looked up once per kernel and argument types,
-    later calls by the arguments' kinds (as a quick launch finds its overload: typing the
-    arguments and hashing numba's types cost ~4-10 us per call, and engines ask per query).
+    later calls by the arguments' kinds, as a quick launch finds its overload (no typing of the
+    arguments on the per-query path).
     1 and {} under the simulator, whose cooperative grids have one block."""
     if simulator_active():
         return 1, {}

@@ -1,30 +1,21 @@
 """CPU engines that wrap the matchers users already have: networkx and python-igraph.
 
-They let the side-by-side comparison (``experiments/compare.py``, ``gpusm demo``) put gpusm's
-engines beside what a Python user would otherwise call, with every count checked against the
-``cpu`` reference. Both count what every engine counts (docs/design.md): ordered, label-preserving,
-non-induced embeddings (subgraph monomorphisms). They are registered as ``networkx`` and
-``igraph`` when the package is importable (``pip install -e '.[peers]'``).
+They let the side-by-side comparison (``experiments/compare.py``, ``gpusm demo --peers``) put
+gpusm's engines beside what a Python user would otherwise call, every count checked against the
+``cpu`` reference. Both count ordered, label-preserving, non-induced embeddings (docs/design.md)
+and are registered as ``networkx`` and ``igraph`` when the package is importable
+(``pip install -e '.[peers]'``).
 
-- ``networkx``: ``networkx.algorithms.isomorphism.GraphMatcher`` (``DiGraphMatcher`` for directed
-  graphs), ``subgraph_monomorphisms_iter`` with vertex labels (and edge labels) matched by
-  ``node_match`` / ``edge_match``. This is VF2. networkx's VF2++ (``vf2pp_*``, networkx 3.6)
-  only decides whole-graph isomorphism, so it cannot count subgraph monomorphisms and is not used.
-  The search is pure Python: ``timeout_s`` is checked inside the label test VF2 calls for every
-  candidate pair that passes the structural test, so a query stops within one VF2 state of its
-  deadline.
-- ``igraph``: ``method="lad"`` (default) is ``Graph.get_subisomorphisms_lad(query, domains,
-  induced=False)``, with each query vertex's domain the data vertices of its label (no edge
-  labels: a query or data graph with edge labels is ``unsupported``); ``method="vf2"`` is
-  ``Graph.count_subisomorphisms_vf2`` with vertex and edge colours (igraph's VF2 subisomorphism is
-  non-induced, like LAD with ``induced=False``). igraph runs each call in C and cannot be
-  interrupted from Python (its LAD takes no time limit in python-igraph 1.0 and exceptions raised
-  in VF2's callbacks are ignored), so with ``timeout_s`` a query runs in a forked child process
-  that is killed at the deadline (status ``timeout``, count 0: a lower bound). Without
-  ``timeout_s`` it runs in this process. LAD returns every mapping as a list, so its memory grows
-  with the count.
+- ``networkx``: VF2, ``GraphMatcher.subgraph_monomorphisms_iter`` (``DiGraphMatcher`` for
+  directed graphs) with labels matched by ``node_match`` / ``edge_match``; ``timeout_s`` is
+  checked inside the label test, so a query stops within one VF2 state of its deadline.
+- ``igraph``: ``method="lad"`` is ``get_subisomorphisms_lad(query, domains, induced=False)``
+  with label domains (no edge labels); ``method="vf2"`` is ``count_subisomorphisms_vf2`` with
+  vertex and edge colours. With ``timeout_s`` a query runs in a forked child process killed at
+  the deadline (status ``timeout``, count 0).
 
 Neither supports ``homomorphic=True``; times are host wall-clock times in the ``enumerate`` phase.
+docs/decisions.md ("The peers") says why VF2 and why a child process.
 """
 
 from __future__ import annotations
@@ -59,7 +50,10 @@ def _rows(mappings: list, nq: int, collect: bool) -> np.ndarray | None:
 class NetworkXMatcher(Engine):
     """networkx's VF2 subgraph monomorphisms with label matching (module docstring); registry name ``networkx``.
 
-    ``device_memory_limit`` is accepted and ignored (a CPU engine).
+    Parameters
+    ----------
+    device_memory_limit : int or None
+        Accepted and ignored: a CPU engine.
     """
 
     name = "networkx"
@@ -148,8 +142,13 @@ class IGraphMatcher(Engine):
     """python-igraph's LAD (``method="lad"``) or VF2 (``method="vf2"``) subisomorphisms, non-induced
     (module docstring); registry name ``igraph``.
 
-    Options: ``method``: "lad" (labels as LAD domains, no edge labels) or "vf2" (vertex and edge
-    colours), both non-induced. ``device_memory_limit`` is accepted and ignored (a CPU engine).
+    Parameters
+    ----------
+    method : {"lad", "vf2"}
+        LAD with labels as domains (no edge labels), or VF2 with vertex and edge colours; both
+        non-induced.
+    device_memory_limit : int or None
+        Accepted and ignored: a CPU engine.
     """
 
     name = "igraph"

@@ -1,32 +1,26 @@
 """The CPU reference matcher: a compiled backtracking matcher, the correctness oracle of every
 GPU engine and the CPU baseline of the comparisons (docs/design.md, "GPU, simulator and CPU").
 
+    engine = ReferenceMatcher().prepare(data)     # registry name "cpu"
+    result = engine.match(query, timeout_s=10)
+
 It counts ordered, injective (or, with ``homomorphic=True``, arbitrary), label-preserving,
-non-induced embeddings, with optional edge labels and directed edges. The pipeline follows the
-filter / order / enumerate framework of the SIGMOD'20 study of subgraph matching (Sun and Luo,
-"In-Memory Subgraph Matching: An In-depth Study", sections 3-4):
+non-induced embeddings, with optional edge labels and directed edges, in the filter / order /
+enumerate framework of the SIGMOD'20 study (Sun and Luo, "In-Memory Subgraph Matching: An
+In-depth Study", §3-§4):
 
-* **filter** (:func:`_filter`, :func:`_refine`): a candidate set per query vertex from its
-  label, its degree (in- and out-degree for directed graphs), its neighbour-label frequencies
-  (NLF, as in GraphQL/CFL) and, by default, neighbourhood-consistency refinement to a fixpoint
-  (the refinement rounds of GraphQL/CFL/DP-iso); kept as a bitmap row per query vertex and as
-  a sorted list.
-* **plan** (:func:`matching_order`): a connected greedy order, RI-like by default (start at the
-  highest-degree vertex, then the vertex with the most ordered neighbours) or GraphQL-like
-  (start at the least ``|C(u)| / deg(u)``, ties by fewest candidates); a disconnected query is
-  ordered one component after another.
-* **enumerate** (:func:`_enumerate`): iterative backtracking over an explicit stack. A vertex
-  with ordered neighbours scans the smallest of their label-restricted adjacency ranges and
-  checks its other ordered neighbours by binary search; the last level is counted without
-  being pushed, and when only counting, a suffix of levels that depend on earlier levels only
-  and cannot collide (:func:`_counting_tail`) is counted as a product. The compiled function
-  runs a bounded number of steps and returns with its stack in arrays, so the Python driver
-  can enforce ``timeout_s`` between chunks, grow the ``collect`` buffer and stop at ``limit``.
+* **filter** (:func:`_filter`, :func:`_refine`): label, degree, neighbour-label frequencies (NLF)
+  and, by default, neighbourhood-consistency refinement to a fixpoint (GraphQL/CFL/DP-iso);
+* **plan** (:func:`matching_order`): a connected greedy order, RI-like by default or GraphQL-like;
+  a disconnected query is ordered one component after another;
+* **enumerate** (:func:`_enumerate`): iterative backtracking over an explicit stack, the smallest
+  label-restricted adjacency range scanned and the other ordered neighbours binary-searched; when
+  only counting, a suffix of levels that cannot collide (:func:`_counting_tail`) is a product.
+  The compiled function runs a bounded number of steps, so the driver enforces ``timeout_s``
+  between chunks, grows the ``collect`` buffer and stops at ``limit``.
 
-The data graph is prepared once (:meth:`ReferenceMatcher.prepare`): every adjacency row is
-re-sorted by the key ``label(w) * n + w``, so that a vertex's neighbours of one label form a
-contiguous range found by two binary searches, and an edge test is one binary search. Memory
-per query is a candidate bitmap of |V(Q)| x |V(G)| bytes.
+:meth:`ReferenceMatcher.prepare` re-sorts every adjacency row by ``label(w) * n + w``, so a
+vertex's neighbours of one label are one range found by two binary searches.
 """
 
 from __future__ import annotations
@@ -572,14 +566,20 @@ def _counting_tail(query: Graph, order: list[int], bw_off: np.ndarray, bw_p: np.
 class ReferenceMatcher(Engine):
     """Compiled CPU backtracking matcher (module docstring); registry name ``"cpu"``.
 
-    Options: ``filter`` (one of :data:`FILTERS`: "label", "degree", "nlf", or "refine" = NLF
-    plus neighbourhood refinement; see :func:`_filter` and :func:`_refine`), ``order`` (one of
-    :data:`ORDERS`, see :func:`matching_order`), ``chunk_steps`` (search steps per compiled
-    call: the granularity of ``timeout_s``). The defaults were the fastest on the HPRD, yeast
-    and GitHub query sets (docs/performance.md). ``device_memory_limit`` is accepted and
-    ignored (this engine runs on the CPU). ``root_range`` (lo, hi) keeps the embeddings whose
-    first vertex of the order (:meth:`root_vertex`, chosen from the unrestricted candidates)
-    maps into ``[lo, hi)`` (:mod:`common.roots`).
+    Parameters
+    ----------
+    filter : {"label", "degree", "nlf", "refine"}
+        Candidate filter (:data:`FILTERS`); "refine" is NLF plus neighbourhood refinement to a
+        fixpoint (:func:`_filter`, :func:`_refine`).
+    order : {"ri", "gql", "input"}
+        Matching order (:data:`ORDERS`, :func:`matching_order`).
+    chunk_steps : int
+        Search steps per compiled call: the granularity of ``timeout_s``.
+    root_range : (int, int) or None
+        Keep the embeddings whose first vertex of the order (:meth:`root_vertex`, chosen from the
+        unrestricted candidates) maps into [lo, hi) (:mod:`common.roots`).
+    device_memory_limit : int or None
+        Accepted and ignored: this engine runs on the CPU.
     """
 
     name = "cpu"

@@ -1,5 +1,5 @@
 """Root ranges: restrict a search to the embeddings whose root lies in a range of data vertices,
-and cut the root's candidates into ranges of similar estimated work (issue 17).
+and cut the root's candidates into ranges of similar estimated work.
 
 An engine that takes ``root_range=(lo, hi)`` (``cpu``, ``gmatch``, ``egsm``) counts only the
 embeddings whose image of its *root*, the first query vertex it matches, is a data vertex id in

@@ -117,7 +117,7 @@ class ScanWorkspace:
     """Tile-total buffers for scans of up to ``capacity`` elements with output ``dtype``; make one
     per engine (through its :class:`~common.device.DeviceMemoryBudget`) to scan without
     allocating per query. It also keeps the kernels and the host cell the total comes back in
-    (slicing a device array for the copy costs ~30 us on an H200, as much as a launch)."""
+    (so the copy needs no slice of a device array, which costs as much as a launch)."""
 
     def __init__(self, capacity: int, dtype=np.int64, budget=None):
         self.capacity = int(capacity)

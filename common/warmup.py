@@ -10,7 +10,7 @@ queries of more than 16 vertices, and engine options other than the defaults, co
 use. Every kernel the runs launch is compiled once for the GPU present and saved; later
 processes (``gpusm match``, ``make demo``, the experiments harness, Dask workers) load them. Each
 process reports how many kernels it compiled and loaded, and which kernels of the engine the
-workload did not launch (those compile on first use, as before). Under the simulator, which
+workload did not launch (those compile on first use). Under the simulator, which
 compiles nothing, the command says so and stops.
 """
 
@@ -75,8 +75,10 @@ def warmup(engines=GPU_ENGINES, jobs: int | None = None, child: str = "common.wa
     unknown = [e for e in engines if e not in GPU_ENGINES]
     if unknown:
         raise ValueError(f"not a GPU engine: {', '.join(unknown)} (choose from {', '.join(GPU_ENGINES)})")
-    if child == "common.warmup" and not child_args:     # one process per engine variant
-        work = [(engine, (i,)) for engine in engines for i in range(len(ENGINE_VARIANTS.get(engine, ({},))))]
+    if child == "common.warmup" and not child_args:     # one process per engine variant (and run group)
+        work = [(engine, (i, *group)) for engine in engines
+                for i in range(len(ENGINE_VARIANTS.get(engine, ({},))))
+                for group in (((g,) for g in range(len(QUERY_SIZES) + 1)) if engine in SPLIT_BY_GROUP else ((),))]
     else:
         work = [(engine, tuple(child_args)) for engine in engines]
     jobs = jobs or max(1, min(len(work), os.cpu_count() or 1))
@@ -103,21 +105,33 @@ def _repo_root() -> str:
 ENGINE_VARIANTS = {"gmatch": ({}, {"candidate_graph": True})}
 
 
-def workload():
-    """(data graph, queries, match keywords) runs that take each engine's paths."""
+#: engines whose kernels are specialised by query size: one warmup process per run group
+#: (:func:`workload_groups`) instead of one for the whole workload
+SPLIT_BY_GROUP = ("gmatch",)
+#: query sizes of the labelled runs (gMatch's stack levels 4, 8, 12 and 16)
+QUERY_SIZES = (3, 5, 8, 10, 16)
+
+
+def workload_groups():
+    """The runs of :func:`workload` in groups that compile different kernel specialisations:
+    one group per query size of :data:`QUERY_SIZES`, then one for the patterns."""
     from .generate import pattern, power_law_labels, query_set, rmat
 
     labelled = rmat(2048, 16384, seed=11, labels=power_law_labels(2048, 8, 1.0, seed=11), name="warmup-labelled")
     unlabelled = rmat(1024, 6144, seed=12, name="warmup-unlabelled")
-    runs = []
-    for size in (3, 5, 8, 10, 16):        # gMatch's stack levels 4, 8, 12 and 16
+    groups = []
+    for size in QUERY_SIZES:
         queries = list(query_set(labelled, 2, size, seed=size, method="induced").queries)
-        runs.append((labelled, queries, {}))
-        runs.append((labelled, queries[:1], {"collect": True}))
-        runs.append((labelled, queries[:1], {"limit": 10}))
-    runs.append((unlabelled, [pattern(p) for p in ("P1", "P3", "P4", "P7")], {}))
-    runs.append((unlabelled, [pattern("P2")], {"collect": True}))
-    return runs
+        groups.append([(labelled, queries, {}), (labelled, queries[:1], {"collect": True}),
+                       (labelled, queries[:1], {"limit": 10})])
+    groups.append([(unlabelled, [pattern(p) for p in ("P1", "P3", "P4", "P7")], {}),
+                   (unlabelled, [pattern("P2")], {"collect": True})])
+    return groups
+
+
+def workload():
+    """(data graph, queries, match keywords) runs that take each engine's paths."""
+    return [run for group in workload_groups() for run in group]
 
 
 def warm_engine(name: str, runs=None, variants=None, batched: bool = True) -> dict:
@@ -171,13 +185,18 @@ def not_launched(records, packages) -> list[str]:
 
 
 def _main(argv: list[str]) -> dict:
-    """``python -m common.warmup ENGINE [VARIANT]``: one engine, one of its :data:`ENGINE_VARIANTS`
-    (by position) or all of them."""
+    """``python -m common.warmup ENGINE [VARIANT [GROUP]]``: one engine, one of its
+    :data:`ENGINE_VARIANTS` (by position) or all of them, over one run group of
+    :func:`workload_groups` or the whole workload."""
     name = argv[0]
     variants = ENGINE_VARIANTS.get(name, ({},))
     if len(argv) > 1:
         variants = (variants[int(argv[1])],)
-    return warm_engine(name, variants=variants)
+    runs = workload_groups()[int(argv[2])] if len(argv) > 2 else None
+    report = warm_engine(name, runs=runs, variants=variants)
+    if len(argv) > 2:
+        report["engine"] += f" (run group {argv[2]})"
+    return report
 
 
 if __name__ == "__main__":

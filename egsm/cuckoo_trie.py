@@ -5,37 +5,18 @@ u-side vertex, in three levels:
 
 1. two bucketised cuckoo hash tables (m = 2, buckets of 8 int32 cells = one 32-byte transaction)
    holding the candidates C(u);
-2. per cell, the start offset of N(v, u, u') (``off``, one entry per (edge, cell) pair; the
-   length is the difference to the next pair's offset);
-3. the concatenated neighbour lists N(v, u, u') = {v' in N_G(v) : v' in C(u')}, each sorted
-   ascending (the data CSR is sorted), so lanes of a warp binary-search on the same path.
+2. per cell, the start offset of N(v, u, u') (``off``, one entry per (edge, cell) pair);
+3. the concatenated neighbour lists N(v, u, u') = {v' in N_G(v) : v' in C(u')}, each sorted.
 
-Shared layout (as in the authors' code): every CT(u, .) of one u uses the same level 1
-(same keys, same cells, same hash seeds), so a cell index found once for v answers "is v a key of
-CT(u, a)" for every neighbour a (its list is non-empty) and gives v's list in every CT(u, a).
-Only one copy of the level-1 table per query vertex is stored rather than one per trie.
-
-Choices where the paper is silent, recorded:
-
-* Hash: MurmurHash2 (``common.device_functions.hash32``) of the key with one seed per table,
-  modulo the bucket count; the authors use ``(c0 ^ (key + c1)) mod buckets``. On a failed build
-  the host draws new seeds and rebuilds (the paper's rehash).
-* Sizing: ceil(2|C(u)| / 8) buckets per table (authors' ``CUCKOO_SCALE_PER_TABLE = 2``), |C(u)|
-  counted by the filter kernel.
-* Insertion: one thread per (vertex, query vertex) key, CAS into an empty cell of its bucket,
-  else ``atomic.exch`` with cell ``key % 8`` and the victim moves to the other table, at most
-  ``MAX_CUCKOO_LOOP = 64`` times (authors' limit); the paper uses 8 cooperating lanes per key.
-* Levels 2 and 3: one warp per level-1 cell (the paper's warp per key) reads the key's neighbour
-  list once, in 32-element chunks, and counts (then copies) N(v, u, a) for every out-edge (u, a)
-  of its u in the same pass, a ballot per edge; an exclusive scan over all pairs of all tries
-  gives the offsets between the two. All tries of a query are built by the same three launches.
-  (Before: one thread per (edge, cell) pair, which left a hub's warp waiting on deg(v) serial
-  loads per edge.)
-* Deletion (filter step 3) keeps a live count per pair and a REMOVED flag per list slot; a key
-  whose live count reaches 0 is deleted at once (the paper's eager variant).
-  Compaction then drops removed slots and empty keys into fresh arrays (``off2``/``nbr2``) and
-  lists the surviving keys of each trie (``proj_keys``: π_u R(u, u'), used as s_min when a
-  projection is the smallest set, as the authors' ``compacted_vs``).
+As in the authors' code, every CT(u, .) of one u shares level 1 (same keys, cells and seeds), so
+one cell index found for v answers "is v a key of CT(u, a)" for every neighbour a and gives v's
+list in each. Insertion is one thread per key (CAS into an empty cell, else an exchange that moves
+the victim to the other table, at most ``MAX_CUCKOO_LOOP`` times; a failed build rehashes with new
+seeds); levels 2 and 3 are one warp per level-1 cell; deletion (filter step 3) keeps a live count
+per pair and deletes a key eagerly; compaction drops removed slots and empty keys and lists each
+trie's surviving keys (``proj_keys``: π_u R(u, u')). ``small_index_kernel`` builds a small
+query's whole index in one cooperative launch. docs/decisions.md ("EGSM's cuckoo tries") gives
+the choices where the paper is silent.
 """
 
 from __future__ import annotations

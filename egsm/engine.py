@@ -1,116 +1,25 @@
 """EGSM engine (Sun & Luo, SIGMOD 2023): the public entry of the package.
 
-Pipeline per query (paper §2): filter steps 1-2 (``filter.candidate_kernel``), Cuckoo tries of
-every directed query edge (``cuckoo_trie``), wedge filter (``filter.prune_kernel``), compaction,
-vertex grouping (``order.plan``), hybrid BFS-DFS enumeration under the queue budget
-(``enumerate.extend_kernel``).
+    engine = EGSM().prepare(data)                # EGSM(variant="NoF3") etc.: the Table 4 variants
+    result = engine.match(query, timeout_s=10)   # engine.match_batch(queries): a shared filter launch
 
-Options (variants of the paper's Table 4 are options of this one class):
+Pipeline per query (§2): filter steps 1-2 (``filter.candidate_kernel``, §4), Cuckoo tries of
+every directed query edge (``cuckoo_trie``, §3), the wedge filter (``filter.prune_kernel``, §4),
+compaction, vertex grouping (``order.plan``, §5.3) and the hybrid BFS-DFS enumeration under the
+queue budget (``enumerate.extend_kernel``, §5.4-§5.6). Load balancing (§5.6) is look-forward
+splitting into a device record pool drained by the same launch (Numba has no dynamic
+parallelism); look-backward splitting is not implemented.
 
-* ``variant``: ``"default"`` | ``"NoF3"`` (no wedge filter) | ``"DFS"`` (u0, then one group) |
-  ``"BFS"`` (one vertex per group) | ``"Static"`` (static order inside groups) | ``"NoLB"`` (no
-  load balancing); it only sets the defaults of the options below, which override it when given.
-* ``wedge_filter`` (bool), ``mode`` (``"bfs-dfs"`` | ``"dfs"`` | ``"bfs"``), ``order``
-  (``"adaptive"`` | ``"static"``), ``load_balance`` (bool).
-* ``wedge_filter_min_edges`` (``WEDGE_MIN_EDGES`` = 32768; 0: always, as the paper): the wedge
-  filter runs on a candidate index of at least this many candidate edges (the level-3 total).
-  Our choice beyond the paper: on smaller indexes it removed no enumeration time and cost its
-  one-block launch (HPRD dense-16, every index under 2,000 edges: 1.05-1.15x the wall of
-  ``NoF3``, enumeration equal; yeast dense-8 up to 26,000 edges: 1.10-1.26x; above that it
-  starts to pay: docs/performance.md, "Session 12"). The host skips the launch when the
-  level-3 bound (the candidates' degree sums) is under it, else the kernel compares the total
-  the one-block scan left on the device. Counts never change; ``stats`` says whether it ran
-  (``wedge_filter_applied``). The paper's experiments pass 0.
-* ``fused_index`` (True; False: one launch per step, as the authors' code): the index of a
-  query of at most ``layout.SMALL_SCAN`` (edge, cell) pairs whose wedge filter is skipped is
-  built by one cooperative launch (``cuckoo_trie.small_index_kernel``, three grid barriers:
-  insertion, level-2 counts, one scan for the level-2 offsets and the key positions, then level 3
-  beside the projections; with no deletion there is nothing to compact) instead of six; our
-  choice beyond the paper, which counts kernel time only: the six launches cost a small query
-  more host time than their few microseconds of work each (HPRD dense-16: all kernels 498 -> 327
-  us per query, docs/performance.md "Session 13").
-* ``split_threshold`` (TH1 = 1024) and ``split_records`` (capacity of the split-record pool,
-  65536 records of 40 int64): look-forward load balancing.
-* ``queue_bytes``: size of the cyclic partial-result queue; default: half of the device-memory
-  budget left after ``prepare``, at most 6 GB (the authors' pool), 4 MiB when there is no limit
-  (the simulator).
-* ``blocks``: blocks of the enumeration kernel (default 4 per SM; 1 in the simulator).
-* ``device_memory_limit``: every device allocation goes through one ``DeviceMemoryBudget``.
-* ``root_range`` (lo, hi) keeps only the embeddings whose u0 maps into [lo, hi) (issue 17,
-  :mod:`common.roots`); u0, the first vertex, comes from the query alone
-  (:meth:`EGSM.root_vertex`), and its
-  candidate bits outside the range are cleared right after filter steps 1-2, so the tries, the
-  wedge filter and the first stage see the restricted C(u0).
+``timeout_s`` (the paper has none) is checked between the index build's launches and before the
+stages, which are queued back to back through :class:`common.device.LaunchWatch`: it raises the
+kernels' stop flag at the deadline, and a stopped query returns status ``timeout`` with the
+partial count. ``match_batch`` runs filter steps 1-2 of up to ``layout.BATCH_MAX`` queries in
+one launch; each query then indexes and enumerates alone with its own deadline.
 
-``timeout_s`` (the paper has none): the deadline is checked before the stages, which are queued
-back to back through :class:`common.device.LaunchWatch` (``run_all``: no host round trip between
-stages), which raises the kernels' stop flag at the deadline; the running stage ends within a
-few batches of it and the stages queued after it leave at once (before the in-launch stop, one
-launch of P8 on the unlabelled GitHub graph ran 98.7 s under ``timeout_s=20``). A stopped
-query returns status ``timeout`` with the partial count. The deadline is also checked (host
-clock only, no synchronisation) between the index build's launches; a queued index launch is not
-interruptible (overrun bound: the launches queued since the last host read, milliseconds on a
-GPU, seconds in the simulator on dense candidate sets).
-Without a deadline the stages are launched back to back on the default stream, unwatched.
-
-Per-query fixed cost (choices where the paper is silent; it counts kernel time only):
-
-* Host reads: |C(u)| and the candidates' degree sums Σ_{v in C(u)} d(v) after filter steps 1-2
-  (one copy: table sizes, and the bound Σ over directed query edges (u, a) of u's degree sum on
-  the level-3 total), ctrl + einfo in one copy after compaction (cuckoo failure, |R|, |π R| for
-  grouping, the level-3 total for the statistics; one device array holds both), ctrl after the
-  stages. Nothing else synchronises: the level-3 and compacted lists are sized by the bound and
-  the pair count up to ``BOUND_COMPACT_SLOTS`` (and half the memory left), above which the
-  level-3 total and two more totals are read to size them exactly.
-* Host work per query: ctrl and the cuckoo keys are cleared by two driver memsets (no launch);
-  after grouping only the stage masks are copied (the rest of the metadata is already there);
-  the hash seeds of each build attempt come from a fixed table (``CUCKOO_SEEDS``); the phases
-  are timed with driver event calls (``common.device.PhaseTimer``). Host work that needs no
-  device result runs while the device works: the wedge filter's order and phases while the
-  filter kernel runs, the query's grouping shape (``order.query_shape``: core, V_d, u0,
-  components) while the index kernels run; after the index only the groups' order by |R| is
-  left to the host before the stages are queued.
-* Wedge filter: one block of ``PRUNE_THREADS`` runs every centre of both passes in δ order,
-  runs of consecutive non-adjacent centres together (``filter.prune_phases``), with a block
-  barrier between runs, when no centre has more than ``FUSED_PRUNE_CELLS`` cells;
-  otherwise one launch per centre (grid sized to its cells), as before.
-* Scans: up to ``layout.SMALL_SCAN`` (edge, cell) pairs, one block scans the level-2 counts
-  (its total read with ctrl) and later, in one launch, both compaction scans (the alive flags
-  computed on the fly); larger queries use :func:`common.scan.exclusive_scan`.
-* Grids: index kernels over the query's pairs / cells only (pooled buffers may be longer; the
-  scans take ``n``); stage 0 (GetFirstMatches, never split) gets one warp per 32-element task;
-  later stages the full grid (their row counts are known only on the device).
-* DFS level state: each enumeration warp's (LV_FIELDS, MAXQ) int64 state is in shared memory,
-  written by lane 0 between warp barriers; not a local array, which Numba would zero-fill at every
-  stage launch, nor a global one, whose stores the next loads read back from L2 (``enumerate``
-  module docstring).
-* Buffers: every per-query device buffer comes from one :class:`common.device.BufferPool`
-  (``self.pool``; grown x1.5, reused); metadata and counters are copied with
-  ``common.device.upload``/``download`` (the driver called directly).
-* Batches (``match_batch``): filter steps 1-2 of up to ``layout.BATCH_MAX`` queries (bitmaps
-  of at most ``BATCH_MASK_WORDS`` words) run in one launch with one copy back of every |C(u)|;
-  then each query builds its index and enumerates alone, with its own deadline (started when
-  its own search starts), limit, status, embeddings and peak (which counts the shared bitmaps).
-  A query whose filter leaves a vertex without candidates costs no further launch.
-
-Load balancing (paper §5.6) without dynamic parallelism, which Numba lacks: warps take tasks
-from a device cursor; look-forward splitting publishes a level whose s_min has more than TH1
-elements as 32-element chunk records (prefix + chunk) in a device pool that every warp of the
-same launch drains once the main tasks are used up (in-kernel, no relaunch; termination when all
-main tasks and records are finished); the splitting warp leaves that level. When the pool is
-full the warp keeps the level itself. Look-backward splitting (TH2 = 1e6 batches) is not
-implemented. A query none of whose relations has more than TH1 candidate edges cannot
-split (every s_min is a level-3 list or a projection of one relation): its stages run without the
-record pool, and a warp that finds the main tasks used up leaves at once instead of waiting for
-them all to finish (our choice; the counts do not change).
-
-Statistics (``MatchResult.stats``): ``candidate_sizes`` (|C(u)| per query vertex after steps
-1-2), ``order`` (the matching order: the groups' vertices in stage order; inside a group the
-adaptive order is each warp's own; a query stopped before grouping reports the plan on
-|C(u)| |C(u')|), ``groups``, candidate edges per relation |R(u, u')| (list and mean),
-candidate-index bytes (level 1 + 2 + 3 and the compacted key lists), filtering seconds (filter +
-index phases), whether the wedge filter ran (``wedge_filter_applied``), stage row counts, whether
-the BFS-to-DFS fallback ran, cuckoo rebuilds.
+Statistics (``MatchResult.stats``): ``candidate_sizes``, ``order``, ``groups``, candidate edges
+per relation, candidate-index bytes, filtering seconds, ``wedge_filter_applied``, stage row
+counts, whether the BFS-to-DFS fallback ran, cuckoo rebuilds. docs/decisions.md ("EGSM") gives
+the choices where the paper is silent and their measurements.
 """
 
 from __future__ import annotations
@@ -185,7 +94,7 @@ SPLIT_RECORDS = 1024 if simulator_active() else 1 << 16
 SIM_QUEUE_BYTES = 4 << 20
 MAX_REBUILDS = 8
 #: Hash seeds of table 0 and table 1 for each cuckoo build attempt (fixed: a query's index is
-#: reproducible; drawn once, not per query: a generator costs ~50 us of host time).
+#: reproducible; drawn once, not per query, so no generator runs on the query's path).
 CUCKOO_SEEDS = np.random.default_rng(0).integers(1, 2**31 - 1, size=(MAX_REBUILDS, 2))
 BUILD_BLOCKS_MAX = 4096
 #: Default ``wedge_filter_min_edges``: smaller candidate indexes skip the wedge filter.
@@ -226,7 +135,42 @@ class _Query:
 
 
 class EGSM(Engine):
-    """EGSM on the GPU (Numba CUDA kernels); see the module docstring for the options."""
+    """EGSM on the GPU (Numba CUDA kernels); the variants of the paper's Table 4 are options.
+
+    Parameters
+    ----------
+    variant : {"default", "NoF3", "DFS", "BFS", "Static", "NoLB"}
+        Table 4's variants: no wedge filter, u0 then one group, one vertex per group, static order
+        inside groups, no load balancing; sets the defaults of the four options below.
+    wedge_filter : bool or None
+        Run the wedge filter (§4); None: the variant's choice.
+    mode : {"bfs-dfs", "dfs", "bfs"} or None
+        Vertex grouping of the enumeration (§5.3); None: the variant's choice.
+    order : {"adaptive", "static"} or None
+        Matching order inside a group (§5.4); None: the variant's choice.
+    load_balance : bool or None
+        Look-forward splitting of heavy levels (§5.6); None: the variant's choice.
+    split_threshold : int
+        TH1: a level whose s_min has more elements is split into 32-element records (§5.6).
+    split_records : int
+        Capacity of the split-record pool (records of 40 int64).
+    wedge_filter_min_edges : int or None
+        The wedge filter runs on a candidate index of at least this many level-3 entries; None:
+        ``WEDGE_MIN_EDGES``; 0: always, as the paper. ``stats["wedge_filter_applied"]`` says if it ran.
+    fused_index : bool
+        Build a small query's index in one cooperative launch (``cuckoo_trie.small_index_kernel``);
+        False: one launch per step, as the authors' code.
+    queue_bytes : int or None
+        Size of the cyclic partial-result queue; None: half the device-memory budget left after
+        ``prepare``, at most 6 GB (the authors' pool), 4 MiB without a limit in the simulator.
+    blocks : int or None
+        Blocks of the enumeration kernel; None: 4 per SM (1 in the simulator).
+    root_range : (int, int) or None
+        Keep only the embeddings whose u0 (:meth:`EGSM.root_vertex`) maps into [lo, hi)
+        (:mod:`common.roots`); C(u0) is restricted right after filter steps 1-2.
+    device_memory_limit : int or None
+        Device-memory budget in bytes; every device allocation goes through one ``DeviceMemoryBudget``.
+    """
 
     name = "egsm"
     supports_edge_labels = False

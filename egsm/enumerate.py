@@ -1,71 +1,28 @@
 """Hybrid BFS-DFS enumeration (paper §5.2-5.5, Algorithms 3 and 4).
 
-One kernel, ``extend_kernel``, runs one stage: warps take tasks from a device cursor (one warp per
-task) and extend each task depth-first through the stage's vertex group (ExtendDFS restricted to
-V_i). Stage 0 is GetFirstMatches: a task is a chunk of 32 elements of the smallest π_{u0} R(u0, .)
-and each lane checks its element against u0's other tries. Later stages take one partial match
-(a row of the queue) per task. A stage that is not the last appends every partial match covering
-∪_{j<=i} V_j to the cyclic queue (BFS between groups); the last stage only counts (and, with
-``collect``, writes embeddings).
+One kernel, ``extend_kernel``, runs one stage: warps take tasks from a device cursor and extend
+each depth-first through the stage's vertex group (ExtendDFS restricted to V_i). Stage 0 is
+GetFirstMatches (a task is a chunk of 32 elements of the smallest π_{u0} R(u0, .)); later stages
+take one queue row per task. A stage that is not the last appends its partial matches to the
+cyclic queue (BFS between groups); the last one counts (and, with ``collect``, writes).
 
-Per warp and level (paper Fig. 6): one 32-lane intersection batch over s_min fills the level's
-buffer (shared memory) with up to 32 survivors, which are extended one by one; the next batch is
-taken when the buffer is used up. A lane's element x of s_min survives iff it is in
-N(M(u'), u', u) for every mapped query neighbour u' (binary search in the sorted level-3 list),
-x is a key of CT(u, u'') for every unmapped neighbour u'' (look-ahead, one cuckoo probe gives
-the cell shared by all CT(u, .)), and x differs from every mapped data vertex (injectivity, as
-the authors' code; Algorithm 3 leaves it implicit).
+Per warp and level (Fig. 6): a 32-lane intersection batch over s_min fills the level's buffer with
+survivors: x survives iff it is in N(M(u'), u', u) for every mapped neighbour u', a key of
+CT(u, u'') for every unmapped one (look-ahead) and differs from every mapped data vertex.
+SelectNext (§5.5) picks, by a warp min-reduction, the group's extendable vertex with the smallest
+estimate; the ``Static`` variant takes the one with the most mapped neighbours (CuTS's rule).
+Memory (§5.4): a stage whose queue reservation passes the free space sets the overflow flag, and
+the host reruns it with the remaining vertices in one group (pure DFS). Load balancing (§5.6,
+look-forward only): a level whose s_min has more than TH1 elements is published as 32-element
+records in a device pool that idle warps of the same launch drain.
 
-SelectNext (§5.5): lane i stands for query vertex i; it is extendable if it is in the group,
-unmapped and has a mapped neighbour; its estimate is the smallest of |N(M(u'), u', i)| over
-mapped neighbours and |π_i R(i, u'')| over unmapped ones; a warp min-reduction picks the smallest
-(ties: smaller vertex id) and that set is s_min. Static order (the ``Static`` variant): the
-extendable vertex with the most mapped neighbours (CuTS's rule), s_min as above.
-
-Memory (§5.4): the queue is one int32 array used cyclically; stage i's output starts right
-after its input (the output of stage i-1), so stage i may overwrite stage i-2's rows. Before
-writing, a warp reserves rows with one atomic add; if the reservation passes the free space, the
-stage sets the overflow flag and all its warps return; the later stages, already queued on the
-stream, see the flag and return at once. The host then reruns that stage with all remaining
-vertices merged into one group (pure DFS), reading the same intact input: EGSM never runs out of
-memory.
-
-Load balancing (§5.6, look-forward only): when a warp sets up a level (other than its task's
-first) whose s_min has more than TH1 elements, it reserves ceil(|s_min| / 32) records in a
-device pool (one CAS; if the pool is full it keeps the level), writes the prefix (mapped mask and
-data vertices) and one 32-element chunk of s_min per record, publishes each with a per-launch
-epoch flag after a memory fence, and leaves that level. Warps that find the main tasks used up
-take records in order; a warp waiting for a record exits once every main task and every
-reserved record has finished and nothing is reserved at or after its index (the counters are
-read twice around the check, so no record can appear after the decision); such a warp's pause
-doubles while no record is reserved at its index. This replaces the
-authors' child kernels launched by dynamic parallelism, which Numba lacks; look-backward
-splitting (TH2) is not implemented.
-
-Choices where the paper is silent, recorded: stage positions in the queue are computed on the
-device from the per-stage row counters, so all stages are launched back to back with no host
-round trip between them (the host reads the counters once at the end); the stop flag (limit
-reached) is polled once per batch; rows store the mapped data vertices in ascending query-vertex
-order and a task re-derives each vertex's cuckoo cell with one probe per lane.
-
-Code layout: ``extend_kernel`` is the task loop (take a task: a first-match chunk, a queue row
-or a split record; then ``extend_task``), ``extend_task`` is ExtendDFS through the group, and
-the steps are named device functions (``queue_geometry``, ``load_*``, ``open_level`` =
-SelectNext + s_min, ``test_candidate``, ``publish_split``, ``emit_embeddings``, ``emit_rows``);
-a warp's per-level state is a (LV_FIELDS, MAXQ) array indexed by ``layout.LV_*``, one per warp
-in shared memory (8 KB a block): every lane reads it, lane 0 writes it between two warp barriers
-(``set_level``, ``set_field``), so that no lane's write overtakes another lane's read of the
-value before it. It is not a ``cuda.local.array``: Numba zero-fills a local array at every
-kernel entry, 2 KB per thread here, which cost a small query's stages more than their own work
-(docs/performance.md, "Session 9"); nor a slice of a global array per thread, as it was until
-session 13: every store of the DFS loop went to L2 and the next load came back from there.
-
-Deadline (``timeout_s``; the paper has none inside a launch): with ``watch`` = 1 the host runs
-each stage through :class:`common.device.LaunchWatch`, which writes ``ctrl[C_STOP]`` from a second
-stream at the deadline; lane 0 of every warp also reads the flag with an L2 atomic every
-``STOP_POLL_INTERVAL`` polls (a poll = a task taken or a batch tested), since the per-batch
-plain load may hit a stale L1 line the host's copy never updates. Warps waiting for a split
-record already read it atomically. With ``watch`` = 0 (no deadline) nothing changes.
+Code layout: ``extend_kernel`` is the task loop, ``extend_task`` ExtendDFS through the group; the
+steps are named device functions (``queue_geometry``, ``load_*``, ``open_level``,
+``test_candidate``, ``publish_split``, ``emit_embeddings``, ``emit_rows``). A warp's level state
+is a (LV_FIELDS, MAXQ) array in shared memory, written by lane 0 between two warp barriers
+(``set_level``, ``set_field``). With ``watch`` = 1 every stage polls ``ctrl[C_STOP]``, which
+:class:`common.device.LaunchWatch` raises at the deadline. docs/decisions.md ("EGSM") gives the
+choices where the paper is silent.
 """
 
 from __future__ import annotations

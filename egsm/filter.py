@@ -5,30 +5,14 @@ candidate of u iff L(v) = L(u), d(v) >= d(u) and NLC(v)[l] >= NLC(u)[l] for ever
 N(u). ``candidate_kernel`` evaluates every query vertex of every query of a batch for every data
 vertex in one launch and writes one bitmap word per (query, data vertex) (bit u = v in C(u), the
 paper's B[u][v]) and |C(u)|.
-Step 3 (the wedge filter) runs on the Cuckoo tries: ``prune_kernel`` is PruneCuckooTries.
 
-Choices where the paper is silent, recorded:
-
-* NLC(v) is precomputed once per data graph as a sorted (label, count) list per vertex (all data
-  labels), so a query only binary-searches the labels its vertices need; the authors build
-  NLC(v) per query in shared memory counting only the query's labels. Same test.
-* The degree test d(v) >= d(u) is implied by the NLC test (the counts sum to the degrees) and
-  only short-cuts it.
-* Filtering order δ: BFS from the query vertex of largest degree (ties: smallest id), each
-  vertex's neighbours in ascending id order, the paper's "arbitrary vertex then BFS order";
-  the authors default to degeneracy order. Two
-  passes (δ then reversed δ), no fixpoint, as the paper.
-* One block of ``prune_all_kernel`` runs the 2 |V(Q)| centres of both passes, when every
-  centre has at most ``FUSED_PRUNE_CELLS`` cells (engine.py): consecutive centres no two of which
-  are adjacent form a phase whose cells the threads take together (such centres touch disjoint
-  tries, so this is the result of one centre after the other), with a block barrier between
-  phases. Larger queries launch ``prune_kernel`` once per centre over a grid sized to that
-  centre's cells.
-* Each centre u applies both chains of Prune over ⟨N(u)⟩ at once: after the
-  two chains every CT(u, a) keeps exactly the u-values present in all of them (§4.2), so one
-  thread per key of u checks all of u's tries and, if the key is missing from one, deletes it
-  from every CT(u, a) and deletes the mirrored tuples (v'', v) from CT(a, u). Keys are deleted
-  eagerly when their list empties (our choice: prunes at least as much, never changes results).
+Step 3 (the wedge filter, PruneCuckooTries) runs on the Cuckoo tries over the filtering order δ
+and then reversed δ: each centre u keeps in every CT(u, a) exactly the u-values present in all of
+them (§4.2). One block of ``prune_all_kernel`` runs every centre of both passes, consecutive
+non-adjacent centres together with a block barrier between phases, when every centre has at most
+``FUSED_PRUNE_CELLS`` cells; larger queries launch ``prune_kernel`` once per centre. The engine
+runs step 3 only on indexes of at least ``wedge_filter_min_edges`` entries. docs/decisions.md
+("EGSM's grouping and filter") gives the choices where the paper is silent.
 """
 
 from __future__ import annotations

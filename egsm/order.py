@@ -1,35 +1,21 @@
-"""Vertex grouping for the hybrid BFS-DFS (paper §5.3, VertexGrouping) and the variants' groups.
+r"""Vertex grouping for the hybrid BFS-DFS (paper §5.3, VertexGrouping) and the variants' groups.
 
 The order *inside* a group is chosen on the fly by each warp (adaptive, §5.5) or by the static
-CuTS rule; that code is in ``enumerate.py`` (``select_next``). This module decides the groups,
-on the host, from the query and the filtered relation sizes.
+CuTS rule (``enumerate.select_next``); this module decides the groups on the host, from the query
+and the filtered relation sizes:
 
-VertexGrouping, as the paper:
-
-1. Core = 2-core of Q (strip degree-1 vertices); a tree query's core is its edge with the
-   largest d(u) + d(u').
+1. Core = 2-core of Q; a tree query's core is its edge with the largest d(u) + d(u').
 2. Dense group V_d: the vertices of the core's 4-cliques, largest connected component of the
-   subgraph they induce; without a 4-clique the core triangle of largest degree sum; without a
-   triangle the core edge of largest degree sum.
-3. Sparse groups: the connected components of core \\ V_d, ascending by the smallest |R(u_d, u_s)|
-   over their edges to V_d.
-4. Tree groups: the components of V(Q) \\ core, ascending by |R(u_c, u_t)| of the edge that
-   attaches them to the core.
+   subgraph they induce; else the core triangle, else the core edge, of largest degree sum.
+3. Sparse groups: the connected components of core \ V_d, ascending by the smallest
+   |R(u_d, u_s)| over their edges to V_d.
+4. Tree groups: the components of V(Q) \ core, ascending by |R(u_c, u_t)| of the attaching edge.
 
-Choices where the paper is silent, recorded: ties break toward smaller vertex ids; u0 (the
-first vertex) is the vertex of V_d of largest query degree (authors' code) and starts alone in
-group 0, so its candidates (intersection of π_{u0} R(u0, .)) are materialised first (authors'
-layout: {u0}, V_d \\ {u0}, sparse groups, tree groups). The authors' code builds V_d by merging
-(3,4)-nuclei; this follows the paper's text (largest connected component of the 4-clique
-vertices). Groups are sorted by |R| of the connecting edges as the paper says (the authors'
-code sorts by edge counts first and uses |π_u R|).
-
-Variants: ``dfs`` = {u0} then every other vertex in one group; ``bfs`` = one vertex per group,
-greedy: inside the dense, then sparse, then tree block, the vertex adjacent to the placed ones
-with the smallest |R(u_placed, u)|.
-
-Compiled host code (``numba.njit``) over neighbour bitmasks (``common.bitmasks``): vertex sets
-are int64 masks, groups come back as masks, each group's vertices ascending.
+u0 (the vertex of V_d of largest query degree) starts alone in group 0. Variants: ``dfs`` = {u0}
+then every other vertex in one group; ``bfs`` = one vertex per group, greedily by the smallest
+|R(u_placed, u)|. Compiled host code (``numba.njit``) over neighbour bitmasks
+(``common.bitmasks``); groups come back as masks. docs/decisions.md ("EGSM's grouping") gives
+the choices where the paper is silent.
 """
 
 from __future__ import annotations
@@ -205,7 +191,7 @@ def query_shape(nbr: np.ndarray) -> Shape:
 
 def first_vertex(nbr: np.ndarray) -> int:
     """u0 of :func:`plan` in every mode, from the query alone (no relation sizes): the vertex
-    ``root_range`` restricts (issue 17)."""
+    ``root_range`` restricts (:mod:`common.roots`)."""
     return query_shape(nbr).first_vertex
 
 

@@ -1,5 +1,5 @@
 """gMatch benchmark: exact counts, warm timings against the CPU reference, variant ratios and idle
-rates (issue 6; paper Tables 2/5/6/8, Figs. 11 and 16).
+rates (paper Tables 2/5/6/8, Figs. 11 and 16).
 
 Workloads (``--workloads``, comma-separated; default all):
   hprd      all 100 HPRD dense-16 queries (hprd/expected_counts_1_100.txt)
@@ -12,13 +12,10 @@ Workloads (``--workloads``, comma-separated; default all):
             candidate graph (bitmap set intersection), seed pools,
             on GitHub Q_0..Q_10 (ratios to the default fine engine)
   idle      idle rates of the fine and coarse variants on GitHub and Enron (16 uniform labels),
-            --idle-queries random 12-vertex induced queries each (Tables 2/6), run query-major
-            (each query: fine, then coarse Naive / Unroll-2/4/8), one run per query and variant
-            under --timeout, each announced by a line before it starts; a limit=1 run compiles
-            each variant first. A timed-out run still reports the idle rate of the part it
-            searched (idle rate over the first --timeout seconds of the search), so every
-            variant is measured on the same queries; the idle summary gives, per graph and
-            variant, the mean over all runs and over the queries every variant finished
+            --idle-queries random 12-vertex induced queries each (Tables 2/6), query-major, one
+            run per query and variant under --timeout (a timed-out run reports the idle rate of
+            its first --timeout seconds); the summary gives, per graph and variant, the mean
+            over all runs and over the queries every variant finished
 
 Every count is checked (external count, or the reference's when it finishes); a mismatch is
 printed loudly and the script exits with status 1. Times: one warm-up, then the median of

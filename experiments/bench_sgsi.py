@@ -1,11 +1,11 @@
-"""SGSI benchmark (issue 4): out-of-core SGSI and SGSI+ under a device-memory limit smaller than
+"""SGSI benchmark (TKDE'22 §6-§7): out-of-core SGSI and SGSI+ under a device-memory limit smaller than
 the data graph, against in-core GSI without a limit, in one run; counts checked, times compared,
 the computation/communication split (SGSI Table 7) reported.
 
 Workloads (``--workloads``): ``hprd`` (the 100 dense-16 queries, exact counts), ``github``
 (Q_0..Q_10, exact counts), ``rmat`` (a generated R-MAT graph, ``--rmat-vertices`` /
 ``--rmat-edges``, power-law vertex and edge labels, random-walk queries; in-core GSI's count is
-the oracle, as the issue asks). The limit is the data graph's device footprint (signature table
+the oracle). The limit is the data graph's device footprint (signature table
 plus PCSR) divided by ``--ratio`` (default 4.5, so the graph is at least 4x larger than it).
 
 Per query: one warm-up (validated), then the median of ``--repeats`` runs of the device-event

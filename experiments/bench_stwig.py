@@ -1,4 +1,4 @@
-"""Benchmark and validation of the STwig engines (issue 7; Lin et al. 2014 §5).
+"""Benchmark and validation of the STwig engines (Lin et al. 2014 §5).
 
 1. Validates ``stwig`` (GPU) counts against the exact external counts: the 100 HPRD queries,
    the yeast dense_8 / sparse_8 / dense_16 queries with a known count <= 1e7, and GitHub
@@ -17,14 +17,10 @@
    the first join level only (``split_levels=1``) and the parallel CPU baseline, as ratios to
    the default GPU engine.
 
-Workloads run in the order hprd, github, rmat, yeast, variants (each with a share of the time
-budget; leftovers roll over); ``--yeast-max`` caps the yeast queries (taken in turn from the
-three sets). Every query prints a progress line with the elapsed time.
-
-Writes per-query rows to ``--out``/stwig_bench.csv and prints a summary table last.
-``--time-budget`` stops launching new queries once spent (shared out over the workloads).
-Example (GPU): ``python -m experiments.bench_stwig --time-budget 300``;
-simulator smoke test: ``python -m experiments.bench_stwig --quick``.
+Workloads run in the order hprd, github, rmat, yeast, variants, sharing ``--time-budget``;
+``--yeast-max`` caps the yeast queries. Per-query rows go to ``--out``/stwig_bench.csv, a
+summary table is printed last: ``python -m experiments.bench_stwig --time-budget 300`` (GPU),
+``--quick`` (simulator smoke test).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What a user waits for on first use: per engine, in fresh processes, the first query with an
 empty kernel cache, the first query with a filled one, a warm query, and the ``gpusm match``
-command's wall time (docs/performance.md, "Cold start").
+command's wall time (docs/performance.md, "Cold start", has the table).
 
     python -m experiments.cold_start [--data D] [--query Q] [--engines ...] [--out DIR]
 

@@ -1,31 +1,25 @@
 """Named experiments: what a paper's table or figure runs, how its cells are computed, what it printed.
 
 An :class:`Experiment` crosses its :class:`Config` columns (engine + options) with its
-:class:`Point` rows (a dataset and a query set: one per dataset in a table, one per x value in
-a sweep). :func:`run_experiment` runs every (config, point) pair through
-:func:`experiments.runner.run_jobs`, computes each cell with the experiment's :class:`Metric`
-from the raw per-query rows, and writes the reports (:mod:`experiments.report`).
+:class:`Point` rows (a dataset and a query set). :func:`run_experiment` runs every (config,
+point) pair through :func:`experiments.runner.run_jobs`, computes each cell with the experiment's
+:class:`Metric` from the per-query rows, and writes the reports (:mod:`experiments.report`).
 
 Metrics, as the papers define them:
-- ``avg_ms``: mean time over the solved queries (status ok), in ms (GSI §VIII-A averages over
-  its 100 queries; EGSM §6.4 and gMatch §4.5 over solved ones: we always average over solved
-  queries and report the solved count beside it);
+- ``avg_ms``: mean time over the solved queries, in ms, with the solved count beside it (GSI
+  §VIII-A, EGSM §6.4, gMatch §4.5);
 - ``solved``: number of queries with status ok;
-- ``speedup``: mean (or, with ``reduce="max"``, maximum) over queries solved by both of
-  ``t_config / t_base`` (EGSM §6.4's mean of per-query ratios; ``base`` is a config label);
-- ``stat``: mean of a statistic the engine reports (``stat`` key) over the queries that ran,
-  solved or timed out (the statistic of a partial run, such as an idle rate or a stack's high
-  water mark, is still a measurement); ``partial_runs=False`` keeps solved queries only, for
-  statistics that are totals over the whole search (a timed-out run's total is a lower bound);
-- ``peak_mb``: mean over solved queries of the peak device memory, in MiB.
-The time of a query is the sum of the phases the paper counts (``phases``; default all).
-Rows with status ``skipped`` (the budget ran out before they ran, :func:`run_set`) never
-enter a cell: a cell with any skipped row is NaN and the reports print it as not run.
+- ``speedup``: mean (or ``reduce="max"``) over queries solved by both of ``t_config / t_base``
+  (EGSM §6.4);
+- ``stat``: mean of an engine statistic over the queries that ran (``partial_runs=False``:
+  solved ones only, for totals over the whole search);
+- ``peak_mb``: mean peak device memory over solved queries, in MiB.
+A query's time is the sum of the phases the paper counts (``phases``). A cell with a ``skipped``
+row (the budget ran out) is NaN and reads "not run".
 
-Budget. :func:`plan` gives, per experiment at a scale, the worst-case seconds of a run (every
-query runs to its time limit), which sizes the scales and assigns the sets to GPUs
-(:func:`assign_gpus`); :func:`run_set` runs one paper's set in one worker process under an
-optional wall-time budget.
+Budget: :func:`plan` gives each experiment's worst-case seconds at a scale (every query to its
+limit), which :func:`assign_gpus` uses; :func:`run_set` runs one paper's set in one worker
+process under an optional wall-time budget.
 """
 
 from __future__ import annotations

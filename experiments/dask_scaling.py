@@ -1,4 +1,4 @@
-"""Dask on GPUs: query-set throughput and one heavy query split, against a local run (issues 17, 18).
+"""Dask on GPUs: query-set throughput and one heavy query split, against a local run.
 
 Starts ``dask_cuda.LocalCUDACluster`` with 1, 2, ... workers (one GPU each; ``--workers 1,2,4``)
 and measures, with the same engine prepared in this process as the base (one GPU, no Dask):

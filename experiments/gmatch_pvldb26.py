@@ -10,10 +10,8 @@ degree (capped in size by the scale). Limits: 30 min per large query, 3 h per pa
 
 The third-party systems (T-DFS, STMatch, BEEP, G2Miner) are not built: their columns are absent.
 
-At the ``small`` scale (``SMALL``) the Category-1 tables keep db and en with 2 queries and a 1 s
-limit (most 12-vertex queries run to it; the idle rate, stack and seed-pool statistics count
-timed-out runs too); the pattern tables (``SMALL_PATTERNS``) keep pk's P1-P9 on a 100K-edge
-stand-in with a 0.5 s limit, so Table 5's rows average pk alone.
+``SMALL``: the Category-1 tables keep db and en with 2 queries and a 1 s limit; the pattern
+tables (``SMALL_PATTERNS``) keep pk's P1-P9 on a 100K-edge stand-in with a 0.5 s limit.
 
 At the ``medium`` scale (``MEDIUM``, ``MEDIUM_PATTERNS``) the Category-1 tables keep db, en and gw
 (the paper's headline speedups are on db and gw) with 20 queries and a 0.5 s limit; the

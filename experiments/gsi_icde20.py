@@ -1,34 +1,22 @@
 """GSI (Zeng et al., ICDE 2020) §VIII: Tables IV-IX and Figs. 14-16, on our GSI engine's ablations.
 
-The paper's six datasets (Table III) are enron (SNAP email-Enron, real: 36,692 V / 183,831 E,
-whereas the paper prints 69K/274K) and five graphs that are not available offline, which run as
-R-MAT stand-ins with the paper's |V|, |E| and label counts (road is mesh-like in the paper; its
-stand-in is a uniform R-MAT, a = b = c = d = 0.25). Vertex and edge labels are assigned by a
-power law, as §VIII-B says (exponent 1, seed 1: the paper gives neither). Queries: 100 random
-walks of 12 vertices per dataset (§VIII-C). Time limit 100 s, GPU memory 12 GB (Titan XP).
+The paper's six datasets (Table III): enron (SNAP email-Enron, real: 36,692 V / 183,831 E; the
+paper prints 69K/274K) and five graphs not available offline, run as R-MAT stand-ins with the
+paper's |V|, |E| and label counts (road's stand-in is a uniform R-MAT). Labels follow a power law
+(§VIII-B; exponent 1, seed 1: the paper gives neither). Queries: 100 random walks of 12 vertices
+per dataset (§VIII-C). Time limit 100 s, GPU memory 12 GB (Titan XP).
 
-The paper's competitors (VF3, CFL-Match, CBWJ, GpSM, GunrockSM, MAGiQ, Wukong+G) are not built;
-Global-memory loads (Tables V, VI, IX) are GSI's instrumented warp-level load requests
-(``instrument=True``: one per 128-byte batch, PCSR group, binary-search probe or bitset read),
-not nvprof's hardware transactions; instrumented runs are used only for those counts. Table
-VII's global-store counts are not instrumented (use Nsight Compute): only its time half is run.
-Table IV's GpSM and GunrockSM filter columns are reproduced by GSI's own label-only and
-label+degree filters, which is what those systems' filters do. Fig. 14 puts the
-other engines of this toolkit beside GSI instead.
+The competitors (VF3, CFL-Match, CBWJ, GpSM, GunrockSM, MAGiQ, Wukong+G) are not built. Global
+loads (Tables V, VI, IX) are GSI's instrumented warp-level load requests (``instrument=True``),
+not nvprof's hardware transactions; Table VII's store counts are not instrumented (only its time
+half runs); Table IV's GpSM and GunrockSM filter columns are GSI's label-only and label+degree
+filters; Fig. 14 puts this toolkit's other engines beside GSI.
 
-At the ``small`` scale (``SMALL``) each table keeps Enron and gowalla with 3 queries and a 0.5 s
-limit, each sweep its first 3 points; the WatDiv size sweep shrinks its stand-ins in proportion
-(10/50/90 of 210 parts of the scale's edge cap) so that their sizes still differ.
-
-At the ``medium`` scale (``MEDIUM``) the tables keep Enron (real) and WatDiv (a 4M-edge
-stand-in: the row where load balance and duplicate removal matter), 20 queries, a 0.5 s limit
-and 3 timed runs per query (median, with the spread); every
-sweep keeps all its points (the WatDiv size sweep shrinks in proportion to the 4M-edge cap).
-Fig. 14 runs Enron, gowalla and WatDiv and adds the CPU peers networkx (VF2) and igraph (LAD)
-beside this toolkit's CPU reference,
-in place of the paper's CPU matchers (VF3, CFL-Match, CBWJ), which are not built. Fig. 15(b)
-caps GSI-opt's launch grids at 1..132 blocks (``max_blocks``) in place of 1..30 SMs. Fig. 17
-draws the per-query times and result sizes of GSI-opt (the runs of Fig. 14) as box plots.
+``SMALL`` keeps Enron and gowalla with 3 queries and a 0.5 s limit, each sweep's first 3 points.
+``MEDIUM`` keeps Enron and WatDiv (a 4M-edge stand-in), 20 queries, 0.5 s and 3 timed runs per
+query, every sweep point; Fig. 14 adds the CPU peers networkx and igraph beside the reference;
+Fig. 15(b) caps the launch grid at 1..132 blocks (``max_blocks``) in place of 1..30 SMs; Fig. 17
+draws GSI-opt's per-query times and result sizes as box plots.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Host cost of the single operations a small query is made of (issue 14), on the GPU.
+"""Host cost of the single operations a small query is made of, on the GPU.
 
 Each operation is repeated ``--repeat`` times after a warm-up; printed: the median host
 microseconds per operation, and each copy's cost as a ratio to a quick launch measured in the
@@ -45,8 +45,8 @@ def _touch16(a, b, c, d, e, f, g, h, i, j, k, m, o, p, q, r, n1, n2, n3, n4):
 def launch_breakdown(repeat: int) -> list[dict]:
     """Host microseconds of a quick launch of 16 device arrays + 4 ints, whole (back to back, no
     sync: what the host pays per launch) and by step (argument kinds, launch words, packing, the
-    driver call); against the same launch through cuda.core's ``launch`` (the path before
-    session 8) and through numba's dispatcher."""
+    driver call); against the same launch through cuda.core's ``launch`` and through numba's
+    dispatcher."""
     import ctypes
 
     from numba.cuda.cudadrv.driver import _to_core_stream
@@ -78,7 +78,7 @@ def launch_breakdown(repeat: int) -> list[dict]:
         "  of which: packing the parameter block": lambda: entry.pack(entry.buffer, 0, *packed),
         "  of which: cuLaunchKernel call": lambda: L._NUMBA.launch_kernel(
             entry.handle, 1, 1, 1, 32, 1, 1, 0, 0, entry.pointers, 0),
-        "cuda.core launch call, same words (session 7's path)": lambda: launch(
+        "cuda.core launch call, same words": lambda: launch(
             core_stream, core_config, core_kernel, *core_words),
         "numba dispatcher launch 16 arrays + 4 ints (back to back)": lambda: _touch16.dispatcher[1, 32](*args),
     }

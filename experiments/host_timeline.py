@@ -1,4 +1,4 @@
-"""Where a small query's host time goes: each engine step's host microseconds per query (issue 14).
+"""Where a small query's host time goes: each engine step's host microseconds per query.
 
 ``kernel_times`` gives the device side; this gives the host side. Each of these is wrapped with
 ``perf_counter`` (the outermost call of each name per query counts, so nested steps are not
@@ -10,7 +10,7 @@ shares (``upload``, ``download``, ``fill`` as the engine's module binds them, ev
 launch through ``common.launch``,
 ``LaunchWatch.run_all``, ``PhaseTimer.seconds``). A ``download`` includes the wait for the work
 queued before it, and ``run_all`` the wait for its launches: the device time the host waits for.
-A wrapper adds ~1 us per call on a fast host, so the steps read a little high; the median wall
+A wrapper adds its own call's cost, so the steps read a little high; the median wall
 of ``match()`` is taken in a separate, unwrapped pass.
 
     python -m experiments.host_timeline --workload hprd --engines egsm,gmatch,gsi

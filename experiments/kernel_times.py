@@ -1,4 +1,4 @@
-"""Where a small query's GPU time goes: each kernel's device time per query (issue 14), on the GPU.
+"""Where a small query's GPU time goes: each kernel's device time per query, on the GPU.
 
 Every launch made through :mod:`common.launch` is bracketed by two CUDA events on its own stream;
 after each query the events are read. Printed per engine: each kernel's launches per query and

@@ -3,28 +3,22 @@ one run.
 
 ``python -m experiments.regress [--baseline REV] [--engines gsi,egsm] [--groups small,heavy]``
 
-The baseline (default: the commit named in ``docs/baseline.txt``) is exported with
-``git archive`` into a temporary folder. One worker process per revision imports that
-revision's packages and keeps each engine prepared on each data graph; the parent sends both
-workers the same queries, one at a time, alternating which revision goes first, so that both
-revisions see the same GPU state, clocks and host load. Every query is answered once untimed
-(compiles, warms caches), then timed ``--repeats`` times per revision with ``--limit-s`` as the
-deadline, as a user's call would run. The worker talks JSON lines over its standard streams and
-uses only the public API (``load_graph``, ``create_engine``, ``prepare``, ``match``), so any
-revision with that API can be the baseline.
+The baseline (default: the commit in ``docs/baseline.txt``) is exported with ``git archive``. One
+worker process per revision keeps each engine prepared on each data graph; the parent sends both
+workers the same queries, one at a time, alternating which goes first. Every query is answered
+once untimed, then timed ``--repeats`` times per revision with ``--limit-s`` as the deadline.
+Workers speak JSON lines and use only the public API, so any revision with it can be the baseline.
 
 Workloads (:func:`workloads`): ``small`` (HPRD dense-16, GitHub Q_0-Q_10, yeast dense-8) and
-``heavy`` (GitHub rw12's 11 queries that the gMatch authors' build solves in 8 s, patterns P1-P9
-on unlabelled GitHub, yeast's dense-16 and sparse-16
-queries with the largest known counts up to :data:`YEAST_HEAVY_CAP`; the data folder has no
-yeast queries of 24 or 32 vertices). A query that neither revision finishes within the limit is left out
-of the ratios; one that only one revision finishes counts with the limit as the other's time
-(a lower bound of its ratio, marked ``>``).
+``heavy`` (the 11 rw12 queries the gMatch authors' build solves in 8 s, P1-P9 on unlabelled
+GitHub, yeast's dense-16 and sparse-16 queries with the largest known counts up to
+:data:`YEAST_HEAVY_CAP`). A query neither revision finishes is left out of the ratios; one only
+one finishes counts with the limit as the other's time (a lower bound, marked ``>``).
 
 Output: per engine and workload the queries compared, median and worst ratio new/old of the
-median wall time of ``match()``, the worst query, and the count check (both revisions equal,
-and equal to the known exact count wherever one is known and the run finished). A CSV of every
-query (``--out``). Exit status 1 on a wrong or disagreeing count.
+median wall of ``match()``, the worst query and the count check; a CSV of every query (``--out``).
+Exit status 1 on a wrong or disagreeing count. docs/decisions.md ("The regression gate's run
+shape") says why the revisions share one run and an equal share of the card.
 """
 
 from __future__ import annotations
@@ -282,9 +276,8 @@ def memory_share(revisions: int, reserve: int = 3 << 30, spare: float = 0.15) ->
 
     Engines grow their pools on demand and keep them (their budget is the card's free memory when
     they are prepared); with one process per revision on one card, the one that grew first
-    starves the others (measured: heavy GSI queries 2-3x slower in every revision, and timeouts),
-    so each revision's engines get the same ``device_memory_limit`` (``--own-memory`` turns
-    this off)."""
+    starves the others, so each revision's engines get the same ``device_memory_limit``
+    (``--own-memory`` turns this off; docs/decisions.md, "The regression gate's run shape")."""
     try:
         free_mib = subprocess.run(["nvidia-smi", "--query-gpu=memory.free", "--format=csv,noheader,nounits"],
                                   capture_output=True, text=True, check=True).stdout.split()[0]

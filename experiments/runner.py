@@ -2,40 +2,22 @@
 
 A :class:`Job` is one engine configuration (registry name + constructor options) on one data
 graph and its query set. :func:`run_jobs` answers every (job, query) pair and appends one row per
-pair to a CSV file as it goes, so that an interrupted run resumes where it stopped (pairs
-already in the file are not redone). Rows are written whole and the file is repaired before a
-resume (:mod:`experiments.store`): a damaged row is set aside, with a warning, and run again.
+pair to a CSV file as it goes, so an interrupted run resumes where it stopped; a damaged row is
+set aside with a warning and run again (:mod:`experiments.store`).
 
-Isolation. With ``isolation="process"`` (the default) the engines live in a worker process
-that prepares each job's data graph once and then answers its queries one by one; the parent
-waits for each answer at most ``hard_limit(job)`` seconds. A query that hangs, or crashes the
-worker (a kernel fault kills the CUDA context), becomes a row with status ``timeout`` or
-``error`` and a fresh worker (preparing the job again) takes the next query. One worker serves
-all jobs of a run, so a kernel compiled once is not compiled again for the next job. The engine's
-own cooperative ``timeout_s`` is the job's time limit; the hard limit only catches what the cooperative one cannot.
-Workers are started with the ``spawn`` method: a CUDA context does not survive ``fork``.
-``isolation="inline"`` runs everything in this process (for the simulator-scale tests).
-A caller may pass its own worker (:func:`make_worker`) to several :func:`run_jobs` calls, so that
-a whole paper's set shares one process and its compiled kernels.
+Isolation: with ``isolation="process"`` (the default) the engines live in a ``spawn``-ed worker
+process that prepares each job's data graph once; the parent waits for each answer at most
+``hard_limit(job)`` seconds, so a query that hangs or crashes the worker becomes a ``timeout`` or
+``error`` row and a fresh worker takes the next query. The engine's own ``timeout_s`` is the
+job's limit; the hard limit catches what it cannot. One worker (:func:`make_worker`) can serve a
+whole paper's set, so kernels compile once. ``isolation="inline"`` runs in this process (tests).
 
-Shared runs. Jobs carry a ``run_key`` (engine, options that differ from the defaults, data
-graph, query set, limits): when several experiments of one set run the same configuration on
-the same query (GSI's Tables IV time and candidates, VIII and IX, ...), a ``shared`` dict passed
-to :func:`run_jobs` lets the later ones copy the earlier row (its reason says so) instead of
-running the query again.
-
-Budget. With a ``deadline`` (``time.monotonic()`` seconds), once it has passed every remaining
-(job, query) pair is written as a row with status ``skipped`` and reason ``budget`` without
-running; a later run (resume) drops those rows and runs the pairs.
-
-Warm-up. Before the timed queries, the worker answers once, untimed, the first query of each
-query size that the configuration has not met yet in this process, so that kernel compilation
-(Numba compiles on first launch; gMatch compiles one kernel per query size) is not charged to a
-query. A configuration (engine and the options that differ from its defaults,
-:func:`canonical_options`) is warmed up once per worker process and query size: its kernels stay
-compiled for its later jobs, which on a budget would otherwise pay one extra query each. (Even options that
-:data:`RUNTIME_OPTIONS` says compile nothing get their own warm-up: a query must never pay for
-a compile that this table missed.)
+Shared runs: jobs carry a ``run_key`` (engine, non-default options, data graph, query set,
+limits); with a ``shared`` dict a later experiment copies an identical earlier row instead of
+running the query again. Budget: past ``deadline`` every remaining pair is a ``skipped`` row that
+a later run fills in. Warm-up: before the timed queries the worker answers, untimed, the first
+query of each query size a configuration (:func:`canonical_options`) has not met in this
+process, so compiles are never charged to a query.
 """
 
 from __future__ import annotations

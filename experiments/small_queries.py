@@ -1,4 +1,4 @@
-"""Small-query cost: milliseconds per query for every engine against the CPU reference (issue 14).
+"""Small-query cost: milliseconds per query for every engine against the CPU reference.
 
 Workloads: HPRD dense-16 (100 queries), yeast dense-8 and sparse-8 (those of at most 10^7
 embeddings: 92 and 87), GitHub Q_0-Q_10,
@@ -10,14 +10,14 @@ per-query ratio: those columns are empty for it). Printed last: per workload and
 median and total ms per query, the ratio to ``cpu`` measured in the same run, and the count check.
 ``--interleave`` times the one-at-a-time passes query by query instead: every engine answers
 query 1 (in an order rotated per query and reversed every other query), then query 2, and so
-on, so a drift of the host's speed (2x between runs on the lent machines, docs/performance.md)
+on, so a drift of the host's speed between runs
 hits every engine alike; the table's
 ``ratio_vs_cpu`` (the median over queries of each query's wall against the CPU reference's for the
 same query) is then a same-moment comparison. Engines are compared fairly either way: each one
 prepares the data graph once and is warmed before any timing.
 Each timed pass starts with ``gc.collect()``: with numba-cuda loaded a process tracks ~1M Python
-objects, and a full collection that the garbage of earlier passes triggers inside a pass costs
-~0.4 s (docs/performance.md, "Session 10"), which would be billed to whichever query it lands in.
+objects, and a full collection that the garbage of earlier passes triggers inside a pass would be billed
+to whichever query it lands in (docs/decisions.md, "Timing: a collection before each pass").
 ``--profile DIR`` adds a one-at-a-time pass under cProfile (after the timed ones) and writes its
 listing per (workload, engine) with the median of every reported phase, so the fixed cost can be
 read call by call.
@@ -100,7 +100,7 @@ def time_interleaved(engines: dict, queries, timeout_s):
     """{engine name: [(wall seconds, result)] per query}, every engine answering each query in
     turn: the order rotated by one per query and reversed every other query, so that no engine
     always runs right after the same one (an engine that follows a similar one, such as an
-    ablation of itself, finds the host's caches warm: 5-10% in session 12's runs)."""
+    ablation of itself, finds the host's caches warm)."""
     names = list(engines)
     out = {name: [] for name in names}
     gc.collect()

@@ -1,75 +1,23 @@
 """The gMatch engine (Chen et al., PVLDB 2026; docs/papers.md): the only public entry of the package.
 
-Pipeline per query (paper Sec. 3.1): RI order + symmetry breaking on the host (:mod:`gmatch.plan`),
+    engine = GMatch().prepare(data)            # GMatch(granularity="coarse", unroll=4) etc.: the baselines
+    result = engine.match(query, timeout_s=10) # engine.match_batch(queries): up to 256 per launch
+
+Pipeline per query (Sec. 3.1): RI order and symmetry breaking on the host (:mod:`gmatch.plan`),
 LDF/NLF candidate bits on the GPU and the refined candidate graph in compact indices
-(:mod:`gmatch.candidates`), BFS seed pool (:mod:`gmatch.balance`), then one persistent DFS launch
-(:mod:`gmatch.kernels`): fine-grained with shared-memory stacks, batch exploration and work
-stealing in and across blocks, or the coarse-grained Naive / Unroll-k baseline. The count is the
-number of unique embeddings times |Aut(Q)|.
+(:mod:`gmatch.candidates`), the BFS seed pool (:mod:`gmatch.balance`), then one persistent DFS
+launch (:mod:`gmatch.kernels`): fine-grained with shared-memory stacks, batch exploration and
+work stealing in and across blocks, or the coarse-grained Naive / Unroll-k baseline. The
+count is the number of unique embeddings times |Aut(Q)|; ``collect=True`` expands each unique
+embedding by the automorphism list, and ``limit`` stops once ceil(limit / |Aut(Q)|) unique ones
+are found. ``timeout_s`` is checked between BFS levels, and the DFS launch runs through
+:class:`common.device.LaunchWatch`, which raises a stop flag the warps poll.
 
-Variants are constructor options (Tables 2, 5, 6, 8 and Figs. 11, 16):
-``GMatch(granularity="fine"|"coarse", unroll=1|2|4|8, batch=True|False,
-work_stealing="global"|"block"|"mailbox"|False, seed_pool=10**6)``. ``work_stealing``: "global"
-(default, the paper's full scheme: in-block stealing through shared memory plus the global mailbox
-across blocks), "block" (in-block only, as the authors' code), "mailbox" (global scheme with every
-hand-over through global memory), False (none); ``True`` means "global". ``unroll`` is the coarse
-model's number of partial matches per warp step (1 = Naive); the fine model ignores it (it takes
-``roots_per_fetch`` seeds per fetch). ``batch`` and ``work_stealing`` belong to the fine model.
-
-Past the paper (each an option, so the paper's gMatch is ``candidate_graph=False,
-leaf_counting=False``, which the experiments use):
-* ``candidate_graph``: "auto" (default) searches a labelled data graph for ``probe_s`` (5 ms)
-  over adjacency lists first; a query still running then is stopped and searched again over the
-  candidate graph (the paper uses it only against EGSM, Sec. 3.5), with its build timed as the
-  ``index`` phase and the probe as ``probe``. True always builds it, False never does. An
-  unlabelled data graph is searched over adjacency lists (its candidate graph is the graph).
-* ``leaf_counting`` (default True; count-only queries over the candidate graph): degree-one
-  query vertices that every automorphism fixes are counted per partial match as row lengths
-  minus same-label images, not enumerated (:mod:`gmatch.plan`); ``limit`` and ``collect``
-  always enumerate.
-* ``count_last`` (default True; count-only queries over the candidate graph where no leaf is
-  counted): the last position of the order is counted per partial match of the others, whatever
-  its degree, as the size of the intersection of its backward neighbours' candidate-graph rows
-  below its symmetry-breaking bound, minus the same-label images in it
-  (:func:`gmatch.kernels.search_functions`); ``limit`` and ``collect`` always enumerate. One lane
-  counts for one partial match where that reads at most ``count_last_cost`` words (default 128:
-  the shortest row x the other backward neighbours, or the bitmap words below the bound x the
-  backward neighbours); a costlier one (a hub's row) is enumerated by the whole warp instead.
-* ``split_groups`` (default True; fine model with stealing): a busy warp also gives away the
-  upper half of one task group's untouched tasks (a hub's row at a shallow level), not only whole
-  untouched groups (:func:`gmatch.kernels.fine_kernel`).
-* ``max_registers`` (default 64) caps the fine kernel's registers: on an H100 the compiler's
-  choice (96) gave 16 resident warps per SM and ran 20% slower than 64 registers with 32 warps
-  (a few bytes of spills); None leaves it to the compiler. ``idle_stats`` compiles the idle-lane
-  count into the fine kernel (Tables 2 and 6); the coarse kernel always counts.
-* ``root_range`` (lo, hi) keeps only the seeds whose position 0 maps into [lo, hi) (issue 17,
-  :mod:`common.roots`); position 0 is one query vertex in every plan of a query
-  (:meth:`GMatch.root_vertex`), and the filter's bit 0 is cleared outside the range before the
-  seeds and the candidate graph are built.
-  The count is still unique embeddings x |Aut(Q)|, each unique one counted in the part of its
-  representative's root, so the parts of a partition add up to the whole count.
-
-CHOICES where the paper is silent:
-* ``collect=True`` returns every ordered embedding: each unique embedding found is expanded by the
-  explicit automorphism list (the host lists Aut(Q) only in that case). Without a limit, collecting
-  runs the search twice (count, then write into an exactly sized buffer).
-* ``limit`` counts ordered embeddings: the kernels stop once ceil(limit / |Aut(Q)|) unique ones are
-  found (a stop flag polled by every warp each iteration when a limit is set).
-* ``timeout_s``: deadline checks between BFS levels; the DFS launch runs through
-  :class:`common.device.LaunchWatch`, which raises the stop flag from a second stream at the
-  deadline; warps poll it every 32 iterations. The count of a stopped launch is partial: status
-  ``timeout``.
-* Grids: the fine kernel's resident grid comes from the compiled kernel (registers and shared
-  memory: ``max_cooperative_grid_blocks``); with global stealing it is launched whole whatever
-  the number of seeds, since idle blocks get work by stealing.
-* The seed pool grows (up to 2^28 int32 per buffer, within the memory budget) when a BFS level
-  needs more room; only past that does it fall back to the previous level.
-* Memory statistics: ``max_stack_bytes`` = the execution stacks of the launch (shared memory for
-  the fine model, the global feasible-set buffers for the coarse one); ``steal_buffer_bytes`` = the
-  global mailbox, warp states and hand-over records (global stealing only, not counted as stack);
-  ``seed_pool_bytes`` = the seeds the BFS left in the pool (rows x width x 4).
-* Stack levels are a compile-time constant (4, 8, 12, 16, 24 or 32 levels) with warps per block
-  chosen so the stacks fit Numba's 48 KB static shared memory.
+The paper's gMatch is ``GMatch(candidate_graph=False, leaf_counting=False)``, which the
+experiments use; the options past the paper and the choices where it is silent are in
+docs/decisions.md ("gMatch"). Memory statistics: ``max_stack_bytes`` (the launch's execution
+stacks), ``steal_buffer_bytes`` (the global mailbox, warp states and hand-over records) and
+``seed_pool_bytes`` (the seeds the BFS left in the pool).
 """
 
 from __future__ import annotations
@@ -167,7 +115,50 @@ def fine_warps(levels: int) -> int:
 
 
 class GMatch(Engine):
-    """gMatch: fine-grained warp DFS (or its coarse-grained baselines) over a prepared data graph."""
+    """gMatch: fine-grained warp DFS (or its coarse-grained baselines) over a prepared data graph.
+
+    Parameters
+    ----------
+    granularity : {"fine", "coarse"}
+        The fine-grained warp DFS or the coarse-grained baseline (Tables 2, 5, 6).
+    unroll : {1, 2, 4, 8}
+        The coarse model's partial matches per warp step (1 = Naive, else Unroll-k).
+    batch : bool
+        Batch exploration of the fine model.
+    work_stealing : {"global", "block", "mailbox", False}
+        The fine model's stealing: in-block through shared memory plus the global mailbox across
+        blocks (the paper's full scheme), in-block only (the authors' code), every hand-over through
+        global memory, or none; True means "global".
+    seed_pool : int
+        Target size of the BFS seed pool; it grows when a BFS level needs more room.
+    roots_per_fetch : int
+        Seeds a fine-model warp takes per fetch (1..32).
+    warps_per_block : int or None
+        Warps of a DFS block; None: as many as the stacks' shared memory allows.
+    blocks : int or None
+        Blocks of the DFS launch; None: the resident grid of the compiled kernel.
+    symmetry_breaking : bool
+        Enumerate one embedding per automorphism class and multiply by |Aut(Q)|.
+    candidate_graph : {"auto", True, False}
+        Search over the refined candidate graph (Sec. 3.5): "auto" searches a labelled data graph for
+        ``probe_s`` over adjacency lists first and builds it only for a query still running.
+    leaf_counting : bool
+        Count degree-one query vertices that every automorphism fixes per partial match instead of
+        enumerating them (count-only queries over the candidate graph).
+    idle_stats : bool
+        Compile the idle-lane count into the fine kernel (Tables 2 and 6); the coarse one always counts.
+    max_registers : int or None
+        Register cap of the fine kernel; None: the compiler's choice.
+    probe_s : float
+        Seconds of the data-graph probe before the candidate graph (``candidate_graph="auto"``).
+    root_range : (int, int) or None
+        Keep only the seeds whose position 0 (:meth:`GMatch.root_vertex`) maps into [lo, hi)
+        (:mod:`common.roots`); the parts of a partition add up to the whole count.
+    batch_queries : int
+        Queries per launch of ``match_batch``.
+    device_memory_limit : int or None
+        Device-memory budget in bytes.
+    """
 
     name = "gmatch"
     supports_edge_labels = False

@@ -1,107 +1,33 @@
 """gMatch search kernels (paper Sec. 3.2-3.4, Alg. 2; docs/papers.md).
 
 Fine-grained model (:func:`fine_kernel`): a task is (partial match M, candidate x); a warp owns a
-stack of levels x 32 slots in SHARED memory. Slot k of level d holds the index ``mi`` of the k-th
-valid child produced by the last 32-task batch at level d and the slot ``par`` of its parent in
-level d-1; the task group of that child (its local candidates for position d+1) is stored at
-level d+1, entry k, as (key, length, skipped position): the shortest row over the backward
-neighbours' images, cut at the symmetry-breaking bound (rows are sorted, so the restriction
-"f(u_{d+1}) < f(u_j)" truncates the list, the authors' "reach_bound").
+stack of levels x 32 slots in shared memory. Slot k of level d holds the index of the k-th valid
+child of the last 32-task batch at level d and the slot of its parent; the child's task group
+(its local candidates for position d+1) is the shortest row over the backward neighbours'
+images, cut at the symmetry-breaking bound (rows are sorted: the authors' "reach_bound"). Each
+iteration fetches the next 32 tasks of the level's virtual task pool (with ``batch`` across task
+groups: batch exploration); a ballot gives the valid ones; the warp descends or backtracks, all
+control flow warp-uniform. Partial matches are never materialised: a lane follows parent
+pointers. The graph read is chosen at compile time (:func:`search_functions`): the candidate
+graph in compact indices (:mod:`gmatch.candidates`, the authors' bitmap build) or the data graph
+(every task also tests its LDF/NLF bit). Seeds come from the BFS seed pool (:mod:`gmatch.balance`).
 
-The graph the kernels read is chosen at compile time (:func:`search_functions`):
-* the candidate graph (``indexed``; :mod:`gmatch.candidates`): an index is a rank in C(d), a row
-  lists the ranks in C(d) adjacent to one candidate of j, the stored key is the row's start, an
-  adjacency test is one bit of the edge's bitmap, and ``cset`` maps ranks to data vertices (for
-  injectivity, restrictions and output) - the authors' bitmap build;
-* the data graph: an index is a data vertex, a row its adjacency list, adjacency a binary search,
-  and every task first tests its LDF/NLF candidate bit.
-
-Partial matches are never materialised: a lane rebuilds its own by following parent pointers.
-CHOICES where the paper is silent (as the authors' code does, or past it):
-* a candidate is checked only against its backward neighbours other than the one whose row
-  supplied it and, for injectivity, the earlier positions with its label (candidates are
-  label-filtered); the walk stops at the lowest such position;
-* the child's task group is computed after the ballot, by the valid lanes only (a second walk
-  over its backward neighbours and restricted positions);
-* the plan rows read per task are copied to shared memory once per block (:func:`load_plan`);
-* every lane keeps its own count (no per-leaf atomics or ballots); with ``limit`` or ``collect``
-  leaves are counted and written per batch (:func:`search_functions` ``leaf_output``);
-* the last ``n - ne`` positions may be counted (count-only queries over the candidate graph):
-  countable leaves (:mod:`gmatch.plan`) or, where there are none, the last position whatever its
-  backward neighbours. At position ne-1 a valid lane adds the product of their counts
-  (``leaf_product``, ``count_position``: the intersection of the backward neighbours' rows below
-  the symmetry bound, minus the same-label images in it) instead of enumerating them; a count of
-  the last position that would read more than ``qp[QP_SIZES, 4]`` words (a hub's rows) is left to
-  the warp: that child goes down and its last position is enumerated.
-
-Each iteration fetches the next 32 tasks of the level's virtual task pool through two cursors
-(task group, offset); with ``batch`` the 32 lanes may span several task groups (batch
-exploration), without it they stay in one group (the paper's "Fine (naive)"). A ballot gives the
-valid tasks; the warp descends (children compacted to slots 0..popc-1) or, when nothing is valid
-or the level is the last, backtracks once the level's cursor is exhausted. All control flow is
-warp-uniform: the stack top and cursors live in shared memory, written by lane 0 between
-``syncwarp`` calls.
-
-Seeds: the stack's bottom level (position s-1, s = seed width) holds up to ``roots`` row indices
-of the BFS seed pool (:mod:`gmatch.balance`); positions < s are read from the pool row. A warp
-takes ``roots`` seeds per atomic fetch (the authors' bitmap build takes 4).
-
-Work stealing (``stealing``; Sec. 3.6). In-block (STEAL_BLOCK, as in the authors' code): an idle
-warp marks itself waiting in a per-block state array; a busy warp that sees a waiter (one shared
-atomic read per iteration) looks for the shallowest level with at least two untouched task groups
-or with ``SPLIT_TASKS`` untouched tasks in its current group (one hub's row can hold all the work),
-claims a waiter by CAS, copies the levels below (lane-parallel, 32 slots per level) and hands over
-the upper half of that level's untouched task groups, or of the current group's untouched tasks
-(the waiter's cursor starts inside the group, the giver's copy of the group is shortened); the
-waiter's lane 0 polls its state with ``nanosleep`` back-off (32 ns to 1 us) while its other lanes
-wait in a shuffle. Termination: a counter of
-waiting-or-exited warps; when it reaches the block's warp count no work is left in the block.
-
-Across blocks (STEAL_GLOBAL, the default; the paper's global queue/status array, which the
-authors' code does not build). CHOICES where the paper is silent:
-* warp states live in global memory (``mail[MAILBOX + global warp id]``: busy, waiting, claimed,
-  gift in shared memory, gift in global memory, terminate, exited); every claim is a CAS
-  waiting -> claimed, so a waiter is served exactly once whoever finds it;
-* an idle warp first waits ``POST_AFTER`` poll rounds for a warp of its own block (served through
-  shared memory as above), then posts its id in one of ``MAILBOX`` = 32 global mailbox slots
-  (CAS -1 -> id on one slot every ``POST_EVERY`` rounds, moving to the next slot after a failure:
-  thousands of idle warps at the end of a search must not hammer 32 addresses);
-* a busy warp with a splittable level reads the posted-request counter every
-  ``GLOBAL_CHECK_INTERVAL`` iterations (not every iteration: one hot global address); if it is
-  positive, lane 0 scans the 32 slots, takes an entry (CAS id -> -1) and claims that warp; a
-  waiter of another block gets the prefix levels, the split level's task groups and (level,
-  first group, groups) in its global hand-over record ``xfer[waiter]`` (threadfence, then the
-  state flip; the waiter reads the record with atomic loads, so no stale line of its SM's L1 can
-  be read, into its shared stack); a waiter of the same block is served through shared memory;
-* termination: a global count of busy warps (each warp adds itself at start, a claimer adds its
-  waiter at the claim, a warp leaving the busy state subtracts itself after publishing its state).
-  Warps go idle only once the seed pool is exhausted, so the count reaching 0 means no work is
-  left anywhere; the warp that takes it to 0 sets a done flag and wakes every waiting warp with a
-  CAS waiting -> terminate. Waiters poll only their own state (no hot address), and a warp that
-  goes idle after the done flag exits at once, so blocks that become resident late (a grid larger
-  than the GPU holds, or the simulator, which runs blocks one after another) cannot deadlock.
-  A limit's stop flag makes busy warps leave the same way, so waiters are woken then too.
-STEAL_MAILBOX is the same global scheme without the shared-memory fast path (every hand-over goes
-through the mailbox and global memory, also inside a block): an ablation, and the way the
-simulator exercises the global hand-over.
-No lane ever spins inside a ``*_sync``: lane 0 polls alone, the other 31 lanes wait in one
-``shfl_sync`` that lane 0 reaches when it leaves its loop.
-
-Coarse-grained baseline (:func:`coarse_kernel`; Sec. 2, Alg. 1, STMatch-style unrolling): one warp
-extends ``unroll`` partial matches at a time, materialising every valid child in a per-level
-feasible-candidate buffer in GLOBAL memory of ``unroll * d_max`` entries, then loops over it.
-``unroll=1`` is the paper's ``Naive``. Its execution-stack memory is O(|V(Q)| * unroll * d_max) per
-warp, which is what the paper's memory figure contrasts with the fine model's shared-memory stack.
-
-Stop flag (``ctrl[C_STOP]``): raised by the kernels when a limit is reached, or by the host at a
-query's deadline (``timeout_s``: the engine writes it from a second stream while the launch runs;
-``watch`` = 1 tells the kernels to poll it every ``STOP_POLL_INTERVAL`` iterations). Busy warps
-leave at once; with global stealing they leave the busy count as an exhausted warp does, so the
-last one wakes every waiter and no launch outlives its deadline by more than a few iterations.
-
-Idle rate (Tables 2/6): both kernels count warp iterations and lanes without a task per iteration
-(one ballot each); idle rate = idle lanes / (32 * iterations), as the authors' IDLE_CNT build does.
-Counts are unique embeddings (one per automorphism class); every counter is int64.
+Work stealing (Sec. 3.6): in-block (``STEAL_BLOCK``, the authors' code) hands the upper half of a
+busy warp's shallowest splittable level to a waiting warp through shared memory; across blocks
+(``STEAL_GLOBAL``, the default: the paper's global queue, which the authors' code does not build)
+idle warps post their ids in a 32-slot global mailbox and get the levels through a global
+hand-over record; ``STEAL_MAILBOX`` sends every hand-over through global memory (an ablation).
+A level is splittable with two untouched task groups or (``split_groups``) one group with
+``SPLIT_TASKS`` untouched tasks, a hub's row, whose upper half is given away. Count-only searches
+over the candidate graph count their trailing positions instead of enumerating them: countable
+leaves (:func:`search_functions` ``leaf_product``) or the last position (``count_position``, in
+the kernel compiled with ``count_last``: :func:`fine_kernel`).
+Coarse-grained baseline (:func:`coarse_kernel`; Sec. 2, Alg. 1, STMatch-style): a warp extends
+``unroll`` partial matches at a time through global feasible-candidate buffers (``unroll=1``:
+Naive). Both kernels poll the stop flag ``ctrl[C_STOP]`` (a limit, or the host's deadline) and
+count idle lanes per iteration (Tables 2/6: idle lanes / (32 x iterations), as the authors'
+IDLE_CNT build). Counts are unique embeddings; docs/decisions.md ("gMatch's search kernels")
+gives the choices where the paper is silent.
 """
 
 from __future__ import annotations
@@ -1267,9 +1193,9 @@ def coarse_kernel(warps: int, unroll: int, indexed: bool):
 @jit
 def start_search(ctrls, seed_lo, seed_hi, limit, mail, clear_mail):
     """Before a one-query launch: control row 0 zeroed but for the query's seed range and
-    unique-match limit (a launch costs ~10 us of host time, a host-to-device copy of the row
-    ~65 us on the H200 host: docs/performance.md, "Session 7"), and with ``clear_mail`` the global
-    mailbox emptied and every warp marked busy (global stealing)."""
+    unique-match limit (one launch of scalar arguments instead of a copy of the row and a reset
+    launch), and with ``clear_mail`` the global mailbox emptied and every warp marked busy
+    (global stealing)."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     j = i

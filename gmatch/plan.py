@@ -1,37 +1,26 @@
-"""gMatch query plan (paper Sec. 3.1 step 1; docs/papers.md): RI matching order, the
-query's automorphism group and symmetry-breaking restrictions, renamed to order positions.
+"""gMatch query plan (paper Sec. 3.1 step 1; docs/papers.md): RI matching order, the query's
+automorphism group and symmetry-breaking restrictions, renamed to order positions.
 
-* Order: RI (Bonnici et al. 2013) as the authors' code implements it: first the vertex of maximum
-  degree; then the vertex with most neighbours already ordered; ties by (1) the number of ordered
-  vertices that share a neighbour with the candidate's unordered neighbours, (2) the number of the
-  candidate's unordered neighbours not adjacent to the ordered set, (3) lowest id. The authors'
-  hard-coded order for the 4-cycle is what RI yields anyway, so it needs no special case.
-* Symmetry breaking (paper App. A only names it; the authors' code is GraphPi-style): walking the
-  order u_0, u_1, ..., every vertex w != u_i in the orbit of u_i under the pointwise stabiliser of
-  u_0..u_{i-1} must get a smaller data vertex than u_i (f(w) < f(u_i)). Each automorphism class of
-  embeddings then has exactly one member that meets every restriction (Grochow and Kellis 2007),
-  and |Aut(Q)| = product of those orbit sizes (orbit-stabiliser theorem). CHOICE: we compute
-  orbits by a search for one automorphism per (u_i, w) pair, pruned by colour refinement, instead
-  of listing Aut(Q) by brute force as the authors' code does; that keeps |V(Q)| = 32 stars and
-  cliques (|Aut| up to 32!) cheap. The "smaller than" direction (the code's choice) lets a task
-  group end at the first neighbour past the bound, since adjacency lists are sorted.
-* Every query vertex is renamed to its order position: ``backward[d]`` is the bitmask of earlier
-  positions adjacent to position d, ``restrict[d]`` the bitmask of earlier positions whose image
-  must be greater than the image of position d, ``same_label[d]`` the bitmask of earlier positions
-  with d's label (the only ones an injectivity check must look at: candidates are label-filtered).
+* Order: RI (Bonnici et al. 2013) as the authors' code implements it: the vertex of maximum
+  degree, then the vertex with most ordered neighbours; ties by (1) ordered vertices sharing a
+  neighbour with the candidate's unordered neighbours, (2) the candidate's unordered neighbours
+  not adjacent to the ordered set, (3) lowest id.
+* Symmetry breaking (paper App. A; GraphPi-style, as the authors' code): walking the order, every
+  vertex w != u_i in the orbit of u_i under the pointwise stabiliser of u_0..u_{i-1} must get a
+  smaller data vertex than u_i; each automorphism class of embeddings then has exactly one member
+  that meets every restriction (Grochow and Kellis 2007), and |Aut(Q)| is the product of those
+  orbit sizes.
+* Every query vertex is renamed to its order position: ``backward[d]``, ``restrict[d]`` and
+  ``same_label[d]`` are bitmasks of earlier positions (adjacent; whose image must be greater;
+  with d's label).
 * Leaf deferral (``defer_leaves=True``; not in the paper, CFL-Match's postponement of degree-one
-  vertices, Bi et al. SIGMOD 2016): a *countable leaf* is a query vertex of degree one that every
-  automorphism fixes (so no restriction names it) and whose label no other countable leaf has.
-  Given the images of the other positions, its matches are the candidate-graph row of its
-  neighbour's image minus the images of the same-label positions that lie in that row, and
-  countable leaves cannot collide with each other, so the number of ways to place all of them is
-  a product. They are moved to the end of the RI order (at most n - 2, so at least two positions
-  are enumerated); of several leaves with one label, the first in RI order is counted.
+  vertices, Bi et al. SIGMOD 2016): a *countable leaf* (degree one, fixed by every automorphism,
+  its label unique among countable leaves) is moved to the end of the order and counted as its
+  neighbour's candidate-graph row minus the same-label images in it (at least two positions stay
+  enumerated).
 
-The plan is computed by compiled host code (``numba.njit``) over neighbour bitmasks (bit x of
-``nbr[u]`` = edge u-x): in plain Python the order, the colour refinement and the automorphism
-searches cost ~0.1-0.4 ms per 16-vertex query, as much as the GPU search of a small query
-(issue 14, docs/performance.md "Session 11").
+The plan is compiled host code (``numba.njit``) over neighbour bitmasks (bit x of ``nbr[u]`` =
+edge u-x). docs/decisions.md ("gMatch's plan") gives the choices where the paper is silent.
 """
 
 from __future__ import annotations

@@ -1,37 +1,23 @@
 """Load balance (GSI §VI-A, SGSI §7) and duplicate removal (GSI §VI-B, Algorithm 5) for the first
 linking edge of a join iteration, the set operation whose work |N(v'_i, l0)| is skewed.
 
-The 4-layer scheme, with the work of row i = |N(v'_i, l0)|, mapped onto Numba (which has no
-dynamic parallelism):
+The 4-layer scheme, with the work of row i = |N(v'_i, l0)|, on Numba (no dynamic parallelism):
 
-1. work > W1: the block queues the row (one atomic) and skips it; a follow-up launch
-   (``heavy_kernel``) gives each queued row a whole block. Choice where the paper is silent: one
-   block per queued row rather than ⌈work/1024⌉ blocks, since rows must come out sorted and
-   several blocks writing one row would need another ordering pass. The row's other linking
-   edges are checked element by element in the same rounds (a binary search per edge), so all
-   of the block's warps share them (one warp merging them left the others idle).
-2. and 3. W3 < work <= W1: the rows go into the block's task pool (SGSI's 1024-element pool):
-   every round the block's threads take one pool element each (300 + 400 + 324, then 176, in
-   SGSI's example), a block-wide scan of the survivors, segmented by row, keeps each row's output
-   in order; a row larger than the block spans several rounds, which is layer 2 (a whole block
-   per row) as a special case. W2 is therefore the block size.
+1. work > W1: the block queues the row and skips it; a follow-up launch (``heavy_kernel``)
+   gives each queued row a whole block, which also checks the row's other linking edges element
+   by element (a binary search per edge, every warp).
+2. and 3. W3 < work <= W1: the rows go into the block's task pool (SGSI's 1024-element pool);
+   every round the block's threads take one pool element each, and a block-wide scan of the
+   survivors, segmented by row, keeps each row's output in order (a row larger than the block
+   spans several rounds: layer 2 as a special case, so W2 is the block size).
 4. work <= W3: a warp per row (:func:`gsi.join.warp_first_edge`).
 
-Defaults W1 = 4096, W3 = 256 (GSI §VI-A). Launches are skipped where they cannot matter: the
-engine uses the plain warp kernel when the partition's longest list is at most W3 (and duplicate
-removal is off), and the follow-up launch only runs when that list exceeds W1.
-``load_balance="histogram"`` chooses W1 and W3 per iteration with SGSI's cost model over a histogram
-of the work in 32-wide intervals (built on the
-device, one small copy back): the warp and multi-warp terms depend only on x3 and the block and
-kernel terms only on x1, so the brute force over (x1, x3) separates into two 1-D minimisations.
-Its constants (SGSI does not give their values): one block synchronisation t_sn = 1 and one
-kernel launch t_kl = 50, in units of one warp step over 32 elements; |SMs| is the device's SM
-count; intervals past ``HIST_BINS`` are pooled into the last one.
-
-Duplicate removal: the warps of a block run the light rows' batches in lockstep; a row whose
-vertex v' (same partition) already appears in an earlier warp of the block reads that warp's
-batch from shared memory instead of global memory, so each distinct N(v', l0) batch is loaded once
-per block (the "owner" is the first warp with that vertex).
+Defaults W1 = 4096, W3 = 256 (GSI §VI-A). ``load_balance="histogram"`` chooses W1 and W3 per
+iteration with SGSI's cost model over a device-built histogram of the work in 32-wide intervals
+(the brute force over (x1, x3) separates into two 1-D minimisations). Duplicate removal: a row
+whose vertex v' already appears in an earlier warp of the block reads that warp's batch from
+shared memory, so each distinct N(v', l0) batch is loaded once per block. docs/decisions.md
+("GSI's load balance") gives the choices where the papers are silent.
 """
 
 from __future__ import annotations

@@ -1,38 +1,22 @@
-"""The GSI engine (registry name ``"gsi"``): GSI's filter-then-join pipeline (GSI ICDE 2020 §III-VI)
-on the shared graph layer, with the paper's ablations as constructor options.
+"""The GSI engine (registry name ``"gsi"``): GSI's filter-then-join pipeline (Zeng et al., ICDE
+2020 §III-VI) on the shared graph layer, with the paper's ablations as constructor options.
 
-Pipeline per query: the query's labels, degrees and signatures go to the device in one copy; one
-launch filters every query vertex into a candidate bitset (:mod:`gsi.filter`) and one small copy
-brings |C(u)| back; the join order and linking edges are chosen on the host (:mod:`gsi.order`);
-a one-block kernel writes C(u_start) as the first table; then each join iteration runs the
-Prealloc-Combine kernels of :mod:`gsi.join` (with :mod:`gsi.balance` for load balance and
-duplicate removal). Data-side state (signature table, neighbour structure, candidate bitsets,
-scan workspace, join buffers) is built in :meth:`GSI.prepare` and reused; buffers only grow
-(grow-and-reuse), never per query.
+    engine = GSI().prepare(data)                   # GSI-opt; GSI(structure="csr", ...) for ablations
+    result = engine.match(query, limit=None, collect=False, timeout_s=10)
 
-Beyond the released GSI (its 12-vertex assert, its 2e9-element GBA assert): up to 64 query
-vertices; a table or buffer that does not fit is grown inside ``device_memory_limit``, and when it
-cannot grow the iteration runs over slices of the current table (a slice's rows go through all
-later iterations before the next slice starts, so memory holds one slice per level); status
-``oom`` only when a single row's buffer or output cannot fit. Without ``collect`` the last
-iteration only counts (the scan total of the survivors): the final table is never written.
-Launch shape (choices where the paper is silent): the first-edge kernel also intersects the
-other linking edges (one launch); a table of at most ``SINGLE_BLOCK_ROUNDS`` rows per block
-thread gets its row counts and GBA offsets from one one-block launch (``counts_scan``) and its
-survivor scan and new table from another (``scan_link``, when the new table surely fits: GBA's
-size or rows x longest list), so such a level costs 3 launches and one copy back; larger tables
-use the grid kernels and the multi-block scan. Before all of that, a query whose tables have at
-most ``fuse_rows`` rows joins them in one launch of one block (:mod:`gsi.fused`: C(u_start) and
-every level, the row counts kept on the device, one copy back), handing over to the levels above
-where a table grows and taking the rest back where one shrinks; our choice (GSI launches each
-iteration from the host): a small HPRD query went from 47 launches and 16 copies back to 2 and
-2, 2.0x the CPU reference to 0.9x (docs/performance.md, "Session 12"). Buffers come from a
-:class:`BufferPool`; a query's join state is a ``_Query``, not the engine's. ``limit`` stops after that many embeddings;
-``timeout_s`` is checked before every slice of every level; while a deadline is set, each
-level's slices are sized so that the level's own kernels take about 50 ms (the time of the later
-levels a slice feeds is not counted: a heavy query's deep levels keep large slices), on the GPU
-and in the simulator alike (a GPU's first slice is 65,536 rows, so a small table is still one
-slice), so the overrun is about one slice of one level.
+Per query: one launch filters every query vertex into a candidate bitset (:mod:`gsi.filter`,
+§IV), the join order and linking edges are chosen on the host (:mod:`gsi.order`), and each join
+iteration runs the Prealloc-Combine kernels of :mod:`gsi.join` (§V; load balance and duplicate
+removal in :mod:`gsi.balance`, §VI). A query whose tables stay small joins every level in one
+launch of one block (:mod:`gsi.fused`). Data-side state is built in :meth:`GSI.prepare`; buffers
+come from a :class:`BufferPool` and only grow.
+
+Beyond the released GSI: up to 64 query vertices; a buffer that cannot grow inside
+``device_memory_limit`` makes the iteration run over slices of the current table (status ``oom``
+only when one row's buffer cannot fit); without ``collect`` the last iteration only counts.
+``timeout_s`` is checked before every slice of every level; with a deadline each level's slices
+are sized so that its own kernels take about ``SLICE_SECONDS``. docs/decisions.md gives the
+reasons for the one-launch join and the slice sizes.
 """
 
 from __future__ import annotations
@@ -148,35 +132,47 @@ def adapt_slice(rows: int, took: float) -> int:
     return rows
 
 class GSI(Engine):
-    """GSI (Zeng et al., ICDE 2020). Options (defaults = GSI-opt):
-
-    * ``filter``: "label" | "degree" | "signature" (Table IV).
-    * ``structure``: "csr" | "br" | "cr" | "pcsr" (Tables V-VI).
-    * ``output``: "prealloc-combine" | "two-step" (join-twice; Table V).
-    * ``set_ops``: "naive" (a kernel per set operation, a thread per row) | "gpu-friendly".
-    * ``write_cache``: the 128-byte per-warp write cache (Table VII).
-    * ``load_balance``: False | True (thresholds ``w1``/``w3``) | "histogram" (SGSI's cost model).
-    * ``duplicate_removal``: share N(v, l) reads among a block's rows (Algorithm 5).
-    * ``order_score``: "paper" | "code" (see :mod:`gsi.order`).
+    """GSI (Zeng et al., ICDE 2020); the defaults are GSI-opt.
 
     Load balance and duplicate removal act on the Prealloc-Combine first-edge kernel with
-    GPU-friendly set operations, where the paper applies them; with ``set_ops="naive"`` (a thread
-    per row) or ``output="two-step"`` they have no effect, as in the paper's GSI-b / +DS / +PC
-    columns. The write cache applies to every warp-per-row kernel that writes candidates.
-    * ``instrument``: count global-memory load requests (see :mod:`gsi.join`) into stats
-      (``loads_*``), with GBA sizes per iteration and rows queued by the load balance (this adds
-      atomics and host round trips: time without it).
+    GPU-friendly set operations, where the paper applies them; with ``set_ops="naive"`` or
+    ``output="two-step"`` they have no effect, as in the paper's GSI-b / +DS / +PC columns.
+    Stats of every result: ``candidate_sizes``, ``order``, ``rows_per_iteration`` (the last =
+    embeddings) and ``slices`` (join launches over table slices).
 
-    Stats of every result: ``candidate_sizes`` (per query vertex), ``order``,
-    ``rows_per_iteration`` (table rows after each iteration, the last = embeddings) and
-    ``slices`` (join launches over table slices; one per iteration unless memory ran short).
-    * ``block_threads``, ``max_blocks``: launch shape; ``initial_rows``, ``initial_gba``: first
-      sizes of the join buffers (rows of the per-row arrays, elements of GBA).
-    * ``fuse_rows``: a query whose first table has at most this many rows runs its join levels in
-      one launch of one block of ``FUSE_WARPS`` warps (:mod:`gsi.fused`) until a table grows past
-      it (default ``FUSE_ROWS_PER_WARP`` rows per warp; 0: level by level throughout). Used with
-      the defaults' Prealloc-Combine and GPU-friendly set operations, without ``instrument`` and
-      without the histogram thresholds.
+    Parameters
+    ----------
+    filter : {"label", "degree", "signature"}
+        Candidate filter: labels, labels and degrees, or GSI's vertex signatures (Table IV).
+    structure : {"csr", "br", "cr", "pcsr"}
+        Neighbour structure of the data graph (Tables V-VI).
+    output : {"prealloc-combine", "two-step"}
+        Join output: one pass into preallocated space, or join-twice (Table V).
+    set_ops : {"naive", "gpu-friendly"}
+        A kernel per set operation and a thread per row, or the warp-per-row set operations (§V).
+    write_cache : bool
+        The 128-byte per-warp write cache (Table VII).
+    load_balance : {False, True, "histogram"}
+        Split heavy rows by the thresholds ``w1``/``w3`` (§VI), or by SGSI's cost model.
+    duplicate_removal : bool
+        Share N(v, l) reads among a block's rows (Algorithm 5).
+    order_score : {"paper", "code"}
+        Join-order score as the paper states it or as the released code computes it (:mod:`gsi.order`).
+    w1, w3 : int
+        Load-balance thresholds (§VI-A): a row with more work than ``w1`` is queued for the grid, one
+        above ``w3`` goes to its block's task pool, the rest get a warp each.
+    instrument : bool
+        Count global-memory load requests into stats (``loads_*``), with GBA sizes per iteration; adds
+        atomics and host round trips, so time without it.
+    block_threads, max_blocks : int
+        Launch shape of the join kernels.
+    initial_rows, initial_gba : int
+        First sizes of the join buffers (rows of the per-row arrays, elements of GBA); they grow.
+    fuse_rows : int or None
+        Tables of at most this many rows join in one launch of one block (:mod:`gsi.fused`); None:
+        ``FUSE_ROWS_PER_WARP`` per warp; 0: level by level throughout.
+    device_memory_limit : int or None
+        Device-memory budget in bytes; buffers that cannot grow inside it make the join run in slices.
     """
 
     name = "gsi"

@@ -1,32 +1,22 @@
-"""GSI's join for small tables in one launch (issue 14; the paper is silent: GSI launches each
-iteration's kernels from the host).
+"""GSI's join for small tables in one launch (the paper is silent: GSI launches each iteration's
+kernels from the host; docs/decisions.md, "GSI: the join of small tables in one launch").
 
-A query whose tables stay small pays for launches and host round trips, not for work: level by
-level, Prealloc-Combine is a row-count scan, the first-edge kernel and a survivor scan, and the
-host must read each level's row count before it can size the next. ``fused_join`` runs those
-same steps (:mod:`gsi.join`'s per-row device functions) for the levels from ``level0`` on inside
-one block, with block barriers between the steps and the row counts kept on the device:
+``fused_join`` runs the level-by-level join's steps (:mod:`gsi.join`'s per-row device functions)
+for the levels from ``level0`` on inside one block, with block barriers between the steps and
+the row counts kept on the device:
 
 1. with ``compact`` (``level0`` = 0), C(u_start) compacted from its bitset into the level-0
    table (:func:`gsi.filter.compact_bitset`); otherwise level0's table is ``tab_in``;
-2. per level: each row's |N(v', l0)| and their exclusive scan (GBA offsets, the GBA size);
-   the first linking edge and the other linking edges (:func:`gsi.join.first_edge_row`, a warp
-   per row, each warp through its rows without waiting for the others: the load balance and
-   duplicate removal spread and share the work of a large table between warps and blocks, and
-   to a small one they only add block-wide barriers); the survivors' scan (the new table's
-   offsets); the new table written.
+2. per level: each row's |N(v', l0)| and their exclusive scan (GBA offsets and size); the first
+   and the other linking edges (:func:`gsi.join.first_edge_row`, a warp per row, no load balance
+   or duplicate removal); the survivors' scan; the new table written.
 
-Tables it writes alternate between two regions the engine allocates once (level L in region
-L % 2). The launch
-stops, leaving its state for the host's level-by-level path, where a level stops being small:
-before a level whose GBA exceeds ``fuse_gba`` or the GBA buffer, or whose new table would not fit
-a region, and after writing a table of more than ``fuse_rows`` rows. The host copies the table
-it stopped at into the level's pooled table and goes on level by level; a level-by-level
-iteration whose new table has at most ``fuse_rows`` rows hands the rest back to ``fused_join``
-(``level0`` > 0). So heavy levels still get the grid-wide kernels (and their slices and deadline
-checks), and a small query makes one launch and one copy back for its whole join. Counts,
-statuses, tables and embeddings equal the level-by-level path's (the same device functions, the
-same row order).
+Tables alternate between two regions the engine allocates once (level L in region L % 2). The
+launch stops, leaving its state for the host's level-by-level path, before a level whose GBA
+exceeds ``fuse_gba`` or the GBA buffer, or whose new table would not fit a region, and after
+writing a table of more than ``fuse_rows`` rows; a level-by-level iteration whose new table has at
+most ``fuse_rows`` rows hands the rest back (``level0`` > 0). Counts, statuses, tables and
+embeddings equal the level-by-level path's (the same device functions, the same row order).
 
 ``out`` (int64): ``OUT_LEVEL`` the level the host goes on at (-1: done), ``OUT_ROWS`` its rows,
 ``OUT_COUNT`` the final table's rows when done, ``OUT_JOINED`` levels joined from ``level0``,

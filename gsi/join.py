@@ -1,32 +1,23 @@
-"""GSI's join phase (GSI §V, Algorithms 3-4; SGSI §5, Algorithms 2-3): one join
-iteration extends every row m_i of the intermediate table M by the candidates of the next query
-vertex u, as CUDA kernels.
+"""GSI's join phase (GSI §V, Algorithms 3-4; SGSI §5, Algorithms 2-3): one join iteration extends
+every row m_i of the intermediate table M by the candidates of the next query vertex u.
 
 Prealloc-Combine (``output="prealloc-combine"``): ``row_counts_kernel`` gives each row the size
-of N(v'_i, l0) for the first linking edge e0 (PCSR lookups only); one exclusive scan gives every
-row its slice of one global buffer GBA; ``first_edge_kernel`` (a warp per row) reads N(v', l0) in
-128-byte batches and keeps the elements that are not in the row (set subtraction: the row is
-cached in shared memory) and are in C(u) (one read of the candidate bitset), compacting them by
-ballot into a per-warp 128-byte shared-memory write cache that is flushed to GBA 32 words at a
-time; in the same launch (:func:`intersect_row`) the warp intersects the row's buffer in place
-with N(v'', l) of every other linking edge (tile merge: 32 buffer elements and 32 neighbours in
-shared memory, each lane binary-searches its element in the neighbour tile, the tile whose last
-element is smaller advances); a second scan over the survivors sizes the new table and ``link_kernel`` writes it.
+of N(v'_i, l0) for the first linking edge e0; one exclusive scan gives every row its slice of one
+global buffer GBA; ``first_edge_kernel`` (a warp per row) reads N(v', l0) in 128-byte batches and
+keeps the elements not in the row and in C(u), compacting them by ballot into a per-warp
+128-byte write cache flushed to GBA 32 words at a time; in the same launch
+(:func:`intersect_row`) the warp intersects the row's buffer in place with N(v'', l) of every
+other linking edge (a tile merge in shared memory); a second scan sizes the new table and
+``link_kernel`` writes it.
 
-Ablations (GSI Tables V and VII): ``set_ops="naive"`` runs one kernel per set operation with a
-thread per row and no shared memory (copy N(v', l0) filtered by C(u); subtract the row; one merge
-intersection kernel per further linking edge); ``write_cache=False`` writes survivors straight
-to global memory; ``output="two-step"`` is the join-twice scheme (GpSM/GunrockSM): a first pass
-counts each row's results by checking every linking edge with binary searches, a scan places
-them, a second pass redoes the same work and writes.
-
-Choices where the paper is silent: all linking edges after e0 are intersected in one launch
-(a warp loops over them) rather than one launch per edge; a warp per row in every variant but
-the naive one; the instrumented load counters (``loads``) count warp-level global load requests
-in four classes: neighbour-structure lookups (a PCSR group, a binary-search probe, an offset
-read), neighbour-list batches (up to 32 consecutive ci words), candidate-bitset reads (one per
-batch), and intermediate-table/buffer reads; thread-per-row kernels count each thread's loads.
-The bitset reads of a batch are a gather, so one request can be several transactions on the GPU.
+Ablations (GSI Tables V and VII): ``set_ops="naive"`` (a kernel per set operation, a thread per
+row, no shared memory), ``write_cache=False`` (survivors straight to global memory),
+``output="two-step"`` (join-twice, as GpSM/GunrockSM: count with binary searches, scan, redo and
+write). ``instrument`` counts warp-level global load requests (``loads``) in four classes:
+neighbour-structure lookups, neighbour-list batches, candidate-bitset reads and
+table/buffer reads (thread-per-row kernels count each thread's loads); a bitset read of a batch
+is a gather, so one request can be several transactions. docs/decisions.md ("GSI's join")
+gives the choices where the paper is silent.
 """
 
 from __future__ import annotations

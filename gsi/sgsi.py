@@ -1,52 +1,20 @@
-"""SGSI, GSI's out-of-core pipeline (SGSI TKDE 2022 §6-§7), registry name
-``"sgsi"``: the same filter, join order and Prealloc-Combine join as :class:`gsi.engine.GSI`, for
-data graphs larger than the device (or than ``device_memory_limit``).
+"""SGSI, GSI's out-of-core pipeline (Zeng et al., TKDE 2022 §6-§7), registry name ``"sgsi"``: the
+same filter, join order and Prealloc-Combine join as :class:`gsi.engine.GSI`, for data graphs
+larger than the device (or than ``device_memory_limit``).
 
-Partitioning, at :meth:`SGSI.prepare` (host, once per data graph and memory budget):
+    engine = SGSI(device_memory_limit=64 << 20).prepare(data)    # SGSI(load_balance="histogram"): SGSI+
+    result = engine.match(query)
 
-* The budget is split into two **segment slots** (an eighth of it each, or less when the largest
-  piece is smaller) and the join's working memory. Everything the data graph contributes reaches
-  the device through the slots, in host memory order, double-buffered.
-* The **signature table** (column-first, 16 words per vertex, plus labels and degrees) is cut
-  horizontally into vertex segments of a multiple of 32 vertices that fill a slot (§6.1). The
-  paper first cuts it vertically into word buckets; a horizontal segment holds all words of its
-  vertices, so one pass per segment ANDs every word and the bucket step is not needed.
-* Each edge-label **PCSR** partition (label and direction) is cut into segments over its
-  (source, neighbour)-sorted edge list; a segment is the PCSR (Def. 5) of its piece, and a long
-  N(v, l) spans consecutive segments (§6.2). Segments are balanced by device footprint
-  (4 bytes per edge plus one 128-byte group per source vertex, so that each fills a slot) rather
-  than by edge count alone, since the footprint is what has to fit.
-
-Per query:
-
-1. Filter: the signature segments stream through the slots; each runs GSI's filter kernel into
-   the |V|-bit candidate bitsets, which stay on the device (§3).
-2. Order: GSI's Algorithm 1 (:mod:`gsi.order`).
-3. Join, one iteration per query vertex, over the intermediate table kept **column-major in host
-   memory** (§6.3). The table is processed in horizontal chunks whose rows, per-row arrays and
-   GBA fit the working memory. For a chunk, the host computes each row's bound |N(v', l0)| (from
-   per-partition degree lists kept on the host; the paper leaves F open) and its
-   offsets F; then Algorithm 4 (partitioned first edge) streams the segments of l0 that hold a
-   v' of the chunk, each appending (N_x(v', l0) minus the row) ∩ C(u) to the row's GBA buffer
-   with GSI's kernels (warp per row, or the 4-layer load balance and duplicate removal), and
-   Algorithm 5 (partitioned intersection) streams the segments of every other linking edge,
-   merging the buffer with N_x(v'', l) from a per-row read cursor and compacting in place
-   behind a per-row write cursor. Finally Algorithm 6 writes the next table one column at a
-   time (a replicate kernel per old column, the buffers for the new one) and copies each column
-   to the host. The last iteration only counts, unless ``collect`` asks for the embeddings.
-4. SGSI+ (``load_balance="histogram"``) chooses W1 and W3 per segment with the §7 cost model.
-
-Choices where the paper is silent: Algorithm 4's per-row flags are not kept, because a row whose
-v' is not in a segment finds no entry in that segment's PCSR (one 128-byte group read, the cost
-of reading its flag) and segments holding no v' of the chunk are not streamed at all (the host
-knows each segment's source-vertex range). The subtraction of Algorithm 4 needs the whole row,
-so the chunk's rows go to the device whole (the paper keeps one column resident). Copies of the
-slots run on a second stream, ordered by events, while the kernels of the previous segment run;
-rows, offsets and output columns use the default stream. ``stats``: ``partitions`` (PCSR
-segments over all partitions), ``signature_segments``, ``comm_s`` (summed device time of all
-host-device copies), ``comp_s`` (summed device time of all kernels; with overlap comp_s + comm_s
-can exceed the elapsed time), ``bytes_h2d``, ``bytes_d2h``, ``segments_streamed``, ``chunks``,
-``rows_per_iteration``; peak device memory is the result's ``peak_device_bytes``.
+:meth:`SGSI.prepare` cuts the signature table into vertex segments (§6.1) and each edge-label
+PCSR partition into segments (§6.2) that fill one of two double-buffered slots. Per query: the
+signature segments stream through the filter (§3); GSI's Algorithm 1 orders the query; the join
+keeps the intermediate table column-major in host memory (§6.3) and processes it in chunks that
+fit the working memory: Algorithm 4 (partitioned first edge) and Algorithm 5 (partitioned
+intersection) stream the segments that hold the chunk's vertices, Algorithm 6 writes the next
+table column by column. SGSI+ chooses W1 and W3 per segment with §7's cost model. ``stats``:
+``partitions``, ``signature_segments``, ``comm_s`` and ``comp_s`` (summed device time of copies
+and of kernels, which overlap), ``bytes_h2d``, ``bytes_d2h``, ``segments_streamed``, ``chunks``,
+``rows_per_iteration``. The choices where the paper is silent are in docs/decisions.md ("SGSI").
 """
 
 from __future__ import annotations
@@ -318,13 +286,27 @@ def _host_memory() -> int:
 class SGSI(Engine):
     """SGSI (Zeng et al., TKDE 2022 §6-§7): GSI for graphs larger than the device memory.
 
-    Options: ``load_balance`` True (SGSI: GSI's thresholds ``w1``/``w3``) | "histogram" (SGSI+:
-    §7's cost model) | False; ``duplicate_removal``, ``write_cache``, ``order_score`` as in
-    :class:`gsi.engine.GSI` (signature filter, PCSR and Prealloc-Combine are fixed: they are what
-    SGSI partitions); ``device_memory_limit`` (None: 90% of the device's free memory) sets the
-    partitions; ``host_memory_limit`` caps the host-resident intermediate table (default half
-    the machine's memory; past it the query ends with status ``oom``); ``block_threads``,
-    ``max_blocks``: launch shape.
+    The signature filter, PCSR and Prealloc-Combine are fixed: they are what SGSI partitions.
+
+    Parameters
+    ----------
+    load_balance : {True, "histogram", False}
+        True: SGSI with GSI's thresholds ``w1``/``w3``; "histogram": SGSI+ (§7's cost model).
+    duplicate_removal : bool
+        Share N(v, l) reads among a block's rows, as in :class:`gsi.engine.GSI`.
+    write_cache : bool
+        The per-warp write cache, as in :class:`gsi.engine.GSI`.
+    order_score : {"paper", "code"}
+        Join-order score, as in :class:`gsi.engine.GSI`.
+    w1, w3 : int
+        Load-balance thresholds of SGSI's four layers (GSI §VI-A).
+    block_threads, max_blocks : int
+        Launch shape of the join kernels.
+    host_memory_limit : int or None
+        Cap of the host-resident intermediate table in bytes (None: half the machine's memory);
+        past it the query ends with status ``oom``.
+    device_memory_limit : int or None
+        The device bytes the partitions are planned for (None: 90% of the device's free memory).
     """
 
     _slice_rows = 0                   # simulator: rows per join chunk (set per query)

@@ -230,9 +230,15 @@ _NO_OUTPUT = np.zeros(1, np.int32)
 
 
 class STwigCPU(STwigPipeline):
-    """The CPU STwig baseline (registry name ``stwig-cpu``): ``parallel=False`` is the paper's
-    single-threaded comparison point, ``parallel=True`` the multicore variant; the other
-    options are :class:`~stwig.engine.STwigPipeline`'s."""
+    """The CPU STwig baseline (registry name ``stwig-cpu``); the options of
+    :class:`~stwig.engine.STwigPipeline` apply too.
+
+    Parameters
+    ----------
+    parallel : bool
+        False: single-threaded, the paper's comparison point; True: ``prange`` over blocks of
+        units on all cores.
+    """
 
     name = "stwig-cpu"
     uses_device = False

@@ -2,32 +2,18 @@
 
 A query is covered edge-disjointly by STwigs (two-level trees: a root query vertex and its leaf
 query vertices), in an order ``<o_1..o_n>`` where every ``o_i`` (i >= 2) is rooted at a leaf of
-an earlier STwig (§3.2). The paper gives only these goals; the greedy is Sun et al.'s
-2-approximation of the minimum vertex cover, as we reconstruct it:
+an earlier STwig (§3.2). The greedy is Sun et al.'s 2-approximation of the minimum vertex cover:
+score ``f(v) = remaining_degree(v) / freq(label(v))``; repeatedly take the uncovered query edge
+``(v, u)`` of largest ``f(v) + f(u)`` (once leaves with uncovered edges exist, one with an
+endpoint among them), root one STwig at ``v`` with all its uncovered edges, then one at ``u`` if
+it still has uncovered edges.
 
-* score ``f(v) = remaining_degree(v) / freq(label(v))`` (freq: data vertices with that label);
-* repeatedly take the uncovered query edge ``(v, u)`` of largest ``f(v) + f(u)``, restricted to
-  edges with an endpoint in ``S`` (the leaves seen so far that still have uncovered edges) once
-  ``S`` is non-empty; root one STwig at ``v`` with all its uncovered edges, then, if ``u`` still
-  has uncovered edges, one at ``u``.
-
-Choices where the paper is silent:
-
-* leaves are query vertices, not a label set (two leaves may share a label);
-* ``f`` uses the *remaining* (uncovered) degree; ties are broken by the smaller vertex id;
-* ``v`` (the first root of a pair) is the endpoint in ``S``; if both or neither are in ``S``,
-  the one with the larger ``f`` (then the smaller id);
-* a query without edges (one vertex) is one STwig with no leaves.
-
-The join plan (:func:`join_plan`) follows §4.1/§4.3: the first STwig's relation is the probe
-relation ``R_p1`` (p_1 = 1, the unpruned and largest relation) and the others are build
-relations joined right-deep in an order that keeps every prefix connected (each build relation
-has at least one join key). The paper says the order of R_p2..R_pn is chosen by "result-size
-prediction" without giving the method; :func:`estimated_order` is our estimate (the default,
-``join_order="estimate"``); ``join_order="stwig"`` keeps the STwig order (ablation). Query
-vertices get ``imResult`` slots in the order they become bound, so that the vertices bound
-before sub-join ``k`` are exactly the slots ``0..first_new_slot[k]-1`` (this makes the
-injectivity check a loop over a prefix).
+The join plan (:func:`join_plan`, §4.1/§4.3): the first STwig's relation is the probe relation
+R_p1 (the unpruned, largest one); the others are build relations joined right-deep in an order
+that keeps every prefix connected: :func:`estimated_order` (``join_order="estimate"``, our
+result-size prediction, which the paper does not give) or the STwig order (``"stwig"``). Query
+vertices get ``imResult`` slots in binding order, so the injectivity check is a loop over a
+prefix. docs/decisions.md ("STwig's decomposition") gives the choices where the paper is silent.
 """
 
 from __future__ import annotations

@@ -1,41 +1,23 @@
 """The STwig engines (Lin et al. 2014): decomposition -> exploration -> hash build -> pipelined join.
 
-:class:`STwig` (registry ``stwig``) is the paper's GPU pipeline; :class:`stwig.cpu.STwigCPU`
-(registry ``stwig-cpu``) the CPU baseline. Both share :class:`STwigPipeline`, which runs the
-steps and turns deadlines and memory caps into statuses:
+    engine = STwig().prepare(data)             # STwigCPU(): the CPU baseline (registry "stwig-cpu")
+    result = engine.match(query, timeout_s=10)
 
-* **plan** phase: STwig decomposition, then (after exploration, from the relations' sizes and
-  distinct values) the join order and plan (:mod:`stwig.decompose`; ``join_order``);
-* **filter** phase: STwig exploration (:mod:`stwig.explore`; CPU by default as in the paper,
-  ``exploration="gpu"`` runs it as a kernel);
-* **transfer** + **index** phases: copy the relations to the device and build the hash tables,
-  the paper's "(Copy &) Hash" bucket (``stats["hash_s"]``);
-* **enumerate** phase: the join (``stats["join_s"]``); ``stats["explore_s"]`` is the paper's
-  "Other" bucket, shared by both engines.
+:class:`STwig` (registry ``stwig``) is the paper's GPU pipeline (§4), :class:`stwig.cpu.STwigCPU`
+the CPU baseline; both share :class:`STwigPipeline`, which runs the steps and turns deadlines and
+memory caps into statuses. Phases: **plan** (STwig decomposition, then the join order and plan
+from the relations' sizes: :mod:`stwig.decompose`), **filter** (exploration, :mod:`stwig.explore`;
+``stats["explore_s"]`` is the paper's "Other" bucket), **transfer** + **index** (the relations
+copied and hashed, the paper's "(Copy &) Hash": ``stats["hash_s"]``), **enumerate** (the join,
+``stats["join_s"]``). Every join launch is bounded by a step budget and saves unfinished DFS
+states for the next (:mod:`stwig.hashjoin`), so ``timeout_s`` and ``limit`` are honoured within
+about ``chunk_seconds``. The default match is injective; ``homomorphic=True`` is the raw
+pipeline (label-preserving homomorphisms).
 
-Choices where the paper is silent: a star query (one STwig) is answered by R_1 itself; an empty
-relation ends the query with count 0; every join launch (CPU call) is bounded by a per-thread
-step budget (``step_budget``, or adapted towards ``chunk_seconds``) and saves unfinished DFS
-states for the next launch (:mod:`stwig.hashjoin`), so ``timeout_s`` and ``limit`` are checked
-between launches and honoured within about ``chunk_seconds`` (a query that times out reports
-the results counted so far, a lower bound); with ``collect`` the units are taken in chunks,
-each counted per unit, then written in batches of at most ``collect_batch_rows`` results;
-relations larger than ``max_relation_bytes`` in all, or device buffers past
-``device_memory_limit``, give status oom.
-Deviation: with ``split_probe=True`` (default) a small R_1 (fewer rows than ``split_rows``,
-default 4 x the threads of a launch) is split at the first join level into (R_1 row, matching
-build record) units, and deeper while still small (up to ``split_levels``, default 8), where
-the paper assigns one R_1 record per thread; ``split_probe=False`` reproduces the paper's
-scheme (see :mod:`stwig.hashjoin`); ``stats["split_depth"]`` says how deep a query was split.
-The default match is injective; ``homomorphic=True`` is the raw pipeline (label-preserving
-homomorphisms: only shared query vertices are equated).
-
-Statistics: ``stats["order"]`` lists the query vertices in the order the join plan binds them
-(R_1's columns, then each build relation's new columns in join order); ``stats["candidate_sizes"]``
-gives per query vertex the distinct data vertices of its binding after exploration (its column
-in the latest relation holding it), 0 for the vertices of an empty relation and the label's
-frequency where exploration never got to it (a timeout). :meth:`STwigPipeline.match_twigs` is
-:meth:`~common.engine.Engine.match` with a given decomposition (the same checks and statuses).
+Statistics: ``order`` (the query vertices in the order the join plan binds them),
+``candidate_sizes`` (distinct data vertices per query vertex after exploration), ``split_depth``.
+:meth:`STwigPipeline.match_twigs` is :meth:`~common.engine.Engine.match` with a given
+decomposition. The choices where the paper is silent are in docs/decisions.md ("STwig").
 """
 
 from __future__ import annotations
@@ -80,7 +62,30 @@ def _candidate_sizes(twigs, rows, distinct, label_counts) -> list[int]:
 
 
 class STwigPipeline(Engine):
-    """Shared driver of the GPU engine and the CPU baseline (see the module docstring)."""
+    """Shared driver of the GPU engine and the CPU baseline (see the module docstring).
+
+    Parameters
+    ----------
+    join_order : {"estimate", "stwig"}
+        Join order by result-size prediction, or the decomposition's order.
+    max_relation_bytes : int
+        Relations larger than this in all give status ``oom``.
+    collect_batch_rows : int
+        With ``collect``, embeddings are written in batches of at most this many rows.
+    chunk_seconds : float
+        Target seconds of one join launch (CPU call) while the step budget adapts.
+    split_probe : bool
+        Split a small R_1 into (R_1 row, matching build record) units at the first join levels;
+        False: one R_1 record per thread, as the paper.
+    split_rows : int or None
+        R_1 counts as small below this many rows; None: 4 x the threads of a launch.
+    split_levels : int
+        Deepest join level the probe split goes to.
+    step_budget : int or None
+        Fixed DFS steps per thread and launch; None: adapted towards ``chunk_seconds``.
+    device_memory_limit : int or None
+        Device-memory budget in bytes; device buffers past it give status ``oom``.
+    """
 
     supports_edge_labels = False
     supports_directed = False
@@ -351,13 +356,16 @@ class STwigPipeline(Engine):
 class STwig(STwigPipeline):
     """GPU STwig (registry ``stwig``): CPU (or GPU) exploration, GPU hash build and join.
 
-    Options: ``exploration`` ("cpu" as in the paper, or "gpu"); ``threads_per_block`` and
-    ``blocks`` (None = enough blocks to fill the device) of the join; and those of
-    :class:`STwigPipeline`: ``join_order`` ("estimate" = result-size prediction, or "stwig");
-    ``max_relation_bytes``; ``collect_batch_rows``; ``chunk_seconds`` (target time of one join
-    launch); ``split_probe`` / ``split_rows`` / ``split_levels`` (see the module docstring);
-    ``step_budget``
-    (fixed steps per thread and launch; None = adaptive); ``device_memory_limit``.
+    The options of :class:`STwigPipeline` apply too.
+
+    Parameters
+    ----------
+    exploration : {"cpu", "gpu"}
+        STwig exploration on the CPU, as in the paper, or as a kernel.
+    threads_per_block : int
+        Threads of a join block.
+    blocks : int or None
+        Blocks of the join; None: enough to fill the device.
     """
 
     name = "stwig"

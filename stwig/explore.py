@@ -2,34 +2,21 @@
 
 For STwig ``(r; l_1..l_k)`` every data vertex ``v`` with r's label is a root; each leaf's
 candidates ``T_i`` are v's neighbours with l_i's label, and the relation gains
-``{v} x T_1 x ... x T_k``. Pruning (§3.2 example for roots; leaf filtering as in Sun et al.):
-once a query vertex is bound by an earlier STwig, a later STwig only takes data
-vertices in its *binding* (the distinct values of its column in the latest relation holding it),
-for roots and leaves alike. Earlier relations are never re-filtered, so R_1 is the largest.
+``{v} x T_1 x ... x T_k``. Pruning (§3.2; leaf filtering as in Sun et al.): once a query vertex
+is bound by an earlier STwig, a later STwig only takes data vertices in its *binding* (the
+distinct values of its column in the latest relation holding it), for roots and leaves alike.
+Earlier relations are never re-filtered, so R_1 is the largest.
 
-Choices where the paper is silent:
-
-* the data graph's adjacency rows are sorted by (label, id) so ``T_i`` is one label range found
-  by two binary searches (:func:`label_sorted_adjacency`); bindings are one uint8 bitmap row per
-  query vertex;
-* an odometer enumerates ``T_1 x ... x T_k``; the injective default rejects a leaf equal to an
-  earlier leaf of the same tuple (a root never equals its neighbour); ``homomorphic`` keeps
-  every tuple, which is the raw algorithm;
-* two passes, exact count per root -> prefix sum -> fill, so relations are exact int32 arrays;
-  the probe relation R_1 is written attribute-major (one record per column, §4.4, coalesced
-  reads), build relations row-major (the hash pool's record layout, §4.2);
-* the CPU path (the paper's placement, §4) runs compiled ``numba.njit`` code in calls of a
-  bounded number of steps, resuming a root cut short, so that ``timeout_s`` is checked between
-  calls (overrun: about one call, ``CHUNK_SECONDS`` to 2x that); the GPU path (an addition the issue asks for)
-  runs the same per-root routine as a CUDA device function, one thread per root candidate;
-* relations past ``max_relation_bytes`` in all stop the query as out-of-memory (the host stages
-  them for the device);
-* all relations of a query lie in one flat int32 array, R_1 (attribute-major) first and then
-  R_2..R_n (row-major) in STwig order, so that the join uploads them with one copy;
-* the CPU path first tries the whole query in **one** compiled call (:func:`_explore_query_cpu`,
-  bounded by :data:`FAST_STEPS` steps: a root, an odometer step, a binding row cost one each);
-  a query that runs out of steps keeps its finished STwigs and goes on STwig by STwig in the
-  resumable calls above (what the cut STwig had done is redone: at most ``FAST_STEPS`` steps).
+Adjacency rows are sorted by (label, id), so ``T_i`` is one label range
+(:func:`label_sorted_adjacency`); an odometer enumerates ``T_1 x ... x T_k`` (the injective
+default rejects a leaf equal to an earlier leaf; ``homomorphic`` keeps every tuple); two passes
+(count per root, prefix sum, fill) make exact int32 relations, R_1 attribute-major (§4.4), the
+build relations row-major (§4.2), all of a query in one flat array. The CPU path (the paper's
+placement, §4) first tries the whole query in one compiled call (:func:`_explore_query_cpu`,
+:data:`FAST_STEPS` steps), then goes STwig by STwig in calls of a bounded number of steps that
+resume a root cut short, so ``timeout_s`` is checked between calls; the GPU path (an addition to
+the paper) runs the same per-root routine as a device function, one thread per root candidate.
+Relations past ``max_relation_bytes`` stop the query as out-of-memory.
 """
 
 from __future__ import annotations

@@ -1,59 +1,23 @@
 """GPU chained hash tables and the right-deep, fully pipelined join (Lin et al. 2014 §4.1-4.4, Alg. 2).
 
-* **Hash tables (§4.2).** One chained table per build relation R_2..R_n, all flattened into two
-  int32 arrays: ``pool`` (record j of table k at ``pool_off + j*(l+1)``, its l columns then the
-  index of the next record of its chain) and ``head`` (``2^floor(log2 |R|)`` chain heads per
-  table, -1 = none). One thread per record copies it into the pool and prepends it to its chain
-  with ``old = atomic.exch(head[h], j); next = old`` (the paper's "two assignments atomically";
-  the kernel boundary publishes the links before the join reads them). All tables are built by
-  one launch.
-* **Hash value.** The paper hashes "the sum of a record's entities" with the low
-  ``floor(log2 |R|)`` bits; a probe only knows the join-key columns, so both sides sum the
-  *key* columns.
-* **Join (§4.3, Alg. 2).** The probe relation R_1 (attribute-major, §4.4) streams through the
-  sub-joins in the plan's join order. Each thread takes "the first unhandled record" of R_1 (a
-  work unit) through a global atomic cursor (persistent threads), and runs the DFS of Alg. 2: ``imResult`` (one slot
-  per query vertex) and ``itArray`` (one chain position per sub-join) live in dynamic shared
-  memory laid out ``[slot][thread]`` (``slot * blockDim + tid``, so a lane always hits its own
-  bank, §4.4). An iterator stores the next chain position to examine; ``match``/``next`` walk
-  the chain to the next record whose keys equal the bound slots (collisions are skipped).
-* **Injectivity [our addition].** The raw pipeline only equates shared query vertices
-  (``homomorphic=True``); by default a record is skipped when a newly bound column equals a
-  vertex already bound (slots are numbered in binding order, so that is a prefix loop).
-* **Bounded launches [the paper is silent; needed for timeout_s].** The paper's threads run
-  until R_1 is exhausted, so one launch can run unboundedly long. Here every thread gets a
-  budget of *steps* per launch (one step = one chain record examined, or one unit started);
-  a thread out of steps saves its resumable DFS state (unit, depth, result count so far,
-  imResult and itArray) to a global queue and exits, and the next launch resumes the saved
-  states (any thread may take any state) before taking new units. The queue is double-buffered
-  (the launch reads one half, writes the other); it never holds more states than the launch has
-  threads, so the grid is fixed for a whole pass. The host adapts the budget towards
-  ``chunk_seconds`` per launch and checks ``timeout_s`` and ``limit`` between launches.
-* **Split probe [a deviation from the paper, option ``split_probe``].** The paper gives each
-  thread one R_1 record. When R_1 has few rows (|R_1| < ``split_rows``, by default 4 x the
-  threads of a launch) a few deep DFSs leave the GPU idle, so the probe side is split at the
-  first join level: a unit becomes a pair (R_1 row, matching record of the first build table),
-  listed by a count pass, a device scan and a fill pass, and its DFS starts at the second
-  sub-join. While there are still fewer units than ``split_rows`` the split repeats one level
-  deeper (a unit = R_1 row + one matching record per split table), up to ``split_levels``
-  levels (default 8), never past ``MAX_PAIRS`` units nor the device memory budget. ``split_probe=False`` is the paper's
-  scheme.
-* **Fixed cost per query [the paper is silent].** The relations (R_1 first, then R_2..R_n, one
-  flat int32 array) go up in one copy and the plan (``tab``, key and new columns, padded to a
-  fixed shape: :data:`PLAN_SIZE`) in another, whose device views are made once; reused buffers
-  come from the engine's :class:`~common.device.BufferPool` and keep their views (the
-  saved-state queue one per row width); the chain heads and the join control are cleared by
-  driver memsets, not kernels; while the split units fit :data:`SMALL_SPLIT_UNITS`, split levels
-  run in one single-block launch (:func:`_split_small_gpu`: count, block scan, fill; the same
-  units as the per-level launches) with one copy back.
-* **Output [the paper is silent].** Mode 0 counts (one int64 atomic add per thread at exit,
-  partial counts of saved units included); mode 1 writes each unit's count; mode 2 writes each
-  unit's embeddings from the offset the host computed from mode 1 (exact batches, no overflow,
-  deterministic placement; the count so far in a saved state is the write position).
+* **Hash tables (§4.2).** One chained table per build relation R_2..R_n, flattened into ``pool``
+  (record j of table k at ``pool_off + j*(l+1)``: its l columns, then the next record of its
+  chain) and ``head`` (``2^floor(log2 |R|)`` chain heads per table, -1 = none); one thread per
+  record prepends it with ``atomic.exch``; one launch builds all tables. Both sides hash the sum
+  of the *key* columns (a probe only knows those).
+* **Join (§4.3, Alg. 2).** R_1 (attribute-major, §4.4) streams through the sub-joins in the
+  plan's order; persistent threads take work units through a global cursor and run Alg. 2's DFS,
+  ``imResult`` and ``itArray`` in dynamic shared memory laid out ``[slot][thread]`` (§4.4).
+* **Injectivity, bounded launches, split probe, output** (our additions; docs/decisions.md,
+  "STwig"): a newly bound column equal to a bound vertex is skipped unless ``homomorphic``; a
+  thread out of its step budget saves its DFS state to a double-buffered queue the next launch
+  resumes; a small R_1 is split into (R_1 row, build record) units up to ``split_levels`` deep;
+  mode 0 counts, mode 1 writes each unit's count, mode 2 writes each unit's embeddings from the
+  offsets the host computed from mode 1.
 
 :func:`begin_unit`, :func:`run_unit` (around :func:`join_dfs`), :func:`save_state`,
-:func:`restore_state` and :func:`expand_unit` are compiled as CUDA device functions here and with ``numba.njit`` by
-the CPU baseline (:mod:`stwig.cpu`), so both run the same algorithm.
+:func:`restore_state` and :func:`expand_unit` are compiled as CUDA device functions here and with
+``numba.njit`` by the CPU baseline (:mod:`stwig.cpu`), so both run the same algorithm.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The session benchmarks' commands at tiny size (the CPU reference; GPU numbers come from running
-them on a device): the small-query table and the Dask scaling table give exact counts, write
-their CSV (and plot), and say which backend they ran on; the host-cost and kernel-time tables
-need a GPU."""
+"""The small-query, Dask-scaling, host-cost and kernel-time benchmarks at tiny size (the CPU
+reference; GPU numbers come from running them on a device): the small-query table and the Dask
+scaling table give exact counts, write their CSV (and plot), and say which backend they ran on;
+the host-cost and kernel-time tables need a GPU."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One-line errors (exit 2) for input/output problems, found before the work starts (issue 19)."""
+"""One-line errors (exit 2) for input/output problems, found before the work starts."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ import pytest
 from _paths import DATA
 from common import available_engines, engine_class
 from common.cli import EXIT_PARTIAL, EXIT_UNSUPPORTED, main
+from common.describe import numpydoc_parameters
 
 HPRD = DATA / "hprd"
 GH = DATA / "gmatch_test"
@@ -96,11 +97,54 @@ def test_engines_lists_every_option_with_its_default(capsys):
     gsi = {o["name"]: o for o in entries["gsi"]["options"]}
     params = inspect.signature(engine_class("gsi")).parameters
     assert set(gsi) == set(params)
-    assert gsi["filter"]["default"] == "signature" and '"label" | "degree" | "signature"' in gsi["filter"]["meaning"]
+    assert gsi["filter"]["default"] == "signature" and '"signature"' in gsi["filter"]["type"]
+    assert "Table IV" in gsi["filter"]["meaning"]
     assert "join_order" in {o["name"] for o in entries["stwig"]["options"]}       # through **options
     egsm = {o["name"]: o for o in entries["egsm"]["options"]}
-    assert "NoF3" in egsm["variant"]["meaning"]
+    assert "NoF3" in egsm["variant"]["type"] and "wedge filter" in egsm["variant"]["meaning"]
     code, out, _ = run(capsys, "engines", "cpu")
     assert code == 0 and "-o filter='refine'" in out and "gsi" not in out.split("\n")[0]
     code, _, err = run(capsys, "engines", "nope")
     assert code == 2 and "unknown engine" in err
+
+
+@pytest.mark.parametrize("name", available_engines())
+def test_engines_reads_every_meaning_from_the_class_docstrings(capsys, name):
+    """Every option `gpusm engines` shows has a type and a meaning, and both are the ones the
+    numpydoc Parameters sections of the engine class (or the bases its **options reach) give;
+    every documented name is a real option."""
+    code, out, _ = run(capsys, "engines", name, "--format", "json")
+    (entry,) = json.loads(out)
+    cls = engine_class(name)
+    documented = {}
+    for klass in cls.__mro__:
+        documented = {**numpydoc_parameters(klass.__dict__.get("__doc__") or ""), **documented}
+    options = {o["name"]: o for o in entry["options"]}
+    assert code == 0 and options
+    for option in options.values():
+        assert option["meaning"] and option["type"], f"{name}: -o {option['name']} has no documented meaning"
+        assert (option["type"], option["meaning"]) == documented[option["name"]]
+    inherited = {n for klass in cls.__mro__ for n in numpydoc_parameters(klass.__dict__.get("__doc__") or "")}
+    assert inherited <= set(options), f"{name} documents options it does not take: {inherited - set(options)}"
+    text = run(capsys, "engines", name)[1]
+    assert all(f"-o {o}=" in text and options[o]["meaning"] in text for o in options)
+
+
+def test_numpydoc_parameters_reads_names_types_and_descriptions():
+    doc = """Summary.
+
+    Parameters
+    ----------
+    alpha : int
+        First line,
+        second line.
+    beta, gamma : {"x", "y"}
+        Shared.
+
+    Notes
+    -----
+    delta : not a parameter
+    """
+    assert numpydoc_parameters(doc) == {"alpha": ("int", "First line, second line."),
+                                         "beta": ('{"x", "y"}', "Shared."), "gamma": ('{"x", "y"}', "Shared.")}
+    assert numpydoc_parameters("No sections here.") == {}

@@ -1,4 +1,4 @@
-"""The Dask path (issue 17, common/distributed.py) on a LocalCluster of two worker processes:
+"""The Dask path (common/distributed.py) on a LocalCluster of two worker processes:
 query sets give the local run's results in query order and prepare once per worker; split runs
 add up to the whole count (cpu on HPRD / yeast / GitHub, gmatch and egsm on tiny graphs in the
 simulator) with ``limit`` and ``timeout_s`` holding for the whole; a worker killed mid-run still

@@ -553,8 +553,8 @@ def path_query(n: int) -> Graph:
 def test_timeout_stops_a_running_launch(options, reference_of):
     """10-vertex paths in K_20 from one-vertex seeds: 20!/10! = 6.7e11 embeddings, minutes on a GPU
     and far longer in the simulator, in a single DFS launch. A 0.3 s timeout must stop it inside
-    the launch (earlier versions checked the deadline only between launches and returned 'ok'
-    after the whole search), with every warp of every block leaving, and the next query on the
+    the launch (not only between launches, which would return 'ok' after the whole search),
+    with every warp of every block leaving, and the next query on the
     same engine must count exactly (the stop flag is cleared)."""
     n, k = 20, 10
     pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]

@@ -212,6 +212,8 @@ def test_warmup_starts_one_process_per_engine_variant(monkeypatch):
     started = []
     monkeypatch.setattr(warmup, "_warm_in_process", lambda engine, child, args: started.append((engine, args)) or {})
     warmup.warmup(["gsi", "gmatch"])
-    assert sorted(started) == [("gmatch", (0,)), ("gmatch", (1,)), ("gsi", (0,))]
+    groups = len(warmup.workload_groups())
+    assert groups == len(warmup.QUERY_SIZES) + 1
+    assert sorted(started) == sorted([("gmatch", (v, g)) for v in (0, 1) for g in range(groups)] + [("gsi", (0,))])
     with pytest.raises(ValueError, match="not a GPU engine: cpu"):
         warmup.warmup(["cpu"])

@@ -1,4 +1,4 @@
-"""Memory limits under abuse (issue 19): a limit too small for prepare() is status oom through
+"""Memory limits under abuse: a limit too small for prepare() is status oom through
 match(), sizes are parsed or refused clearly, gMatch's seed pool scales with the graph, and SGSI
 takes graphs of any size."""
 

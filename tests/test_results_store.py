@@ -1,4 +1,4 @@
-"""Results files under abuse (issue 19): damaged tails, rewrites, and two runs into one folder."""
+"""Results files under abuse: damaged tails, rewrites, and two runs into one folder."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_a_row_without_final_newline_is_set_aside_naming_file_and_line(tmp_path)
 
 
 def test_a_row_cut_inside_its_quoted_field_then_appended_to_loses_nothing_else(tmp_path):
-    # the old failure: a row cut inside the quoted stats field, the next run's rows appended to it
+    # a row cut inside the quoted stats field, the next run's rows appended to it
     path = tmp_path / "r.csv"
     _write(path, [_row("q0")])
     line = ",".join(map(str, _row("q1")[:-1])) + ',"{""a"":1,""b'    # no closing quote, no newline
@@ -92,7 +92,7 @@ def test_skipped_rows_are_dropped_atomically_and_whole_files_are_left_alone(tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv"]
 
 
-# ---------------------------------------------------------------------- the issue's repro
+# ---------------------------------------------------------------------- the undisturbed reference run
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     """A complete tiny gsi_icde20.table5_time run (the undisturbed reference)."""

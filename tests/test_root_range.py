@@ -1,4 +1,4 @@
-"""Root ranges (issue 17, common/roots.py): the counts of ``cpu``, ``gmatch`` and ``egsm`` over a
+"""Root ranges (common/roots.py): the counts of ``cpu``, ``gmatch`` and ``egsm`` over a
 partition of the data vertices add up to the whole count, the embeddings of the parts are the
 whole set, every part's root image lies in its range, and ``limit`` holds per part. ``cpu`` runs
 real HPRD / yeast / GitHub queries; the GPU engines run tiny random graphs in the simulator."""

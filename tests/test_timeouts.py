@@ -1,4 +1,4 @@
-"""Every engine honours ``timeout_s`` within a small overrun (issue 19), on a query that is long on
+"""Every engine honours ``timeout_s`` within a small overrun, on a query that is long on
 a GPU as well as in the simulator: a 7-vertex star (one label) on a graph with hubs."""
 
 from __future__ import annotations
