@@ -75,7 +75,7 @@ experiment-plan: $(STAMP)
 	$(PY) -m experiments --plan --all --scale $(SCALE) $(if $(GPUS),--gpus $(GPUS))
 
 # The EGSM and gMatch authors' binaries, a column of the EGSM Fig. 8 and gMatch Fig. 9 reports
-# (experiments/authors.py): built by the anchors' build.sh from ANCHORS_SRC (the authors' sources
+# (experiments/papers/authors.py): built by the anchors' build.sh from ANCHORS_SRC (the authors' sources
 # at the pinned commits, fetched as ../shared/anchors/README.md says; never committed here).
 # Skipped, saying why, where there is no CUDA toolkit.
 ANCHORS     ?= .anchors
@@ -89,7 +89,7 @@ authors:
 
 # Re-execute the paper notebooks on the results under results/ and save them with their outputs.
 notebooks: $(STAMP)
-	$(PY) -c "from experiments.notebook import execute_notebooks; execute_notebooks()"
+	$(PY) -c "from experiments.harness.notebook import execute_notebooks; execute_notebooks()"
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,6 +1,6 @@
 """CPU engines that wrap the matchers users already have: networkx and python-igraph.
 
-They let the side-by-side comparison (``experiments/compare.py``, ``gpusm demo --peers``) put
+They let the side-by-side comparison (``experiments/papers/compare.py``, ``gpusm demo --peers``) put
 gpusm's engines beside what a Python user would otherwise call, every count checked against the
 ``cpu`` reference. Both count ordered, label-preserving, non-induced embeddings (docs/design.md)
 and are registered as ``networkx`` and ``igraph`` when the package is importable

@@ -1,7 +1,15 @@
-"""Experiments: one module per paper (its tables and figures) and ``compare`` (all engines side by side).
+"""The experiments on top of the engines, by role.
 
-Each module exposes ``EXPERIMENTS``, a tuple of :class:`experiments.core.Experiment`;
-:func:`experiments_of` and :func:`get_experiment` look them up by paper or name
+- :mod:`experiments.papers`: one module per paper (its tables and figures) and ``compare`` (all
+  engines side by side); each exposes ``EXPERIMENTS``, a tuple of
+  :class:`experiments.harness.core.Experiment`.
+- :mod:`experiments.harness`: what runs them (workloads, runner, store, cells, report).
+- :mod:`experiments.bench`: engine benchmarks and gates (``python -m experiments.bench.NAME``).
+- :mod:`experiments.profiling`: where a query's time goes (kernel and host timings, PTX resources).
+- :mod:`experiments.cli` (``python -m experiments``) and :mod:`experiments.gpusm` (the ``gpusm``
+  command).
+
+:func:`experiments_of` and :func:`get_experiment` look the experiments up by paper or name
 (``gpusm experiment --list`` prints them).
 """
 
@@ -10,7 +18,7 @@ from __future__ import annotations
 from importlib import import_module
 
 PAPERS = ("gsi_icde20", "sgsi_tkde22", "egsm_sigmod23", "gmatch_pvldb26", "stwig_lin14", "compare")
-"""Modules with experiments, in ``make experiments`` order."""
+"""Modules of :mod:`experiments.papers` with experiments, in ``make experiments`` order."""
 
 
 def experiments_of(paper: str | None = None) -> list:
@@ -19,7 +27,7 @@ def experiments_of(paper: str | None = None) -> list:
     unknown = set(papers) - set(PAPERS)
     if unknown:
         raise ValueError(f"unknown paper {sorted(unknown)[0]!r}; choose one of {PAPERS}")
-    return [e for p in papers for e in import_module(f"experiments.{p}").EXPERIMENTS]
+    return [e for p in papers for e in import_module(f"experiments.papers.{p}").EXPERIMENTS]
 
 
 def get_experiment(name: str):

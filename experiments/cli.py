@@ -2,10 +2,10 @@
 
 ``python -m experiments --paper gsi_icde20 --scale small [--budget 400]`` runs one paper's set;
 ``--all`` runs every set; ``--gpus 0,1,2,3`` runs the sets as separate processes, each pinned to
-one GPU with ``CUDA_VISIBLE_DEVICES`` by :func:`experiments.core.assign_gpus` (a GPU's sets run
+one GPU with ``CUDA_VISIBLE_DEVICES`` by :func:`experiments.harness.core.assign_gpus` (a GPU's sets run
 one after the other), each writing its log to ``OUT/<paper>/run.log``; ``--dask local-cuda``
 (or ``local``, or a scheduler's address) runs the cells of the chosen sets as Dask tasks, one
-GPU per worker, resumable through the store (:mod:`experiments.cells`; with ``--gpus`` the
+GPU per worker, resumable through the store (:mod:`experiments.harness.cells`; with ``--gpus`` the
 local cluster takes those GPUs); ``--plan`` prints the
 worst-case seconds per experiment, per set and per GPU instead of running. The exit status is
 non-zero if any set failed (an engine not built, a count disagreement, a crashed set).
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from . import PAPERS, experiments_of, get_experiment
 
-# experiments.core (pandas) is imported by the commands that run or plan, not by add_arguments:
+# experiments.harness.core (pandas) is imported by the commands that run or plan, not by add_arguments:
 # `gpusm match` builds the whole parser and should not pay for the harness.
 
 
@@ -80,7 +80,7 @@ def _selection(args) -> dict[str, list[str] | None]:
 
 def print_plan(selection: dict, scale: str, gpus: list[str] | None) -> dict[str, float]:
     """Print the worst case per experiment and per set (and per GPU); return set -> worst seconds."""
-    from .core import assign_gpus, format_plan, plan
+    from .harness.core import assign_gpus, format_plan, plan
 
     worst, spread, compiles = {}, 0.0, 0.0
     for paper, names in selection.items():
@@ -104,8 +104,8 @@ def print_plan(selection: dict, scale: str, gpus: list[str] | None) -> dict[str,
 def launch(papers: list[str], gpus: list[str], scale: str, out: str, budget_s: float | None,
            launcher: str) -> int:
     """Run each set as ``python -m experiments --paper P`` pinned to its GPU; non-zero if any failed."""
-    from .core import assign_gpus, plan_set
-    from .report import LAUNCHER_ENV
+    from .harness.core import assign_gpus, plan_set
+    from .harness.report import LAUNCHER_ENV
 
     worst = {paper: sum(line.worst_s for line in plan_set(paper, scale)) for paper in papers}
     assignment = assign_gpus(worst, gpus)
@@ -150,8 +150,8 @@ def run(args, command: str | None = None) -> int:
     ``command`` is the command line the outputs record (default: this process's, as
     ``python -m experiments ...``).
     """
-    from .core import run_set
-    from .store import FolderLocked
+    from .harness.core import run_set
+    from .harness.store import FolderLocked
 
     command = command or f"python -m experiments {shlex.join(sys.argv[1:])}".strip()
     selection = _selection(args)
@@ -177,7 +177,7 @@ def run(args, command: str | None = None) -> int:
     if args.dask:
         if args.budget is not None:
             raise SystemExit("--budget is not supported with --dask (a resumed run fills in what is missing)")
-        from .cells import make_client, run_on_dask
+        from .harness.cells import make_client, run_on_dask
 
         client, cluster = make_client(args.dask, gpus, args.dask_workers)
         try:

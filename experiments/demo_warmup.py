@@ -1,5 +1,5 @@
 """``gpusm demo``'s kernels compiled in parallel: one fresh process per GPU engine runs the demo's
-own workload (:class:`experiments.compare.DemoWorkload`) into the kernel cache
+own workload (:class:`experiments.papers.compare.DemoWorkload`) into the kernel cache
 (:mod:`common.kernel_cache`) before the demo runs the engines one after another and loads them.
 
 ``python -m experiments.demo_warmup ENGINE SIZE SEED`` is one such process (it prints its report,
@@ -27,7 +27,7 @@ def compile_in_parallel(engines, size: str, seed: int) -> list[dict]:
 
 
 def main(argv: list[str]) -> dict:
-    from .compare import DemoWorkload
+    from .papers.compare import DemoWorkload
 
     engine, size, seed = argv
     data, queries = DemoWorkload.of_size(size, int(seed)).build()

@@ -1,5 +1,5 @@
 """The installed ``gpusm`` command: the library's subcommands (:mod:`common.cli`) plus the
-harness's ``demo`` (:func:`experiments.compare.demo`) and ``experiment`` (:mod:`experiments.cli`).
+harness's ``demo`` (:func:`experiments.papers.compare.demo`) and ``experiment`` (:mod:`experiments.cli`).
 
 ``python -m experiments.gpusm ARGS`` is the same as ``gpusm ARGS``.
 """
@@ -13,7 +13,7 @@ from common import cli
 
 
 def cmd_demo(args) -> int:
-    from .compare import demo
+    from .papers.compare import demo
 
     table = demo(seed=args.seed, size=args.size, timeout_s=args.timeout, peers=args.peers)
     disagreed = table.loc[table["disagreed"] != "-", "disagreed"].astype(int)

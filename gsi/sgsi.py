@@ -5,16 +5,21 @@ larger than the device (or than ``device_memory_limit``).
     engine = SGSI(device_memory_limit=64 << 20).prepare(data)    # SGSI(load_balance="histogram"): SGSI+
     result = engine.match(query)
 
+When the graph's resident state fits half the limit, every partition is one resident segment and
+the engine runs in-core GSI under the limit (``stats["mode"]`` ``"in-core"``). Otherwise
 :meth:`SGSI.prepare` cuts the signature table into vertex segments (§6.1) and each edge-label
-PCSR partition into segments (§6.2) that fill one of two double-buffered slots. Per query: the
-signature segments stream through the filter (§3); GSI's Algorithm 1 orders the query; the join
-keeps the intermediate table column-major in host memory (§6.3) and processes it in chunks that
-fit the working memory: Algorithm 4 (partitioned first edge) and Algorithm 5 (partitioned
-intersection) stream the segments that hold the chunk's vertices, Algorithm 6 writes the next
-table column by column. SGSI+ chooses W1 and W3 per segment with §7's cost model. ``stats``:
-``partitions``, ``signature_segments``, ``comm_s`` and ``comp_s`` (summed device time of copies
-and of kernels, which overlap), ``bytes_h2d``, ``bytes_d2h``, ``segments_streamed``, ``chunks``,
-``rows_per_iteration``. The choices where the paper is silent are in docs/decisions.md ("SGSI").
+PCSR partition into segments (§6.2) that stream through two double-buffered slots. Per query:
+the signature segments stream through the filter (§3); GSI's Algorithm 1 orders the query; the
+join (§6.3) runs depth first over device-resident tables in chunks that fit two arenas: per
+chunk, one launch bounds each row's GBA and marks the segments its vertices reach, then
+Algorithm 4 (partitioned first edge) and Algorithm 5 (partitioned intersection) stream only
+those segments, one launch per segment, and the new table is written in parts that fit, each
+joined on before the next. SGSI+ chooses W1 and W3 per chunk with §7's cost model. ``stats``:
+``mode``, ``partitions``, ``signature_segments``, ``comm_s`` and ``comp_s`` (summed device time
+of copies and of kernels, which overlap), ``bytes_h2d``, ``bytes_d2h``, ``bytes_streamed`` (graph
+segments copied), ``h2d_gbps`` (those bytes over their copies' device time),
+``segments_streamed``, ``chunks``, ``gba_splits``, ``split_outputs``, ``rows_per_iteration``.
+The choices where the paper is silent are in docs/decisions.md ("SGSI").
 """
 
 from __future__ import annotations
@@ -28,8 +33,19 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from common import launch as _launch
 from common.cudasim import FULL_MASK
-from common.device import BufferPool, DeviceMemoryBudget, PhaseTimer, cuda, fill, jit, simulator_active
+from common.device import (
+    BufferPool,
+    DeviceMemoryBudget,
+    PhaseTimer,
+    cuda,
+    download,
+    fill,
+    jit,
+    simulator_active,
+    upload,
+)
 from common.device_functions import lower_bound
 from common.engine import Engine
 from common.errors import DeviceOutOfMemory
@@ -46,23 +62,25 @@ from .engine import (
     _QI_SIG,
     DEFAULT_BLOCK_THREADS,
     DEFAULT_MAX_BLOCKS,
-    adapt_slice,
-    first_slice,
+    GSI,
     query_info,
 )
 from .filter import SIG_WORDS, filter_kernel, signature_table
-from .join import MAX_QUERY_VERTICES, make_kernels, merge_in_place
+from .join import EDGE_FIELDS, MAX_QUERY_VERTICES, link_row, load_row, merge_in_place, warp_first_edge
 from .order import SCORES, join_plan
 from .pcsr import GROUP_WORDS, META, PCSR, _build_pcsr_partition, partition_lists, warp_neighbor_range
 
 _SIM = simulator_active()
 SIG_SEGMENT_WORDS = SIG_WORDS + 3          # signature words, label, out-degree, in-degree per vertex
-SLOT_SHARE = 8                             # each of the two slots gets 1/8 of the budget
-ROW_SHARE = 0.25                           # of the working memory: per-row arrays and table rows
-ROW_BYTES = 6 * 8 + 8 + 8 * 4              # per-row int64 arrays, scan workspace, 8 table columns
+SLOT_SHARE = 6                             # each of the two slots gets 1/6 of the budget
+#: In core when the graph's resident state takes at most this share of device_memory_limit.
+IN_CORE_SHARE = 0.5
+ROW_SHARE = 0.25                           # of the working memory: the int64 per-row arena
+ROW_ARRAYS = 6                             # per-row int64 arrays of a chunk: counts, F, num, P, Fx, numx
 _MIN_WORK_BYTES = 1 << 10
 # Without device_memory_limit the join's working memory is capped (it is allocated at prepare).
 DEFAULT_WORK_BYTES = (16 << 20) if _SIM else (4 << 30)
+_VIEWS = 512                               # cached arena views (a view costs a launch's host time)
 
 
 @dataclass
@@ -78,6 +96,7 @@ class Segment:
     keys: int
     host: np.ndarray
     max_list: int = 0
+    flat: int = -1                 # index among all PCSR segments (partition order)
 
     @property
     def words(self) -> int:
@@ -125,34 +144,95 @@ def _pin(segments: list[Segment]) -> None:
         pos += seg.words
 
 
+
+
 class SGSIKernels(NamedTuple):
-    append_offsets: object
+    bounds: object
+    segment_first: object
+    segment_prep: object
+    segment_add: object
     segment_intersect: object
-    column: object
+    link_part: object
 
 
 @functools.lru_cache(maxsize=None)
 def make_sgsi_kernels(warps: int) -> SGSIKernels:
-    """The kernels SGSI adds to GSI's: offsets of the next segment's appends, the partitioned
-    intersection (Algorithm 5) and the column writer (Algorithm 6)."""
+    """The kernels SGSI adds to GSI's: the chunk's bounds and reached segments, Algorithm 4 for
+    one segment (a warp per row), the offsets around GSI's block-cooperative kernels,
+    Algorithm 5 for one segment, and the writer of part of the new table."""
+    Q = MAX_QUERY_VERTICES
 
     @jit
-    def append_offsets_kernel(F, num, num_seg, Fx, m, reset):
-        """num += num_seg (num = 0 when ``reset``); Fx = F + num: where the next segment appends."""
+    def bounds_kernel(tab, width, a, m, edges, e_lo, e_hi, deg, n, counts, num, seg_lo, seg_hi, seg_first,
+                      seg_count, marks, epoch):
+        """A thread per row: counts[i] = |N(v', l0)| (the resident degrees), num[i] = 0, and
+        marks[s] = epoch for every segment s of a linking edge's partition whose source range
+        holds that edge's vertex of the row."""
         i = cuda.grid(1)
         while i < m:
-            if reset != 0:
-                num[i] = 0
-            else:
-                num[i] += num_seg[i]
+            row = (a + i) * width
+            counts[i] = deg[np.int64(edges[e_lo * EDGE_FIELDS + 1]) * n + tab[row + edges[e_lo * EDGE_FIELDS]]]
+            num[i] = 0
+            for ed in range(e_lo, e_hi):
+                v = tab[row + edges[ed * EDGE_FIELDS]]
+                p = edges[ed * EDGE_FIELDS + 1]
+                s = seg_first[p]
+                end = s + seg_count[p]
+                s = lower_bound(seg_hi, s, end, v)
+                while s < end and seg_lo[s] <= v:
+                    marks[s] = epoch
+                    s += 1
+            i += cuda.gridsize(1)
+
+    @jit
+    def segment_first_kernel(tab, width, a, m, col, lo, hi, sid, label, bits, ubase, F, gba, num, n, meta, slot,
+                             use_cache):
+        """Algorithm 4 for one segment, a warp per row whose v' lies in lo..hi: append
+        (N_x(v', l0) minus the row) ∩ C(u) at gba[F[i] + num[i]] and add the count to num[i]."""
+        rowc = cuda.shared.array((warps, Q), np.int32)
+        cache = cuda.shared.array((warps, 32), np.int32)
+        btile = cuda.shared.array((warps, 32), np.int32)
+        w = cuda.threadIdx.x // 32
+        i = cuda.blockIdx.x * warps + w
+        while i < m:
+            v = tab[(a + i) * width + col]
+            if lo <= v and v <= hi:
+                s, e, _ = warp_neighbor_range(PCSR, meta, slot, slot, meta, sid, v, n)
+                if s < e:
+                    load_row(rowc, w, tab, a + i, width)
+                    before = num[i]
+                    written, _ = warp_first_edge(1, rowc, cache, btile, w, width, s, e, slot, slot, PCSR, label,
+                                                 bits, ubase, slot, 0, 0, gba, F[i] + before, use_cache)
+                    if cuda.laneid == 0:
+                        num[i] = before + written
+            cuda.syncwarp(FULL_MASK)
+            i += cuda.gridDim.x * warps
+
+    @jit
+    def segment_prep_kernel(F, num, Fx, m, qcount):
+        """Before GSI's block-cooperative kernel on a segment: Fx = F + num (where it appends)
+        and an empty queue of heavy rows."""
+        i = cuda.grid(1)
+        if i == 0:
+            qcount[0] = 0
+        while i < m:
             Fx[i] = F[i] + num[i]
             i += cuda.gridsize(1)
 
     @jit
-    def segment_intersect_kernel(tab, width, m, col, part, F, gba, num, rd, wr, n, structure, meta,
-                                 gl, keys, offs, ci, ci_label, use_cache):
-        """Algorithm 5 for one segment (a warp per row): merge gba[F+rd : F+num] with the segment's
-        part of N(v'', l), writing survivors at F+wr; rd moves past the part's last neighbour."""
+    def segment_add_kernel(num, numx, m):
+        """After it: num += what the segment appended."""
+        i = cuda.grid(1)
+        while i < m:
+            num[i] += numx[i]
+            i += cuda.gridsize(1)
+
+    @jit
+    def segment_intersect_kernel(tab, width, a, m, col, lo, hi, part, F, gba, num, rd, wr, n, meta, slot,
+                                 use_cache):
+        """Algorithm 5 for one segment (a warp per row whose v'' lies in lo..hi): merge
+        gba[F+rd : F+num] with the segment's part of N(v'', l), writing survivors at F+wr; rd
+        moves past the part's last neighbour."""
         cache = cuda.shared.array((warps, 32), np.int32)
         btile = cuda.shared.array((warps, 32), np.int32)
         ntile = cuda.shared.array((warps, 32), np.int32)
@@ -161,49 +241,73 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
         i = cuda.blockIdx.x * warps + w
         nw = cuda.gridDim.x * warps
         while i < m:
-            v = tab[i * width + col]
-            s, e, _ = warp_neighbor_range(structure, meta, gl, keys, offs, part, v, n)
-            bp = rd[i]
-            size = np.int64(num[i])
-            if s < e and bp < size:
-                base = F[i]
-                written, bp, _, _ = merge_in_place(btile, ntile, cache, w, gba, base, bp, size, ci, s, e,
-                                                   wr[i], structure, ci_label, 0, use_cache)
-                # every buffer element up to the part's last neighbour has been consumed
-                nxt = size
-                if bp < size:
-                    nxt = lower_bound(gba, base + bp, base + size, ci[e - 1] + 1) - base
-                if lane == 0:
-                    rd[i] = nxt
-                    wr[i] = written
+            v = tab[(a + i) * width + col]
+            if lo <= v and v <= hi:
+                s, e, _ = warp_neighbor_range(PCSR, meta, slot, slot, meta, part, v, n)
+                bp = rd[i]
+                size = np.int64(num[i])
+                if s < e and bp < size:
+                    base = F[i]
+                    written, bp, _, _ = merge_in_place(btile, ntile, cache, w, gba, base, bp, size, slot, s, e,
+                                                       wr[i], PCSR, slot, 0, use_cache)
+                    # every buffer element up to the part's last neighbour has been consumed
+                    nxt = size
+                    if bp < size:
+                        nxt = lower_bound(gba, base + bp, base + size, slot[e - 1] + 1) - base
+                    if lane == 0:
+                        rd[i] = nxt
+                        wr[i] = written
             cuda.syncwarp(FULL_MASK)
             i += nw
 
     @jit
-    def column_kernel(tab, width, c, m, gba, F, num, P, out):
-        """Algorithm 6, one column: out[P[i] + k] = tab[i, c] (c < width) or gba[F[i] + k]
-        (c == width) for k < num[i] (a warp per row)."""
-        lane = cuda.laneid
-        w = cuda.threadIdx.x // 32
-        i = cuda.blockIdx.x * warps + w
-        nw = cuda.gridDim.x * warps
-        while i < m:
-            cnt = np.int64(num[i])
-            dst = P[i]
-            k = np.int64(lane)
-            if c < width:
-                value = tab[i * width + c]
-                while k < cnt:
-                    out[dst + k] = value
-                    k += 32
-            else:
-                src = F[i]
-                while k < cnt:
-                    out[dst + k] = gba[src + k]
-                    k += 32
-            i += nw
+    def link_part_kernel(tab, width, a, i0, i1, gba, F, num, P, p0, out):
+        """Rows i0..i1-1 of the chunk, a warp per row: out rows P[i] - p0 .. = the row extended
+        by each of its survivors gba[F[i]:F[i] + num[i]] (Algorithm 6, row-major as GSI)."""
+        i = i0 + cuda.blockIdx.x * warps + cuda.threadIdx.x // 32
+        while i < i1:
+            link_row(tab, width, a + i, gba, F[i], np.int64(num[i]), P[i] - p0, out)
+            i += cuda.gridDim.x * warps
 
-    return SGSIKernels(append_offsets_kernel, segment_intersect_kernel, column_kernel)
+    return SGSIKernels(bounds_kernel, segment_first_kernel, segment_prep_kernel, segment_add_kernel,
+                       segment_intersect_kernel, link_part_kernel)
+
+
+def _copy_async(slot, host: np.ndarray, stream) -> None:
+    """host -> slot[:host.size] on ``stream``: the driver's asynchronous copy from pinned memory
+    (numba's copy_to_device costs ~100 us of host time per call), numba's under the simulator."""
+    direct = _launch._NUMBA
+    if direct is not None:
+        from cuda.bindings import driver
+
+        if driver.cuMemcpyHtoDAsync(_launch.device_pointer(slot), host.ctypes.data, host.nbytes,
+                                    _launch.stream_handle(stream))[0] == 0:
+            return
+    slot[:host.size].copy_to_device(host, stream=stream)
+
+
+def _record(event, stream) -> None:
+    """event.record(stream) through the driver (numba's call costs ~20 us of host time)."""
+    direct = _launch._NUMBA
+    if direct is None or direct.event_record(event.driver_handle, _launch.stream_handle(stream))[0] != 0:
+        event.record(stream)
+
+
+def _wait(event, stream) -> None:
+    """stream waits for event, through the driver when it can."""
+    direct = _launch._NUMBA
+    if direct is not None:
+        from cuda.bindings import driver
+
+        if driver.cuStreamWaitEvent(_launch.stream_handle(stream), event.driver_handle, 0)[0] == 0:
+            return
+    event.wait(stream)
+
+
+def _event():
+    event = cuda.event(timing=False)
+    event.driver_handle = int(event.handle)
+    return event
 
 
 class _Streams:
@@ -219,8 +323,8 @@ class _Streams:
             self.ready = self.free = [None, None]
         else:
             self.copy, self.compute = cuda.stream(), cuda.stream()
-            self.ready = [cuda.event(timing=False) for _ in range(2)]
-            self.free = [cuda.event(timing=False) for _ in range(2)]
+            self.ready = [_event() for _ in range(2)]
+            self.free = [_event() for _ in range(2)]
 
     def _load(self, seg: Segment, avoid: int, clock) -> int:
         for s in range(2):
@@ -228,13 +332,14 @@ class _Streams:
                 return s
         s = 1 - avoid if avoid >= 0 else (0 if self.holds[0] == -1 or self.holds[1] != -1 else 1)
         if not _SIM:
-            self.free[s].wait(self.copy)
+            _wait(self.free[s], self.copy)
         with clock.comm_copy.phase("h2d"):
-            self.slots[s][:seg.words].copy_to_device(seg.host, stream=self.copy)
+            _copy_async(self.slots[s], seg.host, self.copy)
         if not _SIM:
-            self.ready[s].record(self.copy)
+            _record(self.ready[s], self.copy)
         self.holds[s] = seg.sid
         clock.bytes_h2d += seg.words * 4
+        clock.bytes_streamed += seg.words * 4
         clock.streamed += 1
         return s
 
@@ -247,11 +352,11 @@ class _Streams:
         for j, seg in enumerate(segments):
             nxt = self._load(segments[j + 1], cur, clock) if j + 1 < len(segments) else -1
             if not _SIM:
-                self.ready[cur].wait(self.compute)
+                _wait(self.ready[cur], self.compute)
             with clock.comp_stream.phase("kernels"):
                 launch(self.slots[cur], seg, self.compute)
             if not _SIM:
-                self.free[cur].record(self.compute)
+                _record(self.free[cur], self.compute)
             cur = nxt
 
 
@@ -263,12 +368,14 @@ class _Clock:
         self.comm_default = PhaseTimer(0)
         self.comp_stream = PhaseTimer(streams.compute)
         self.comp_default = PhaseTimer(0)
-        self.bytes_h2d = self.bytes_d2h = self.streamed = 0
+        self.bytes_h2d = self.bytes_d2h = self.streamed = self.bytes_streamed = 0
 
-    def totals(self) -> tuple[float, float]:
-        comm = sum(self.comm_copy.seconds.values()) + sum(self.comm_default.seconds.values())
+    def totals(self) -> tuple[float, float, float]:
+        """(communication, computation, the segment copies' share of communication) seconds."""
+        stream_s = sum(self.comm_copy.seconds.values())
+        comm = stream_s + sum(self.comm_default.seconds.values())
         comp = sum(self.comp_stream.seconds.values()) + sum(self.comp_default.seconds.values())
-        return comm, comp
+        return comm, comp, stream_s
 
 
 class _Stop(Exception):
@@ -281,6 +388,16 @@ def _host_memory() -> int:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return 16 << 30
+
+
+def resident_bytes(data: Graph, lists=None) -> int:
+    """Device bytes of the data graph held whole (GSI's layout): signature table, labels and
+    degrees (SIG_SEGMENT_WORDS per vertex), every PCSR partition (a 128-byte group per source
+    vertex, 4 bytes per entry) and 64 candidate bitsets."""
+    words = data.num_vertices * SIG_SEGMENT_WORDS + MAX_QUERY_VERTICES * ((data.num_vertices + 31) // 32)
+    for rows, _ in partition_lists(data) if lists is None else lists:
+        words += rows.size + GROUP_WORDS * np.unique(rows).size
+    return 4 * words
 
 
 class SGSI(Engine):
@@ -303,13 +420,20 @@ class SGSI(Engine):
     block_threads, max_blocks : int
         Launch shape of the join kernels.
     host_memory_limit : int or None
-        Cap of the host-resident intermediate table in bytes (None: half the machine's memory);
+        Cap of the embeddings collected on the host in bytes (None: half the machine's memory);
         past it the query ends with status ``oom``.
+    out_of_core : bool or None
+        None: in core when the graph's resident state fits half of ``device_memory_limit``,
+        else out of core; True/False force the mode.
+    work_bytes : int or None
+        Cap of the out-of-core join's working memory (its two arenas; None: what the limit leaves).
+    slot_share : int
+        Each of the two segment slots gets 1/slot_share of the budget (bigger slots: fewer
+        segments and launches, less room for the join).
     device_memory_limit : int or None
-        The device bytes the partitions are planned for (None: 90% of the device's free memory).
+        The device bytes the engine may use (None: the device's free memory; out of core, 90% of
+        it is planned for).
     """
-
-    _slice_rows = 0                   # simulator: rows per join chunk (set per query)
 
     name = "sgsi"
     supports_edge_labels = True
@@ -322,6 +446,7 @@ class SGSI(Engine):
                  write_cache: bool = True, order_score: str = "paper", w1: int = balance.W1,
                  w3: int = balance.W3, block_threads: int = DEFAULT_BLOCK_THREADS,
                  max_blocks: int = DEFAULT_MAX_BLOCKS, host_memory_limit: int | None = None,
+                 out_of_core: bool | None = None, work_bytes: int | None = None, slot_share: int = SLOT_SHARE,
                  device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if load_balance not in (False, True, "histogram") or not isinstance(load_balance, (bool, str)):
@@ -332,6 +457,8 @@ class SGSI(Engine):
             raise ValueError(f"block_threads must be a multiple of 32 in 32..1024, got {block_threads}")
         if not 32 < w3 < w1:
             raise ValueError(f"load-balance thresholds need 32 < w3 < w1, got w3={w3}, w1={w1}")
+        if out_of_core not in (None, True, False):
+            raise ValueError(f"out_of_core must be None, True or False, got {out_of_core!r}")
         self.load_balance = load_balance
         self.duplicate_removal = bool(duplicate_removal)
         self.write_cache = bool(write_cache)
@@ -340,12 +467,20 @@ class SGSI(Engine):
         self.block_threads, self.max_blocks = int(block_threads), int(max_blocks)
         self.warps = self.block_threads // 32
         self.host_memory_limit = host_memory_limit if host_memory_limit is not None else _host_memory() // 2
+        self.out_of_core = out_of_core
+        if work_bytes is not None and int(work_bytes) < _MIN_WORK_BYTES:
+            raise ValueError(f"work_bytes must be at least {_MIN_WORK_BYTES}, got {work_bytes}")
+        self.work_bytes = None if work_bytes is None else int(work_bytes)
+        if int(slot_share) < 3:
+            raise ValueError(f"slot_share must be at least 3 (two slots and the join), got {slot_share}")
+        self.slot_share = int(slot_share)
         self.instrument = False
+        self.incore: GSI | None = None
 
     # ------------------------------------------------------------------ partitioning
     @staticmethod
     def budget_for(device_memory_limit: int | None) -> int:
-        """The device bytes SGSI plans with: the limit, or 90% of the free device memory."""
+        """The device bytes SGSI plans with out of core: the limit, or 90% of the free device memory."""
         if device_memory_limit is not None:
             return int(device_memory_limit)
         if _SIM:
@@ -396,76 +531,131 @@ class SGSI(Engine):
         return sig_segments, pcsr_segments
 
     @classmethod
-    def slot_words_for(cls, data: Graph, device_memory_limit: int | None, lists=None) -> int:
+    def slot_words_for(cls, data: Graph, device_memory_limit: int | None, lists=None,
+                       slot_share: int = SLOT_SHARE) -> int:
         """int32 words per segment slot: the largest piece (signature table or partition) if it
         fits in 1/8 of the budget, else 1/8 of the budget."""
         # a slot holds whole warps of signature rows: 32 at least, even for a tiny graph
         need = max((data.num_vertices + 31) // 32 * 32 * SIG_SEGMENT_WORDS, GROUP_WORDS + 1)
         for rows, _ in partition_lists(data) if lists is None else lists:
             need = max(need, rows.size + GROUP_WORDS * np.unique(rows).size)
-        return int(min(need, cls.budget_for(device_memory_limit) // SLOT_SHARE // 4))
+        return int(min(need, cls.budget_for(device_memory_limit) // slot_share // 4))
 
     def _prepare(self, data: Graph) -> None:
-        total = self.budget_for(self.device_memory_limit)
-        self.budget = budget = DeviceMemoryBudget(total)
         n = data.num_vertices
         self.n, self.nwords = n, (n + 31) // 32
-        lists = partition_lists(data)
-        slot_words = self.slot_words_for(data, self.device_memory_limit, lists)
-        self.sig_segments, self.segments = self.plan_segments(data, slot_words, lists)
-        all_segments = self.sig_segments + [s for segs in self.segments for s in segs]
-        self.segment_ranges = [(np.array([s.lo for s in segs], np.int64), np.array([s.hi for s in segs], np.int64))
-                               for segs in self.segments]      # source-vertex range of each segment
         self.directions = 2 if data.directed else 1
+        lists = partition_lists(data)
+        self.incore = None
+        if self.out_of_core is not True:
+            need = resident_bytes(data, lists)
+            limit = self.device_memory_limit
+            if self.out_of_core is False or (limit is None and need <= self.budget_for(None) * IN_CORE_SHARE) \
+                    or (limit is not None and need <= limit * IN_CORE_SHARE):
+                try:
+                    self._prepare_in_core(data, lists)
+                    return
+                except DeviceOutOfMemory:
+                    if self.out_of_core is False:
+                        raise
+                    self.incore = None              # the device refused: stream instead
+        self._prepare_out_of_core(data, lists)
+
+    def _prepare_in_core(self, data: Graph, lists) -> None:
+        """The whole graph resident: one segment per partition, never streamed, so SGSI's join
+        is GSI's; run in-core GSI with the same options under the same limit."""
+        self.incore = GSI(load_balance=self.load_balance, duplicate_removal=self.duplicate_removal,
+                          write_cache=self.write_cache, order_score=self.order_score, w1=self.w1, w3=self.w3,
+                          block_threads=self.block_threads, max_blocks=self.max_blocks,
+                          device_memory_limit=self.device_memory_limit).prepare(data)
+        if self.incore.prepare_error:
+            raise DeviceOutOfMemory(resident_bytes(data, lists), 0, self.device_memory_limit or 0,
+                                    f"SGSI in core ({self.incore.prepare_error})")
+        self.budget = self.incore.budget
+        self.sig_segments = []
+        self.segments = [[] for _ in lists]
+        self._partition_count = sum(1 for rows, _ in lists if rows.size)
+
+    def _prepare_out_of_core(self, data: Graph, lists) -> None:
+        total = self.budget_for(self.device_memory_limit)
+        self.budget = budget = DeviceMemoryBudget(total)
+        n = self.n
+        slot_words = self.slot_words_for(data, self.device_memory_limit, lists, self.slot_share)
+        self.sig_segments, self.segments = self.plan_segments(data, slot_words, lists)
+        self.flat = [s for segs in self.segments for s in segs]        # PCSR segments, partition order
+        for k, seg in enumerate(self.flat):
+            seg.flat = k
+        self._partition_count = len(self.flat)
+        all_segments = self.sig_segments + self.flat
         self.partition_edges = np.array([rows.size for rows, _ in lists], np.int64)
-        self.degree_keys, self.degree_counts = [], []
-        for rows, _ in lists:
-            keys, counts = np.unique(rows, return_counts=True)
-            self.degree_keys.append(keys)
-            self.degree_counts.append(counts.astype(np.int64))
         self.total_edges = int(data.neighbors.size)
         meta = np.zeros(max(1, len(all_segments)) * META, np.int64)
         for seg in all_segments:
             if seg.partition >= 0:
                 meta[seg.sid * META:(seg.sid + 1) * META] = (seg.keys, 0, GROUP_WORDS * seg.keys,
                                                              seg.partition % self.directions)
-        # resident: segment metadata, candidate bitsets (grown per query size), query info, counters
+        # per partition: its segments' source ranges (sorted) and where they start in ``flat``
+        counts = np.array([len(segs) for segs in self.segments], np.int32)
+        first = np.zeros(max(1, counts.size), np.int32)
+        first[1:counts.size] = np.cumsum(counts)[:-1]
+        lo = np.array([s.lo for s in self.flat] or [0], np.int32)
+        hi = np.array([s.hi for s in self.flat] or [-1], np.int32)
+        deg = np.zeros(max(1, len(lists) * n), np.int32)
+        for p, (rows, _) in enumerate(lists):
+            if rows.size:
+                keys, cnt = np.unique(rows, return_counts=True)
+                deg[p * n + keys] = cnt
+        # resident: segment metadata and ranges, degrees, bitsets, query info, counters
         self.d_meta = budget.to_device(meta, what="segment metadata")
+        self.d_seg_lo = budget.to_device(lo, what="segment ranges")
+        self.d_seg_hi = budget.to_device(hi, what="segment ranges")
+        self.d_seg_first = budget.to_device(first, what="segment ranges")
+        self.d_seg_count = budget.to_device(np.maximum(counts, 0) if counts.size else np.zeros(1, np.int32),
+                                            what="segment ranges")
+        self.d_marks = budget.zeros(max(1, len(self.flat)), np.int32, what="reached segments")
+        self.h_marks = np.zeros(max(1, len(self.flat)), np.int32)
+        self._epoch = 0
+        self.d_deg = budget.to_device(deg, what="partition degrees")
         self.d_sizes = budget.device_array(MAX_QUERY_VERTICES, np.int64, what="candidate sizes")
-        self.d_qinfo = budget.device_array(_QI_EDGES, np.int32, what="query info")   # no linking edges
+        self.d_qinfo = budget.device_array(_QI_EDGES, np.int32, what="query info")
         self.d_loads = budget.zeros(4, np.int64, what="load counters")
-        self.d_dummy32 = budget.zeros(1, np.int32, what="unused structure arrays")
-        self.d_dummy64 = budget.zeros(1, np.int64, what="unused structure arrays")
         self.h_qinfo = np.zeros(_QI_EDGES, np.int32)
         self.h_sizes = np.zeros(MAX_QUERY_VERTICES, np.int64)
         self.pool = BufferPool(budget, prefix="sgsi ")
         self.d_bits, self._bits_rows = None, 0
         self._grow_bits(4)
-        self.lb = balance.LoadBalancer(budget, warps=self.warps, load_balance=self.load_balance, w1=self.w1,
-                                       w3=self.w3, duplicate_removal=self.duplicate_removal,
-                                       write_cache=self.write_cache, max_blocks=self.max_blocks)
         self.streams = _Streams(budget, slot_words)
-        self.kernels = make_kernels(self.warps)
+        # the load balance's queue length, and SGSI+'s work histogram (only SGSI+ needs one)
+        self.d_qcount = budget.device_array(1, np.int64, what="load-balance queue length")
+        if self.load_balance == "histogram":
+            self.d_hist = budget.device_array(balance.HIST_BINS, np.int64, what="work histogram")
+            self.h_hist = np.zeros(balance.HIST_BINS, np.int64)
+            self.sms = balance._sm_count()
         self.balanced = balance.make_balanced_kernels(self.warps)
         self.sgsi_kernels = make_sgsi_kernels(self.warps)
         # the join's working memory: what is left after reserving bitsets for 16 query vertices
         work = total - budget.in_use - max(0, 16 - self._bits_rows) * self.nwords * 4
         if self.device_memory_limit is None:
             work = min(work, DEFAULT_WORK_BYTES)
+        if self.work_bytes is not None:
+            work = min(work, self.work_bytes)
         if work < _MIN_WORK_BYTES:
-            raise ValueError(f"device_memory_limit {total:,} leaves {work:,} bytes for SGSI's join "
-                             f"after the segment slots and candidate bitsets: raise it")
-        self.rows_cap = max(1, int(work * ROW_SHARE) // ROW_BYTES)
-        self.gba_cap = max(1, (work - self.rows_cap * ROW_BYTES) // 8)
-        self.tab_cap = self.rows_cap * 8
-        rows = self.rows_cap
-        self.d_F, self.d_Fx, self.d_num, self.d_numx, self.d_P, self.d_counts = (
-            budget.device_array(rows, np.int64, what=f"per-row {name}")
-            for name in ("F", "Fx", "num", "num_seg", "P", "counts"))
-        self.scan_ws = self.pool.scan(rows, np.int64)
-        self.d_tab = budget.device_array(self.tab_cap, np.int32, what="table chunk")
-        self.d_gba = budget.device_array(self.gba_cap, np.int32, what="GBA")
-        self.d_col = budget.device_array(self.gba_cap, np.int32, what="output column")
+            raise DeviceOutOfMemory(_MIN_WORK_BYTES, budget.in_use, total,
+                                    "SGSI's join after the segment slots, degrees and candidate bitsets "
+                                    "(raise device_memory_limit)")
+        row_bytes = int(work * ROW_SHARE)
+        max_rows = max(1, row_bytes // (8 * ROW_ARRAYS + 8))
+        self.scan_ws = self.pool.scan(max_rows, np.int64)
+        left = total - budget.in_use - max(0, 16 - self._bits_rows) * self.nwords * 4
+        if self.device_memory_limit is None:
+            left = min(left, DEFAULT_WORK_BYTES)
+        if self.work_bytes is not None:
+            left = min(left, self.work_bytes)
+        self.rows_cap = max(ROW_ARRAYS, min(max_rows * ROW_ARRAYS, int(left * ROW_SHARE) // 8))
+        self.words_cap = max(2, (left - 8 * self.rows_cap) // 4)
+        self.d_rows = budget.device_array(self.rows_cap, np.int64, what="per-row arena")
+        self.d_words = budget.device_array(self.words_cap, np.int32, what="table and GBA arena")
+        self._views: dict = {}
 
     def _grow_bits(self, nq: int) -> None:
         self.d_bits = self.pool.get("candidate bitsets", max(1, nq * self.nwords), np.uint32)
@@ -473,23 +663,35 @@ class SGSI(Engine):
 
     @property
     def partitions(self) -> int:
-        """PCSR segments over all partitions (SGSI's partition count)."""
-        return sum(len(segs) for segs in self.segments)
+        """PCSR segments over all partitions (SGSI's partition count; in core, one per partition)."""
+        return self._partition_count
+
+    def _view(self, arena, start: int, stop: int):
+        """arena[start:stop], cached (a new view costs a launch's host time and its launch words)."""
+        key = (id(arena), start, stop)
+        view = self._views.get(key)
+        if view is None:
+            if len(self._views) >= _VIEWS:
+                self._views.clear()
+            view = self._views[key] = arena[start:stop]
+        return view
 
     # ------------------------------------------------------------------ match
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
+        if self.incore is not None:
+            return self._match_in_core(query, limit=limit, collect=collect, timeout_s=timeout_s)
         self._deadline = None if timeout_s is None else time.perf_counter() + timeout_s
-        self._slice_rows = first_slice(timeout_s)                       # as GSI's _run_level
         nq = query.num_vertices
         timer = PhaseTimer()
         clock = _Clock(self.streams)
         self._clock, self._limit, self._collect = clock, limit, collect
-        self._count, self._chunks, self._limited = 0, 0, False
-        stats = {"partitions": self.partitions, "signature_segments": len(self.sig_segments),
-                 "candidate_sizes": [], "order": [],
+        self._count, self._chunks, self._rows_out, self._host_bytes = 0, 0, [], 0
+        self._gba_splits = self._table_parts = 0
+        stats = {"mode": "out-of-core", "partitions": self.partitions,
+                 "signature_segments": len(self.sig_segments), "candidate_sizes": [], "order": [],
                  "load_balance": self.load_balance}
-        status, reason, order, embeddings = Status.OK, "", list(range(nq)), None
-        iter_rows = [0] * nq
+        status, reason, order = Status.OK, "", list(range(nq))
+        self._iter_rows = [0] * nq
         try:
             self._grow_bits(nq)
             with timer.phase("filter"):
@@ -501,39 +703,66 @@ class SGSI(Engine):
                     plan = join_plan(query, sizes, lambda label, d: int(label) * self.directions + int(d),
                                      self.partition_edges, self.total_edges, self.order_score)
                     order = list(plan.order)
+                    self._steps = self._upload_steps(plan)
                 with timer.phase("filter"):
-                    cols = [self._start_column(plan.order[0])]
-                iter_rows[0] = cols[0].size
+                    start = self._start_column(plan.order[0])
+                self._iter_rows[0] = start.size
                 with timer.phase("enumerate"):
-                    cols = self._join(plan, cols, nq, iter_rows)
-                if collect:
-                    with timer.phase("transfer"):
-                        embeddings = np.empty((cols[0].size if cols else 0, nq), np.int32)
-                        for c, u in enumerate(order):
-                            embeddings[:, u] = cols[c]
-            if self._limited:
-                status = Status.LIMIT
+                    self._join(start, nq)
         except _Stop as stop:
             status, reason = stop.status, stop.reason
-        if collect and embeddings is None:
-            embeddings = np.zeros((0, nq), np.int32)
-        comm, comp = clock.totals()
-        stats.update(order=order, rows_per_iteration=iter_rows, chunks=self._chunks, comm_s=comm,
+        except DeviceOutOfMemory as exc:
+            status, reason = Status.OOM, str(exc)
+        embeddings = None
+        if collect:
+            with timer.phase("transfer"):
+                rows = np.concatenate(self._rows_out) if self._rows_out else np.zeros((0, nq), np.int32)
+                embeddings = np.empty_like(rows)
+                embeddings[:, order] = rows
+        comm, comp, stream_s = clock.totals()
+        stats.update(order=order, rows_per_iteration=self._iter_rows, chunks=self._chunks, comm_s=comm,
                      comp_s=comp, bytes_h2d=clock.bytes_h2d, bytes_d2h=clock.bytes_d2h,
-                     segments_streamed=clock.streamed)
+                     bytes_streamed=clock.bytes_streamed, segments_streamed=clock.streamed,
+                     gba_splits=self._gba_splits, split_outputs=self._table_parts,
+                     h2d_gbps=clock.bytes_streamed / stream_s / 1e9 if stream_s > 0 else 0.0)
         return MatchResult(self.name, self._count, status, reason=reason, embeddings=embeddings,
                            phases=timer.seconds, peak_device_bytes=self.budget.peak, stats=stats)
+
+    def _match_in_core(self, query: Graph, *, limit, collect, timeout_s) -> MatchResult:
+        r = self.incore.match(query, limit=limit, collect=collect, timeout_s=timeout_s)
+        stats = dict(r.stats)
+        comp = sum(r.phases.get(k, 0.0) for k in ("filter", "plan", "enumerate"))
+        stats.update(mode="in-core", partitions=self.partitions, signature_segments=0, comm_s=0.0, comp_s=comp,
+                     bytes_h2d=0, bytes_d2h=0, bytes_streamed=0, segments_streamed=0, h2d_gbps=0.0,
+                     chunks=stats.get("slices", 0))
+        return MatchResult(self.name, r.count, r.status, reason=r.reason, embeddings=r.embeddings,
+                           phases=r.phases, peak_device_bytes=r.peak_device_bytes, stats=stats)
 
     def _check_deadline(self) -> None:
         if self._deadline is not None and time.perf_counter() > self._deadline:
             raise _Stop(Status.TIMEOUT)
+
+    def _upload_steps(self, plan) -> list:
+        """Every join step's linking edges to the device (one copy); per step (vertex, e0, e_hi,
+        edges) with e0..e_hi-1 its edges' indices there."""
+        flat, steps = [], []
+        for step in plan.steps:
+            e0 = len(flat) // EDGE_FIELDS
+            for edge in step.edges:
+                flat.extend(int(x) for x in edge)
+            steps.append((step.vertex, e0, len(flat) // EDGE_FIELDS, list(step.edges)))
+        host = np.asarray(flat or [0], np.int32)
+        self.d_edges = self.pool.get("linking edges", host.size, np.int32)
+        upload(self.d_edges, host)
+        self._clock.bytes_h2d += host.nbytes
+        return steps
 
     def _filter(self, query: Graph, nq: int) -> np.ndarray:
         """Stream the signature segments through GSI's filter kernel into the bitsets; |C(u)|."""
         qi = query_info(self.h_qinfo, query, nq, True)
         clock = self._clock
         with clock.comm_default.phase("h2d"):
-            self.d_qinfo.copy_to_device(qi)
+            upload(self.d_qinfo, qi)
         clock.bytes_h2d += qi.nbytes
         fill(self.d_sizes, 0)
         T = self.block_threads
@@ -541,10 +770,8 @@ class SGSI(Engine):
         def launch(slot, seg, stream):
             cnt = seg.hi - seg.lo + 1
             words = (cnt + 31) // 32
-            sig = slot[:SIG_WORDS * cnt]
-            labels = slot[SIG_WORDS * cnt:(SIG_WORDS + 1) * cnt]
-            out_d = slot[(SIG_WORDS + 1) * cnt:(SIG_WORDS + 2) * cnt]
-            in_d = slot[(SIG_WORDS + 2) * cnt:(SIG_WORDS + 3) * cnt]
+            bounds = (0, SIG_WORDS * cnt, (SIG_WORDS + 1) * cnt, (SIG_WORDS + 2) * cnt, (SIG_WORDS + 3) * cnt)
+            sig, labels, out_d, in_d = (self._view(slot, bounds[k], bounds[k + 1]) for k in range(4))
             blocks = max(1, min(self.max_blocks, (nq * words + self.warps - 1) // self.warps))
             filter_kernel[blocks, T, stream](2, cnt, words, nq, sig, labels, out_d, in_d, self.d_qinfo,
                                              _QI_LAB, _QI_OUT, _QI_IN, _QI_SIG, self.d_bits, self.d_sizes,
@@ -552,146 +779,223 @@ class SGSI(Engine):
 
         self.streams.run(self.sig_segments, launch, clock)
         with clock.comm_default.phase("d2h"):
-            self.d_sizes.copy_to_host(self.h_sizes)
+            download(self.d_sizes, self.h_sizes)
         clock.bytes_d2h += self.h_sizes.nbytes
         return self.h_sizes[:nq].copy()
 
     def _start_column(self, u: int) -> np.ndarray:
         """C(u_start) as the first column: its bitset row, decoded on the host."""
+        words = np.empty(self.nwords, np.uint32)
         with self._clock.comm_default.phase("d2h"):
-            words = self.d_bits[u * self.nwords:(u + 1) * self.nwords].copy_to_host()
+            download(self._view(self.d_bits, u * self.nwords, (u + 1) * self.nwords), words)
         self._clock.bytes_d2h += words.nbytes
         bits = np.unpackbits(words.view(np.uint8), bitorder="little")[:self.n]
         return np.flatnonzero(bits).astype(np.int32)
 
-    def _degrees(self, part: int, vertices: np.ndarray) -> np.ndarray:
-        """|N(v, part)| of each vertex, from the host's per-partition degree lists."""
-        keys, counts = self.degree_keys[part], self.degree_counts[part]
-        if keys.size == 0:
-            return np.zeros(vertices.size, np.int64)
-        pos = np.minimum(np.searchsorted(keys, vertices), keys.size - 1)
-        return np.where(keys[pos] == vertices, counts[pos], 0)
-
-    def _segments_for(self, part: int, vertices: np.ndarray) -> list[Segment]:
-        """The segments of ``part`` whose source-vertex range holds one of ``vertices``."""
-        segs = self.segments[part]
-        if not segs or vertices.size == 0:
-            return []
-        values = np.unique(vertices)
-        lo, hi = self.segment_ranges[part]
-        pos = np.searchsorted(values, lo)
-        hit = (pos < values.size) & (values[np.minimum(pos, values.size - 1)] <= hi)
-        return [s for s, h in zip(segs, hit) if h]
-
-    def _join(self, plan, cols: list[np.ndarray], nq: int, iter_rows: list[int]) -> list[np.ndarray]:
-        """Every join iteration over the host-resident column-major table; the final columns
-        (empty lists when only counting)."""
-        if nq == 1:
-            self._add_count(cols[0].size)
-            return [cols[0][:self._count]] if self._collect else []
-        for level, step in enumerate(plan.steps):
-            width = level + 1
-            last = level == nq - 2
-            write = self._collect or not last
-            new_cols = [[] for _ in range(width + 1)]
-            rows_total = cols[0].size
-            out_rows = 0
-            a = 0
-            while a < rows_total:
-                self._check_deadline()
-                began = time.perf_counter()
-                m, produced = self._run_chunk(step, cols, a, width, write, new_cols)
-                if self._slice_rows:
-                    self._slice_rows = adapt_slice(self._slice_rows, time.perf_counter() - began)
-                out_rows += produced
-                if write and out_rows * (width + 1) * 4 > self.host_memory_limit:
-                    raise _Stop(Status.OOM, f"host memory: the table of iteration {level + 1} passed "
-                                f"{out_rows:,} rows x {width + 1} columns, over host_memory_limit "
-                                f"{self.host_memory_limit:,} bytes")
-                a += m
-                if last and self._add_count(produced):
-                    break
-            iter_rows[level + 1] = out_rows
-            if not write:
-                return []
-            cols = [np.concatenate(parts) if parts else np.zeros(0, np.int32) for parts in new_cols]
-            if out_rows == 0:
-                return cols
-        return [c[:self._count] for c in cols]
-
-    def _add_count(self, found: int) -> bool:
-        """Count final rows; True once ``limit`` is reached (the count is capped at it)."""
+    # ------------------------------------------------------------------ the join, depth first
+    def _add_count(self, found: int) -> None:
+        """Count final rows; stop with ``limit`` once it is reached (the count capped at it)."""
         self._count += found
         if self._limit is not None and self._count >= self._limit:
             self._count = self._limit
-            self._limited = True
-        return self._limited
+            raise _Stop(Status.LIMIT)
 
-    def _run_chunk(self, step, cols, a: int, width: int, write: bool, new_cols) -> tuple[int, int]:
-        """Join rows a..a+m-1 (the largest prefix that fits) and write their output columns;
-        returns (m, rows produced)."""
-        clock, k, sk = self._clock, self.kernels, self.sgsi_kernels
-        col0, part0, lab0 = step.edges[0]
-        window = min(cols[0].size - a, self.rows_cap, max(1, self.tab_cap // width),
-                     self._slice_rows or cols[0].size)
-        counts = self._degrees(part0, cols[col0][a:a + window])
-        incl = np.cumsum(counts)
-        m = int(np.searchsorted(incl, self.gba_cap, side="right"))
-        if m == 0:
-            raise _Stop(Status.OOM, f"one row's neighbour list ({int(counts[0]):,} entries) exceeds the "
-                        f"GBA of {self.gba_cap:,} entries that device_memory_limit leaves")
+    def _finish(self, rows: np.ndarray) -> None:
+        """Final rows (collect): keep them on the host, within ``host_memory_limit``."""
+        if self._limit is not None:
+            rows = rows[:max(0, self._limit - self._count)]
+        self._host_bytes += rows.nbytes
+        if self._host_bytes > self.host_memory_limit:
+            raise _Stop(Status.OOM, f"host memory: the collected embeddings passed host_memory_limit "
+                        f"{self.host_memory_limit:,} bytes")
+        self._rows_out.append(rows)
+
+    def _join(self, start: np.ndarray, nq: int) -> None:
+        """C(u_start) to the device in parts that leave the arenas room, each joined depth first."""
+        if nq == 1:
+            if self._collect:
+                self._finish(start.reshape(-1, 1))
+            self._add_count(start.size)
+            return
+        part = max(1, min(self.words_cap // 4, self.rows_cap // ROW_ARRAYS))
+        for a in range(0, start.size, part):
+            piece = start[a:a + part]
+            with self._clock.comm_default.phase("h2d"):
+                upload(self.d_words, piece)
+            self._clock.bytes_h2d += piece.nbytes
+            self._level(0, 0, piece.size, piece.size, 0, self.words_cap)
+
+    def _level(self, level: int, tb: int, rows: int, fw: int, fr: int, top: int) -> None:
+        """Join the ``rows`` rows of table ``level`` (d_words[tb:], row-major) through all later
+        levels; the words arena is free from ``fw`` to ``top`` (tables grow up from ``fw``, a
+        chunk's GBA sits below ``top``), the per-row arena from ``fr`` on."""
+        last = level + 2 == len(self._steps) + 1
+        a = 0
+        while a < rows:
+            self._check_deadline()
+            # the per-row arrays are the chunk's own unless its new table is written in parts:
+            # half of what is left (the later levels need the other half then), all at the last
+            left = (self.rows_cap - fr) // ROW_ARRAYS
+            m = min(rows - a, left if last else left // 2)
+            if m < 1:
+                raise DeviceOutOfMemory(8 * ROW_ARRAYS, self.budget.in_use, self.budget.limit or 0,
+                                        f"per-row arrays of join iteration {level + 1} (raise device_memory_limit)")
+            a += self._chunk(level, tb, a, m, fw, fr, top)
+
+    def _chunk(self, level: int, tb: int, a: int, m: int, fw: int, fr: int, top: int) -> int:
+        """One join iteration over rows a..a+m-1 of table ``level`` (or the longest prefix whose
+        GBA fits); returns the rows it joined."""
+        clock, sk, T = self._clock, self.sgsi_kernels, self.block_threads
+        vertex, e0, e_hi, edges = self._steps[level]
+        col0, part0, lab0 = edges[0]
+        width = level + 1
+        nq = len(self._steps) + 1
+        last = level == nq - 2
         self._chunks += 1
-        rows = np.ascontiguousarray(np.stack([c[a:a + m] for c in cols], axis=1), np.int32).reshape(-1)
-        F = np.ascontiguousarray(incl[:m] - counts[:m], np.int64)
-        with clock.comm_default.phase("h2d"):
-            self.d_tab[:rows.size].copy_to_device(rows)
-            self.d_F[:m].copy_to_device(F)
-        clock.bytes_h2d += rows.nbytes + F.nbytes
-        tab, T = self.d_tab, self.block_threads
-        wg = max(1, min(self.max_blocks, (m + self.warps - 1) // self.warps))
+        tab = self._view(self.d_words, tb, self.words_cap)
+        alloc = m                                   # per-row arrays are carved for m rows
+        counts, F, num, P, Fx, numx = (self._view(self.d_rows, fr + k * m, fr + (k + 1) * m)
+                                       for k in range(ROW_ARRAYS))
         tg = max(1, min(self.max_blocks, (m + T - 1) // T))
-        ubase = step.vertex * self.nwords
+        wg = max(1, min(self.max_blocks, (m + self.warps - 1) // self.warps))
+        self._epoch += 1
+        epoch = self._epoch
+        with clock.comp_default.phase("kernels"):
+            sk.bounds[tg, T](tab, width, a, m, self.d_edges, e0, e_hi, self.d_deg, self.n, counts, num,
+                             self.d_seg_lo, self.d_seg_hi, self.d_seg_first, self.d_seg_count, self.d_marks, epoch)
+            total = exclusive_scan(counts, F, workspace=self.scan_ws, n=m)
+        # the GBA below ``top``: half of the room (the new table needs the rest), all of it at the
+        # last level without collect
+        avail = top - fw
+        gba_room = avail if last and not self._collect else avail // 2
+        if total > gba_room:                     # the longest prefix whose buffers fit
+            incl = download(F, np.empty(m, np.int64)) + download(counts, np.empty(m, np.int64))
+            clock.bytes_d2h += 16 * m
+            j = int(np.searchsorted(incl, gba_room, side="right"))
+            if j == 0:
+                raise DeviceOutOfMemory(4 * int(incl[0]), self.budget.in_use, self.budget.limit or 0,
+                                        f"one row's GBA in join iteration {level + 1} (raise device_memory_limit)")
+            m, total = j, int(incl[j - 1])
+            self._gba_splits += 1
+        with clock.comm_default.phase("d2h"):
+            download(self.d_marks, self.h_marks)
+        clock.bytes_d2h += self.h_marks.nbytes
+        reached = self.h_marks == epoch
+        gba = self._view(self.d_words, top - max(total, 1), top)
+        ubase = vertex * self.nwords
         cache = int(self.write_cache)
-        heavy = self.load_balance == "histogram" or self.load_balance is True
+
+        # Algorithm 4: the first linking edge, segment by segment
+        heavy_any = self.load_balance == "histogram"
+        first_segs = self._reached(part0, reached)
+        block = [heavy_any or (self.load_balance is not False or self.duplicate_removal) and s.max_list > self.w3
+                 for s in first_segs]
+        w1 = w3 = 0
+        if any(block):
+            w1, w3 = self._thresholds(counts, m, tg)       # SGSI+: one histogram copy per chunk
+        flags = dict(zip((s.sid for s in first_segs), block))
+
+        def first(slot, seg, stream):
+            if not flags[seg.sid]:
+                sk.segment_first[wg, T, stream](tab, width, a, m, col0, seg.lo, seg.hi, seg.sid, lab0, self.d_bits,
+                                                ubase, F, gba, num, self.n, self.d_meta, slot, cache)
+                return
+            bk = self.balanced
+            sk.segment_prep[tg, T, stream](F, num, Fx, m, self.d_qcount)
+            bk.block_first_edge[wg, T, stream](
+                tab, width, a, m, col0, seg.sid, lab0, self.d_bits, ubase, Fx, gba, numx, self.n, PCSR, self.d_meta,
+                slot, slot, self.d_meta, slot, slot, cache, np.int64(w1), np.int64(w3), int(self.duplicate_removal),
+                counts, self.d_qcount, self.d_edges, 0, 0, self.d_loads, 0)
+            if self.load_balance is not False and seg.max_list > w1:
+                bk.heavy[wg, T, stream](tab, width, a, seg.sid, col0, lab0, self.d_bits, ubase, Fx, gba, numx, self.n,
+                                        PCSR, self.d_meta, slot, slot, self.d_meta, slot, slot, counts,
+                                        self.d_qcount, self.d_edges, 0, 0, cache, self.d_loads, 0)
+            sk.segment_add[tg, T, stream](num, numx, m)
+
+        self.streams.run(first_segs, first, clock)
+        # Algorithm 5: every other linking edge, segment by segment, in place behind a cursor
+        arrays = [num, Fx, numx]
+        for col, part, _label in edges[1:]:
+            cur, rd, wr = arrays
+            fill(rd, 0, count=m)
+            fill(wr, 0, count=m)
+
+            def other(slot, seg, stream, col=col, cur=cur, rd=rd, wr=wr):
+                sk.segment_intersect[wg, T, stream](tab, width, a, m, col, seg.lo, seg.hi, seg.sid, F, gba, cur, rd,
+                                                    wr, self.n, self.d_meta, slot, cache)
+
+            self.streams.run(self._reached(part, reached), other, clock)
+            arrays = [wr, rd, cur]
+        num = arrays[0]
         with clock.comp_default.phase("kernels"):
-            sk.append_offsets[tg, T](self.d_F, self.d_num, self.d_numx, self.d_Fx, m, 1)
+            out_rows = exclusive_scan(num, P, workspace=self.scan_ws, n=m)
+        self._iter_rows[level + 1] += out_rows
+        if out_rows == 0:
+            return m
+        if last and not self._collect:
+            self._add_count(out_rows)
+            return m
+        # the new table grows up from fw, below the GBA; written whole, the GBA and per-row arrays
+        # are free again for the later levels, and it may take half of the room (the rest for them)
+        room = avail - max(total, 1)
+        room_rows = (room if last else room // 2) // (width + 1)
+        if out_rows <= room_rows:
+            self._write(level, tab, a, 0, m, gba, F, num, P, 0, out_rows, fw, fr, top)
+            return m
+        # the new table in parts that fit, each joined by the next level before the next part
+        P_h = download(P, np.empty(m, np.int64))
+        n_h = download(num, np.empty(m, np.int64))
+        clock.bytes_d2h += 16 * m
+        ends = P_h + n_h
+        i0 = 0
+        self._table_parts += 1
+        while i0 < m:
+            i1 = int(np.searchsorted(ends, P_h[i0] + room_rows, side="right"))
+            if i1 <= i0:
+                raise DeviceOutOfMemory(4 * (width + 1) * int(n_h[i0]), self.budget.in_use, self.budget.limit or 0,
+                                        f"one row's output of join iteration {level + 1} (raise device_memory_limit)")
+            self._check_deadline()
+            self._write(level, tab, a, i0, i1, gba, F, num, P, int(P_h[i0]), int(ends[i1 - 1] - P_h[i0]), fw,
+                        fr + ROW_ARRAYS * alloc, top - max(total, 1))
+            i0 = i1
+        return m
 
-        def first(slot, seg, stream):       # Algorithm 4 for one segment
-            idx = (PCSR, self.d_meta, slot, self.d_dummy32, self.d_dummy64, slot, self.d_dummy32)
-            if heavy or self.duplicate_removal:
-                k.row_counts[tg, T, stream](tab, width, 0, m, col0, seg.sid, self.n, *idx, self.d_counts,
-                                            self.lb.qcount, self.d_loads, 0)
-                self.lb.first_edge(tab, width, 0, m, col0, seg.sid, lab0, self.d_bits, ubase, self.d_Fx,
-                                   self.d_gba, self.d_numx, self.n, idx, seg.max_list, self.d_counts,
-                                   self.d_qinfo, 0, 0, self.d_loads, stream)
-            else:      # (no further linking edges here: Algorithm 5 streams them below)
-                k.first_edge[wg, T, stream](tab, width, 0, m, col0, seg.sid, lab0, self.d_bits, ubase,
-                                            self.d_Fx, self.d_gba, self.d_numx, self.n, *idx, cache,
-                                            self.d_qinfo, 0, 0, self.d_loads, 0)
-            sk.append_offsets[tg, T, stream](self.d_F, self.d_num, self.d_numx, self.d_Fx, m, 0)
+    def _thresholds(self, counts, m: int, tg: int) -> tuple[int, int]:
+        """(W1, W3) of the chunk: SGSI+'s cost model over the histogram of the rows' bounds
+        |N(v', l0)| (one small copy back), else GSI's thresholds (none without load balance)."""
+        if self.load_balance == "histogram":
+            fill(self.d_hist, 0)
+            self.balanced.histogram[tg, self.block_threads](counts, m, self.d_hist)
+            download(self.d_hist, self.h_hist)
+            self._clock.bytes_d2h += self.h_hist.nbytes
+            return balance.histogram_thresholds(self.h_hist, self.sms, self.block_threads)
+        if self.load_balance:
+            return self.w1, self.w3
+        return int(balance._NO_LIMIT), int(balance._NO_LIMIT)
 
-        self.streams.run(self._segments_for(part0, cols[col0][a:a + m]), first, clock)
-        for col, part, _label in step.edges[1:]:           # Algorithm 5, edge by edge
-            rd, wr = self.d_numx, self.d_Fx
-            fill(rd[:m], 0)
-            fill(wr[:m], 0)
+    def _reached(self, part: int, reached: np.ndarray) -> list[Segment]:
+        """The segments of ``part`` that the chunk's rows reach, in order."""
+        segs = self.segments[part]
+        if not segs:
+            return []
+        s0 = segs[0].flat
+        return [s for s, hit in zip(segs, reached[s0:s0 + len(segs)]) if hit]
 
-            def other(slot, seg, stream, col=col, rd=rd, wr=wr):
-                idx = (PCSR, self.d_meta, slot, self.d_dummy32, self.d_dummy64, slot, self.d_dummy32)
-                sk.segment_intersect[wg, T, stream](tab, width, m, col, seg.sid, self.d_F,
-                                                              self.d_gba, self.d_num, rd, wr, self.n,
-                                                              *idx, cache)
-
-            self.streams.run(self._segments_for(part, cols[col][a:a + m]), other, clock)
-            self.d_num, self.d_Fx = wr, self.d_num        # the survivors are the write cursors
-        with clock.comp_default.phase("kernels"):
-            total = exclusive_scan(self.d_num, self.d_P, workspace=self.scan_ws, n=m)
-        if write and total:
-            for c in range(width + 1):                    # Algorithm 6: a column at a time
-                with clock.comp_default.phase("kernels"):
-                    sk.column[wg, T](tab, width, c, m, self.d_gba, self.d_F, self.d_num,
-                                               self.d_P, self.d_col)
-                with clock.comm_default.phase("d2h"):
-                    new_cols[c].append(self.d_col[:total].copy_to_host())
-                clock.bytes_d2h += total * 4
-        return m, int(total)
+    def _write(self, level, tab, a, i0, i1, gba, F, num, P, p0, rows, fo, fr, top) -> None:
+        """Rows i0..i1-1's outputs (``rows`` rows) as table level+1 at d_words[fo:], then joined on
+        with the arenas free from ``fr`` and between the table's end and ``top`` (or, at the last
+        level, copied to the host)."""
+        width = level + 1
+        out = self._view(self.d_words, fo, self.words_cap)
+        wg = max(1, min(self.max_blocks, (i1 - i0 + self.warps - 1) // self.warps))
+        with self._clock.comp_default.phase("kernels"):
+            self.sgsi_kernels.link_part[wg, self.block_threads](tab, width, a, i0, i1, gba, F, num, P, p0, out)
+        if level + 2 == len(self._steps) + 1:
+            host = np.empty((rows, width + 1), np.int32)
+            with self._clock.comm_default.phase("d2h"):
+                download(out, host.reshape(-1))
+            self._clock.bytes_d2h += host.nbytes
+            self._finish(host)
+            self._add_count(rows)
+            return
+        self._level(level + 1, fo, rows, fo + rows * (width + 1), fr, top)

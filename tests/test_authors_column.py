@@ -1,4 +1,4 @@
-"""The authors' binaries as an experiments column (experiments/authors.py): found, skipped with a reason,
+"""The authors' binaries as an experiments column (experiments/papers/authors.py): found, skipped with a reason,
 and their run.sh output read back as a result (a stand-in run.sh here: the real one needs a CUDA toolkit)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from common import create_engine
 from common import engine as registry
 from common.generate import power_law_labels, query_set, rmat
 from common.result import Status
-from experiments.authors import GMatchAuthors, authors_configs, authors_reason
+from experiments.papers.authors import GMatchAuthors, authors_configs, authors_reason
 
 FAKE_RUN_SH = """#!/usr/bin/env bash
 # run.sh ENGINE DATA QUERY_DIR EXPECTED OUT.csv TIMEOUT: answers with the count in $FAKE_COUNT

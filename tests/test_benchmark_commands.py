@@ -12,7 +12,8 @@ import pytest
 
 from common.device import simulator_active
 from common.engine import Engine, create_engine
-from experiments import dask_scaling, host_costs, host_timeline, kernel_times, small_queries
+from experiments.bench import dask_scaling, small_queries
+from experiments.profiling import host_costs, host_timeline, kernel_times
 
 
 def test_small_queries_table_counts_and_csv(tmp_path, capsys):

@@ -1,12 +1,12 @@
-"""``python -m experiments.check``: engines against the external exact counts, one command."""
+"""``python -m experiments.bench.check``: engines against the external exact counts, one command."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from experiments import check
-from experiments.workloads import CHECK_SETS, CheckSet, check_set
+from experiments.bench import check
+from experiments.harness.workloads import CHECK_SETS, CheckSet, check_set
 
 
 def test_every_gpu_engine_matches_the_known_count_of_the_smallest_yeast_query(capsys):

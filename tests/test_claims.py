@@ -11,7 +11,7 @@ import pandas as pd
 matplotlib.use("Agg")
 
 from experiments import experiments_of  # noqa: E402
-from experiments.core import (  # noqa: E402
+from experiments.harness.core import (  # noqa: E402
     Claim,
     Config,
     Experiment,
@@ -25,8 +25,8 @@ from experiments.core import (  # noqa: E402
     row_lower,
     trend,
 )
-from experiments.report import claims_section, draw_figure  # noqa: E402
-from experiments.workloads import Dataset, QuerySpec, get_scale  # noqa: E402
+from experiments.harness.report import claims_section, draw_figure  # noqa: E402
+from experiments.harness.workloads import Dataset, QuerySpec, get_scale  # noqa: E402
 
 TABLE = pd.DataFrame({"A": [1.0, 2.0, 4.0], "B": [2.0, 3.0, math.nan]}, index=["x1", "x2", "x3"])
 

@@ -13,8 +13,8 @@ from common.cli import parse_bytes
 from common.engine import available_engines
 from common.io import load_graph, read_expected_counts
 from common.peers import installed_peers
-from experiments.compare import demo_engines
 from experiments.gpusm import build_parser, main
+from experiments.papers.compare import demo_engines
 
 
 def run(capsys, *argv):

@@ -1,4 +1,4 @@
-"""The cold-start benchmark (experiments/cold_start.py) and what `gpusm match` imports."""
+"""The cold-start benchmark (experiments/bench/cold_start.py) and what `gpusm match` imports."""
 
 import csv
 import json
@@ -11,7 +11,7 @@ import pytest
 from common.device import simulator_active
 from common.generate import power_law_labels, query_set, rmat
 from common.io import save_graph
-from experiments import cold_start
+from experiments.bench import cold_start
 
 ROOT = Path(__file__).resolve().parent.parent
 

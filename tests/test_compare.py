@@ -5,7 +5,7 @@ import pytest
 from common import engine as engine_module
 from common.generate import query_set, rmat
 from common.reference import ReferenceMatcher
-from experiments.compare import compare_engines, summarize
+from experiments.papers.compare import compare_engines, summarize
 
 
 class OffByOne(ReferenceMatcher):
@@ -81,7 +81,7 @@ class TimesOutFirst(ReferenceMatcher):
 
 
 def test_the_demo_names_each_unanswered_query_and_exits_3(monkeypatch, capsys):
-    import experiments.compare as compare
+    import experiments.papers.compare as compare
     from common.cli import EXIT_PARTIAL
     from experiments.gpusm import main
 
@@ -100,8 +100,8 @@ def test_the_demo_names_each_unanswered_query_and_exits_3(monkeypatch, capsys):
 
 def test_the_demo_limit_defaults_to_the_backends():
     from common import BACKEND
-    from experiments.compare import DEMO_TIMEOUT_S
     from experiments.gpusm import build_parser
+    from experiments.papers.compare import DEMO_TIMEOUT_S
 
     assert build_parser().parse_args(["demo"]).timeout is None
     assert DEMO_TIMEOUT_S["simulator"] >= 10 * DEMO_TIMEOUT_S["gpu"]

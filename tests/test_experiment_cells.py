@@ -1,4 +1,4 @@
-"""Experiment cells as Dask tasks (experiments/cells.py): a LocalCluster of CPU processes at tiny scale."""
+"""Experiment cells as Dask tasks (experiments/harness/cells.py): a LocalCluster of CPU processes at tiny scale."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 from _extras import requires
 from common import create_engine
 from experiments import get_experiment
-from experiments.cells import cells_of, group_cells, run_on_dask
-from experiments.runner import read_rows
-from experiments.workloads import get_scale
+from experiments.harness.cells import cells_of, group_cells, run_on_dask
+from experiments.harness.runner import read_rows
+from experiments.harness.workloads import get_scale
 
 NAMES = ["stwig_lin14.fig3a_total", "stwig_lin14.fig3a_hash"]      # the same runs, two reports
 
@@ -17,7 +17,7 @@ NAMES = ["stwig_lin14.fig3a_total", "stwig_lin14.fig3a_hash"]      # the same ru
 @pytest.fixture(scope="module")
 def client():
     requires("distributed")
-    from experiments.cells import make_client
+    from experiments.harness.cells import make_client
 
     client, cluster = make_client("local", workers=2)
     yield client

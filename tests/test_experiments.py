@@ -15,7 +15,7 @@ from common import create_engine
 from common.engine import Engine, register
 from common.generate import power_law_labels, query_set, rmat
 from experiments import experiments_of, get_experiment
-from experiments.core import (
+from experiments.harness.core import (
     COMPILE_ALLOWANCE_S,
     Config,
     Experiment,
@@ -29,8 +29,8 @@ from experiments.core import (
     run_experiment,
     run_set,
 )
-from experiments.runner import SKIPPED, Job, read_rows, run_jobs
-from experiments.workloads import Dataset, QuerySpec, get_scale
+from experiments.harness.runner import SKIPPED, Job, read_rows, run_jobs
+from experiments.harness.workloads import Dataset, QuerySpec, get_scale
 
 
 @pytest.fixture(scope="module")
@@ -184,7 +184,7 @@ def test_every_declared_experiment_builds_its_tiny_workload():
 
 
 def test_real_query_sets_at_small_scale_carry_their_exact_counts():
-    from experiments.workloads import GITHUB, GITHUB_Q, YEAST, yeast_queries
+    from experiments.harness.workloads import GITHUB, GITHUB_Q, YEAST, yeast_queries
 
     scale = replace(get_scale("small"), queries_per_set=None)    # every query of the set
     queries, known = GITHUB_Q.build(GITHUB.load(scale), GITHUB, scale)
@@ -269,7 +269,7 @@ def test_budget_skips_pairs_reports_them_as_not_run_and_resume_redoes_them(tmp_p
 
 
 def test_budget_that_runs_out_midway_keeps_what_ran(tmp_path, workload):
-    from experiments.runner import make_worker
+    from experiments.harness.runner import make_worker
 
     data, queries = workload
     worker = make_worker("inline")
@@ -318,7 +318,7 @@ def test_report_header_names_gpu_scale_command_date_and_versions(tmp_path):
     run_experiment(_tiny_experiment(), "tiny", tmp_path, isolation="inline", progress=False,
                    command="gpusm experiment test.toy --scale tiny")
     header = (tmp_path / "testpaper" / "test.toy.tiny.md").read_text().split("## Measured")[0]
-    from experiments.report import commit
+    from experiments.harness.report import commit
 
     assert f"GPU: {_device_name()}; commit: `{commit()}`; scale: `tiny`; date: 20" in header
     assert commit() != "unknown"                               # the checkout is a git repository
@@ -346,7 +346,7 @@ def test_parallel_launch_pins_each_set_to_a_gpu_and_logs_it(tmp_path):
 def test_stat_report_counts_timed_out_runs_and_shows_skipped_cells_as_not_run(tmp_path):
     from dataclasses import replace as replace_field
 
-    from experiments.report import write_markdown
+    from experiments.harness.report import write_markdown
 
     experiment = replace_field(_tiny_experiment(), metric=Metric("stat", stat="idle_rate"), figure=None)
     def row(dataset, config, status, idle):

@@ -1,4 +1,4 @@
-"""The experiments' figures (experiments/report.draw_figure), checked on the matplotlib objects:
+"""The experiments' figures (experiments/harness/report.draw_figure), checked on the matplotlib objects:
 axis labels with units, log scales for times and bytes, the y = x line in the scatter legend,
 and unsolved queries drawn (at the time limit, with their own marker and legend entry)."""
 
@@ -14,9 +14,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from experiments import PAPERS, experiments_of  # noqa: E402
-from experiments.report import draw_figure, value_axis  # noqa: E402
-from experiments.runner import ROW_FIELDS  # noqa: E402
-from experiments.workloads import get_scale  # noqa: E402
+from experiments.harness.report import draw_figure, value_axis  # noqa: E402
+from experiments.harness.runner import ROW_FIELDS  # noqa: E402
+from experiments.harness.workloads import get_scale  # noqa: E402
 
 SCALE = get_scale("tiny")
 FIGURES = [e for p in PAPERS for e in experiments_of(p) if e.figure]

@@ -116,11 +116,11 @@ def test_buffers_come_from_the_pool_and_results_carry_order_and_candidate_sizes(
         assert sorted(r.stats["order"]) == list(range(q.num_vertices))
         assert len(r.stats["candidate_sizes"]) == q.num_vertices
         assert r.count == reference(UNDIRECTED, q).count
-    sgsi = SGSI(block_threads=32, max_blocks=1).prepare(UNDIRECTED)
+    sgsi = SGSI(block_threads=32, max_blocks=1, out_of_core=True).prepare(UNDIRECTED)
     assert "sgsi candidate bitsets" in sgsi.budget.live()
     q = walk_query(UNDIRECTED, 4, seed=0)
     r = sgsi.match(q)
-    assert r.count == reference(UNDIRECTED, q).count
+    assert r.count == reference(UNDIRECTED, q).count and r.stats["mode"] == "out-of-core"
     assert sorted(r.stats["order"]) == list(range(4)) and len(r.stats["candidate_sizes"]) == 4
     assert not any(hasattr(engine, name) for name in ("_plan_state", "_count", "_rows_out", "_iter_rows"))
     assert not any(hasattr(engine, name) for name in ("_d_qcount", "_h_hist"))

@@ -1,4 +1,4 @@
-"""The seeded slow-path query families of gMatch's heavy benchmark (experiments.workloads
+"""The seeded slow-path query families of gMatch's heavy benchmark (experiments.harness.workloads
 heavy_family): reproducible, inside their family, and each one cut out of the GitHub graph."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from common.graph import Graph
-from experiments.workloads import HEAVY_FAMILIES, _longest_cycle_at_least, check_set, heavy_family
+from experiments.harness.workloads import HEAVY_FAMILIES, _longest_cycle_at_least, check_set, heavy_family
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ import pytest
 
 from common import create_engine
 from experiments import PAPERS, experiments_of
-from experiments.core import assign_gpus, plan_set
-from experiments.workloads import (
+from experiments.harness.core import assign_gpus, plan_set
+from experiments.harness.workloads import (
     SHAPES,
     Dataset,
     QuerySpec,
@@ -53,7 +53,7 @@ def test_medium_repeats_the_gsi_and_sgsi_timing_tables_three_times():
 
 
 def test_medium_stand_ins_stay_within_four_million_edges():
-    from experiments.workloads import _load_dataset
+    from experiments.harness.workloads import _load_dataset
 
     for experiment in experiments_of():
         for point in experiment.points_for(MEDIUM):

@@ -11,8 +11,8 @@ import pytest
 
 from _extras import requires
 from experiments import PAPERS, experiments_of
-from experiments.core import run_experiment
-from experiments.report import format_cell
+from experiments.harness.core import run_experiment
+from experiments.harness.report import format_cell
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -80,8 +80,8 @@ def test_notebook_shows_a_tiny_run(paper, tmp_path, monkeypatch):
 
 def test_notebooks_default_to_the_medium_results_and_show_verdicts_and_the_runs_gpu(tmp_path, monkeypatch):
     from experiments import get_experiment
-    from experiments.core import run_set
-    from experiments.notebook import default_scale, show_paper
+    from experiments.harness.core import run_set
+    from experiments.harness.notebook import default_scale, show_paper
 
     monkeypatch.delenv("SCALE", raising=False)
     assert default_scale("stwig_lin14", tmp_path) == "small"

@@ -13,7 +13,7 @@ from _paths import DATA
 from common import Graph, Status
 from common.generate import power_law_labels, query_set, rmat
 from common.peers import installed_peers
-from experiments.compare import compare_engines, summarize
+from experiments.papers.compare import compare_engines, summarize
 
 PEERS = [("networkx", {}), ("igraph", {"method": "lad"}), ("igraph", {"method": "vf2"})]
 

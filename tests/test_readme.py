@@ -28,7 +28,7 @@ NOT_RUN = {
     "make test-gpu": "needs a GPU",
     "make warmup": "compiles on a GPU (the simulator has nothing to compile): tests/test_kernel_cache.py runs "
         "gpusm warmup",
-    "python -m experiments.cold_start": "a GPU benchmark of fresh processes (minutes): tests/test_cold_start.py "
+    "python -m experiments.bench.cold_start": "a GPU benchmark of fresh processes (minutes): tests/test_cold_start.py "
         "runs it on a tiny graph",
     ".venv/bin/pip install -e '.[notebooks]'": "installs packages from the index",
     ".venv/bin/jupyter lab notebooks/tutorial.ipynb": "opens a browser",
@@ -39,18 +39,18 @@ NOT_RUN = {
     "gpusm match hprd/HPRD.graph hprd/queries --dask local --dask-workers 2":
         "starts a Dask cluster of worker processes: tests/test_distributed.py runs the Dask path",
     "from dask_cuda import LocalCUDACluster": "needs GPUs and dask-cuda",
-    "python -m experiments.dask_scaling": "a GPU measurement (minutes on two GPUs)",
+    "python -m experiments.bench.dask_scaling": "a GPU measurement (minutes on two GPUs)",
     "make experiment-gsi SCALE=small": "GPU minutes per paper: tests/test_experiments.py runs the tiny scale",
     "make experiments SCALE=small GPUS=0,1,2,3 BUDGET=420": "needs four GPUs",
     "make experiment-plan SCALE=small GPUS=0,1,2,3": "plans for four GPUs (tests/test_experiments.py checks --plan)",
     "python -m experiments gsi_icde20.table5_time --scale tiny": "minutes in the simulator: tests/test_experiments.py",
-    "python -m experiments.stress": "kills a run 20 times (about 30 s on an idle host; its own test exists)",
-    "python -m experiments.check --engines cpu,gsi,sgsi,egsm,gmatch,stwig": "hundreds of queries on every engine: "
-        "tests/test_check.py runs it with --queries N --smallest",
-    "python -m experiments.check --engines gsi,egsm,gmatch,stwig --sets patterns,enron": "GPU-sized queries",
-    "python -m experiments.gmatch_heavy --timeout 8": "a GPU benchmark",
-    "python -m experiments.small_queries": "a benchmark over hundreds of queries per engine",
-    "python -m experiments.regress": "a GPU benchmark of two revisions (minutes): tests/test_regress.py runs "
+    "python -m experiments.harness.stress": "kills a run 20 times (about 30 s on an idle host; its own test exists)",
+    "python -m experiments.bench.check --engines cpu,gsi,sgsi,egsm,gmatch,stwig":
+        "hundreds of queries on every engine: tests/test_check.py runs it with --queries N --smallest",
+    "python -m experiments.bench.check --engines gsi,egsm,gmatch,stwig --sets patterns,enron": "GPU-sized queries",
+    "python -m experiments.bench.gmatch_heavy --timeout 8": "a GPU benchmark",
+    "python -m experiments.bench.small_queries": "a benchmark over hundreds of queries per engine",
+    "python -m experiments.bench.regress": "a GPU benchmark of two revisions (minutes): tests/test_regress.py runs "
         "a two-query cpu run of HEAD against itself",
 }
 

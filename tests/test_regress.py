@@ -1,4 +1,4 @@
-"""experiments.regress: the gate's ratios and count checks, and a whole run of two revisions."""
+"""experiments.bench.regress: the gate's ratios and count checks, and a whole run of two revisions."""
 
 import math
 import subprocess
@@ -6,8 +6,8 @@ import subprocess
 import pandas as pd
 import pytest
 
-from experiments import regress
-from experiments.regress import QueryRun, count_problems, ratio, summarise, verdicts
+from experiments.bench import regress
+from experiments.bench.regress import QueryRun, count_problems, ratio, summarise, verdicts
 
 
 def _run(known, new, old, query="q", workload="w", group="heavy"):

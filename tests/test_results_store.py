@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from experiments.cli import main as experiments_main
-from experiments.core import run_set
-from experiments.runner import KEY, ROW_FIELDS, SKIPPED, read_rows
-from experiments.store import LOCK_NAME, DamagedRowWarning, FolderLock, FolderLocked, repair
+from experiments.harness.core import run_set
+from experiments.harness.runner import KEY, ROW_FIELDS, SKIPPED, read_rows
+from experiments.harness.store import LOCK_NAME, DamagedRowWarning, FolderLock, FolderLocked, repair
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "gsi_icde20.table5_time"
@@ -124,7 +124,7 @@ def test_resume_after_the_last_line_is_cut_reruns_it(tmp_path, finished, cut):
 
 
 # ---------------------------------------------------------------------- the folder lock
-_HOLD = ("import sys, time; sys.path.insert(0, {root!r}); from experiments.store import FolderLock; "
+_HOLD = ("import sys, time; sys.path.insert(0, {root!r}); from experiments.harness.store import FolderLock; "
          "FolderLock({folder!r}, 'holder').acquire(); print('held', flush=True); time.sleep(60)")
 
 
@@ -176,7 +176,7 @@ def test_two_concurrent_runs_into_one_folder_one_refused_no_duplicates(tmp_path,
 
 # ---------------------------------------------------------------------- the stress script
 def test_stress_script_kills_and_damages_then_matches_the_undisturbed_run(tmp_path):
-    from experiments import stress
+    from experiments.harness import stress
 
     lines = []
     args = ["--kills", "5", "--seed", "3", "--queries", "3", "--delay", "0.05", "--out", str(tmp_path)]

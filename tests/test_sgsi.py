@@ -119,7 +119,7 @@ def test_limit_collect_timeout_and_host_memory():
     r = engine.match(q, limit=want.count + 5)
     assert r.status is Status.OK and r.count == want.count
     assert engine.match(q, timeout_s=1e-9).status is Status.TIMEOUT
-    tiny_host = SGSI(device_memory_limit=limit, host_memory_limit=64, **SHAPE).prepare(GRAPH).match(q)
+    tiny_host = SGSI(device_memory_limit=limit, host_memory_limit=64, **SHAPE).prepare(GRAPH).match(q, collect=True)
     assert tiny_host.status is Status.OOM and "host memory" in tiny_host.reason
     single = Graph.from_edges(1, [], [], [int(GRAPH.labels[0])])
     assert engine.match(single).count == int((GRAPH.labels == GRAPH.labels[0]).sum())
@@ -133,3 +133,63 @@ def test_errors_name_the_problem():
         SGSI(load_balance="sometimes")
     homomorphic = SGSI(**SHAPE).prepare(GRAPH).match(walk_query(GRAPH, 3, seed=0), homomorphic=True)
     assert homomorphic.status is Status.UNSUPPORTED
+
+
+def test_in_core_when_the_graph_fits_runs_gsis_join_without_streaming():
+    from gsi.sgsi import resident_bytes
+    q = walk_query(GRAPH, 4, seed=0)
+    want = reference(GRAPH, q, collect=True)
+    limit = 4 * resident_bytes(GRAPH)
+    for engine in (SGSI(**SHAPE).prepare(GRAPH), SGSI(device_memory_limit=limit, **SHAPE).prepare(GRAPH),
+                   SGSI(load_balance="histogram", device_memory_limit=limit, **SHAPE).prepare(GRAPH)):
+        got = engine.match(q, collect=True)
+        assert got.status is Status.OK and got.stats["mode"] == "in-core"
+        assert got.stats["bytes_streamed"] == 0 and got.stats["segments_streamed"] == 0
+        assert got.count == want.count > 0
+        assert sorted(map(tuple, got.embeddings.tolist())) == sorted(map(tuple, want.embeddings.tolist()))
+        # device memory sized to the work, not a fixed reservation of the device
+        assert got.peak_device_bytes <= limit
+    with pytest.raises(ValueError, match="out_of_core"):
+        SGSI(out_of_core="yes")
+
+
+def test_only_the_segments_a_chunks_rows_reach_are_streamed():
+    base = random_graph(120, 360, 1, 1, False, seed=3)
+    src, dst, _ = base.edges()
+    labels = np.zeros(120, np.int64)
+    labels[:5] = 1                                   # five rare vertices, all in the first segment
+    data = Graph.from_edges(120, src, dst, labels, name="rare5")
+    engine = SGSI(device_memory_limit=40_000, **SHAPE).prepare(data)
+    assert len(engine.segments[0]) >= 3
+    q = Graph.from_edges(3, [0, 1], [1, 2], [1, 0, 0])
+    got, want = engine.match(q, collect=True), reference(data, q, collect=True)
+    assert got.status is Status.OK and got.stats["mode"] == "out-of-core"
+    assert got.count == want.count > 0
+    assert sorted(map(tuple, got.embeddings.tolist())) == sorted(map(tuple, want.embeddings.tolist()))
+    pcsr = got.stats["segments_streamed"] - len(engine.sig_segments)
+    # two iterations; every segment of the partition streamed for each would be 2 x segments
+    assert 1 <= pcsr < 2 * len(engine.segments[0])
+    assert got.stats["bytes_streamed"] > 0 and got.stats["h2d_gbps"] >= 0
+
+
+def test_out_of_core_chunks_split_by_gba_and_new_tables_written_in_parts(monkeypatch):
+    import gsi.sgsi as sgsi_module
+    # one vertex label, two edge labels: most candidates survive, so a new table outgrows its share
+    data = random_graph(120, 360, 1, 2, False, seed=3)
+    q = Graph.from_edges(3, [0, 1], [1, 2], [0, 0, 0], [0, 1])
+    want = reference(data, q, collect=True)
+    monkeypatch.setattr(sgsi_module, "ROW_SHARE", 0.6)      # many rows per chunk, few table words
+    engine = SGSI(device_memory_limit=40_000, work_bytes=8000, **SHAPE).prepare(data)
+    assert [len(s) for s in engine.segments] == [3, 3]       # two label partitions of 3 segments
+    got = engine.match(q, collect=True)
+    assert got.status is Status.OK and got.count == want.count > 0
+    assert sorted(map(tuple, got.embeddings.tolist())) == sorted(map(tuple, want.embeddings.tolist()))
+    assert got.stats["split_outputs"] > 0 and got.peak_device_bytes <= 40_000
+    hub = SGSI(device_memory_limit=48_704, work_bytes=8_000, **SHAPE).prepare(GRAPH)
+    q4 = walk_query(GRAPH, 4, seed=0)
+    got = hub.match(q4)
+    assert got.status is Status.OK and got.count == reference(GRAPH, q4).count > 0
+    assert got.stats["gba_splits"] > 0                 # the hub's 300 neighbours cut a chunk short
+    monkeypatch.setattr(sgsi_module, "ROW_SHARE", 0.25)
+    starved = SGSI(device_memory_limit=48_704, work_bytes=3_000, **SHAPE).prepare(GRAPH).match(q4)
+    assert starved.status is Status.OOM and "one row's GBA" in starved.reason

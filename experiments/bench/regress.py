@@ -1,0 +1,567 @@
+"""Regression gate: every engine of the working tree against a baseline revision, on one GPU, in
+one run.
+
+``python -m experiments.bench.regress [--baseline REV] [--engines gsi,egsm] [--groups small,heavy]``
+
+The baseline (default: the commit in ``docs/baseline.txt``) is exported with ``git archive``. One
+worker process per revision keeps each engine prepared on each data graph; the parent sends both
+workers the same queries, one at a time, alternating which goes first. Every query is answered
+once untimed, then timed ``--repeats`` times per revision with ``--limit-s`` as the deadline.
+Workers speak JSON lines and use only the public API, so any revision with it can be the baseline.
+
+Workloads (:func:`workloads`): ``small`` (HPRD dense-16, GitHub Q_0-Q_10, yeast dense-8) and
+``heavy`` (the 11 rw12 queries the gMatch authors' build solves in 8 s, P1-P9 on unlabelled
+GitHub, yeast's dense-16 and sparse-16 queries with the largest known counts up to
+:data:`YEAST_HEAVY_CAP`). A query neither revision finishes is left out of the ratios; one only
+one finishes counts with the limit as the other's time (a lower bound, marked ``>``).
+
+Output: per engine and workload the queries compared, median and worst ratio new/old of the
+median wall of ``match()``, the worst query and the count check; a CSV of every query (``--out``).
+Exit status 1 on a wrong or disagreeing count. docs/decisions.md ("The regression gate's run
+shape") says why the revisions share one run and an equal share of the card.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+BASELINE_FILE = ROOT / "docs" / "baseline.txt"
+ENGINES = ("gsi", "sgsi", "egsm", "gmatch", "stwig")
+GROUPS = ("small", "heavy")
+#: Targets of the gate: a heavy query's worst ratio and a small workload's median ratio.
+HEAVY_WORST = 1.10
+#: yeast's heavy queries: the largest known counts up to this (enumerable within seconds).
+YEAST_HEAVY_CAP = 2 * 10**9
+SMALL_MEDIAN = 1.05
+
+
+# ---------------------------------------------------------------------- workloads
+@dataclass
+class Workload:
+    """A data graph (a file both revisions can read) and its queries (name, file, known count)."""
+
+    name: str
+    group: str
+    data: str
+    queries: list = field(default_factory=list)
+
+
+def _largest_yeast(kind: str, keep: int, cap: int) -> tuple:
+    """yeast's ``kind`` queries with the ``keep`` largest known counts of at most ``cap``."""
+    from experiments.harness.workloads import yeast_queries
+
+    spec = yeast_queries(kind, max_known_count=cap)
+    queries, known = spec.build(None, None, _full())
+    ranked = sorted(queries, key=lambda q: -known[q.name])
+    return ranked[:keep], known
+
+
+def _full():
+    from experiments.harness.workloads import SCALES
+
+    return SCALES["full"]
+
+
+def workloads(groups, workdir: Path, max_queries: int | None = None) -> list[Workload]:
+    """The regression workloads of ``groups``, with derived graphs written under ``workdir``.
+
+    ``max_queries`` keeps the first that many queries of each workload (a quick run)."""
+    from common.io import save_graph
+    from experiments.harness import workloads as w
+
+    out = []
+    files = {}
+
+    def write(graph, name: str) -> str:
+        if name not in files:
+            path = workdir / f"{name}.graph"
+            save_graph(graph, path, "graph")
+            files[name] = str(path)
+        return files[name]
+
+    def add(name, group, data_path, queries, known):
+        picked = queries if max_queries is None else queries[:max_queries]
+        out.append(Workload(name, group, data_path, [
+            (q.name, write(q, f"{name}-{i}-q"), known.get(q.name)) for i, q in enumerate(picked)]))
+
+    data_root = w.data_dir()
+    if "small" in groups:
+        for name, dataset, spec in (("hprd-dense16", w.HPRD, w.HPRD_DENSE_16),
+                                    ("github-q", w.GITHUB, w.GITHUB_Q),
+                                    ("yeast-dense8", w.YEAST, w.yeast_queries("dense_8"))):
+            queries, known = spec.build(None, dataset, _full())
+            add(name, "small", str(data_root / dataset.path), queries, known)
+    if "heavy" in groups:
+        queries, known = w.GITHUB_RW12.build(None, w.GITHUB, _full())
+        queries = [q for q in queries if q.name in known]      # the 11 the authors' gMatch solves in 8 s
+        add("github-rw12", "heavy", str(data_root / w.GITHUB.path), queries, known)
+        dataset, (spec,) = w.CROSS_CHECKED["patterns"]
+        data = dataset.load(_full())
+        queries, known = spec.build(data, dataset, _full())
+        add("github-patterns", "heavy", write(data, "github-unlabelled"), queries, known)
+        yq, yk = [], {}
+        for kind in ("dense_16", "sparse_16"):
+            queries, known = _largest_yeast(kind, 4, YEAST_HEAVY_CAP)
+            yq += queries
+            yk.update(known)
+        add("yeast-16", "heavy", str(data_root / w.YEAST.path), yq, yk)
+    return out
+
+
+# ---------------------------------------------------------------------- revisions and workers
+def baseline_default() -> str:
+    """The commit named in ``docs/baseline.txt`` (its first word)."""
+    return BASELINE_FILE.read_text().split()[0]
+
+
+#: What a worker imports: the revision's packages (data files are read from the working tree).
+CODE = ("common", "gsi", "egsm", "gmatch", "stwig", "experiments", "pyproject.toml")
+
+
+def export(rev: str, dest: Path) -> Path:
+    """The code (:data:`CODE`) of ``rev`` extracted into ``dest`` with ``git archive``; returns ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "--", *CODE], check=True,
+                             capture_output=True).stdout
+    tar_path = dest.with_suffix(".tar")
+    tar_path.write_bytes(archive)
+    with tarfile.open(tar_path) as tar:
+        tar.extractall(dest, filter="data")
+    tar_path.unlink()
+    return dest
+
+
+def resolve(rev: str, dest: Path) -> tuple[str, Path]:
+    """(label, code folder) of a revision argument: ``REV`` is exported into ``dest``;
+    ``LABEL=FOLDER`` names a folder exported earlier (e.g. where the run has no git history)."""
+    if "=" in rev:
+        label, folder = rev.split("=", 1)
+        if not (Path(folder) / "common").is_dir():
+            raise SystemExit(f"regress: {folder} holds no exported revision (no common/ package)")
+        return label, Path(folder).resolve()
+    return describe(rev), export(rev, dest)
+
+
+def describe(rev: str) -> str:
+    """``rev``'s short hash (``working tree`` for the checkout, with ``+changes`` when dirty)."""
+    if rev == "HEAD+":
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return head + ("+changes" if dirty else "")
+    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+# The worker: reads one JSON request a line, answers one JSON line. Only the public API.
+WORKER = r"""
+import json, sys, time, traceback
+sys.path.insert(0, sys.argv[1])
+import common
+graphs, engines = {}, {}
+out = sys.stdout
+sys.stdout = sys.stderr
+for line in sys.stdin:
+    req = json.loads(line)
+    try:
+        if req["op"] == "prepare":
+            key = (req["engine"], req["data"])
+            if key not in engines:
+                if req["data"] not in graphs:
+                    graphs[req["data"]] = common.load_graph(req["data"])
+                engines[key] = common.create_engine(req["engine"], **req.get("options", {}))
+                engines[key].prepare(graphs[req["data"]])
+            answer = {"ok": True}
+        elif req["op"] == "match":
+            engine = engines[(req["engine"], req["data"])]
+            query = graphs.get(req["query"]) or common.load_graph(req["query"])
+            graphs[req["query"]] = query
+            began = time.perf_counter()
+            r = engine.match(query, timeout_s=req["timeout"])
+            wall = time.perf_counter() - began
+            answer = {"ok": True, "count": int(r.count), "status": r.status.value, "wall": wall,
+                      "seconds": float(r.seconds)}
+        elif req["op"] == "drop":
+            engines.clear()
+            import gc
+            gc.collect()
+            try:
+                from numba import cuda
+                cuda.current_context().deallocations.clear()
+            except Exception:
+                pass
+            answer = {"ok": True}
+        else:
+            answer = {"ok": False, "error": "unknown op"}
+    except Exception as exc:
+        answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
+    out.write(json.dumps(answer) + "\n")
+    out.flush()
+"""
+
+
+class Worker:
+    """One revision's worker process (module docstring)."""
+
+    def __init__(self, label: str, tree: Path, log):
+        self.label, self.tree = label, tree
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]))
+        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, str(tree)], cwd=tree, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+
+    def send(self, **request) -> None:
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+
+    def receive(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"worker {self.label} exited (see its log)")
+        return json.loads(line)
+
+    def ask(self, **request) -> dict:
+        self.send(**request)
+        return self.receive()
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+# ---------------------------------------------------------------------- measuring
+@dataclass
+class QueryRun:
+    """One query on one engine: per revision, the statuses, counts and timed walls."""
+
+    engine: str
+    workload: str
+    group: str
+    query: str
+    known: int | None
+    runs: dict = field(default_factory=dict)          # label -> list of answers
+    error: str = ""                                   # why the query was not run (an engine's prepare)
+
+    def status(self, label: str) -> str:
+        answers = self.runs.get(label, [])
+        bad = [a["status"] for a in answers if a["status"] != "ok"]
+        return bad[0] if bad else ("ok" if answers else "missing")
+
+    def wall(self, label: str) -> float:
+        walls = [a["wall"] for a in self.runs.get(label, []) if a["status"] == "ok"]
+        return statistics.median(walls) if walls else math.nan
+
+    def counts(self, label: str) -> set:
+        return {a["count"] for a in self.runs.get(label, []) if a["status"] == "ok"}
+
+
+def memory_share(revisions: int, reserve: int = 3 << 30, spare: float = 0.15) -> int | None:
+    """Equal device memory per revision's engines: the GPU's free memory less a ``spare`` fraction
+    (memory not yet returned to the driver after an engine is dropped), divided among them, less
+    ``reserve`` (each process's CUDA context); None without a GPU (nvidia-smi).
+
+    Engines grow their pools on demand and keep them (their budget is the card's free memory when
+    they are prepared); with one process per revision on one card, the one that grew first
+    starves the others, so each revision's engines get the same ``device_memory_limit``
+    (``--own-memory`` turns this off; docs/decisions.md, "The regression gate's run shape")."""
+    try:
+        free_mib = subprocess.run(["nvidia-smi", "--query-gpu=memory.free", "--format=csv,noheader,nounits"],
+                                  capture_output=True, text=True, check=True).stdout.split()[0]
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        return None
+    return max(1 << 30, int((int(free_mib) << 20) * (1 - spare)) // revisions - reserve)
+
+
+def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: int, limit_s: float,
+            warm_s: float | None = None, options: dict | None = None, progress=print) -> list[QueryRun]:
+    """Warm, then time every query of every workload on every engine, revisions alternating.
+
+    Each (engine, workload) starts with one query answered by every worker at once (the compile);
+    then each query is answered once untimed by each revision in turn, with ``warm_s`` (default:
+    twice the limit) as its deadline, since a first run also grows the engine's buffers (a
+    revision that does not finish it is not timed: that timeout is its measurement), and
+    ``repeats`` timed rounds follow with ``limit_s``, the order of the revisions rotating every
+    round. A timed run over the limit is a timeout."""
+    warm_s = 2 * limit_s if warm_s is None else warm_s
+    results = []
+    for engine in engines:
+        for wl in loads:
+            if not wl.queries:
+                continue
+            began = time.perf_counter()
+            for w in workers:
+                w.send(op="prepare", engine=engine, data=wl.data, options=options or {})
+            failed = []
+            for w in workers:
+                answer = w.receive()
+                if not answer["ok"]:
+                    failed.append(f"{w.label}: {answer['error']}")
+            if failed:                                 # a row that says so; the run goes on
+                progress(f"  {engine:7s} {wl.name:18s} not run: prepare failed ({'; '.join(failed)})")
+                results += [QueryRun(engine, wl.name, wl.group, name, known, error="; ".join(failed))
+                            for name, _, known in wl.queries]
+                for w in workers:
+                    w.ask(op="drop")
+                continue
+            first = dict(op="match", engine=engine, data=wl.data, query=wl.queries[0][1], timeout=warm_s)
+            for w in workers:                          # compiles, all revisions at once
+                w.send(**first)
+            for w in workers:
+                w.receive()
+            for name, path, known in wl.queries:
+                run = QueryRun(engine, wl.name, wl.group, name, known)
+                request = dict(op="match", engine=engine, data=wl.data, query=path, timeout=limit_s)
+                warm = {}
+                for j, w in enumerate(workers):
+                    if j == 2 and all(a["status"] != "ok" for a in warm.values()):
+                        break                          # new and old both over the limit: the rest untried
+                    warm[w.label] = w.ask(**dict(request, timeout=warm_s))
+                    if not warm[w.label]["ok"]:
+                        raise RuntimeError(f"{w.label}: {engine} {wl.name} {name}: {warm[w.label]['error']}")
+                if all(a["status"] != "ok" for a in warm.values()):
+                    for label, a in warm.items():      # none finishes: no timing
+                        run.runs[label] = [a]
+                    results.append(run)
+                    progress(f"    {name}  over the limit in every revision")
+                    continue
+                for w in workers:
+                    if warm[w.label]["status"] != "ok":   # its timeout is its measurement
+                        run.runs[w.label] = [warm[w.label]]
+                for r in range(repeats):
+                    k = r % len(workers)
+                    for w in workers[k:] + workers[:k]:
+                        if warm.get(w.label, {}).get("status") == "ok":
+                            run.runs.setdefault(w.label, []).append(w.ask(**request))
+                results.append(run)
+                progress("    " + name + "  " + "  ".join(
+                    f"{w.label} {run.status(w.label)} {1e3 * run.wall(w.label):.1f} ms" for w in workers))
+            for w in workers:                          # its device memory back before the next graph
+                w.ask(op="drop")
+            done = [r for r in results if (r.engine, r.workload) == (engine, wl.name)]
+            table, _ = summarise(done, workers[0].label, workers[1].label, limit_s)
+            row = table.iloc[0]
+            progress(f"  {engine:7s} {wl.name:18s} {len(wl.queries):4d} queries  "
+                     f"{time.perf_counter() - began:6.1f} s  median {row['median']:.2f} worst {row['worst']:.2f} "
+                     f"({row['worst_query']}) over limit new/old {row['over_limit_new']}/{row['over_limit_old']} "
+                     f"counts {row['counts']}")
+    return results
+
+
+# ---------------------------------------------------------------------- summarising
+def ratio(run: QueryRun, new: str, old: str, limit_s: float) -> tuple[float, bool]:
+    """new/old median wall; (ratio, is_bound): a side that did not finish counts as the limit."""
+    sn, so = run.status(new), run.status(old)
+    if sn == "ok" and so == "ok":
+        return run.wall(new) / run.wall(old), False
+    if sn == "ok":
+        return run.wall(new) / limit_s, True     # old timed out: at most this
+    if so == "ok":
+        return limit_s / run.wall(old), True     # new timed out: at least this
+    return math.nan, False
+
+
+def count_problems(run: QueryRun, labels) -> list[str]:
+    """Wrong or disagreeing counts of one query run."""
+    problems = []
+    finished = {label: run.counts(label) for label in labels if run.status(label) == "ok"}
+    for label, counts in finished.items():
+        if len(counts) > 1:
+            problems.append(f"{label} counted {sorted(counts)} on repeats")
+        if run.known is not None and counts and counts != {run.known}:
+            problems.append(f"{label} counted {sorted(counts)}, exact {run.known}")
+    values = {tuple(sorted(c)) for c in finished.values()}
+    if len(values) > 1:
+        problems.append(f"revisions disagree: {dict((k, sorted(v)) for k, v in finished.items())}")
+    return [f"{run.engine} {run.workload} {run.query}: {p}" for p in problems]
+
+
+def summarise(results: list[QueryRun], new: str, old: str, limit_s: float):
+    """Rows (engine, workload, group, compared, median, worst, worst query, over limit, counts)
+    and the list of count problems."""
+    import pandas as pd
+
+    rows, problems = [], []
+    keys = sorted({(r.engine, r.workload, r.group) for r in results},
+                  key=lambda k: (ENGINES.index(k[0]) if k[0] in ENGINES else 99, k[2] != "small", k[1]))
+    for engine, workload, group in keys:
+        runs = [r for r in results if (r.engine, r.workload) == (engine, workload)]
+        ratios = [(ratio(r, new, old, limit_s), r) for r in runs]
+        compared = [(x, bound, r) for (x, bound), r in ratios if not math.isnan(x)]
+        per_query = [count_problems(r, (new, old)) for r in runs]
+        bad = [q for q in per_query if q]
+        problems += [p for q in bad for p in q]
+        worst = max(compared, key=lambda c: c[0]) if compared else None
+        exact = sum(1 for r in runs if r.known is not None and r.status(new) == "ok")
+        rows.append({
+            "engine": engine, "workload": workload, "group": group, "queries": len(runs),
+            "compared": len(compared),
+            "median": statistics.median(c[0] for c in compared) if compared else math.nan,
+            "worst": worst[0] if worst else math.nan,
+            "worst_is_bound": bool(worst and worst[1]),
+            "worst_query": worst[2].query if worst else "",
+            "new_ms_median": 1e3 * statistics.median(r.wall(new) for _, _, r in compared if r.status(new) == "ok")
+            if any(r.status(new) == "ok" for _, _, r in compared) else math.nan,
+            "over_limit_new": sum(r.status(new) != "ok" for r in runs),
+            "over_limit_old": sum(r.status(old) != "ok" for r in runs),
+            "exact_checked": exact,
+            "counts": ("not run" if all(r.error for r in runs) else "ok" if not bad else f"{len(bad)} wrong"),
+        })
+    return pd.DataFrame(rows), problems
+
+
+def verdicts(table, small_median: float = SMALL_MEDIAN, heavy_worst: float = HEAVY_WORST) -> list[str]:
+    """The rows that miss the gate's targets (module constants), as sentences."""
+    misses = []
+    for row in table.itertuples():
+        if row.group == "small" and row.median > small_median:
+            misses.append(f"{row.engine} {row.workload}: median ratio {row.median:.2f} > {small_median}")
+        if row.group == "heavy" and row.worst > heavy_worst:
+            misses.append(f"{row.engine} {row.workload}: worst ratio {'>' if row.worst_is_bound else ''}"
+                          f"{row.worst:.2f} > {heavy_worst} ({row.worst_query})")
+    return misses
+
+
+def per_query_frame(results: list[QueryRun], labels):
+    import pandas as pd
+
+    rows = []
+    for r in results:
+        row = {"engine": r.engine, "workload": r.workload, "group": r.group, "query": r.query,
+               "known": r.known}
+        for label in labels:
+            row[f"status[{label}]"] = r.status(label)
+            row[f"ms[{label}]"] = 1e3 * r.wall(label)
+            counts = sorted(r.counts(label)) or [a["count"] for a in r.runs.get(label, [])][:1]
+            row[f"count[{label}]"] = counts[0] if counts else None
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def render(table, new_label: str, old_label: str) -> str:
+    lines = [f"new = {new_label}, old = {old_label}; ratio = new/old median wall of match(); "
+             "'>' = a bound (one side over the limit)",
+             f"{'engine':7s} {'workload':18s} {'group':5s} {'q':>4s} {'cmp':>4s} {'median':>7s} {'worst':>8s} "
+             f"{'worst query':22s} {'new ms':>8s} {'lim new/old':>11s} {'counts':>8s}"]
+    for row in table.itertuples():
+        worst = f"{'>' if row.worst_is_bound else ''}{row.worst:.2f}"
+        lines.append(f"{row.engine:7s} {row.workload:18s} {row.group:5s} {row.queries:4d} {row.compared:4d} "
+                     f"{row.median:7.2f} {worst:>8s} {row.worst_query[:22]:22s} {row.new_ms_median:8.2f} "
+                     f"{row.over_limit_new:5d}/{row.over_limit_old:<5d} {row.counts:>8s}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- command line
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.bench.regress", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline", default=None,
+                        help="revision to compare against (default: docs/baseline.txt), or LABEL=FOLDER of "
+                             "an exported one (python -m experiments.bench.regress --export REV FOLDER)")
+    parser.add_argument("--export", nargs=2, metavar=("REV", "FOLDER"),
+                        help="only export REV's code into FOLDER (for a machine without git history) and exit")
+    parser.add_argument("--new", default=None,
+                        help="revision to measure instead of the working tree (exported like the baseline)")
+    parser.add_argument("--also", action="append", default=[],
+                        help="another revision timed in the same rounds (repeatable; per-query CSV and --per-query)")
+    parser.add_argument("--per-query", action="store_true", help="also print each query's median ms per revision")
+    parser.add_argument("--engines", default=",".join(ENGINES), help="comma-separated engines")
+    parser.add_argument("--groups", default=",".join(GROUPS), help="small, heavy or both")
+    parser.add_argument("--workloads", default=None, help="comma-separated workload names to keep")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per query and revision")
+    parser.add_argument("--limit-s", type=float, default=3.0, help="per-query deadline of a timed run (timeout_s)")
+    parser.add_argument("--warm-s", type=float, default=None, help="deadline of the untimed first run (2x the limit)")
+    parser.add_argument("--max-queries", type=int, default=None, help="first N queries of each workload")
+    parser.add_argument("--queries", default=None, help="comma-separated query names to keep")
+    parser.add_argument("--device-memory-limit", type=int, default=None,
+                        help="bytes per revision's engines (default: an equal share of the free memory)")
+    parser.add_argument("--own-memory", action="store_true",
+                        help="no device_memory_limit: each revision's engines take what the card has free "
+                             "(default: an equal share each, see memory_share)")
+    parser.add_argument("--out", type=Path, default=None, help="folder for the CSVs and worker logs")
+    args = parser.parse_args(argv)
+
+    if args.export:
+        export(args.export[0], Path(args.export[1]))
+        print(f"{describe(args.export[0])}={args.export[1]}")
+        return 0
+    engines = [e for e in args.engines.split(",") if e]
+    groups = [g for g in args.groups.split(",") if g]
+    for g in groups:
+        if g not in GROUPS:
+            parser.error(f"unknown group {g!r}; choose from {', '.join(GROUPS)}")
+    baseline = args.baseline or baseline_default()
+    out = args.out or Path(tempfile.mkdtemp(prefix="gpusm-regress-"))
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="gpusm-regress-") as tmp:
+        tmp = Path(tmp)
+        old_label, old_tree = resolve(baseline, tmp / "old")
+        if args.new:
+            new_label, new_tree = resolve(args.new, tmp / "new")
+        else:
+            new_label, new_tree = describe("HEAD+"), ROOT
+        if new_label == old_label:
+            new_label += "(new)"
+        others = [resolve(rev, tmp / f"also{i}") for i, rev in enumerate(args.also)]
+        (tmp / "graphs").mkdir()
+        loads = workloads(groups, tmp / "graphs", args.max_queries)
+        if args.workloads:
+            keep = set(args.workloads.split(","))
+            loads = [wl for wl in loads if wl.name in keep]
+        if args.queries:
+            keep = set(args.queries.split(","))
+            for wl in loads:
+                wl.queries = [q for q in wl.queries if q[0] in keep]
+        print(f"regress: new {new_label} against old {old_label}; engines {', '.join(engines)}; "
+              f"{sum(len(wl.queries) for wl in loads)} queries in {len(loads)} workloads; "
+              f"limit {args.limit_s} s, {args.repeats} repeats", flush=True)
+        trees = [(new_label, new_tree), (old_label, old_tree), *others]
+        share = args.device_memory_limit or (None if args.own_memory else memory_share(len(trees)))
+        options = {} if share is None else {"device_memory_limit": share}
+        logs = [open(out / f"worker-{i}.log", "w") for i in range(len(trees))]
+        workers = [Worker(label, tree, log) for (label, tree), log in zip(trees, logs)]
+        try:
+            print(f"device_memory_limit per revision: {share if share is not None else 'none'}", flush=True)
+            results = measure(workers, engines, loads, repeats=args.repeats, limit_s=args.limit_s,
+                              warm_s=args.warm_s, options=options, progress=lambda s: print(s, flush=True))
+        finally:
+            for w in workers:
+                w.close()
+            for log in logs:
+                log.close()
+    labels = [label for label, _ in trees]
+    table, problems = summarise(results, new_label, old_label, args.limit_s)
+    for label, _ in others:
+        problems += [p for r in results for p in count_problems(r, (label, old_label))]
+    frame = per_query_frame(results, labels)
+    frame.to_csv(out / "regress_queries.csv", index=False)
+    if args.per_query:
+        cols = ["engine", "query"] + [f"ms[{label}]" for label in labels]
+        with __import__("pandas").option_context("display.width", 200, "display.max_rows", 500):
+            print(frame[cols].round(1).to_string(index=False))
+    table.to_csv(out / "regress_summary.csv", index=False)
+    print()
+    print(render(table, new_label, old_label))
+    for line in verdicts(table):
+        print("over target:", line)
+    for line in problems:
+        print("COUNT:", line)
+    print(f"(per-query CSV: {out / 'regress_queries.csv'})")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    sys.exit(main())

@@ -1,0 +1,233 @@
+"""The cells of experiment sets as Dask tasks: one configuration x point per task, one GPU per worker.
+
+``python -m experiments --paper stwig_lin14 --scale medium --dask local-cuda`` runs a set on a
+``dask_cuda.LocalCUDACluster`` (one worker per visible GPU; ``--gpus 0,1`` picks them),
+``--dask local`` on CPU processes (the simulator, tests), ``--dask tcp://host:8786`` on a running
+cluster. :func:`run_on_dask`:
+
+1. lists the cells (experiment, configuration, point) of the chosen sets; no data graph is
+   built on the client;
+2. reads each experiment's CSV (the store): a cell whose queries are all there is done, and a
+   cell's task skips the queries already there, so an interrupted run resumes where it stopped;
+3. groups the cells that make identical runs (:meth:`experiments.harness.core.Experiment.run_key`: the
+   same engine options, data graph, queries and limits) into one task; its rows go to every
+   member's CSV, the copies' ``reason`` naming the run they repeat (as :func:`runner.run_jobs`);
+4. submits the tasks, largest worst case first, and appends each task's rows to the CSVs as they
+   come back;
+5. writes every experiment's reports and ``run.<scale>.json`` through
+   :func:`experiments.harness.core.run_set` with a budget of 0 s: every row is there, so nothing runs
+   again, and a cell whose task failed reads ``not run`` (run again to fill it in).
+
+On a worker, a task builds its cell's data graph (cached per worker process) and queries and
+answers them through :func:`experiments.harness.runner.run_jobs` with one runner worker per Dask worker
+process, kept between tasks, so a configuration's kernels are compiled once per GPU. With
+``isolation="process"`` the Dask workers must not be daemons (the runner starts a child process);
+the local clusters are started that way, and a task on a daemon worker falls back to ``inline``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pandas as pd
+
+from .. import experiments_of, get_experiment
+from .runner import KEY, ROW_FIELDS, SKIPPED, make_worker, read_rows, row_problem
+from .store import FolderLock, RowFile, repair
+from .workloads import get_scale
+
+GPU_ENV = "GPUSM_EXPERIMENT_GPUS"
+"""Where the client puts the names of the workers' GPUs, for the reports' headers."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (experiment, configuration, point) of a set: ``count`` queries, ``done`` already in its CSV."""
+
+    experiment: str
+    config: str
+    point: str
+    count: int
+    done: frozenset
+    worst_s: float
+    run_key: tuple
+
+    @property
+    def complete(self) -> bool:
+        return len(self.done) >= self.count
+
+
+def cells_of(experiments, scale, out_dir: Path) -> list[Cell]:
+    """Every cell of ``experiments`` at ``scale`` with the queries its CSV under ``out_dir`` holds."""
+    cells = []
+    for experiment in experiments:
+        here = experiment.scale_for(scale)
+        csv = Path(out_dir) / experiment.paper / f"{experiment.name}.{scale.name}.csv"
+        rows = read_rows(csv) if csv.exists() else pd.DataFrame(columns=list(ROW_FIELDS))
+        rows = rows[(rows.experiment == experiment.name) & (rows.status != SKIPPED)]
+        done = {key: set(group["query"].astype(str)) for key, group in rows.groupby(["config", "dataset"])}
+        limit = experiment.time_limit_for(scale) * experiment.repeats_for(scale)
+        for point in experiment.points_for(scale):
+            count = point.queries.count_at(here)
+            for config in experiment.configs:
+                cells.append(Cell(experiment.name, config.label, point.label, count,
+                                  frozenset(done.get((config.label, point.label), ())), count * limit,
+                                  experiment.run_key(config, point, scale)))
+    return cells
+
+
+def group_cells(cells: list[Cell]) -> list[list[Cell]]:
+    """Incomplete cells grouped by identical runs (first member runs, the others copy), largest first."""
+    groups: dict[tuple, list[Cell]] = {}
+    for cell in cells:
+        if not cell.complete:
+            groups.setdefault(cell.run_key or (cell.experiment, cell.config, cell.point), []).append(cell)
+    return sorted(groups.values(), key=lambda g: -g[0].worst_s)
+
+
+# ---------------------------------------------------------------------- on a worker
+_RUNNER = {}
+
+
+def _runner(isolation: str):
+    """This process's runner worker for ``isolation`` (kept between tasks: compiled kernels stay)."""
+    if isolation == "process" and mp.current_process().daemon:
+        isolation = "inline"                  # a daemon process cannot start the runner's child
+    if isolation not in _RUNNER:
+        _RUNNER[isolation] = make_worker(isolation)
+    return isolation, _RUNNER[isolation]
+
+
+def run_cell(experiment: str, config: str, point: str, scale: str, skip: frozenset = frozenset(),
+             isolation: str = "process") -> tuple[list[dict], str]:
+    """Answer one cell's queries not in ``skip``; its rows (as the CSV holds them: strings) and the GPU's name."""
+    from .report import gpu_name
+
+    job, _ = get_experiment(experiment).job_for(config, point, get_scale(scale))
+    job = replace(job, queries=tuple(q for q in job.queries if q.name not in skip))
+    if not job.queries:
+        return [], gpu_name()
+    isolation, runner = _runner(isolation)
+    from .runner import run_jobs
+
+    with tempfile.TemporaryDirectory(prefix="gpusm-cell-") as folder:
+        path = Path(folder) / "cell.csv"
+        run_jobs([job], path, isolation=isolation, progress=False, worker=runner)
+        rows = pd.read_csv(path, dtype=str, keep_default_na=False).to_dict("records")
+    return rows, gpu_name()
+
+
+# ---------------------------------------------------------------------- on the client
+def make_client(target: str, gpus: list[str] | None = None, workers: int | None = None):
+    """A Dask client and the cluster it started (None for an address): ``local`` (CPU processes,
+    ``workers`` of them), ``local-cuda`` (one worker per GPU of ``gpus``, or per visible GPU), or an address."""
+    import dask
+    import distributed
+
+    if target not in ("local", "local-cuda"):
+        return distributed.Client(target), None
+    dask.config.set({"distributed.worker.daemon": False})      # the runner starts a child process
+    if target == "local":
+        cluster = distributed.LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True,
+                                           dashboard_address=None)
+    else:
+        try:
+            from dask_cuda import LocalCUDACluster
+        except ImportError:
+            raise ValueError("--dask local-cuda needs dask-cuda: pip install 'gpusm[dask]'") from None
+        options = {"CUDA_VISIBLE_DEVICES": ",".join(gpus)} if gpus else {}
+        cluster = LocalCUDACluster(dashboard_address=None, threads_per_worker=1, **options)
+    return distributed.Client(cluster), cluster
+
+
+def _write_rows(out_dir: Path, scale_name: str, papers: dict, group: list[Cell], rows: list[dict]) -> None:
+    first = group[0]
+    for cell in group:
+        paper = papers[cell.experiment]
+        path = Path(out_dir) / paper / f"{cell.experiment}.{scale_name}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with RowFile(path, ROW_FIELDS) as writer:
+            for row in rows:
+                if row["query"] in cell.done:
+                    continue
+                row = dict(row, experiment=cell.experiment, config=cell.config)
+                if cell is not first:
+                    note = f"same run as {first.experiment} ({first.config})"
+                    row["reason"] = f"{row['reason']}; {note}" if row.get("reason") else note
+                writer.write(row)
+
+
+def run_on_dask(selection: dict, scale: str, out_dir: Path | str, *, client, isolation: str = "process",
+                command: str = "", progress: bool = True, log=print) -> int:
+    """Run ``selection`` (paper -> experiment names or None) as cell tasks on ``client``; write the
+    reports (module docstring). The exit status: non-zero if a task failed, a count disagreed or an
+    engine is missing."""
+    import distributed
+    from tqdm.auto import tqdm
+
+    from .core import run_set
+
+    scale_obj = get_scale(scale)
+    out_dir = Path(out_dir)
+    chosen = {paper: [e for e in experiments_of(paper) if names is None or e.name in names]
+              for paper, names in selection.items()}
+    papers = {e.name: paper for paper, experiments in chosen.items() for e in experiments}
+    locks = [FolderLock(out_dir / paper, command).acquire() for paper in chosen]
+    failed = []
+    start = time.monotonic()
+    try:
+        for paper in chosen:                    # whole files, skipped rows dropped (their pairs run again)
+            for experiment in chosen[paper]:
+                path = out_dir / paper / f"{experiment.name}.{scale}.csv"
+                if path.exists():
+                    repair(path, ROW_FIELDS, KEY, drop_status=SKIPPED, validate=row_problem)
+        runnable = [e for experiments in chosen.values() for e in experiments if not e.missing_engines()]
+        groups = group_cells(cells_of(runnable, scale_obj, out_dir))
+        log(f"{len(groups)} tasks ({sum(len(g) for g in groups)} cells) on "
+            f"{len(client.scheduler_info()['workers'])} Dask workers")
+        futures = {client.submit(run_cell, g[0].experiment, g[0].config, g[0].point, scale,
+                                 frozenset.intersection(*(c.done for c in g)), isolation,
+                                 pure=False, priority=int(g[0].worst_s)): g for g in groups}
+        gpus = set()
+        bar = tqdm(total=len(futures), unit="cell", disable=not progress)
+        for future in distributed.as_completed(futures):
+            group = futures[future]
+            try:
+                rows, gpu = future.result()
+            except Exception as exc:           # the cell stays not run; a later run retries it
+                failed.append(f"{group[0].experiment} ({group[0].config}, {group[0].point}): {exc!r}")
+                log(f"task FAILED: {failed[-1]}")
+            else:
+                gpus.add(gpu)
+                _write_rows(out_dir, scale, papers, group, rows)
+            bar.update(1)
+        bar.close()
+    finally:
+        for lock in locks:
+            lock.release()
+    log(f"[{time.monotonic() - start:7.1f} s] every task done; writing the reports")
+    previous = os.environ.get(GPU_ENV)
+    if gpus:
+        os.environ[GPU_ENV] = ", ".join(sorted(gpus))
+    bad = bool(failed)
+    try:
+        for paper, experiments in chosen.items():
+            outcome = run_set(paper, scale, out_dir, experiments=experiments, budget_s=0.0, isolation="inline",
+                              progress=False, command=command, log=log)
+            for reason in outcome.missing.values():
+                log(f"experiments: {reason}")
+            for done in outcome.outcomes:
+                if len(done.disagreements):
+                    log(f"COUNT DISAGREEMENTS in {done.experiment.name}:\n{done.disagreements.to_string()}")
+            bad |= outcome.failed
+    finally:
+        if previous is None:
+            os.environ.pop(GPU_ENV, None)
+        else:
+            os.environ[GPU_ENV] = previous
+    return 1 if bad else 0

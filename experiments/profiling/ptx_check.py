@@ -1,0 +1,162 @@
+"""Compile gMatch's, EGSM's and GSI's hot kernels for a real GPU on a machine without one, and read their resources.
+
+The CUDA simulator accepts code that Numba's CUDA compiler rejects, so a kernel changed without a
+GPU at hand should at least compile. This compiles every variant of gMatch's fine and coarse DFS,
+the filter and the BFS seed expansion, and EGSM's filter, index, wedge-filter and enumeration
+kernels, and GSI's first-edge kernel and one-launch join, to PTX for ``--cc`` (default 9.0,
+Hopper) with NVVM, and with ``ptxas`` (when found) prints registers, spills and shared memory of
+gMatch's fine kernel as the engine builds it (``max_registers=64``), its filter, the EGSM kernels
+and the two GSI kernels. It needs the CUDA toolkit libraries numba-cuda uses
+(``pip install 'numba-cuda[cu12]'``) but no driver: the device functions' compute capability is
+taken from ``--cc``. Not a test (CI has no CUDA toolkit); a developer's check.
+
+    NUMBA_ENABLE_CUDASIM=0 python -m experiments.profiling.ptx_check
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import tempfile
+import types as pytypes
+from pathlib import Path
+
+import numpy as np
+
+
+def _patch_device(cc: tuple[int, int]) -> None:
+    """Device functions compile for the current device's capability: use ``cc`` without a driver."""
+    import numba.cuda.dispatcher as dispatcher
+
+    dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=cc)
+
+
+def _ptxas() -> str | None:
+    found = shutil.which("ptxas")
+    if found:
+        return found
+    import nvidia.cuda_nvcc as nvcc  # the pip toolkit's location
+
+    path = Path(list(nvcc.__path__)[0]) / "bin" / "ptxas"
+    return str(path) if path.exists() else None
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cc", default="9.0", help="compute capability, e.g. 9.0")
+    args = parser.parse_args(argv)
+    cc = tuple(int(x) for x in args.cc.split("."))
+    _patch_device(cc)
+    from numba import cuda, typeof, types
+
+    from gmatch.balance import seed_expand_kernel
+    from gmatch.candidates import filter_kernel
+    from gmatch.kernels import STEAL_BLOCK, STEAL_GLOBAL, STEAL_MAILBOX, STEAL_NONE, coarse_kernel, fine_kernel
+
+    def array(dtype, ndim):
+        return typeof(np.zeros((1,) * ndim, dtype))
+
+    i32, i64, u32, int64 = (lambda n: array(np.int32, n)), (lambda n: array(np.int64, n)), \
+        (lambda n: array(np.uint32, n)), types.int64
+
+    def graph(indexed):                   # (off, ent, bitmap, cset, eg) as the engine passes them
+        return (i32(1) if indexed else i64(1), i32(1), u32(1), i32(1), i32(1))
+
+    fine_ptx = {}
+    for indexed in (False, True):
+        for scope in (STEAL_GLOBAL, STEAL_MAILBOX, STEAL_BLOCK, STEAL_NONE):
+            for batch in (True, False):
+                kernel = fine_kernel(12, 8, batch, scope, 4, indexed, False, 64)
+                sig = (*graph(indexed), u32(2), i32(3), i32(1), int64, i64(2), i32(2), int64, int64, i64(1),
+                       i32(1), i32(2), i32(1))
+                ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=cc)
+                if scope == STEAL_GLOBAL and batch:
+                    fine_ptx[indexed] = ptx
+        for unroll in (1, 2, 8):
+            sig = (*graph(indexed), u32(1), i32(2), i32(1), int64, int64, int64, i64(1), i32(2), int64, int64,
+                   int64, i64(1), i32(3), i32(3))
+            cuda.compile_ptx(coarse_kernel(8, unroll, indexed).py_func, sig, cc=cc)
+        sig = (*graph(indexed), u32(1), i32(2), i32(1), int64, int64, i32(1), int64, i64(1))
+        cuda.compile_ptx(seed_expand_kernel(indexed).py_func, sig, cc=cc)
+    sig = (*graph(True), u32(2), i32(3), i32(1), int64, i64(2), i32(2), int64, int64, i64(1), i32(1), i32(2), i32(1))
+    count_last_ptx, _ = cuda.compile_ptx(fine_kernel(12, 8, True, STEAL_GLOBAL, 4, True, False, 64, True).py_func,
+                                         sig, cc=cc)
+    filter_ptx, _ = cuda.compile_ptx(filter_kernel.py_func, (i64(1), i32(1), i32(1), i32(3), u32(2)), cc=cc)
+    egsm_ptx = _egsm_ptx(cuda, types, i32, i64, cc)
+    gsi_ptx = _gsi_ptx(cuda, types, i32, i64, u32, cc)
+    print(f"compiled for sm_{cc[0]}{cc[1]}: 17 fine (one counting the last position), 6 coarse, "
+          f"2 seed-expansion kernels and the filter of gMatch, {len(egsm_ptx)} EGSM kernels, "
+          f"{len(gsi_ptx)} GSI kernels")
+    ptxas = _ptxas()
+    if ptxas is None:
+        print("ptxas not found: no resource report")
+        return 0
+    reports = [(f"fine kernel ({'candidate graph' if indexed else 'data graph'}, 12 levels, 8 warps)", ptx, 64)
+               for indexed, ptx in fine_ptx.items()]
+    reports.append(("fine kernel (candidate graph, 12 levels, 8 warps, count_last)", count_last_ptx, 64))
+    reports.append(("filter kernel (a warp per data vertex)", filter_ptx, None))
+    reports += [(f"EGSM {name}", ptx, None) for name, ptx in egsm_ptx.items()]
+    reports += [(f"GSI {name}", ptx, 64 if name.startswith("fused") else None) for name, ptx in gsi_ptx.items()]
+    for name, ptx, max_registers in reports:
+        with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+            f.write(ptx)
+        limit = [f"--maxrregcount={max_registers}"] if max_registers else []
+        if ".extern .func" in ptx:          # a grid barrier calls into cudadevrt: compile, do not link
+            limit.append("--compile-only")
+        out = subprocess.run([ptxas, f"-arch=sm_{cc[0]}{cc[1]}", *limit, "-v", f.name, "-o", os.devnull],
+                             capture_output=True, text=True)
+        os.unlink(f.name)
+        lines = [line.split(":", 1)[-1].strip() for line in out.stderr.splitlines()
+                 if "registers" in line or "spill" in line]
+        print(f"{name}: " + "; ".join(lines))
+    return 0
+
+
+def _egsm_ptx(cuda, types, i32, i64, cc) -> dict:
+    """PTX of EGSM's kernels for the argument types the engine passes."""
+    from egsm.cuckoo_trie import count_kernel, fill_kernel, small_index_kernel
+    from egsm.enumerate import extend_kernel
+    from egsm.filter import candidate_kernel, prune_all_kernel
+
+    n, flag = types.int64, types.boolean
+    signatures = {
+        "candidate_kernel": (candidate_kernel, (n, n, i64(1), i32(1), i64(1), i32(1), i32(1), i64(1), i64(1),
+                                                i64(1))),
+        "count_kernel": (count_kernel, (n, n, i64(1), i32(1), i64(1), n, i64(1), i32(1), i32(1))),
+        "fill_kernel": (fill_kernel, (i64(1), i32(1), i64(1), n, i64(1), i32(1), i64(1), i32(1), i32(1))),
+        "small_index_kernel": (small_index_kernel, (n, n, i64(1), i64(1), i32(1), i64(1), n, n, i64(1), i32(1),
+                                                    i32(1), i64(1), i32(1), i32(1), i64(1), i32(1), i64(1))),
+        "prune_all_kernel": (prune_all_kernel, (i64(1), i32(1), i32(1), i64(1), i32(1), i32(1), i64(1), n)),
+        "extend_kernel": (extend_kernel, (i64(1), i64(1), i32(1), i64(1), i32(1), i32(1), i32(1), i64(1),
+                                          i32(1), n, i64(1), n, n, n, n, n, n, n, n, n, flag, flag, n, flag,
+                                          n)),
+    }
+    return {name: cuda.compile_ptx(kernel.py_func, sig, cc=cc)[0]
+            for name, (kernel, sig) in signatures.items()}
+
+
+def _gsi_ptx(cuda, types, i32, i64, u32, cc) -> dict:
+    """PTX of GSI's first-edge kernel (8 warps: the default block) and its one-launch join
+    (``FUSE_WARPS``)."""
+    from gsi.balance import make_balanced_kernels
+    from gsi.engine import FUSE_WARPS
+    from gsi.fused import make_fused_kernel
+
+    n = types.int64
+    index = (n, i64(1), i32(1), i32(1), i64(1), i32(1), i32(1))      # DeviceNeighborIndex.args()
+    signatures = {
+        "block_first_edge (8 warps)": (make_balanced_kernels(8).block_first_edge,
+                             (i32(1), n, n, n, n, n, n, u32(1), n, i64(1), i32(1), i64(1), n, *index, n, n, n, n,
+                              i64(1), i64(1), i32(1), n, n, i64(1), n)),
+        f"fused_join ({FUSE_WARPS} warps)": (make_fused_kernel(FUSE_WARPS),
+                                            (u32(1), n, n, i32(1), n, n, n, i32(1), n, i32(1), i32(1), n, n, n, n,
+                                             n, n, i64(1), i64(1), i32(1), i64(1), i64(1), n, *index, n, i64(1))),
+    }
+    return {name: cuda.compile_ptx(kernel.py_func, sig, cc=cc)[0]
+            for name, (kernel, sig) in signatures.items()}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
