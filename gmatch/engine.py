@@ -67,6 +67,7 @@ from .enumerate import (
     xfer_words,
 )
 from .filter import (
+    COUNT_COST,
     FILTER_THREADS,
     QP_CSIZE,
     QP_ROWS,
@@ -166,7 +167,8 @@ class GMatch(Engine):
                  work_stealing: str | bool = "global", seed_pool: int = 10**6, roots_per_fetch: int = 4,
                  warps_per_block: int | None = None, blocks: int | None = None,
                  symmetry_breaking: bool = True, candidate_graph: bool | str = "auto",
-                 leaf_counting: bool = True, idle_stats: bool = False,
+                 leaf_counting: bool = True, count_last: bool = True, count_last_cost: int = COUNT_COST,
+                 split_groups: bool = True, idle_stats: bool = False,
                  max_registers: int | None = 64, probe_s: float = 0.005,
                  root_range: tuple[int, int] | None = None, batch_queries: int = BATCH_QUERIES,
                  device_memory_limit: int | None = None):
@@ -205,6 +207,11 @@ class GMatch(Engine):
         self.symmetry_breaking = bool(symmetry_breaking)
         self.candidate_graph = candidate_graph
         self.leaf_counting = bool(leaf_counting)
+        self.count_last = bool(count_last)
+        if int(count_last_cost) < 0:
+            raise ValueError(f"count_last_cost must be non-negative, got {count_last_cost}")
+        self.count_last_cost = int(count_last_cost)
+        self.split_groups = bool(split_groups)
         self.idle_stats = bool(idle_stats)
         self.max_registers = None if max_registers is None else int(max_registers)
         if not float(probe_s) >= 0:
@@ -384,7 +391,7 @@ class GMatch(Engine):
 
     # ------------------------------------------------------------------ DFS
     def _dfs(self, n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap, limit_unique,
-             deadline: Deadline):
+             deadline: Deadline, count_last=False):
         """Run the DFS over seeds [seed_lo, seed_hi) of ``pool``; returns (timed_out, launch stats)."""
         watch = int(deadline.active)
         rows = seed_hi - seed_lo
@@ -393,7 +400,7 @@ class GMatch(Engine):
             levels = stack_levels(n)
             warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
             kernel = fine_kernel(levels, warps, self.batch, scope, self.roots_per_fetch, indexed,
-                                 self.idle_stats, self.max_registers)
+                                 self.idle_stats, self.max_registers, count_last, self.split_groups)
             global_scope = scope in (STEAL_GLOBAL, STEAL_MAILBOX)
             args = (*graph[:5], self._d_cands, self._d_qps, pool, width, self._d_ctrls, emb, emb_cap,
                     watch, self._d_stop, self._d_mail, self._d_xfer, self._d_block_query)
@@ -453,7 +460,7 @@ class GMatch(Engine):
             return 0, ctrl, emb, timed_out, stats
         with timer.phase(phase):
             timed_out, shape = self._dfs(n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap,
-                                         limit_unique, deadline)
+                                         limit_unique, deadline, bool(qp[QP_SIZES, 5]))
         stats.update(shape)
         stats["max_stack_bytes"] = shape["stack_shared_bytes"] + shape["stack_global_bytes"]
         with timer.phase("transfer"):
@@ -462,11 +469,12 @@ class GMatch(Engine):
         return int(ctrl[C_COUNT]), ctrl, emb, timed_out, stats
 
     # ------------------------------------------------------------------ match
-    def _plan(self, query, count_leaves, timer):
+    def _plan(self, query, count_leaves, count_last, timer):
         """Plan the query, upload its parameter block and filter the candidates on the GPU."""
         begin = time.perf_counter()
         plan = build_plan(query, self.symmetry_breaking, defer_leaves=count_leaves)
-        qp = pack_query(plan, query, count_leaves=count_leaves)
+        qp = pack_query(plan, query, count_leaves=count_leaves, count_last=count_last,
+                        max_cost=self.count_last_cost)
         timer.add("plan", time.perf_counter() - begin)
         with timer.phase("filter"):
             upload(self._d_qp, qp)
@@ -501,11 +509,12 @@ class GMatch(Engine):
         timer = PhaseTimer()
         n = query.num_vertices
         indexed = self._use_candidate_graph() and n > 1
-        count_leaves = (indexed and self.leaf_counting and self.granularity == "fine"
-                        and limit is None and not collect)
+        counting = indexed and self.granularity == "fine" and limit is None and not collect
+        count_leaves = counting and self.leaf_counting
+        count_last = counting and self.count_last
         probe = (indexed and self.candidate_graph == "auto" and limit is None and not collect
                  and self.probe_s > 0 and probe_first)
-        plan, qp = self._plan(query, count_leaves and not probe, timer)
+        plan, qp = self._plan(query, count_leaves and not probe, count_last and not probe, timer)
         aut = plan.automorphisms
         index_stats = {}
         graph = self._data_graph
@@ -528,8 +537,8 @@ class GMatch(Engine):
                 status = Status.TIMEOUT if stopped else Status.OK
                 stats.update(probe_finished=not stopped)
                 return self._finish(timer, plan, qp, unique, ctrl, stats, status, False)
-            if count_leaves:                      # countable leaves go last: a new order
-                plan, qp = self._plan(query, True, timer)
+            if count_leaves or count_last:        # countable leaves go last: a new order
+                plan, qp = self._plan(query, count_leaves, count_last, timer)
         if indexed:
             begin = time.perf_counter()
             graph, index_stats = self._candidate_graph(plan, qp)
@@ -631,7 +640,7 @@ class GMatch(Engine):
         levels = stack_levels(max(q.num_vertices for q in queries))
         warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
         kernel = fine_kernel(levels, warps, self.batch, STEAL_BLOCK, self.roots_per_fetch, False,
-                             self.idle_stats, self.max_registers)
+                             self.idle_stats, self.max_registers, False, self.split_groups)
         pool = self.pool
         d_qps = pool.upload("batch query plans", qps)
         d_cands = pool.get("batch candidate bits", (count, max(1, self.data.num_vertices)), np.uint32)

@@ -17,6 +17,11 @@ busy warp's shallowest splittable level to a waiting warp through shared memory;
 (``STEAL_GLOBAL``, the default: the paper's global queue, which the authors' code does not build)
 idle warps post their ids in a 32-slot global mailbox and get the levels through a global
 hand-over record; ``STEAL_MAILBOX`` sends every hand-over through global memory (an ablation).
+A level is splittable with two untouched task groups or (``split_groups``) one group with
+``SPLIT_TASKS`` untouched tasks, a hub's row, whose upper half is given away. Count-only searches
+over the candidate graph count their trailing positions instead of enumerating them: countable
+leaves (:func:`search_functions` ``leaf_product``) or the last position (``count_position``, in
+the kernel compiled with ``count_last``: :func:`fine_kernel`).
 Coarse-grained baseline (:func:`coarse_kernel`; Sec. 2, Alg. 1, STMatch-style): a warp extends
 ``unroll`` partial matches at a time through global feasible-candidate buffers (``unroll=1``:
 Naive). Both kernels poll the stop flag ``ctrl[C_STOP]`` (a limit, or the host's deadline) and
@@ -68,6 +73,7 @@ MAILBOX = 32                  # global mailbox slots: mail[0:MAILBOX] (waiter id
 POST_AFTER = 2                # poll rounds an idle warp waits for its own block before posting
 POST_EVERY = 4                # then one CAS on one mailbox slot (the next one) every POST_EVERY rounds
 GLOBAL_CHECK_INTERVAL = 16    # iterations between a busy warp's looks at the global mailbox
+SPLIT_TASKS = 64              # untouched tasks of one task group worth splitting between two warps
 STOP_POLL_INTERVAL = 32       # iterations between a warp's looks at the stop flag (deadline watch)
 # warp states in the block's shared wstate (block scope stealing)
 B_BUSY, B_WAITING, B_GIFT, B_CLAIMED, B_EXITED = 0, 1, 2, 3, 4
@@ -77,8 +83,9 @@ W_BUSY, W_WAITING, W_SHARED_GIFT, W_CLAIMED, W_EXITED, W_GLOBAL_GIFT, W_TERMINAT
 
 def xfer_words(levels: int) -> int:
     """int32 words of one warp's global hand-over record: mi and par of every level, the task
-    groups (source, length, skip) of the split level, and (level, first group, groups)."""
-    return 2 * levels * 32 + 3 * 32 + 3
+    groups (source, length, skip) of the split level, and (level, first group, groups, first
+    offset)."""
+    return 2 * levels * 32 + 3 * 32 + 4
 
 
 # rows of the per-block shared copy ``sq`` of the query plan (see :func:`load_plan`)
@@ -231,6 +238,88 @@ def search_functions(cg: bool):
         return key, skip, best
 
     @cuda.jit(device=True)
+    def count_position(G, sq, img, low, d, t, max_cost):
+        """Matches of counted position t given the images ``img[low..d]`` of the positions before
+        it (candidate graph only): the candidates in every backward neighbour's row, below the
+        symmetry-breaking bound, minus the same-label images among them. One backward neighbour:
+        the row's length (cut at the bound); several: the shortest row scanned with a bit test
+        per other neighbour, or the rows' bitmaps ANDed word by word and popcounted up to the
+        bound, whichever reads fewer words; -1 when that is more than ``max_cost``."""
+        back = sq[S_BACK, t]
+        restr = sq[S_RESTR, t]
+        same = sq[S_SAME, t]
+        cb = sq[S_CBASE, t]
+        cz = sq[S_CSIZE, t]
+        bound = int32(NO_BOUND)
+        for c in range(low, d + 1):
+            if ((restr >> c) & 1) != 0:
+                rv = real_id(G, sq, c, img[c])
+                if rv < bound:
+                    bound = rv
+        cut = cz                                    # ranks of C(t) below the bound
+        if bound != NO_BOUND:
+            cut = int32(lower_bound(G[3], cb, cb + cz, bound) - cb)
+        nb = int32(0)
+        best = int32(NO_BOUND)
+        bj = int32(-1)
+        start = int64(0)
+        for j in range(low, d + 1):
+            if ((back >> j) & 1) != 0:
+                nb += 1
+                row = row_of(G, t, j, img[j])
+                length = row_length(G, row)
+                if length < best:
+                    best = length
+                    bj = j
+                    start = G[0][row]
+        if bound != NO_BOUND:
+            best = int32(lower_bound(G[1], start, start + best, cut) - start)
+        total = int64(best)
+        if nb > 1:
+            words = sq[S_WORDS, t]
+            wcut = (cut + 31) >> 5
+            scan = int64(best) * (nb - 1)
+            if scan > max_cost and int64(wcut) * nb > max_cost:
+                return int64(-1)
+            if scan <= int64(wcut) * nb:
+                total = 0
+                for i in range(best):
+                    r = G[1][start + i]
+                    ok = True
+                    for j in range(low, d + 1):
+                        if ((back >> j) & 1) != 0 and j != bj and not adjacent(G, sq, t, j, img[j], r):
+                            ok = False
+                            break
+                    if ok:
+                        total += 1
+            else:
+                total = 0
+                for w in range(wcut):
+                    acc = FULL
+                    for j in range(low, d + 1):
+                        if ((back >> j) & 1) != 0:
+                            acc &= G[2][G[4][1024 + t * 32 + j] + img[j] * words + w]
+                    if w == wcut - 1 and (cut & 31) != 0:
+                        acc &= (int64(1) << (cut & 31)) - 1
+                    total += cuda.popc(acc)
+        if same != 0 and total > 0:
+            for c in range(low, d + 1):
+                if ((same >> c) & 1) != 0:
+                    v = real_id(G, sq, c, img[c])
+                    if v >= bound:
+                        continue
+                    r = lower_bound(G[3], cb, cb + cz, v)
+                    if r < cb + cz and G[3][r] == v:
+                        inside = True
+                        for j in range(low, d + 1):
+                            if ((back >> j) & 1) != 0 and not adjacent(G, sq, t, j, img[j], r - cb):
+                                inside = False
+                                break
+                        if inside:
+                            total -= 1
+        return total
+
+    @cuda.jit(device=True)
     def leaf_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent):
         """Matches of the trailing countable leaves (positions ne..n-1) given the partial match
         that ends with x at position d (candidate graph only): the product over the leaves of
@@ -265,6 +354,36 @@ def search_functions(cg: bool):
                         if r < tb + tz and G[3][r] == v and adjacent(G, sq, t, p, xp, r - tb):
                             count -= 1
             total *= count
+        return total
+
+
+    @cuda.jit(device=True)
+    def last_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent, max_cost):
+        """The count of the last position (ne = n - 1, :func:`count_position`) given the partial
+        match that ends with x at position d = n - 2 (candidate graph only); -1 when that count
+        would read more than ``max_cost`` words (the caller enumerates it instead)."""
+        img = cuda.local.array(MAX_LEVELS, int32)        # images of positions low..d
+        img[d] = x
+        cur = int32(parent)
+        j = d - 1
+        prow = int64(-1)
+        while j >= low:
+            if j >= s:
+                img[j] = mi[w, j, cur]
+                cur = int32(par[w, j, cur])
+            else:
+                if prow < 0:
+                    prow = int64(mi[w, s - 1, cur]) * width
+                img[j] = pool[prow + j]
+            j -= 1
+        total = int64(1)
+        for t in range(ne, n):
+            count = count_position(G, sq, img, low, d, t, max_cost)
+            if count < 0:
+                return count
+            total *= count
+            if total == 0:
+                break
         return total
 
     @cuda.jit(device=True)
@@ -303,7 +422,8 @@ def search_functions(cg: bool):
 
     return types.SimpleNamespace(real_id=real_id, row_of=row_of, row_length=row_length,
                                  group_start=group_start, adjacent=adjacent, validate=validate,
-                                 group=group, leaf_product=leaf_product, leaf_output=leaf_output)
+                                 group=group, leaf_product=leaf_product, last_product=last_product,
+                                 leaf_output=leaf_output)
 
 
 @cuda.jit(device=True)
@@ -376,17 +496,23 @@ def leave_busy(mail, ctrl, gid):
 
 @functools.lru_cache(maxsize=None)
 def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int, indexed: bool,
-                idle_stats: bool = False, max_registers: int | None = None):
+                idle_stats: bool = False, max_registers: int | None = None, count_last: bool = False,
+                split_groups: bool = True):
     """The fine-grained DFS kernel for stacks of ``levels`` levels and ``warps`` warps per block;
     ``stealing`` is STEAL_NONE, STEAL_BLOCK, STEAL_GLOBAL or STEAL_MAILBOX (the global scheme with
     every hand-over through the mailbox and global memory, no shared-memory fast path);
     ``indexed``: the graph tuple is the candidate graph (see :func:`search_functions`);
     ``idle_stats`` compiles in the idle-lane count (two ballots per iteration);
-    ``max_registers`` caps registers per thread (None: the compiler's choice)."""
+    ``max_registers`` caps registers per thread (None: the compiler's choice); ``count_last``
+    compiles :func:`extend_last` (the last position counted; ``qp[QP_SIZES, 5]``) instead of
+    :func:`extend`, so the other searches keep the smaller kernel; ``split_groups`` lets a warp
+    give away half of one task group's untouched tasks (:func:`splittable`), not only whole groups."""
     L, W, R = levels, warps, roots
     fn = search_functions(indexed)
-    validate, group, leaf_product, leaf_output, group_start = (
-        fn.validate, fn.group, fn.leaf_product, fn.leaf_output, fn.group_start)
+    validate, group, leaf_product, last_product, leaf_output, group_start = (
+        fn.validate, fn.group, fn.leaf_product, fn.last_product, fn.leaf_output, fn.group_start)
+    COUNT_LAST = count_last
+    SPLIT = split_groups
     IDLE = idle_stats
     CHECK_BIT = not indexed                       # data-graph mode: test the LDF/NLF bit per task
     STEAL = stealing != STEAL_NONE
@@ -394,7 +520,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
     LOCAL_FAST = stealing != STEAL_MAILBOX        # in-block hand-over through shared memory
     POST = POST_AFTER if LOCAL_FAST else 0
     XG = 2 * L * 32               # xfer: task groups of the split level
-    XH = XG + 3 * 32              # xfer: header (level, first group, groups)
+    XH = XG + 3 * 32              # xfer: header (level, first group, groups, first offset)
 
     cap = {} if max_registers is None else {"max_registers": max_registers}
 
@@ -445,7 +571,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                 co[wi, j] = 0
                 ng[wi, j] = 0
             cg[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 1), 0)
-            co[wi, lvl] = 0
+            co[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 3), 0)
             ng[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 2), 0)
             top[wi] = lvl
 
@@ -523,6 +649,35 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         return True
 
     @cuda.jit(device=True)
+    def splittable(S, wi, t):
+        """Can level t give work away: at least two untouched task groups, or one group (the
+        current one) with at least ``SPLIT_TASKS`` untouched tasks (a hub's row)?"""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        g = cg[wi, t]
+        if ng[wi, t] - g - 1 >= 2:
+            return True
+        if not SPLIT:
+            return False
+        return g < ng[wi, t] and glen[wi, t, g] - co[wi, t] >= SPLIT_TASKS
+
+    @cuda.jit(device=True)
+    def split_point(S, wi, t):
+        """Lane 0 of the giver: where level t is cut, as (first group, first offset, groups) of the
+        part given away; the giver keeps the rest (its group count or current group shortened).
+        Two or more untouched groups: the upper half of them; else the upper half of the current
+        group's untouched tasks."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        total = ng[wi, t]
+        g = cg[wi, t]
+        if total - g - 1 >= 2:
+            mid = int32(total - (total - g - 1) // 2)
+            ng[wi, t] = mid
+            return mid, int32(0), int32(total)
+        cut = int32(co[wi, t] + (glen[wi, t, g] - co[wi, t] + 1) // 2)
+        glen[wi, t, g] = cut
+        return int32(g), cut, int32(g + 1)
+
+    @cuda.jit(device=True)
     def find_waiter(S, wi, gid, s, d, iters, mail, ctrl, wstate, waiting):
         """Lane 0 of a busy warp: the shallowest level with at least two untouched task groups
         and a waiting warp claimed for it (a warp of this block first, then, global scope, one
@@ -539,7 +694,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             posted = cuda.atomic.add(ctrl, C_POSTED, 0)
         if want > 0 or posted > 0:
             for t in range(s, d + 1):
-                if ng[wi, t] - cg[wi, t] - 1 >= 2:
+                if splittable(S, wi, t):
                     lvl = t
                     break
         if lvl >= 0 and want > 0:
@@ -575,8 +730,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
 
     @cuda.jit(device=True)
     def give_remote(S, wi, lane, s, lvl, target, mail, xfer):
-        """Hand the prefix levels and the upper half of level ``lvl``'s task groups to a warp
-        of another block through its global record; returns 1 (a global steal)."""
+        """Hand the prefix levels and the upper half of level ``lvl``'s untouched work
+        (:func:`split_point`) to a warp of another block through its global record."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top = S
         for j in range(s - 1, lvl):
             xfer[target, j * 32 + lane] = mi[wi, j, lane]
@@ -584,13 +739,13 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         xfer[target, XG + lane] = gsrc[wi, lvl, lane]
         xfer[target, XG + 32 + lane] = glen[wi, lvl, lane]
         xfer[target, XG + 64 + lane] = gskip[wi, lvl, lane]
+        cuda.syncwarp()                             # copied before lane 0 may shorten a group
         if lane == 0:
-            total = ng[wi, lvl]
-            mid = total - (total - cg[wi, lvl] - 1) // 2
+            first, offset, groups = split_point(S, wi, lvl)
             xfer[target, XH] = lvl
-            xfer[target, XH + 1] = mid
-            xfer[target, XH + 2] = total
-            ng[wi, lvl] = mid
+            xfer[target, XH + 1] = first
+            xfer[target, XH + 2] = groups
+            xfer[target, XH + 3] = offset
         cuda.threadfence()                          # every lane's copies, before the hand-over
         cuda.syncwarp()
         if lane == 0:
@@ -599,8 +754,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
 
     @cuda.jit(device=True)
     def give_local(S, wi, lane, s, lvl, target, mail, wstate):
-        """Hand the prefix levels and the upper half of level ``lvl``'s task groups to warp
-        ``target`` of this block through shared memory."""
+        """Hand the prefix levels and the upper half of level ``lvl``'s untouched work
+        (:func:`split_point`) to warp ``target`` of this block through shared memory."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top = S
         for j in range(s - 1, lvl):
             mi[target, j, lane] = mi[wi, j, lane]
@@ -615,13 +770,11 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                 cg[target, j] = ng[wi, j]
                 co[target, j] = 0
                 ng[target, j] = ng[wi, j]
-            total = ng[wi, lvl]
-            mid = total - (total - cg[wi, lvl] - 1) // 2
-            cg[target, lvl] = mid
-            co[target, lvl] = 0
-            ng[target, lvl] = total
+            first, offset, groups = split_point(S, wi, lvl)
+            cg[target, lvl] = first
+            co[target, lvl] = offset
+            ng[target, lvl] = groups
             top[target] = lvl
-            ng[wi, lvl] = mid
             cuda.threadfence_block()
             if GLOBAL:
                 cuda.atomic.exch(mail, MAILBOX + cuda.blockIdx.x * W + target, W_SHARED_GIFT)
@@ -684,8 +837,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             top[wi] = d + 1
 
     @cuda.jit(device=True)
-    def extend(S, wi, lane, s, d, last, ne, n, low, direct, pool, width, G, sq, ctrl, emb, emb_cap,
-               limit_unique):
+    def extend(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G, sq, ctrl, emb,
+               emb_cap, limit_unique):
         """One warp iteration at level d (Alg. 2): fetch 32 tasks, validate them, ballot; count
         or write the leaves at the last level, descend with the valid children, or backtrack once
         the level is exhausted. Returns (matches this lane counted, lanes without a task)."""
@@ -731,6 +884,67 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             top[wi] = t
         return found, idle
 
+
+    @cuda.jit(device=True)
+    def extend_last(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G, sq, ctrl,
+                    emb, emb_cap, limit_unique):
+        """:func:`extend` where the last position is counted (``count_last``): at level
+        last = n - 2 a valid lane adds its count (:func:`last_product`), or, where that would read
+        more than ``max_cost`` words, its child goes down and level n - 1 is enumerated."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        g, r, has, ng_g, ng_o = next_tasks(S, wi, lane, d)
+        x = int32(-1)
+        ok = False
+        if has:
+            x = G[1][group_start(G, gsrc[wi, d, g]) + r]
+            ok = True
+            if CHECK_BIT:
+                ok = ((G[5][x] >> d) & 1) != 0
+            if ok:
+                ok = validate(mi, par, wi, s, pool, width, G, sq, d, x, g, gskip[wi, d, g])
+        mask = cuda.ballot_sync(FULL, ok)
+        idle = int64(0)
+        if IDLE:
+            idle = 32 - cuda.popc(cuda.ballot_sync(FULL, has))
+        found = int64(0)
+        go_down = False
+        if d >= last:                       # d == last + 1: a child whose last position is enumerated
+            if direct:
+                defer = False
+                if ok:
+                    if d < n - 1:
+                        found = last_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g,
+                                             max_cost)
+                        if found < 0:       # too costly for one lane: the warp enumerates it
+                            defer = True
+                            found = int64(0)
+                    else:
+                        found = int64(1)
+                deferred = cuda.ballot_sync(FULL, defer)
+                if deferred != 0:
+                    go_down = True
+                    ok = defer
+                    mask = deferred
+            else:
+                found = leaf_output(ok, mask, lane, mi, par, wi, s, pool, width, G, sq, d, x, g, ctrl,
+                                    emb, emb_cap, limit_unique)
+        else:
+            go_down = mask != 0
+        cuda.syncwarp()
+        if lane == 0:
+            cg[wi, d] = ng_g
+            co[wi, d] = ng_o
+        if go_down:
+            descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq)
+        elif lane == 0 and ng_g >= ng[wi, d]:       # backtrack to the deepest unfinished level
+            t = d - 1
+            while t >= s and cg[wi, t] >= ng[wi, t]:
+                t -= 1
+            top[wi] = t
+        return found, idle
+
+    step = extend_last if COUNT_LAST else extend
+
     @jit(**cap)
     def fine_dfs(off, ent, bitmap, cset, eg, cands, qps, pool, width, ctrls, emb, emb_cap, watch,
                  halt, mail, xfer, block_query):
@@ -763,7 +977,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         total_warps = cuda.gridDim.x * W
         n = qp[QP_SIZES, 0]
         ne = qp[QP_SIZES, 2]                       # positions enumerated (the rest are counted)
-        low = qp[QP_SIZES, 3]                      # lowest parent of a counted free leaf
+        low = qp[QP_SIZES, 3]                      # lowest position a counted one depends on
+        max_cost = qp[QP_SIZES, 4]                 # words a lane may read to count the last position
         last = ne - 1
         direct = limit_unique == 0 and emb_cap == 0
         s = width
@@ -821,8 +1036,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                     give_local(S, wi, lane, s, lvl, target, mail, wstate)
                     if lane == 0:
                         steals += 1
-            more, empty = extend(S, wi, lane, s, d, last, ne, n, low, direct, pool, width, G, sq, ctrl,
-                                 emb, emb_cap, limit_unique)
+            more, empty = step(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G,
+                               sq, ctrl, emb, emb_cap, limit_unique)
             found += more
             idle += empty
             iters += 1

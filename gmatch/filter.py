@@ -46,16 +46,19 @@ QP_WORDS = 6        # bitmap words per candidate-graph row of position d
 QP_SAME = 7         # earlier positions with d's label (injectivity checks)
 QP_CBASE = 8        # where C(d) starts in the candidate graph's cand_set
 QP_CSIZE = 9        # |C(d)|
-QP_LEAFPAR = 10     # the neighbour (parent position) of counted leaf d
+QP_LEAFPAR = 10     # the neighbour (parent position) of counted leaf d (the lowest backward one)
 QP_VLOW = 11        # lowest position a candidate check of d must reach
 QP_GLOW = 12        # lowest position the task group of d depends on
 QP_NLF = 13         # rows 13..44: required neighbour count per (position, label slot)
 QP_CCOUNT = QP_NLF + MAX_QUERY_VERTICES   # |C(d)| after LDF/NLF, added up by the filter kernel
 QP_ROWS = QP_CCOUNT + 1
 # qp[QP_SIZES]: [0] |V(Q)|, [1] distinct labels, [2] enumerated positions (|V(Q)| minus the
-# counted leaves), [3] lowest position a counted leaf depends on (its parent or a same-label one)
+# counted positions), [3] lowest position a counted position depends on (a backward neighbour, a
+# same-label or a restricting one), [4] the most words one lane reads to count the last position,
+# [5] 1 where the last position is counted (``count_last``; the search compiles its own kernel)
 FILTER_THREADS = 32 if simulator_active() else 256
 SWEEPS = 2                  # refinement passes (matching order, then reverse)
+COUNT_COST = 128            # words one lane may read to count the last position (else enumerated)
 
 
 @njit(cache=True, nogil=True)
@@ -65,8 +68,12 @@ def _lowest(mask, default):
 
 
 @njit(cache=True, nogil=True)
-def _pack(labels, degrees, backward, restrict, same, order, leaves, offsets, neighbors, vertex_labels):
+def _pack(labels, degrees, backward, restrict, same, order, leaves, count_last, max_cost, offsets,
+          neighbors, vertex_labels):
     n = order.size
+    last = leaves == 0 and count_last and n >= 3
+    if last:
+        leaves = 1                      # the last position is counted (any backward neighbours)
     qp = np.zeros((QP_ROWS, MAX_QUERY_VERTICES), np.int32)
     masks = qp.view(np.uint32)
     distinct = np.unique(labels)
@@ -87,18 +94,25 @@ def _pack(labels, degrees, backward, restrict, same, order, leaves, offsets, nei
     qp[QP_SIZES, 1] = k
     qp[QP_SIZES, 2] = n - leaves
     qp[QP_SIZES, 3] = n - leaves
+    qp[QP_SIZES, 4] = max_cost
+    qp[QP_SIZES, 5] = 1 if last else 0
     for t in range(n - leaves, n):
         qp[QP_LEAFPAR, t] = _lowest(backward[t], -1)
-        qp[QP_SIZES, 3] = min(qp[QP_SIZES, 3], _lowest(backward[t] | same[t], t))
+        qp[QP_SIZES, 3] = min(qp[QP_SIZES, 3], _lowest(backward[t] | same[t] | restrict[t], t))
     return qp
 
 
-def pack_query(plan: QueryPlan, query: Graph, count_leaves: bool = False) -> np.ndarray:
+def pack_query(plan: QueryPlan, query: Graph, count_leaves: bool = False,
+               count_last: bool = False, max_cost: int = COUNT_COST) -> np.ndarray:
     """The (QP_ROWS, 32) int32 parameter block: labels, degrees, backward, restriction and
-    same-label masks, walk bounds, sizes, the NLF requirement of every position and, with
-    ``count_leaves``, the parents of the plan's trailing countable leaves."""
+    same-label masks, walk bounds, sizes, the NLF requirement of every position and the counted
+    trailing positions: with ``count_leaves`` the plan's countable leaves; with ``count_last``,
+    where no leaf is counted, the last position (|V(Q)| >= 3), whatever its backward neighbours
+    (:func:`gmatch.enumerate.search_functions` ``count_position``), by one lane per partial match
+    where that reads at most ``max_cost`` words, else enumerated by the warp."""
     return _pack(plan.labels, plan.degrees, plan.backward, plan.restrict, plan.same_label, plan.order,
-                 plan.free_leaves if count_leaves else 0, query.offsets, query.neighbors, query.labels)
+                 plan.free_leaves if count_leaves else 0, bool(count_last), int(max_cost), query.offsets,
+                 query.neighbors, query.labels)
 
 
 def pack_candidate_graph(qp: np.ndarray, cg: CandidateGraph) -> None:

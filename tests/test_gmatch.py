@@ -25,6 +25,7 @@ VARIANTS = {
     "fine-batch": dict(),
     "fine-data-graph": dict(candidate_graph=False),
     "fine-no-leaf-counting": dict(leaf_counting=False),
+    "fine-enumerate-every-position": dict(leaf_counting=False, count_last=False),
     "fine-probe-finishes": dict(probe_s=100.0),         # auto: the data-graph probe answers
     "fine-probe-stops": dict(probe_s=1e-4),             # auto: probe stopped, then the index
     "coarse-data-graph": dict(granularity="coarse", unroll=2, candidate_graph=False),
@@ -127,7 +128,8 @@ WHEEL = Graph.from_edges(5, [0, 0, 0, 0, 1, 2, 3, 4], [1, 2, 3, 4, 2, 3, 4, 1], 
 
 
 def one_seed(data: Graph, **options) -> GMatch:
-    return GMatch(seed_pool=1, roots_per_fetch=1, **options).prepare(data)
+    """One seed per fetch and in the pool; the last position enumerated (enough work to steal)."""
+    return GMatch(**{"seed_pool": 1, "roots_per_fetch": 1, "count_last": False, **options}).prepare(data)
 
 
 def test_in_block_work_stealing_moves_work_from_the_one_busy_warp(reference_of):
@@ -146,6 +148,38 @@ def test_in_block_work_stealing_moves_work_from_the_one_busy_warp(reference_of):
     collected = stealing.match(WHEEL, collect=True)
     reference = reference_of(data, WHEEL, collect=True)
     assert sorted(map(tuple, collected.embeddings)) == sorted(map(tuple, reference.embeddings))
+
+
+def hub_graph(leaves: int) -> Graph:
+    """A hub (the only vertex of label 1) joined to ``leaves`` label-0 vertices on a path."""
+    src = [0] * leaves + list(range(1, leaves))
+    dst = list(range(1, leaves + 1)) + list(range(2, leaves + 1))
+    return Graph.from_edges(leaves + 1, src, dst, [1] + [0] * leaves, name=f"hub{leaves}")
+
+
+def test_one_hub_row_is_split_between_warps(reference_of):
+    """All the work is one task group: the row of a hub (the only seed). Idle warps get the upper
+    half of its untouched tasks (in-group split), in the block through shared memory and, with
+    a row long enough to outlast a busy warp's first looks at the mailbox, through the global
+    mailbox."""
+    edge = Graph.from_edges(2, [0], [1], [1, 0], name="hub-edge")
+    cherry = Graph.from_edges(3, [0, 0], [1, 2], [1, 0, 0], name="hub-cherry")
+    cases = [(150, edge, "block"), (150, edge, "global"), (150, cherry, "block"), (150, cherry, "global"),
+             (1200, edge, "mailbox")]
+    for leaves, query, scope in cases:             # the hub is position 0 of both queries
+        data = hub_graph(leaves)
+        expected = reference_of(data, query).count
+        gm = one_seed(data, blocks=1, warps_per_block=3, work_stealing=scope, candidate_graph=True,
+                      probe_s=0, leaf_counting=False)
+        result = gm.match(query)
+        assert result.stats["seeds"] == 1
+        assert result.count == expected, (query.name, scope)
+        assert result.stats["steals"] + result.stats["global_steals"] > 0, (query.name, scope)
+        if scope == "mailbox":
+            assert result.stats["global_steals"] > 0
+    whole_groups = one_seed(hub_graph(150), blocks=1, warps_per_block=3, work_stealing="block",
+                            candidate_graph=True, probe_s=0, split_groups=False).match(edge)
+    assert whole_groups.count == 150 and whole_groups.stats["steals"] == 0    # one group: nothing to give
 
 
 def test_stealing_through_the_global_mailbox_across_blocks(reference_of):
@@ -281,7 +315,7 @@ def test_free_leaves_are_counted_and_equal_enumeration(labels, counted, leafy, r
     expected = reference_of(leafy, query).count
     assert expected > 0
     counted_run = engine(leafy).match(query)
-    enumerated = engine(leafy, leaf_counting=False).match(query)
+    enumerated = engine(leafy, leaf_counting=False, count_last=False).match(query)
     assert counted_run.count == enumerated.count == expected
     assert counted_run.stats["counted_leaves"] == counted
     assert enumerated.stats["counted_leaves"] == 0
@@ -309,6 +343,80 @@ def test_leaf_counting_with_symmetry_limit_and_collect(leafy, reference_of):
     result = gm.match(tri)                     # vertices 1 and 2 are symmetric: one restriction
     assert result.count == reference_of(leafy, tri).count > 0
     assert result.stats["counted_leaves"] == 1 and result.stats["automorphisms"] == 2
+
+
+# ------------------------------------------------------------------------------ counting the last position
+def _shapes():
+    """Queries whose last position has one to four backward neighbours, restrictions (symmetric
+    shapes) and same-label earlier positions: (name, n, edges, labels over {0, 1})."""
+    return [
+        ("triangle", 3, [(0, 1), (1, 2), (2, 0)], [0, 0, 0]),
+        ("triangle-01", 3, [(0, 1), (1, 2), (2, 0)], [0, 1, 0]),
+        ("path3", 3, [(0, 1), (1, 2)], [0, 0, 0]),
+        ("square", 4, [(0, 1), (1, 2), (2, 3), (3, 0)], [0, 0, 0, 0]),
+        ("square-0101", 4, [(0, 1), (1, 2), (2, 3), (3, 0)], [0, 1, 0, 1]),
+        ("diamond", 4, [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)], [0, 0, 0, 0]),
+        ("K4", 4, [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)], [0, 0, 0, 0]),
+        ("K4-0011", 4, [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)], [0, 0, 1, 1]),
+        ("star3", 4, [(0, 1), (0, 2), (0, 3)], [0, 0, 0, 0]),
+        ("pentagon", 5, [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)], [0, 0, 0, 0, 0]),
+        ("house", 5, [(0, 1), (1, 2), (2, 3), (3, 0), (2, 4), (3, 4)], [0, 1, 0, 1, 0]),
+        ("K5-minus-edge", 5, [(a, b) for a in range(5) for b in range(a + 1, 5) if (a, b) != (3, 4)],
+         [0, 0, 0, 0, 1]),
+        ("wheel4", 5, [(0, 1), (1, 2), (2, 3), (3, 0), (4, 0), (4, 1), (4, 2), (4, 3)], [0, 0, 0, 0, 0]),
+        ("tailed-triangle", 4, [(0, 1), (1, 2), (2, 0), (2, 3)], [1, 1, 0, 0]),
+    ]
+
+
+@pytest.fixture(scope="module")
+def wide():
+    """An unlabelled-looking graph of 80 vertices in two labels: candidate sets of 30-50
+    vertices, so the last position's rows span two bitmap words (the bitmap AND and its cut at
+    the symmetry bound inside a word) and hub rows are long enough to prefer the AND."""
+    return rmat(80, 420, seed=31, labels=uniform_labels(80, 2, seed=32), name="rmat80-2")
+
+
+@pytest.mark.parametrize("name, n, edges, labels", _shapes(), ids=[s[0] for s in _shapes()])
+def test_last_position_is_counted_and_equals_enumeration(name, n, edges, labels, wide, reference_of):
+    query = Graph.from_edges(n, [a for a, _ in edges], [b for _, b in edges], labels, name=name)
+    expected = reference_of(wide, query).count
+    counted = engine(wide, candidate_graph=True).match(query)
+    enumerated = engine(wide, candidate_graph=True, leaf_counting=False, count_last=False).match(query)
+    assert counted.count == enumerated.count == expected
+    assert enumerated.stats["counted_leaves"] == 0
+    leaves = build_plan(query, defer_leaves=True).free_leaves
+    assert counted.stats["counted_leaves"] == (leaves or 1)
+    only_last = engine(wide, candidate_graph=True, leaf_counting=False).match(query)
+    assert only_last.count == expected and only_last.stats["counted_leaves"] == 1
+    # a lane counts only where that reads at most 2 words: the costlier partial matches (most
+    # with two or more backward neighbours) go down and the warp enumerates their last position
+    mixed = engine(wide, candidate_graph=True, leaf_counting=False, count_last_cost=2).match(query)
+    assert mixed.count == expected
+
+
+def test_counting_the_last_position_on_random_walk_queries(leafy, reference_of):
+    """Random-walk queries of 3-7 vertices (induced: cycles and chords) on a five-label graph,
+    over the probe-then-index path of ``candidate_graph="auto"`` too; limit and collect still
+    enumerate."""
+    counted = engine(leafy, leaf_counting=False)
+    deferred = engine(leafy, leaf_counting=False, count_last_cost=0)     # every multi-row count enumerated
+    auto = engine(leafy, leaf_counting=False, candidate_graph="auto", probe_s=1e-4)
+    for k, seed in [(3, 1), (4, 2), (5, 3), (5, 4), (6, 5), (7, 6)]:
+        query = random_walk_query(leafy, k, seed=seed)
+        expected = reference_of(leafy, query).count
+        result = counted.match(query)
+        assert result.count == expected, query.name
+        assert result.stats["counted_leaves"] == 1
+        assert auto.match(query).count == expected, query.name
+        assert deferred.match(query).count == expected, query.name
+    query = random_walk_query(leafy, 4, seed=2)
+    reference = reference_of(leafy, query, collect=True)
+    collected = counted.match(query, collect=True)
+    assert collected.stats["counted_leaves"] == 0
+    assert sorted(map(tuple, collected.embeddings)) == sorted(map(tuple, reference.embeddings))
+    limit = max(1, reference.count // 2)
+    limited = counted.match(query, limit=limit)
+    assert (limited.count, limited.status) == (limit, Status.LIMIT)
 
 
 # ------------------------------------------------------------------------------ shapes
@@ -477,7 +585,7 @@ def test_unsupported_inputs_and_bad_options(labelled):
         is Status.UNSUPPORTED
     for bad in (dict(granularity="medium"), dict(unroll=3), dict(unroll=2), dict(seed_pool=0),
                 dict(roots_per_fetch=0), dict(warps_per_block=0), dict(blocks=0),
-                dict(work_stealing="grid")):
+                dict(work_stealing="grid"), dict(count_last_cost=-1)):
         with pytest.raises(ValueError):
             GMatch(**bad)
 

@@ -1,23 +1,32 @@
 """gMatch on heavy queries against the authors' own build (run on a GPU).
 
-Runs ``rw12`` (30 random-walk 12-vertex GitHub queries, 10^8-10^12 embeddings) and GitHub
-Q_0-Q_10 with the data graph prepared once and every kernel compiled before timing, and prints
-per query: our search time (CUDA events around the BFS seed pool and DFS: the ``enumerate``
-phase plus the data-graph ``probe`` that ``candidate_graph="auto"`` runs first, at most 5 ms),
-the probe alone, the candidate-graph build (``index``), the wall time of ``match()``, the authors' ``search_ms`` from
-``authors_gmatch_h200.csv`` (their CUDA build on an H200), the ratio ours / authors and the count
-check. Queries the authors do not finish in the time limit are checked against a second run:
-``--check-engine`` (default ``egsm``) within ``--check-timeout`` seconds, else gMatch without
-leaf counting (full enumeration of every leaf, a different code path). ``--variants`` adds our
-own ablations to the same run. A summary table comes last; ``--out`` writes the rows as CSV.
+Workloads (``--workloads``): ``rw12`` (30 random-walk 12-vertex GitHub queries, 10^8-10^12
+embeddings; ``--solved-only`` keeps the 11 the authors' recorded build finishes), ``github``
+(Q_0-Q_10) and the seeded slow-path families of :data:`experiments.harness.workloads.HEAVY_FAMILIES`
+(``dense12``, ``cyclic8``: ``--family-count`` queries each). The data graph is prepared once and
+every kernel compiled before timing.
 
-    python -m experiments.bench.gmatch_heavy --timeout 8
+Per query and variant (``--variants``; default ``enumerate`` = every position enumerated, the
+paper's search over the candidate graph, and ``count`` = gpusm's defaults, counting the leaves and
+the last position): our search time (the ``enumerate`` phase plus the data-graph ``probe``), the
+probe alone, the candidate-graph build (``index``) and the wall time of ``match()``. With
+``--authors`` the authors' binary (``make authors``; :mod:`experiments.papers.authors`) runs beside it in
+the same process on the same GPU: its ``# Processing`` time (search) and ``# Preparation`` time
+(process); without it the recorded H200 times of ``authors_gmatch_h200.csv`` are used where there
+are any. ``--authors-csv`` reads the authors' rows from a file when it exists, else writes them
+there (two runs of this module, e.g. two commits, share one authors' run). The counts are checked
+against the authors', then the CPU reference (``--cpu-timeout`` per query within
+``--cpu-budget`` seconds), then the other variants. A wide table (one row per query) and the
+summary come last; ``--out`` writes the long rows as CSV.
+
+    python -m experiments.bench.gmatch_heavy --timeout 8 --authors --workloads rw12,github,dense12,cyclic8 --solved-only
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import inspect
 import statistics
 import sys
 import time
@@ -25,12 +34,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from common.engine.registry import create_engine
+from common.engine.registry import create_engine, engine_class
 from common.engine.result import Status
 
-from ..harness.workloads import GMATCH_AUTHORS, check_set, data_dir, read_authors_csv
+from ..harness.workloads import GMATCH_AUTHORS, HEAVY_FAMILIES, check_set, data_dir, heavy_family, read_authors_csv
 
 VARIANTS = {
+    "enumerate": {"leaf_counting": False, "count_last": False},
+    "count": {},
     "default": {},
     "no-leaf-counting": {"leaf_counting": False},
     "data-graph": {"candidate_graph": False, "leaf_counting": False},
@@ -48,14 +59,26 @@ def variant_options(token: str) -> dict:
     return options
 
 
-def workloads(names: list[str]):
-    """(workload, query name, query graph, authors' count or None, authors' search ms or None)."""
+def supported(options: dict) -> dict:
+    """The options the installed gMatch takes (an older commit may lack newer ones)."""
+    known = inspect.signature(engine_class("gmatch").__init__).parameters
+    return {k: v for k, v in options.items() if k in known}
+
+
+def workloads(names: list[str], data, family_count: int, solved_only: bool):
+    """(workload, query name, query graph, known count or None, recorded authors' search ms or None)."""
     for name in names:
+        if name in HEAVY_FAMILIES:
+            for query in heavy_family(data, name, family_count):
+                yield name, query.name, query, None, None
+            continue
         if name not in GMATCH_AUTHORS:
-            raise SystemExit(f"unknown workload {name!r} ({', '.join(GMATCH_AUTHORS)})")
+            raise SystemExit(f"unknown workload {name!r} ({', '.join([*GMATCH_AUTHORS, *HEAVY_FAMILIES])})")
         authors = read_authors_csv(data_dir() / GMATCH_AUTHORS[name])
         for query, count in check_set(name).queries:
             solved = authors[query.name]["status"] == "ok"
+            if solved_only and not solved:
+                continue
             yield name, query.name, query, count, float(authors[query.name]["search_ms"]) if solved else None
 
 
@@ -64,28 +87,62 @@ def _sm_count() -> int:
     return 1 if simulator_active() else cuda.get_current_device().MULTIPROCESSOR_COUNT
 
 
+def run_authors(queries, data, timeout: float, path: Path | None) -> pd.DataFrame:
+    """The authors' binary on every query (or the rows of ``path`` when it exists)."""
+    if path is not None and path.exists():
+        return pd.read_csv(path)
+    from ..papers import authors as _authors
+    reason = _authors.authors_reason("gmatch-authors")
+    if reason:
+        raise SystemExit(reason)
+    engine = _authors.GMatchAuthors().prepare(data)
+    rows = []
+    for workload, name, query, _, _ in queries:
+        result = engine.match(query, timeout_s=timeout)
+        rows.append(dict(workload=workload, query=name, a_status=result.status.value,
+                         a_count=result.count if result.status is Status.OK else None,
+                         a_search_ms=result.phases.get("enumerate", 0.0) * 1e3 if result.status is Status.OK else None,
+                         a_process_ms=result.phases.get("filter", 0.0) * 1e3))
+        print(f"{'authors':>10} {name:>12} {result.status.value:>7} {result.count:>16,} "
+              f"search {rows[-1]['a_search_ms'] or float('nan'):8.0f} ms", flush=True)
+    table = pd.DataFrame(rows)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(path, index=False)
+    return table
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.bench.gmatch_heavy",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--timeout", type=float, default=8.0, help="seconds per query (authors: 8)")
     parser.add_argument("--workloads", default="rw12,github")
-    parser.add_argument("--variants", default="default",
+    parser.add_argument("--family-count", type=int, default=50, help="queries per generated family")
+    parser.add_argument("--solved-only", action="store_true",
+                        help="rw12: only the queries the authors' recorded build finishes")
+    parser.add_argument("--variants", default="enumerate,count",
                         help=f"comma list of {list(VARIANTS)} or options such as max_registers=64")
     parser.add_argument("--queries", help="comma list of query names (default: all)")
-    parser.add_argument("--check-engine", default="egsm")
-    parser.add_argument("--check-timeout", type=float, default=20.0)
-    parser.add_argument("--check-budget", type=float, default=120.0,
-                        help="seconds for all second-engine checks together")
+    parser.add_argument("--authors", action="store_true", help="run the authors' binary in this process")
+    parser.add_argument("--authors-timeout", type=float, default=8.0)
+    parser.add_argument("--authors-csv", type=Path, help="read the authors' rows from here, or write them")
+    parser.add_argument("--cpu-timeout", type=float, default=2.0)
+    parser.add_argument("--cpu-budget", type=float, default=60.0,
+                        help="seconds for all CPU-reference checks together")
+    parser.add_argument("--label", default="", help="a name for this run in the tables (e.g. a commit)")
     parser.add_argument("--out", type=Path, help="CSV of every row")
     args = parser.parse_args(argv)
 
     data = check_set("github", 0).data
-    queries = list(workloads(args.workloads.split(",")))
+    queries = list(workloads(args.workloads.split(","), data, args.family_count, args.solved_only))
     if args.queries:
         queries = [q for q in queries if q[1] in args.queries.split(",")]
+    authors = None
+    if args.authors:
+        authors = run_authors(queries, data, args.authors_timeout, args.authors_csv)
     rows = []
     for variant in args.variants.split(","):
-        options = variant_options(variant)
+        options = supported(variant_options(variant))
         engine = create_engine("gmatch", **options).prepare(data)
         indexed = create_engine("gmatch", **{**options, "probe_s": 0}).prepare(data)
         for size in sorted({q.num_vertices for _, _, q, _, _ in queries}):     # compile first
@@ -97,76 +154,93 @@ def main(argv=None) -> int:
             start = time.perf_counter()
             result = engine.match(query, timeout_s=args.timeout)
             wall = time.perf_counter() - start
-            search = (result.phases.get("enumerate", 0.0) + result.phases.get("probe", 0.0)) * 1e3
-            rows.append(dict(variant=variant, workload=workload, query=name, status=result.status.value,
-                             count=result.count, authors_count=count, authors_search_ms=authors_ms,
-                             search_ms=search, index_ms=result.phases.get("index", 0.0) * 1e3,
-                             probe_ms=result.phases.get("probe", 0.0) * 1e3,
-                             wall_ms=wall * 1e3, counted_leaves=result.stats.get("counted_leaves"),
+            phases = {k: v * 1e3 for k, v in result.phases.items()}
+            search = phases.get("enumerate", 0.0) + phases.get("probe", 0.0)
+            rows.append(dict(label=args.label, variant=variant, workload=workload, query=name,
+                             vertices=query.num_vertices, edges=query.num_edges,
+                             status=result.status.value, count=result.count, known_count=count,
+                             recorded_authors_ms=authors_ms, search_ms=search,
+                             dfs_ms=phases.get("enumerate", 0.0), probe_ms=phases.get("probe", 0.0),
+                             index_ms=phases.get("index", 0.0), filter_ms=phases.get("filter", 0.0),
+                             plan_ms=phases.get("plan", 0.0), wall_ms=wall * 1e3,
+                             probe_finished=bool(result.stats.get("probe_finished", False)),
+                             counted=result.stats.get("counted_leaves"),
+                             seeds=result.stats.get("seeds"), seed_width=result.stats.get("seed_width"),
+                             steals=result.stats.get("steals"), gsteals=result.stats.get("global_steals"),
                              registers=result.stats.get("registers_per_thread"),
-                             local_bytes=result.stats.get("local_bytes_per_thread"),
                              blocks=result.stats.get("blocks"),
                              warps_per_block=result.stats.get("warps_per_block")))
-            print(f"{variant:>16} {name:>8} {result.status.value:>7} {result.count:>16,} "
-                  f"search {search:9.1f} ms  authors {authors_ms or float('nan'):8.0f} ms", flush=True)
+            print(f"{args.label:>8} {variant:>10} {name:>12} {result.status.value:>7} {result.count:>16,} "
+                  f"search {search:9.1f} ms (probe {phases.get('probe', 0.0):.1f}, index "
+                  f"{phases.get('index', 0.0):.1f}, dfs {phases.get('enumerate', 0.0):.1f})", flush=True)
     table = pd.DataFrame(rows)
+    if authors is not None:
+        table = table.merge(authors, on=["workload", "query"], how="left")
+    else:
+        table["a_status"] = table["recorded_authors_ms"].map(lambda v: "ok" if pd.notna(v) else "")
+        table["a_count"] = table["known_count"]
+        table["a_search_ms"] = table["recorded_authors_ms"]
+        table["a_process_ms"] = float("nan")
 
-    # second opinion for queries the authors did not finish
-    checker = None
-    budget_end = time.perf_counter() + args.check_budget
+    # the check: the authors' count, else the CPU reference, else the other variants
+    cpu = None
+    budget_end = time.perf_counter() + args.cpu_budget
+    cpu_counts: dict[str, int | None] = {}
     table["check"] = ""
     for i, row in table.iterrows():
         if row["status"] != Status.OK.value:
             continue
-        if pd.notna(row["authors_count"]):
-            table.at[i, "check"] = "authors " + ("equal" if row["count"] == row["authors_count"]
-                                                 else "DIFFERENT")
+        if pd.notna(row["a_count"]):
+            table.at[i, "check"] = "authors " + ("equal" if row["count"] == row["a_count"] else "DIFFERENT")
             continue
-        query = next(q for _, n, q, _, _ in queries if n == row["query"])
-        verdict = ""
-        if time.perf_counter() < budget_end:
-            if checker is None:
-                checker = create_engine(args.check_engine).prepare(data)
-            second = checker.match(query, timeout_s=args.check_timeout)
-            if second.status is Status.OK:
-                verdict = f"{args.check_engine} " + ("equal" if second.count == row["count"] else "DIFFERENT")
-        if not verdict:
-            same = table[(table["query"] == row["query"]) & (table["variant"] != row["variant"])
-                         & (table["status"] == Status.OK.value)]
-            if len(same):
-                verdict = "ablation " + ("equal" if (same["count"] == row["count"]).all() else "DIFFERENT")
-            else:
-                verdict = "unchecked"
-        table.at[i, "check"] = verdict
-    table["ratio"] = table["search_ms"] / table["authors_search_ms"]
+        if pd.notna(row["known_count"]):
+            table.at[i, "check"] = "known " + ("equal" if row["count"] == row["known_count"] else "DIFFERENT")
+            continue
+        if row["query"] not in cpu_counts and time.perf_counter() < budget_end:
+            cpu = cpu or create_engine("cpu").prepare(data)
+            query = next(q for _, n, q, _, _ in queries if n == row["query"])
+            second = cpu.match(query, timeout_s=args.cpu_timeout)
+            cpu_counts[row["query"]] = second.count if second.status is Status.OK else None
+        if cpu_counts.get(row["query"]) is not None:
+            table.at[i, "check"] = "cpu " + ("equal" if cpu_counts[row["query"]] == row["count"] else "DIFFERENT")
+            continue
+        same = table[(table["query"] == row["query"]) & (table["variant"] != row["variant"])
+                     & (table["status"] == Status.OK.value)]
+        table.at[i, "check"] = ("variants " + ("equal" if (same["count"] == row["count"]).all() else "DIFFERENT")
+                                if len(same) else "unchecked")
+    table["ratio"] = table["search_ms"] / table["a_search_ms"]
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(args.out, index=False)
 
-    pd.set_option("display.width", 200)
-    print(table[["variant", "workload", "query", "status", "count", "search_ms", "probe_ms", "index_ms",
-                 "wall_ms",
-                 "authors_search_ms", "ratio", "counted_leaves", "check"]].to_string(index=False,
-                                                                                     float_format="%.1f"))
-    launch = table.groupby("variant")[["registers", "local_bytes", "blocks", "warps_per_block"]].max()
-    launch["warps_per_sm"] = launch["blocks"] * launch["warps_per_block"] / _sm_count()
-    print("\ncompiled fine kernel per variant (largest over the queries)")
-    print(launch.to_string())
-    print("\nsummary (search phase; ratio = ours / authors on the queries both solve)")
-    for (variant, workload), part in table.groupby(["variant", "workload"]):
-        both = part[(part["status"] == "ok") & part["authors_search_ms"].notna()]
-        only_ours = part[(part["status"] == "ok") & part["authors_search_ms"].isna()]
-        authors_solved = part["authors_search_ms"].notna().sum()
-        median = statistics.median(both["ratio"]) if len(both) else float("nan")
+    pd.set_option("display.width", 250)
+    pd.set_option("display.max_rows", 1000)
+    wide = table.pivot_table(index=["workload", "query"], columns="variant",
+                             values=["search_ms", "ratio"], aggfunc="first")
+    wide.columns = [f"{v}_{c}" for c, v in wide.columns]
+    first = table.drop_duplicates(["workload", "query"]).set_index(["workload", "query"])
+    for column in ("edges", "count", "a_count", "a_search_ms", "a_process_ms"):
+        wide[column] = first[column]
+    for variant in table["variant"].unique():
+        part = table[table["variant"] == variant].set_index(["workload", "query"])
+        wide[f"{variant}_phases"] = (part["probe_ms"].round(1).astype(str) + "/" + part["index_ms"].round(1).astype(str)
+                                     + "/" + part["dfs_ms"].round(1).astype(str))
+        wide[f"{variant}_check"] = part["check"]
+    print(f"\nper query ({args.label}; phases = probe/index/dfs ms; ratio = search / authors' search)")
+    print(wide.reset_index().to_string(index=False, float_format="%.1f"))
+    print(f"\nsummary ({args.label}; search phase; ratio = ours / authors on the queries both solve)")
+    for (variant, workload), part in table.groupby(["variant", "workload"], sort=False):
+        both = part[(part["status"] == "ok") & part["a_search_ms"].notna()]
+        ratios = both["ratio"].where(both["a_search_ms"] > 0)
+        ratios = ratios.dropna()
+        median = statistics.median(ratios) if len(ratios) else float("nan")
+        worst = ratios.max() if len(ratios) else float("nan")
         wrong = part["check"].str.contains("DIFFERENT").sum()
-        print(f"{variant:>16} {workload:>7}: solved {int((part['status'] == 'ok').sum())}/{len(part)}, "
-              f"{len(both)}/{authors_solved} of the authors', {len(only_ours)} they do not finish; "
-              f"median ratio {median:.2f}; count disagreements {wrong}")
-        if len(part[part["status"] == "ok"]):
-            best = part[part["status"] == "ok"].sort_values("count").iloc[-1]
-            rate = best["count"] / (best["search_ms"] / 1e3) if best["search_ms"] else float("nan")
-            print(f"{'':>16} largest solved {best['query']} {best['count']:,} in {best['search_ms']:.0f} ms "
-                  f"= {rate:.3g} embeddings/s")
+        unchecked = (part["check"].isin(["", "unchecked"]) & (part["status"] == "ok")).sum()
+        print(f"{variant:>10} {workload:>8}: solved {int((part['status'] == 'ok').sum())}/{len(part)}, "
+              f"authors {int(part['a_search_ms'].notna().sum())}; median ratio {median:.2f}, max {worst:.2f} "
+              f"(over {len(ratios)} with authors' search > 0 ms); total ours {part['search_ms'].sum():.0f} ms, "
+              f"authors {both['a_search_ms'].sum():.0f} ms; disagreements {wrong}; unchecked {unchecked}")
     return 0
 
 

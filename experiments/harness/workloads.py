@@ -28,7 +28,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from common.graph.generate import classify_density, pattern, power_law_labels, query_set, rmat, uniform_labels
+from common.graph.generate import (
+    classify_density,
+    pattern,
+    power_law_labels,
+    query_set,
+    random_walk_query,
+    rmat,
+    uniform_labels,
+)
 from common.graph.io import load_graph, load_query_set, natural_key, read_expected_counts
 from common.graph.model import Graph
 from common.graph.paths import data_dir as _data_dir
@@ -505,3 +513,63 @@ def check_set(name: str, count: int | None = None, smallest: bool = False) -> Ch
         groups.append(pairs)
     pairs = [p for row in zip_longest(*groups) for p in row if p is not None]
     return CheckSet(name, data, pairs if count is None else pairs[:count])
+
+
+# ---------------------------------------------------------------------- gMatch's slow-path families
+HEAVY_FAMILIES = {
+    "dense12": dict(num_vertices=12, min_edges=18, max_edges=None, cyclic=False),
+    "cyclic8": dict(num_vertices=8, min_edges=8, max_edges=10, cyclic=True),
+}
+"""Query families that expose gMatch's slow paths on GitHub (induced random-walk queries, seeded):
+``dense12`` has 12 vertices and at least 18 edges (a dense query with few embeddings, where the
+search's cost is the probe and the candidate graph, not the leaves); ``cyclic8`` has 8 vertices, 8
+to 10 edges and a cycle of at least five vertices (a long cycle with pendants: deep levels with
+wide rows, where leaf counting does not reach the cost)."""
+
+
+def _longest_cycle_at_least(query: Graph, length: int) -> bool:
+    """Whether ``query`` has a simple cycle of at least ``length`` vertices (a DFS over simple
+    paths; the families' queries have at most 12 vertices)."""
+    n = query.num_vertices
+    adj = [set(query.neighbors[query.offsets[u]:query.offsets[u + 1]].tolist()) for u in range(n)]
+
+    def extend(path: list[int], seen: set[int]) -> bool:
+        for w in adj[path[-1]]:
+            if w == path[0] and len(path) >= length:
+                return True
+            if w not in seen and w > path[0]:       # the cycle's smallest vertex starts it
+                seen.add(w)
+                path.append(w)
+                if extend(path, seen):
+                    return True
+                path.pop()
+                seen.discard(w)
+        return False
+
+    return any(extend([u], {u}) for u in range(n))
+
+
+def heavy_family(data: Graph, family: str, count: int = 50, *, seed: int = 2026,
+                 max_draws: int = 200) -> list[Graph]:
+    """The first ``count`` induced random-walk queries (:func:`common.graph.generate.random_walk_query`,
+    seeds ``seed``, ``seed + 1``, ...) of ``data`` that belong to :data:`HEAVY_FAMILIES`'s
+    ``family``, named ``<family>_<i>``. ValueError after ``max_draws * count`` draws."""
+    if family not in HEAVY_FAMILIES:
+        raise ValueError(f"unknown query family {family!r}; choose from {', '.join(HEAVY_FAMILIES)}")
+    spec = HEAVY_FAMILIES[family]
+    k = spec["num_vertices"]
+    kept: list[Graph] = []
+    for draw in range(max_draws * max(count, 1)):
+        if len(kept) == count:
+            return kept
+        query = random_walk_query(data, k, seed=seed + draw)
+        edges = query.num_edges
+        if edges < spec["min_edges"] or (spec["max_edges"] is not None and edges > spec["max_edges"]):
+            continue
+        if spec["cyclic"] and not _longest_cycle_at_least(query, 5):
+            continue
+        kept.append(query.replace(name=f"{family}_{len(kept)}",
+                                  meta=dict(query.meta, family=family, family_seed=seed)))
+    if len(kept) < count:
+        raise ValueError(f"only {len(kept)} of {count} {family} queries in {max_draws * count} draws")
+    return kept

@@ -90,7 +90,7 @@ COARSE = (Config.of("Naive", "gmatch", granularity="coarse", unroll=1, **PAPER_G
 FINE_NAIVE = Config.of("Fine (naive)", "gmatch", granularity="fine", batch=False, **PAPER_GMATCH)
 FINE_BATCH = Config.of("Fine (batch)", "gmatch", granularity="fine", batch=True, **PAPER_GMATCH)
 NO_STEALING = Config.of("no stealing", "gmatch", work_stealing=False, **PAPER_GMATCH)
-GMATCH_CG = Config.of("gMatch", "gmatch", candidate_graph=True, leaf_counting=False)
+GMATCH_CG = Config.of("gMatch", "gmatch", candidate_graph=True, leaf_counting=False, count_last=False)
 EGSM = Config.of("EGSM", "egsm", wedge_filter_min_edges=0)   # as published: the wedge filter always
 
 AUTHORS = authors_configs("gmatch-authors", "gMatch (authors)") + authors_configs("egsm-authors", "EGSM (authors)")
