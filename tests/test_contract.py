@@ -69,9 +69,7 @@ EXCEPTIONS: dict[str, dict[str, str]] = {
                "directed": "gMatch matches undirected graphs (gMatch §2)",
                "homomorphic": "gMatch's set intersections keep embeddings injective (gMatch §3)",
                "disconnected": "gMatch's matching order follows query edges (gMatch §3.2)",
-               "simulator_launch": "simulated warps poll the stop flag every 32 iterations of a slow DFS",
-               "peak": "buffers grown by an earlier query (collect, a larger seed pool) count in a later "
-                       "query's peak"},
+               "simulator_launch": "simulated warps poll the stop flag every 32 iterations of a slow DFS"},
     "stwig": {"edge_labels": "STwig decomposes vertex-labelled queries (STwig §4)",
               "directed": "STwig matches undirected graphs (STwig §2)",
               "disconnected": "STwig joins twigs along shared vertices (STwig §5)",
