@@ -260,7 +260,7 @@ def heavy(hubs):
 
 @pytest.mark.parametrize("name", ENGINES)
 def test_a_deadline_is_status_timeout_with_a_lower_bound(name, heavy):
-    from common.engine import deadline_slack
+    from common.engine.base import deadline_slack
     from common.gpu.backend import BACKEND
 
     data, star = heavy
