@@ -141,6 +141,16 @@ class GMatch(Engine):
     leaf_counting : bool
         Count degree-one query vertices that every automorphism fixes per partial match instead of
         enumerating them (count-only queries over the candidate graph).
+    count_last : bool
+        Count the last position of a count-only query without countable leaves as the size of its
+        backward neighbours' candidate-graph intersection (minus the images already used) instead
+        of enumerating it (its own fine-kernel variant).
+    count_last_cost : int
+        Bitmap words a lane may read to count the last position; a costlier partial match is
+        enumerated by the whole warp.
+    split_groups : bool
+        Work stealing may split one task group (a hub's row) of 64 or more untouched tasks, giving
+        half of it to an idle warp.
     idle_stats : bool
         Compile the idle-lane count into the fine kernel (Tables 2 and 6); the coarse one always counts.
     max_registers : int or None
