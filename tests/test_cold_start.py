@@ -70,8 +70,8 @@ def test_demo_compiles_in_parallel_only_while_an_engine_has_nothing_cached(monke
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     started = []
     monkeypatch.setattr(demo_warmup, "warmup", lambda engines, **kw: started.append(list(engines)) or [{}])
-    assert demo_warmup.compile_in_parallel(["cpu", "gsi", "sgsi", "egsm"], "tiny", 7) == [{}]
-    assert started == [["gsi", "sgsi", "egsm"]]                 # GPU engines only
+    assert demo_warmup.compile_in_parallel(["cpu", "gsi", "sgsi", "egsm", "networkx"], "tiny", 7) == [{}]
+    assert started == [["gsi", "sgsi", "egsm", "cpu"]]          # GPU engines, then compiled CPU engines
     for package in ("gsi", "egsm"):
         (tmp_path / "gpusm" / package).mkdir(parents=True)
         (tmp_path / "gpusm" / package / "k-1.py311.1.nbc").write_bytes(b"")
@@ -85,3 +85,5 @@ def test_demo_warmup_child_runs_the_demo_workload():
 
     report = demo_warmup.main(["egsm", "tiny", "7"])
     assert report["engine"] == "egsm" and report["queries"] == 3
+    report = demo_warmup.main(["stwig-cpu", "tiny", "7"])
+    assert report["engine"] == "stwig-cpu" and report["queries"] == 3 and report["not_launched"] == []
