@@ -371,3 +371,14 @@ def test_stat_report_counts_timed_out_runs_and_shows_skipped_cells_as_not_run(tm
     assert "not run (1 skipped: budget)" in text and "1/2 (+1 timed out, in the stat)" in text
     assert "1/1 (1 not run)" in text and "solved and timed-out queries" in text
     assert "0.9" not in text.split("## Solved")[0].split("## Measured")[1]
+
+
+def test_commit_is_named_by_the_environment_for_an_exported_tree(monkeypatch):
+    from experiments.harness.report import commit
+
+    commit.cache_clear()
+    monkeypatch.setenv("GPUSM_COMMIT", "abc1234")
+    try:
+        assert commit() == "abc1234"
+    finally:
+        commit.cache_clear()

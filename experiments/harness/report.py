@@ -55,9 +55,12 @@ def versions() -> dict[str, str]:
 
 @lru_cache(maxsize=1)
 def commit() -> str:
-    """The checkout's commit (short hash, ``+dirty`` with uncommitted changes), or ``unknown``."""
+    """The checkout's commit (short hash, ``+dirty`` with uncommitted changes), or ``unknown``;
+    ``$GPUSM_COMMIT`` names it for a tree exported without its git history (a GPU host's copy)."""
     import subprocess
 
+    if os.environ.get("GPUSM_COMMIT"):
+        return os.environ["GPUSM_COMMIT"]
     root = Path(__file__).resolve().parents[2]
     try:
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
