@@ -12,6 +12,7 @@ from experiments.harness.runner import read_rows
 from experiments.harness.workloads import get_scale
 
 NAMES = ["stwig_lin14.fig3a_total", "stwig_lin14.fig3a_hash"]      # the same runs, two reports
+SWEEP = "stwig_lin14.fig3_vertices"          # its first point is fig3a's default graph under another label
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +91,20 @@ def test_cli_plans_the_dask_spread_and_refuses_a_budget_with_dask(capsys, tmp_pa
     assert "GPU 0: stwig_lin14 = " in out and "--dask on 2 GPUs: about " in out
     with pytest.raises(SystemExit, match="--budget is not supported with --dask"):
         main(["--paper", "stwig_lin14", "--scale", "tiny", "--dask", "local", "--budget", "5", "--out", str(tmp_path)])
+
+
+@pytest.mark.slow
+def test_a_sweep_point_that_repeats_another_experiments_run_gets_its_rows_under_its_own_label(tmp_path, client):
+    sweep = get_experiment(SWEEP)
+    tiny = get_scale("tiny")
+    first, default = sweep.points_for(tiny)[0], get_experiment(NAMES[0]).points_for(tiny)[0]
+    config = sweep.configs[0]
+    assert first.label != default.label
+    assert sweep.run_key(config, first, tiny) == get_experiment(NAMES[0]).run_key(config, default, tiny)
+    assert run_on_dask({"stwig_lin14": [NAMES[0], SWEEP]}, "tiny", tmp_path, client=client, isolation="inline",
+                       progress=False, log=lambda _: None) == 0
+    rows = _rows(tmp_path, SWEEP)
+    assert set(rows.dataset) == {p.label for p in sweep.points_for(tiny)}
+    assert "skipped" not in set(rows.status)
+    report = (tmp_path / "stwig_lin14" / f"{SWEEP}.tiny.md").read_text()
+    assert "budget ran out" not in report

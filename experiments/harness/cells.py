@@ -155,7 +155,7 @@ def _write_rows(out_dir: Path, scale_name: str, papers: dict, group: list[Cell],
             for row in rows:
                 if row["query"] in cell.done:
                     continue
-                row = dict(row, experiment=cell.experiment, config=cell.config)
+                row = dict(row, experiment=cell.experiment, config=cell.config, dataset=cell.point)
                 if cell is not first:
                     note = f"same run as {first.experiment} ({first.config})"
                     row["reason"] = f"{row['reason']}; {note}" if row.get("reason") else note
