@@ -261,7 +261,8 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
 
 def _copy_async(slot, host: np.ndarray, stream) -> None:
     """host -> slot[:host.size] on ``stream``: the driver's asynchronous copy from pinned memory
-    (numba's copy_to_device costs ~100 us of host time per call), numba's under the simulator."""
+    (numba's copy_to_device spends more host time per call: docs/decisions.md), numba's under
+    the simulator."""
     direct = _launch._NUMBA
     if direct is not None:
         from cuda.bindings import driver
@@ -273,7 +274,7 @@ def _copy_async(slot, host: np.ndarray, stream) -> None:
 
 
 def _record(event, stream) -> None:
-    """event.record(stream) through the driver (numba's call costs ~20 us of host time)."""
+    """event.record(stream) through the driver (cheaper on the host than numba's call)."""
     direct = _launch._NUMBA
     if direct is None or direct.event_record(event.driver_handle, _launch.stream_handle(stream))[0] != 0:
         event.record(stream)
