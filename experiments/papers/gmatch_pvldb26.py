@@ -30,19 +30,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from ..harness.core import (
-    Claim,
-    Config,
-    Experiment,
-    Metric,
-    Point,
-    all_of,
-    at_least,
-    below,
-    lower,
-    row_lower,
-    trend,
-)
+from ..harness.core import Claim, Config, Experiment, Metric, Point, all_of, at_least, below, lower, row_lower, trend
 from ..harness.workloads import ENRON, GB, GITHUB, Dataset, QuerySpec, scaled_sweep
 from .authors import authors_configs, authors_reason
 

@@ -27,18 +27,7 @@ import pandas as pd
 
 from common.cpu.peers import installed_peers
 
-from ..harness.core import (
-    Claim,
-    Config,
-    Experiment,
-    Metric,
-    Point,
-    all_of,
-    below,
-    lower,
-    ratio_between,
-    trend,
-)
+from ..harness.core import Claim, Config, Experiment, Metric, Point, all_of, below, lower, ratio_between, trend
 from ..harness.workloads import ENRON, GB, Dataset, QuerySpec, scaled_sweep
 
 PAPER = "gsi_icde20"

@@ -26,16 +26,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from ..harness.core import (
-    Claim,
-    Config,
-    Experiment,
-    Metric,
-    Point,
-    all_of,
-    lower,
-    trend,
-)
+from ..harness.core import Claim, Config, Experiment, Metric, Point, all_of, lower, trend
 from ..harness.workloads import GB, Dataset, QuerySpec, scaled_sweep
 from . import gsi_icde20 as gsi
 

@@ -20,17 +20,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from ..harness.core import (
-    Claim,
-    Config,
-    Experiment,
-    Metric,
-    Point,
-    lower,
-    ratio_between,
-    row_lower,
-    trend,
-)
+from ..harness.core import Claim, Config, Experiment, Metric, Point, lower, ratio_between, row_lower, trend
 from ..harness.workloads import Dataset, QuerySpec
 
 PAPER = "stwig_lin14"
