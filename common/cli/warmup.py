@@ -3,8 +3,9 @@
 
 Each engine (each of its :data:`ENGINE_VARIANTS`) runs in its own fresh process, all in
 parallel, over a small built-in workload chosen to take each engine's paths in seconds: a
-labelled R-MAT graph with queries of 3 to 16 vertices (tens to millions of embeddings each) (counted one at a time and batched, collected, and with a
-limit), a small unlabelled graph with the gMatch patterns, and gMatch with its candidate graph forced
+labelled R-MAT graph with queries of 3 to 16 vertices (tens to millions of embeddings each;
+counted one at a time and batched, collected, and with a limit), a small unlabelled graph with
+the gMatch patterns, a hub of thousands of leaves, and gMatch with its candidate graph forced
 on. Kernels that depend on a query's size are compiled per size class (gMatch's stack levels):
 queries of more than 16 vertices, and engine options other than the defaults, compile on first
 use. Every kernel the runs launch is compiled once for the GPU present and saved; later
@@ -127,9 +128,29 @@ def workload_groups():
         queries = list(query_set(labelled, 2, size, seed=size, method="induced").queries)
         groups.append([(labelled, queries, {}), (labelled, queries[:1], {"collect": True}),
                        (labelled, queries[:1], {"limit": 10})])
+    hub, triangle = hub_workload()
     groups.append([(unlabelled, [pattern(p) for p in ("P1", "P3", "P4", "P7")], {}),
-                   (unlabelled, [pattern("P2")], {"collect": True})])
+                   (unlabelled, [pattern("P2")], {"collect": True}), (hub, [triangle], {})])
     return groups
+
+
+#: leaves of :func:`hub_workload`'s hub: more than GSI's W1 (4096), so a join row has a whole block
+HUB_LEAVES = 4200
+
+
+def hub_workload():
+    """A hub (label 0) joined to :data:`HUB_LEAVES` leaves (label 1) on a ring, and a triangle query
+    through the hub (two embeddings per ring edge): the paths of data vertices with thousands of
+    neighbours of one label (GSI's heavy-row kernel) that R-MAT graphs of this size do not reach."""
+    import numpy as np
+
+    from ..graph.model import Graph
+
+    ring = np.arange(1, HUB_LEAVES + 1)
+    data = Graph.from_edges(HUB_LEAVES + 1, np.r_[np.zeros(HUB_LEAVES, np.int64), ring], np.r_[ring, np.roll(ring, -1)],
+                            labels=np.r_[0, np.ones(HUB_LEAVES, np.int64)], name="warmup-hub")
+    query = Graph.from_edges(3, [0, 1, 2], [1, 2, 0], labels=[0, 1, 1], name="warmup-hub-triangle")
+    return data, query
 
 
 def workload():
