@@ -13,7 +13,6 @@ import sys
 
 from common.cli.warmup import GPU_ENGINES, warm_engine, warmup
 
-
 #: CPU engines whose compiled host code (``numba.njit``) the demo also compiles in parallel
 COMPILED_CPU_ENGINES = ("cpu", "stwig-cpu")
 

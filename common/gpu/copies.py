@@ -67,6 +67,9 @@ def _fill_kernel(out, value, count):
 
 
 FILL_THREADS = 32 if simulator_active() else 256
+#: blocks of a fill launch at most: the kernel strides over the array, and the simulator runs
+#: every block in turn at a fixed cost per block, so there a few blocks do the same work sooner
+FILL_BLOCKS = 4 if simulator_active() else 1024
 
 
 def _repeated_word(value, dtype) -> int | None:
@@ -97,7 +100,7 @@ def fill(d_array, value, stream=0, count: int | None = None) -> None:
                 launch.stream_handle(stream))[0] == 0:
             return
     flat = d_array if d_array.ndim == 1 else d_array.reshape(d_array.size)   # a reshape costs as much as a launch
-    blocks = min(1024, (count + FILL_THREADS - 1) // FILL_THREADS)
+    blocks = min(FILL_BLOCKS, (count + FILL_THREADS - 1) // FILL_THREADS)
     _fill_kernel[blocks, FILL_THREADS, stream](flat, value, count)
 
 
