@@ -626,7 +626,7 @@ def test_batches_equal_one_query_at_a_time(labelled, unlabelled, reference_of):
                 assert alone.stats["candidate_sizes"] == together.stats["candidate_sizes"]
 
 
-def test_a_batch_mixing_unsupported_limited_timed_out_and_heavy_queries(labelled, reference_of):
+def test_a_batch_mixing_unsupported_limited_timed_out_and_heavy_queries(labelled, hubs, reference_of):
     """Per-query meaning in a batch: an unsupported query says why, a limit cuts its own query,
     a query the batch window does not finish is answered alone (its own deadline), and a query
     past its deadline times out, while its neighbours in the batch stay exact."""
@@ -653,7 +653,6 @@ def test_a_batch_mixing_unsupported_limited_timed_out_and_heavy_queries(labelled
         assert (r.status is Status.TIMEOUT and r.count <= full) or (r.status is Status.OK and r.count == full)
     # ... while queries long on any backend (one-label 9- and 10-cycles on a graph with hubs:
     # no leaves to count, ~10^12 embeddings and more) time out in a batch, each on its own deadline
-    hubs = rmat(300, 3000, seed=3, name="small-hubs")
     cycles = [Graph.from_edges(k, list(range(k)), [(i + 1) % k for i in range(k)], labels=[0] * k, name=f"cycle{k}")
               for k in (9, 10)]
     began = time.perf_counter()
