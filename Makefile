@@ -45,13 +45,15 @@ warmup: $(STAMP)
 
 # GPUSM_REQUIRE_EXTRAS=1: a test whose optional extra (igraph, jupyter, make) is missing fails
 # here instead of skipping (tests/_extras.py); the test extra installs them all.
+# --dist worksteal: test durations range from milliseconds to tens of seconds in the simulator;
+# an idle worker takes queued tests from a busy one instead of waiting at the end.
 test: $(STAMP)
-	GPUSM_REQUIRE_EXTRAS=1 $(PY) -m pytest -n auto
+	GPUSM_REQUIRE_EXTRAS=1 $(PY) -m pytest -n auto --dist worksteal
 
 # A developer's loop: the suite without the tests marked slow (pyproject.toml: Dask clusters,
 # notebooks, packaging, subprocesses, stress runs, whole real-data query sets).
 test-fast: $(STAMP)
-	GPUSM_REQUIRE_EXTRAS=1 $(PY) -m pytest -n auto -m "not slow"
+	GPUSM_REQUIRE_EXTRAS=1 $(PY) -m pytest -n auto --dist worksteal -m "not slow"
 
 # ruff (rules in pyproject.toml) over the whole tree.
 lint: $(STAMP)

@@ -41,6 +41,26 @@ def mixed(data):
     ]
 
 
+@pytest.fixture(scope="module")
+def pair(data):
+    """Two queries the wedge filter and the scan tests share: 6 vertices (8 embeddings) and 5
+    vertices (128)."""
+    return [random_walk_query(data, 6, seed=8), random_walk_query(data, 5, seed=7)]
+
+
+@pytest.fixture(scope="module")
+def wedge_always(data, pair):
+    """``pair`` matched with the wedge filter on every index (``wedge_filter_min_edges=0``), the
+    module's constants as shipped; the tests that compare against it run it once."""
+    return [EGSM(wedge_filter_min_edges=0).prepare(data).match(q) for q in pair]
+
+
+@pytest.fixture(scope="module")
+def default_batch(data, pair):
+    """``pair`` as one collected batch of the default engine, the module's constants as shipped."""
+    return EGSM().prepare(data).match_batch(pair, collect=True)
+
+
 def test_batch_equals_one_at_a_time_and_reference(data, mixed):
     cpu = create_engine("cpu").prepare(data)
     engine = EGSM().prepare(data)
@@ -122,12 +142,11 @@ def test_batch_mixes_timeout_limit_and_unsupported():
     assert set(_rows(batch[0])) <= set(_rows(cpu.match(triangle, collect=True)))
 
 
-def test_per_centre_wedge_filter_equals_one_block(data, monkeypatch):
+def test_per_centre_wedge_filter_equals_one_block(data, monkeypatch, pair, wedge_always):
     """The one-block wedge filter leaves the candidate edges that one launch per centre leaves
     (and it does remove some)."""
     cpu = create_engine("cpu").prepare(data)
-    qs = [random_walk_query(data, 6, seed=8), random_walk_query(data, 5, seed=7)]
-    fused = [EGSM(wedge_filter_min_edges=0).prepare(data).match(q) for q in qs]
+    qs, fused = pair, wedge_always
     monkeypatch.setattr(egsm_engine, "FUSED_PRUNE_CELLS", 0)      # one launch per centre
     apart = [EGSM(wedge_filter_min_edges=0).prepare(data).match(q) for q in qs]
     for q, f, a in zip(qs, fused, apart):
@@ -145,7 +164,7 @@ def test_per_centre_wedge_filter_equals_one_block(data, monkeypatch):
 
 
 @pytest.mark.parametrize("small_scan", [None, 0], ids=["total-on-device", "total-on-host"])
-def test_wedge_filter_skipped_below_min_edges(data, monkeypatch, small_scan):
+def test_wedge_filter_skipped_below_min_edges(data, monkeypatch, small_scan, pair, wedge_always):
     """The wedge filter runs on indexes of at least ``wedge_filter_min_edges`` level-3 entries:
     at the query's own total it runs (the paper's result), one above it the index is NoF3's;
     compared on the device (one-block scan: the total stays there) and on the host (multi-block
@@ -156,8 +175,9 @@ def test_wedge_filter_skipped_below_min_edges(data, monkeypatch, small_scan):
     cpu = create_engine("cpu").prepare(data)
     nof3 = EGSM(variant="NoF3").prepare(data)
     pruned = 0
-    for q in (random_walk_query(data, 6, seed=8), random_walk_query(data, 5, seed=7)):
-        always = EGSM(wedge_filter_min_edges=0).prepare(data).match(q)
+    for i, q in enumerate(pair):
+        # with the constants as shipped, the module's shared run; with SMALL_SCAN patched, its own
+        always = wedge_always[i] if small_scan is None else EGSM(wedge_filter_min_edges=0).prepare(data).match(q)
         total = always.stats["candidate_edges_before_wedge"]
         at = EGSM(wedge_filter_min_edges=total).prepare(data).match(q)
         above = EGSM(wedge_filter_min_edges=total + 1).prepare(data).match(q)
@@ -189,7 +209,7 @@ def test_batch_larger_than_one_filter_launch(data, monkeypatch):
 
 @pytest.mark.parametrize("small_scan, bound, fused", [(0, None, True), (0, 0, True), (None, 0, True),
                                                       (None, None, False)])
-def test_scan_and_compaction_paths_agree(data, monkeypatch, small_scan, bound, fused):
+def test_scan_and_compaction_paths_agree(data, monkeypatch, small_scan, bound, fused, pair, default_batch):
     """Multi-block scans (SMALL_SCAN = 0), exact sizes read back (BOUND_COMPACT_SLOTS = 0:
     the level-3 total and the compacted totals) and one launch per index step
     (``fused_index=False``) give the counts, embeddings and index statistics of the default: the
@@ -197,8 +217,7 @@ def test_scan_and_compaction_paths_agree(data, monkeypatch, small_scan, bound, f
     candidates' degree sums)."""
     import egsm.layout as layout
     cpu = create_engine("cpu").prepare(data)
-    qs = [random_walk_query(data, 6, seed=8), random_walk_query(data, 5, seed=7)]
-    default = EGSM().prepare(data).match_batch(qs, collect=True)
+    qs, default = pair, default_batch
     if small_scan is not None:
         monkeypatch.setattr(layout, "SMALL_SCAN", small_scan)
     if bound is not None:
