@@ -11,6 +11,8 @@ from .events import driver_event, query, record
 from .runtime import cuda, simulator_active
 
 SPIN_S = 1e-3       # LaunchWatch polls without sleeping for this long after a launch
+FIRST_PAUSE_S = 2e-5    # then sleeps this long between event queries, doubling each time
+MAX_PAUSE_S = 1e-3      # up to this
 
 
 class LaunchWatch:
@@ -23,8 +25,8 @@ class LaunchWatch:
     served from a stale L1 line) and leave when it is set; the caller clears it before the next
     watched launch. The simulator runs a launch synchronously, so there a thread raises the
     flag. Polling spins for the first ``SPIN_S`` (a sleep, however short, lasts longer than a
-    small query's whole launch), then backs off from 20 us to 1 ms between event
-    queries. The host time spent
+    small query's whole launch), then backs off from ``FIRST_PAUSE_S`` to ``MAX_PAUSE_S`` between
+    event queries. The host time spent
     enqueueing the launch (Numba compiles a kernel on its first launch with new argument types)
     moves the deadline back: a cold kernel's compilation is not charged to the search. Launches
     without a deadline should not go through the watch (no stream, no polling).
@@ -93,7 +95,7 @@ class LaunchWatch:
         record(self._done, self.stream)
         raised = False
         spin_until = time.perf_counter() + SPIN_S
-        pause = 2e-5
+        pause = FIRST_PAUSE_S
         while not query(self._done):
             now = time.perf_counter()
             if not raised and now > deadline:
@@ -101,7 +103,7 @@ class LaunchWatch:
                 raised = True
             if now > spin_until:             # a short launch is caught while spinning
                 time.sleep(pause)
-                pause = min(2 * pause, 1e-3)
+                pause = min(2 * pause, MAX_PAUSE_S)
         if raised:
             self._side.synchronize()        # the flag has landed before the caller clears it
         return raised
