@@ -74,11 +74,11 @@ def warmup(engines=GPU_ENGINES, jobs: int | None = None, child: str = "common.cl
     ``child`` is the module each process runs (``python -m CHILD ENGINE *child_args``, printing
     the report as its last line of JSON): another workload, such as the demo's, whose engines
     may include CPU engines (their ``numba.njit`` code compiles into Numba's cache too)."""
-    if child == "common.cli.warmup":
-        unknown = [e for e in engines if e not in GPU_ENGINES]
-        if unknown:
-            raise ValueError(f"not a GPU engine: {', '.join(unknown)} (choose from {', '.join(GPU_ENGINES)})")
-    if child == "common.cli.warmup" and not child_args:     # one process per engine variant (and run group)
+    own_workload = child == "common.cli.warmup"
+    unknown = [e for e in engines if e not in GPU_ENGINES] if own_workload else []
+    if unknown:
+        raise ValueError(f"not a GPU engine: {', '.join(unknown)} (choose from {', '.join(GPU_ENGINES)})")
+    if own_workload and not child_args:     # one process per engine variant (and run group)
         work = [(engine, (i, *group)) for engine in engines
                 for i in range(len(ENGINE_VARIANTS.get(engine, ({},))))
                 for group in (((g,) for g in range(len(QUERY_SIZES) + 1)) if engine in SPLIT_BY_GROUP else ((),))]
@@ -118,7 +118,7 @@ QUERY_SIZES = (3, 5, 8, 10, 16)
 
 def workload_groups():
     """The runs of :func:`workload` in groups that compile different kernel specialisations:
-    one group per query size of :data:`QUERY_SIZES`, then one for the patterns."""
+    one group per query size of :data:`QUERY_SIZES`, then one for the patterns and the hub."""
     from ..graph.generate import pattern, power_law_labels, query_set, rmat
 
     labelled = rmat(2048, 8192, seed=11, labels=power_law_labels(2048, 32, 1.0, seed=11), name="warmup-labelled")
