@@ -165,9 +165,18 @@ def stress(args, log=print) -> bool:
         before = _rows_in(path)
         child = subprocess.Popen(_command(rough, args), env=env, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
+        started = time.monotonic()
         # most kills land while rows are being written, some before the first one
-        moment = rng.uniform(0.5, 1.0) * first_row_s + rng.uniform(0, 0.7) * (total - before) * per_row_s
-        time.sleep(moment)
+        startup, writing = rng.uniform(0.5, 1.0) * first_row_s, rng.uniform(0, 0.7) * (total - before) * per_row_s
+        if before == 0 and (pending or schedule.get(kill)):
+            # a damage is due and needs a row: the kill lands after this run's first row, however
+            # slowly the run starts on a loaded host
+            while child.poll() is None and not _rows_in(path):
+                time.sleep(0.02)
+            time.sleep(writing)
+        else:
+            time.sleep(startup + writing)
+        moment = time.monotonic() - started
         how = signal.SIGTERM if kill % 4 == 3 else signal.SIGKILL
         if child.poll() is None:
             child.send_signal(how)
