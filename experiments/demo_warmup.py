@@ -1,13 +1,16 @@
 """``gpusm demo``'s kernels compiled in parallel: one fresh process per GPU engine (and per compiled
 CPU engine) runs the demo's own workload (:class:`experiments.papers.compare.DemoWorkload`) into the kernel cache
 (:mod:`common.gpu.kernel_cache`) before the demo runs the engines one after another and loads them.
+gMatch, whose plan and candidate-graph build are compiled host code, also gets kernels-first
+processes (:func:`common.cli.warmup.warmup`) for its two search paths.
 
-``python -m experiments.demo_warmup ENGINE SIZE SEED`` is one such process (it prints its report,
-:func:`common.cli.warmup.warm_engine`, as JSON).
+``python -m experiments.demo_warmup ENGINE SIZE SEED [KEY=VALUE ...]`` is one such process (engine
+options as Python literals; it prints its report, :func:`common.cli.warmup.warm_engine`, as JSON).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 
@@ -16,11 +19,15 @@ from common.cli.warmup import GPU_ENGINES, warm_engine, warmup
 #: CPU engines whose compiled host code (``numba.njit``) the demo also compiles in parallel
 COMPILED_CPU_ENGINES = ("cpu", "stwig-cpu")
 
+#: kernels-first processes (engine, engine options as KEY=VALUE): gMatch's data-graph probe and its
+#: candidate-graph search, each reached without compiling the host code before it
+KERNELS_FIRST = (("gmatch", ()), ("gmatch", ("candidate_graph=True",)))
+
 
 def compile_in_parallel(engines, size: str, seed: int) -> list[dict]:
     """Warm the GPU engines among ``engines`` on the demo's workload, one process each (and the
-    compiled CPU engines beside them), unless every GPU engine's package already has kernels in
-    the cache (then the demo just loads them)."""
+    compiled CPU engines and :data:`KERNELS_FIRST` beside them), unless every GPU engine's
+    package already has kernels in the cache (then the demo just loads them)."""
     from common.gpu.kernel_cache import cache_dir
 
     gpu = [e for e in engines if e in GPU_ENGINES]
@@ -28,15 +35,17 @@ def compile_in_parallel(engines, size: str, seed: int) -> list[dict]:
     if all(any((cache_dir() / packages.get(e, e)).glob("*.nbc")) for e in gpu):
         return []
     cpu = [e for e in engines if e in COMPILED_CPU_ENGINES]
-    return warmup(gpu + cpu, child="experiments.demo_warmup", child_args=(size, seed))
+    first = tuple(job for job in KERNELS_FIRST if job[0] in gpu)
+    return warmup(gpu + cpu, child="experiments.demo_warmup", child_args=(size, seed), kernels_first=first)
 
 
 def main(argv: list[str]) -> dict:
     from .papers.compare import DemoWorkload
 
-    engine, size, seed = argv
+    engine, size, seed, *options = argv
+    options = {key: ast.literal_eval(value) for key, value in (item.split("=", 1) for item in options)}
     data, queries = DemoWorkload.of_size(size, int(seed)).build()
-    return warm_engine(engine, runs=[(data, queries, {})], variants=({},), batched=False)
+    return warm_engine(engine, runs=[(data, queries, {})], variants=(options,), batched=False)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -69,14 +70,32 @@ def test_demo_compiles_in_parallel_only_while_an_engine_has_nothing_cached(monke
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     started = []
-    monkeypatch.setattr(demo_warmup, "warmup", lambda engines, **kw: started.append(list(engines)) or [{}])
+    monkeypatch.setattr(demo_warmup, "warmup",
+                        lambda engines, **kw: started.append((list(engines), kw["kernels_first"])) or [{}])
     assert demo_warmup.compile_in_parallel(["cpu", "gsi", "sgsi", "egsm", "networkx"], "tiny", 7) == [{}]
-    assert started == [["gsi", "sgsi", "egsm", "cpu"]]          # GPU engines, then compiled CPU engines
+    assert started == [(["gsi", "sgsi", "egsm", "cpu"], ())]    # GPU engines, then compiled CPU engines
+    demo_warmup.compile_in_parallel(["cpu", "gmatch"], "tiny", 7)
+    assert started[-1] == (["gmatch", "cpu"], demo_warmup.KERNELS_FIRST)
+    started.clear()
     for package in ("gsi", "egsm"):
         (tmp_path / "gpusm" / package).mkdir(parents=True)
         (tmp_path / "gpusm" / package / "k-1.py311.1.nbc").write_bytes(b"")
     assert demo_warmup.compile_in_parallel(["cpu", "gsi", "sgsi", "egsm"], "tiny", 7) == []
-    assert len(started) == 1
+    assert started == []
+
+
+@pytest.mark.slow
+def test_a_kernels_first_process_interprets_host_code_and_answers_the_demo_workload():
+    from common.cli.warmup import KERNELS_FIRST_ENV
+
+    code = ("import json, numba, sys; from experiments import demo_warmup; "
+            "r = demo_warmup.main(['gmatch', 'tiny', '7', 'candidate_graph=True']); "
+            "from gmatch.order import ri_order; "
+            "print(json.dumps([r['engine'], r['queries'], numba.config.DISABLE_JIT, hasattr(ri_order, 'py_func')]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **KERNELS_FIRST_ENV})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["gmatch candidate_graph=True", 3, 1, False]
 
 
 @pytest.mark.slow

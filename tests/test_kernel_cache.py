@@ -233,7 +233,8 @@ def test_warmup_starts_one_process_per_engine_variant(monkeypatch):
     from common.cli import warmup
 
     started = []
-    monkeypatch.setattr(warmup, "_warm_in_process", lambda engine, child, args: started.append((engine, args)) or {})
+    monkeypatch.setattr(warmup, "_warm_in_process",
+                        lambda engine, args, env, child: started.append((engine, args)) or {})
     warmup.warmup(["gsi", "gmatch"])
     groups = len(warmup.workload_groups())
     assert groups == len(warmup.QUERY_SIZES) + 1

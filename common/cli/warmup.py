@@ -68,35 +68,50 @@ def cmd_warmup(args) -> int:
 
 
 def warmup(engines=GPU_ENGINES, jobs: int | None = None, child: str = "common.cli.warmup",
-           child_args: tuple = ()) -> list[dict]:
+           child_args: tuple = (), kernels_first: tuple = ()) -> list[dict]:
     """Run :func:`warm_engine` for each engine in a fresh process (``jobs`` at once); one report
     per engine (see :func:`warm_engine`), or ``{"engine", "error"}`` for a process that failed.
     ``child`` is the module each process runs (``python -m CHILD ENGINE *child_args``, printing
     the report as its last line of JSON): another workload, such as the demo's, whose engines
-    may include CPU engines (their ``numba.njit`` code compiles into Numba's cache too)."""
+    may include CPU engines (their ``numba.njit`` code compiles into Numba's cache too).
+    ``kernels_first`` adds (engine, extra child arguments) processes whose host code runs
+    interpreted (:data:`KERNELS_FIRST_ENV`): they reach an engine's kernels without first
+    compiling its ``numba.njit`` host code, so the kernels compile while the engine's own
+    process compiles that host code, and it loads them from the cache when it gets there."""
     own_workload = child == "common.cli.warmup"
     unknown = [e for e in engines if e not in GPU_ENGINES] if own_workload else []
     if unknown:
         raise ValueError(f"not a GPU engine: {', '.join(unknown)} (choose from {', '.join(GPU_ENGINES)})")
     if own_workload and not child_args:     # one process per engine variant (and run group)
-        work = [(engine, (i, *group)) for engine in engines
+        work = [(engine, (i, *group), None) for engine in engines
                 for i in range(len(ENGINE_VARIANTS.get(engine, ({},))))
                 for group in (((g,) for g in range(len(QUERY_SIZES) + 1)) if engine in SPLIT_BY_GROUP else ((),))]
     else:
-        work = [(engine, tuple(child_args)) for engine in engines]
+        work = [(engine, tuple(child_args), None) for engine in engines]
+    work += [(engine, (*child_args, *extra), KERNELS_FIRST_ENV) for engine, extra in kernels_first]
     jobs = jobs or max(1, min(len(work), os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(lambda job: _warm_in_process(job[0], child, job[1]), work))
+        return list(pool.map(lambda job: _warm_in_process(*job, child=child), work))
 
 
-def _warm_in_process(engine: str, child: str, child_args: tuple) -> dict:
+#: the environment of a kernels-first process (:func:`warmup`): Numba runs ``njit`` functions as
+#: plain Python (CUDA kernels still compile), so the process spends no time compiling host code
+KERNELS_FIRST_ENV = {"NUMBA_DISABLE_JIT": "1"}
+
+
+def _warm_in_process(engine: str, child_args: tuple, env: dict | None, child: str) -> dict:
     command = [sys.executable, "-m", child, engine, *map(str, child_args)]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=_repo_root())
+    done = subprocess.run(command, capture_output=True, text=True, cwd=_repo_root(),
+                          env=None if env is None else {**os.environ, **env})
     lines = done.stdout.strip().splitlines()
+    label = engine if env is None else f"{engine} (kernels first)"
     if done.returncode != 0 or not lines:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"engine": engine, "error": f"exit status {done.returncode}: {tail}"}
-    return json.loads(lines[-1])
+        return {"engine": label, "error": f"exit status {done.returncode}: {tail}"}
+    report = json.loads(lines[-1])
+    if env is not None:
+        report["engine"] += " (kernels first)"
+    return report
 
 
 def _repo_root() -> str:
