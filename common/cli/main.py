@@ -13,6 +13,7 @@ import argparse
 import json
 import re
 import sys
+import threading
 from pathlib import Path
 
 from .. import BACKEND
@@ -60,6 +61,7 @@ def cmd_match(args) -> int:
     if args.device_memory_limit is not None:
         options["device_memory_limit"] = args.device_memory_limit
     engine = create_engine(args.engine, **options)
+    starting = start_device_in_background() if engine.uses_device and not args.dask else None
     data = load_graph(resolve_input(args.data), symmetrize=args.symmetrize)
     # Queries take the data graph's direction (a GSI query file read against undirected data is undirected).
     queries = load_query_set(resolve_input(args.query), directed=data.directed)
@@ -69,6 +71,9 @@ def cmd_match(args) -> int:
 
     if engine.uses_device:                  # a CPU engine does not import numba.cuda
         from ..gpu.runtime import backend_label
+
+        if starting is not None:
+            starting.join()
 
         backend = backend_label()
     else:
@@ -95,6 +100,25 @@ def cmd_match(args) -> int:
         statuses.add(result.status)
     _print_rows(rows, args.format, single=len(queries) == 1)
     return match_exit_code(statuses, args.allow_partial)
+
+
+def start_device_in_background() -> threading.Thread:
+    """Import numba.cuda and create the CUDA context on a thread while the main thread reads the
+    graph files (the driver's start-up waits on the GPU, not on the interpreter). An error there is
+    left for the engine to raise where the main thread reports it."""
+
+    def start():
+        try:
+            from ..gpu.runtime import cuda, simulator_active
+
+            if not simulator_active():
+                cuda.current_context()
+        except Exception:
+            pass
+
+    thread = threading.Thread(target=start, name="gpusm-device-start", daemon=True)
+    thread.start()
+    return thread
 
 
 CLI_BATCH = 64          # queries handed to Engine.match_batch at a time (the progress bar's step)
