@@ -299,6 +299,10 @@ def test_a_set_records_experiments_it_could_not_run_and_fails(tmp_path):
     assert outcome.failed and "no-such-engine" in outcome.missing["test.missing"]
     meta = json.loads((tmp_path / "testpaper" / "run.tiny.json").read_text())
     assert "no-such-engine" in meta["experiments"]["test.missing"]["not_run"]
+    # a set whose rows were computed elsewhere first (the Dask cells) counts its wall from there
+    run_set("testpaper", "tiny", tmp_path, experiments=[missing], isolation="inline", progress=False,
+            log=lambda line: None, started=time.monotonic() - 100.0)
+    assert json.loads((tmp_path / "testpaper" / "run.tiny.json").read_text())["wall_s"] >= 100.0
 
 
 def test_identical_runs_of_a_set_are_shared_not_repeated(tmp_path):

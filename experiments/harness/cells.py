@@ -218,7 +218,7 @@ def run_on_dask(selection: dict, scale: str, out_dir: Path | str, *, client, iso
     try:
         for paper, experiments in chosen.items():
             outcome = run_set(paper, scale, out_dir, experiments=experiments, budget_s=0.0, isolation="inline",
-                              progress=False, command=command, log=log)
+                              progress=False, command=command, log=log, started=start)
             for reason in outcome.missing.values():
                 log(f"experiments: {reason}")
             for done in outcome.outcomes:

@@ -583,14 +583,17 @@ class SetOutcome:
 
 def run_set(paper: str, scale: str | Scale = "small", out_dir: Path | str = "results", *,
             names: list[str] | None = None, experiments: list | None = None, budget_s: float | None = None,
-            isolation: str = "process", progress: bool = True, command: str = "", log=print) -> SetOutcome:
+            isolation: str = "process", progress: bool = True, command: str = "", log=print,
+            started: float | None = None) -> SetOutcome:
     """Run (or resume) a paper's experiments (or ``names`` of them) in one worker process.
 
     ``experiments`` replaces the paper's declared ones (a set built elsewhere). Runs identical
     to an earlier experiment's are copied (runner docstring). With ``budget_s``, pairs not
     started within that many seconds of wall time become ``skipped`` rows. Writes
-    ``out_dir/<paper>/run.<scale>.json`` (:func:`report.write_run_metadata`). The folder is locked
-    for the run: a second run into it raises :class:`experiments.harness.store.FolderLocked`.
+    ``out_dir/<paper>/run.<scale>.json`` (:func:`report.write_run_metadata`), whose wall time counts
+    from ``started`` (a ``time.monotonic()`` value: where the caller's run began, such as the Dask
+    phase that computed the rows) or from this call. The folder is locked for the run: a second run
+    into it raises :class:`experiments.harness.store.FolderLocked`.
     """
     from .. import experiments_of
     from .report import write_run_metadata
@@ -600,8 +603,8 @@ def run_set(paper: str, scale: str | Scale = "small", out_dir: Path | str = "res
     declared = experiments_of(paper) if experiments is None else list(experiments)
     chosen = [e for e in declared if names is None or e.name in names]
     lock = FolderLock(Path(out_dir) / paper, command).acquire()   # before any work: FolderLocked
-    start = time.monotonic()
-    deadline = None if budget_s is None else start + budget_s
+    start = time.monotonic() if started is None else started
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     worker = make_worker(isolation)
     shared: dict = {}
     outcomes, missing = [], {}
