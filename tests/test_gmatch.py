@@ -389,14 +389,19 @@ def wide():
     return rmat(80, 420, seed=31, labels=uniform_labels(80, 2, seed=32), name="rmat80-2")
 
 
+#: counts up to which the shapes' test also enumerates every position (all shapes but the house)
+ENUMERATED_UP_TO = 20_000
+
+
 @pytest.mark.parametrize("name, n, edges, labels", _shapes(), ids=[s[0] for s in _shapes()])
 def test_last_position_is_counted_and_equals_enumeration(name, n, edges, labels, wide, reference_of):
     query = Graph.from_edges(n, [a for a, _ in edges], [b for _, b in edges], labels, name=name)
     expected = reference_of(wide, query).count
     counted = engine(wide, candidate_graph=True).match(query)
-    enumerated = engine(wide, candidate_graph=True, leaf_counting=False, count_last=False).match(query)
-    assert counted.count == enumerated.count == expected
-    assert enumerated.stats["counted_leaves"] == 0
+    assert counted.count == expected
+    if expected <= ENUMERATED_UP_TO:      # the simulator runs an enumeration lane by lane
+        enumerated = engine(wide, candidate_graph=True, leaf_counting=False, count_last=False).match(query)
+        assert enumerated.count == expected and enumerated.stats["counted_leaves"] == 0
     leaves = build_plan(query, defer_leaves=True).free_leaves
     assert counted.stats["counted_leaves"] == (leaves or 1)
     only_last = engine(wide, candidate_graph=True, leaf_counting=False).match(query)
