@@ -5,15 +5,16 @@ gMatch, whose plan and candidate-graph build are compiled host code, also gets k
 processes (:func:`common.cli.warmup.warmup`) for its two search paths.
 
 ``python -m experiments.demo_warmup ENGINE SIZE SEED [KEY=VALUE ...]`` is one such process (engine
-options as Python literals; it prints its report, :func:`common.cli.warmup.warm_engine`, as JSON).
+options as ``gpusm match --option`` reads them; it prints its report,
+:func:`common.cli.warmup.warm_engine`, as JSON).
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import sys
 
+from common.cli.main import parse_option
 from common.cli.warmup import GPU_ENGINES, warm_engine, warmup
 
 #: CPU engines whose compiled host code (``numba.njit``) the demo also compiles in parallel
@@ -43,7 +44,7 @@ def main(argv: list[str]) -> dict:
     from .papers.compare import DemoWorkload
 
     engine, size, seed, *options = argv
-    options = {key: ast.literal_eval(value) for key, value in (item.split("=", 1) for item in options)}
+    options = dict(map(parse_option, options))
     data, queries = DemoWorkload.of_size(size, int(seed)).build()
     return warm_engine(engine, runs=[(data, queries, {})], variants=(options,), batched=False)
 

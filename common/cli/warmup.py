@@ -104,13 +104,12 @@ def _warm_in_process(engine: str, child_args: tuple, env: dict | None, child: st
     done = subprocess.run(command, capture_output=True, text=True, cwd=_repo_root(),
                           env=None if env is None else {**os.environ, **env})
     lines = done.stdout.strip().splitlines()
-    label = engine if env is None else f"{engine} (kernels first)"
+    kind = "" if env is None else " (kernels first)"
     if done.returncode != 0 or not lines:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"engine": label, "error": f"exit status {done.returncode}: {tail}"}
+        return {"engine": engine + kind, "error": f"exit status {done.returncode}: {tail}"}
     report = json.loads(lines[-1])
-    if env is not None:
-        report["engine"] += " (kernels first)"
+    report["engine"] += kind
     return report
 
 
