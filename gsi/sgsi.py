@@ -61,6 +61,8 @@ SIG_SEGMENT_WORDS = SIG_WORDS + 3          # signature words, label, out-degree,
 SLOT_SHARE = 6                             # each of the two slots gets 1/6 of the budget
 #: In core when the graph's resident state takes at most this share of device_memory_limit.
 IN_CORE_SHARE = 0.5
+#: Exact per-partition degrees (P x n words) when they take at most 1/DEGREE_SHARE of the budget.
+DEGREE_SHARE = 4
 ROW_SHARE = 0.25                           # of the working memory: the int64 per-row arena
 ROW_ARRAYS = 6                             # per-row int64 arrays of a chunk: counts, F, num, P, Fx, numx
 _MIN_WORK_BYTES = 1 << 10
@@ -149,15 +151,16 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
     Q = MAX_QUERY_VERTICES
 
     @jit
-    def bounds_kernel(tab, width, a, m, edges, e_lo, e_hi, deg, n, counts, num, seg_lo, seg_hi, seg_first,
-                      seg_count, marks, epoch):
-        """A thread per row: counts[i] = |N(v', l0)| (the resident degrees), num[i] = 0, and
-        marks[s] = epoch for every segment s of a linking edge's partition whose source range
+    def bounds_kernel(tab, width, a, m, edges, e_lo, e_hi, deg, deg_rows, part_max, n, counts, num, seg_lo,
+                      seg_hi, seg_first, seg_count, marks, epoch):
+        """A thread per row: counts[i] = a bound of |N(v', l0)| (:func:`degree_bounds`), num[i] = 0,
+        and marks[s] = epoch for every segment s of a linking edge's partition whose source range
         holds that edge's vertex of the row."""
         i = cuda.grid(1)
         while i < m:
             row = (a + i) * width
-            counts[i] = deg[np.int64(edges[e_lo * EDGE_FIELDS + 1]) * n + tab[row + edges[e_lo * EDGE_FIELDS]]]
+            p0 = edges[e_lo * EDGE_FIELDS + 1]
+            counts[i] = min(deg[np.int64(p0 % deg_rows) * n + tab[row + edges[e_lo * EDGE_FIELDS]]], part_max[p0])
             num[i] = 0
             for ed in range(e_lo, e_hi):
                 v = tab[row + edges[ed * EDGE_FIELDS]]
@@ -372,6 +375,31 @@ def _host_memory() -> int:
         return 16 << 30
 
 
+def degree_bounds(data: Graph, lists, directions: int, max_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The per-row bound F of Algorithm 3 out of core (§6.3 leaves it open): (``deg``,
+    ``part_max``), a row's bound in partition p being ``min(deg[(p % rows) * n + v], part_max[p])``
+    with ``rows = deg.size // n``. Exact, ``deg`` holds |N(v, p)| per partition (P x n words) when
+    that takes at most ``max_bytes``; otherwise it holds v's degree per direction (every label),
+    which bounds each label's list, and ``part_max`` the longest list of each partition."""
+    n = data.num_vertices
+    part_max = np.zeros(max(1, len(lists)), np.int32)
+    for p, (rows, _) in enumerate(lists):
+        if rows.size:
+            cuts = np.flatnonzero(np.diff(rows)) + 1
+            part_max[p] = np.diff(np.concatenate(([0], cuts, [rows.size]))).max()
+    if 4 * len(lists) * n <= max_bytes:
+        deg = np.zeros(max(1, len(lists) * n), np.int32)
+        for p, (rows, _) in enumerate(lists):
+            if rows.size:
+                keys, cnt = np.unique(rows, return_counts=True)
+                deg[p * n + keys] = cnt
+        return deg, part_max
+    out_deg = np.asarray(data.degrees, np.int32)
+    if directions == 1:
+        return np.ascontiguousarray(out_deg), part_max
+    return np.concatenate([out_deg, np.diff(data.in_csr[0]).astype(np.int32)]), part_max
+
+
 def resident_bytes(data: Graph, lists=None) -> int:
     """Device bytes of the data graph held whole (GSI's layout): signature table, labels and
     degrees (SIG_SEGMENT_WORDS per vertex), every PCSR partition (a 128-byte group per source
@@ -582,11 +610,8 @@ class SGSI(Engine):
         first[1:counts.size] = np.cumsum(counts)[:-1]
         lo = np.array([s.lo for s in self.flat] or [0], np.int32)
         hi = np.array([s.hi for s in self.flat] or [-1], np.int32)
-        deg = np.zeros(max(1, len(lists) * n), np.int32)
-        for p, (rows, _) in enumerate(lists):
-            if rows.size:
-                keys, cnt = np.unique(rows, return_counts=True)
-                deg[p * n + keys] = cnt
+        deg, part_max = degree_bounds(data, lists, self.directions, total // DEGREE_SHARE)
+        self.deg_rows = deg.size // max(n, 1)
         # resident: segment metadata and ranges, degrees, bitsets, query info, counters
         self.d_meta = budget.to_device(meta, what="segment metadata")
         self.d_seg_lo = budget.to_device(lo, what="segment ranges")
@@ -597,7 +622,8 @@ class SGSI(Engine):
         self.d_marks = budget.zeros(max(1, len(self.flat)), np.int32, what="reached segments")
         self.h_marks = np.zeros(max(1, len(self.flat)), np.int32)
         self._epoch = 0
-        self.d_deg = budget.to_device(deg, what="partition degrees")
+        self.d_deg = budget.to_device(deg, what="degree bounds")
+        self.d_part_max = budget.to_device(part_max, what="degree bounds")
         self.d_sizes = budget.device_array(MAX_QUERY_VERTICES, np.int64, what="candidate sizes")
         self.d_qinfo = budget.device_array(QI_EDGES, np.int32, what="query info")
         self.d_loads = budget.zeros(4, np.int64, what="load counters")
@@ -839,7 +865,8 @@ class SGSI(Engine):
         self._epoch += 1
         epoch = self._epoch
         with clock.comp_default.phase("kernels"):
-            sk.bounds[tg, T](tab, width, a, m, self.d_edges, e0, e_hi, self.d_deg, self.n, counts, num,
+            sk.bounds[tg, T](tab, width, a, m, self.d_edges, e0, e_hi, self.d_deg, self.deg_rows, self.d_part_max,
+                             self.n, counts, num,
                              self.d_seg_lo, self.d_seg_hi, self.d_seg_first, self.d_seg_count, self.d_marks, epoch)
             total = exclusive_scan(counts, F, workspace=self.scan_ws, n=m)
         # the GBA below ``top``: half of the room (the new table needs the rest), all of it at the

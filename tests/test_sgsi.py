@@ -108,6 +108,40 @@ def test_directed_edge_labels_and_many_partitions():
         assert got.status is Status.OK and got.count == want.count, (q.name, got.stats)
 
 
+def test_degree_bounds_are_exact_when_they_fit_and_bound_every_list_when_not():
+    from gsi.pcsr import partition_lists
+    from gsi.sgsi import degree_bounds
+
+    lists = partition_lists(DIRECTED)
+    n, P = DIRECTED.num_vertices, len(lists)
+    exact = np.zeros((P, n), np.int64)
+    for p, (rows, _) in enumerate(lists):
+        exact[p] = np.bincount(rows, minlength=n)
+    for max_bytes, rows_expected in ((4 * P * n, P), (4 * P * n - 1, 2)):
+        deg, part_max = degree_bounds(DIRECTED, lists, 2, max_bytes)
+        assert deg.size // n == rows_expected
+        bound = np.minimum(deg.reshape(rows_expected, n)[np.arange(P) % rows_expected], part_max[:, None])
+        assert (bound >= exact).all()
+        assert (part_max == exact.max(axis=1)).all()
+        if rows_expected == P:
+            assert (bound == exact).all()
+        else:
+            assert (bound > exact).any()             # the per-direction degree is looser
+
+
+def test_counts_with_per_direction_degree_bounds(monkeypatch):
+    import gsi.sgsi as sgsi
+
+    monkeypatch.setattr(sgsi, "DEGREE_SHARE", 1 << 40)  # exact per-partition degrees never fit
+    limit = limit_for_partitions(DIRECTED, 3)
+    engine = SGSI(device_memory_limit=limit, **SHAPE).prepare(DIRECTED)
+    assert engine.deg_rows == 2                          # out- and in-degree, every label
+    for seed in (0, 2):
+        q = walk_query(DIRECTED, 4, seed=seed)
+        got, want = engine.match(q), reference(DIRECTED, q)
+        assert got.status is Status.OK and got.count == want.count > 0, (q.name, got.stats)
+
+
 def test_limit_collect_timeout_and_host_memory():
     limit = limit_for_partitions(GRAPH, 2)
     engine = SGSI(device_memory_limit=limit, **SHAPE).prepare(GRAPH)
