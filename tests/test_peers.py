@@ -116,6 +116,32 @@ def test_igraph_vf2_stops_at_its_deadline():
     assert time.perf_counter() - start < 3.0     # the full count runs far longer
 
 
+def _igraph_in_daemon(send, data, queries, timeout_s):
+    engine = common.create_engine("igraph", method="lad").prepare(data)
+    send.send([(str(r.status), r.count) for r in (engine.match(q, timeout_s=timeout_s) for q in queries)])
+
+
+def test_igraph_answers_and_times_out_inside_a_daemonic_process():
+    """The experiments' runner worker and Dask's workers are daemons, which multiprocessing
+    refuses children: igraph's child (its deadline) must still start there."""
+    import multiprocessing
+
+    requires("igraph")
+    data, queries = _case(2)
+    dense = rmat(256, 6000, seed=3, name="dense")
+    cycle = Graph.from_edges(7, np.arange(7), (np.arange(7) + 1) % 7, np.zeros(7, int), name="C7")
+    context = multiprocessing.get_context("fork")
+    for graph, qs, timeout_s, want in ((data, queries, 30.0, [("ok", common.match(data, q).count) for q in queries]),
+                                       (dense, [cycle], 0.3, None)):
+        receive, send = context.Pipe(duplex=False)
+        daemon = context.Process(target=_igraph_in_daemon, args=(send, graph, qs, timeout_s), daemon=True)
+        daemon.start()
+        assert receive.poll(60)
+        got = receive.recv()
+        daemon.join(10)
+        assert got == want if want is not None else got[0][0] == "timeout"
+
+
 def test_igraph_vf2_limit():
     """The registered peers' limits are tests/test_contract.py's; igraph's VF2 method here."""
     name, options = "igraph", {"method": "vf2"}

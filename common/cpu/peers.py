@@ -21,7 +21,10 @@ docs/decisions.md ("The peers") says why VF2 and why a child process.
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 import time
+from multiprocessing.connection import Connection
 
 import numpy as np
 
@@ -212,23 +215,53 @@ class IGraphMatcher(Engine):
 
     @staticmethod
     def _in_child(args, timeout_s: float):
-        """Run :func:`_igraph_count` in a forked child; None when it is still running at the deadline."""
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        context = multiprocessing.get_context(method)
-        receive, send = context.Pipe(duplex=False)
-        child = context.Process(target=_child, args=(send, *args), daemon=True)
-        child.start()
-        send.close()
+        """Run :func:`_igraph_count` in a forked child; None when it is still running at the deadline.
+
+        ``os.fork`` itself where the platform has it: multiprocessing refuses children to a daemonic
+        process, which the experiments' runner worker and Dask's workers are; elsewhere a spawned
+        multiprocessing child."""
+        if hasattr(os, "fork"):
+            read_fd, write_fd = os.pipe()
+            pid = os.fork()
+            if pid == 0:                                               # the child
+                os.close(read_fd)
+                _child(Connection(write_fd, readable=False), *args)
+                os._exit(0)
+            os.close(write_fd)
+            receive = Connection(read_fd, writable=False)
+
+            def alive() -> bool:
+                return os.waitpid(pid, os.WNOHANG) == (0, 0)
+
+            def kill_and_reap() -> int | None:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                return os.waitpid(pid, 0)[1]
+        else:
+            context = multiprocessing.get_context("spawn")
+            receive, send = context.Pipe(duplex=False)
+            child = context.Process(target=_child, args=(send, *args), daemon=True)
+            child.start()
+            send.close()
+            alive = child.is_alive
+
+            def kill_and_reap() -> int | None:
+                child.kill()
+                child.join()
+                return child.exitcode
         try:
             if not receive.poll(max(timeout_s, 0.0)):
+                kill_and_reap()
                 return None
             kind, value = receive.recv()
         except EOFError:
-            kind, value = "error", f"the igraph child process died (exit code {child.exitcode})"
+            kind, value = "error", f"the igraph child process died (exit status {kill_and_reap()})"
+        else:
+            if alive():
+                kill_and_reap()
         finally:
-            if child.is_alive():
-                child.kill()
-            child.join()
             receive.close()
         if kind == "error":
             raise RuntimeError(value)
