@@ -45,6 +45,8 @@ NOT_RUN = {
     "make experiments SCALE=small GPUS=0,1,2,3 BUDGET=420": "needs four GPUs",
     "make experiment-plan SCALE=small GPUS=0,1,2,3": "plans for four GPUs (tests/test_experiments.py checks --plan)",
     "python -m experiments gsi_icde20.table5_time --scale tiny": "minutes in the simulator: tests/test_experiments.py",
+    "python -m experiments --paper egsm_sigmod23 --scale medium --dask local-cuda":
+        "needs GPUs and dask-cuda: tests/test_experiment_cells.py runs a set on a Dask cluster",
     "python -m experiments.harness.stress": "kills a run 20 times (about 30 s on an idle host; its own test exists)",
     "python -m experiments.bench.check --engines cpu,gsi,sgsi,egsm,gmatch,stwig":
         "hundreds of queries on every engine: tests/test_check.py runs it with --queries N --smallest",
