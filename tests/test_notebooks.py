@@ -108,7 +108,7 @@ def test_committed_medium_notebooks_execute_from_the_committed_csvs(monkeypatch)
     recomputed from the committed CSVs, its verdicts, the run's GPU and commit, no disagreement."""
     results = NOTEBOOKS.parent / "results"
     papers = [p for p in PAPERS if any((results / p).glob("*.medium.csv"))]
-    assert "stwig_lin14" in papers
+    assert papers == list(PAPERS)                       # every set has run at medium scale
     for paper in papers:
         monkeypatch.delenv("SCALE", raising=False)
         printed = _execute(NOTEBOOKS / f"{paper}.ipynb", {"GPUSM_RESULTS": str(results)}, monkeypatch)
@@ -116,4 +116,5 @@ def test_committed_medium_notebooks_execute_from_the_committed_csvs(monkeypatch)
         assert f"GPU: {meta['gpu']}; commit: {meta['commit']}; scale: medium" in printed
         assert all(f"## {e.name}" in printed for e in experiments_of(paper))
         assert "not run at scale" not in printed and "COUNT DISAGREEMENTS" not in printed
-        assert any(v in printed for v in ("held", "did not hold", "not testable"))
+        if any(e.claims for e in experiments_of(paper)):          # the comparison states no claim
+            assert any(v in printed for v in ("held", "did not hold", "not testable"))
