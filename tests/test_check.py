@@ -9,6 +9,7 @@ from experiments.bench import check
 from experiments.harness.workloads import CHECK_SETS, CheckSet, check_set
 
 
+@pytest.mark.slow        # the whole command on the real yeast graph: seconds per engine in the simulator
 def test_every_gpu_engine_matches_the_known_count_of_the_smallest_yeast_query(capsys):
     code = check.main(["--engines", "cpu,gsi,stwig,stwig-cpu", "--sets", "yeast", "--queries", "1",
                        "--smallest", "--timeout", "120"])

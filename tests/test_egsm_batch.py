@@ -168,7 +168,9 @@ def test_wedge_filter_skipped_below_min_edges(data, monkeypatch, small_scan, pai
     """The wedge filter runs on indexes of at least ``wedge_filter_min_edges`` level-3 entries:
     at the query's own total it runs (the paper's result), one above it the index is NoF3's;
     compared on the device (one-block scan: the total stays there) and on the host (multi-block
-    scan); the default skips these tiny indexes. Counts never change."""
+    scan); the default skips these tiny indexes. Counts never change. On the host, the 5-vertex
+    query only: the one whose candidate edges the filter prunes (the 6-vertex query's it keeps),
+    the same comparison path at half the simulated launches."""
     import egsm.layout as layout
     if small_scan is not None:
         monkeypatch.setattr(layout, "SMALL_SCAN", small_scan)
@@ -176,6 +178,8 @@ def test_wedge_filter_skipped_below_min_edges(data, monkeypatch, small_scan, pai
     nof3 = EGSM(variant="NoF3").prepare(data)
     pruned = 0
     for i, q in enumerate(pair):
+        if small_scan is not None and i == 0:
+            continue
         # with the constants as shipped, the module's shared run; with SMALL_SCAN patched, its own
         always = wedge_always[i] if small_scan is None else EGSM(wedge_filter_min_edges=0).prepare(data).match(q)
         total = always.stats["candidate_edges_before_wedge"]

@@ -40,19 +40,22 @@ def _embeddings(result):
     return sorted(map(tuple, result.embeddings.tolist()))
 
 
-@pytest.mark.parametrize("graph,fuse_rows,reenters", [(UNDIRECTED, (3, 5), True), (DIRECTED, (2,), False)],
+@pytest.mark.parametrize("graph,fuse_rows,reenters,walks",
+                         [(UNDIRECTED, (3, 5), True, ((4, 1), (5, 2), (6, 0))),
+                          (DIRECTED, (2,), False, ((3, 0), (4, 1), (5, 2), (6, 0)))],
                          ids=["undirected", "directed"])
 def test_one_launch_join_stops_where_tables_grow_and_matches_the_level_by_level_join(graph, fuse_rows, reenters,
-                                                                                      kernel_calls):
-    """Small ``fuse_rows`` (these walks' tables have 2-24 rows) make the one-launch join stop
+                                                                                      walks, kernel_calls):
+    """Small ``fuse_rows`` (these walks' tables have a few rows) make the one-launch join stop
     after its first tables (the host copies the table it stopped at and goes on level by level),
     and, where a later table is small again, take the rest back (a second launch): counts,
     embeddings, per-level rows, slices and statuses equal fuse_rows=0's and the reference's, with
-    and without collect and limit."""
+    and without collect and limit. The undirected walks stop at their first table (5 rows over
+    fuse_rows 3), at a middle one (8 over 5; 6 over 3 and 5) and re-enter (2 rows after 5)."""
     engines = {rows: GSI(fuse_rows=rows).prepare(graph) for rows in (0, *fuse_rows, None)}
     launched = kernel_calls["launches"]
     resumed = reentered = 0
-    for q in [walk_query(graph, k, seed=s) for k, s in ((3, 0), (4, 1), (5, 2), (6, 0))]:
+    for q in [walk_query(graph, k, seed=s) for k, s in walks]:
         want = reference(graph, q, collect=True)
         base = engines[0].match(q, collect=True)
         assert base.count == want.count and _embeddings(base) == _embeddings(want)
