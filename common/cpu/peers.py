@@ -233,11 +233,8 @@ class IGraphMatcher(Engine):
             def alive() -> bool:
                 return os.waitpid(pid, os.WNOHANG) == (0, 0)
 
-            def kill_and_reap() -> int | None:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            def kill_and_reap() -> int | None:          # the child is not reaped yet: a zombie at worst
+                os.kill(pid, signal.SIGKILL)
                 return os.waitpid(pid, 0)[1]
         else:
             context = multiprocessing.get_context("spawn")

@@ -133,21 +133,28 @@ def _experiment(name, title, configs, metric, paper=None, *, limit=LARGE_LIMIT_S
                       points_at=points_at, **kw)
 
 
-_DB = CATEGORY_1[0]
-_DENSITY = tuple(Point(f"db {k}", _DB, QuerySpec("induced", size=12, count=100, shape=k)) for k in ("sparse", "dense"))
-_LABELS = tuple(Point(f"db |Σ|={k}", _DB.with_(name=f"db-L{k}", vertex_labels=k), LARGE, x=k) for k in (8, 32))
-_ZIPF = tuple(Point(f"db alpha={a:g}", _DB.with_(name=f"db-zipf{a:g}", label_distribution="power_law",
-                                                 label_exponent=a),
-                    QuerySpec("induced", size=10, count=100), x=a) for a in (0.0, 1.0, 2.0))
-_EN = CATEGORY_1[1]
-_SIZES_MEDIUM = tuple(Point(f"en |V(Q)|={k}", _EN, QuerySpec("induced", size=k, count=100)) for k in (8, 12, 16))
-_DENSITY_MEDIUM = tuple(Point(f"en {k}", _EN, QuerySpec("induced", size=12, count=100, shape=k))
-                        for k in ("sparse", "dense"))
-_LABELS_MEDIUM = tuple(Point(f"en |Σ|={k}", _EN.with_(name=f"en-L{k}", vertex_labels=k), LARGE, x=k) for k in (8, 32))
-_ZIPF_MEDIUM = tuple(Point(f"en alpha={a:g}", _EN.with_(name=f"en-zipf{a:g}", label_distribution="power_law",
+def _size_points(*datasets) -> tuple:
+    return tuple(Point(f"{d.name} |V(Q)|={k}", d, QuerySpec("induced", size=k, count=100))
+                 for d in datasets for k in (8, 12, 16))
+
+
+def _density_points(d: Dataset) -> tuple:
+    return tuple(Point(f"{d.name} {k}", d, QuerySpec("induced", size=12, count=100, shape=k))
+                 for k in ("sparse", "dense"))
+
+
+def _label_points(d: Dataset) -> tuple:
+    return tuple(Point(f"{d.name} |Σ|={k}", d.with_(name=f"{d.name}-L{k}", vertex_labels=k), LARGE, x=k)
+                 for k in (8, 32))
+
+
+def _zipf_points(d: Dataset) -> tuple:
+    return tuple(Point(f"{d.name} alpha={a:g}", d.with_(name=f"{d.name}-zipf{a:g}", label_distribution="power_law",
                                                         label_exponent=a),
-                           QuerySpec("induced", size=10, count=100), x=a) for a in (0.0, 1.0, 2.0))
-"""Fig. 14's sweeps at the medium scale: on en (module docstring)."""
+                       QuerySpec("induced", size=10, count=100), x=a) for a in (0.0, 1.0, 2.0))
+
+
+_DB, _EN, _GW = CATEGORY_1[0], CATEGORY_1[1], CATEGORY_1[3]
 _LDBC = tuple(Dataset(f"LDBC SF{sf}", v, e) for sf, v, e in ((3, 9_281_922, 52_651_300), (10, 29_982_730, 175_860_387),
                                                           (30, 88_789_833, 540_506_176),
                                                           (100, 282_386_021, 1_773_425_640)))
@@ -186,24 +193,24 @@ EXPERIMENTS = (
                 Metric("stat", stat="max_stack_bytes"), figure="bars"),
     _experiment("fig14_sizes", "Fig. 14(b/c): query sizes 8/12/16, gMatch vs EGSM", (EGSM, GMATCH),
                 Metric("avg_ms", phases=SEARCH),
-                points=tuple(Point(f"{d.name} |V(Q)|={k}", d, QuerySpec("induced", size=k, count=100))
-                             for d in (CATEGORY_1[0], CATEGORY_1[3]) for k in (8, 12, 16)),
-                points_at={"medium": _SIZES_MEDIUM}),
+                points=_size_points(_DB, _GW), points_at={"medium": _size_points(_EN)}),
     _experiment("fig14_solved", "Fig. 14(c): solved queries per query size, gMatch vs EGSM",
                 (EGSM, GMATCH), Metric("solved"),
-                points=tuple(Point(f"{d.name} |V(Q)|={k}", d, QuerySpec("induced", size=k, count=100))
-                             for d in (CATEGORY_1[0], CATEGORY_1[3]) for k in (8, 12, 16)),
-                points_at={"medium": _SIZES_MEDIUM}, notes="the runs of fig14_sizes (shared)"),
+                points=_size_points(_DB, _GW), points_at={"medium": _size_points(_EN)},
+                notes="the runs of fig14_sizes (shared)"),
     _experiment("fig14a_density", "Fig. 14(a): sparse vs dense 12-vertex queries, gMatch vs EGSM",
-                (EGSM, GMATCH), Metric("avg_ms", phases=SEARCH), points=_DENSITY, points_at={"medium": _DENSITY_MEDIUM},
+                (EGSM, GMATCH), Metric("avg_ms", phases=SEARCH), points=_density_points(_DB),
+                points_at={"medium": _density_points(_EN)},
                 figure="bars",
                 notes="sparse: average query degree < 3, dense: >= 3 (the paper's threshold is stripped)"),
     _experiment("fig14de_labels", "Fig. 14(d/e): 8 and 32 labels, gMatch vs EGSM", (EGSM, GMATCH),
-                Metric("avg_ms", phases=SEARCH), points=_LABELS, points_at={"medium": _LABELS_MEDIUM}, figure="lines",
+                Metric("avg_ms", phases=SEARCH), points=_label_points(_DB),
+                points_at={"medium": _label_points(_EN)}, figure="lines",
                 xlabel="vertex labels |Σ| (count)",
                 notes="the paper's two label counts are stripped; 16 (the default) is fig14_sizes' |V(Q)|=12 row"),
     _experiment("fig14f_zipf", "Fig. 14(f): Zipf label skew (16 labels, 10-vertex queries), gMatch vs EGSM",
-                (EGSM, GMATCH), Metric("avg_ms", phases=SEARCH), points=_ZIPF, points_at={"medium": _ZIPF_MEDIUM},
+                (EGSM, GMATCH), Metric("avg_ms", phases=SEARCH), points=_zipf_points(_DB),
+                points_at={"medium": _zipf_points(_EN)},
                 figure="lines",
                 xlabel="Zipf exponent alpha of the label distribution (0: uniform)",
                 notes="the paper's |Σ| and alpha list are stripped: 16 labels, alpha 0-2"),
@@ -218,6 +225,7 @@ EXPERIMENTS = (
     _experiment("fig17", "Fig. 17: seed-pool memory vs N", (GMATCH,),
                 Metric("stat", stat="seed_pool_bytes"), points=_SEED_POOL_SWEEP, points_at={"medium": _EN_SEED_POOL}),
 )
+
 
 def _dense_below_sparse(table):
     """Check: gMatch's dense row is below its sparse row (whichever dataset the scale runs)."""
