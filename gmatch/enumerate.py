@@ -504,8 +504,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
     ``indexed``: the graph tuple is the candidate graph (see :func:`search_functions`);
     ``idle_stats`` compiles in the idle-lane count (two ballots per iteration);
     ``max_registers`` caps registers per thread (None: the compiler's choice); ``count_last``
-    compiles :func:`extend_last` (the last position counted; ``qp[QP_SIZES, 5]``) instead of
-    :func:`extend`, so the other searches keep the smaller kernel; ``split_groups`` lets a warp
+    compiles the counted last position into :func:`extend` (``qp[QP_SIZES, 5]``; a kernel of its
+    own, so the other searches keep the smaller one); ``split_groups`` lets a warp
     give away half of one task group's untouched tasks (:func:`splittable`), not only whole groups."""
     L, W, R = levels, warps, roots
     fn = search_functions(indexed)
@@ -837,6 +837,27 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             top[wi] = d + 1
 
     @cuda.jit(device=True)
+    def count_last_position(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g, ok, mask, max_cost):
+        """``count_last`` at levels last and last + 1: a valid lane at level last = n - 2 adds the
+        count of position n - 1 (:func:`last_product`); where that would read more than
+        ``max_cost`` words, the lane's child goes down and the whole warp enumerates level n - 1
+        (a valid lane there is one match). Returns (found, go down, ok, mask)."""
+        found = int64(0)
+        defer = False
+        if ok:
+            if d < n - 1:
+                found = last_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g, max_cost)
+                if found < 0:               # too costly for one lane: the warp enumerates it
+                    defer = True
+                    found = int64(0)
+            else:
+                found = int64(1)
+        deferred = cuda.ballot_sync(FULL, defer)
+        if deferred != 0:
+            return found, True, defer, deferred
+        return found, False, ok, mask
+
+    @cuda.jit(device=True)
     def extend(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G, sq, ctrl, emb,
                emb_cap, limit_unique):
         """One warp iteration at level d (Alg. 2): fetch 32 tasks, validate them, ballot; count
@@ -859,16 +880,22 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             idle = 32 - cuda.popc(cuda.ballot_sync(FULL, has))
         found = int64(0)
         go_down = False
-        if d == last:
-            if direct:
-                if ok:
-                    if ne < n:
-                        found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g)
-                    else:
-                        found = int64(1)
-            else:
+        if COUNT_LAST:
+            leaf_level = d >= last          # d == last + 1: a child whose last position is enumerated
+        else:
+            leaf_level = d == last
+        if leaf_level:
+            if not direct:
                 found = leaf_output(ok, mask, lane, mi, par, wi, s, pool, width, G, sq, d, x, g, ctrl,
                                     emb, emb_cap, limit_unique)
+            elif COUNT_LAST:
+                found, go_down, ok, mask = count_last_position(mi, par, wi, s, pool, width, G, sq, ne, n,
+                                                               low, d, x, g, ok, mask, max_cost)
+            elif ok:
+                if ne < n:
+                    found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g)
+                else:
+                    found = int64(1)
         else:
             go_down = mask != 0
         cuda.syncwarp()
@@ -884,66 +911,6 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             top[wi] = t
         return found, idle
 
-
-    @cuda.jit(device=True)
-    def extend_last(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G, sq, ctrl,
-                    emb, emb_cap, limit_unique):
-        """:func:`extend` where the last position is counted (``count_last``): at level
-        last = n - 2 a valid lane adds its count (:func:`last_product`), or, where that would read
-        more than ``max_cost`` words, its child goes down and level n - 1 is enumerated."""
-        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
-        g, r, has, ng_g, ng_o = next_tasks(S, wi, lane, d)
-        x = int32(-1)
-        ok = False
-        if has:
-            x = G[1][group_start(G, gsrc[wi, d, g]) + r]
-            ok = True
-            if CHECK_BIT:
-                ok = ((G[5][x] >> d) & 1) != 0
-            if ok:
-                ok = validate(mi, par, wi, s, pool, width, G, sq, d, x, g, gskip[wi, d, g])
-        mask = cuda.ballot_sync(FULL, ok)
-        idle = int64(0)
-        if IDLE:
-            idle = 32 - cuda.popc(cuda.ballot_sync(FULL, has))
-        found = int64(0)
-        go_down = False
-        if d >= last:                       # d == last + 1: a child whose last position is enumerated
-            if direct:
-                defer = False
-                if ok:
-                    if d < n - 1:
-                        found = last_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g,
-                                             max_cost)
-                        if found < 0:       # too costly for one lane: the warp enumerates it
-                            defer = True
-                            found = int64(0)
-                    else:
-                        found = int64(1)
-                deferred = cuda.ballot_sync(FULL, defer)
-                if deferred != 0:
-                    go_down = True
-                    ok = defer
-                    mask = deferred
-            else:
-                found = leaf_output(ok, mask, lane, mi, par, wi, s, pool, width, G, sq, d, x, g, ctrl,
-                                    emb, emb_cap, limit_unique)
-        else:
-            go_down = mask != 0
-        cuda.syncwarp()
-        if lane == 0:
-            cg[wi, d] = ng_g
-            co[wi, d] = ng_o
-        if go_down:
-            descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq)
-        elif lane == 0 and ng_g >= ng[wi, d]:       # backtrack to the deepest unfinished level
-            t = d - 1
-            while t >= s and cg[wi, t] >= ng[wi, t]:
-                t -= 1
-            top[wi] = t
-        return found, idle
-
-    step = extend_last if COUNT_LAST else extend
 
     @jit(**cap)
     def fine_dfs(off, ent, bitmap, cset, eg, cands, qps, pool, width, ctrls, emb, emb_cap, watch,
@@ -1036,7 +1003,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                     give_local(S, wi, lane, s, lvl, target, mail, wstate)
                     if lane == 0:
                         steals += 1
-            more, empty = step(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G,
+            more, empty = extend(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G,
                                sq, ctrl, emb, emb_cap, limit_unique)
             found += more
             idle += empty
