@@ -320,11 +320,10 @@ def search_functions(cg: bool):
         return total
 
     @cuda.jit(device=True)
-    def leaf_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent):
-        """Matches of the trailing countable leaves (positions ne..n-1) given the partial match
-        that ends with x at position d (candidate graph only): the product over the leaves of
-        their parent row's length minus the same-label images found in that row."""
-        img = cuda.local.array(MAX_LEVELS, int32)        # images of positions low..d
+    def gather_images(img, mi, par, w, s, pool, width, low, d, x, parent):
+        """img[low..d]: the images of positions low..d of the partial match that ends with x at
+        position d (parent slot ``parent`` of level d-1), up the stack's parent pointers and then
+        from the seed's pool row."""
         img[d] = x
         cur = int32(parent)
         j = d - 1
@@ -338,6 +337,14 @@ def search_functions(cg: bool):
                     prow = int64(mi[w, s - 1, cur]) * width
                 img[j] = pool[prow + j]
             j -= 1
+
+    @cuda.jit(device=True)
+    def leaf_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent):
+        """Matches of the trailing countable leaves (positions ne..n-1) given the partial match
+        that ends with x at position d (candidate graph only): the product over the leaves of
+        their parent row's length minus the same-label images found in that row."""
+        img = cuda.local.array(MAX_LEVELS, int32)        # images of positions low..d
+        gather_images(img, mi, par, w, s, pool, width, low, d, x, parent)
         total = int64(1)
         for t in range(ne, n):
             p = sq[S_LEAFPAR, t]
@@ -356,26 +363,13 @@ def search_functions(cg: bool):
             total *= count
         return total
 
-
     @cuda.jit(device=True)
     def last_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent, max_cost):
         """The count of the last position (ne = n - 1, :func:`count_position`) given the partial
         match that ends with x at position d = n - 2 (candidate graph only); -1 when that count
         would read more than ``max_cost`` words (the caller enumerates it instead)."""
         img = cuda.local.array(MAX_LEVELS, int32)        # images of positions low..d
-        img[d] = x
-        cur = int32(parent)
-        j = d - 1
-        prow = int64(-1)
-        while j >= low:
-            if j >= s:
-                img[j] = mi[w, j, cur]
-                cur = int32(par[w, j, cur])
-            else:
-                if prow < 0:
-                    prow = int64(mi[w, s - 1, cur]) * width
-                img[j] = pool[prow + j]
-            j -= 1
+        gather_images(img, mi, par, w, s, pool, width, low, d, x, parent)
         total = int64(1)
         for t in range(ne, n):
             count = count_position(G, sq, img, low, d, t, max_cost)
@@ -837,27 +831,6 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             top[wi] = d + 1
 
     @cuda.jit(device=True)
-    def count_last_position(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g, ok, mask, max_cost):
-        """``count_last`` at levels last and last + 1: a valid lane at level last = n - 2 adds the
-        count of position n - 1 (:func:`last_product`); where that would read more than
-        ``max_cost`` words, the lane's child goes down and the whole warp enumerates level n - 1
-        (a valid lane there is one match). Returns (found, go down, ok, mask)."""
-        found = int64(0)
-        defer = False
-        if ok:
-            if d < n - 1:
-                found = last_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g, max_cost)
-                if found < 0:               # too costly for one lane: the warp enumerates it
-                    defer = True
-                    found = int64(0)
-            else:
-                found = int64(1)
-        deferred = cuda.ballot_sync(FULL, defer)
-        if deferred != 0:
-            return found, True, defer, deferred
-        return found, False, ok, mask
-
-    @cuda.jit(device=True)
     def extend(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G, sq, ctrl, emb,
                emb_cap, limit_unique):
         """One warp iteration at level d (Alg. 2): fetch 32 tasks, validate them, ballot; count
@@ -885,17 +858,34 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         else:
             leaf_level = d == last
         if leaf_level:
-            if not direct:
+            if direct and COUNT_LAST:
+                # count_last: a valid lane at level last = n - 2 adds the count of position n - 1;
+                # where that would read more than max_cost words, its child goes down and the
+                # warp enumerates level n - 1 (a valid lane there is one match)
+                defer = False
+                if ok:
+                    if d < n - 1:
+                        found = last_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g,
+                                             max_cost)
+                        if found < 0:
+                            defer = True
+                            found = int64(0)
+                    else:
+                        found = int64(1)
+                deferred = cuda.ballot_sync(FULL, defer)
+                if deferred != 0:
+                    go_down = True
+                    ok = defer
+                    mask = deferred
+            elif direct:
+                if ok:
+                    if ne < n:
+                        found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g)
+                    else:
+                        found = int64(1)
+            else:
                 found = leaf_output(ok, mask, lane, mi, par, wi, s, pool, width, G, sq, d, x, g, ctrl,
                                     emb, emb_cap, limit_unique)
-            elif COUNT_LAST:
-                found, go_down, ok, mask = count_last_position(mi, par, wi, s, pool, width, G, sq, ne, n,
-                                                               low, d, x, g, ok, mask, max_cost)
-            elif ok:
-                if ne < n:
-                    found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g)
-                else:
-                    found = int64(1)
         else:
             go_down = mask != 0
         cuda.syncwarp()
