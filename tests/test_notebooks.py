@@ -103,18 +103,22 @@ def test_notebooks_default_to_the_medium_results_and_show_verdicts_and_the_runs_
     assert any(v in printed for v in ("held", "did not hold", "not testable"))
 
 
-def test_committed_medium_notebooks_execute_from_the_committed_csvs(monkeypatch):
+def test_every_paper_has_committed_medium_results():
+    results = NOTEBOOKS.parent / "results"
+    assert [p for p in PAPERS if any((results / p).glob("*.medium.csv"))] == list(PAPERS)
+
+
+@pytest.mark.slow                                     # executes a whole notebook
+@pytest.mark.parametrize("paper", PAPERS)
+def test_committed_medium_notebooks_execute_from_the_committed_csvs(paper, monkeypatch):
     """Every paper with medium-scale results in results/ shows them in its notebook: each table
     recomputed from the committed CSVs, its verdicts, the run's GPU and commit, no disagreement."""
     results = NOTEBOOKS.parent / "results"
-    papers = [p for p in PAPERS if any((results / p).glob("*.medium.csv"))]
-    assert papers == list(PAPERS)                       # every set has run at medium scale
-    for paper in papers:
-        monkeypatch.delenv("SCALE", raising=False)
-        printed = _execute(NOTEBOOKS / f"{paper}.ipynb", {"GPUSM_RESULTS": str(results)}, monkeypatch)
-        meta = json.loads((results / paper / "run.medium.json").read_text())
-        assert f"GPU: {meta['gpu']}; commit: {meta['commit']}; scale: medium" in printed
-        assert all(f"## {e.name}" in printed for e in experiments_of(paper))
-        assert "not run at scale" not in printed and "COUNT DISAGREEMENTS" not in printed
-        if any(e.claims for e in experiments_of(paper)):          # the comparison states no claim
-            assert any(v in printed for v in ("held", "did not hold", "not testable"))
+    monkeypatch.delenv("SCALE", raising=False)
+    printed = _execute(NOTEBOOKS / f"{paper}.ipynb", {"GPUSM_RESULTS": str(results)}, monkeypatch)
+    meta = json.loads((results / paper / "run.medium.json").read_text())
+    assert f"GPU: {meta['gpu']}; commit: {meta['commit']}; scale: medium" in printed
+    assert all(f"## {e.name}" in printed for e in experiments_of(paper))
+    assert "not run at scale" not in printed and "COUNT DISAGREEMENTS" not in printed
+    if any(e.claims for e in experiments_of(paper)):          # the comparison states no claim
+        assert any(v in printed for v in ("held", "did not hold", "not testable"))
