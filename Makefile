@@ -51,7 +51,8 @@ test: $(STAMP)
 	GPUSM_REQUIRE_EXTRAS=1 $(PY) -m pytest -n auto --dist worksteal
 
 # A developer's loop: the suite without the tests marked slow (pyproject.toml: Dask clusters,
-# notebooks, packaging, subprocesses, stress runs, whole real-data query sets).
+# notebooks, packaging, subprocesses, stress runs, whole real-data query sets, and the tests
+# tests/conftest.py lists as simulator-heavy).
 test-fast: $(STAMP)
 	GPUSM_REQUIRE_EXTRAS=1 $(PY) -m pytest -n auto --dist worksteal -m "not slow"
 
