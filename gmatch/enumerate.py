@@ -834,8 +834,9 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
     def extend(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G, sq, ctrl, emb,
                emb_cap, limit_unique):
         """One warp iteration at level d (Alg. 2): fetch 32 tasks, validate them, ballot; count
-        or write the leaves at the last level, descend with the valid children, or backtrack once
-        the level is exhausted. Returns (matches this lane counted, lanes without a task)."""
+        or write the leaves at the last level (``count_last``: count position n - 1 at level
+        n - 2), descend with the valid children, or backtrack once the level is exhausted.
+        Returns (matches this lane counted, lanes without a task)."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top = S
         g, r, has, ng_g, ng_o = next_tasks(S, wi, lane, d)
         x = int32(-1)
@@ -900,7 +901,6 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                 t -= 1
             top[wi] = t
         return found, idle
-
 
     @jit(**cap)
     def fine_dfs(off, ent, bitmap, cset, eg, cands, qps, pool, width, ctrls, emb, emb_cap, watch,
@@ -994,7 +994,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                     if lane == 0:
                         steals += 1
             more, empty = extend(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G,
-                               sq, ctrl, emb, emb_cap, limit_unique)
+                                 sq, ctrl, emb, emb_cap, limit_unique)
             found += more
             idle += empty
             iters += 1

@@ -128,17 +128,17 @@ def run(engine_name, worker_counts, sets, heavy, timeout_s, parts_per_worker, cl
                                                           timeout_s=timeout_s))
                 rows.append(_row("set", name, "dask", workers, wall, len(queries), results,
                                  _check(results, known, local[name])))
-            warmed = set()
+            warmed, warmed_splits = set(), set()
             for data, query, known, warm in heavy:
                 for per_worker in parts_per_worker:
                     parts = per_worker * workers
                     if id(data) not in warmed:
                         match_split(data, warm, engine_name, client=client, parts=parts, timeout_s=timeout_s)
                         warmed.add(id(data))
-                    if (query.name, parts) not in warmed:       # this query's kernels on every worker
+                    if (query.name, parts) not in warmed_splits:    # this query's kernels on its workers
                         match_split(data, query, engine_name, client=client, parts=parts,
                                     timeout_s=min(timeout_s, WARM_S))
-                        warmed.add((query.name, parts))
+                        warmed_splits.add((query.name, parts))
                     wall, result = clocked(lambda: match_split(data, query, engine_name, client=client,
                                                               parts=parts, timeout_s=timeout_s))
                     seconds = result.stats.get("part_seconds", [])
