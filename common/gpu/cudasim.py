@@ -19,20 +19,22 @@ semantics, so kernels call them the ordinary way (``cuda.shfl_down_sync(...)``):
 Also covered: ``nanosleep`` (yields), ``cuda.popc`` of a negative value (two's complement width),
 ``cuda.shared.array(0, np.int32)`` (dynamic shared memory with a NumPy dtype), and
 ``cuda.cg.this_grid().sync()`` with more than one block, which raises (the simulator runs blocks
-one after another). Blocks run on a pool of reusable simulated threads.
+one after another). A block's threads run as greenlets in the launching thread, switching at
+warp intrinsics, barriers and ``nanosleep`` (see "Lanes, warps and blocks" below).
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
-import time
+from collections import deque
 
+import greenlet
 import numpy as np
 
 FULL_MASK = 0xFFFFFFFF
 WARP_SIZE = 32
-_POLL_S = 0.05          # how often a waiting lane re-checks for deadlock or an aborted block
 UNDEFINED_INT = -0x2BADBAD  # what a shuffle from a lane that is not taking part returns (ints)
 
 
@@ -48,13 +50,20 @@ def simulator_active() -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# Per-block, per-warp rendezvous state
+# Lanes, warps and blocks. The simulator starts one Python thread per CUDA thread of every block
+# and busy-polls them; a warp rendezvous then costs a round of operating-system thread switches
+# under the GIL. Here a block's threads are greenlets (the greenlet package) run by one scheduler
+# in the launching thread: a lane runs until it finishes or waits (a warp intrinsic, the block
+# barrier, nanosleep), and the lane that completes a rendezvous or a barrier makes its waiters
+# runnable again. When no lane can run while some wait, the block is deadlocked, and the error
+# says which lanes wait where. Semantics are the simulator's: exited threads leave the barrier
+# and every mask, and the first failure ends the block and is re-raised with its thread's ids.
 
 
 class _Call:
     """One rendezvous: the lanes of one mask meeting in one intrinsic."""
 
-    __slots__ = ("op", "mask", "arrived", "values", "args", "results", "done")
+    __slots__ = ("op", "mask", "arrived", "values", "args", "results")
 
     def __init__(self, op: str, mask: int):
         self.op, self.mask = op, mask
@@ -62,101 +71,172 @@ class _Call:
         self.values: dict[int, object] = {}
         self.args: dict[int, object] = {}
         self.results: dict[int, object] = {}
-        self.done = False
 
 
 class _Warp:
     def __init__(self, block: "_Block", index: int, size: int):
         self.block, self.index, self.size = block, index, size
-        self.cond = threading.Condition()
         self.exists = (1 << size) - 1
         self.exited = 0
         self.pending: dict[int, _Call] = {}     # mask -> rendezvous still gathering lanes
         self.waiting: dict[int, _Call] = {}     # lane -> rendezvous it is blocked in
-        self.deadlock = ""                      # why the warp is stuck, once detected
 
     def live(self) -> int:
         return self.exists & ~self.exited
 
-    def try_complete(self, call: _Call) -> None:
-        """Finish ``call`` if every non-exited lane of its mask has arrived (lock held)."""
+    def try_complete(self, call: _Call) -> bool:
+        """Finish ``call`` if every non-exited lane of its mask has arrived: resolve it and make
+        the lanes that wait in it runnable."""
         if (call.mask & self.live()) & ~call.arrived:
-            return
+            return False
         _RESOLVE[call.op](call)
-        call.done = True
         del self.pending[call.mask]
+        base = self.index * WARP_SIZE
         for lane in _lanes(call.arrived):
-            self.waiting.pop(lane, None)
-        self.cond.notify_all()
+            if self.waiting.pop(lane, None) is not None:
+                self.block.runnable.append(self.block.lanes[base + lane])
+        return True
 
-    def check_deadlock(self) -> None:
-        """Raise if every live lane is blocked in a warp intrinsic or in syncthreads (lock held);
-        the first lane to see it records why, and every waiting lane raises the same error."""
-        if self.deadlock:
-            raise WarpSyncError(self.deadlock)
-        blocked = {}
-        for lane in _lanes(self.live()):
-            if lane in self.waiting:
-                call = self.waiting[lane]
-                blocked[lane] = f"{call.op}(mask={call.mask:#010x})"
-                continue
-            thread = self.block.threads.get(self.index * WARP_SIZE + lane)
-            if thread is None or not thread.syncthreads_blocked:
-                return                          # this lane still runs and may arrive
-            blocked[lane] = "syncthreads()"
+    def describe_deadlock(self) -> str:
+        """Where the warp's live lanes wait ("" when none waits in a warp intrinsic)."""
+        if not self.waiting:
+            return ""
         groups: dict[str, list[int]] = {}
-        for lane, where in blocked.items():
+        for lane in _lanes(self.live()):
+            call = self.waiting.get(lane)
+            if call is not None:
+                where = f"{call.op}(mask={call.mask:#010x})"
+            elif self.block.lanes[self.index * WARP_SIZE + lane] in self.block.at_barrier:
+                where = "syncthreads()"
+            else:
+                continue
             groups.setdefault(where, []).append(lane)
         desc = "; ".join(f"lanes {_ranges(lanes)} in {where}" for where, lanes in groups.items())
-        self.deadlock = (f"warp {self.index} deadlocked: {desc} (every lane named in a mask must "
-                         "call the same intrinsic with the same mask)")
-        self.cond.notify_all()
-        raise WarpSyncError(self.deadlock)
+        return (f"warp {self.index} deadlocked: {desc} (every lane named in a mask must call the "
+                "same intrinsic with the same mask)")
+
+
+class _Lane:
+    """One simulated CUDA thread: what numba-cuda's FakeCUDAModule reads from
+    ``threading.current_thread()`` (ids, barrier methods), run as a greenlet."""
+
+    def __init__(self, block: "_Block", manager, grid_point, point, thread_id: int):
+        self.block, self._manager = block, manager
+        self.blockIdx = _kernelapi.Dim3(*grid_point)
+        self.threadIdx = _kernelapi.Dim3(*point)
+        self.thread_id = thread_id
+        self.warp = block.warp(thread_id // WARP_SIZE)
+        self.lane = thread_id % WARP_SIZE
+        self.exception = None
+        self.glet = None
+
+    def wait(self) -> None:
+        """Hand control back to the scheduler until another lane makes this one runnable."""
+        self.glet.parent.switch()
+
+    def syncthreads(self) -> None:
+        block = self.block
+        block.at_barrier.append(self)
+        if len(block.at_barrier) == block.live:
+            block.release_barrier()
+        else:
+            self.wait()
+
+    def _sync_reduce(self, value, reduce):
+        idx = self.threadIdx.x, self.threadIdx.y, self.threadIdx.z
+        self._manager.block_state[idx] = value
+        self.syncthreads()
+        result = reduce(self._manager.block_state)
+        self.syncthreads()
+        return result
+
+    def syncthreads_count(self, value):
+        return self._sync_reduce(value, np.count_nonzero)
+
+    def syncthreads_and(self, value):
+        return self._sync_reduce(value, lambda state: 1 if np.all(state) else 0)
+
+    def syncthreads_or(self, value):
+        return self._sync_reduce(value, lambda state: 1 if np.any(state) else 0)
+
+    def run(self, job) -> None:
+        try:
+            job()
+        except Exception as e:                  # the simulator's message: the thread's ids first
+            tid, ctaid = f"tid={list(self.threadIdx)}", f"ctaid={list(self.blockIdx)}"
+            msg = f"{tid} {ctaid}" if str(e) == "" else f"{tid} {ctaid}: {e}"
+            self.exception = (type(e)(msg), e.__traceback__)
+        self.block.exit(self)
 
 
 class _Block:
     def __init__(self, manager):
         dims = manager._block_dim
         self.nthreads = int(dims[0]) * int(dims[1]) * int(dims[2])
-        self.lock = threading.Lock()
-        self.threads: dict[int, object] = {}    # linear thread id -> BlockThread
         self.warps: dict[int, _Warp] = {}
-        self.cond = threading.Condition()       # the block runner waits on this
-        self.live = 0                           # started threads that have not finished
-        self.at_barrier: list = []              # threads waiting in syncthreads
+        self.lanes: list[_Lane] = []
+        self.runnable: deque[_Lane] = deque()
+        self.at_barrier: list[_Lane] = []       # lanes waiting in syncthreads
+        self.live = 0                           # lanes that have not finished
 
     def warp(self, index: int) -> _Warp:
         warp = self.warps.get(index)
         if warp is None:
-            with self.lock:
-                warp = self.warps.get(index)
-                if warp is None:
-                    size = min(WARP_SIZE, self.nthreads - index * WARP_SIZE)
-                    warp = self.warps[index] = _Warp(self, index, size)
+            size = min(WARP_SIZE, self.nthreads - index * WARP_SIZE)
+            warp = self.warps[index] = _Warp(self, index, size)
         return warp
 
+    def release_barrier(self) -> None:
+        """Every live lane reached syncthreads: all but the last to arrive run again."""
+        waiting, self.at_barrier = self.at_barrier[:-1], []
+        self.runnable.extend(waiting)
 
-_registry_lock = threading.Lock()
+    def exit(self, lane: _Lane) -> None:
+        """A lane finished: it leaves its warp's masks and the barrier count."""
+        self.live -= 1
+        warp = lane.warp
+        warp.exited |= 1 << lane.lane
+        for call in list(warp.pending.values()):
+            warp.try_complete(call)
+        if self.at_barrier and len(self.at_barrier) == self.live:
+            self.at_barrier, waiting = [], self.at_barrier
+            self.runnable.extend(waiting)
+
+    def deadlock(self) -> str:
+        for warp in self.warps.values():
+            message = warp.describe_deadlock()
+            if message:
+                return message
+        return (f"block deadlocked: {len(self.at_barrier)} of {self.live} live threads wait in "
+                "syncthreads() and the others cannot run")
 
 
-def _block_of(manager) -> _Block:
-    block = getattr(manager, "_gpusm_block", None)
-    if block is None:
-        with _registry_lock:
-            block = getattr(manager, "_gpusm_block", None)
-            if block is None:
-                block = manager._gpusm_block = _Block(manager)
-    return block
+_kernelapi = _kernel = None   # numba.cuda.simulator's kernelapi and kernel, once installed
+_NumbaType = _signature = None
+
+
+def _current_lane():
+    return getattr(greenlet.getcurrent(), "sim_lane", None)
+
+
+class _LaneThreading:
+    """``threading`` as numba-cuda's kernelapi sees it: ``current_thread()`` is the running lane."""
+
+    def __getattr__(self, name):
+        return getattr(threading, name)
+
+    @staticmethod
+    def current_thread():
+        lane = _current_lane()
+        return lane if lane is not None else threading.current_thread()
 
 
 def _here():
-    """(warp, lane, thread) of the calling simulated thread."""
-    thread = threading.current_thread()
-    manager = getattr(thread, "_manager", None)
-    if manager is None:
+    """(warp, lane index, lane) of the calling simulated thread."""
+    lane = _current_lane()
+    if lane is None:
         raise WarpSyncError("warp intrinsics can only be called from inside a simulated kernel")
-    tid = thread.thread_id
-    return _block_of(manager).warp(tid // WARP_SIZE), tid % WARP_SIZE, thread
+    return lane.warp, lane.lane, lane
 
 
 def _lanes(bits: int):
@@ -178,137 +258,31 @@ def _ranges(lanes: list[int]) -> str:
 
 
 def _collective(op: str, mask, value=None, arg=None):
-    warp, lane, thread = _here()
+    warp, lane, here = _here()
     mask = int(mask) & FULL_MASK
     bit = 1 << lane
     if not mask & bit:
         raise WarpSyncError(f"{op}: lane {lane} of warp {warp.index} called with mask "
                             f"{mask:#010x}, which does not include the calling lane")
-    with warp.cond:
-        call = warp.pending.get(mask)
-        if call is None:
-            call = warp.pending[mask] = _Call(op, mask)
-        elif call.op != op:
-            raise WarpSyncError(
-                f"lane {lane} of warp {warp.index} called {op}(mask={mask:#010x}) while lanes "
-                f"{_ranges(list(_lanes(call.arrived)))} wait in {call.op} with the same mask")
-        call.arrived |= bit
-        call.values[lane] = value
-        call.args[lane] = arg
+    call = warp.pending.get(mask)
+    if call is None:
+        call = warp.pending[mask] = _Call(op, mask)
+    elif call.op != op:
+        raise WarpSyncError(
+            f"lane {lane} of warp {warp.index} called {op}(mask={mask:#010x}) while lanes "
+            f"{_ranges(list(_lanes(call.arrived)))} wait in {call.op} with the same mask")
+    call.arrived |= bit
+    call.values[lane] = value
+    call.args[lane] = arg
+    if not warp.try_complete(call):
         warp.waiting[lane] = call
-        warp.try_complete(call)
-        while not call.done:
-            warp.cond.wait(_POLL_S)
-            if call.done:
-                break
-            if thread.abort:
-                raise RuntimeError("abort flag set while waiting in a warp intrinsic")
-            warp.check_deadlock()
-        return call.results[lane]
-
-
-def _on_exit(manager, thread_id: int) -> None:
-    """A lane finished the kernel: drop it from every mask it was named in, tell the runner."""
-    block = _block_of(manager)
-    warp = block.warp(thread_id // WARP_SIZE)
-    with warp.cond:
-        warp.exited |= 1 << (thread_id % WARP_SIZE)
-        for call in list(warp.pending.values()):
-            warp.try_complete(call)
-        warp.cond.notify_all()
-    with block.cond:
-        block.live -= 1
-        block.cond.notify_all()
-
-
-# ---------------------------------------------------------------------------------------------
-# Running a block. The simulator starts one new Python thread per CUDA thread of every block and
-# busy-polls them; thread start-up alone costs about a millisecond each here. Blocks run instead
-# on a pool of reusable simulated threads, and the runner sleeps until a thread reaches the
-# barrier, finishes or fails. The semantics are the simulator's: exited threads leave the
-# barrier, and the first failure aborts the block and is re-raised with its thread's ids.
-
-_pool_lock = threading.Lock()
-_idle_workers: list = []
-_worker_class = None
-
-
-def _syncthreads(self):
-    """Wait at the block barrier, waking the runner."""
-    if self.abort:
-        raise RuntimeError("abort flag set on syncthreads call")
-    block = _block_of(self._manager)
-    with block.cond:
-        self.syncthreads_blocked = True
-        block.at_barrier.append(self)
-        block.cond.notify_all()
-    self.syncthreads_event.wait()
-    self.syncthreads_event.clear()
-    if self.abort:
-        raise RuntimeError("abort flag set on syncthreads clear")
-
-
-def _make_worker_class(kernel, kernelapi):
-    class Worker(kernel.BlockThread):
-        """A simulated CUDA thread that runs one block's thread after another."""
-
-        syncthreads = _syncthreads
-
-        def __init__(self):
-            threading.Thread.__init__(self, daemon=True)
-            self.syncthreads_event = threading.Event()
-            self._job_ready = threading.Event()
-            self._job = None
-
-        def assign(self, manager, job, grid_point, point):
-            dims = manager._block_dim
-            self._manager = manager
-            self.blockIdx = kernelapi.Dim3(*grid_point)
-            self.threadIdx = kernelapi.Dim3(*point)
-            self.thread_id = int(point[0] + dims[0] * (point[1] + dims[1] * point[2]))
-            self.exception = None
-            self.abort = False
-            self.debug = manager._debug
-            self.syncthreads_blocked = False
-            self.syncthreads_event.clear()
-            self._job = job
-            _block_of(manager).threads[self.thread_id] = self
-            self._job_ready.set()
-
-        def run(self):
-            while True:
-                self._job_ready.wait()
-                self._job_ready.clear()
-                manager, thread_id = self._manager, self.thread_id
-                self._target, self._args, self._kwargs = self._job, (), {}
-                try:
-                    kernel.BlockThread.run(self)    # records an Exception with the thread's ids
-                except BaseException as exc:        # anything else ends this worker
-                    self.exception = (exc, exc.__traceback__)
-                    _on_exit(manager, thread_id)
-                    raise
-                with _pool_lock:
-                    _idle_workers.append(self)
-                _on_exit(manager, thread_id)
-
-    return Worker
-
-
-def _workers(count: int) -> list:
-    with _pool_lock:
-        keep = max(0, len(_idle_workers) - count)
-        taken = _idle_workers[keep:]
-        del _idle_workers[keep:]
-    while len(taken) < count:
-        worker = _worker_class()
-        worker.start()
-        taken.append(worker)
-    return taken
+        here.wait()
+    return call.results[lane]
 
 
 def _run_block(self, grid_point, *args):
-    """BlockManager.run on pooled threads (see above)."""
-    block = _block_of(self)
+    """BlockManager.run with the block's threads as greenlets (see above)."""
+    block = _Block(self)
 
     if self._debug:
         def job():
@@ -318,28 +292,69 @@ def _run_block(self, grid_point, *args):
         def job():
             self._f(*args)
 
-    points = list(np.ndindex(*self._block_dim))
-    workers = _workers(len(points))
-    block.live = len(points)
-    for worker, point in zip(workers, points, strict=True):
-        worker.assign(self, job, grid_point, point)
-    with block.cond:
-        while True:
-            failed = next((w for w in workers if w.exception), None)
-            if failed is not None:
-                for w in workers:
-                    w.abort = True
-                    w.syncthreads_blocked = False
-                    w.syncthreads_event.set()
-                raise failed.exception[0].with_traceback(failed.exception[1])
-            if block.live == 0:
-                return
-            if len(block.at_barrier) == block.live:
-                for w in block.at_barrier:
-                    w.syncthreads_blocked = False
-                    w.syncthreads_event.set()
-                block.at_barrier.clear()
-            block.cond.wait()
+    dims = self._block_dim
+    for point in np.ndindex(*dims):
+        thread_id = int(point[0] + dims[0] * (point[1] + dims[1] * point[2]))
+        block.lanes.append(_Lane(block, self, grid_point, point, thread_id))
+    block.lanes.sort(key=lambda lane: lane.thread_id)
+    block.live = len(block.lanes)
+    scheduler = greenlet.getcurrent()
+    for lane in block.lanes:
+        lane.glet = greenlet.greenlet(functools.partial(lane.run, job), parent=scheduler)
+        lane.glet.sim_lane = lane
+    block.runnable.extend(block.lanes)
+    while block.live:
+        if not block.runnable:
+            message = block.deadlock()
+            for lane in block.lanes:            # end every waiting lane: no lane will resume it
+                if not lane.glet.dead:
+                    lane.glet.throw(greenlet.GreenletExit)
+            raise WarpSyncError(message)
+        lane = block.runnable.popleft()
+        lane.glet.switch()
+        if lane.exception is not None:
+            for other in block.lanes:
+                if not other.glet.dead:
+                    other.glet.throw(greenlet.GreenletExit)
+            raise lane.exception[0].with_traceback(lane.exception[1])
+
+
+# ---------------------------------------------------------------------------------------------
+# Calls inside a launch. numba-cuda's simulator swaps a device function's module globals to the
+# launch's fake ``cuda`` module on every call (a scan of the module's globals each time), wraps
+# every array argument in an indexing proxy, and imports inside every numba type cast such as
+# ``int64(x)``. Here a device function's module is swapped once per launch and restored when the
+# launch ends, kernels index the NumPy arrays themselves, and a type cast calls its conversion
+# directly; what the kernels compute is unchanged.
+
+_held_swaps: list = []                  # the running launch's swapped modules (one launch at a time)
+
+
+def _launch_kernel(original):
+    def call(self, *args):
+        if self._device or _kernel.get_kernel_context_fast():
+            fn = self.fn
+            if _held_swaps and not _kernelapi._swap_refcount.get(id(fn.__globals__)):
+                swap = _kernelapi.swapped_cuda_module(fn, _kernel._get_kernel_context())
+                swap.__enter__()
+                _held_swaps[-1].append(swap)
+            if _held_swaps:
+                return fn(*args)
+            return original(self, *args)
+        _held_swaps.append([])
+        try:
+            return original(self, *args)
+        finally:
+            for swap in reversed(_held_swaps.pop()):
+                swap.__exit__(None, None, None)
+    return call
+
+
+def _type_call(self, *args):
+    """numba's Type.__call__ (a cast of one value, else a signature) without its import."""
+    if len(args) == 1 and not isinstance(args[0], _NumbaType):
+        return self.cast_python_value(args[0])
+    return _signature(self, *args)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -480,8 +495,7 @@ def _match_all_sync(self, mask, value):
 
 def _activemask(self):
     warp, _, _ = _here()
-    with warp.cond:
-        return np.uint32(warp.live())
+    return np.uint32(warp.live())
 
 
 def _lanemask_lt(self):
@@ -490,7 +504,9 @@ def _lanemask_lt(self):
 
 
 def _nanosleep(self, ns):
-    time.sleep(0)
+    lane = _here()[2]
+    lane.block.runnable.append(lane)
+    lane.wait()
 
 
 def _popc(self, val):
@@ -518,7 +534,7 @@ def _shared_array(self, shape, dtype, alignment=None):
 
 
 def _grid_sync(self):
-    thread = threading.current_thread()
+    thread = _here()[2]
     grid = thread._manager._grid_dim
     if int(grid[0]) * int(grid[1]) * int(grid[2]) > 1:
         raise WarpSyncError("cuda.cg.this_grid().sync() across several blocks cannot be "
@@ -549,7 +565,7 @@ _PATCHED = (
                                      "__init__:_dynshared")),
     ("kernelapi", "GridGroup", ("sync",)),
     ("kernelapi", "Dim3", ()),
-    ("kernel", "BlockThread", ("run", "syncthreads")),
+    ("kernelapi", "FakeCUDAModule", ("threadIdx", "blockIdx", "syncthreads")),
     ("kernel", "BlockManager", ("run", "__init__:_block_dim", "__init__:_grid_dim", "__init__:_debug",
                                 "__init__:_f")),
 )
@@ -604,8 +620,20 @@ def install() -> bool:
     kernelapi.FakeCUDAShared.array = _shared_array
     kernelapi.GridGroup.sync = _grid_sync
 
-    global _worker_class
-    _worker_class = _make_worker_class(kernel, kernelapi)
+    global _kernelapi
+    if "threading" not in vars(kernelapi):
+        raise RuntimeError("numba-cuda's simulator no longer reads threads through kernelapi.threading")
+    _kernelapi = kernelapi
+    kernelapi.threading = _LaneThreading()
+    global _kernel, _NumbaType, _signature
+    from numba.core.types.abstract import Type
+    from numba.core.typing import signature
+
+    _kernel, _NumbaType, _signature = kernel, Type, signature
+    kernel.get_kernel_context_fast = lambda: kernel._kernel_context is not None
+    kernel.FakeCUDAKernel.__call__ = _launch_kernel(kernel.FakeCUDAKernel.__call__)
+    kernel.FakeWithinKernelCUDAArray = lambda array: array._ary
+    Type.__call__ = _type_call
     kernel.BlockManager.run = _run_block
     module._gpusm_installed = True
     return True
