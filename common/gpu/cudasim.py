@@ -68,9 +68,9 @@ class _Call:
     def __init__(self, op: str, mask: int):
         self.op, self.mask = op, mask
         self.arrived = 0
-        self.values: dict[int, object] = {}
-        self.args: dict[int, object] = {}
-        self.results: dict[int, object] = {}
+        self.values: list = [None] * WARP_SIZE     # by lane
+        self.args: list = [None] * WARP_SIZE
+        self.results: list = [None] * WARP_SIZE
 
 
 class _Warp:
@@ -87,7 +87,7 @@ class _Warp:
     def try_complete(self, call: _Call) -> bool:
         """Finish ``call`` if every non-exited lane of its mask has arrived: resolve it and make
         the lanes that wait in it runnable."""
-        if (call.mask & self.live()) & ~call.arrived:
+        if call.mask & (self.exists & ~self.exited) & ~call.arrived:
             return False
         _RESOLVE[call.op](call)
         del self.pending[call.mask]
@@ -131,8 +131,14 @@ class _Lane:
         self.glet = None
 
     def wait(self) -> None:
-        """Hand control back to the scheduler until another lane makes this one runnable."""
-        self.glet.parent.switch()
+        """Run the next runnable lane until another lane makes this one runnable again. A lane
+        that has not started yet is started by the scheduler (a greenlet starts on the stack of
+        the one that switches to it), as is everything when no lane is runnable."""
+        runnable = self.block.runnable
+        if runnable and runnable[0].glet:
+            runnable.popleft().glet.switch()
+        else:
+            self.glet.parent.switch()
 
     def syncthreads(self) -> None:
         block = self.block
@@ -166,6 +172,7 @@ class _Lane:
             tid, ctaid = f"tid={list(self.threadIdx)}", f"ctaid={list(self.blockIdx)}"
             msg = f"{tid} {ctaid}" if str(e) == "" else f"{tid} {ctaid}: {e}"
             self.exception = (type(e)(msg), e.__traceback__)
+            self.block.failed = self
         self.block.exit(self)
 
 
@@ -178,6 +185,7 @@ class _Block:
         self.runnable: deque[_Lane] = deque()
         self.at_barrier: list[_Lane] = []       # lanes waiting in syncthreads
         self.live = 0                           # lanes that have not finished
+        self.failed: _Lane | None = None        # the first lane that raised
 
     def warp(self, index: int) -> _Warp:
         warp = self.warps.get(index)
@@ -239,13 +247,10 @@ def _here():
     return lane.warp, lane.lane, lane
 
 
-def _lanes(bits: int):
-    lane = 0
-    while bits:
-        if bits & 1:
-            yield lane
-        bits >>= 1
-        lane += 1
+@functools.lru_cache(maxsize=4096)
+def _lanes(bits: int) -> tuple[int, ...]:
+    """The lanes whose bits are set, in order."""
+    return tuple(lane for lane in range(WARP_SIZE) if bits >> lane & 1)
 
 
 def _ranges(lanes: list[int]) -> str:
@@ -303,20 +308,23 @@ def _run_block(self, grid_point, *args):
         lane.glet = greenlet.greenlet(functools.partial(lane.run, job), parent=scheduler)
         lane.glet.sim_lane = lane
     block.runnable.extend(block.lanes)
-    while block.live:
+    while block.live and block.failed is None:
         if not block.runnable:
             message = block.deadlock()
-            for lane in block.lanes:            # end every waiting lane: no lane will resume it
-                if not lane.glet.dead:
-                    lane.glet.throw(greenlet.GreenletExit)
+            _end(block)
             raise WarpSyncError(message)
-        lane = block.runnable.popleft()
-        lane.glet.switch()
-        if lane.exception is not None:
-            for other in block.lanes:
-                if not other.glet.dead:
-                    other.glet.throw(greenlet.GreenletExit)
-            raise lane.exception[0].with_traceback(lane.exception[1])
+        block.runnable.popleft().glet.switch()
+    if block.failed is not None:
+        _end(block)
+        raise block.failed.exception[0].with_traceback(block.failed.exception[1])
+
+
+def _end(block: _Block) -> None:
+    """End every lane still waiting (none will be resumed)."""
+    block.runnable.clear()
+    for lane in block.lanes:
+        if not lane.glet.dead:
+            lane.glet.throw(greenlet.GreenletExit)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,9 +358,12 @@ def _launch_kernel(original):
     return call
 
 
+_SCALARS = (int, float, complex, np.generic)
+
+
 def _type_call(self, *args):
     """numba's Type.__call__ (a cast of one value, else a signature) without its import."""
-    if len(args) == 1 and not isinstance(args[0], _NumbaType):
+    if len(args) == 1 and (isinstance(args[0], _SCALARS) or not isinstance(args[0], _NumbaType)):
         return self.cast_python_value(args[0])
     return _signature(self, *args)
 
