@@ -30,7 +30,6 @@ import sys
 import threading
 from collections import deque
 
-import greenlet
 import numpy as np
 
 FULL_MASK = 0xFFFFFFFF
@@ -220,6 +219,7 @@ class _Block:
 
 
 _kernelapi = _kernel = None   # numba.cuda.simulator's kernelapi and kernel, once installed
+greenlet = None               # the greenlet package, imported by install() (the simulator only)
 _NumbaType = _signature = None
 
 
@@ -631,7 +631,8 @@ def install() -> bool:
     kernelapi.FakeCUDAShared.array = _shared_array
     kernelapi.GridGroup.sync = _grid_sync
 
-    global _kernelapi
+    global _kernelapi, greenlet
+    import greenlet
     if "threading" not in vars(kernelapi):
         raise RuntimeError("numba-cuda's simulator no longer reads threads through kernelapi.threading")
     _kernelapi = kernelapi
