@@ -141,6 +141,8 @@ class SGSIKernels(NamedTuple):
     segment_add: object
     segment_intersect: object
     link_part: object
+    bucket_count: object
+    bucket_link: object
 
 
 @functools.lru_cache(maxsize=None)
@@ -258,8 +260,61 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
             link_row(tab, width, a + i, gba, F[i], np.int64(num[i]), P[i] - p0, out)
             i += cuda.gridDim.x * warps
 
+    @jit(device=True)
+    def segment_key(v, seg_hi, first, count):
+        """The bucket of vertex v: the first segment of the partition whose source range ends at
+        or after v (``count`` past the last)."""
+        return lower_bound(seg_hi, first, first + count, v) - first
+
+    @jit
+    def bucket_count_kernel(tab, width, a, i0, i1, gba, F, num, col, seg_hi, first, count, hist):
+        """Rows i0..i1-1 of the chunk, a warp per row: hist[k] += the row's outputs whose column
+        ``col`` (the next step's first linking vertex) falls in bucket k."""
+        lane = cuda.laneid
+        i = i0 + cuda.blockIdx.x * warps + cuda.threadIdx.x // 32
+        while i < i1:
+            cnt = np.int64(num[i])
+            if col < width:
+                if lane == 0 and cnt > 0:
+                    cuda.atomic.add(hist, segment_key(tab[(a + i) * width + col], seg_hi, first, count), cnt)
+            else:
+                j = np.int64(lane)
+                while j < cnt:
+                    cuda.atomic.add(hist, segment_key(gba[F[i] + j], seg_hi, first, count), 1)
+                    j += 32
+            i += cuda.gridDim.x * warps
+
+    @jit
+    def bucket_link_kernel(tab, width, a, i0, i1, gba, F, num, col, seg_hi, first, count, cursor, out):
+        """Rows i0..i1-1 of the chunk, a warp per row: each output row (the row extended by one
+        survivor, Algorithm 6) goes to the next free row of its bucket (cursor[k], the bucket's
+        start before the launch), so the new table is grouped by the segment of column ``col``."""
+        lane = cuda.laneid
+        i = i0 + cuda.blockIdx.x * warps + cuda.threadIdx.x // 32
+        while i < i1:
+            cnt = np.int64(num[i])
+            if col < width:
+                base = np.int64(0)
+                if lane == 0 and cnt > 0:
+                    key = segment_key(tab[(a + i) * width + col], seg_hi, first, count)
+                    base = cuda.atomic.add(cursor, key, cnt)
+                base = cuda.shfl_sync(FULL_MASK, base, 0)
+                link_row(tab, width, a + i, gba, F[i], cnt, base, out)
+            else:
+                src = (a + i) * width
+                j = np.int64(lane)
+                while j < cnt:
+                    v = gba[F[i] + j]
+                    dst = cuda.atomic.add(cursor, segment_key(v, seg_hi, first, count), 1) * (width + 1)
+                    for c in range(width):
+                        out[dst + c] = tab[src + c]
+                    out[dst + width] = v
+                    j += 32
+            cuda.syncwarp(FULL_MASK)
+            i += cuda.gridDim.x * warps
+
     return SGSIKernels(bounds_kernel, segment_first_kernel, segment_prep_kernel, segment_add_kernel,
-                       segment_intersect_kernel, link_part_kernel)
+                       segment_intersect_kernel, link_part_kernel, bucket_count_kernel, bucket_link_kernel)
 
 
 def _copy_async(slot, host: np.ndarray, stream) -> None:
@@ -610,6 +665,16 @@ class SGSI(Engine):
         first[1:counts.size] = np.cumsum(counts)[:-1]
         lo = np.array([s.lo for s in self.flat] or [0], np.int32)
         hi = np.array([s.hi for s in self.flat] or [-1], np.int32)
+        self._seg_first, self._seg_hi = first, hi
+        # per segment, the first bucket whose rows may reach it (a list cut across segments puts
+        # its vertex's rows in the bucket of the first piece)
+        self._key_lo = np.zeros(len(self.flat), np.int64)
+        for p, segs in enumerate(self.segments):
+            if segs:
+                f = int(first[p])
+                self._key_lo[f:f + len(segs)] = np.searchsorted(hi[f:f + len(segs)], lo[f:f + len(segs)])
+        buckets = int(counts.max(initial=0)) + 1
+        self.d_bucket = budget.device_array(buckets, np.int64, what="bucket counts")
         deg, part_max = degree_bounds(data, lists, self.directions, total // DEGREE_SHARE)
         self.deg_rows = deg.size // max(n, 1)
         # resident: segment metadata and ranges, degrees, bitsets, query info, counters
@@ -827,12 +892,21 @@ class SGSI(Engine):
             with self._clock.comm_default.phase("h2d"):
                 upload(self.d_words, piece)
             self._clock.bytes_h2d += piece.nbytes
-            self._level(0, 0, piece.size, piece.size, 0, self.words_cap)
+            part0 = self._steps[0][3][0][1]
+            buckets = None
+            if self.segments[part0]:                # C(u_start) ascends: its buckets by search
+                f, k = int(self._seg_first[part0]), len(self.segments[part0])
+                buckets = np.zeros(k + 2, np.int64)
+                buckets[1:k + 1] = np.searchsorted(piece, self._seg_hi[f:f + k], side="right")
+                buckets[k + 1] = piece.size
+            self._level(0, 0, piece.size, piece.size, 0, self.words_cap, buckets)
 
-    def _level(self, level: int, tb: int, rows: int, fw: int, fr: int, top: int) -> None:
+    def _level(self, level: int, tb: int, rows: int, fw: int, fr: int, top: int, buckets=None) -> None:
         """Join the ``rows`` rows of table ``level`` (d_words[tb:], row-major) through all later
         levels; the words arena is free from ``fw`` to ``top`` (tables grow up from ``fw``, a
-        chunk's GBA sits below ``top``), the per-row arena from ``fr`` on."""
+        chunk's GBA sits below ``top``), the per-row arena from ``fr`` on. ``buckets``: where the
+        rows of each bucket of the first linking edge's partition start (the table grouped by
+        the segment of that edge's vertex), or None."""
         last = level + 2 == len(self._steps) + 1
         a = 0
         while a < rows:
@@ -844,11 +918,12 @@ class SGSI(Engine):
             if m < 1:
                 raise DeviceOutOfMemory(8 * ROW_ARRAYS, self.budget.in_use, self.budget.limit or 0,
                                         f"per-row arrays of join iteration {level + 1} (raise device_memory_limit)")
-            a += self._chunk(level, tb, a, m, fw, fr, top)
+            a += self._chunk(level, tb, a, m, fw, fr, top, buckets)
 
-    def _chunk(self, level: int, tb: int, a: int, m: int, fw: int, fr: int, top: int) -> int:
+    def _chunk(self, level: int, tb: int, a: int, m: int, fw: int, fr: int, top: int, buckets) -> int:
         """One join iteration over rows a..a+m-1 of table ``level`` (or the longest prefix whose
-        GBA fits); returns the rows it joined."""
+        GBA fits); returns the rows it joined. With ``buckets``, Algorithm 4 runs each segment
+        over the rows whose first linking vertex may lie in it, not over the whole chunk."""
         clock, sk, T = self._clock, self.sgsi_kernels, self.block_threads
         vertex, e0, e_hi, edges = self._steps[level]
         col0, part0, lab0 = edges[0]
@@ -893,6 +968,14 @@ class SGSI(Engine):
         # Algorithm 4: the first linking edge, segment by segment
         heavy_any = self.load_balance == "histogram"
         first_segs = self._reached(part0, reached)
+        spans = {}                              # segment -> the chunk's rows that may reach it
+        if buckets is not None:
+            f = int(self._seg_first[part0])
+            for seg in first_segs:
+                lo = max(int(buckets[self._key_lo[seg.flat]]), a) - a
+                hi = min(int(buckets[seg.flat - f + 1]), a + m) - a
+                spans[seg.sid] = (lo, hi)
+            first_segs = [seg for seg in first_segs if spans[seg.sid][0] < spans[seg.sid][1]]
         block = [heavy_any or (self.load_balance is not False or self.duplicate_removal) and s.max_list > self.w3
                  for s in first_segs]
         w1 = w3 = 0
@@ -901,21 +984,29 @@ class SGSI(Engine):
         flags = dict(zip((s.sid for s in first_segs), block))
 
         def first(slot, seg, stream):
+            lo, hi = spans.get(seg.sid, (0, m))
+            if (lo, hi) == (0, m):
+                r_a, r_m, r_counts, r_F, r_num, r_Fx, r_numx, r_tg, r_wg = a, m, counts, F, num, Fx, numx, tg, wg
+            else:                               # the segment's rows: views of the per-row arrays
+                r_a, r_m = a + lo, hi - lo
+                r_counts, r_F, r_num, r_Fx, r_numx = (
+                    self._view(self.d_rows, fr + k * alloc + lo, fr + k * alloc + hi) for k in (0, 1, 2, 4, 5))
+                r_tg, r_wg = grid_blocks(r_m, T, self.max_blocks), grid_blocks(r_m, self.warps, self.max_blocks)
             if not flags[seg.sid]:
-                sk.segment_first[wg, T, stream](tab, width, a, m, col0, seg.lo, seg.hi, seg.sid, lab0, self.d_bits,
-                                                ubase, F, gba, num, self.n, self.d_meta, slot, cache)
+                sk.segment_first[r_wg, T, stream](tab, width, r_a, r_m, col0, seg.lo, seg.hi, seg.sid, lab0,
+                                                  self.d_bits, ubase, r_F, gba, r_num, self.n, self.d_meta, slot, cache)
                 return
             bk = self.balanced
-            sk.segment_prep[tg, T, stream](F, num, Fx, m, self.d_qcount)
-            bk.block_first_edge[wg, T, stream](
-                tab, width, a, m, col0, seg.sid, lab0, self.d_bits, ubase, Fx, gba, numx, self.n, PCSR, self.d_meta,
-                slot, slot, self.d_meta, slot, slot, cache, np.int64(w1), np.int64(w3), int(self.duplicate_removal),
-                counts, self.d_qcount, self.d_edges, 0, 0, self.d_loads, 0)
+            sk.segment_prep[r_tg, T, stream](r_F, r_num, r_Fx, r_m, self.d_qcount)
+            bk.block_first_edge[r_wg, T, stream](
+                tab, width, r_a, r_m, col0, seg.sid, lab0, self.d_bits, ubase, r_Fx, gba, r_numx, self.n, PCSR,
+                self.d_meta, slot, slot, self.d_meta, slot, slot, cache, np.int64(w1), np.int64(w3),
+                int(self.duplicate_removal), r_counts, self.d_qcount, self.d_edges, 0, 0, self.d_loads, 0)
             if self.load_balance is not False and seg.max_list > w1:
-                bk.heavy[wg, T, stream](tab, width, a, seg.sid, col0, lab0, self.d_bits, ubase, Fx, gba, numx, self.n,
-                                        PCSR, self.d_meta, slot, slot, self.d_meta, slot, slot, counts,
-                                        self.d_qcount, self.d_edges, 0, 0, cache, self.d_loads, 0)
-            sk.segment_add[tg, T, stream](num, numx, m)
+                bk.heavy[r_wg, T, stream](tab, width, r_a, seg.sid, col0, lab0, self.d_bits, ubase, r_Fx, gba, r_numx,
+                                          self.n, PCSR, self.d_meta, slot, slot, self.d_meta, slot, slot, r_counts,
+                                          self.d_qcount, self.d_edges, 0, 0, cache, self.d_loads, 0)
+            sk.segment_add[r_tg, T, stream](r_num, r_numx, r_m)
 
         self.streams.run(first_segs, first, clock)
         # Algorithm 5: every other linking edge, segment by segment, in place behind a cursor
@@ -993,9 +1084,31 @@ class SGSI(Engine):
         width = level + 1
         out = self._view(self.d_words, fo, self.words_cap)
         wg = grid_blocks(i1 - i0, self.warps, self.max_blocks)
-        with self._clock.comp_default.phase("kernels"):
-            self.sgsi_kernels.link_part[wg, self.block_threads](tab, width, a, i0, i1, gba, F, num, P, p0, out)
-        if level + 2 == len(self._steps) + 1:
+        sk, T, clock = self.sgsi_kernels, self.block_threads, self._clock
+        last = level + 2 == len(self._steps) + 1
+        col, part = self._steps[level + 1][3][0][:2] if not last else (0, 0)
+        if not last and self.segments[part]:
+            # grouped by the segment of the next step's first linking vertex, so that the next
+            # level's chunks each reach few of its segments
+            f, k = int(self._seg_first[part]), len(self.segments[part])
+            hist = self._view(self.d_bucket, 0, k + 1)
+            fill(hist, 0)
+            with clock.comp_default.phase("kernels"):
+                sk.bucket_count[wg, T](tab, width, a, i0, i1, gba, F, num, col, self.d_seg_hi, f, k, hist)
+            buckets = np.zeros(k + 2, np.int64)
+            with clock.comm_default.phase("d2h"):
+                np.cumsum(download(hist, np.empty(k + 1, np.int64)), out=buckets[1:])
+            with clock.comm_default.phase("h2d"):
+                upload(hist, buckets[:-1])
+            clock.bytes_d2h += 8 * (k + 1)
+            clock.bytes_h2d += 8 * (k + 1)
+            with clock.comp_default.phase("kernels"):
+                sk.bucket_link[wg, T](tab, width, a, i0, i1, gba, F, num, col, self.d_seg_hi, f, k, hist, out)
+            self._level(level + 1, fo, rows, fo + rows * (width + 1), fr, top, buckets)
+            return
+        with clock.comp_default.phase("kernels"):
+            sk.link_part[wg, T](tab, width, a, i0, i1, gba, F, num, P, p0, out)
+        if last:
             host = np.empty((rows, width + 1), np.int32)
             with self._clock.comm_default.phase("d2h"):
                 download(out, host.reshape(-1))
