@@ -176,15 +176,15 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
             i += cuda.gridsize(1)
 
     @jit
-    def segment_first_kernel(tab, width, a, m, col, lo, hi, sid, label, bits, ubase, F, gba, num, n, meta, slot,
+    def segment_first_kernel(tab, width, a, r0, m, col, lo, hi, sid, label, bits, ubase, F, gba, num, n, meta, slot,
                              use_cache):
-        """Algorithm 4 for one segment, a warp per row whose v' lies in lo..hi: append
+        """Algorithm 4 for one segment, a warp per row r0..m-1 whose v' lies in lo..hi: append
         (N_x(v', l0) minus the row) ∩ C(u) at gba[F[i] + num[i]] and add the count to num[i]."""
         rowc = cuda.shared.array((warps, Q), np.int32)
         cache = cuda.shared.array((warps, 32), np.int32)
         btile = cuda.shared.array((warps, 32), np.int32)
         w = cuda.threadIdx.x // 32
-        i = cuda.blockIdx.x * warps + w
+        i = r0 + cuda.blockIdx.x * warps + w
         while i < m:
             v = tab[(a + i) * width + col]
             if lo <= v and v <= hi:
@@ -922,8 +922,8 @@ class SGSI(Engine):
 
     def _chunk(self, level: int, tb: int, a: int, m: int, fw: int, fr: int, top: int, buckets) -> int:
         """One join iteration over rows a..a+m-1 of table ``level`` (or the longest prefix whose
-        GBA fits); returns the rows it joined. With ``buckets``, Algorithm 4 runs each segment
-        over the rows whose first linking vertex may lie in it, not over the whole chunk."""
+        GBA fits); returns the rows it joined. With ``buckets``, Algorithm 4's warp-per-row kernel
+        runs each segment over the rows whose first linking vertex may lie in it."""
         clock, sk, T = self._clock, self.sgsi_kernels, self.block_threads
         vertex, e0, e_hi, edges = self._steps[level]
         col0, part0, lab0 = edges[0]
@@ -984,29 +984,23 @@ class SGSI(Engine):
         flags = dict(zip((s.sid for s in first_segs), block))
 
         def first(slot, seg, stream):
-            lo, hi = spans.get(seg.sid, (0, m))
-            if (lo, hi) == (0, m):
-                r_a, r_m, r_counts, r_F, r_num, r_Fx, r_numx, r_tg, r_wg = a, m, counts, F, num, Fx, numx, tg, wg
-            else:                               # the segment's rows: views of the per-row arrays
-                r_a, r_m = a + lo, hi - lo
-                r_counts, r_F, r_num, r_Fx, r_numx = (
-                    self._view(self.d_rows, fr + k * alloc + lo, fr + k * alloc + hi) for k in (0, 1, 2, 4, 5))
-                r_tg, r_wg = grid_blocks(r_m, T, self.max_blocks), grid_blocks(r_m, self.warps, self.max_blocks)
-            if not flags[seg.sid]:
-                sk.segment_first[r_wg, T, stream](tab, width, r_a, r_m, col0, seg.lo, seg.hi, seg.sid, lab0,
-                                                  self.d_bits, ubase, r_F, gba, r_num, self.n, self.d_meta, slot, cache)
+            if not flags[seg.sid]:                  # a warp per row of the segment's buckets
+                lo, hi = spans.get(seg.sid, (0, m))
+                sk.segment_first[grid_blocks(hi - lo, self.warps, self.max_blocks), T, stream](
+                    tab, width, a, lo, hi, col0, seg.lo, seg.hi, seg.sid, lab0, self.d_bits, ubase, F, gba, num,
+                    self.n, self.d_meta, slot, cache)
                 return
-            bk = self.balanced
-            sk.segment_prep[r_tg, T, stream](r_F, r_num, r_Fx, r_m, self.d_qcount)
-            bk.block_first_edge[r_wg, T, stream](
-                tab, width, r_a, r_m, col0, seg.sid, lab0, self.d_bits, ubase, r_Fx, gba, r_numx, self.n, PCSR,
-                self.d_meta, slot, slot, self.d_meta, slot, slot, cache, np.int64(w1), np.int64(w3),
-                int(self.duplicate_removal), r_counts, self.d_qcount, self.d_edges, 0, 0, self.d_loads, 0)
+            bk = self.balanced                      # GSI's load-balanced kernels, over the chunk
+            sk.segment_prep[tg, T, stream](F, num, Fx, m, self.d_qcount)
+            bk.block_first_edge[wg, T, stream](
+                tab, width, a, m, col0, seg.sid, lab0, self.d_bits, ubase, Fx, gba, numx, self.n, PCSR, self.d_meta,
+                slot, slot, self.d_meta, slot, slot, cache, np.int64(w1), np.int64(w3), int(self.duplicate_removal),
+                counts, self.d_qcount, self.d_edges, 0, 0, self.d_loads, 0)
             if self.load_balance is not False and seg.max_list > w1:
-                bk.heavy[r_wg, T, stream](tab, width, r_a, seg.sid, col0, lab0, self.d_bits, ubase, r_Fx, gba, r_numx,
-                                          self.n, PCSR, self.d_meta, slot, slot, self.d_meta, slot, slot, r_counts,
-                                          self.d_qcount, self.d_edges, 0, 0, cache, self.d_loads, 0)
-            sk.segment_add[r_tg, T, stream](r_num, r_numx, r_m)
+                bk.heavy[wg, T, stream](tab, width, a, seg.sid, col0, lab0, self.d_bits, ubase, Fx, gba, numx, self.n,
+                                        PCSR, self.d_meta, slot, slot, self.d_meta, slot, slot, counts,
+                                        self.d_qcount, self.d_edges, 0, 0, cache, self.d_loads, 0)
+            sk.segment_add[tg, T, stream](num, numx, m)
 
         self.streams.run(first_segs, first, clock)
         # Algorithm 5: every other linking edge, segment by segment, in place behind a cursor
