@@ -154,11 +154,10 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
 
     @jit
     def bounds_kernel(tab, width, a, m, edges, e_lo, e_hi, deg, deg_rows, part_max, n, counts, num, seg_lo,
-                      seg_hi, seg_first, seg_count, marks, nflat, epoch):
+                      seg_hi, seg_first, seg_count, marks, epoch):
         """A thread per row: counts[i] = a bound of |N(v', l0)| (:func:`degree_bounds`), num[i] = 0,
         and marks[s] = epoch for every segment s of a linking edge's partition whose source range
-        holds that edge's vertex of the row (the first edge's marks at s, the others' at
-        nflat + s)."""
+        holds that edge's vertex of the row."""
         i = cuda.grid(1)
         while i < m:
             row = (a + i) * width
@@ -172,29 +171,21 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
                 end = s + seg_count[p]
                 s = lower_bound(seg_hi, s, end, v)
                 while s < end and seg_lo[s] <= v:
-                    marks[s + (0 if ed == e_lo else nflat)] = epoch
+                    marks[s] = epoch
                     s += 1
             i += cuda.gridsize(1)
 
     @jit
-    def segment_first_kernel(tab, width, a, m, ends, bo, key_lo, key_hi, col, lo, hi, sid, label, bits, ubase, F,
-                             gba, num, n, meta, slot, use_cache):
-        """Algorithm 4 for one segment, a warp per row whose v' lies in lo..hi: append
-        (N_x(v', l0) minus the row) ∩ C(u) at gba[F[i] + num[i]] and add the count to num[i].
-        With bucket ends (``bo`` >= 0: ends[bo + k] is where bucket k of the table ends), only
-        the rows of buckets key_lo..key_hi are visited."""
+    def segment_first_kernel(tab, width, a, r0, m, col, lo, hi, sid, label, bits, ubase, F, gba, num, n, meta, slot,
+                             use_cache):
+        """Algorithm 4 for one segment, a warp per row r0..m-1 whose v' lies in lo..hi: append
+        (N_x(v', l0) minus the row) ∩ C(u) at gba[F[i] + num[i]] and add the count to num[i]."""
         rowc = cuda.shared.array((warps, Q), np.int32)
         cache = cuda.shared.array((warps, 32), np.int32)
         btile = cuda.shared.array((warps, 32), np.int32)
         w = cuda.threadIdx.x // 32
-        r0 = np.int64(0)
-        r1 = np.int64(m)
-        if bo >= 0:
-            if key_lo > 0:
-                r0 = max(r0, ends[bo + key_lo - 1] - a)
-            r1 = min(r1, ends[bo + key_hi] - a)
         i = r0 + cuda.blockIdx.x * warps + w
-        while i < r1:
+        while i < m:
             v = tab[(a + i) * width + col]
             if lo <= v and v <= hi:
                 s, e, _ = warp_neighbor_range(PCSR, meta, slot, slot, meta, sid, v, n)
@@ -682,9 +673,8 @@ class SGSI(Engine):
             if segs:
                 f = int(first[p])
                 self._key_lo[f:f + len(segs)] = np.searchsorted(hi[f:f + len(segs)], lo[f:f + len(segs)])
-        # per join level, where each bucket of its table ends (counts while the table is written)
-        self._bucket_row = int(counts.max(initial=0)) + 1
-        self.d_bucket = budget.device_array(MAX_QUERY_VERTICES * self._bucket_row, np.int64, what="bucket ends")
+        buckets = int(counts.max(initial=0)) + 1
+        self.d_bucket = budget.device_array(buckets, np.int64, what="bucket counts")
         deg, part_max = degree_bounds(data, lists, self.directions, total // DEGREE_SHARE)
         self.deg_rows = deg.size // max(n, 1)
         # resident: segment metadata and ranges, degrees, bitsets, query info, counters
@@ -694,8 +684,8 @@ class SGSI(Engine):
         self.d_seg_first = budget.to_device(first, what="segment ranges")
         self.d_seg_count = budget.to_device(np.maximum(counts, 0) if counts.size else np.zeros(1, np.int32),
                                             what="segment ranges")
-        self.d_marks = budget.zeros(2 * max(1, len(self.flat)), np.int32, what="reached segments")
-        self.h_marks = np.zeros(2 * max(1, len(self.flat)), np.int32)
+        self.d_marks = budget.zeros(max(1, len(self.flat)), np.int32, what="reached segments")
+        self.h_marks = np.zeros(max(1, len(self.flat)), np.int32)
         self._epoch = 0
         self.d_deg = budget.to_device(deg, what="degree bounds")
         self.d_part_max = budget.to_device(part_max, what="degree bounds")
@@ -729,7 +719,6 @@ class SGSI(Engine):
         row_bytes = int(work * ROW_SHARE)
         max_rows = max(1, row_bytes // (8 * ROW_ARRAYS + 8))
         self.scan_ws = self.pool.scan(max_rows, np.int64)
-        self.bucket_ws = self.pool.scan(self._bucket_row, np.int64)
         left = total - budget.in_use - max(0, 16 - self._bits_rows) * self.nwords * 4
         if self.device_memory_limit is None:
             left = min(left, DEFAULT_WORK_BYTES)
@@ -904,20 +893,20 @@ class SGSI(Engine):
                 upload(self.d_words, piece)
             self._clock.bytes_h2d += piece.nbytes
             part0 = self._steps[0][3][0][1]
-            bucketed = bool(self.segments[part0])
-            if bucketed:                            # C(u_start) ascends: its bucket ends by search
+            buckets = None
+            if self.segments[part0]:                # C(u_start) ascends: its buckets by search
                 f, k = int(self._seg_first[part0]), len(self.segments[part0])
-                ends = np.full(k + 1, piece.size, np.int64)
-                ends[:k] = np.searchsorted(piece, self._seg_hi[f:f + k], side="right")
-                upload(self.d_bucket, ends)
-            self._level(0, 0, piece.size, piece.size, 0, self.words_cap, bucketed)
+                buckets = np.zeros(k + 2, np.int64)
+                buckets[1:k + 1] = np.searchsorted(piece, self._seg_hi[f:f + k], side="right")
+                buckets[k + 1] = piece.size
+            self._level(0, 0, piece.size, piece.size, 0, self.words_cap, buckets)
 
-    def _level(self, level: int, tb: int, rows: int, fw: int, fr: int, top: int, bucketed=False) -> None:
+    def _level(self, level: int, tb: int, rows: int, fw: int, fr: int, top: int, buckets=None) -> None:
         """Join the ``rows`` rows of table ``level`` (d_words[tb:], row-major) through all later
         levels; the words arena is free from ``fw`` to ``top`` (tables grow up from ``fw``, a
-        chunk's GBA sits below ``top``), the per-row arena from ``fr`` on. ``bucketed``: the table
-        is grouped by the segment of its first linking edge's vertex, with the groups' ends in
-        row ``level`` of d_bucket."""
+        chunk's GBA sits below ``top``), the per-row arena from ``fr`` on. ``buckets``: where the
+        rows of each bucket of the first linking edge's partition start (the table grouped by
+        the segment of that edge's vertex), or None."""
         last = level + 2 == len(self._steps) + 1
         a = 0
         while a < rows:
@@ -929,12 +918,12 @@ class SGSI(Engine):
             if m < 1:
                 raise DeviceOutOfMemory(8 * ROW_ARRAYS, self.budget.in_use, self.budget.limit or 0,
                                         f"per-row arrays of join iteration {level + 1} (raise device_memory_limit)")
-            a += self._chunk(level, tb, a, m, fw, fr, top, bucketed)
+            a += self._chunk(level, tb, a, m, fw, fr, top, buckets)
 
-    def _chunk(self, level: int, tb: int, a: int, m: int, fw: int, fr: int, top: int, bucketed: bool) -> int:
+    def _chunk(self, level: int, tb: int, a: int, m: int, fw: int, fr: int, top: int, buckets) -> int:
         """One join iteration over rows a..a+m-1 of table ``level`` (or the longest prefix whose
-        GBA fits); returns the rows it joined. On a bucketed table, Algorithm 4's warp-per-row
-        kernel runs each segment over the rows whose first linking vertex may lie in it."""
+        GBA fits); returns the rows it joined. With ``buckets``, Algorithm 4's warp-per-row kernel
+        runs each segment over the rows whose first linking vertex may lie in it."""
         clock, sk, T = self._clock, self.sgsi_kernels, self.block_threads
         vertex, e0, e_hi, edges = self._steps[level]
         col0, part0, lab0 = edges[0]
@@ -953,8 +942,7 @@ class SGSI(Engine):
         with clock.comp_default.phase("kernels"):
             sk.bounds[tg, T](tab, width, a, m, self.d_edges, e0, e_hi, self.d_deg, self.deg_rows, self.d_part_max,
                              self.n, counts, num,
-                             self.d_seg_lo, self.d_seg_hi, self.d_seg_first, self.d_seg_count, self.d_marks,
-                             len(self.flat), epoch)
+                             self.d_seg_lo, self.d_seg_hi, self.d_seg_first, self.d_seg_count, self.d_marks, epoch)
             total = exclusive_scan(counts, F, workspace=self.scan_ws, n=m)
         # the GBA below ``top``: half of the room (the new table needs the rest), all of it at the
         # last level without collect
@@ -972,17 +960,22 @@ class SGSI(Engine):
         with clock.comm_default.phase("d2h"):
             download(self.d_marks, self.h_marks)
         clock.bytes_d2h += self.h_marks.nbytes
-        reached = self.h_marks == epoch           # by the first edge, then by the others
-        reached_first, reached_other = reached[:len(self.flat)], reached[len(self.flat):]
+        reached = self.h_marks == epoch
         gba = self._view(self.d_words, top - max(total, 1), top)
         ubase = vertex * self.nwords
         cache = int(self.write_cache)
 
         # Algorithm 4: the first linking edge, segment by segment
         heavy_any = self.load_balance == "histogram"
-        first_segs = self._reached(part0, reached_first)
-        bo = level * self._bucket_row if bucketed else -1
-        f0 = int(self._seg_first[part0]) if bucketed else 0
+        first_segs = self._reached(part0, reached)
+        spans = {}                              # segment -> the chunk's rows that may reach it
+        if buckets is not None:
+            f = int(self._seg_first[part0])
+            for seg in first_segs:
+                lo = max(int(buckets[self._key_lo[seg.flat]]), a) - a
+                hi = min(int(buckets[seg.flat - f + 1]), a + m) - a
+                spans[seg.sid] = (lo, hi)
+            first_segs = [seg for seg in first_segs if spans[seg.sid][0] < spans[seg.sid][1]]
         block = [heavy_any or (self.load_balance is not False or self.duplicate_removal) and s.max_list > self.w3
                  for s in first_segs]
         w1 = w3 = 0
@@ -992,9 +985,10 @@ class SGSI(Engine):
 
         def first(slot, seg, stream):
             if not flags[seg.sid]:                  # a warp per row of the segment's buckets
-                sk.segment_first[wg, T, stream](tab, width, a, m, self.d_bucket, bo, int(self._key_lo[seg.flat]),
-                                                seg.flat - f0, col0, seg.lo, seg.hi, seg.sid, lab0, self.d_bits,
-                                                ubase, F, gba, num, self.n, self.d_meta, slot, cache)
+                lo, hi = spans.get(seg.sid, (0, m))
+                sk.segment_first[grid_blocks(hi - lo, self.warps, self.max_blocks), T, stream](
+                    tab, width, a, lo, hi, col0, seg.lo, seg.hi, seg.sid, lab0, self.d_bits, ubase, F, gba, num,
+                    self.n, self.d_meta, slot, cache)
                 return
             bk = self.balanced                      # GSI's load-balanced kernels, over the chunk
             sk.segment_prep[tg, T, stream](F, num, Fx, m, self.d_qcount)
@@ -1020,7 +1014,7 @@ class SGSI(Engine):
                 sk.segment_intersect[wg, T, stream](tab, width, a, m, col, seg.lo, seg.hi, seg.sid, F, gba, cur, rd,
                                                     wr, self.n, self.d_meta, slot, cache)
 
-            self.streams.run(self._reached(part, reached_other), other, clock)
+            self.streams.run(self._reached(part, reached), other, clock)
             arrays = [wr, rd, cur]
         num = arrays[0]
         with clock.comp_default.phase("kernels"):
@@ -1091,15 +1085,20 @@ class SGSI(Engine):
             # grouped by the segment of the next step's first linking vertex, so that the next
             # level's chunks each reach few of its segments
             f, k = int(self._seg_first[part]), len(self.segments[part])
-            start = (level + 1) * self._bucket_row
-            hist = self._view(self.d_bucket, start, start + k + 1)
+            hist = self._view(self.d_bucket, 0, k + 1)
+            fill(hist, 0)
             with clock.comp_default.phase("kernels"):
-                fill(hist, 0)
                 sk.bucket_count[wg, T](tab, width, a, i0, i1, gba, F, num, col, self.d_seg_hi, f, k, hist)
-                exclusive_scan(hist, workspace=self.bucket_ws, n=k + 1, want_total=False)    # starts
-                # each bucket's cursor moves from its start to its end
+            buckets = np.zeros(k + 2, np.int64)
+            with clock.comm_default.phase("d2h"):
+                np.cumsum(download(hist, np.empty(k + 1, np.int64)), out=buckets[1:])
+            with clock.comm_default.phase("h2d"):
+                upload(hist, buckets[:-1])
+            clock.bytes_d2h += 8 * (k + 1)
+            clock.bytes_h2d += 8 * (k + 1)
+            with clock.comp_default.phase("kernels"):
                 sk.bucket_link[wg, T](tab, width, a, i0, i1, gba, F, num, col, self.d_seg_hi, f, k, hist, out)
-            self._level(level + 1, fo, rows, fo + rows * (width + 1), fr, top, True)
+            self._level(level + 1, fo, rows, fo + rows * (width + 1), fr, top, buckets)
             return
         with clock.comp_default.phase("kernels"):
             sk.link_part[wg, T](tab, width, a, i0, i1, gba, F, num, P, p0, out)

@@ -231,21 +231,19 @@ def test_out_of_core_chunks_split_by_gba_and_new_tables_written_in_parts(monkeyp
 
 def test_new_tables_are_grouped_by_the_segment_of_the_next_linking_vertex(monkeypatch):
     """Out of core, every table a step joins on is grouped by the segment of its first linking
-    edge's vertex, with each group's end where Algorithm 4's kernel reads it."""
+    edge's vertex, with the bucket starts the engine uses to run each segment over its rows."""
     data = random_graph(120, 360, 1, 1, False, seed=3)
     q = Graph.from_edges(3, [0, 1], [1, 2], [0, 0, 0])
     seen = []
     level = SGSI._level
 
-    def spy(self, step, tb, rows, fw, fr, top, bucketed=False):
+    def spy(self, step, tb, rows, fw, fr, top, buckets=None):
         width = step + 1
         table = self.d_words[tb:tb + rows * width].copy_to_host().reshape(rows, width)
         col, part = self._steps[step][3][0][:2]
         keys = np.searchsorted([s.hi for s in self.segments[part]], table[:, col])
-        start = step * self._bucket_row
-        ends = self.d_bucket[start:start + len(self.segments[part]) + 1].copy_to_host()
-        seen.append((step, bucketed, keys, ends))
-        return level(self, step, tb, rows, fw, fr, top, bucketed)
+        seen.append((step, keys, buckets))
+        return level(self, step, tb, rows, fw, fr, top, buckets)
 
     monkeypatch.setattr(SGSI, "_level", spy)
     engine = SGSI(device_memory_limit=30_000, work_bytes=5_000, **SHAPE).prepare(data)
@@ -253,8 +251,8 @@ def test_new_tables_are_grouped_by_the_segment_of_the_next_linking_vertex(monkey
     assert got.stats["mode"] == "out-of-core" and len(engine.segments[0]) >= 3
     assert got.count == want.count > 0
     assert sorted(map(tuple, got.embeddings.tolist())) == sorted(map(tuple, want.embeddings.tolist()))
-    assert {step for step, *_ in seen} == {0, 1} and all(bucketed for _, bucketed, _, _ in seen)
-    for _, _, keys, ends in seen:
+    assert {step for step, _, _ in seen} == {0, 1}
+    for _, keys, buckets in seen:
         assert np.all(np.diff(keys) >= 0)
-        assert ends.tolist() == np.searchsorted(keys, np.arange(1, ends.size + 1), side="left").tolist()
-    assert max(np.unique(keys).size for step, _, keys, _ in seen if step == 1) >= 2
+        assert buckets.tolist() == np.searchsorted(keys, np.arange(buckets.size), side="left").tolist()
+    assert max(np.unique(keys).size for step, keys, _ in seen if step == 1) >= 2
