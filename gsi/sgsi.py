@@ -14,7 +14,8 @@ join (§6.3) runs depth first over device-resident tables in chunks that fit two
 chunk, one launch bounds each row's GBA and marks the segments its vertices reach, then
 Algorithm 4 (partitioned first edge) and Algorithm 5 (partitioned intersection) stream only
 those segments, one launch per segment, and the new table is written in parts that fit, each
-joined on before the next. SGSI+ chooses W1 and W3 per chunk with §7's cost model. ``stats``:
+grouped by the segment of the next step's first linking vertex (so a chunk reaches few of them)
+and joined on before the next. SGSI+ chooses W1 and W3 per chunk with §7's cost model. ``stats``:
 ``mode``, ``partitions``, ``signature_segments``, ``comm_s`` and ``comp_s`` (summed device time
 of copies and of kernels, which overlap), ``bytes_h2d``, ``bytes_d2h``, ``bytes_streamed`` (graph
 segments copied), ``h2d_gbps`` (those bytes over their copies' device time),
