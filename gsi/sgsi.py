@@ -1082,12 +1082,9 @@ class SGSI(Engine):
         sk, T, clock = self.sgsi_kernels, self.block_threads, self._clock
         last = level + 2 == len(self._steps) + 1
         col, part = self._steps[level + 1][3][0][:2] if not last else (0, 0)
-        # rows the next level takes per chunk at most (see _level)
-        chunk_rows = (self.rows_cap - fr) // ROW_ARRAYS // (1 if level + 3 == len(self._steps) + 1 else 2)
-        if not last and self.segments[part] and rows > chunk_rows:
+        if not last and self.segments[part]:
             # grouped by the segment of the next step's first linking vertex, so that the next
-            # level's chunks each reach few of its segments (a table one chunk takes whole
-            # reaches them all either way)
+            # level's chunks each reach few of its segments
             f, k = int(self._seg_first[part]), len(self.segments[part])
             hist = self._view(self.d_bucket, 0, k + 1)
             fill(hist, 0)
