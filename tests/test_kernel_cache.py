@@ -171,6 +171,8 @@ _CHILD = textwrap.dedent("""
 
 def _fresh_process(engine: str, cache: Path) -> dict:
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+    if simulator_active():               # no kernels to cache: the host code need not compile either
+        env["NUMBA_DISABLE_JIT"] = "1"
     done = subprocess.run([sys.executable, "-c", _CHILD.format(engine=engine)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]

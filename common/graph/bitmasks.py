@@ -62,6 +62,7 @@ def connected(nbr):
 def bits(mask: int) -> list[int]:
     """The set bits of ``mask``, ascending (plain Python, for results and tests)."""
     out = []
+    mask = int(mask)
     while mask:
         low = mask & -mask
         out.append(low.bit_length() - 1)
