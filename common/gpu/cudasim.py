@@ -86,7 +86,7 @@ class _Warp:
     def try_complete(self, call: _Call) -> bool:
         """Finish ``call`` if every non-exited lane of its mask has arrived: resolve it and make
         the lanes that wait in it runnable."""
-        if call.mask & (self.exists & ~self.exited) & ~call.arrived:
+        if call.mask & self.live() & ~call.arrived:
             return False
         _RESOLVE[call.op](call)
         del self.pending[call.mask]
@@ -143,7 +143,7 @@ class _Lane:
         block = self.block
         block.at_barrier.append(self)
         if len(block.at_barrier) == block.live:
-            block.release_barrier()
+            block.release_barrier(running=self)
         else:
             self.wait()
 
@@ -193,10 +193,11 @@ class _Block:
             warp = self.warps[index] = _Warp(self, index, size)
         return warp
 
-    def release_barrier(self) -> None:
-        """Every live lane reached syncthreads: all but the last to arrive run again."""
-        waiting, self.at_barrier = self.at_barrier[:-1], []
-        self.runnable.extend(waiting)
+    def release_barrier(self, running: _Lane | None = None) -> None:
+        """Every live lane is at syncthreads: the waiting ones (all but ``running``, the lane
+        that completed the barrier and goes on) become runnable."""
+        waiting, self.at_barrier = self.at_barrier, []
+        self.runnable.extend(lane for lane in waiting if lane is not running)
 
     def exit(self, lane: _Lane) -> None:
         """A lane finished: it leaves its warp's masks and the barrier count."""
@@ -206,8 +207,7 @@ class _Block:
         for call in list(warp.pending.values()):
             warp.try_complete(call)
         if self.at_barrier and len(self.at_barrier) == self.live:
-            self.at_barrier, waiting = [], self.at_barrier
-            self.runnable.extend(waiting)
+            self.release_barrier()
 
     def deadlock(self) -> str:
         for warp in self.warps.values():
@@ -340,7 +340,7 @@ _held_swaps: list = []                  # the running launch's swapped modules (
 
 def _launch_kernel(original):
     def call(self, *args):
-        if self._device or _kernel.get_kernel_context_fast():
+        if self._device or _kernel._kernel_context is not None:
             fn = self.fn
             if _held_swaps and not _kernelapi._swap_refcount.get(id(fn.__globals__)):
                 swap = _kernelapi.swapped_cuda_module(fn, _kernel._get_kernel_context())
@@ -577,6 +577,7 @@ _PATCHED = (
     ("kernelapi", "GridGroup", ("sync",)),
     ("kernelapi", "Dim3", ()),
     ("kernelapi", "FakeCUDAModule", ("threadIdx", "blockIdx", "syncthreads")),
+    ("kernel", "FakeCUDAKernel", ("__call__", "__init__:_device", "__init__:fn")),
     ("kernel", "BlockManager", ("run", "__init__:_block_dim", "__init__:_grid_dim", "__init__:_debug",
                                 "__init__:_f")),
 )
@@ -631,18 +632,15 @@ def install() -> bool:
     kernelapi.FakeCUDAShared.array = _shared_array
     kernelapi.GridGroup.sync = _grid_sync
 
-    global _kernelapi, greenlet
+    global _kernelapi, _kernel, _NumbaType, _signature, greenlet
     import greenlet
-    if "threading" not in vars(kernelapi):
-        raise RuntimeError("numba-cuda's simulator no longer reads threads through kernelapi.threading")
-    _kernelapi = kernelapi
-    kernelapi.threading = _LaneThreading()
-    global _kernel, _NumbaType, _signature
     from numba.core.types.abstract import Type
     from numba.core.typing import signature
 
-    _kernel, _NumbaType, _signature = kernel, Type, signature
-    kernel.get_kernel_context_fast = lambda: kernel._kernel_context is not None
+    if "threading" not in vars(kernelapi):
+        raise RuntimeError("numba-cuda's simulator no longer reads threads through kernelapi.threading")
+    _kernelapi, _kernel, _NumbaType, _signature = kernelapi, kernel, Type, signature
+    kernelapi.threading = _LaneThreading()
     kernel.FakeCUDAKernel.__call__ = _launch_kernel(kernel.FakeCUDAKernel.__call__)
     kernel.FakeWithinKernelCUDAArray = lambda array: array._ary
     Type.__call__ = _type_call
