@@ -15,11 +15,15 @@ chunk, one launch bounds each row's GBA and marks the segments its vertices reac
 Algorithm 4 (partitioned first edge) and Algorithm 5 (partitioned intersection) stream only
 those segments, one launch per segment, and the new table is written in parts that fit, each
 grouped by the segment of the next step's first linking vertex (so a chunk reaches few of them)
-and joined on before the next. SGSI+ chooses W1 and W3 per chunk with §7's cost model. ``stats``:
-``mode``, ``partitions``, ``signature_segments``, ``comm_s`` and ``comp_s`` (summed device time
-of copies and of kernels, which overlap), ``bytes_h2d``, ``bytes_d2h``, ``bytes_streamed`` (graph
-segments copied), ``h2d_gbps`` (those bytes over their copies' device time),
-``segments_streamed``, ``chunks``, ``gba_splits``, ``split_outputs``, ``rows_per_iteration``.
+and joined on before the next. SGSI+ chooses W1 and W3 per chunk with §7's cost model. With
+``zero_copy`` (the default) the graph is also mapped from host memory: the filter reads the
+signature table in place, and a chunk whose rows' lists take few bytes reads them in place in
+one launch instead of streaming the segments they lie in. ``stats``: ``mode``, ``partitions``,
+``signature_segments``, ``comm_s`` and ``comp_s`` (summed device time of copies and of kernels,
+which overlap), ``bytes_h2d``, ``bytes_d2h``, ``bytes_streamed`` (graph segments copied),
+``h2d_gbps`` (those bytes over their copies' device time), ``segments_streamed``,
+``inplace_reads`` (linking edges of a chunk read in place) and ``bytes_inplace`` (a bound of
+the bytes they read), ``chunks``, ``gba_splits``, ``split_outputs``, ``rows_per_iteration``.
 The choices where the paper is silent are in docs/decisions.md ("SGSI").
 """
 
@@ -39,7 +43,7 @@ from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
 from common.gpu import launch as _launch
 from common.gpu.budget import DeviceMemoryBudget
-from common.gpu.copies import download, fill, upload
+from common.gpu.copies import download, fill, mapped, upload
 from common.gpu.cudasim import FULL_MASK
 from common.gpu.device_functions import lower_bound
 from common.gpu.grid import grid_blocks
@@ -55,7 +59,7 @@ from .filter import SIG_WORDS, filter_kernel, signature_table
 from .join import EDGE_FIELDS, MAX_QUERY_VERTICES, link_row, load_row, merge_in_place, warp_first_edge
 from .layout import QI_EDGES, QI_IN, QI_LAB, QI_OUT, QI_SIG, query_info
 from .order import SCORES, join_plan
-from .pcsr import GROUP_WORDS, META, PCSR, _build_pcsr_partition, partition_lists, warp_neighbor_range
+from .pcsr import GROUP_WORDS, META, PCSR, _build_pcsr_partition, build_index, partition_lists, warp_neighbor_range
 
 _SIM = simulator_active()
 SIG_SEGMENT_WORDS = SIG_WORDS + 3          # signature words, label, out-degree, in-degree per vertex
@@ -70,6 +74,13 @@ _MIN_WORK_BYTES = 1 << 10
 # Without device_memory_limit the join's working memory is capped (it is allocated at prepare).
 DEFAULT_WORK_BYTES = (16 << 20) if _SIM else (4 << 30)
 _VIEWS = 512                               # cached arena views (a view costs a launch's host time)
+#: Zero-copy (``zero_copy=True``): a chunk reads a linking edge's lists in place, from the
+#: partition mapped in host memory, when the bytes of its rows' lists (a bound: GROUP_BYTES per
+#: row and 4 per neighbour) times ZERO_COPY_COST are fewer than what streaming costs: the
+#: reached segments' bytes plus SEGMENT_COST_BYTES per segment for its copy, launches and events.
+ZERO_COPY_COST = 4.0
+SEGMENT_COST_BYTES = 256 << 10
+GROUP_BYTES = 4 * GROUP_WORDS
 
 
 @dataclass
@@ -121,6 +132,52 @@ def _cut_partition(degrees, cap_words):
     return pieces[:count]
 
 
+def _signature_columns(data: Graph):
+    """Per vertex: the signature words (row-major), label, out-degree and in-degree."""
+    n = data.num_vertices
+    out_deg = np.asarray(data.degrees, np.int32)
+    in_deg = np.diff(data.in_csr[0]).astype(np.int32) if data.directed else out_deg
+    return signature_table(data, column_first=False).reshape(n, SIG_WORDS), data.labels, out_deg, in_deg
+
+
+def _signature_words(columns, v0: int, cnt: int) -> np.ndarray:
+    """A signature segment's words, vertices v0..v0+cnt-1: the signature words column-first, then
+    the labels, out-degrees and in-degrees (what the filter kernel reads)."""
+    sig, labels, out_deg, in_deg = columns
+    host = np.empty(cnt * SIG_SEGMENT_WORDS, np.int32)
+    host[:SIG_WORDS * cnt] = sig[v0:v0 + cnt].T.reshape(-1)
+    host[SIG_WORDS * cnt:(SIG_WORDS + 1) * cnt] = labels[v0:v0 + cnt]
+    host[(SIG_WORDS + 1) * cnt:(SIG_WORDS + 2) * cnt] = out_deg[v0:v0 + cnt]
+    host[(SIG_WORDS + 2) * cnt:] = in_deg[v0:v0 + cnt]
+    return host
+
+
+class InPlace(NamedTuple):
+    """The data graph in mapped host memory, read by kernels in place (``zero_copy``): every PCSR
+    partition whole (GSI's layout: groups then column index in one array; ``meta`` row p is
+    partition p), the signature table as one segment, and the host buffers behind them."""
+
+    pcsr: object                   # device view of the mapped words
+    meta: object                   # device int64 [P * META]
+    parts: list                    # per partition: a Segment over all its source vertices
+    signatures: object             # device view of the whole signature segment
+    whole: Segment                 # that segment (vertices 0..n-1)
+    host: tuple                    # the mapped host buffers (kept alive)
+
+    @classmethod
+    def build(cls, data: Graph, budget) -> "InPlace":
+        index = build_index(data, "pcsr")
+        meta = index.meta.copy()
+        meta[2::META] += index.gl.size               # the column index follows the groups
+        h_pcsr, pcsr = mapped(np.concatenate([index.gl, index.ci]))
+        n = data.num_vertices
+        h_sig, signatures = mapped(_signature_words(_signature_columns(data), 0, n))
+        parts = [Segment(p, p, 0, n - 1, int(meta[p * META]), h_pcsr, int(index.partition_max_list[p]))
+                 for p in range(index.num_partitions)]
+        return cls(pcsr, budget.to_device(meta, what="in-place PCSR metadata"), parts, signatures,
+                   Segment(-1, -1, 0, n - 1, 0, h_sig), (h_pcsr, h_sig))
+
+
 def _pin(segments: list[Segment]) -> None:
     """Move every segment's words into one page-locked host buffer (asynchronous copies need
     pinned memory; one allocation, however many segments), each segment a view of it."""
@@ -155,19 +212,25 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
 
     @jit
     def bounds_kernel(tab, width, a, m, edges, e_lo, e_hi, deg, deg_rows, part_max, n, counts, num, seg_lo,
-                      seg_hi, seg_first, seg_count, marks, epoch):
+                      seg_hi, seg_first, seg_count, marks, epoch, demand):
         """A thread per row: counts[i] = a bound of |N(v', l0)| (:func:`degree_bounds`), num[i] = 0,
         and marks[s] = epoch for every segment s of a linking edge's partition whose source range
-        holds that edge's vertex of the row."""
+        holds that edge's vertex of the row; demand[k] += the rows' bounds for linking edge
+        e_lo + k (the words the chunk reads of its partition; one atomic per warp and edge)."""
+        sums = cuda.local.array(Q, np.int64)
+        for k in range(e_hi - e_lo):
+            sums[k] = 0
         i = cuda.grid(1)
         while i < m:
             row = (a + i) * width
-            p0 = edges[e_lo * EDGE_FIELDS + 1]
-            counts[i] = min(deg[np.int64(p0 % deg_rows) * n + tab[row + edges[e_lo * EDGE_FIELDS]]], part_max[p0])
             num[i] = 0
             for ed in range(e_lo, e_hi):
                 v = tab[row + edges[ed * EDGE_FIELDS]]
                 p = edges[ed * EDGE_FIELDS + 1]
+                bound = min(deg[np.int64(p % deg_rows) * n + v], part_max[p])
+                if ed == e_lo:
+                    counts[i] = bound
+                sums[ed - e_lo] += bound
                 s = seg_first[p]
                 end = s + seg_count[p]
                 s = lower_bound(seg_hi, s, end, v)
@@ -175,6 +238,15 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
                     marks[s] = epoch
                     s += 1
             i += cuda.gridsize(1)
+        cuda.syncwarp(FULL_MASK)
+        for k in range(e_hi - e_lo):
+            total = sums[k]
+            step = 16
+            while step > 0:
+                total += cuda.shfl_down_sync(FULL_MASK, total, step)
+                step //= 2
+            if cuda.laneid == 0 and total > 0:
+                cuda.atomic.add(demand, k, total)
 
     @jit
     def segment_first_kernel(tab, width, a, r0, m, col, lo, hi, sid, label, bits, ubase, F, gba, num, n, meta, slot,
@@ -496,6 +568,11 @@ class SGSI(Engine):
     slot_share : int
         Each of the two segment slots gets 1/slot_share of the budget (bigger slots: fewer
         segments and launches, less room for the join).
+    zero_copy : bool
+        Out of core, also map the graph into the device's address space (host memory, no device
+        memory): the filter reads the signature table in place, and a chunk reads a linking
+        edge's lists in place, in one launch, when that costs less than streaming the segments
+        its rows reach (:data:`ZERO_COPY_COST`; docs/decisions.md). False: segments only (§6).
     device_memory_limit : int or None
         The device bytes the engine may use (None: the device's free memory; out of core, 90% of
         it is planned for).
@@ -513,7 +590,7 @@ class SGSI(Engine):
                  w3: int = balance.W3, block_threads: int = DEFAULT_BLOCK_THREADS,
                  max_blocks: int = DEFAULT_MAX_BLOCKS, host_memory_limit: int | None = None,
                  out_of_core: bool | None = None, work_bytes: int | None = None, slot_share: int = SLOT_SHARE,
-                 device_memory_limit: int | None = None):
+                 zero_copy: bool = True, device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if load_balance not in (False, True, "histogram") or not isinstance(load_balance, (bool, str)):
             raise ValueError(f"unknown load_balance {load_balance!r}; choose False, True or 'histogram'")
@@ -540,7 +617,9 @@ class SGSI(Engine):
         if int(slot_share) < 3:
             raise ValueError(f"slot_share must be at least 3 (two slots and the join), got {slot_share}")
         self.slot_share = int(slot_share)
+        self.zero_copy = bool(zero_copy)
         self.instrument = False
+        self.inplace: InPlace | None = None
         self.incore: GSI | None = None
 
     # ------------------------------------------------------------------ partitioning
@@ -563,19 +642,12 @@ class SGSI(Engine):
         if per_seg < 32 or slot_words <= GROUP_WORDS:
             raise DeviceOutOfMemory(32 * SIG_SEGMENT_WORDS * 4, 0, slot_words * 4,
                                     "an SGSI segment slot of 32 signature rows (raise device_memory_limit)")
-        sig = signature_table(data, column_first=False).reshape(n, SIG_WORDS)
-        out_deg = np.asarray(data.degrees, np.int32)
-        in_deg = np.diff(data.in_csr[0]).astype(np.int32) if data.directed else out_deg
+        columns = _signature_columns(data)
         sid = 0
         sig_segments = []
         for v0 in range(0, max(n, 1), per_seg):
             cnt = min(per_seg, n - v0)
-            host = np.empty(cnt * SIG_SEGMENT_WORDS, np.int32)
-            host[:SIG_WORDS * cnt] = sig[v0:v0 + cnt].T.reshape(-1)       # column-first
-            host[SIG_WORDS * cnt:(SIG_WORDS + 1) * cnt] = data.labels[v0:v0 + cnt]
-            host[(SIG_WORDS + 1) * cnt:(SIG_WORDS + 2) * cnt] = out_deg[v0:v0 + cnt]
-            host[(SIG_WORDS + 2) * cnt:] = in_deg[v0:v0 + cnt]
-            sig_segments.append(Segment(sid, -1, v0, v0 + cnt - 1, 0, host))
+            sig_segments.append(Segment(sid, -1, v0, v0 + cnt - 1, 0, _signature_words(columns, v0, cnt)))
             sid += 1
         pcsr_segments = []
         for p, (rows, nbrs) in enumerate(partition_lists(data) if lists is None else lists):
@@ -612,7 +684,7 @@ class SGSI(Engine):
         self.n, self.nwords = n, (n + 31) // 32
         self.directions = 2 if data.directed else 1
         lists = partition_lists(data)
-        self.incore = None
+        self.incore = self.inplace = None
         if self.out_of_core is not True:
             need = resident_bytes(data, lists)
             limit = self.device_memory_limit
@@ -685,8 +757,11 @@ class SGSI(Engine):
         self.d_seg_first = budget.to_device(first, what="segment ranges")
         self.d_seg_count = budget.to_device(np.maximum(counts, 0) if counts.size else np.zeros(1, np.int32),
                                             what="segment ranges")
-        self.d_marks = budget.zeros(max(1, len(self.flat)), np.int32, what="reached segments")
-        self.h_marks = np.zeros(max(1, len(self.flat)), np.int32)
+        # per chunk: the segments its rows reach (marked with the chunk's epoch), then each
+        # linking edge's demand (the words its rows' lists take), downloaded in one copy
+        self.d_marks = budget.zeros(len(self.flat) + MAX_QUERY_VERTICES, np.int64, what="reached segments")
+        self.h_marks = np.zeros(self.d_marks.size, np.int64)
+        self.inplace = InPlace.build(data, budget) if self.zero_copy else None
         self._epoch = 0
         self.d_deg = budget.to_device(deg, what="degree bounds")
         self.d_part_max = budget.to_device(part_max, what="degree bounds")
@@ -760,7 +835,7 @@ class SGSI(Engine):
         clock = _Clock(self.streams)
         self._clock, self._limit, self._collect = clock, limit, collect
         self._count, self._chunks, self._rows_out, self._host_bytes = 0, 0, [], 0
-        self._gba_splits = self._table_parts = 0
+        self._gba_splits = self._table_parts = self._inplace_reads = self._inplace_bytes = 0
         stats = {"mode": "out-of-core", "partitions": self.partitions,
                  "signature_segments": len(self.sig_segments), "candidate_sizes": [], "order": [],
                  "load_balance": self.load_balance}
@@ -798,6 +873,7 @@ class SGSI(Engine):
                      comp_s=comp, bytes_h2d=clock.bytes_h2d, bytes_d2h=clock.bytes_d2h,
                      bytes_streamed=clock.bytes_streamed, segments_streamed=clock.streamed,
                      gba_splits=self._gba_splits, split_outputs=self._table_parts,
+                     inplace_reads=self._inplace_reads, bytes_inplace=self._inplace_bytes,
                      h2d_gbps=clock.bytes_streamed / stream_s / 1e9 if stream_s > 0 else 0.0)
         return MatchResult(self.name, self._count, status, reason=reason, embeddings=embeddings,
                            phases=timer.seconds, peak_device_bytes=self.budget.peak, stats=stats)
@@ -808,6 +884,7 @@ class SGSI(Engine):
         comp = sum(r.phases.get(k, 0.0) for k in ("filter", "plan", "enumerate"))
         stats.update(mode="in-core", partitions=self.partitions, signature_segments=0, comm_s=0.0, comp_s=comp,
                      bytes_h2d=0, bytes_d2h=0, bytes_streamed=0, segments_streamed=0, h2d_gbps=0.0,
+                     inplace_reads=0, bytes_inplace=0,
                      chunks=stats.get("slices", 0))
         return MatchResult(self.name, r.count, r.status, reason=r.reason, embeddings=r.embeddings,
                            phases=r.phases, peak_device_bytes=r.peak_device_bytes, stats=stats)
@@ -847,7 +924,11 @@ class SGSI(Engine):
                                              QI_LAB, QI_OUT, QI_IN, QI_SIG, self.d_bits, self.d_sizes,
                                              seg.lo // 32, self.nwords)
 
-        self.streams.run(self.sig_segments, launch, clock)
+        if self.inplace is not None:               # one launch over the mapped signature table
+            with clock.comp_stream.phase("kernels"):
+                launch(self.inplace.signatures, self.inplace.whole, self.streams.compute)
+        else:
+            self.streams.run(self.sig_segments, launch, clock)
         with clock.comm_default.phase("d2h"):
             download(self.d_sizes, self.h_sizes)
         clock.bytes_d2h += self.h_sizes.nbytes
@@ -940,10 +1021,13 @@ class SGSI(Engine):
         wg = grid_blocks(m, self.warps, self.max_blocks)
         self._epoch += 1
         epoch = self._epoch
+        nseg = len(self.flat)
+        demand = self._view(self.d_marks, nseg, nseg + MAX_QUERY_VERTICES)
+        fill(demand, 0)
         with clock.comp_default.phase("kernels"):
             sk.bounds[tg, T](tab, width, a, m, self.d_edges, e0, e_hi, self.d_deg, self.deg_rows, self.d_part_max,
-                             self.n, counts, num,
-                             self.d_seg_lo, self.d_seg_hi, self.d_seg_first, self.d_seg_count, self.d_marks, epoch)
+                             self.n, counts, num, self.d_seg_lo, self.d_seg_hi, self.d_seg_first, self.d_seg_count,
+                             self._view(self.d_marks, 0, max(nseg, 1)), epoch, demand)
             total = exclusive_scan(counts, F, workspace=self.scan_ws, n=m)
         # the GBA below ``top``: half of the room (the new table needs the rest), all of it at the
         # last level without collect
@@ -961,12 +1045,13 @@ class SGSI(Engine):
         with clock.comm_default.phase("d2h"):
             download(self.d_marks, self.h_marks)
         clock.bytes_d2h += self.h_marks.nbytes
-        reached = self.h_marks == epoch
+        reached = self.h_marks[:nseg] == epoch
+        words_read = self.h_marks[nseg:]
         gba = self._view(self.d_words, top - max(total, 1), top)
         ubase = vertex * self.nwords
         cache = int(self.write_cache)
 
-        # Algorithm 4: the first linking edge, segment by segment
+        # Algorithm 4: the first linking edge, segment by segment (or in place, in one launch)
         heavy_any = self.load_balance == "histogram"
         first_segs = self._reached(part0, reached)
         spans = {}                              # segment -> the chunk's rows that may reach it
@@ -977,45 +1062,54 @@ class SGSI(Engine):
                 hi = min(int(buckets[seg.flat - f + 1]), a + m) - a
                 spans[seg.sid] = (lo, hi)
             first_segs = [seg for seg in first_segs if spans[seg.sid][0] < spans[seg.sid][1]]
-        block = [heavy_any or (self.load_balance is not False or self.duplicate_removal) and s.max_list > self.w3
-                 for s in first_segs]
+        whole = self.inplace.parts[part0] if self._in_place(words_read[0], m, first_segs) else None
+        heavy = {seg.sid: heavy_any or (self.load_balance is not False or self.duplicate_removal)
+                 and seg.max_list > self.w3 for seg in ([whole] if whole else first_segs)}
         w1 = w3 = 0
-        if any(block):
+        if any(heavy.values()):
             w1, w3 = self._thresholds(counts, m, tg)       # SGSI+: one histogram copy per chunk
-        flags = dict(zip((s.sid for s in first_segs), block))
 
-        def first(slot, seg, stream):
-            if not flags[seg.sid]:                  # a warp per row of the segment's buckets
-                lo, hi = spans.get(seg.sid, (0, m))
+        def first(slot, seg, stream, meta=self.d_meta):
+            if not heavy[seg.sid]:                  # a warp per row of the segment's buckets
+                lo, hi = spans.get(seg.sid, (0, m)) if whole is None else (0, m)
                 sk.segment_first[grid_blocks(hi - lo, self.warps, self.max_blocks), T, stream](
                     tab, width, a, lo, hi, col0, seg.lo, seg.hi, seg.sid, lab0, self.d_bits, ubase, F, gba, num,
-                    self.n, self.d_meta, slot, cache)
+                    self.n, meta, slot, cache)
                 return
             bk = self.balanced                      # GSI's load-balanced kernels, over the chunk
             sk.segment_prep[tg, T, stream](F, num, Fx, m, self.d_qcount)
             bk.block_first_edge[wg, T, stream](
-                tab, width, a, m, col0, seg.sid, lab0, self.d_bits, ubase, Fx, gba, numx, self.n, PCSR, self.d_meta,
-                slot, slot, self.d_meta, slot, slot, cache, np.int64(w1), np.int64(w3), int(self.duplicate_removal),
+                tab, width, a, m, col0, seg.sid, lab0, self.d_bits, ubase, Fx, gba, numx, self.n, PCSR, meta,
+                slot, slot, meta, slot, slot, cache, np.int64(w1), np.int64(w3), int(self.duplicate_removal),
                 counts, self.d_qcount, self.d_edges, 0, 0, self.d_loads, 0)
             if self.load_balance is not False and seg.max_list > w1:
                 bk.heavy[wg, T, stream](tab, width, a, seg.sid, col0, lab0, self.d_bits, ubase, Fx, gba, numx, self.n,
-                                        PCSR, self.d_meta, slot, slot, self.d_meta, slot, slot, counts,
+                                        PCSR, meta, slot, slot, meta, slot, slot, counts,
                                         self.d_qcount, self.d_edges, 0, 0, cache, self.d_loads, 0)
             sk.segment_add[tg, T, stream](num, numx, m)
 
-        self.streams.run(first_segs, first, clock)
+        if whole is not None:
+            with clock.comp_stream.phase("kernels"):
+                first(self.inplace.pcsr, whole, self.streams.compute, self.inplace.meta)
+        else:
+            self.streams.run(first_segs, first, clock)
         # Algorithm 5: every other linking edge, segment by segment, in place behind a cursor
         arrays = [num, Fx, numx]
-        for col, part, _label in edges[1:]:
+        for k, (col, part, _label) in enumerate(edges[1:], 1):
             cur, rd, wr = arrays
             fill(rd, 0, count=m)
             fill(wr, 0, count=m)
 
-            def other(slot, seg, stream, col=col, cur=cur, rd=rd, wr=wr):
+            def other(slot, seg, stream, meta=self.d_meta, col=col, cur=cur, rd=rd, wr=wr):
                 sk.segment_intersect[wg, T, stream](tab, width, a, m, col, seg.lo, seg.hi, seg.sid, F, gba, cur, rd,
-                                                    wr, self.n, self.d_meta, slot, cache)
+                                                    wr, self.n, meta, slot, cache)
 
-            self.streams.run(self._reached(part, reached), other, clock)
+            segs = self._reached(part, reached)
+            if self._in_place(words_read[k], m, segs):
+                with clock.comp_stream.phase("kernels"):
+                    other(self.inplace.pcsr, self.inplace.parts[part], self.streams.compute, self.inplace.meta)
+            else:
+                self.streams.run(segs, other, clock)
             arrays = [wr, rd, cur]
         num = arrays[0]
         with clock.comp_default.phase("kernels"):
@@ -1063,6 +1157,20 @@ class SGSI(Engine):
         if self.load_balance:
             return self.w1, self.w3
         return int(balance._NO_LIMIT), int(balance._NO_LIMIT)
+
+    def _in_place(self, words: int, rows: int, segs: list[Segment]) -> bool:
+        """Whether a chunk reads a linking edge's lists in place (zero-copy) instead of streaming
+        ``segs``, the segments its ``rows`` rows reach, whose lists take at most ``words`` words:
+        :data:`ZERO_COPY_COST`'s byte model (a segment a slot still holds costs no copy)."""
+        if self.inplace is None or not segs:
+            return False
+        read = 4 * int(words) + GROUP_BYTES * rows
+        streamed = sum(SEGMENT_COST_BYTES + (0 if seg.sid in self.streams.holds else 4 * seg.words) for seg in segs)
+        if read * ZERO_COPY_COST >= streamed:
+            return False
+        self._inplace_reads += 1
+        self._inplace_bytes += read
+        return True
 
     def _reached(self, part: int, reached: np.ndarray) -> list[Segment]:
         """The segments of ``part`` that the chunk's rows reach, in order."""

@@ -36,6 +36,7 @@ GRAPH = hub_graph(400, 1300, 300, seed=5)
 DIRECTED = hub_graph(360, 1500, 250, seed=6, directed=True, edge_labels=2)
 _REF: dict[int, ReferenceMatcher] = {}
 SHAPE = dict(block_threads=32, max_blocks=1)      # one warp: the simulator runs threads in Python
+STREAMED = dict(SHAPE, zero_copy=False)            # segments only: the paper's §6
 
 
 def reference(graph, query, **kw):
@@ -63,7 +64,7 @@ def segment_of(engine: SGSI, part: int, v: int) -> int:
 @pytest.mark.parametrize("k", [2, 3, 8])
 def test_counts_under_a_limit_that_forces_k_partitions(k):
     limit = limit_for_partitions(GRAPH, k)
-    engine = SGSI(device_memory_limit=limit, **SHAPE).prepare(GRAPH)
+    engine = SGSI(device_memory_limit=limit, **STREAMED).prepare(GRAPH)
     assert len(engine.segments[0]) == k and engine.partitions == k
     assert engine.budget.in_use <= limit
     # a list that spans two segments (Algorithms 4 and 5 must stitch it)
@@ -90,7 +91,7 @@ def test_counts_under_a_limit_that_forces_k_partitions(k):
                          ids=["sgsi+", "plain", "layers", "no-cache"])
 def test_variants_on_a_hub_spanning_segments(options):
     limit = limit_for_partitions(GRAPH, 3)
-    engine = SGSI(device_memory_limit=limit, **options, **SHAPE).prepare(GRAPH)
+    engine = SGSI(device_memory_limit=limit, **options, **STREAMED).prepare(GRAPH)
     hub_segments = [s for s in engine.segments[0] if s.lo <= 0 <= s.hi]
     assert hub_segments and hub_segments[0].max_list > 100      # the hub's list is long
     q = walk_query(GRAPH, 3, seed=4)
@@ -99,13 +100,68 @@ def test_variants_on_a_hub_spanning_segments(options):
 
 def test_directed_edge_labels_and_many_partitions():
     limit = limit_for_partitions(DIRECTED, 3)
-    engine = SGSI(device_memory_limit=limit, load_balance="histogram", **SHAPE).prepare(DIRECTED)
+    engine = SGSI(device_memory_limit=limit, load_balance="histogram", **STREAMED).prepare(DIRECTED)
     assert len(engine.segments) == 4                 # 2 edge labels x 2 directions
     assert engine.partitions > 4
     for seed in (0,):
         q = walk_query(DIRECTED, 4, seed=seed)
         got, want = engine.match(q), reference(DIRECTED, q)
         assert got.status is Status.OK and got.count == want.count, (q.name, got.stats)
+
+
+@pytest.mark.parametrize("options", [dict(), dict(load_balance="histogram"), dict(load_balance=True, w3=33, w1=100)],
+                         ids=["sgsi", "sgsi+", "layers"])
+def test_zero_copy_reads_the_mapped_graph_in_place(monkeypatch, options):
+    """With ZERO_COPY_COST 0 the filter and every linking edge of every chunk read the graph in
+    place from mapped host memory: nothing streams, and counts and embeddings equal the
+    reference's, through the warp-per-row kernel and the load-balanced ones (the hub's list)."""
+    import gsi.sgsi as sgsi_module
+    monkeypatch.setattr(sgsi_module, "ZERO_COPY_COST", 0.0)
+    limit = limit_for_partitions(GRAPH, 3)
+    engine = SGSI(device_memory_limit=limit, **options, **SHAPE).prepare(GRAPH)
+    for q in (walk_query(GRAPH, 3, seed=4), walk_query(GRAPH, 4, seed=0)):
+        got, want = engine.match(q, collect=True), reference(GRAPH, q, collect=True)
+        assert got.status is Status.OK and got.stats["mode"] == "out-of-core"
+        assert got.count == want.count > 0
+        assert sorted(map(tuple, got.embeddings.tolist())) == sorted(map(tuple, want.embeddings.tolist()))
+        assert got.stats["segments_streamed"] == 0 and got.stats["bytes_streamed"] == 0
+        assert got.stats["inplace_reads"] >= got.stats["chunks"] > 0 and got.stats["bytes_inplace"] > 0
+        assert got.peak_device_bytes <= limit
+
+
+def test_chunks_mix_in_place_and_streamed_linking_edges(monkeypatch):
+    """Every third linking edge of a chunk read in place, the others streamed: the directed,
+    edge-labelled counts stay exact, intersections (Algorithm 5) included."""
+    import itertools
+
+    import gsi.sgsi as sgsi_module
+    monkeypatch.setattr(sgsi_module, "ZERO_COPY_COST", 0.0)
+    turns = itertools.cycle([True, False, False])
+    in_place = SGSI._in_place
+    monkeypatch.setattr(SGSI, "_in_place", lambda self, *args: next(turns) and in_place(self, *args))
+    engine = SGSI(device_memory_limit=limit_for_partitions(DIRECTED, 3), **SHAPE).prepare(DIRECTED)
+    for seed in (3, 4):
+        q = walk_query(DIRECTED, 5, seed=seed)
+        got, want = engine.match(q), reference(DIRECTED, q)
+        assert got.status is Status.OK and got.count == want.count > 0, (q.name, got.stats)
+        assert got.stats["inplace_reads"] > 0 and got.stats["segments_streamed"] > 0
+        assert any(len(step[3]) > 1 for step in engine._steps)      # a step with two linking edges
+
+
+def test_zero_copy_cost_model_reads_in_place_only_when_that_reads_less():
+    """``_in_place``: few rows with short lists read in place; rows whose lists take more bytes
+    than the segments they reach (times ZERO_COPY_COST) stream them; nothing reached, nothing read."""
+    import gsi.sgsi as sgsi_module
+    engine = SGSI(device_memory_limit=limit_for_partitions(GRAPH, 3), **SHAPE).prepare(GRAPH)
+    engine._inplace_reads = engine._inplace_bytes = 0
+    segs = engine.segments[0]
+    streamed = sum(sgsi_module.SEGMENT_COST_BYTES + 4 * s.words for s in segs)
+    words = lambda ratio: int(streamed * ratio / sgsi_module.ZERO_COPY_COST) // 4    # noqa: E731
+    assert engine._in_place(words(0.5), 0, segs) and engine._inplace_reads == 1
+    assert not engine._in_place(words(1.5), 0, segs)
+    assert not engine._in_place(0, 1, [])
+    assert not SGSI(device_memory_limit=limit_for_partitions(GRAPH, 3), zero_copy=False,
+                    **SHAPE).prepare(GRAPH)._in_place(0, 1, segs)
 
 
 def test_degree_bounds_are_exact_when_they_fit_and_bound_every_list_when_not():
@@ -134,7 +190,7 @@ def test_counts_with_per_direction_degree_bounds(monkeypatch):
 
     monkeypatch.setattr(sgsi, "DEGREE_SHARE", 1 << 40)  # exact per-partition degrees never fit
     limit = limit_for_partitions(DIRECTED, 3)
-    engine = SGSI(device_memory_limit=limit, **SHAPE).prepare(DIRECTED)
+    engine = SGSI(device_memory_limit=limit, **STREAMED).prepare(DIRECTED)
     assert engine.deg_rows == 2                          # out- and in-degree, every label
     for seed in (0, 2):
         q = walk_query(DIRECTED, 4, seed=seed)
@@ -193,7 +249,7 @@ def test_only_the_segments_a_chunks_rows_reach_are_streamed():
     labels = np.zeros(120, np.int64)
     labels[:5] = 1                                   # five rare vertices, all in the first segment
     data = Graph.from_edges(120, src, dst, labels, name="rare5")
-    engine = SGSI(device_memory_limit=40_000, **SHAPE).prepare(data)
+    engine = SGSI(device_memory_limit=40_000, **STREAMED).prepare(data)
     assert len(engine.segments[0]) >= 3
     q = Graph.from_edges(3, [0, 1], [1, 2], [1, 0, 0])
     got, want = engine.match(q, collect=True), reference(data, q, collect=True)
@@ -213,19 +269,19 @@ def test_out_of_core_chunks_split_by_gba_and_new_tables_written_in_parts(monkeyp
     q = Graph.from_edges(3, [0, 1], [1, 2], [0, 0, 0], [0, 1])
     want = reference(data, q, collect=True)
     monkeypatch.setattr(sgsi_module, "ROW_SHARE", 0.6)      # many rows per chunk, few table words
-    engine = SGSI(device_memory_limit=40_000, work_bytes=8000, **SHAPE).prepare(data)
+    engine = SGSI(device_memory_limit=40_000, work_bytes=8000, **STREAMED).prepare(data)
     assert [len(s) for s in engine.segments] == [3, 3]       # two label partitions of 3 segments
     got = engine.match(q, collect=True)
     assert got.status is Status.OK and got.count == want.count > 0
     assert sorted(map(tuple, got.embeddings.tolist())) == sorted(map(tuple, want.embeddings.tolist()))
     assert got.stats["split_outputs"] > 0 and got.peak_device_bytes <= 40_000
-    hub = SGSI(device_memory_limit=48_704, work_bytes=8_000, **SHAPE).prepare(GRAPH)
+    hub = SGSI(device_memory_limit=48_704, work_bytes=8_000, **STREAMED).prepare(GRAPH)
     q4 = walk_query(GRAPH, 4, seed=0)
     got = hub.match(q4)
     assert got.status is Status.OK and got.count == reference(GRAPH, q4).count > 0
     assert got.stats["gba_splits"] > 0                 # the hub's 300 neighbours cut a chunk short
     monkeypatch.setattr(sgsi_module, "ROW_SHARE", 0.25)
-    starved = SGSI(device_memory_limit=48_704, work_bytes=3_000, **SHAPE).prepare(GRAPH).match(q4)
+    starved = SGSI(device_memory_limit=48_704, work_bytes=3_000, **STREAMED).prepare(GRAPH).match(q4)
     assert starved.status is Status.OOM and "one row's GBA" in starved.reason
 
 
@@ -246,7 +302,7 @@ def test_new_tables_are_grouped_by_the_segment_of_the_next_linking_vertex(monkey
         return level(self, step, tb, rows, fw, fr, top, buckets)
 
     monkeypatch.setattr(SGSI, "_level", spy)
-    engine = SGSI(device_memory_limit=30_000, work_bytes=5_000, **SHAPE).prepare(data)
+    engine = SGSI(device_memory_limit=30_000, work_bytes=5_000, **STREAMED).prepare(data)
     got, want = engine.match(q, collect=True), reference(data, q, collect=True)
     assert got.stats["mode"] == "out-of-core" and len(engine.segments[0]) >= 3
     assert got.count == want.count > 0

@@ -1,5 +1,6 @@
 """Checked host-device copies and the device fills the engines share: :func:`upload`,
-:func:`download`, :func:`fill` and :func:`clear_bit_outside`."""
+:func:`download`, :func:`fill`, :func:`clear_bit_outside`, and :func:`mapped` (host memory that
+kernels read in place)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,20 @@ def upload(d_target, host, start: int = 0) -> None:
         return                           # else numba's path below raises its own error
     flat = d_target if d_target.ndim == 1 else d_target.reshape(d_target.size)
     flat[start:start + host.size].copy_to_device(host.reshape(-1))
+
+
+def mapped(host: np.ndarray):
+    """``host`` copied into page-locked host memory mapped into the device's address space:
+    (that host buffer, a device array over it). Kernels read the device array in place over the
+    host link (zero-copy: each access is a transfer; nothing is copied ahead), and it takes no
+    device memory. Keep the host buffer alive as long as the device array is used. Under the
+    simulator the device array is an ordinary device copy."""
+    host = np.ascontiguousarray(host)
+    if simulator_active():
+        return host, cuda.to_device(host)
+    buffer = cuda.mapped_array(max(host.size, 1), host.dtype)
+    buffer[:host.size] = host.reshape(-1)
+    return buffer, cuda.as_cuda_array(buffer)
 
 
 def download(d_source, host: np.ndarray) -> np.ndarray:

@@ -8,13 +8,15 @@ Workloads (``--workloads``): ``hprd`` (the 100 dense-16 queries; GSI and SGSI wi
 ``--rmat-vertices`` / ``--rmat-edges``, power-law vertex and edge labels, random-walk queries;
 in-core GSI's count is the oracle; GSI and SGSI at the ratio). The limit is the data graph's
 device footprint (signature table plus PCSR, :func:`footprint`) divided by ``--ratio``
-(default 4.5). ``--plus`` adds SGSI+ (histogram load balance) at the ratio.
+(default 4.5). ``--plus`` adds SGSI+ (histogram load balance) at the ratio, ``--streamed`` SGSI
+without zero-copy (``zero_copy=False``: segments only, the paper's §6) at the ratio.
 
 Per query: one warm-up (validated), then the median of ``--repeats`` runs of the device-event
 phase times (filter + plan + enumerate) without a deadline. ``comm``/``comp``: summed device
 time of copies and kernels (they overlap, so they can add up to more than the elapsed time);
 ``MiB streamed``: graph segments copied per query; ``GB/s``: those bytes over their copies'
-device time. A wrong count is printed loudly and makes the exit status 1. Under the simulator
+device time; ``in place``: linking edges of a chunk read in place (zero-copy) and a bound of
+their bytes. A wrong count is printed loudly and makes the exit status 1. Under the simulator
 ``--quick`` runs a tiny workload.
 
     python -m experiments.bench.sgsi --workloads github,hprd --time-budget 200 --out $OUT
@@ -46,7 +48,9 @@ from ..harness.timing import timed as _timed
 from ..harness.workloads import check_set
 
 GSI_NAME, NOLIMIT, LIMITED, PLUS = "gsi", "sgsi", "sgsi limited", "sgsi+ limited"
-STREAM_KEYS = ("comm_s", "comp_s", "bytes_h2d", "bytes_streamed", "h2d_gbps", "segments_streamed", "chunks")
+STREAMED = "sgsi streamed limited"
+STREAM_KEYS = ("comm_s", "comp_s", "bytes_h2d", "bytes_streamed", "h2d_gbps", "segments_streamed", "chunks",
+               "inplace_reads", "bytes_inplace")
 
 
 def footprint(data: Graph) -> int:
@@ -96,6 +100,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--ratio", type=float, default=4.5, help="data footprint / device_memory_limit")
     ap.add_argument("--plus", action="store_true", help="also SGSI+ (histogram load balance) at the ratio")
+    ap.add_argument("--streamed", action="store_true", help="also SGSI without zero-copy at the ratio")
     ap.add_argument("--slot-share", type=int, default=None, help="SGSI's slot_share at the ratio (default its own)")
     ap.add_argument("--queries", default=None, help="comma-separated query names to keep")
     ap.add_argument("--rmat-vertices", type=int, default=1 << 20)
@@ -124,8 +129,10 @@ def main(argv=None) -> int:
         slots = {} if args.slot_share is None else dict(slot_share=args.slot_share)
         makers = {GSI_NAME: lambda: GSI(**shape), NOLIMIT: lambda: SGSI(**shape),
                   LIMITED: lambda: SGSI(device_memory_limit=limit, **slots, **shape),
-                  PLUS: lambda: SGSI(device_memory_limit=limit, load_balance="histogram", **slots, **shape)}
-        which = tuple(which) + ((PLUS,) if args.plus and LIMITED in which else ())
+                  PLUS: lambda: SGSI(device_memory_limit=limit, load_balance="histogram", **slots, **shape),
+                  STREAMED: lambda: SGSI(device_memory_limit=limit, zero_copy=False, **slots, **shape)}
+        which = tuple(which) + ((PLUS,) if args.plus and LIMITED in which else ()) \
+            + ((STREAMED,) if args.streamed and LIMITED in which else ())
         engines = {label: makers[label]().prepare(data) for label in which}
         lim = engines.get(LIMITED)
         print(f"{name}: |V|={data.num_vertices:,} |E|={data.num_edges:,} footprint {size / 2**20:.1f} MiB, "
@@ -203,18 +210,20 @@ def main(argv=None) -> int:
                 print(f"| {label} / gsi | " + " | ".join(_fmt(r[f"{label} ms"] / r[f"{GSI_NAME} ms"]) for r in mine)
                       + " |")
             print("| exact | " + " | ".join(r["check"] for r in mine) + " |")
-        streamed = [label for label in labels if label in (LIMITED, PLUS)]
+        streamed = [label for label in labels if label in (LIMITED, PLUS, STREAMED)]
         if streamed:
             print(f"\nTable 7 ({name}): computation vs communication per query at {size / limit:.1f}x")
-            print("| engine | query | ms | comp ms | comm ms | MiB streamed | x graph | GB/s | chunks |")
-            print("|---|---|---|---|---|---|---|---|---|")
+            print("| engine | query | ms | comp ms | comm ms | MiB streamed | x graph | GB/s | chunks | in place | "
+                  "MiB in place |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|")
             for label in streamed:
                 for r in mine:
                     print(f"| {label} | {r['query']} | {_fmt(r[f'{label} ms'])} | "
                           f"{_fmt(1000 * r[f'{label} comp_s'])} | {_fmt(1000 * r[f'{label} comm_s'])} | "
                           f"{r[f'{label} bytes_streamed'] / 2**20:.1f} | "
                           f"{r[f'{label} bytes_streamed'] / size:.1f} | {r[f'{label} h2d_gbps']:.1f} | "
-                          f"{r[f'{label} chunks']} |")
+                          f"{r[f'{label} chunks']} | {r[f'{label} inplace_reads']} | "
+                          f"{r[f'{label} bytes_inplace'] / 2**20:.1f} |")
     unchecked = sum(r["check"] == "timeout" for r in rows)
     print(("all counts exact" if not bad else f"{bad} MISMATCHES")
           + (f"; {unchecked} queries not checked (a warm-up did not finish)" if unchecked else ""))
