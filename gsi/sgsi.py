@@ -19,8 +19,8 @@ and joined on before the next. SGSI+ chooses W1 and W3 per chunk with §7's cost
 ``zero_copy`` (the default) the graph is also mapped from host memory: the filter reads the
 signature table in place, and a chunk whose rows' lists take few bytes reads them in place in
 one launch instead of streaming the segments they lie in. ``stats``: ``mode``, ``partitions``,
-``signature_segments``, ``comm_s`` and ``comp_s`` (summed device time of copies and of kernels,
-which overlap), ``bytes_h2d``, ``bytes_d2h``, ``bytes_streamed`` (graph segments copied),
+``signature_segments``, ``comm_s`` and ``comp_s`` (with ``instrument``: summed device time of
+copies and of kernels, which overlap), ``bytes_h2d``, ``bytes_d2h``, ``bytes_streamed`` (graph segments copied),
 ``h2d_gbps`` (those bytes over their copies' device time), ``segments_streamed``,
 ``inplace_reads`` (linking edges of a chunk read in place) and ``bytes_inplace`` (a bound of
 the bytes they read), ``chunks``, ``gba_splits``, ``split_outputs``, ``rows_per_iteration``.
@@ -29,6 +29,7 @@ The choices where the paper is silent are in docs/decisions.md ("SGSI").
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from dataclasses import dataclass
@@ -78,9 +79,11 @@ _VIEWS = 512                               # cached arena views (a view costs a 
 #: partition mapped in host memory, when the bytes of its rows' lists (a bound: GROUP_BYTES per
 #: row and 4 per neighbour) times ZERO_COPY_COST are fewer than what streaming costs: the
 #: reached segments' bytes plus SEGMENT_COST_BYTES per segment for its copy, launches and events.
-ZERO_COPY_COST = 4.0
+ZERO_COPY_COST = 2.0
 SEGMENT_COST_BYTES = 256 << 10
 GROUP_BYTES = 4 * GROUP_WORDS
+#: The per-chunk demand slot (after the linking edges' slots) holding the rows' longest first-edge bound.
+LONGEST = MAX_QUERY_VERTICES - 1
 
 
 @dataclass
@@ -216,10 +219,12 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
         """A thread per row: counts[i] = a bound of |N(v', l0)| (:func:`degree_bounds`), num[i] = 0,
         and marks[s] = epoch for every segment s of a linking edge's partition whose source range
         holds that edge's vertex of the row; demand[k] += the rows' bounds for linking edge
-        e_lo + k (the words the chunk reads of its partition; one atomic per warp and edge)."""
+        e_lo + k (the words the chunk reads of its partition; one atomic per warp and edge) and
+        demand[LONGEST] = the longest first-edge bound."""
         sums = cuda.local.array(Q, np.int64)
         for k in range(e_hi - e_lo):
             sums[k] = 0
+        longest = np.int64(0)
         i = cuda.grid(1)
         while i < m:
             row = (a + i) * width
@@ -230,6 +235,7 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
                 bound = min(deg[np.int64(p % deg_rows) * n + v], part_max[p])
                 if ed == e_lo:
                     counts[i] = bound
+                    longest = max(longest, np.int64(bound))
                 sums[ed - e_lo] += bound
                 s = seg_first[p]
                 end = s + seg_count[p]
@@ -247,6 +253,12 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
                 step //= 2
             if cuda.laneid == 0 and total > 0:
                 cuda.atomic.add(demand, k, total)
+        step = 16
+        while step > 0:
+            longest = max(longest, cuda.shfl_down_sync(FULL_MASK, longest, step))
+            step //= 2
+        if cuda.laneid == 0 and longest > 0:
+            cuda.atomic.max(demand, LONGEST, longest)
 
     @jit
     def segment_first_kernel(tab, width, a, r0, m, col, lo, hi, sid, label, bits, ubase, F, gba, num, n, meta, slot,
@@ -478,14 +490,28 @@ class _Streams:
             cur = nxt
 
 
-class _Clock:
-    """Device time of copies and kernels (Table 7's communication and computation) and bytes."""
+class _Untimed:
+    """A :class:`PhaseTimer` that times nothing (SGSI without ``instrument``)."""
 
-    def __init__(self, streams: _Streams):
-        self.comm_copy = PhaseTimer(streams.copy)
-        self.comm_default = PhaseTimer(0)
-        self.comp_stream = PhaseTimer(streams.compute)
-        self.comp_default = PhaseTimer(0)
+    seconds: dict = {}
+
+    def phase(self, name: str):
+        return _NO_PHASE
+
+
+_NO_PHASE = contextlib.nullcontext()
+
+
+class _Clock:
+    """Device time of copies and kernels (Table 7's communication and computation; with
+    ``timed``, two events around every copy and launch) and bytes."""
+
+    def __init__(self, streams: _Streams, timed: bool):
+        make = PhaseTimer if timed else (lambda stream: _Untimed())
+        self.comm_copy = make(streams.copy)
+        self.comm_default = make(0)
+        self.comp_stream = make(streams.compute)
+        self.comp_default = make(0)
         self.bytes_h2d = self.bytes_d2h = self.streamed = self.bytes_streamed = 0
 
     def totals(self) -> tuple[float, float, float]:
@@ -573,6 +599,9 @@ class SGSI(Engine):
         memory): the filter reads the signature table in place, and a chunk reads a linking
         edge's lists in place, in one launch, when that costs less than streaming the segments
         its rows reach (:data:`ZERO_COPY_COST`; docs/decisions.md). False: segments only (§6).
+    instrument : bool
+        Out of core, time copies and kernels apart (``stats`` ``comm_s``, ``comp_s``,
+        ``h2d_gbps``: the paper's Table 7) with two CUDA events around each; without it they are 0.
     device_memory_limit : int or None
         The device bytes the engine may use (None: the device's free memory; out of core, 90% of
         it is planned for).
@@ -590,7 +619,7 @@ class SGSI(Engine):
                  w3: int = balance.W3, block_threads: int = DEFAULT_BLOCK_THREADS,
                  max_blocks: int = DEFAULT_MAX_BLOCKS, host_memory_limit: int | None = None,
                  out_of_core: bool | None = None, work_bytes: int | None = None, slot_share: int = SLOT_SHARE,
-                 zero_copy: bool = True, device_memory_limit: int | None = None):
+                 zero_copy: bool = True, instrument: bool = False, device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if load_balance not in (False, True, "histogram") or not isinstance(load_balance, (bool, str)):
             raise ValueError(f"unknown load_balance {load_balance!r}; choose False, True or 'histogram'")
@@ -618,7 +647,7 @@ class SGSI(Engine):
             raise ValueError(f"slot_share must be at least 3 (two slots and the join), got {slot_share}")
         self.slot_share = int(slot_share)
         self.zero_copy = bool(zero_copy)
-        self.instrument = False
+        self.instrument = bool(instrument)
         self.inplace: InPlace | None = None
         self.incore: GSI | None = None
 
@@ -726,6 +755,8 @@ class SGSI(Engine):
         self._partition_count = len(self.flat)
         all_segments = self.sig_segments + self.flat
         self.partition_edges = np.array([rows.size for rows, _ in lists], np.int64)
+        degrees = [np.unique(rows, return_counts=True)[1].astype(np.float64) for rows, _ in lists]
+        self._reach_degree = [float((d * d).sum() / d.sum()) if d.size else 0.0 for d in degrees]
         self.total_edges = int(data.neighbors.size)
         meta = np.zeros(max(1, len(all_segments)) * META, np.int64)
         for seg in all_segments:
@@ -816,13 +847,13 @@ class SGSI(Engine):
         return self._partition_count
 
     def _view(self, arena, start: int, stop: int):
-        """arena[start:stop], cached (a new view costs a launch's host time and its launch words)."""
+        """arena[start:stop], cached (a view costs host time and its launch words)."""
         key = (id(arena), start, stop)
         view = self._views.get(key)
         if view is None:
             if len(self._views) >= _VIEWS:
                 self._views.clear()
-            view = self._views[key] = arena[start:stop]
+            view = self._views[key] = _launch.view(arena, start, stop)
         return view
 
     # ------------------------------------------------------------------ match
@@ -832,7 +863,7 @@ class SGSI(Engine):
         self._deadline = Deadline(timeout_s)
         nq = query.num_vertices
         timer = PhaseTimer()
-        clock = _Clock(self.streams)
+        clock = _Clock(self.streams, self.instrument)
         self._clock, self._limit, self._collect = clock, limit, collect
         self._count, self._chunks, self._rows_out, self._host_bytes = 0, 0, [], 0
         self._gba_splits = self._table_parts = self._inplace_reads = self._inplace_bytes = 0
@@ -1063,8 +1094,9 @@ class SGSI(Engine):
                 spans[seg.sid] = (lo, hi)
             first_segs = [seg for seg in first_segs if spans[seg.sid][0] < spans[seg.sid][1]]
         whole = self.inplace.parts[part0] if self._in_place(words_read[0], m, first_segs) else None
+        longest = int(words_read[LONGEST])
         heavy = {seg.sid: heavy_any or (self.load_balance is not False or self.duplicate_removal)
-                 and seg.max_list > self.w3 for seg in ([whole] if whole else first_segs)}
+                 and min(seg.max_list, longest) > self.w3 for seg in ([whole] if whole else first_segs)}
         w1 = w3 = 0
         if any(heavy.values()):
             w1, w3 = self._thresholds(counts, m, tg)       # SGSI+: one histogram copy per chunk
@@ -1172,6 +1204,15 @@ class SGSI(Engine):
         self._inplace_bytes += read
         return True
 
+    def _read_in_place(self, part: int, rows: int) -> bool:
+        """Whether the next level will likely read partition ``part`` in place for a new table of
+        ``rows`` rows (so grouping it by segment buys nothing): the rows' lists at the length of a
+        list reached through an edge (sum d^2 / sum d) cost less than streaming every segment."""
+        if self.inplace is None:
+            return False
+        read = rows * (GROUP_BYTES + 4 * self._reach_degree[part])
+        return read * ZERO_COPY_COST < sum(SEGMENT_COST_BYTES + 4 * seg.words for seg in self.segments[part])
+
     def _reached(self, part: int, reached: np.ndarray) -> list[Segment]:
         """The segments of ``part`` that the chunk's rows reach, in order."""
         segs = self.segments[part]
@@ -1190,7 +1231,7 @@ class SGSI(Engine):
         sk, T, clock = self.sgsi_kernels, self.block_threads, self._clock
         last = level + 2 == len(self._steps) + 1
         col, part = self._steps[level + 1][3][0][:2] if not last else (0, 0)
-        if not last and self.segments[part]:
+        if not last and self.segments[part] and not self._read_in_place(part, rows):
             # grouped by the segment of the next step's first linking vertex, so that the next
             # level's chunks each reach few of its segments
             f, k = int(self._seg_first[part]), len(self.segments[part])

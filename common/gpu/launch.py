@@ -372,6 +372,23 @@ def _array_words(array):
 _TYPE_KINDS: dict = {}                    # numba array type -> its kind (an int)
 
 
+def view(array, start: int, stop: int):
+    """``array[start:stop]`` of a 1-D contiguous device array, its launch words derived from the
+    parent's (numba's slice checks the context and types the new array on every call)."""
+    if _NUMBA is None or type(array) is not _DEVICE_ARRAY or array.ndim != 1 or not array.is_c_contiguous():
+        return array[start:stop]
+    if not 0 <= start <= stop <= array.size:
+        raise IndexError(f"view {start}:{stop} outside a device array of {array.size} elements")
+    itemsize = array.dtype.itemsize
+    kind, numba_type, words = array.__dict__.get("_launch_words") or _array_words(array)
+    size = stop - start
+    out = _DEVICE_ARRAY(shape=(size,), strides=(itemsize,), dtype=array.dtype, stream=array.stream,
+                        gpu_data=array.gpu_data.view(start * itemsize, stop * itemsize))
+    out.__dict__["_launch_words"] = (kind, numba_type, (0, 0, size, itemsize, words[4] + start * itemsize,
+                                                        size, itemsize))
+    return out
+
+
 def device_pointer(array) -> int:
     """A device array's pointer, read from its kept launch words."""
     return (array.__dict__.get("_launch_words") or _array_words(array))[2][4]
