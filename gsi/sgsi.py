@@ -70,6 +70,7 @@ IN_CORE_SHARE = 0.5
 #: Exact per-partition degrees (P x n words) when they take at most 1/DEGREE_SHARE of the budget.
 DEGREE_SHARE = 4
 ROW_SHARE = 0.25                           # of the working memory: the int64 per-row arena
+TABLE_SHARE = 0.5                          # of the room above a new table: what it may take (not last)
 ROW_ARRAYS = 6                             # per-row int64 arrays of a chunk: counts, F, num, P, Fx, numx
 _MIN_WORK_BYTES = 1 << 10
 # Without device_memory_limit the join's working memory is capped (it is allocated at prepare).
@@ -443,10 +444,13 @@ def _event():
 class _Streams:
     """Two segment slots fed on a copy stream while kernels run on a compute stream (events
     order a slot's copy after the kernels that last read it and before the kernels that read
-    it next); a slot still holding the segment asked for is not copied again."""
+    it next). The join places the slots in its words arena for each chunk that streams
+    (:meth:`place`); within a placement a slot still holding the segment asked for is not
+    copied again."""
 
-    def __init__(self, budget, slot_words: int):
-        self.slots = [budget.device_array(slot_words, np.int32, what=f"segment slot {s}") for s in range(2)]
+    def __init__(self, slot_words: int):
+        self.slot_words = slot_words
+        self.slots = [None, None]
         self.holds = [-1, -1]
         if _SIM:
             self.copy = self.compute = 0
@@ -455,6 +459,13 @@ class _Streams:
             self.copy, self.compute = cuda.stream(), cuda.stream()
             self.ready = [_event() for _ in range(2)]
             self.free = [_event() for _ in range(2)]
+
+    def place(self, view, arena, start: int) -> None:
+        """The slots at arena[start : start + 2 * slot_words] (``view`` makes an arena view);
+        what they held before is forgotten (the join may have written there since)."""
+        S = self.slot_words
+        self.slots = [view(arena, start, start + S), view(arena, start + S, start + 2 * S)]
+        self.holds = [-1, -1]
 
     def _load(self, seg: Segment, avoid: int, clock) -> int:
         for s in range(2):
@@ -804,7 +815,7 @@ class SGSI(Engine):
         self.pool = BufferPool(budget, prefix="sgsi ")
         self.d_bits, self._bits_rows = None, 0
         self._grow_bits(4)
-        self.streams = _Streams(budget, slot_words)
+        self.streams = _Streams(slot_words)
         # the load balance's queue length, and SGSI+'s work histogram (only SGSI+ needs one)
         self.d_qcount = budget.device_array(1, np.int64, what="load-balance queue length")
         if self.load_balance == "histogram":
@@ -814,7 +825,9 @@ class SGSI(Engine):
         self.balanced = balance.make_balanced_kernels(self.warps)
         self.sgsi_kernels = make_sgsi_kernels(self.warps)
         # the join's working memory: what is left after reserving bitsets for 16 query vertices
-        work = total - budget.in_use - max(0, 16 - self._bits_rows) * self.nwords * 4
+        # and the two segment slots (placed in the words arena by each chunk that streams)
+        slot_bytes = 2 * 4 * slot_words
+        work = total - budget.in_use - max(0, 16 - self._bits_rows) * self.nwords * 4 - slot_bytes
         if self.device_memory_limit is None:
             work = min(work, DEFAULT_WORK_BYTES)
         if self.work_bytes is not None:
@@ -826,13 +839,13 @@ class SGSI(Engine):
         row_bytes = int(work * ROW_SHARE)
         max_rows = max(1, row_bytes // (8 * ROW_ARRAYS + 8))
         self.scan_ws = self.pool.scan(max_rows, np.int64)
-        left = total - budget.in_use - max(0, 16 - self._bits_rows) * self.nwords * 4
+        left = total - budget.in_use - max(0, 16 - self._bits_rows) * self.nwords * 4 - slot_bytes
         if self.device_memory_limit is None:
             left = min(left, DEFAULT_WORK_BYTES)
         if self.work_bytes is not None:
             left = min(left, self.work_bytes)
         self.rows_cap = max(ROW_ARRAYS, min(max_rows * ROW_ARRAYS, int(left * ROW_SHARE) // 8))
-        self.words_cap = max(2, (left - 8 * self.rows_cap) // 4)
+        self.words_cap = max(2, (left - 8 * self.rows_cap) // 4) + 2 * slot_words
         self.d_rows = budget.device_array(self.rows_cap, np.int64, what="per-row arena")
         self.d_words = budget.device_array(self.words_cap, np.int32, what="table and GBA arena")
         self._views: dict = {}
@@ -959,6 +972,7 @@ class SGSI(Engine):
             with clock.comp_stream.phase("kernels"):
                 launch(self.inplace.signatures, self.inplace.whole, self.streams.compute)
         else:
+            self.streams.place(self._view, self.d_words, self.words_cap - 2 * self.streams.slot_words)
             self.streams.run(self.sig_segments, launch, clock)
         with clock.comm_default.phase("d2h"):
             download(self.d_sizes, self.h_sizes)
@@ -1060,10 +1074,23 @@ class SGSI(Engine):
                              self.n, counts, num, self.d_seg_lo, self.d_seg_hi, self.d_seg_first, self.d_seg_count,
                              self._view(self.d_marks, 0, max(nseg, 1)), epoch, demand)
             total = exclusive_scan(counts, F, workspace=self.scan_ws, n=m)
-        # the GBA below ``top``: half of the room (the new table needs the rest), all of it at the
-        # last level without collect
+        with clock.comm_default.phase("d2h"):
+            download(self.d_marks, self.h_marks)
+        clock.bytes_d2h += self.h_marks.nbytes
+        reached = self.h_marks[:nseg] == epoch
+        words_read = self.h_marks[nseg:]
+        # per linking edge: the segments the rows reach, and whether its lists are read in place
+        reach = [self._reached(part, reached) for _, part, _ in edges]
+        in_place = [self._in_place(words_read[k], m, segs) for k, segs in enumerate(reach)]
+        slots = 2 * self.streams.slot_words if any(segs and not ip for segs, ip in zip(reach, in_place)) else 0
+        # the GBA at the top, the slots (a chunk that streams) below it: the GBA gets half of the
+        # room the slots leave (the new table needs the rest), all of it at the last level
+        # without collect
         avail = top - fw
-        gba_room = avail if last and not self._collect else avail // 2
+        gba_room = (avail - slots) if last and not self._collect else (avail - slots) // 2
+        if gba_room < 1:
+            raise DeviceOutOfMemory(4 * (slots + 2), self.budget.in_use, self.budget.limit or 0,
+                                    f"the segment slots of join iteration {level + 1} (raise device_memory_limit)")
         if total > gba_room:                     # the longest prefix whose buffers fit
             incl = download(F, np.empty(m, np.int64)) + download(counts, np.empty(m, np.int64))
             clock.bytes_d2h += 16 * m
@@ -1073,18 +1100,15 @@ class SGSI(Engine):
                                         f"one row's GBA in join iteration {level + 1} (raise device_memory_limit)")
             m, total = j, int(incl[j - 1])
             self._gba_splits += 1
-        with clock.comm_default.phase("d2h"):
-            download(self.d_marks, self.h_marks)
-        clock.bytes_d2h += self.h_marks.nbytes
-        reached = self.h_marks[:nseg] == epoch
-        words_read = self.h_marks[nseg:]
         gba = self._view(self.d_words, top - max(total, 1), top)
+        if slots:
+            self.streams.place(self._view, self.d_words, top - max(total, 1) - slots)
         ubase = vertex * self.nwords
         cache = int(self.write_cache)
 
         # Algorithm 4: the first linking edge, segment by segment (or in place, in one launch)
         heavy_any = self.load_balance == "histogram"
-        first_segs = self._reached(part0, reached)
+        first_segs = reach[0]
         spans = {}                              # segment -> the chunk's rows that may reach it
         if buckets is not None:
             f = int(self._seg_first[part0])
@@ -1093,7 +1117,7 @@ class SGSI(Engine):
                 hi = min(int(buckets[seg.flat - f + 1]), a + m) - a
                 spans[seg.sid] = (lo, hi)
             first_segs = [seg for seg in first_segs if spans[seg.sid][0] < spans[seg.sid][1]]
-        whole = self.inplace.parts[part0] if self._in_place(words_read[0], m, first_segs) else None
+        whole = self.inplace.parts[part0] if in_place[0] else None
         longest = int(words_read[LONGEST])
         heavy = {seg.sid: heavy_any or (self.load_balance is not False or self.duplicate_removal)
                  and min(seg.max_list, longest) > self.w3 for seg in ([whole] if whole else first_segs)}
@@ -1136,8 +1160,8 @@ class SGSI(Engine):
                 sk.segment_intersect[wg, T, stream](tab, width, a, m, col, seg.lo, seg.hi, seg.sid, F, gba, cur, rd,
                                                     wr, self.n, meta, slot, cache)
 
-            segs = self._reached(part, reached)
-            if self._in_place(words_read[k], m, segs):
+            segs = reach[k]
+            if in_place[k]:
                 with clock.comp_stream.phase("kernels"):
                     other(self.inplace.pcsr, self.inplace.parts[part], self.streams.compute, self.inplace.meta)
             else:
@@ -1152,10 +1176,11 @@ class SGSI(Engine):
         if last and not self._collect:
             self._add_count(out_rows)
             return m
-        # the new table grows up from fw, below the GBA; written whole, the GBA and per-row arrays
-        # are free again for the later levels, and it may take half of the room (the rest for them)
+        # the new table grows up from fw, below the GBA (the slots are free again); written whole,
+        # the GBA and per-row arrays are free again for the later levels, and it may take
+        # TABLE_SHARE of the room (the rest for them)
         room = avail - max(total, 1)
-        room_rows = (room if last else room // 2) // (width + 1)
+        room_rows = (room if last else int(room * TABLE_SHARE)) // (width + 1)
         if out_rows <= room_rows:
             self._write(level, tab, a, 0, m, gba, F, num, P, 0, out_rows, fw, fr, top)
             return m
@@ -1193,11 +1218,11 @@ class SGSI(Engine):
     def _in_place(self, words: int, rows: int, segs: list[Segment]) -> bool:
         """Whether a chunk reads a linking edge's lists in place (zero-copy) instead of streaming
         ``segs``, the segments its ``rows`` rows reach, whose lists take at most ``words`` words:
-        :data:`ZERO_COPY_COST`'s byte model (a segment a slot still holds costs no copy)."""
+        :data:`ZERO_COPY_COST`'s byte model."""
         if self.inplace is None or not segs:
             return False
         read = 4 * int(words) + GROUP_BYTES * rows
-        streamed = sum(SEGMENT_COST_BYTES + (0 if seg.sid in self.streams.holds else 4 * seg.words) for seg in segs)
+        streamed = sum(SEGMENT_COST_BYTES + 4 * seg.words for seg in segs)
         if read * ZERO_COPY_COST >= streamed:
             return False
         self._inplace_reads += 1

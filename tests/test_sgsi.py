@@ -268,7 +268,8 @@ def test_out_of_core_chunks_split_by_gba_and_new_tables_written_in_parts(monkeyp
     data = random_graph(120, 360, 1, 2, False, seed=3)
     q = Graph.from_edges(3, [0, 1], [1, 2], [0, 0, 0], [0, 1])
     want = reference(data, q, collect=True)
-    monkeypatch.setattr(sgsi_module, "ROW_SHARE", 0.6)      # many rows per chunk, few table words
+    monkeypatch.setattr(sgsi_module, "ROW_SHARE", 0.6)      # many rows per chunk
+    monkeypatch.setattr(sgsi_module, "TABLE_SHARE", 0.05)   # little room for a new table
     engine = SGSI(device_memory_limit=40_000, work_bytes=8000, **STREAMED).prepare(data)
     assert [len(s) for s in engine.segments] == [3, 3]       # two label partitions of 3 segments
     got = engine.match(q, collect=True)
