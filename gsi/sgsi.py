@@ -1133,16 +1133,22 @@ class SGSI(Engine):
                     self.n, meta, slot, cache)
                 return
             bk = self.balanced                      # GSI's load-balanced kernels, over the chunk
-            sk.segment_prep[tg, T, stream](F, num, Fx, m, self.d_qcount)
+            if seg is whole:                        # the only pass (num is 0): write num directly
+                fill(self.d_qcount, 0, stream=stream)
+                at, out = F, num
+            else:                                   # append after the earlier segments' output
+                sk.segment_prep[tg, T, stream](F, num, Fx, m, self.d_qcount)
+                at, out = Fx, numx
             bk.block_first_edge[wg, T, stream](
-                tab, width, a, m, col0, seg.sid, lab0, self.d_bits, ubase, Fx, gba, numx, self.n, PCSR, meta,
+                tab, width, a, m, col0, seg.sid, lab0, self.d_bits, ubase, at, gba, out, self.n, PCSR, meta,
                 slot, slot, meta, slot, slot, cache, np.int64(w1), np.int64(w3), int(self.duplicate_removal),
                 counts, self.d_qcount, self.d_edges, 0, 0, self.d_loads, 0)
             if self.load_balance is not False and seg.max_list > w1:
-                bk.heavy[wg, T, stream](tab, width, a, seg.sid, col0, lab0, self.d_bits, ubase, Fx, gba, numx, self.n,
+                bk.heavy[wg, T, stream](tab, width, a, seg.sid, col0, lab0, self.d_bits, ubase, at, gba, out, self.n,
                                         PCSR, meta, slot, slot, meta, slot, slot, counts,
                                         self.d_qcount, self.d_edges, 0, 0, cache, self.d_loads, 0)
-            sk.segment_add[tg, T, stream](num, numx, m)
+            if seg is not whole:
+                sk.segment_add[tg, T, stream](num, numx, m)
 
         if whole is not None:
             with clock.comp_stream.phase("kernels"):
