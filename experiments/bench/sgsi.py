@@ -13,11 +13,11 @@ without zero-copy (``zero_copy=False``: segments only, the paper's §6) at the r
 
 Per query: one warm-up (validated), then the median of ``--repeats`` runs of the device-event
 phase times (filter + plan + enumerate) without a deadline. ``comm``/``comp``: summed device
-time of copies and kernels, from one more run with ``instrument`` on (they overlap, so they can add up to more than the elapsed time);
-``MiB streamed``: graph segments copied per query; ``GB/s``: those bytes over their copies'
-device time; ``in place``: linking edges of a chunk read in place (zero-copy) and a bound of
-their bytes. A wrong count is printed loudly and makes the exit status 1. Under the simulator
-``--quick`` runs a tiny workload.
+time of copies and kernels, from one more run with ``instrument`` on (they overlap, so they
+can add up to more than the elapsed time); ``MiB streamed``: graph segments copied per query;
+``GB/s``: those bytes over their copies' device time; ``in place``: linking edges of a chunk
+read in place (zero-copy) and a bound of their bytes. A wrong count is printed loudly and makes
+the exit status 1. Under the simulator ``--quick`` runs a tiny workload.
 
     python -m experiments.bench.sgsi --workloads github,hprd --time-budget 200 --out $OUT
 """
