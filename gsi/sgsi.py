@@ -20,8 +20,8 @@ and joined on before the next. SGSI+ chooses W1 and W3 per chunk with §7's cost
 signature table in place, and a chunk whose rows' lists take few bytes reads them in place in
 one launch instead of streaming the segments they lie in. ``stats``: ``mode``, ``partitions``,
 ``signature_segments``, ``comm_s`` and ``comp_s`` (with ``instrument``: summed device time of
-copies and of kernels, which overlap), ``bytes_h2d``, ``bytes_d2h``, ``bytes_streamed`` (graph segments copied),
-``h2d_gbps`` (those bytes over their copies' device time), ``segments_streamed``,
+copies and of kernels, which overlap), ``bytes_h2d``, ``bytes_d2h``, ``bytes_streamed`` (graph
+segments copied), ``h2d_gbps`` (those bytes over their copies' device time), ``segments_streamed``,
 ``inplace_reads`` (linking edges of a chunk read in place) and ``bytes_inplace`` (a bound of
 the bytes they read), ``chunks``, ``gba_splits``, ``split_outputs``, ``rows_per_iteration``.
 The choices where the paper is silent are in docs/decisions.md ("SGSI").
@@ -134,6 +134,12 @@ def _cut_partition(degrees, cap_words):
             used += GROUP_WORDS + take
             done += take
     return pieces[:count]
+
+
+def _reads_less(read_bytes: float, segs: list[Segment]) -> bool:
+    """Zero-copy's byte model: reading ``read_bytes`` in place, times ZERO_COPY_COST, costs less
+    than streaming ``segs`` (their bytes plus SEGMENT_COST_BYTES each)."""
+    return read_bytes * ZERO_COPY_COST < sum(SEGMENT_COST_BYTES + 4 * seg.words for seg in segs)
 
 
 def _signature_columns(data: Graph):
@@ -1228,8 +1234,7 @@ class SGSI(Engine):
         if self.inplace is None or not segs:
             return False
         read = 4 * int(words) + GROUP_BYTES * rows
-        streamed = sum(SEGMENT_COST_BYTES + 4 * seg.words for seg in segs)
-        if read * ZERO_COPY_COST >= streamed:
+        if not _reads_less(read, segs):
             return False
         self._inplace_reads += 1
         self._inplace_bytes += read
@@ -1241,8 +1246,7 @@ class SGSI(Engine):
         list reached through an edge (sum d^2 / sum d) cost less than streaming every segment."""
         if self.inplace is None:
             return False
-        read = rows * (GROUP_BYTES + 4 * self._reach_degree[part])
-        return read * ZERO_COPY_COST < sum(SEGMENT_COST_BYTES + 4 * seg.words for seg in self.segments[part])
+        return _reads_less(rows * (GROUP_BYTES + 4 * self._reach_degree[part]), self.segments[part])
 
     def _reached(self, part: int, reached: np.ndarray) -> list[Segment]:
         """The segments of ``part`` that the chunk's rows reach, in order."""
