@@ -28,7 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from common.gpu.cudasim import FULL_MASK
-from common.gpu.device_functions import lower_bound, lower_bound_probes
+from common.gpu.device_functions import lower_bound, lower_bound_probes, warp_seek
 from common.gpu.runtime import cuda, jit
 from common.gpu.scan import warp_inclusive_scan
 
@@ -44,6 +44,9 @@ LOAD_STRUCTURE, LOAD_NEIGHBORS, LOAD_BITSET, LOAD_TABLE = 0, 1, 2, 3
 # Slots of the engine's small int64 ``cells`` array that single-block kernels leave totals in.
 CELL_GBA, CELL_OUT = 0, 1
 CELLS = 2
+#: Tile merges (:func:`merge_in_place`) gallop through the neighbour list after this many
+#: consecutive neighbour tiles that held no match and lay wholly below the buffer tile.
+SKIP_AFTER = 2
 
 
 @cuda.jit(device=True)
@@ -106,6 +109,7 @@ def merge_in_place(btile, ntile, cache, w, gba, base, bp, size, ci, npos, e, wri
     loaded_n = 0
     reload_b = True
     reload_n = True
+    misses = 0
     while bp < size and npos < e:
         if reload_b:
             btile[w, lane] = gba[base + bp + lane] if bp + lane < size else INT32_MAX
@@ -127,6 +131,7 @@ def merge_in_place(btile, ntile, cache, w, gba, base, bp, size, ci, npos, e, wri
         pred = lane < bvalid and lo < nvalid and ntile[w, lo] == x
         if pred:
             pred = label_ok(structure, ci_label, npos + lo, label)
+        hits = cuda.ballot_sync(FULL_MASK, pred)
         cached, written = emit(cache, w, pred, x, cached, written, gba, base, use_cache)
         reload_b = blast <= nlast
         reload_n = nlast <= blast
@@ -134,6 +139,14 @@ def merge_in_place(btile, ntile, cache, w, gba, base, bp, size, ci, npos, e, wri
             bp += 32
         if reload_n:
             npos += 32
+        # a neighbour list far longer than the buffer: after SKIP_AFTER tiles without a match
+        # wholly below the buffer tile, gallop to the buffer's next element instead of reading on
+        misses = misses + 1 if reload_n and not reload_b and hits == 0 else 0
+        if misses >= SKIP_AFTER and npos < e:
+            after = cuda.ballot_sync(FULL_MASK, lane < bvalid and x > nlast)
+            key = cuda.shfl_sync(FULL_MASK, x, cuda.ffs(after) - 1)
+            npos = warp_seek(ci, npos, e, key)
+            misses = 0
         cuda.syncwarp(FULL_MASK)
     return flush(cache, w, cached, written, gba, base), bp, loaded_b, loaded_n
 

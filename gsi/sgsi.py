@@ -83,8 +83,11 @@ _VIEWS = 512                               # cached arena views (a view costs a 
 ZERO_COPY_COST = 2.0
 SEGMENT_COST_BYTES = 256 << 10
 GROUP_BYTES = 4 * GROUP_WORDS
-#: The per-chunk demand slot (after the linking edges' slots) holding the rows' longest first-edge bound.
+#: The per-chunk demand slots after the linking edges' ones: the rows' longest first-edge bound,
+#: and the words of the chunk's GBA.
 LONGEST = MAX_QUERY_VERTICES - 1
+GBA_WORDS = MAX_QUERY_VERTICES
+DEMAND_SLOTS = MAX_QUERY_VERTICES + 1
 
 
 @dataclass
@@ -221,17 +224,20 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
     Q = MAX_QUERY_VERTICES
 
     @jit
-    def bounds_kernel(tab, width, a, m, edges, e_lo, e_hi, deg, deg_rows, part_max, n, counts, num, seg_lo,
-                      seg_hi, seg_first, seg_count, marks, epoch, demand):
-        """A thread per row: counts[i] = a bound of |N(v', l0)| (:func:`degree_bounds`), num[i] = 0,
-        and marks[s] = epoch for every segment s of a linking edge's partition whose source range
-        holds that edge's vertex of the row; demand[k] += the rows' bounds for linking edge
-        e_lo + k (the words the chunk reads of its partition; one atomic per warp and edge) and
-        demand[LONGEST] = the longest first-edge bound."""
+    def bounds_kernel(tab, width, a, m, edges, e_lo, e_hi, deg, deg_rows, part_max, n, cap, counts, raw, num,
+                      seg_lo, seg_hi, seg_first, seg_count, marks, epoch, demand):
+        """A thread per row: raw[i] = a bound of |N(v', l0)| (:func:`degree_bounds`), counts[i] =
+        min(raw[i], cap) (the row's GBA: its survivors are distinct members of C(u), |C(u)| =
+        ``cap``), num[i] = 0, and marks[s] = epoch for every segment s of a linking edge's
+        partition whose source range holds that edge's vertex of the row; demand[k] += the rows'
+        bounds for linking edge e_lo + k (the words the chunk reads of its partition; one atomic
+        per warp and edge), demand[LONGEST] = the longest first-edge bound and demand[GBA_WORDS]
+        += the rows' counts."""
         sums = cuda.local.array(Q, np.int64)
         for k in range(e_hi - e_lo):
             sums[k] = 0
         longest = np.int64(0)
+        gba_words = np.int64(0)
         i = cuda.grid(1)
         while i < m:
             row = (a + i) * width
@@ -241,7 +247,9 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
                 p = edges[ed * EDGE_FIELDS + 1]
                 bound = min(deg[np.int64(p % deg_rows) * n + v], part_max[p])
                 if ed == e_lo:
-                    counts[i] = bound
+                    raw[i] = bound
+                    counts[i] = min(np.int64(bound), cap)
+                    gba_words += counts[i]
                     longest = max(longest, np.int64(bound))
                 sums[ed - e_lo] += bound
                 s = seg_first[p]
@@ -266,6 +274,12 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
             step //= 2
         if cuda.laneid == 0 and longest > 0:
             cuda.atomic.max(demand, LONGEST, longest)
+        step = 16
+        while step > 0:
+            gba_words += cuda.shfl_down_sync(FULL_MASK, gba_words, step)
+            step //= 2
+        if cuda.laneid == 0 and gba_words > 0:
+            cuda.atomic.add(demand, GBA_WORDS, gba_words)
 
     @jit
     def segment_first_kernel(tab, width, a, r0, m, col, lo, hi, sid, label, bits, ubase, F, gba, num, n, meta, slot,
@@ -807,7 +821,7 @@ class SGSI(Engine):
                                             what="segment ranges")
         # per chunk: the segments its rows reach (marked with the chunk's epoch), then each
         # linking edge's demand (the words its rows' lists take), downloaded in one copy
-        self.d_marks = budget.zeros(len(self.flat) + MAX_QUERY_VERTICES, np.int64, what="reached segments")
+        self.d_marks = budget.zeros(len(self.flat) + DEMAND_SLOTS, np.int64, what="reached segments")
         self.h_marks = np.zeros(self.d_marks.size, np.int64)
         self.inplace = InPlace.build(data, budget) if self.zero_copy else None
         self._epoch = 0
@@ -903,6 +917,7 @@ class SGSI(Engine):
                                      self.partition_edges, self.total_edges, self.order_score)
                     order = list(plan.order)
                     self._steps = self._upload_steps(plan)
+                    self._cap = [int(sizes[step[0]]) for step in self._steps]
                 with timer.phase("filter"):
                     start = self._start_column(plan.order[0])
                 self._iter_rows[0] = start.size
@@ -1073,18 +1088,20 @@ class SGSI(Engine):
         self._epoch += 1
         epoch = self._epoch
         nseg = len(self.flat)
-        demand = self._view(self.d_marks, nseg, nseg + MAX_QUERY_VERTICES)
+        demand = self._view(self.d_marks, nseg, nseg + DEMAND_SLOTS)
         fill(demand, 0)
         with clock.comp_default.phase("kernels"):
             sk.bounds[tg, T](tab, width, a, m, self.d_edges, e0, e_hi, self.d_deg, self.deg_rows, self.d_part_max,
-                             self.n, counts, num, self.d_seg_lo, self.d_seg_hi, self.d_seg_first, self.d_seg_count,
-                             self._view(self.d_marks, 0, max(nseg, 1)), epoch, demand)
-            total = exclusive_scan(counts, F, workspace=self.scan_ws, n=m)
+                             self.n, self._cap[level], counts, Fx, num, self.d_seg_lo, self.d_seg_hi,
+                             self.d_seg_first, self.d_seg_count, self._view(self.d_marks, 0, max(nseg, 1)), epoch,
+                             demand)
+            exclusive_scan(counts, F, workspace=self.scan_ws, n=m, want_total=False)
         with clock.comm_default.phase("d2h"):
             download(self.d_marks, self.h_marks)
         clock.bytes_d2h += self.h_marks.nbytes
         reached = self.h_marks[:nseg] == epoch
         words_read = self.h_marks[nseg:]
+        total = int(words_read[GBA_WORDS])
         # per linking edge: the segments the rows reach, and whether its lists are read in place
         reach = [self._reached(part, reached) for _, part, _ in edges]
         in_place = [self._in_place(words_read[k], m, segs) for k, segs in enumerate(reach)]
@@ -1129,7 +1146,7 @@ class SGSI(Engine):
                  and min(seg.max_list, longest) > self.w3 for seg in ([whole] if whole else first_segs)}
         w1 = w3 = 0
         if any(heavy.values()):
-            w1, w3 = self._thresholds(counts, m, tg)       # SGSI+: one histogram copy per chunk
+            w1, w3 = self._thresholds(Fx, m, tg)           # SGSI+: one histogram copy per chunk
 
         def first(slot, seg, stream, meta=self.d_meta):
             if not heavy[seg.sid]:                  # a warp per row of the segment's buckets
@@ -1214,12 +1231,12 @@ class SGSI(Engine):
             i0 = i1
         return m
 
-    def _thresholds(self, counts, m: int, tg: int) -> tuple[int, int]:
-        """(W1, W3) of the chunk: SGSI+'s cost model over the histogram of the rows' bounds
+    def _thresholds(self, bounds, m: int, tg: int) -> tuple[int, int]:
+        """(W1, W3) of the chunk: SGSI+'s cost model over the histogram of the rows' ``bounds``
         |N(v', l0)| (one small copy back), else GSI's thresholds (none without load balance)."""
         if self.load_balance == "histogram":
             fill(self.d_hist, 0)
-            self.balanced.histogram[tg, self.block_threads](counts, m, self.d_hist)
+            self.balanced.histogram[tg, self.block_threads](bounds, m, self.d_hist)
             download(self.d_hist, self.h_hist)
             self._clock.bytes_d2h += self.h_hist.nbytes
             return balance.histogram_thresholds(self.h_hist, self.sms, self.block_threads)

@@ -12,7 +12,8 @@ import pytest
 from common.errors import DeviceOutOfMemory
 from common.gpu.budget import DeviceMemoryBudget
 from common.gpu.copies import download, fill, upload
-from common.gpu.device_functions import contains, hash32, hash32_host, intersect, intersect_walk, lower_bound
+from common.gpu.device_functions import (contains, hash32, hash32_host, intersect, intersect_walk, lower_bound,
+                                         warp_seek)
 from common.gpu.pool import BufferPool
 from common.gpu.runtime import cuda, device_info, gpu_available, kernel_resources, simulator_active
 from common.gpu.scan import SCAN_TILE, ScanWorkspace, exclusive_scan, warp_inclusive_scan
@@ -131,6 +132,33 @@ def test_searches_match_searchsorted():
     hit = (expected_bounds < hi) & (arr[np.minimum(expected_bounds, arr.size - 1)] == keys)
     np.testing.assert_array_equal(present, hit.astype(np.int64))
     assert hit.any() and (~hit).any()
+
+
+@cuda.jit
+def _warp_seeks(arr, los, his, keys, found):
+    """A warp per query: found[q] = warp_seek(arr, los[q], his[q], keys[q]), every lane's answer."""
+    q = cuda.blockIdx.x
+    got = warp_seek(arr, los[q], his[q], keys[q])
+    agree = cuda.all_sync(0xFFFFFFFF, got == cuda.shfl_sync(0xFFFFFFFF, got, 0))
+    if cuda.laneid == 0:
+        found[q] = got if agree else -1
+
+
+def test_warp_seek_matches_searchsorted_near_and_far():
+    """Answers 0-40,000 entries past lo (one round, the grown and the shrunk windows), past hi,
+    at lo, keys absent and present, empty and one-entry ranges."""
+    rng = np.random.default_rng(12)
+    arr = np.unique(rng.integers(0, 1 << 22, 60_000)).astype(np.int32)
+    cases = [(0, arr.size, arr[d]) for d in (0, 1, 31, 32, 33, 1023, 1024, 1025, 5000, 40_000)]
+    cases += [(100, 50_000, arr[100] - 1), (100, 50_000, arr[60] + 0), (100, 50_000, arr[50_000] + 1),
+              (7, 7, 5), (7, 8, arr[7]), (7, 8, arr[7] + 1), (3, 35_000, arr[20_000] + 1)]
+    cases += [(lo, lo + n, rng.integers(0, 1 << 22)) for lo, n in zip(rng.integers(0, 20_000, 16),
+                                                                          rng.integers(1, 40_000, 16))]
+    los, his, keys = (np.array(c, dt) for c, dt in zip(zip(*cases), (np.int64, np.int64, np.int32)))
+    found = np.zeros(los.size, np.int64)
+    _warp_seeks[los.size, 32](arr, los, his, keys, found)
+    expected = [lo + np.searchsorted(arr[lo:hi], k, side="left") for lo, hi, k in zip(los, his, keys)]
+    np.testing.assert_array_equal(found, expected)
 
 
 @cuda.jit

@@ -282,7 +282,14 @@ def test_out_of_core_chunks_split_by_gba_and_new_tables_written_in_parts(monkeyp
     assert got.status is Status.OK and got.count == reference(GRAPH, q4).count > 0
     assert got.stats["gba_splits"] > 0                 # the hub's 300 neighbours cut a chunk short
     monkeypatch.setattr(sgsi_module, "ROW_SHARE", 0.25)
-    starved = SGSI(device_memory_limit=48_704, work_bytes=3_000, **STREAMED).prepare(GRAPH).match(q4)
+    # a row's GBA is min(|N(v', l0)|, |C(u)|): with four vertex labels the hub's row fits a
+    # working memory that its 300 neighbours would not; with one label (|C(u)| > 300) it does not
+    small = SGSI(device_memory_limit=48_704, work_bytes=3_000, **STREAMED).prepare(GRAPH).match(q4)
+    assert small.status is Status.OK and small.count == reference(GRAPH, q4).count
+    assert max(small.stats["candidate_sizes"]) < 300
+    src, dst, _ = GRAPH.edges()
+    flat = Graph.from_edges(GRAPH.num_vertices, src, dst, np.zeros(GRAPH.num_vertices, np.int32), name="flat")
+    starved = SGSI(device_memory_limit=48_704, work_bytes=3_000, **STREAMED).prepare(flat).match(walk_query(flat, 4, 0))
     assert starved.status is Status.OOM and "one row's GBA" in starved.reason
 
 

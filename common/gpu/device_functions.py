@@ -16,6 +16,7 @@ import numba
 import numpy as np
 
 from ..graph.sorted_ranges import lower_bound_probes
+from .cudasim import FULL_MASK
 from .runtime import cuda
 
 
@@ -23,6 +24,39 @@ from .runtime import cuda
 def lower_bound(arr, lo, hi, key):
     """First index i in [lo, hi) with arr[i] >= key (hi if none)."""
     return lower_bound_probes(arr, lo, hi, key)[0]
+
+
+@cuda.jit(device=True)
+def warp_seek(arr, lo, hi, key):
+    """:func:`lower_bound` by a whole warp (every lane calls it, all get the answer): rounds of
+    32 probes whose stride grows 32-fold from 32 until one passes ``key``, then shrinks, so an
+    answer d entries past ``lo`` costs about 2 log32(d) rounds of scattered reads instead of
+    d/32 contiguous ones (a galloping search, Bentley & Yao 1976)."""
+    lane = cuda.laneid
+    big = np.int64(1) << 62
+    stride = np.int64(32)
+    while True:                                  # grow: the window that holds the answer
+        p = lo + (lane + 1) * stride - 1
+        below = p < hi and arr[p] < key
+        c = cuda.popc(cuda.ballot_sync(FULL_MASK, below))
+        if c < 32:
+            hi = min(hi, lo + (c + 1) * stride)
+            lo = min(lo + c * stride, hi)
+            break
+        lo += 32 * stride
+        if lo >= hi or stride > big // 32:
+            lo = min(lo, hi)
+            break
+        stride *= 32
+    while hi - lo > 32:                          # shrink it 32-fold per round
+        stride = (hi - lo + 31) // 32
+        p = lo + (lane + 1) * stride - 1
+        below = p < hi and arr[p] < key
+        c = cuda.popc(cuda.ballot_sync(FULL_MASK, below))
+        hi = min(hi, lo + (c + 1) * stride)
+        lo = min(lo + c * stride, hi)
+    below = lo + lane < hi and arr[lo + lane] < key
+    return lo + cuda.popc(cuda.ballot_sync(FULL_MASK, below))
 
 
 @cuda.jit(device=True)
