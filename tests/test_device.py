@@ -12,8 +12,7 @@ import pytest
 from common.errors import DeviceOutOfMemory
 from common.gpu.budget import DeviceMemoryBudget
 from common.gpu.copies import download, fill, upload
-from common.gpu.device_functions import (contains, hash32, hash32_host, intersect, intersect_walk, lower_bound,
-                                         warp_seek)
+from common.gpu.device_functions import contains, hash32, hash32_host, intersect, intersect_walk, lower_bound, warp_seek
 from common.gpu.pool import BufferPool
 from common.gpu.runtime import cuda, device_info, gpu_available, kernel_resources, simulator_active
 from common.gpu.scan import SCAN_TILE, ScanWorkspace, exclusive_scan, warp_inclusive_scan
