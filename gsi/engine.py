@@ -241,12 +241,26 @@ class GSI(Engine):
         self._grow_rows(max(self.initial_rows, self.fuse_rows), 0)
         self._grow_gba(self.initial_gba, 0)
         if self.fuse_rows:
-            self.fused = make_fused_kernel(FUSE_WARPS)
-            self.region_elems = self.fuse_rows * MAX_QUERY_VERTICES
-            self.d_regions = (budget.device_array(self.region_elems, np.int32, what="one-launch join table 0"),
-                              budget.device_array(self.region_elems, np.int32, what="one-launch join table 1"))
+            self._reserve_one_launch_join(budget)
+
+    def _reserve_one_launch_join(self, budget) -> None:
+        """The one-launch join's two tables and result cells; where the limit leaves no room for
+        them after the per-row arrays and the GBA (which take what the budget allows), the
+        engine runs without the one-launch join (``fuse_rows`` 0) instead of failing."""
+        self.region_elems = self.fuse_rows * MAX_QUERY_VERTICES
+        held = []
+        try:
+            for what in ("one-launch join table 0", "one-launch join table 1"):
+                held.append(budget.device_array(self.region_elems, np.int32, what=what))
             self.d_fused_out = budget.device_array(OUT_SIZE, np.int64, what="one-launch join result")
-            self.h_fused_out = np.zeros(OUT_SIZE, np.int64)
+        except DeviceOutOfMemory:
+            for array in held:
+                budget.free(array)
+            self.fuse_rows = 0
+            return
+        self.d_regions = tuple(held)
+        self.fused = make_fused_kernel(FUSE_WARPS)
+        self.h_fused_out = np.zeros(OUT_SIZE, np.int64)
 
     # ------------------------------------------------------------------ buffers (BufferPool)
     def _get(self, name: str, size: int, dtype, release_above: int):

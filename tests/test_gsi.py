@@ -252,6 +252,19 @@ def test_slices_under_a_memory_limit_and_oom():
     assert result.status is Status.OOM
 
 
+def test_one_launch_join_left_out_where_the_limit_leaves_it_no_room():
+    """Per-row arrays and GBA that take what a limit allows leave no room for the one-launch
+    join's tables: prepare still succeeds, without that join, and counts stay exact."""
+    graph = UNDIRECTED
+    q = walk_query(graph, 4, seed=0)
+    big = dict(initial_rows=1 << 12, initial_gba=1 << 14)
+    lean = GSI(fuse_rows=0, **big).prepare(graph)
+    engine = GSI(device_memory_limit=lean.budget.in_use + 6000, **big).prepare(graph)   # < its two 4 KiB tables
+    assert engine.prepare_error is None and engine.fuse_rows == 0 < GSI().fuse_rows
+    got = engine.match(q)
+    assert got.status is Status.OK and got.count == reference(graph, q).count > 0
+
+
 def test_more_than_32_query_vertices():
     # A 33-vertex path with alternating labels (a unique label at its end) in a 36-cycle: two
     # embeddings (the two directions around the cycle), checked by the reference.
