@@ -80,7 +80,7 @@ _VIEWS = 512                               # cached arena views (a view costs a 
 #: partition mapped in host memory, when the bytes of its rows' lists (a bound: GROUP_BYTES per
 #: row and 4 per neighbour) times ZERO_COPY_COST are fewer than what streaming costs: the
 #: reached segments' bytes plus SEGMENT_COST_BYTES per segment for its copy, launches and events.
-ZERO_COPY_COST = 2.0
+ZERO_COPY_COST = 0.5
 SEGMENT_COST_BYTES = 256 << 10
 GROUP_BYTES = 4 * GROUP_WORDS
 #: The per-chunk demand slots after the linking edges' ones: the rows' longest first-edge bound,
@@ -1104,12 +1104,12 @@ class SGSI(Engine):
         total = int(words_read[GBA_WORDS])
         # per linking edge: the segments the rows reach, and whether its lists are read in place
         reach = [self._reached(part, reached) for _, part, _ in edges]
-        in_place = [self._in_place(words_read[k], m, segs) for k, segs in enumerate(reach)]
+        avail = top - fw
+        in_place = self._reads_in_place(words_read, m, reach, avail)
         slots = 2 * self.streams.slot_words if any(segs and not ip for segs, ip in zip(reach, in_place)) else 0
         # the GBA at the top, the slots (a chunk that streams) below it: the GBA gets half of the
         # room the slots leave (the new table needs the rest), all of it at the last level
         # without collect
-        avail = top - fw
         gba_room = (avail - slots) if last and not self._collect else (avail - slots) // 2
         if gba_room < 1:
             raise DeviceOutOfMemory(4 * (slots + 2), self.budget.in_use, self.budget.limit or 0,
@@ -1244,18 +1244,22 @@ class SGSI(Engine):
             return self.w1, self.w3
         return int(balance._NO_LIMIT), int(balance._NO_LIMIT)
 
-    def _in_place(self, words: int, rows: int, segs: list[Segment]) -> bool:
-        """Whether a chunk reads a linking edge's lists in place (zero-copy) instead of streaming
-        ``segs``, the segments its ``rows`` rows reach, whose lists take at most ``words`` words:
-        :data:`ZERO_COPY_COST`'s byte model."""
-        if self.inplace is None or not segs:
-            return False
-        read = 4 * int(words) + GROUP_BYTES * rows
-        if not _reads_less(read, segs):
-            return False
-        self._inplace_reads += 1
-        self._inplace_bytes += read
-        return True
+    def _reads_in_place(self, words_read, rows: int, reach: list[list[Segment]], avail: int) -> list[bool]:
+        """Per linking edge of a chunk of ``rows`` rows, whether it reads its lists in place
+        (zero-copy) instead of streaming ``reach[k]``, the segments the rows reach, whose lists
+        take at most ``words_read[k]`` words: :data:`ZERO_COPY_COST`'s byte model, and every edge
+        in place when the two slots would take more than half of the ``avail`` words of room
+        (streaming there would leave the GBA too little)."""
+        if self.inplace is None:
+            return [False] * len(reach)
+        read = [4 * int(words_read[k]) + GROUP_BYTES * rows for k in range(len(reach))]
+        cramped = 4 * self.streams.slot_words > avail
+        chosen = [bool(segs) and (cramped or _reads_less(read[k], segs)) for k, segs in enumerate(reach)]
+        for k, ip in enumerate(chosen):
+            if ip:
+                self._inplace_reads += 1
+                self._inplace_bytes += read[k]
+        return chosen
 
     def _read_in_place(self, part: int, rows: int) -> bool:
         """Whether the next level will likely read partition ``part`` in place for a new table of

@@ -135,10 +135,8 @@ def test_chunks_mix_in_place_and_streamed_linking_edges(monkeypatch):
     import itertools
 
     import gsi.sgsi as sgsi_module
-    monkeypatch.setattr(sgsi_module, "ZERO_COPY_COST", 0.0)
     turns = itertools.cycle([True, False, False])
-    in_place = SGSI._in_place
-    monkeypatch.setattr(SGSI, "_in_place", lambda self, *args: next(turns) and in_place(self, *args))
+    monkeypatch.setattr(sgsi_module, "_reads_less", lambda read_bytes, segs: next(turns))
     engine = SGSI(device_memory_limit=limit_for_partitions(DIRECTED, 3), **SHAPE).prepare(DIRECTED)
     for seed in (3, 4):
         q = walk_query(DIRECTED, 5, seed=seed)
@@ -149,19 +147,22 @@ def test_chunks_mix_in_place_and_streamed_linking_edges(monkeypatch):
 
 
 def test_zero_copy_cost_model_reads_in_place_only_when_that_reads_less():
-    """``_in_place``: few rows with short lists read in place; rows whose lists take more bytes
-    than the segments they reach (times ZERO_COPY_COST) stream them; nothing reached, nothing read."""
+    """``_reads_in_place``: few rows with short lists read in place; rows whose lists take more
+    bytes than the segments they reach (times ZERO_COPY_COST) stream them, unless the slots would
+    take more than half of the room; nothing reached, nothing read; without zero-copy, never."""
     import gsi.sgsi as sgsi_module
     engine = SGSI(device_memory_limit=limit_for_partitions(GRAPH, 3), **SHAPE).prepare(GRAPH)
     engine._inplace_reads = engine._inplace_bytes = 0
     segs = engine.segments[0]
     streamed = sum(sgsi_module.SEGMENT_COST_BYTES + 4 * s.words for s in segs)
     words = lambda ratio: int(streamed * ratio / sgsi_module.ZERO_COPY_COST) // 4    # noqa: E731
-    assert engine._in_place(words(0.5), 0, segs) and engine._inplace_reads == 1
-    assert not engine._in_place(words(1.5), 0, segs)
-    assert not engine._in_place(0, 1, [])
-    assert not SGSI(device_memory_limit=limit_for_partitions(GRAPH, 3), zero_copy=False,
-                    **SHAPE).prepare(GRAPH)._in_place(0, 1, segs)
+    roomy = 4 * engine.streams.slot_words
+    assert engine._reads_in_place([words(0.5), words(1.5)], 0, [segs, segs], roomy) == [True, False]
+    assert engine._inplace_reads == 1
+    assert engine._reads_in_place([words(1.5), 0], 0, [segs, []], roomy - 1) == [True, False]   # cramped
+    assert engine._reads_in_place([0], 1, [[]], roomy) == [False]
+    assert SGSI(device_memory_limit=limit_for_partitions(GRAPH, 3), zero_copy=False,
+                **SHAPE).prepare(GRAPH)._reads_in_place([0], 1, [segs], 0) == [False]
 
 
 def test_degree_bounds_are_exact_when_they_fit_and_bound_every_list_when_not():
