@@ -41,7 +41,7 @@ from .join import (
     emit,
     first_edge_keeps,
     flush,
-    intersect_row,
+    intersect_row_galloping,
     load_row,
     warp_first_edge,
 )
@@ -276,9 +276,9 @@ def _block_kernel(warps: int):
                 if kind == KIND_WARP:
                     size = written
             if kind == KIND_WARP or kind == KIND_POOL:
-                size, ls, ln, lt = intersect_row(rowc, batch, ntile, cache, w, qinfo, e_lo, e_hi, gba, F[i],
-                                                 size, n, structure, meta, gl, keys, offs, ci, ci_label,
-                                                 use_cache)
+                size, ls, ln, lt = intersect_row_galloping(rowc, batch, ntile, cache, w, qinfo, e_lo, e_hi, gba,
+                                                           F[i], size, n, structure, meta, gl, keys, offs, ci,
+                                                           ci_label, use_cache)
                 l_struct += ls
                 l_nbr += ln
                 l_tab += lt
@@ -361,7 +361,7 @@ def _other_edges_kernel(warps: int):
     def other_edges(tab, width, a, m, F, gba, num, n, structure, meta, gl, keys, offs, ci, ci_label,
                     use_cache, qinfo, e_lo, e_hi, loads, instrument):
         """A warp per row: gba[F[i]:F[i] + num[i]] (the first edge's survivors) intersected in
-        place with the linking edges e_lo..e_hi-1 (:func:`gsi.join.intersect_row`); num[i] = the
+        place with the linking edges e_lo..e_hi-1 (:func:`gsi.join.intersect_row_galloping`); num[i] = the
         result's size."""
         rowc = cuda.shared.array((warps, Q), np.int32)
         cache = cuda.shared.array((warps, 32), np.int32)
@@ -374,8 +374,9 @@ def _other_edges_kernel(warps: int):
             load_row(rowc, w, tab, a + i, width)
             size = num[i]
             cuda.syncwarp(FULL_MASK)
-            size, ls, ln, lt = intersect_row(rowc, btile, ntile, cache, w, qinfo, e_lo, e_hi, gba, F[i], size, n,
-                                             structure, meta, gl, keys, offs, ci, ci_label, use_cache)
+            size, ls, ln, lt = intersect_row_galloping(rowc, btile, ntile, cache, w, qinfo, e_lo, e_hi, gba, F[i],
+                                                       size, n, structure, meta, gl, keys, offs, ci, ci_label,
+                                                       use_cache)
             l_struct += ls
             l_nbr += ln
             l_tab += lt

@@ -95,60 +95,75 @@ def flush(cache, w, cached, written, out, out_base):
     return written + cached
 
 
-@cuda.jit(device=True)
-def merge_in_place(btile, ntile, cache, w, gba, base, bp, size, ci, npos, e, written, structure,
-                   ci_label, label, use_cache):
-    """One warp: intersect gba[base+bp : base+size] with ci[npos:e] (both sorted) by 32 x 32 tile
-    merges (each lane binary-searches its buffer element in the neighbour tile; the tile whose
-    last element is smaller advances), writing survivors in place from gba[base+written]
-    (written <= bp). Returns (written after the final flush, bp where the merge stopped, buffer
-    tiles loaded, neighbour tiles loaded)."""
-    lane = cuda.laneid
-    cached = 0
-    loaded_b = 0
-    loaded_n = 0
-    reload_b = True
-    reload_n = True
-    misses = 0
-    while bp < size and npos < e:
-        if reload_b:
-            btile[w, lane] = gba[base + bp + lane] if bp + lane < size else INT32_MAX
-            loaded_b += 1
-        if reload_n:
-            ntile[w, lane] = ci[npos + lane] if npos + lane < e else INT32_MAX
-            loaded_n += 1
-        cuda.syncwarp(FULL_MASK)
-        nvalid = e - npos
-        if nvalid > 32:
-            nvalid = 32
-        bvalid = size - bp
-        if bvalid > 32:
-            bvalid = 32
-        blast = btile[w, bvalid - 1]
-        nlast = ntile[w, nvalid - 1]
-        x = btile[w, lane]
-        lo = lower_bound(ntile[w], 0, nvalid, x)
-        pred = lane < bvalid and lo < nvalid and ntile[w, lo] == x
-        if pred:
-            pred = label_ok(structure, ci_label, npos + lo, label)
-        hits = cuda.ballot_sync(FULL_MASK, pred)
-        cached, written = emit(cache, w, pred, x, cached, written, gba, base, use_cache)
-        reload_b = blast <= nlast
-        reload_n = nlast <= blast
-        if reload_b:
-            bp += 32
-        if reload_n:
-            npos += 32
-        # a neighbour list far longer than the buffer: after SKIP_AFTER tiles without a match
-        # wholly below the buffer tile, gallop to the buffer's next element instead of reading on
-        misses = misses + 1 if reload_n and not reload_b and hits == 0 else 0
-        if misses >= SKIP_AFTER and npos < e:
-            after = cuda.ballot_sync(FULL_MASK, lane < bvalid and x > nlast)
-            key = cuda.shfl_sync(FULL_MASK, x, cuda.ffs(after) - 1)
-            npos = warp_seek(ci, npos, e, key)
-            misses = 0
-        cuda.syncwarp(FULL_MASK)
-    return flush(cache, w, cached, written, gba, base), bp, loaded_b, loaded_n
+def _tile_merge(gallop: bool):
+    """The tile merge, with (``gallop``) or without the skip through long neighbour lists (a
+    compile-time choice: the one-launch join, held to 64 registers, keeps the plain merge)."""
+
+    @cuda.jit(device=True)
+    def merge(btile, ntile, cache, w, gba, base, bp, size, ci, npos, e, written, structure, ci_label, label,
+              use_cache):
+        """One warp: intersect gba[base+bp : base+size] with ci[npos:e] (both sorted) by 32 x 32
+        tile merges (each lane binary-searches its buffer element in the neighbour tile; the tile
+        whose last element is smaller advances), writing survivors in place from
+        gba[base+written] (written <= bp). Returns (written after the final flush, bp where the
+        merge stopped, buffer tiles loaded, neighbour tiles loaded)."""
+        lane = cuda.laneid
+        cached = 0
+        loaded_b = 0
+        loaded_n = 0
+        reload_b = True
+        reload_n = True
+        misses = 0
+        while bp < size and npos < e:
+            if reload_b:
+                btile[w, lane] = gba[base + bp + lane] if bp + lane < size else INT32_MAX
+                loaded_b += 1
+            if reload_n:
+                ntile[w, lane] = ci[npos + lane] if npos + lane < e else INT32_MAX
+                loaded_n += 1
+            cuda.syncwarp(FULL_MASK)
+            nvalid = e - npos
+            if nvalid > 32:
+                nvalid = 32
+            bvalid = size - bp
+            if bvalid > 32:
+                bvalid = 32
+            blast = btile[w, bvalid - 1]
+            nlast = ntile[w, nvalid - 1]
+            x = btile[w, lane]
+            lo = lower_bound(ntile[w], 0, nvalid, x)
+            pred = lane < bvalid and lo < nvalid and ntile[w, lo] == x
+            if pred:
+                pred = label_ok(structure, ci_label, npos + lo, label)
+            if gallop:
+                misses = misses + 1 if cuda.ballot_sync(FULL_MASK, pred) == 0 else 0
+            cached, written = emit(cache, w, pred, x, cached, written, gba, base, use_cache)
+            reload_b = blast <= nlast
+            reload_n = nlast <= blast
+            if reload_b:
+                bp += 32
+            if reload_n:
+                npos += 32
+            if gallop:
+                # a neighbour list far longer than the buffer: after SKIP_AFTER tiles without a
+                # match wholly below the buffer tile, gallop to the buffer's next element
+                if not reload_n or reload_b:
+                    misses = 0
+                if misses >= SKIP_AFTER and npos < e:
+                    after = cuda.ballot_sync(FULL_MASK, lane < bvalid and x > nlast)
+                    key = cuda.shfl_sync(FULL_MASK, x, cuda.ffs(after) - 1)
+                    npos = warp_seek(ci, npos, e, key)
+                    misses = 0
+            cuda.syncwarp(FULL_MASK)
+        return flush(cache, w, cached, written, gba, base), bp, loaded_b, loaded_n
+
+    return merge
+
+
+#: GSI's tile merge (Algorithm 4's intersections), and the same merge skipping through a
+#: neighbour list far longer than the buffer (:func:`common.gpu.device_functions.warp_seek`).
+merge_in_place = _tile_merge(False)
+merge_in_place_galloping = _tile_merge(True)
 
 
 @cuda.jit(device=True)
@@ -243,25 +258,33 @@ def edge_at(qinfo, ed):
             qinfo[ed * EDGE_FIELDS + EDGE_LABEL])
 
 
-@cuda.jit(device=True)
-def intersect_row(rowc, btile, ntile, cache, w, qinfo, e_lo, e_hi, gba, base, size, n, structure,
-                  meta, gl, keys, offs, ci, ci_label, use_cache):
-    """One warp, one row (cached in rowc[w]): gba[base:base+size] ∩= N(v'', l) for the linking
-    edges e_lo..e_hi-1, in place by tile merges. Returns (size, structure loads, neighbour tiles,
-    buffer tiles)."""
-    l_struct = l_nbr = l_tab = 0
-    for ed in range(e_lo, e_hi):
-        if size == 0:
-            break
-        col, part, label = edge_at(qinfo, ed)
-        s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, part, rowc[w, col], n)
-        l_struct += ld
-        size, _, loaded_b, loaded_n = merge_in_place(btile, ntile, cache, w, gba, base, np.int64(0), size,
-                                                     ci, s, e, np.int64(0), structure, ci_label, label,
-                                                     use_cache)
-        l_tab += loaded_b
-        l_nbr += loaded_n
-    return size, l_struct, l_nbr, l_tab
+def _intersect_row(merge):
+    @cuda.jit(device=True)
+    def intersect_row(rowc, btile, ntile, cache, w, qinfo, e_lo, e_hi, gba, base, size, n, structure,
+                      meta, gl, keys, offs, ci, ci_label, use_cache):
+        """One warp, one row (cached in rowc[w]): gba[base:base+size] ∩= N(v'', l) for the
+        linking edges e_lo..e_hi-1, in place by tile merges. Returns (size, structure loads,
+        neighbour tiles, buffer tiles)."""
+        l_struct = l_nbr = l_tab = 0
+        for ed in range(e_lo, e_hi):
+            if size == 0:
+                break
+            col, part, label = edge_at(qinfo, ed)
+            s, e, ld = warp_neighbor_range(structure, meta, gl, keys, offs, part, rowc[w, col], n)
+            l_struct += ld
+            size, _, loaded_b, loaded_n = merge(btile, ntile, cache, w, gba, base, np.int64(0), size, ci, s, e,
+                                               np.int64(0), structure, ci_label, label, use_cache)
+            l_tab += loaded_b
+            l_nbr += loaded_n
+        return size, l_struct, l_nbr, l_tab
+
+    return intersect_row
+
+
+#: A row's intersections with the plain merge (the warp-per-row and one-launch joins) and with
+#: the galloping one (the load-balanced kernels, whose rows include the hubs).
+intersect_row = _intersect_row(merge_in_place)
+intersect_row_galloping = _intersect_row(merge_in_place_galloping)
 
 
 @cuda.jit(device=True)

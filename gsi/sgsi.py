@@ -57,7 +57,7 @@ from common.graph.model import Graph
 from . import balance
 from .engine import DEFAULT_BLOCK_THREADS, DEFAULT_MAX_BLOCKS, GSI
 from .filter import SIG_WORDS, filter_kernel, signature_table
-from .join import EDGE_FIELDS, MAX_QUERY_VERTICES, link_row, load_row, merge_in_place, warp_first_edge
+from .join import EDGE_FIELDS, MAX_QUERY_VERTICES, link_row, load_row, merge_in_place_galloping, warp_first_edge
 from .layout import QI_EDGES, QI_IN, QI_LAB, QI_OUT, QI_SIG, query_info
 from .order import SCORES, join_plan
 from .pcsr import GROUP_WORDS, META, PCSR, _build_pcsr_partition, build_index, partition_lists, warp_neighbor_range
@@ -345,8 +345,8 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
                 size = np.int64(num[i])
                 if s < e and bp < size:
                     base = F[i]
-                    written, bp, _, _ = merge_in_place(btile, ntile, cache, w, gba, base, bp, size, slot, s, e,
-                                                       wr[i], PCSR, slot, 0, use_cache)
+                    written, bp, _, _ = merge_in_place_galloping(btile, ntile, cache, w, gba, base, bp, size, slot,
+                                                                 s, e, wr[i], PCSR, slot, 0, use_cache)
                     # every buffer element up to the part's last neighbour has been consumed
                     nxt = size
                     if bp < size:
