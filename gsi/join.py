@@ -44,7 +44,7 @@ LOAD_STRUCTURE, LOAD_NEIGHBORS, LOAD_BITSET, LOAD_TABLE = 0, 1, 2, 3
 # Slots of the engine's small int64 ``cells`` array that single-block kernels leave totals in.
 CELL_GBA, CELL_OUT = 0, 1
 CELLS = 2
-#: Tile merges (:func:`merge_in_place`) gallop through the neighbour list after this many
+#: :data:`merge_in_place_galloping` skips through the neighbour list after this many
 #: consecutive neighbour tiles that held no match and lay wholly below the buffer tile.
 SKIP_AFTER = 2
 
