@@ -32,7 +32,7 @@ from common.gpu.device_functions import lower_bound, lower_bound_probes, warp_se
 from common.gpu.runtime import cuda, jit
 from common.gpu.scan import warp_inclusive_scan
 
-from .pcsr import CSR, neighbor_range, warp_neighbor_range
+from .pcsr import CSR, PCSR, neighbor_range, warp_neighbor_range
 
 MAX_QUERY_VERTICES = 64
 MAX_LINK_EDGES = 2 * MAX_QUERY_VERTICES
@@ -285,6 +285,78 @@ def _intersect_row(merge):
 #: the galloping one (the load-balanced kernels, whose rows include the hubs).
 intersect_row = _intersect_row(merge_in_place)
 intersect_row_galloping = _intersect_row(merge_in_place_galloping)
+
+
+@cuda.jit(device=True)
+def tile_in_list(ntile, w, keep, x, ci, npos, e):
+    """One warp: which lanes' ``x`` (where ``keep``; ascending with the lane) occur in ci[npos:e]
+    (sorted). Neighbour tiles are read from ``npos`` on; a tile wholly below the smallest
+    unresolved element is skipped by :func:`common.gpu.device_functions.warp_seek`. Returns
+    (found, where the next search may start: the tile that held the largest kept element)."""
+    lane = cuda.laneid
+    found = False
+    mask = cuda.ballot_sync(FULL_MASK, keep)
+    key = cuda.shfl_sync(FULL_MASK, x, cuda.ffs(mask) - 1)
+    while mask != 0 and npos < e:
+        ntile[w, lane] = ci[npos + lane] if npos + lane < e else INT32_MAX
+        cuda.syncwarp(FULL_MASK)
+        nvalid = e - npos
+        if nvalid > 32:
+            nvalid = 32
+        nlast = ntile[w, nvalid - 1]
+        if nlast < key:                            # nothing of the tile is wanted: gallop
+            cuda.syncwarp(FULL_MASK)
+            npos = warp_seek(ci, npos + nvalid, e, key)
+            continue
+        if keep and not found:
+            j = lower_bound(ntile[w], 0, nvalid, x)
+            found = j < nvalid and ntile[w, j] == x
+        cuda.syncwarp(FULL_MASK)
+        mask = cuda.ballot_sync(FULL_MASK, keep and x > nlast)
+        if mask != 0:
+            key = cuda.shfl_sync(FULL_MASK, x, cuda.ffs(mask) - 1)
+            npos += nvalid
+    return keep and found, npos
+
+
+@cuda.jit(device=True)
+def count_row_in_place(rowc, ranges, ntile, w, width, qinfo, e_lo, e_hi, bits, ubase, ci, n, meta):
+    """One warp, one row (cached in rowc[w]), the last join step counted instead of written:
+    |N(v'_1, l_1) ∩ ... ∩ N(v'_k, l_k) ∩ C(u) minus the row| over the linking edges e_lo..e_hi-1
+    (PCSR ``meta``/``ci``; ``ranges[w]``: scratch of two words per edge). The shortest list is
+    read in 32-element batches; each batch's survivors are looked up in the other lists
+    (:func:`tile_in_list`, whose cursors only move forward). Lane 0 holds the count."""
+    lane = cuda.laneid
+    best = -1
+    best_len = np.int64(1) << 62
+    for ed in range(e_lo, e_hi):
+        col, part, _label = edge_at(qinfo, ed)
+        s, e, _ = warp_neighbor_range(PCSR, meta, ci, ci, meta, part, rowc[w, col], n)
+        if lane == 0:
+            ranges[w, 2 * (ed - e_lo)] = s
+            ranges[w, 2 * (ed - e_lo) + 1] = e
+        if e - s < best_len:
+            best, best_len = ed - e_lo, e - s
+    cuda.syncwarp(FULL_MASK)
+    count = np.int64(0)
+    k = ranges[w, 2 * best]
+    end = ranges[w, 2 * best + 1]
+    while k < end:
+        x = INT32_MAX
+        keep = False
+        if k + lane < end:
+            x = ci[k + lane]
+            keep = in_bitset(bits, ubase, x) != 0 and not_in_row(rowc, w, width, x)
+        for other in range(e_hi - e_lo):
+            if other != best and cuda.ballot_sync(FULL_MASK, keep) != 0:
+                keep, npos = tile_in_list(ntile, w, keep, x, ci, ranges[w, 2 * other], ranges[w, 2 * other + 1])
+                cuda.syncwarp(FULL_MASK)
+                if lane == 0:
+                    ranges[w, 2 * other] = npos
+                cuda.syncwarp(FULL_MASK)
+        count += cuda.popc(cuda.ballot_sync(FULL_MASK, keep))
+        k += 32
+    return count
 
 
 @cuda.jit(device=True)

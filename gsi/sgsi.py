@@ -17,13 +17,15 @@ those segments, one launch per segment, and the new table is written in parts th
 grouped by the segment of the next step's first linking vertex (so a chunk reaches few of them)
 and joined on before the next. SGSI+ chooses W1 and W3 per chunk with §7's cost model. With
 ``zero_copy`` (the default) the graph is also mapped from host memory: the filter reads the
-signature table in place, and a chunk whose rows' lists take few bytes reads them in place in
-one launch instead of streaming the segments they lie in. ``stats``: ``mode``, ``partitions``,
+signature table in place, a chunk whose rows' lists take few bytes reads them in place in one
+launch instead of streaming the segments they lie in, and a count-only query's last join step is
+counted in place, a warp per row, without a GBA or chunks. ``stats``: ``mode``, ``partitions``,
 ``signature_segments``, ``comm_s`` and ``comp_s`` (with ``instrument``: summed device time of
 copies and of kernels, which overlap), ``bytes_h2d``, ``bytes_d2h``, ``bytes_streamed`` (graph
 segments copied), ``h2d_gbps`` (those bytes over their copies' device time), ``segments_streamed``,
 ``inplace_reads`` (linking edges of a chunk read in place) and ``bytes_inplace`` (a bound of
-the bytes they read), ``chunks``, ``gba_splits``, ``split_outputs``, ``rows_per_iteration``.
+the bytes they read), ``chunks``, ``gba_splits``, ``split_outputs``, ``rows_per_iteration``,
+``counted_rows`` (rows of the last table whose extensions were counted in place).
 The choices where the paper is silent are in docs/decisions.md ("SGSI").
 """
 
@@ -57,7 +59,15 @@ from common.graph.model import Graph
 from . import balance
 from .engine import DEFAULT_BLOCK_THREADS, DEFAULT_MAX_BLOCKS, GSI
 from .filter import SIG_WORDS, filter_kernel, signature_table
-from .join import EDGE_FIELDS, MAX_QUERY_VERTICES, link_row, load_row, merge_in_place_galloping, warp_first_edge
+from .join import (
+    EDGE_FIELDS,
+    MAX_QUERY_VERTICES,
+    count_row_in_place,
+    link_row,
+    load_row,
+    merge_in_place_galloping,
+    warp_first_edge,
+)
 from .layout import QI_EDGES, QI_IN, QI_LAB, QI_OUT, QI_SIG, query_info
 from .order import SCORES, join_plan
 from .pcsr import GROUP_WORDS, META, PCSR, _build_pcsr_partition, build_index, partition_lists, warp_neighbor_range
@@ -82,6 +92,8 @@ _VIEWS = 512                               # cached arena views (a view costs a 
 #: reached segments' bytes plus SEGMENT_COST_BYTES per segment for its copy, launches and events.
 ZERO_COPY_COST = 0.5
 SEGMENT_COST_BYTES = 256 << 10
+#: Rows of the last table per launch of the counted last step (the deadline is checked between).
+COUNT_ROWS = 1 << 18
 GROUP_BYTES = 4 * GROUP_WORDS
 #: The per-chunk demand slots after the linking edges' ones: the rows' longest first-edge bound,
 #: and the words of the chunk's GBA.
@@ -214,6 +226,7 @@ class SGSIKernels(NamedTuple):
     link_part: object
     bucket_count: object
     bucket_link: object
+    count_last: object
 
 
 @functools.lru_cache(maxsize=None)
@@ -419,8 +432,28 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
             cuda.syncwarp(FULL_MASK)
             i += cuda.gridDim.x * warps
 
+    @jit
+    def count_last_kernel(tab, width, r0, r1, edges, e_lo, e_hi, bits, ubase, n, meta, ci, total):
+        """The last join step of a count-only query with the graph read in place: a warp per row
+        r0..r1-1 of the table adds the row's extensions (:func:`gsi.join.count_row_in_place`)
+        to total[0]; no GBA, no new table."""
+        rowc = cuda.shared.array((warps, Q), np.int32)
+        ranges = cuda.shared.array((warps, 2 * Q), np.int64)
+        ntile = cuda.shared.array((warps, 32), np.int32)
+        w = cuda.threadIdx.x // 32
+        found = np.int64(0)
+        i = r0 + cuda.blockIdx.x * warps + w
+        while i < r1:
+            load_row(rowc, w, tab, i, width)
+            found += count_row_in_place(rowc, ranges, ntile, w, width, edges, e_lo, e_hi, bits, ubase, ci, n, meta)
+            cuda.syncwarp(FULL_MASK)
+            i += cuda.gridDim.x * warps
+        if cuda.laneid == 0 and found > 0:
+            cuda.atomic.add(total, 0, found)
+
     return SGSIKernels(bounds_kernel, segment_first_kernel, segment_prep_kernel, segment_add_kernel,
-                       segment_intersect_kernel, link_part_kernel, bucket_count_kernel, bucket_link_kernel)
+                       segment_intersect_kernel, link_part_kernel, bucket_count_kernel, bucket_link_kernel,
+                       count_last_kernel)
 
 
 def _copy_async(slot, host: np.ndarray, stream) -> None:
@@ -838,6 +871,8 @@ class SGSI(Engine):
         self.streams = _Streams(slot_words)
         # the load balance's queue length, and SGSI+'s work histogram (only SGSI+ needs one)
         self.d_qcount = budget.device_array(1, np.int64, what="load-balance queue length")
+        self.d_found = budget.device_array(1, np.int64, what="counted matches")
+        self.h_found = np.zeros(1, np.int64)
         if self.load_balance == "histogram":
             self.d_hist = budget.device_array(balance.HIST_BINS, np.int64, what="work histogram")
             self.h_hist = np.zeros(balance.HIST_BINS, np.int64)
@@ -900,6 +935,7 @@ class SGSI(Engine):
         self._clock, self._limit, self._collect = clock, limit, collect
         self._count, self._chunks, self._rows_out, self._host_bytes = 0, 0, [], 0
         self._gba_splits = self._table_parts = self._inplace_reads = self._inplace_bytes = 0
+        self._counted_rows = 0
         stats = {"mode": "out-of-core", "partitions": self.partitions,
                  "signature_segments": len(self.sig_segments), "candidate_sizes": [], "order": [],
                  "load_balance": self.load_balance}
@@ -939,6 +975,7 @@ class SGSI(Engine):
                      bytes_streamed=clock.bytes_streamed, segments_streamed=clock.streamed,
                      gba_splits=self._gba_splits, split_outputs=self._table_parts,
                      inplace_reads=self._inplace_reads, bytes_inplace=self._inplace_bytes,
+                     counted_rows=self._counted_rows,
                      h2d_gbps=clock.bytes_streamed / stream_s / 1e9 if stream_s > 0 else 0.0)
         return MatchResult(self.name, self._count, status, reason=reason, embeddings=embeddings,
                            phases=timer.seconds, peak_device_bytes=self.budget.peak, stats=stats)
@@ -1056,6 +1093,9 @@ class SGSI(Engine):
         rows of each bucket of the first linking edge's partition start (the table grouped by
         the segment of that edge's vertex), or None."""
         last = level + 2 == len(self._steps) + 1
+        if last and self._counts_last():
+            self._count_last(level, tb, rows)
+            return
         a = 0
         while a < rows:
             self._deadline.check()
@@ -1067,6 +1107,35 @@ class SGSI(Engine):
                 raise DeviceOutOfMemory(8 * ROW_ARRAYS, self.budget.in_use, self.budget.limit or 0,
                                         f"per-row arrays of join iteration {level + 1} (raise device_memory_limit)")
             a += self._chunk(level, tb, a, m, fw, fr, top, buckets)
+
+    def _counts_last(self) -> bool:
+        """Whether the last join step is counted in place (:meth:`_count_last`): count-only, with
+        the graph mapped (``zero_copy``)."""
+        return not self._collect and self.inplace is not None
+
+    def _count_last(self, level: int, tb: int, rows: int) -> None:
+        """The last join step of a count-only query, every linking edge's lists read in place: a
+        warp per row of table ``level`` counts the row's extensions, so the step needs neither
+        a GBA nor chunks. Launches of COUNT_ROWS rows, the count read back after each (the
+        deadline and ``limit`` checked between them)."""
+        vertex, e0, e_hi, _edges = self._steps[level]
+        width = level + 1
+        tab = self._view(self.d_words, tb, self.words_cap)
+        sk, T, clock = self.sgsi_kernels, self.block_threads, self._clock
+        for r0 in range(0, rows, COUNT_ROWS):
+            self._deadline.check()
+            r1 = min(rows, r0 + COUNT_ROWS)
+            fill(self.d_found, 0)
+            with clock.comp_default.phase("kernels"):
+                sk.count_last[grid_blocks(r1 - r0, self.warps, self.max_blocks), T](
+                    tab, width, r0, r1, self.d_edges, e0, e_hi, self.d_bits, vertex * self.nwords, self.n,
+                    self.inplace.meta, self.inplace.pcsr, self.d_found)
+            with clock.comm_default.phase("d2h"):
+                found = int(download(self.d_found, self.h_found)[0])
+            clock.bytes_d2h += self.h_found.nbytes
+            self._counted_rows += r1 - r0
+            self._iter_rows[level + 1] += found
+            self._add_count(found)
 
     def _chunk(self, level: int, tb: int, a: int, m: int, fw: int, fr: int, top: int, buckets) -> int:
         """One join iteration over rows a..a+m-1 of table ``level`` (or the longest prefix whose
@@ -1209,7 +1278,8 @@ class SGSI(Engine):
         # the GBA and per-row arrays are free again for the later levels, and it may take
         # TABLE_SHARE of the room (the rest for them)
         room = avail - max(total, 1)
-        room_rows = (room if last else int(room * TABLE_SHARE)) // (width + 1)
+        whole_room = last or (level + 3 == nq and self._counts_last())   # nothing after it needs room
+        room_rows = (room if whole_room else int(room * TABLE_SHARE)) // (width + 1)
         if out_rows <= room_rows:
             self._write(level, tab, a, 0, m, gba, F, num, P, 0, out_rows, fw, fr, top)
             return m
@@ -1286,8 +1356,9 @@ class SGSI(Engine):
         wg = grid_blocks(i1 - i0, self.warps, self.max_blocks)
         sk, T, clock = self.sgsi_kernels, self.block_threads, self._clock
         last = level + 2 == len(self._steps) + 1
+        counted = level + 3 == len(self._steps) + 1 and self._counts_last()
         col, part = self._steps[level + 1][3][0][:2] if not last else (0, 0)
-        if not last and self.segments[part] and not self._read_in_place(part, rows):
+        if not (last or counted) and self.segments[part] and not self._read_in_place(part, rows):
             # grouped by the segment of the next step's first linking vertex, so that the next
             # level's chunks each reach few of its segments
             f, k = int(self._seg_first[part]), len(self.segments[part])

@@ -129,6 +129,42 @@ def test_zero_copy_reads_the_mapped_graph_in_place(monkeypatch, options):
         assert got.peak_device_bytes <= limit
 
 
+def hub_triangle(graph: Graph) -> Graph:
+    """A triangle through the hub (vertex 0) and two adjacent spokes, labelled as they are."""
+    spokes = set(graph.neighbors_of(0).tolist())
+    a, b = next((int(a), int(b)) for a in sorted(spokes) for b in graph.neighbors_of(a).tolist() if b in spokes)
+    return Graph.from_edges(3, [0, 1, 2], [1, 2, 0], graph.labels[[0, a, b]].tolist(), name="hub_triangle")
+
+
+@pytest.mark.parametrize("graph", ["undirected", "directed"])
+def test_count_only_queries_count_the_last_step_in_place(graph):
+    """Count-only, with the graph mapped, the last join step is counted in place (a warp per row
+    of the last table, the shortest list looked up in the others): counts equal the reference's
+    and the GBA join's (collect, and zero_copy=False), with fewer chunks, on queries whose last
+    vertex has one linking edge or several, one of them the hub's 300-entry list."""
+    data = GRAPH if graph == "undirected" else DIRECTED
+    limit = limit_for_partitions(data, 3)
+    engine = SGSI(device_memory_limit=limit, **SHAPE).prepare(data)
+    streamed = SGSI(device_memory_limit=limit, **STREAMED).prepare(data)
+    queries = [walk_query(data, 3, seed=4), walk_query(data, 4, seed=0), walk_query(data, 5, seed=1)]
+    if graph == "undirected":
+        queries.append(hub_triangle(data))
+    several = 0
+    for q in queries:
+        want = reference(data, q).count
+        got, listed = engine.match(q), engine.match(q, collect=True)
+        assert got.status is Status.OK and got.stats["mode"] == "out-of-core"
+        assert got.count == listed.count == streamed.match(q).count == want > 0, q.name
+        assert got.stats["counted_rows"] == got.stats["rows_per_iteration"][-2] > 0
+        assert listed.stats["counted_rows"] == 0
+        assert got.stats["chunks"] < listed.stats["chunks"]
+        order = got.stats["order"]
+        several += len(set(q.neighbors_of(order[-1]).tolist()) & set(order[:-1])) > 1
+    assert several > 0 or graph == "directed"          # a last step with several linking edges
+    limited = engine.match(queries[1], limit=7)
+    assert limited.status is Status.LIMIT and limited.count == 7
+
+
 def test_chunks_mix_in_place_and_streamed_linking_edges(monkeypatch):
     """Every third linking edge of a chunk read in place, the others streamed: the directed,
     edge-labelled counts stay exact, intersections (Algorithm 5) included."""
