@@ -235,6 +235,7 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
     one segment (a warp per row), the offsets around GSI's block-cooperative kernels,
     Algorithm 5 for one segment, and the writer of part of the new table."""
     Q = MAX_QUERY_VERTICES
+    Q2 = 2 * MAX_QUERY_VERTICES                 # two words (a list's range) per linking edge
 
     @jit
     def bounds_kernel(tab, width, a, m, edges, e_lo, e_hi, deg, deg_rows, part_max, n, cap, counts, raw, num,
@@ -438,7 +439,7 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
         r0..r1-1 of the table adds the row's extensions (:func:`gsi.join.count_row_in_place`)
         to total[0]; no GBA, no new table."""
         rowc = cuda.shared.array((warps, Q), np.int32)
-        ranges = cuda.shared.array((warps, 2 * Q), np.int64)
+        ranges = cuda.shared.array((warps, Q2), np.int64)
         ntile = cuda.shared.array((warps, 32), np.int32)
         w = cuda.threadIdx.x // 32
         found = np.int64(0)
