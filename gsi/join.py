@@ -319,44 +319,66 @@ def tile_in_list(ntile, w, keep, x, ci, npos, e):
     return keep and found, npos
 
 
-@cuda.jit(device=True)
-def count_row_in_place(rowc, ranges, ntile, w, width, qinfo, e_lo, e_hi, bits, ubase, ci, n, meta):
-    """One warp, one row (cached in rowc[w]), the last join step counted instead of written:
-    |N(v'_1, l_1) ∩ ... ∩ N(v'_k, l_k) ∩ C(u) minus the row| over the linking edges e_lo..e_hi-1
-    (PCSR ``meta``/``ci``; ``ranges[w]``: scratch of two words per edge). The shortest list is
-    read in 32-element batches; each batch's survivors are looked up in the other lists
-    (:func:`tile_in_list`, whose cursors only move forward). Lane 0 holds the count."""
-    lane = cuda.laneid
-    best = -1
-    best_len = np.int64(1) << 62
-    for ed in range(e_lo, e_hi):
-        col, part, _label = edge_at(qinfo, ed)
-        s, e, _ = warp_neighbor_range(PCSR, meta, ci, ci, meta, part, rowc[w, col], n)
-        if lane == 0:
-            ranges[w, 2 * (ed - e_lo)] = s
-            ranges[w, 2 * (ed - e_lo) + 1] = e
-        if e - s < best_len:
-            best, best_len = ed - e_lo, e - s
-    cuda.syncwarp(FULL_MASK)
-    count = np.int64(0)
-    k = ranges[w, 2 * best]
-    end = ranges[w, 2 * best + 1]
-    while k < end:
-        x = INT32_MAX
-        keep = False
-        if k + lane < end:
-            x = ci[k + lane]
-            keep = in_bitset(bits, ubase, x) != 0 and not_in_row(rowc, w, width, x)
-        for other in range(e_hi - e_lo):
-            if other != best and cuda.ballot_sync(FULL_MASK, keep) != 0:
-                keep, npos = tile_in_list(ntile, w, keep, x, ci, ranges[w, 2 * other], ranges[w, 2 * other + 1])
+def _row_in_place(write: bool):
+    """A row's join with every list read in place, counting (``write`` False) or also writing
+    the new rows (a compile-time choice)."""
+
+    @cuda.jit(device=True)
+    def row_in_place(rowc, ranges, ntile, stile, w, tab, row, width, qinfo, e_lo, e_hi, bits, ubase, ci, n, meta,
+                     out, dst_row):
+        """One warp, row ``row`` of ``tab`` (cached in rowc[w]): the survivors
+        N(v'_1, l_1) ∩ ... ∩ N(v'_k, l_k) ∩ C(u) minus the row, over the linking edges
+        e_lo..e_hi-1 (PCSR ``meta``/``ci``; ``ranges[w]``: two words per edge), counted and, when
+        writing, appended as new rows (the row extended by each) at out row ``dst_row`` on. The
+        shortest list is read in 32-element batches; each batch's survivors are looked up in the
+        other lists (:func:`tile_in_list`, whose cursors only move forward). Returns the count."""
+        lane = cuda.laneid
+        best = -1
+        best_len = np.int64(1) << 62
+        for ed in range(e_lo, e_hi):
+            col, part, _label = edge_at(qinfo, ed)
+            s, e, _ = warp_neighbor_range(PCSR, meta, ci, ci, meta, part, rowc[w, col], n)
+            if lane == 0:
+                ranges[w, 2 * (ed - e_lo)] = s
+                ranges[w, 2 * (ed - e_lo) + 1] = e
+            if e - s < best_len:
+                best, best_len = ed - e_lo, e - s
+        cuda.syncwarp(FULL_MASK)
+        count = np.int64(0)
+        k = ranges[w, 2 * best]
+        end = ranges[w, 2 * best + 1]
+        while k < end:
+            x = INT32_MAX
+            keep = False
+            if k + lane < end:
+                x = ci[k + lane]
+                keep = in_bitset(bits, ubase, x) != 0 and not_in_row(rowc, w, width, x)
+            for other in range(e_hi - e_lo):
+                if other != best and cuda.ballot_sync(FULL_MASK, keep) != 0:
+                    keep, npos = tile_in_list(ntile, w, keep, x, ci, ranges[w, 2 * other], ranges[w, 2 * other + 1])
+                    cuda.syncwarp(FULL_MASK)
+                    if lane == 0:
+                        ranges[w, 2 * other] = npos
+                    cuda.syncwarp(FULL_MASK)
+            mask = cuda.ballot_sync(FULL_MASK, keep)
+            found = cuda.popc(mask)
+            if write and found > 0:
+                if keep:
+                    stile[w, cuda.popc(mask & ((1 << lane) - 1))] = x
                 cuda.syncwarp(FULL_MASK)
-                if lane == 0:
-                    ranges[w, 2 * other] = npos
+                link_row(tab, width, row, stile[w], 0, found, dst_row + count, out)
                 cuda.syncwarp(FULL_MASK)
-        count += cuda.popc(cuda.ballot_sync(FULL_MASK, keep))
-        k += 32
-    return count
+            count += found
+            k += 32
+        return count
+
+    return row_in_place
+
+
+#: A row's survivors counted (a count-only query's last step; the first pass of the in-place
+#: join), and counted and written as new rows (its second pass).
+count_row_in_place = _row_in_place(False)
+write_row_in_place = _row_in_place(True)
 
 
 @cuda.jit(device=True)

@@ -67,6 +67,7 @@ from .join import (
     load_row,
     merge_in_place_galloping,
     warp_first_edge,
+    write_row_in_place,
 )
 from .layout import QI_EDGES, QI_IN, QI_LAB, QI_OUT, QI_SIG, query_info
 from .order import SCORES, join_plan
@@ -226,7 +227,8 @@ class SGSIKernels(NamedTuple):
     link_part: object
     bucket_count: object
     bucket_link: object
-    count_last: object
+    in_place_count: object
+    in_place_write: object
 
 
 @functools.lru_cache(maxsize=None)
@@ -434,27 +436,48 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
             i += cuda.gridDim.x * warps
 
     @jit
-    def count_last_kernel(tab, width, r0, r1, edges, e_lo, e_hi, bits, ubase, n, meta, ci, total):
-        """The last join step of a count-only query with the graph read in place: a warp per row
-        r0..r1-1 of the table adds the row's extensions (:func:`gsi.join.count_row_in_place`)
-        to total[0]; no GBA, no new table."""
+    def in_place_count_kernel(tab, width, a, m, edges, e_lo, e_hi, bits, ubase, n, meta, ci, per_row, counts, total):
+        """Rows a..a+m-1 of the table, a warp per row, every linking edge's lists read in place
+        (the graph mapped): total[0] += the rows' survivors (:func:`gsi.join.count_row_in_place`);
+        with ``per_row``, counts[i] = row a+i's."""
         rowc = cuda.shared.array((warps, Q), np.int32)
         ranges = cuda.shared.array((warps, Q2), np.int64)
         ntile = cuda.shared.array((warps, 32), np.int32)
         w = cuda.threadIdx.x // 32
         found = np.int64(0)
-        i = r0 + cuda.blockIdx.x * warps + w
-        while i < r1:
-            load_row(rowc, w, tab, i, width)
-            found += count_row_in_place(rowc, ranges, ntile, w, width, edges, e_lo, e_hi, bits, ubase, ci, n, meta)
+        i = cuda.blockIdx.x * warps + w
+        while i < m:
+            load_row(rowc, w, tab, a + i, width)
+            c = count_row_in_place(rowc, ranges, ntile, ntile, w, tab, a + i, width, edges, e_lo, e_hi, bits, ubase,
+                                   ci, n, meta, tab, 0)
+            if per_row != 0 and cuda.laneid == 0:
+                counts[i] = c
+            found += c
             cuda.syncwarp(FULL_MASK)
             i += cuda.gridDim.x * warps
         if cuda.laneid == 0 and found > 0:
             cuda.atomic.add(total, 0, found)
 
+    @jit
+    def in_place_write_kernel(tab, width, a, i0, i1, edges, e_lo, e_hi, bits, ubase, n, meta, ci, P, p0, out):
+        """Rows i0..i1-1 of the chunk (table rows a+i), a warp per row, lists read in place: the
+        row's new rows at out row P[i] - p0 on (:func:`gsi.join.write_row_in_place`)."""
+        rowc = cuda.shared.array((warps, Q), np.int32)
+        ranges = cuda.shared.array((warps, Q2), np.int64)
+        ntile = cuda.shared.array((warps, 32), np.int32)
+        stile = cuda.shared.array((warps, 32), np.int32)
+        w = cuda.threadIdx.x // 32
+        i = i0 + cuda.blockIdx.x * warps + w
+        while i < i1:
+            load_row(rowc, w, tab, a + i, width)
+            write_row_in_place(rowc, ranges, ntile, stile, w, tab, a + i, width, edges, e_lo, e_hi, bits, ubase, ci,
+                               n, meta, out, P[i] - p0)
+            cuda.syncwarp(FULL_MASK)
+            i += cuda.gridDim.x * warps
+
     return SGSIKernels(bounds_kernel, segment_first_kernel, segment_prep_kernel, segment_add_kernel,
                        segment_intersect_kernel, link_part_kernel, bucket_count_kernel, bucket_link_kernel,
-                       count_last_kernel)
+                       in_place_count_kernel, in_place_write_kernel)
 
 
 def _copy_async(slot, host: np.ndarray, stream) -> None:
@@ -1128,9 +1151,9 @@ class SGSI(Engine):
             r1 = min(rows, r0 + COUNT_ROWS)
             fill(self.d_found, 0)
             with clock.comp_default.phase("kernels"):
-                sk.count_last[grid_blocks(r1 - r0, self.warps, self.max_blocks), T](
-                    tab, width, r0, r1, self.d_edges, e0, e_hi, self.d_bits, vertex * self.nwords, self.n,
-                    self.inplace.meta, self.inplace.pcsr, self.d_found)
+                sk.in_place_count[grid_blocks(r1 - r0, self.warps, self.max_blocks), T](
+                    tab, width, r0, r1 - r0, self.d_edges, e0, e_hi, self.d_bits, vertex * self.nwords, self.n,
+                    self.inplace.meta, self.inplace.pcsr, 0, self.d_found, self.d_found)
             with clock.comm_default.phase("d2h"):
                 found = int(download(self.d_found, self.h_found)[0])
             clock.bytes_d2h += self.h_found.nbytes
@@ -1165,7 +1188,6 @@ class SGSI(Engine):
                              self.n, self._cap[level], counts, Fx, num, self.d_seg_lo, self.d_seg_hi,
                              self.d_seg_first, self.d_seg_count, self._view(self.d_marks, 0, max(nseg, 1)), epoch,
                              demand)
-            exclusive_scan(counts, F, workspace=self.scan_ws, n=m, want_total=False)
         with clock.comm_default.phase("d2h"):
             download(self.d_marks, self.h_marks)
         clock.bytes_d2h += self.h_marks.nbytes
@@ -1176,6 +1198,16 @@ class SGSI(Engine):
         reach = [self._reached(part, reached) for _, part, _ in edges]
         avail = top - fw
         in_place = self._reads_in_place(words_read, m, reach, avail)
+        if all(in_place):
+            # every list in place: count each row's survivors, then write them (no GBA)
+            fill(self.d_found, 0)
+            with clock.comp_default.phase("kernels"):
+                sk.in_place_count[wg, T](tab, width, a, m, self.d_edges, e0, e_hi, self.d_bits, vertex * self.nwords,
+                                         self.n, self.inplace.meta, self.inplace.pcsr, 1, num, self.d_found)
+                out_rows = exclusive_scan(num, P, workspace=self.scan_ws, n=m)
+            return self._emit(level, tab, a, m, alloc, None, None, num, P, out_rows, 0, avail, fw, fr, top)
+        with clock.comp_default.phase("kernels"):
+            exclusive_scan(counts, F, workspace=self.scan_ws, n=m, want_total=False)
         slots = 2 * self.streams.slot_words if any(segs and not ip for segs, ip in zip(reach, in_place)) else 0
         # the GBA at the top, the slots (a chunk that streams) below it: the GBA gets half of the
         # room the slots leave (the new table needs the rest), all of it at the last level
@@ -1269,13 +1301,23 @@ class SGSI(Engine):
         num = arrays[0]
         with clock.comp_default.phase("kernels"):
             out_rows = exclusive_scan(num, P, workspace=self.scan_ws, n=m)
+        return self._emit(level, tab, a, m, alloc, gba, F, num, P, out_rows, total, avail, fw, fr, top)
+
+    def _emit(self, level, tab, a, m, alloc, gba, F, num, P, out_rows, total, avail, fw, fr, top) -> int:
+        """A chunk's ``out_rows`` new rows (``num`` per row, ``P`` their offsets; the survivors in
+        the GBA, or with ``gba`` None found again in place): counted at the last level of a
+        count-only query, else written whole or in parts that fit, each joined on. Returns m."""
+        clock = self._clock
+        width = level + 1
+        nq = len(self._steps) + 1
+        last = level == nq - 2
         self._iter_rows[level + 1] += out_rows
         if out_rows == 0:
             return m
         if last and not self._collect:
             self._add_count(out_rows)
             return m
-        # the new table grows up from fw, below the GBA (the slots are free again); written whole,
+        # the new table grows up from fw, below the GBA if any (the slots are free again); written whole,
         # the GBA and per-row arrays are free again for the later levels, and it may take
         # TABLE_SHARE of the room (the rest for them)
         room = avail - max(total, 1)
@@ -1359,7 +1401,7 @@ class SGSI(Engine):
         last = level + 2 == len(self._steps) + 1
         counted = level + 3 == len(self._steps) + 1 and self._counts_last()
         col, part = self._steps[level + 1][3][0][:2] if not last else (0, 0)
-        if not (last or counted) and self.segments[part] and not self._read_in_place(part, rows):
+        if gba is not None and not (last or counted) and self.segments[part] and not self._read_in_place(part, rows):
             # grouped by the segment of the next step's first linking vertex, so that the next
             # level's chunks each reach few of its segments
             f, k = int(self._seg_first[part]), len(self.segments[part])
@@ -1379,7 +1421,12 @@ class SGSI(Engine):
             self._level(level + 1, fo, rows, fo + rows * (width + 1), fr, top, buckets)
             return
         with clock.comp_default.phase("kernels"):
-            sk.link_part[wg, T](tab, width, a, i0, i1, gba, F, num, P, p0, out)
+            if gba is None:
+                vertex, e0, e_hi, _ = self._steps[level]
+                sk.in_place_write[wg, T](tab, width, a, i0, i1, self.d_edges, e0, e_hi, self.d_bits,
+                                         vertex * self.nwords, self.n, self.inplace.meta, self.inplace.pcsr, P, p0, out)
+            else:
+                sk.link_part[wg, T](tab, width, a, i0, i1, gba, F, num, P, p0, out)
         if last:
             host = np.empty((rows, width + 1), np.int32)
             with self._clock.comm_default.phase("d2h"):

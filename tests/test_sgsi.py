@@ -330,6 +330,28 @@ def test_out_of_core_chunks_split_by_gba_and_new_tables_written_in_parts(monkeyp
     assert starved.status is Status.OOM and "one row's GBA" in starved.reason
 
 
+def test_in_place_chunks_count_then_write_their_rows_in_parts(monkeypatch):
+    """With every list read in place a chunk counts each row's survivors, then writes them (no
+    GBA): the rows of a new table that outgrows its room are written in parts sized by the exact
+    counts, and the embeddings equal the reference's."""
+    import gsi.sgsi as sgsi_module
+    data = random_graph(120, 360, 1, 2, False, seed=3)
+    q = Graph.from_edges(4, [0, 1, 2], [1, 2, 3], [0, 0, 0, 0], [0, 1, 0])
+    want = reference(data, q, collect=True)
+    monkeypatch.setattr(sgsi_module, "ZERO_COPY_COST", 0.0)
+    monkeypatch.setattr(sgsi_module, "ROW_SHARE", 0.6)      # many rows per chunk
+    monkeypatch.setattr(sgsi_module, "TABLE_SHARE", 0.05)   # little room for a new table
+    engine = SGSI(device_memory_limit=40_000, work_bytes=8000, **SHAPE).prepare(data)
+    got = engine.match(q, collect=True)
+    assert got.status is Status.OK and got.stats["mode"] == "out-of-core"
+    assert got.count == want.count > 0
+    assert sorted(map(tuple, got.embeddings.tolist())) == sorted(map(tuple, want.embeddings.tolist()))
+    assert got.stats["split_outputs"] > 0 and got.stats["gba_splits"] == 0
+    assert got.stats["segments_streamed"] == 0 and got.peak_device_bytes <= 40_000
+    counted = engine.match(q)
+    assert counted.count == want.count and counted.stats["counted_rows"] == got.stats["rows_per_iteration"][-2]
+
+
 def test_new_tables_are_grouped_by_the_segment_of_the_next_linking_vertex(monkeypatch):
     """Out of core, every table a step joins on is grouped by the segment of its first linking
     edge's vertex, with the bucket starts the engine uses to run each segment over its rows."""
