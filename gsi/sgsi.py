@@ -8,24 +8,28 @@ larger than the device (or than ``device_memory_limit``).
 When the graph's resident state fits half the limit, every partition is one resident segment and
 the engine runs in-core GSI under the limit (``stats["mode"]`` ``"in-core"``). Otherwise
 :meth:`SGSI.prepare` cuts the signature table into vertex segments (§6.1) and each edge-label
-PCSR partition into segments (§6.2) that stream through two double-buffered slots. Per query:
-the signature segments stream through the filter (§3); GSI's Algorithm 1 orders the query; the
-join (§6.3) runs depth first over device-resident tables in chunks that fit two arenas: per
-chunk, one launch bounds each row's GBA and marks the segments its vertices reach, then
+PCSR partition into segments (§6.2). Per query the filter (§3) fills the candidate bitsets, GSI's
+Algorithm 1 orders the query, and the join (§6.3) runs depth first over device-resident tables
+in chunks that fit two arenas (a words arena for tables and buffers, a per-row arena); a new
+table that outgrows its room is written in parts, each joined on before the next.
+
+With ``zero_copy`` (the default) the graph is mapped from host memory and read in place: the
+filter reads the signature table in one launch, and each chunk counts every row's survivors,
+scans the counts and writes the survivors as the new rows in a second pass (no GBA, so parts
+are sized by exact counts); a count-only query's last iteration only counts. With
+``zero_copy=False`` (the paper's §6) the segments stream through two double-buffered slots:
+per chunk one launch bounds each row's GBA and marks the segments its vertices reach, then
 Algorithm 4 (partitioned first edge) and Algorithm 5 (partitioned intersection) stream only
-those segments, one launch per segment, and the new table is written in parts that fit, each
-grouped by the segment of the next step's first linking vertex (so a chunk reaches few of them)
-and joined on before the next. SGSI+ chooses W1 and W3 per chunk with §7's cost model. With
-``zero_copy`` (the default) the graph is also mapped from host memory: the filter reads the
-signature table in place, a chunk whose rows' lists take few bytes reads them in place in one
-launch instead of streaming the segments they lie in, and a count-only query's last join step is
-counted in place, a warp per row, without a GBA or chunks. ``stats``: ``mode``, ``partitions``,
-``signature_segments``, ``comm_s`` and ``comp_s`` (with ``instrument``: summed device time of
-copies and of kernels, which overlap), ``bytes_h2d``, ``bytes_d2h``, ``bytes_streamed`` (graph
-segments copied), ``h2d_gbps`` (those bytes over their copies' device time), ``segments_streamed``,
-``inplace_reads`` (linking edges of a chunk read in place) and ``bytes_inplace`` (a bound of
-the bytes they read), ``chunks``, ``gba_splits``, ``split_outputs``, ``rows_per_iteration``,
-``counted_rows`` (rows of the last table whose extensions were counted in place).
+those segments, one launch per segment, and each new table is grouped by the segment of the
+next step's first linking vertex (so a chunk reaches few of them). SGSI+ chooses W1 and W3 per
+chunk with §7's cost model.
+
+``stats``: ``mode``, ``partitions``, ``signature_segments``, ``comm_s`` and ``comp_s`` (with
+``instrument``: summed device time of copies and of kernels, which overlap), ``bytes_h2d``,
+``bytes_d2h``, ``bytes_streamed`` (graph segments copied), ``h2d_gbps`` (those bytes over their
+copies' device time), ``segments_streamed``, ``chunks``, ``inplace_chunks`` (chunks joined in
+place), ``gba_splits``, ``split_outputs``, ``rows_per_iteration``, ``counted_rows`` (rows of the
+last table whose extensions were counted, not written).
 The choices where the paper is silent are in docs/decisions.md ("SGSI").
 """
 
@@ -83,19 +87,13 @@ DEGREE_SHARE = 4
 ROW_SHARE = 0.25                           # of the working memory: the int64 per-row arena
 TABLE_SHARE = 0.5                          # of the room above a new table: what it may take (not last)
 ROW_ARRAYS = 6                             # per-row int64 arrays of a chunk: counts, F, num, P, Fx, numx
+IN_PLACE_ARRAYS = 2                        # those of a chunk joined in place: num, P
 _MIN_WORK_BYTES = 1 << 10
 # Without device_memory_limit the join's working memory is capped (it is allocated at prepare).
 DEFAULT_WORK_BYTES = (16 << 20) if _SIM else (4 << 30)
 _VIEWS = 512                               # cached arena views (a view costs a launch's host time)
-#: Zero-copy (``zero_copy=True``): a chunk reads a linking edge's lists in place, from the
-#: partition mapped in host memory, when the bytes of its rows' lists (a bound: GROUP_BYTES per
-#: row and 4 per neighbour) times ZERO_COPY_COST are fewer than what streaming costs: the
-#: reached segments' bytes plus SEGMENT_COST_BYTES per segment for its copy, launches and events.
-ZERO_COPY_COST = 0.5
-SEGMENT_COST_BYTES = 256 << 10
 #: Rows of the last table per launch of the counted last step (the deadline is checked between).
 COUNT_ROWS = 1 << 18
-GROUP_BYTES = 4 * GROUP_WORDS
 #: The per-chunk demand slots after the linking edges' ones: the rows' longest first-edge bound,
 #: and the words of the chunk's GBA.
 LONGEST = MAX_QUERY_VERTICES - 1
@@ -152,12 +150,6 @@ def _cut_partition(degrees, cap_words):
     return pieces[:count]
 
 
-def _reads_less(read_bytes: float, segs: list[Segment]) -> bool:
-    """Zero-copy's byte model: reading ``read_bytes`` in place, times ZERO_COPY_COST, costs less
-    than streaming ``segs`` (their bytes plus SEGMENT_COST_BYTES each)."""
-    return read_bytes * ZERO_COPY_COST < sum(SEGMENT_COST_BYTES + 4 * seg.words for seg in segs)
-
-
 def _signature_columns(data: Graph):
     """Per vertex: the signature words (row-major), label, out-degree and in-degree."""
     n = data.num_vertices
@@ -185,7 +177,6 @@ class InPlace(NamedTuple):
 
     pcsr: object                   # device view of the mapped words
     meta: object                   # device int64 [P * META]
-    parts: list                    # per partition: a Segment over all its source vertices
     signatures: object             # device view of the whole signature segment
     whole: Segment                 # that segment (vertices 0..n-1)
     host: tuple                    # the mapped host buffers (kept alive)
@@ -198,9 +189,7 @@ class InPlace(NamedTuple):
         h_pcsr, pcsr = mapped(np.concatenate([index.gl, index.ci]))
         n = data.num_vertices
         h_sig, signatures = mapped(_signature_words(_signature_columns(data), 0, n))
-        parts = [Segment(p, p, 0, n - 1, int(meta[p * META]), h_pcsr, int(index.partition_max_list[p]))
-                 for p in range(index.num_partitions)]
-        return cls(pcsr, budget.to_device(meta, what="in-place PCSR metadata"), parts, signatures,
+        return cls(pcsr, budget.to_device(meta, what="in-place PCSR metadata"), signatures,
                    Segment(-1, -1, 0, n - 1, 0, h_sig), (h_pcsr, h_sig))
 
 
@@ -683,10 +672,10 @@ class SGSI(Engine):
         Each of the two segment slots gets 1/slot_share of the budget (bigger slots: fewer
         segments and launches, less room for the join).
     zero_copy : bool
-        Out of core, also map the graph into the device's address space (host memory, no device
-        memory): the filter reads the signature table in place, and a chunk reads a linking
-        edge's lists in place, in one launch, when that costs less than streaming the segments
-        its rows reach (:data:`ZERO_COPY_COST`; docs/decisions.md). False: segments only (§6).
+        Out of core, map the graph into the device's address space (host memory, no device
+        memory) and read it in place: the filter reads the signature table, every join iteration
+        counts each row's survivors and then writes them (no GBA), and a count-only query's last
+        iteration only counts (docs/decisions.md). False: segments streamed, the paper's §6.
     instrument : bool
         Out of core, time copies and kernels apart (``stats`` ``comm_s``, ``comp_s``,
         ``h2d_gbps``: the paper's Table 7) with two CUDA events around each; without it they are 0.
@@ -843,8 +832,6 @@ class SGSI(Engine):
         self._partition_count = len(self.flat)
         all_segments = self.sig_segments + self.flat
         self.partition_edges = np.array([rows.size for rows, _ in lists], np.int64)
-        degrees = [np.unique(rows, return_counts=True)[1].astype(np.float64) for rows, _ in lists]
-        self._reach_degree = [float((d * d).sum() / d.sum()) if d.size else 0.0 for d in degrees]
         self.total_edges = int(data.neighbors.size)
         meta = np.zeros(max(1, len(all_segments)) * META, np.int64)
         for seg in all_segments:
@@ -916,14 +903,15 @@ class SGSI(Engine):
                                     "SGSI's join after the segment slots, degrees and candidate bitsets "
                                     "(raise device_memory_limit)")
         row_bytes = int(work * ROW_SHARE)
-        max_rows = max(1, row_bytes // (8 * ROW_ARRAYS + 8))
+        arrays = IN_PLACE_ARRAYS if self.inplace is not None else ROW_ARRAYS
+        max_rows = max(1, row_bytes // (8 * arrays + 8))
         self.scan_ws = self.pool.scan(max_rows, np.int64)
         left = total - budget.in_use - max(0, 16 - self._bits_rows) * self.nwords * 4 - slot_bytes
         if self.device_memory_limit is None:
             left = min(left, DEFAULT_WORK_BYTES)
         if self.work_bytes is not None:
             left = min(left, self.work_bytes)
-        self.rows_cap = max(ROW_ARRAYS, min(max_rows * ROW_ARRAYS, int(left * ROW_SHARE) // 8))
+        self.rows_cap = max(arrays, min(max_rows * arrays, int(left * ROW_SHARE) // 8))
         self.words_cap = max(2, (left - 8 * self.rows_cap) // 4) + 2 * slot_words
         self.d_rows = budget.device_array(self.rows_cap, np.int64, what="per-row arena")
         self.d_words = budget.device_array(self.words_cap, np.int32, what="table and GBA arena")
@@ -958,7 +946,7 @@ class SGSI(Engine):
         clock = _Clock(self.streams, self.instrument)
         self._clock, self._limit, self._collect = clock, limit, collect
         self._count, self._chunks, self._rows_out, self._host_bytes = 0, 0, [], 0
-        self._gba_splits = self._table_parts = self._inplace_reads = self._inplace_bytes = 0
+        self._gba_splits = self._table_parts = self._inplace_chunks = 0
         self._counted_rows = 0
         stats = {"mode": "out-of-core", "partitions": self.partitions,
                  "signature_segments": len(self.sig_segments), "candidate_sizes": [], "order": [],
@@ -998,7 +986,7 @@ class SGSI(Engine):
                      comp_s=comp, bytes_h2d=clock.bytes_h2d, bytes_d2h=clock.bytes_d2h,
                      bytes_streamed=clock.bytes_streamed, segments_streamed=clock.streamed,
                      gba_splits=self._gba_splits, split_outputs=self._table_parts,
-                     inplace_reads=self._inplace_reads, bytes_inplace=self._inplace_bytes,
+                     inplace_chunks=self._inplace_chunks,
                      counted_rows=self._counted_rows,
                      h2d_gbps=clock.bytes_streamed / stream_s / 1e9 if stream_s > 0 else 0.0)
         return MatchResult(self.name, self._count, status, reason=reason, embeddings=embeddings,
@@ -1010,7 +998,7 @@ class SGSI(Engine):
         comp = sum(r.phases.get(k, 0.0) for k in ("filter", "plan", "enumerate"))
         stats.update(mode="in-core", partitions=self.partitions, signature_segments=0, comm_s=0.0, comp_s=comp,
                      bytes_h2d=0, bytes_d2h=0, bytes_streamed=0, segments_streamed=0, h2d_gbps=0.0,
-                     inplace_reads=0, bytes_inplace=0,
+                     inplace_chunks=0,
                      chunks=stats.get("slices", 0))
         return MatchResult(self.name, r.count, r.status, reason=r.reason, embeddings=r.embeddings,
                            phases=r.phases, peak_device_bytes=r.peak_device_bytes, stats=stats)
@@ -1125,12 +1113,16 @@ class SGSI(Engine):
             self._deadline.check()
             # the per-row arrays are the chunk's own unless its new table is written in parts:
             # half of what is left (the later levels need the other half then), all at the last
-            left = (self.rows_cap - fr) // ROW_ARRAYS
+            arrays = IN_PLACE_ARRAYS if self.inplace is not None else ROW_ARRAYS
+            left = (self.rows_cap - fr) // arrays
             m = min(rows - a, left if last else left // 2)
             if m < 1:
-                raise DeviceOutOfMemory(8 * ROW_ARRAYS, self.budget.in_use, self.budget.limit or 0,
+                raise DeviceOutOfMemory(8 * arrays, self.budget.in_use, self.budget.limit or 0,
                                         f"per-row arrays of join iteration {level + 1} (raise device_memory_limit)")
-            a += self._chunk(level, tb, a, m, fw, fr, top, buckets)
+            if self.inplace is not None:
+                a += self._chunk_in_place(level, tb, a, m, fw, fr, top)
+            else:
+                a += self._chunk(level, tb, a, m, fw, fr, top, buckets)
 
     def _counts_last(self) -> bool:
         """Whether the last join step is counted in place (:meth:`_count_last`): count-only, with
@@ -1161,10 +1153,29 @@ class SGSI(Engine):
             self._iter_rows[level + 1] += found
             self._add_count(found)
 
+    def _chunk_in_place(self, level: int, tb: int, a: int, m: int, fw: int, fr: int, top: int) -> int:
+        """One join iteration over rows a..a+m-1 of table ``level`` with the graph read in place
+        (``zero_copy``): each row's survivors counted, their offsets scanned, then found again and
+        written as the new rows; no GBA, so the new table's parts are sized by the exact counts.
+        Returns m."""
+        vertex, e0, e_hi, _edges = self._steps[level]
+        self._chunks += 1
+        self._inplace_chunks += 1
+        tab = self._view(self.d_words, tb, self.words_cap)
+        num, P = (self._view(self.d_rows, fr + k * m, fr + (k + 1) * m) for k in range(IN_PLACE_ARRAYS))
+        with self._clock.comp_default.phase("kernels"):
+            self.sgsi_kernels.in_place_count[grid_blocks(m, self.warps, self.max_blocks), self.block_threads](
+                tab, level + 1, a, m, self.d_edges, e0, e_hi, self.d_bits, vertex * self.nwords, self.n,
+                self.inplace.meta, self.inplace.pcsr, 1, num, self.d_found)
+            out_rows = exclusive_scan(num, P, workspace=self.scan_ws, n=m)
+        return self._emit(level, tab, a, m, IN_PLACE_ARRAYS * m, None, None, num, P, out_rows, 0, top - fw, fw, fr,
+                          top)
+
     def _chunk(self, level: int, tb: int, a: int, m: int, fw: int, fr: int, top: int, buckets) -> int:
         """One join iteration over rows a..a+m-1 of table ``level`` (or the longest prefix whose
-        GBA fits); returns the rows it joined. With ``buckets``, Algorithm 4's warp-per-row kernel
-        runs each segment over the rows whose first linking vertex may lie in it."""
+        GBA fits) by streaming the segments its rows reach (§6.3); returns the rows it joined. With
+        ``buckets``, Algorithm 4's warp-per-row kernel runs each segment over the rows whose first
+        linking vertex may lie in it."""
         clock, sk, T = self._clock, self.sgsi_kernels, self.block_threads
         vertex, e0, e_hi, edges = self._steps[level]
         col0, part0, lab0 = edges[0]
@@ -1197,18 +1208,9 @@ class SGSI(Engine):
         # per linking edge: the segments the rows reach, and whether its lists are read in place
         reach = [self._reached(part, reached) for _, part, _ in edges]
         avail = top - fw
-        in_place = self._reads_in_place(words_read, m, reach, avail)
-        if all(in_place):
-            # every list in place: count each row's survivors, then write them (no GBA)
-            fill(self.d_found, 0)
-            with clock.comp_default.phase("kernels"):
-                sk.in_place_count[wg, T](tab, width, a, m, self.d_edges, e0, e_hi, self.d_bits, vertex * self.nwords,
-                                         self.n, self.inplace.meta, self.inplace.pcsr, 1, num, self.d_found)
-                out_rows = exclusive_scan(num, P, workspace=self.scan_ws, n=m)
-            return self._emit(level, tab, a, m, alloc, None, None, num, P, out_rows, 0, avail, fw, fr, top)
         with clock.comp_default.phase("kernels"):
             exclusive_scan(counts, F, workspace=self.scan_ws, n=m, want_total=False)
-        slots = 2 * self.streams.slot_words if any(segs and not ip for segs, ip in zip(reach, in_place)) else 0
+        slots = 2 * self.streams.slot_words if any(reach) else 0
         # the GBA at the top, the slots (a chunk that streams) below it: the GBA gets half of the
         # room the slots leave (the new table needs the rest), all of it at the last level
         # without collect
@@ -1231,7 +1233,7 @@ class SGSI(Engine):
         ubase = vertex * self.nwords
         cache = int(self.write_cache)
 
-        # Algorithm 4: the first linking edge, segment by segment (or in place, in one launch)
+        # Algorithm 4: the first linking edge, segment by segment
         heavy_any = self.load_balance == "histogram"
         first_segs = reach[0]
         spans = {}                              # segment -> the chunk's rows that may reach it
@@ -1242,28 +1244,23 @@ class SGSI(Engine):
                 hi = min(int(buckets[seg.flat - f + 1]), a + m) - a
                 spans[seg.sid] = (lo, hi)
             first_segs = [seg for seg in first_segs if spans[seg.sid][0] < spans[seg.sid][1]]
-        whole = self.inplace.parts[part0] if in_place[0] else None
         longest = int(words_read[LONGEST])
         heavy = {seg.sid: heavy_any or (self.load_balance is not False or self.duplicate_removal)
-                 and min(seg.max_list, longest) > self.w3 for seg in ([whole] if whole else first_segs)}
+                 and min(seg.max_list, longest) > self.w3 for seg in first_segs}
         w1 = w3 = 0
         if any(heavy.values()):
             w1, w3 = self._thresholds(Fx, m, tg)           # SGSI+: one histogram copy per chunk
 
         def first(slot, seg, stream, meta=self.d_meta):
             if not heavy[seg.sid]:                  # a warp per row of the segment's buckets
-                lo, hi = spans.get(seg.sid, (0, m)) if whole is None else (0, m)
+                lo, hi = spans.get(seg.sid, (0, m))
                 sk.segment_first[grid_blocks(hi - lo, self.warps, self.max_blocks), T, stream](
                     tab, width, a, lo, hi, col0, seg.lo, seg.hi, seg.sid, lab0, self.d_bits, ubase, F, gba, num,
                     self.n, meta, slot, cache)
                 return
-            bk = self.balanced                      # GSI's load-balanced kernels, over the chunk
-            if seg is whole:                        # the only pass (num is 0): write num directly
-                fill(self.d_qcount, 0, stream=stream)
-                at, out = F, num
-            else:                                   # append after the earlier segments' output
-                sk.segment_prep[tg, T, stream](F, num, Fx, m, self.d_qcount)
-                at, out = Fx, numx
+            bk = self.balanced                      # GSI's load-balanced kernels, over the chunk,
+            sk.segment_prep[tg, T, stream](F, num, Fx, m, self.d_qcount)    # appending after
+            at, out = Fx, numx                                                # earlier segments
             bk.block_first_edge[wg, T, stream](
                 tab, width, a, m, col0, seg.sid, lab0, self.d_bits, ubase, at, gba, out, self.n, PCSR, meta,
                 slot, slot, meta, slot, slot, cache, np.int64(w1), np.int64(w3), int(self.duplicate_removal),
@@ -1272,17 +1269,12 @@ class SGSI(Engine):
                 bk.heavy[wg, T, stream](tab, width, a, seg.sid, col0, lab0, self.d_bits, ubase, at, gba, out, self.n,
                                         PCSR, meta, slot, slot, meta, slot, slot, counts,
                                         self.d_qcount, self.d_edges, 0, 0, cache, self.d_loads, 0)
-            if seg is not whole:
-                sk.segment_add[tg, T, stream](num, numx, m)
+            sk.segment_add[tg, T, stream](num, numx, m)
 
-        if whole is not None:
-            with clock.comp_stream.phase("kernels"):
-                first(self.inplace.pcsr, whole, self.streams.compute, self.inplace.meta)
-        else:
-            self.streams.run(first_segs, first, clock)
+        self.streams.run(first_segs, first, clock)
         # Algorithm 5: every other linking edge, segment by segment, in place behind a cursor
         arrays = [num, Fx, numx]
-        for k, (col, part, _label) in enumerate(edges[1:], 1):
+        for k, (col, _part, _label) in enumerate(edges[1:], 1):
             cur, rd, wr = arrays
             fill(rd, 0, count=m)
             fill(wr, 0, count=m)
@@ -1291,22 +1283,18 @@ class SGSI(Engine):
                 sk.segment_intersect[wg, T, stream](tab, width, a, m, col, seg.lo, seg.hi, seg.sid, F, gba, cur, rd,
                                                     wr, self.n, meta, slot, cache)
 
-            segs = reach[k]
-            if in_place[k]:
-                with clock.comp_stream.phase("kernels"):
-                    other(self.inplace.pcsr, self.inplace.parts[part], self.streams.compute, self.inplace.meta)
-            else:
-                self.streams.run(segs, other, clock)
+            self.streams.run(reach[k], other, clock)
             arrays = [wr, rd, cur]
         num = arrays[0]
         with clock.comp_default.phase("kernels"):
             out_rows = exclusive_scan(num, P, workspace=self.scan_ws, n=m)
-        return self._emit(level, tab, a, m, alloc, gba, F, num, P, out_rows, total, avail, fw, fr, top)
+        return self._emit(level, tab, a, m, ROW_ARRAYS * alloc, gba, F, num, P, out_rows, total, avail, fw, fr, top)
 
-    def _emit(self, level, tab, a, m, alloc, gba, F, num, P, out_rows, total, avail, fw, fr, top) -> int:
+    def _emit(self, level, tab, a, m, row_words, gba, F, num, P, out_rows, total, avail, fw, fr, top) -> int:
         """A chunk's ``out_rows`` new rows (``num`` per row, ``P`` their offsets; the survivors in
-        the GBA, or with ``gba`` None found again in place): counted at the last level of a
-        count-only query, else written whole or in parts that fit, each joined on. Returns m."""
+        the GBA, or with ``gba`` None found again in place; the chunk's per-row arrays take
+        ``row_words`` from ``fr``): counted at the last level of a count-only query, else written
+        whole or in parts that fit, each joined on. Returns m."""
         clock = self._clock
         width = level + 1
         nq = len(self._steps) + 1
@@ -1340,7 +1328,7 @@ class SGSI(Engine):
                                         f"one row's output of join iteration {level + 1} (raise device_memory_limit)")
             self._deadline.check()
             self._write(level, tab, a, i0, i1, gba, F, num, P, int(P_h[i0]), int(ends[i1 - 1] - P_h[i0]), fw,
-                        fr + ROW_ARRAYS * alloc, top - max(total, 1))
+                        fr + row_words, top - max(total, 1))
             i0 = i1
         return m
 
@@ -1356,31 +1344,6 @@ class SGSI(Engine):
         if self.load_balance:
             return self.w1, self.w3
         return int(balance._NO_LIMIT), int(balance._NO_LIMIT)
-
-    def _reads_in_place(self, words_read, rows: int, reach: list[list[Segment]], avail: int) -> list[bool]:
-        """Per linking edge of a chunk of ``rows`` rows, whether it reads its lists in place
-        (zero-copy) instead of streaming ``reach[k]``, the segments the rows reach, whose lists
-        take at most ``words_read[k]`` words: :data:`ZERO_COPY_COST`'s byte model, and every edge
-        in place when the two slots would take more than half of the ``avail`` words of room
-        (streaming there would leave the GBA too little)."""
-        if self.inplace is None:
-            return [False] * len(reach)
-        read = [4 * int(words_read[k]) + GROUP_BYTES * rows for k in range(len(reach))]
-        cramped = 4 * self.streams.slot_words > avail
-        chosen = [bool(segs) and (cramped or _reads_less(read[k], segs)) for k, segs in enumerate(reach)]
-        for k, ip in enumerate(chosen):
-            if ip:
-                self._inplace_reads += 1
-                self._inplace_bytes += read[k]
-        return chosen
-
-    def _read_in_place(self, part: int, rows: int) -> bool:
-        """Whether the next level will likely read partition ``part`` in place for a new table of
-        ``rows`` rows (so grouping it by segment buys nothing): the rows' lists at the length of a
-        list reached through an edge (sum d^2 / sum d) cost less than streaming every segment."""
-        if self.inplace is None:
-            return False
-        return _reads_less(rows * (GROUP_BYTES + 4 * self._reach_degree[part]), self.segments[part])
 
     def _reached(self, part: int, reached: np.ndarray) -> list[Segment]:
         """The segments of ``part`` that the chunk's rows reach, in order."""
@@ -1399,9 +1362,8 @@ class SGSI(Engine):
         wg = grid_blocks(i1 - i0, self.warps, self.max_blocks)
         sk, T, clock = self.sgsi_kernels, self.block_threads, self._clock
         last = level + 2 == len(self._steps) + 1
-        counted = level + 3 == len(self._steps) + 1 and self._counts_last()
         col, part = self._steps[level + 1][3][0][:2] if not last else (0, 0)
-        if gba is not None and not (last or counted) and self.segments[part] and not self._read_in_place(part, rows):
+        if gba is not None and not last and self.segments[part]:
             # grouped by the segment of the next step's first linking vertex, so that the next
             # level's chunks each reach few of its segments
             f, k = int(self._seg_first[part]), len(self.segments[part])

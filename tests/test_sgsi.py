@@ -109,23 +109,22 @@ def test_directed_edge_labels_and_many_partitions():
         assert got.status is Status.OK and got.count == want.count, (q.name, got.stats)
 
 
-@pytest.mark.parametrize("options", [dict(), dict(load_balance="histogram"), dict(load_balance=True, w3=33, w1=100)],
-                         ids=["sgsi", "sgsi+", "layers"])
-def test_zero_copy_reads_the_mapped_graph_in_place(monkeypatch, options):
-    """With ZERO_COPY_COST 0 the filter and every linking edge of every chunk read the graph in
-    place from mapped host memory: nothing streams, and counts and embeddings equal the
-    reference's, through the warp-per-row kernel and the load-balanced ones (the hub's list)."""
-    import gsi.sgsi as sgsi_module
-    monkeypatch.setattr(sgsi_module, "ZERO_COPY_COST", 0.0)
-    limit = limit_for_partitions(GRAPH, 3)
-    engine = SGSI(device_memory_limit=limit, **options, **SHAPE).prepare(GRAPH)
-    for q in (walk_query(GRAPH, 3, seed=4), walk_query(GRAPH, 4, seed=0)):
-        got, want = engine.match(q, collect=True), reference(GRAPH, q, collect=True)
+@pytest.mark.parametrize("graph", ["undirected", "directed"])
+def test_zero_copy_joins_in_place(graph):
+    """With the graph mapped (the default) the filter and every chunk read it in place: nothing
+    streams, every chunk counts then writes its rows, and counts and embeddings equal the
+    reference's and the streamed join's, through the hub's 300-entry list and edge labels."""
+    data = GRAPH if graph == "undirected" else DIRECTED
+    limit = limit_for_partitions(data, 3)
+    engine = SGSI(device_memory_limit=limit, **SHAPE).prepare(data)
+    streamed = SGSI(device_memory_limit=limit, **STREAMED).prepare(data)
+    for q in (walk_query(data, 3, seed=4), walk_query(data, 4, seed=0), walk_query(data, 5, seed=3)):
+        got, want = engine.match(q, collect=True), reference(data, q, collect=True)
         assert got.status is Status.OK and got.stats["mode"] == "out-of-core"
-        assert got.count == want.count > 0
+        assert got.count == want.count == streamed.match(q).count > 0
         assert sorted(map(tuple, got.embeddings.tolist())) == sorted(map(tuple, want.embeddings.tolist()))
         assert got.stats["segments_streamed"] == 0 and got.stats["bytes_streamed"] == 0
-        assert got.stats["inplace_reads"] >= got.stats["chunks"] > 0 and got.stats["bytes_inplace"] > 0
+        assert got.stats["inplace_chunks"] == got.stats["chunks"] > 0 and got.stats["gba_splits"] == 0
         assert got.peak_device_bytes <= limit
 
 
@@ -163,42 +162,6 @@ def test_count_only_queries_count_the_last_step_in_place(graph):
     assert several > 0 or graph == "directed"          # a last step with several linking edges
     limited = engine.match(queries[1], limit=7)
     assert limited.status is Status.LIMIT and limited.count == 7
-
-
-def test_chunks_mix_in_place_and_streamed_linking_edges(monkeypatch):
-    """Every third linking edge of a chunk read in place, the others streamed: the directed,
-    edge-labelled counts stay exact, intersections (Algorithm 5) included."""
-    import itertools
-
-    import gsi.sgsi as sgsi_module
-    turns = itertools.cycle([True, False, False])
-    monkeypatch.setattr(sgsi_module, "_reads_less", lambda read_bytes, segs: next(turns))
-    engine = SGSI(device_memory_limit=limit_for_partitions(DIRECTED, 3), **SHAPE).prepare(DIRECTED)
-    for seed in (3, 4):
-        q = walk_query(DIRECTED, 5, seed=seed)
-        got, want = engine.match(q), reference(DIRECTED, q)
-        assert got.status is Status.OK and got.count == want.count > 0, (q.name, got.stats)
-        assert got.stats["inplace_reads"] > 0 and got.stats["segments_streamed"] > 0
-        assert any(len(step[3]) > 1 for step in engine._steps)      # a step with two linking edges
-
-
-def test_zero_copy_cost_model_reads_in_place_only_when_that_reads_less():
-    """``_reads_in_place``: few rows with short lists read in place; rows whose lists take more
-    bytes than the segments they reach (times ZERO_COPY_COST) stream them, unless the slots would
-    take more than half of the room; nothing reached, nothing read; without zero-copy, never."""
-    import gsi.sgsi as sgsi_module
-    engine = SGSI(device_memory_limit=limit_for_partitions(GRAPH, 3), **SHAPE).prepare(GRAPH)
-    engine._inplace_reads = engine._inplace_bytes = 0
-    segs = engine.segments[0]
-    streamed = sum(sgsi_module.SEGMENT_COST_BYTES + 4 * s.words for s in segs)
-    words = lambda ratio: int(streamed * ratio / sgsi_module.ZERO_COPY_COST) // 4    # noqa: E731
-    roomy = 4 * engine.streams.slot_words
-    assert engine._reads_in_place([words(0.5), words(1.5)], 0, [segs, segs], roomy) == [True, False]
-    assert engine._inplace_reads == 1
-    assert engine._reads_in_place([words(1.5), 0], 0, [segs, []], roomy - 1) == [True, False]   # cramped
-    assert engine._reads_in_place([0], 1, [[]], roomy) == [False]
-    assert SGSI(device_memory_limit=limit_for_partitions(GRAPH, 3), zero_copy=False,
-                **SHAPE).prepare(GRAPH)._reads_in_place([0], 1, [segs], 0) == [False]
 
 
 def test_degree_bounds_are_exact_when_they_fit_and_bound_every_list_when_not():
@@ -338,7 +301,6 @@ def test_in_place_chunks_count_then_write_their_rows_in_parts(monkeypatch):
     data = random_graph(120, 360, 1, 2, False, seed=3)
     q = Graph.from_edges(4, [0, 1, 2], [1, 2, 3], [0, 0, 0, 0], [0, 1, 0])
     want = reference(data, q, collect=True)
-    monkeypatch.setattr(sgsi_module, "ZERO_COPY_COST", 0.0)
     monkeypatch.setattr(sgsi_module, "ROW_SHARE", 0.6)      # many rows per chunk
     monkeypatch.setattr(sgsi_module, "TABLE_SHARE", 0.05)   # little room for a new table
     engine = SGSI(device_memory_limit=40_000, work_bytes=8000, **SHAPE).prepare(data)
