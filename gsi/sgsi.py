@@ -88,6 +88,8 @@ ROW_SHARE = 0.25                           # of the working memory: the int64 pe
 TABLE_SHARE = 0.5                          # of the room above a new table: what it may take (not last)
 ROW_ARRAYS = 6                             # per-row int64 arrays of a chunk: counts, F, num, P, Fx, numx
 IN_PLACE_ARRAYS = 2                        # those of a chunk joined in place: num, P
+#: Register cap of the in-place join's kernels (None: the compiler's choice).
+IN_PLACE_REGISTERS = None
 _MIN_WORK_BYTES = 1 << 10
 # Without device_memory_limit the join's working memory is capped (it is allocated at prepare).
 DEFAULT_WORK_BYTES = (16 << 20) if _SIM else (4 << 30)
@@ -227,6 +229,7 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
     Algorithm 5 for one segment, and the writer of part of the new table."""
     Q = MAX_QUERY_VERTICES
     Q2 = 2 * MAX_QUERY_VERTICES                 # two words (a list's range) per linking edge
+    cap = {} if IN_PLACE_REGISTERS is None else {"max_registers": IN_PLACE_REGISTERS}
 
     @jit
     def bounds_kernel(tab, width, a, m, edges, e_lo, e_hi, deg, deg_rows, part_max, n, cap, counts, raw, num,
@@ -424,7 +427,7 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
             cuda.syncwarp(FULL_MASK)
             i += cuda.gridDim.x * warps
 
-    @jit
+    @jit(**cap)
     def in_place_count_kernel(tab, width, a, m, edges, e_lo, e_hi, bits, ubase, n, meta, ci, per_row, counts, total):
         """Rows a..a+m-1 of the table, a warp per row, every linking edge's lists read in place
         (the graph mapped): total[0] += the rows' survivors (:func:`gsi.join.count_row_in_place`);
@@ -447,7 +450,7 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
         if cuda.laneid == 0 and found > 0:
             cuda.atomic.add(total, 0, found)
 
-    @jit
+    @jit(**cap)
     def in_place_write_kernel(tab, width, a, i0, i1, edges, e_lo, e_hi, bits, ubase, n, meta, ci, P, p0, out):
         """Rows i0..i1-1 of the chunk (table rows a+i), a warp per row, lists read in place: the
         row's new rows at out row P[i] - p0 on (:func:`gsi.join.write_row_in_place`)."""
