@@ -32,7 +32,7 @@ from common.gpu.device_functions import lower_bound, lower_bound_probes, warp_se
 from common.gpu.runtime import cuda, jit
 from common.gpu.scan import warp_inclusive_scan
 
-from .pcsr import CSR, PCSR, neighbor_range, warp_neighbor_range
+from .pcsr import CSR, neighbor_range, warp_neighbor_range
 
 MAX_QUERY_VERTICES = 64
 MAX_LINK_EDGES = 2 * MAX_QUERY_VERTICES
@@ -324,11 +324,12 @@ def _row_in_place(write: bool):
     the new rows (a compile-time choice)."""
 
     @cuda.jit(device=True)
-    def row_in_place(rowc, ranges, ntile, stile, w, tab, row, width, qinfo, e_lo, e_hi, bits, ubase, ci, n, meta,
-                     out, dst_row):
+    def row_in_place(rowc, ranges, ntile, stile, w, tab, row, width, qinfo, e_lo, e_hi, bits, ubase, ci, offsets,
+                     bases, stride, out, dst_row):
         """One warp, row ``row`` of ``tab`` (cached in rowc[w]): the survivors
         N(v'_1, l_1) ∩ ... ∩ N(v'_k, l_k) ∩ C(u) minus the row, over the linking edges
-        e_lo..e_hi-1 (PCSR ``meta``/``ci``; ``ranges[w]``: two words per edge), counted and, when
+        e_lo..e_hi-1 (N(v, p) = ci[bases[p] + offsets[p * stride + v] : ... v + 1]; ``ranges[w]``:
+        two words per edge), counted and, when
         writing, appended as new rows (the row extended by each) at out row ``dst_row`` on. The
         shortest list is read in 32-element batches; each batch's survivors are looked up in the
         other lists (:func:`tile_in_list`, whose cursors only move forward). Returns the count."""
@@ -337,7 +338,9 @@ def _row_in_place(write: bool):
         best_len = np.int64(1) << 62
         for ed in range(e_lo, e_hi):
             col, part, _label = edge_at(qinfo, ed)
-            s, e, _ = warp_neighbor_range(PCSR, meta, ci, ci, meta, part, rowc[w, col], n)
+            at = part * stride + rowc[w, col]
+            s = bases[part] + offsets[at]
+            e = bases[part] + offsets[at + 1]
             if lane == 0:
                 ranges[w, 2 * (ed - e_lo)] = s
                 ranges[w, 2 * (ed - e_lo) + 1] = e

@@ -75,7 +75,7 @@ from .join import (
 )
 from .layout import QI_EDGES, QI_IN, QI_LAB, QI_OUT, QI_SIG, query_info
 from .order import SCORES, join_plan
-from .pcsr import GROUP_WORDS, META, PCSR, _build_pcsr_partition, build_index, partition_lists, warp_neighbor_range
+from .pcsr import GROUP_WORDS, META, PCSR, _build_pcsr_partition, partition_lists, warp_neighbor_range
 
 _SIM = simulator_active()
 SIG_SEGMENT_WORDS = SIG_WORDS + 3          # signature words, label, out-degree, in-degree per vertex
@@ -88,8 +88,6 @@ ROW_SHARE = 0.25                           # of the working memory: the int64 pe
 TABLE_SHARE = 0.5                          # of the room above a new table: what it may take (not last)
 ROW_ARRAYS = 6                             # per-row int64 arrays of a chunk: counts, F, num, P, Fx, numx
 IN_PLACE_ARRAYS = 2                        # those of a chunk joined in place: num, P
-#: Register cap of the in-place join's kernels (None: the compiler's choice).
-IN_PLACE_REGISTERS = None
 _MIN_WORK_BYTES = 1 << 10
 # Without device_memory_limit the join's working memory is capped (it is allocated at prepare).
 DEFAULT_WORK_BYTES = (16 << 20) if _SIM else (4 << 30)
@@ -173,26 +171,38 @@ def _signature_words(columns, v0: int, cnt: int) -> np.ndarray:
 
 
 class InPlace(NamedTuple):
-    """The data graph in mapped host memory, read by kernels in place (``zero_copy``): every PCSR
-    partition whole (GSI's layout: groups then column index in one array; ``meta`` row p is
-    partition p), the signature table as one segment, and the host buffers behind them."""
+    """The data graph in mapped host memory, read by kernels in place (``zero_copy``): every
+    edge-label partition's lists concatenated in vertex order (``lists``), each partition's list
+    offsets (partition p, vertex v: lists[bases[p] + offsets[p * stride + v] : ... + v + 1]],
+    stride n + 1) resident on the device when they fit ``max_bytes``, else mapped too, the
+    signature table as one segment, and the host buffers behind them."""
 
-    pcsr: object                   # device view of the mapped words
-    meta: object                   # device int64 [P * META]
+    lists: object                  # device view of the mapped column index
+    offsets: object                # int32 [P * stride]: device-resident or mapped
+    bases: object                  # device int64 [P]: where each partition's lists start
+    stride: int                    # n + 1
+    resident_offsets: bool
     signatures: object             # device view of the whole signature segment
     whole: Segment                 # that segment (vertices 0..n-1)
     host: tuple                    # the mapped host buffers (kept alive)
 
     @classmethod
-    def build(cls, data: Graph, budget) -> "InPlace":
-        index = build_index(data, "pcsr")
-        meta = index.meta.copy()
-        meta[2::META] += index.gl.size               # the column index follows the groups
-        h_pcsr, pcsr = mapped(np.concatenate([index.gl, index.ci]))
+    def build(cls, data: Graph, lists, budget, max_bytes: int) -> "InPlace":
         n = data.num_vertices
+        offsets = np.zeros(max(1, len(lists) * (n + 1)), np.int32)
+        bases = np.zeros(max(1, len(lists)), np.int64)
+        for p, (rows, nbrs) in enumerate(lists):
+            if nbrs.size >= 2 ** 31:
+                raise ValueError(f"edge-label partition {p} has {nbrs.size} entries: in-place offsets are int32")
+            offsets[p * (n + 1):(p + 1) * (n + 1)] = np.searchsorted(rows, np.arange(n + 1))
+            bases[p + 1:] += nbrs.size
+        h_lists, d_lists = mapped(np.concatenate([nbrs for _, nbrs in lists] or [np.zeros(1, np.int32)]))
+        resident = offsets.nbytes <= max_bytes
+        h_off, d_off = (None, budget.to_device(offsets, what="in-place list offsets")) if resident \
+            else mapped(offsets)
         h_sig, signatures = mapped(_signature_words(_signature_columns(data), 0, n))
-        return cls(pcsr, budget.to_device(meta, what="in-place PCSR metadata"), signatures,
-                   Segment(-1, -1, 0, n - 1, 0, h_sig), (h_pcsr, h_sig))
+        return cls(d_lists, d_off, budget.to_device(bases, what="in-place list offsets"), n + 1, resident,
+                   signatures, Segment(-1, -1, 0, n - 1, 0, h_sig), (h_lists, h_off, h_sig))
 
 
 def _pin(segments: list[Segment]) -> None:
@@ -229,7 +239,6 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
     Algorithm 5 for one segment, and the writer of part of the new table."""
     Q = MAX_QUERY_VERTICES
     Q2 = 2 * MAX_QUERY_VERTICES                 # two words (a list's range) per linking edge
-    cap = {} if IN_PLACE_REGISTERS is None else {"max_registers": IN_PLACE_REGISTERS}
 
     @jit
     def bounds_kernel(tab, width, a, m, edges, e_lo, e_hi, deg, deg_rows, part_max, n, cap, counts, raw, num,
@@ -427,8 +436,9 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
             cuda.syncwarp(FULL_MASK)
             i += cuda.gridDim.x * warps
 
-    @jit(**cap)
-    def in_place_count_kernel(tab, width, a, m, edges, e_lo, e_hi, bits, ubase, n, meta, ci, per_row, counts, total):
+    @jit
+    def in_place_count_kernel(tab, width, a, m, edges, e_lo, e_hi, bits, ubase, ci, offsets, bases, stride, per_row,
+                              counts, total):
         """Rows a..a+m-1 of the table, a warp per row, every linking edge's lists read in place
         (the graph mapped): total[0] += the rows' survivors (:func:`gsi.join.count_row_in_place`);
         with ``per_row``, counts[i] = row a+i's."""
@@ -441,7 +451,7 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
         while i < m:
             load_row(rowc, w, tab, a + i, width)
             c = count_row_in_place(rowc, ranges, ntile, ntile, w, tab, a + i, width, edges, e_lo, e_hi, bits, ubase,
-                                   ci, n, meta, tab, 0)
+                                   ci, offsets, bases, stride, tab, 0)
             if per_row != 0 and cuda.laneid == 0:
                 counts[i] = c
             found += c
@@ -450,8 +460,9 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
         if cuda.laneid == 0 and found > 0:
             cuda.atomic.add(total, 0, found)
 
-    @jit(**cap)
-    def in_place_write_kernel(tab, width, a, i0, i1, edges, e_lo, e_hi, bits, ubase, n, meta, ci, P, p0, out):
+    @jit
+    def in_place_write_kernel(tab, width, a, i0, i1, edges, e_lo, e_hi, bits, ubase, ci, offsets, bases, stride, P, p0,
+                              out):
         """Rows i0..i1-1 of the chunk (table rows a+i), a warp per row, lists read in place: the
         row's new rows at out row P[i] - p0 on (:func:`gsi.join.write_row_in_place`)."""
         rowc = cuda.shared.array((warps, Q), np.int32)
@@ -463,7 +474,7 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
         while i < i1:
             load_row(rowc, w, tab, a + i, width)
             write_row_in_place(rowc, ranges, ntile, stile, w, tab, a + i, width, edges, e_lo, e_hi, bits, ubase, ci,
-                               n, meta, out, P[i] - p0)
+                               offsets, bases, stride, out, P[i] - p0)
             cuda.syncwarp(FULL_MASK)
             i += cuda.gridDim.x * warps
 
@@ -857,8 +868,9 @@ class SGSI(Engine):
                 self._key_lo[f:f + len(segs)] = np.searchsorted(hi[f:f + len(segs)], lo[f:f + len(segs)])
         buckets = int(counts.max(initial=0)) + 1
         self.d_bucket = budget.device_array(buckets, np.int64, what="bucket counts")
-        deg, part_max = degree_bounds(data, lists, self.directions, total // DEGREE_SHARE)
-        self.deg_rows = deg.size // max(n, 1)
+        if not self.zero_copy:                       # the bounds kernel's (streamed chunks only)
+            deg, part_max = degree_bounds(data, lists, self.directions, total // DEGREE_SHARE)
+            self.deg_rows = deg.size // max(n, 1)
         # resident: segment metadata and ranges, degrees, bitsets, query info, counters
         self.d_meta = budget.to_device(meta, what="segment metadata")
         self.d_seg_lo = budget.to_device(lo, what="segment ranges")
@@ -870,10 +882,11 @@ class SGSI(Engine):
         # linking edge's demand (the words its rows' lists take), downloaded in one copy
         self.d_marks = budget.zeros(len(self.flat) + DEMAND_SLOTS, np.int64, what="reached segments")
         self.h_marks = np.zeros(self.d_marks.size, np.int64)
-        self.inplace = InPlace.build(data, budget) if self.zero_copy else None
+        self.inplace = InPlace.build(data, lists, budget, total // DEGREE_SHARE) if self.zero_copy else None
         self._epoch = 0
-        self.d_deg = budget.to_device(deg, what="degree bounds")
-        self.d_part_max = budget.to_device(part_max, what="degree bounds")
+        if not self.zero_copy:
+            self.d_deg = budget.to_device(deg, what="degree bounds")
+            self.d_part_max = budget.to_device(part_max, what="degree bounds")
         self.d_sizes = budget.device_array(MAX_QUERY_VERTICES, np.int64, what="candidate sizes")
         self.d_qinfo = budget.device_array(QI_EDGES, np.int32, what="query info")
         self.d_loads = budget.zeros(4, np.int64, what="load counters")
@@ -1127,6 +1140,11 @@ class SGSI(Engine):
             else:
                 a += self._chunk(level, tb, a, m, fw, fr, top, buckets)
 
+    def _lists(self) -> tuple:
+        """The in-place kernels' view of the mapped lists: (column index, offsets, bases, stride)."""
+        ip = self.inplace
+        return ip.lists, ip.offsets, ip.bases, ip.stride
+
     def _counts_last(self) -> bool:
         """Whether the last join step is counted in place (:meth:`_count_last`): count-only, with
         the graph mapped (``zero_copy``)."""
@@ -1147,8 +1165,8 @@ class SGSI(Engine):
             fill(self.d_found, 0)
             with clock.comp_default.phase("kernels"):
                 sk.in_place_count[grid_blocks(r1 - r0, self.warps, self.max_blocks), T](
-                    tab, width, r0, r1 - r0, self.d_edges, e0, e_hi, self.d_bits, vertex * self.nwords, self.n,
-                    self.inplace.meta, self.inplace.pcsr, 0, self.d_found, self.d_found)
+                    tab, width, r0, r1 - r0, self.d_edges, e0, e_hi, self.d_bits, vertex * self.nwords,
+                    *self._lists(), 0, self.d_found, self.d_found)
             with clock.comm_default.phase("d2h"):
                 found = int(download(self.d_found, self.h_found)[0])
             clock.bytes_d2h += self.h_found.nbytes
@@ -1168,8 +1186,8 @@ class SGSI(Engine):
         num, P = (self._view(self.d_rows, fr + k * m, fr + (k + 1) * m) for k in range(IN_PLACE_ARRAYS))
         with self._clock.comp_default.phase("kernels"):
             self.sgsi_kernels.in_place_count[grid_blocks(m, self.warps, self.max_blocks), self.block_threads](
-                tab, level + 1, a, m, self.d_edges, e0, e_hi, self.d_bits, vertex * self.nwords, self.n,
-                self.inplace.meta, self.inplace.pcsr, 1, num, self.d_found)
+                tab, level + 1, a, m, self.d_edges, e0, e_hi, self.d_bits, vertex * self.nwords, *self._lists(), 1,
+                num, self.d_found)
             out_rows = exclusive_scan(num, P, workspace=self.scan_ws, n=m)
         return self._emit(level, tab, a, m, IN_PLACE_ARRAYS * m, None, None, num, P, out_rows, 0, top - fw, fw, fr,
                           top)
@@ -1389,7 +1407,7 @@ class SGSI(Engine):
             if gba is None:
                 vertex, e0, e_hi, _ = self._steps[level]
                 sk.in_place_write[wg, T](tab, width, a, i0, i1, self.d_edges, e0, e_hi, self.d_bits,
-                                         vertex * self.nwords, self.n, self.inplace.meta, self.inplace.pcsr, P, p0, out)
+                                         vertex * self.nwords, *self._lists(), P, p0, out)
             else:
                 sk.link_part[wg, T](tab, width, a, i0, i1, gba, F, num, P, p0, out)
         if last:

@@ -128,6 +128,24 @@ def test_zero_copy_joins_in_place(graph):
         assert got.peak_device_bytes <= limit
 
 
+def test_in_place_list_offsets_resident_when_they_fit_else_mapped(monkeypatch):
+    """The in-place join finds N(v, p) through per-partition offsets kept on the device when
+    they take at most 1/DEGREE_SHARE of the budget, else read from mapped host memory too; both
+    count exactly, and only the resident ones take device memory."""
+    import gsi.sgsi as sgsi_module
+    limit = limit_for_partitions(DIRECTED, 3)
+    q = walk_query(DIRECTED, 4, seed=0)
+    want = reference(DIRECTED, q).count
+    resident = SGSI(device_memory_limit=limit, **SHAPE).prepare(DIRECTED)
+    monkeypatch.setattr(sgsi_module, "DEGREE_SHARE", 10 ** 9)
+    far = SGSI(device_memory_limit=limit, **SHAPE).prepare(DIRECTED)
+    assert resident.inplace.resident_offsets and not far.inplace.resident_offsets
+    assert resident.inplace.stride == DIRECTED.num_vertices + 1
+    for engine in (resident, far):
+        got = engine.match(q)
+        assert got.status is Status.OK and got.count == want > 0 and got.stats["inplace_chunks"] > 0
+
+
 def hub_triangle(graph: Graph) -> Graph:
     """A triangle through the hub (vertex 0) and two adjacent spokes, labelled as they are."""
     spokes = set(graph.neighbors_of(0).tolist())

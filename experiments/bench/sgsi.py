@@ -17,7 +17,8 @@ time of copies and kernels, from one more run with ``instrument`` on (they overl
 can add up to more than the elapsed time); ``MiB streamed``: graph segments copied per query;
 ``GB/s``: those bytes over their copies' device time; ``in place``: chunks joined in place
 (zero-copy); ``rows counted``: rows of the last table whose extensions were counted, not
-written. A wrong count is printed loudly and makes the exit status 1. Under the simulator ``--quick`` runs a tiny workload.
+written. A wrong count is printed loudly and makes the exit status 1. Under the simulator
+``--quick`` runs a tiny workload.
 
     python -m experiments.bench.sgsi --workloads github,hprd --time-budget 200 --out $OUT
 """
