@@ -85,7 +85,6 @@ IN_CORE_SHARE = 0.5
 #: Exact per-partition degrees (P x n words) when they take at most 1/DEGREE_SHARE of the budget.
 DEGREE_SHARE = 4
 ROW_SHARE = 0.25                           # of the working memory: the int64 per-row arena
-IN_PLACE_ROW_SHARE = 0.4                   # the same joining in place (no GBA shares the words arena)
 TABLE_SHARE = 0.5                          # of the room above a new table: what it may take (not last)
 ROW_ARRAYS = 6                             # per-row int64 arrays of a chunk: counts, F, num, P, Fx, numx
 IN_PLACE_ARRAYS = 2                        # those of a chunk joined in place: num, P
@@ -919,8 +918,7 @@ class SGSI(Engine):
             raise DeviceOutOfMemory(_MIN_WORK_BYTES, budget.in_use, total,
                                     "SGSI's join after the segment slots, degrees and candidate bitsets "
                                     "(raise device_memory_limit)")
-        share = IN_PLACE_ROW_SHARE if self.inplace is not None else ROW_SHARE
-        row_bytes = int(work * share)
+        row_bytes = int(work * ROW_SHARE)
         arrays = IN_PLACE_ARRAYS if self.inplace is not None else ROW_ARRAYS
         max_rows = max(1, row_bytes // (8 * arrays + 8))
         self.scan_ws = self.pool.scan(max_rows, np.int64)
@@ -929,7 +927,7 @@ class SGSI(Engine):
             left = min(left, DEFAULT_WORK_BYTES)
         if self.work_bytes is not None:
             left = min(left, self.work_bytes)
-        self.rows_cap = max(arrays, min(max_rows * arrays, int(left * share) // 8))
+        self.rows_cap = max(arrays, min(max_rows * arrays, int(left * ROW_SHARE) // 8))
         self.words_cap = max(2, (left - 8 * self.rows_cap) // 4) + 2 * slot_words
         self.d_rows = budget.device_array(self.rows_cap, np.int64, what="per-row arena")
         self.d_words = budget.device_array(self.words_cap, np.int32, what="table and GBA arena")

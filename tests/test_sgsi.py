@@ -319,7 +319,7 @@ def test_in_place_chunks_count_then_write_their_rows_in_parts(monkeypatch):
     data = random_graph(120, 360, 1, 2, False, seed=3)
     q = Graph.from_edges(4, [0, 1, 2], [1, 2, 3], [0, 0, 0, 0], [0, 1, 0])
     want = reference(data, q, collect=True)
-    monkeypatch.setattr(sgsi_module, "IN_PLACE_ROW_SHARE", 0.6)   # many rows per chunk
+    monkeypatch.setattr(sgsi_module, "ROW_SHARE", 0.6)      # many rows per chunk
     monkeypatch.setattr(sgsi_module, "TABLE_SHARE", 0.05)   # little room for a new table
     engine = SGSI(device_memory_limit=40_000, work_bytes=8000, **SHAPE).prepare(data)
     got = engine.match(q, collect=True)
