@@ -47,6 +47,8 @@ CELLS = 2
 #: :data:`merge_in_place_galloping` skips through the neighbour list after this many
 #: consecutive neighbour tiles that held no match and lay wholly below the buffer tile.
 SKIP_AFTER = 2
+#: A :func:`tile_in_list` skip counted as the words of its two cheapest rounds of 32 probes.
+SEEK_WORDS = 64
 
 
 @cuda.jit(device=True)
@@ -292,9 +294,11 @@ def tile_in_list(ntile, w, keep, x, ci, npos, e):
     """One warp: which lanes' ``x`` (where ``keep``; ascending with the lane) occur in ci[npos:e]
     (sorted). Neighbour tiles are read from ``npos`` on; a tile wholly below the smallest
     unresolved element is skipped by :func:`common.gpu.device_functions.warp_seek`. Returns
-    (found, where the next search may start: the tile that held the largest kept element)."""
+    (found, where the next search may start: the tile that held the largest kept element, the
+    words read: each tile's, and SEEK_WORDS per skip)."""
     lane = cuda.laneid
     found = False
+    words = np.int64(0)
     mask = cuda.ballot_sync(FULL_MASK, keep)
     key = cuda.shfl_sync(FULL_MASK, x, cuda.ffs(mask) - 1)
     while mask != 0 and npos < e:
@@ -304,9 +308,11 @@ def tile_in_list(ntile, w, keep, x, ci, npos, e):
         if nvalid > 32:
             nvalid = 32
         nlast = ntile[w, nvalid - 1]
+        words += nvalid
         if nlast < key:                            # nothing of the tile is wanted: gallop
             cuda.syncwarp(FULL_MASK)
             npos = warp_seek(ci, npos + nvalid, e, key)
+            words += SEEK_WORDS
             continue
         if keep and not found:
             j = lower_bound(ntile[w], 0, nvalid, x)
@@ -316,7 +322,7 @@ def tile_in_list(ntile, w, keep, x, ci, npos, e):
         if mask != 0:
             key = cuda.shfl_sync(FULL_MASK, x, cuda.ffs(mask) - 1)
             npos += nvalid
-    return keep and found, npos
+    return keep and found, npos, words
 
 
 def _row_in_place(write: bool):
@@ -332,7 +338,8 @@ def _row_in_place(write: bool):
         two words per edge), counted and, when
         writing, appended as new rows (the row extended by each) at out row ``dst_row`` on. The
         shortest list is read in 32-element batches; each batch's survivors are looked up in the
-        other lists (:func:`tile_in_list`, whose cursors only move forward). Returns the count."""
+        other lists (:func:`tile_in_list`, whose cursors only move forward). Returns (the count,
+        the list words read)."""
         lane = cuda.laneid
         best = -1
         best_len = np.int64(1) << 62
@@ -350,6 +357,7 @@ def _row_in_place(write: bool):
         count = np.int64(0)
         k = ranges[w, 2 * best]
         end = ranges[w, 2 * best + 1]
+        words = end - k                           # the shortest list, read whole
         while k < end:
             x = INT32_MAX
             keep = False
@@ -358,7 +366,9 @@ def _row_in_place(write: bool):
                 keep = in_bitset(bits, ubase, x) != 0 and not_in_row(rowc, w, width, x)
             for other in range(e_hi - e_lo):
                 if other != best and cuda.ballot_sync(FULL_MASK, keep) != 0:
-                    keep, npos = tile_in_list(ntile, w, keep, x, ci, ranges[w, 2 * other], ranges[w, 2 * other + 1])
+                    keep, npos, read = tile_in_list(ntile, w, keep, x, ci, ranges[w, 2 * other],
+                                                    ranges[w, 2 * other + 1])
+                    words += read
                     cuda.syncwarp(FULL_MASK)
                     if lane == 0:
                         ranges[w, 2 * other] = npos
@@ -373,7 +383,7 @@ def _row_in_place(write: bool):
                 cuda.syncwarp(FULL_MASK)
             count += found
             k += 32
-        return count
+        return count, words
 
     return row_in_place
 

@@ -28,8 +28,10 @@ chunk with §7's cost model.
 ``instrument``: summed device time of copies and of kernels, which overlap), ``bytes_h2d``,
 ``bytes_d2h``, ``bytes_streamed`` (graph segments copied), ``h2d_gbps`` (those bytes over their
 copies' device time), ``segments_streamed``, ``chunks``, ``inplace_chunks`` (chunks joined in
-place), ``gba_splits``, ``split_outputs``, ``rows_per_iteration``, ``counted_rows`` (rows of the
-last table whose extensions were counted, not written).
+place), ``bytes_inplace`` (the list bytes the in-place kernels read from mapped memory, a skip
+through a list counted at its cheapest) and ``inplace_gbps`` (those bytes over the kernels'
+device time, with ``instrument``), ``gba_splits``, ``split_outputs``, ``rows_per_iteration``,
+``counted_rows`` (rows of the last table whose extensions were counted, not written).
 The choices where the paper is silent are in docs/decisions.md ("SGSI").
 """
 
@@ -94,6 +96,9 @@ DEFAULT_WORK_BYTES = (16 << 20) if _SIM else (4 << 30)
 _VIEWS = 512                               # cached arena views (a view costs a launch's host time)
 #: Rows of the last table per launch of the counted last step (the deadline is checked between).
 COUNT_ROWS = 1 << 18
+#: The in-place tallies (int64): the counted last step's matches and list words, then the
+#: chunks' (count and write passes) matches (unused) and list words.
+TALLY_FOUND, TALLY_CHUNKS, TALLIES = 0, 2, 4
 #: The per-chunk demand slots after the linking edges' ones: the rows' longest first-edge bound,
 #: and the words of the chunk's GBA.
 LONGEST = MAX_QUERY_VERTICES - 1
@@ -440,43 +445,52 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
     def in_place_count_kernel(tab, width, a, m, edges, e_lo, e_hi, bits, ubase, ci, offsets, bases, stride, per_row,
                               counts, total):
         """Rows a..a+m-1 of the table, a warp per row, every linking edge's lists read in place
-        (the graph mapped): total[0] += the rows' survivors (:func:`gsi.join.count_row_in_place`);
-        with ``per_row``, counts[i] = row a+i's."""
+        (the graph mapped): total[0] += the rows' survivors (:func:`gsi.join.count_row_in_place`),
+        total[1] += the list words read; with ``per_row``, counts[i] = row a+i's."""
         rowc = cuda.shared.array((warps, Q), np.int32)
         ranges = cuda.shared.array((warps, Q2), np.int64)
         ntile = cuda.shared.array((warps, 32), np.int32)
         w = cuda.threadIdx.x // 32
         found = np.int64(0)
+        words = np.int64(0)
         i = cuda.blockIdx.x * warps + w
         while i < m:
             load_row(rowc, w, tab, a + i, width)
-            c = count_row_in_place(rowc, ranges, ntile, ntile, w, tab, a + i, width, edges, e_lo, e_hi, bits, ubase,
-                                   ci, offsets, bases, stride, tab, 0)
+            c, read = count_row_in_place(rowc, ranges, ntile, ntile, w, tab, a + i, width, edges, e_lo, e_hi, bits,
+                                         ubase, ci, offsets, bases, stride, tab, 0)
             if per_row != 0 and cuda.laneid == 0:
                 counts[i] = c
             found += c
+            words += read
             cuda.syncwarp(FULL_MASK)
             i += cuda.gridDim.x * warps
         if cuda.laneid == 0 and found > 0:
             cuda.atomic.add(total, 0, found)
+        if cuda.laneid == 0 and words > 0:
+            cuda.atomic.add(total, 1, words)
 
     @jit
     def in_place_write_kernel(tab, width, a, i0, i1, edges, e_lo, e_hi, bits, ubase, ci, offsets, bases, stride, P, p0,
-                              out):
+                              out, total):
         """Rows i0..i1-1 of the chunk (table rows a+i), a warp per row, lists read in place: the
-        row's new rows at out row P[i] - p0 on (:func:`gsi.join.write_row_in_place`)."""
+        row's new rows at out row P[i] - p0 on (:func:`gsi.join.write_row_in_place`); total[0] +=
+        the list words read."""
         rowc = cuda.shared.array((warps, Q), np.int32)
         ranges = cuda.shared.array((warps, Q2), np.int64)
         ntile = cuda.shared.array((warps, 32), np.int32)
         stile = cuda.shared.array((warps, 32), np.int32)
         w = cuda.threadIdx.x // 32
+        words = np.int64(0)
         i = i0 + cuda.blockIdx.x * warps + w
         while i < i1:
             load_row(rowc, w, tab, a + i, width)
-            write_row_in_place(rowc, ranges, ntile, stile, w, tab, a + i, width, edges, e_lo, e_hi, bits, ubase, ci,
-                               offsets, bases, stride, out, P[i] - p0)
+            _, read = write_row_in_place(rowc, ranges, ntile, stile, w, tab, a + i, width, edges, e_lo, e_hi, bits,
+                                         ubase, ci, offsets, bases, stride, out, P[i] - p0)
+            words += read
             cuda.syncwarp(FULL_MASK)
             i += cuda.gridDim.x * warps
+        if cuda.laneid == 0 and words > 0:
+            cuda.atomic.add(total, 0, words)
 
     return SGSIKernels(bounds_kernel, segment_first_kernel, segment_prep_kernel, segment_add_kernel,
                        segment_intersect_kernel, link_part_kernel, bucket_count_kernel, bucket_link_kernel,
@@ -898,8 +912,9 @@ class SGSI(Engine):
         self.streams = _Streams(slot_words)
         # the load balance's queue length, and SGSI+'s work histogram (only SGSI+ needs one)
         self.d_qcount = budget.device_array(1, np.int64, what="load-balance queue length")
-        self.d_found = budget.device_array(1, np.int64, what="counted matches")
-        self.h_found = np.zeros(1, np.int64)
+        # the in-place kernels' tallies: the last step's count and list words, the chunks' words
+        self.d_tally = budget.zeros(TALLIES, np.int64, what="in-place tallies")
+        self.h_tally = np.zeros(TALLIES, np.int64)
         if self.load_balance == "histogram":
             self.d_hist = budget.device_array(balance.HIST_BINS, np.int64, what="work histogram")
             self.h_hist = np.zeros(balance.HIST_BINS, np.int64)
@@ -963,7 +978,9 @@ class SGSI(Engine):
         self._clock, self._limit, self._collect = clock, limit, collect
         self._count, self._chunks, self._rows_out, self._host_bytes = 0, 0, [], 0
         self._gba_splits = self._table_parts = self._inplace_chunks = 0
-        self._counted_rows = 0
+        self._counted_rows = self._found = 0
+        if self.inplace is not None:
+            fill(self.d_tally, 0)
         stats = {"mode": "out-of-core", "partitions": self.partitions,
                  "signature_segments": len(self.sig_segments), "candidate_sizes": [], "order": [],
                  "load_balance": self.load_balance}
@@ -1002,9 +1019,13 @@ class SGSI(Engine):
                      comp_s=comp, bytes_h2d=clock.bytes_h2d, bytes_d2h=clock.bytes_d2h,
                      bytes_streamed=clock.bytes_streamed, segments_streamed=clock.streamed,
                      gba_splits=self._gba_splits, split_outputs=self._table_parts,
-                     inplace_chunks=self._inplace_chunks,
+                     inplace_chunks=self._inplace_chunks, bytes_inplace=0, inplace_gbps=0.0,
                      counted_rows=self._counted_rows,
                      h2d_gbps=clock.bytes_streamed / stream_s / 1e9 if stream_s > 0 else 0.0)
+        if self.inplace is not None:
+            download(self.d_tally, self.h_tally)
+            stats["bytes_inplace"] = 4 * int(self.h_tally[TALLY_FOUND + 1] + self.h_tally[TALLY_CHUNKS + 1])
+            stats["inplace_gbps"] = stats["bytes_inplace"] / comp / 1e9 if comp > 0 else 0.0
         return MatchResult(self.name, self._count, status, reason=reason, embeddings=embeddings,
                            phases=timer.seconds, peak_device_bytes=self.budget.peak, stats=stats)
 
@@ -1014,7 +1035,7 @@ class SGSI(Engine):
         comp = sum(r.phases.get(k, 0.0) for k in ("filter", "plan", "enumerate"))
         stats.update(mode="in-core", partitions=self.partitions, signature_segments=0, comm_s=0.0, comp_s=comp,
                      bytes_h2d=0, bytes_d2h=0, bytes_streamed=0, segments_streamed=0, h2d_gbps=0.0,
-                     inplace_chunks=0,
+                     inplace_chunks=0, bytes_inplace=0, inplace_gbps=0.0,
                      chunks=stats.get("slices", 0))
         return MatchResult(self.name, r.count, r.status, reason=r.reason, embeddings=r.embeddings,
                            phases=r.phases, peak_device_bytes=r.peak_device_bytes, stats=stats)
@@ -1159,17 +1180,19 @@ class SGSI(Engine):
         width = level + 1
         tab = self._view(self.d_words, tb, self.words_cap)
         sk, T, clock = self.sgsi_kernels, self.block_threads, self._clock
+        tally = self._view(self.d_tally, TALLY_FOUND, TALLY_FOUND + 2)
         for r0 in range(0, rows, COUNT_ROWS):
             self._deadline.check()
             r1 = min(rows, r0 + COUNT_ROWS)
-            fill(self.d_found, 0)
             with clock.comp_default.phase("kernels"):
                 sk.in_place_count[grid_blocks(r1 - r0, self.warps, self.max_blocks), T](
                     tab, width, r0, r1 - r0, self.d_edges, e0, e_hi, self.d_bits, vertex * self.nwords,
-                    *self._lists(), 0, self.d_found, self.d_found)
+                    *self._lists(), 0, tally, tally)
             with clock.comm_default.phase("d2h"):
-                found = int(download(self.d_found, self.h_found)[0])
-            clock.bytes_d2h += self.h_found.nbytes
+                download(self.d_tally, self.h_tally)
+            clock.bytes_d2h += self.h_tally.nbytes
+            found = int(self.h_tally[TALLY_FOUND]) - self._found
+            self._found += found
             self._counted_rows += r1 - r0
             self._iter_rows[level + 1] += found
             self._add_count(found)
@@ -1187,7 +1210,7 @@ class SGSI(Engine):
         with self._clock.comp_default.phase("kernels"):
             self.sgsi_kernels.in_place_count[grid_blocks(m, self.warps, self.max_blocks), self.block_threads](
                 tab, level + 1, a, m, self.d_edges, e0, e_hi, self.d_bits, vertex * self.nwords, *self._lists(), 1,
-                num, self.d_found)
+                num, self._view(self.d_tally, TALLY_CHUNKS, TALLY_CHUNKS + 2))
             out_rows = exclusive_scan(num, P, workspace=self.scan_ws, n=m)
         return self._emit(level, tab, a, m, IN_PLACE_ARRAYS * m, None, None, num, P, out_rows, 0, top - fw, fw, fr,
                           top)
@@ -1407,7 +1430,8 @@ class SGSI(Engine):
             if gba is None:
                 vertex, e0, e_hi, _ = self._steps[level]
                 sk.in_place_write[wg, T](tab, width, a, i0, i1, self.d_edges, e0, e_hi, self.d_bits,
-                                         vertex * self.nwords, *self._lists(), P, p0, out)
+                                         vertex * self.nwords, *self._lists(), P, p0, out,
+                                         self._view(self.d_tally, TALLY_CHUNKS + 1, TALLY_CHUNKS + 2))
             else:
                 sk.link_part[wg, T](tab, width, a, i0, i1, gba, F, num, P, p0, out)
         if last:

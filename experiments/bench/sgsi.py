@@ -17,8 +17,9 @@ time of copies and kernels, from one more run with ``instrument`` on (they overl
 can add up to more than the elapsed time); ``MiB streamed``: graph segments copied per query;
 ``GB/s``: those bytes over their copies' device time; ``in place``: chunks joined in place
 (zero-copy); ``rows counted``: rows of the last table whose extensions were counted, not
-written. A wrong count is printed loudly and makes the exit status 1. Under the simulator
-``--quick`` runs a tiny workload.
+written; ``MiB read in place``: list bytes the in-place kernels read from mapped memory, and
+``its GB/s`` those over the kernels' device time. A wrong count is printed loudly and makes the
+exit status 1. Under the simulator ``--quick`` runs a tiny workload.
 
     python -m experiments.bench.sgsi --workloads github,hprd --time-budget 200 --out $OUT
 """
@@ -51,7 +52,7 @@ from ..harness.workloads import check_set
 GSI_NAME, NOLIMIT, LIMITED, PLUS = "gsi", "sgsi", "sgsi limited", "sgsi+ limited"
 STREAMED = "sgsi streamed limited"
 STREAM_KEYS = ("comm_s", "comp_s", "bytes_h2d", "bytes_streamed", "h2d_gbps", "segments_streamed", "chunks",
-               "inplace_chunks", "counted_rows")
+               "inplace_chunks", "counted_rows", "bytes_inplace", "inplace_gbps")
 
 
 def footprint(data: Graph) -> int:
@@ -219,8 +220,8 @@ def main(argv=None) -> int:
         if streamed:
             print(f"\nTable 7 ({name}): computation vs communication per query at {size / limit:.1f}x")
             print("| engine | query | ms | comp ms | comm ms | MiB streamed | x graph | GB/s | chunks | in place | "
-                  "rows counted |")
-            print("|---|---|---|---|---|---|---|---|---|---|---|")
+                  "rows counted | MiB read in place | its GB/s |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
             for label in streamed:
                 for r in mine:
                     print(f"| {label} | {r['query']} | {_fmt(r[f'{label} ms'])} | "
@@ -228,7 +229,8 @@ def main(argv=None) -> int:
                           f"{r[f'{label} bytes_streamed'] / 2**20:.1f} | "
                           f"{r[f'{label} bytes_streamed'] / size:.1f} | {r[f'{label} h2d_gbps']:.1f} | "
                           f"{r[f'{label} chunks']} | {r[f'{label} inplace_chunks']} | "
-                          f"{r[f'{label} counted_rows']} |")
+                          f"{r[f'{label} counted_rows']} | {r[f'{label} bytes_inplace'] / 2**20:.1f} | "
+                          f"{r[f'{label} inplace_gbps']:.1f} |")
     unchecked = sum(r["check"] == "timeout" for r in rows)
     print(("all counts exact" if not bad else f"{bad} MISMATCHES")
           + (f"; {unchecked} queries not checked (a warm-up did not finish)" if unchecked else ""))
