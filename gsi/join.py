@@ -335,11 +335,11 @@ def _row_in_place(write: bool):
         """One warp, row ``row`` of ``tab`` (cached in rowc[w]): the survivors
         N(v'_1, l_1) ∩ ... ∩ N(v'_k, l_k) ∩ C(u) minus the row, over the linking edges
         e_lo..e_hi-1 (N(v, p) = ci[bases[p] + offsets[p * stride + v] : ... v + 1]; ``ranges[w]``:
-        two words per edge), counted and, when writing, appended as new rows (the row extended
-        by each) at out row ``dst_row`` on. The
-        shortest list is read in 32-element batches, each loaded while the one before is checked;
-        each batch's survivors are looked up in the other lists (:func:`tile_in_list`, whose
-        cursors only move forward). Returns (the count, the list words read)."""
+        two words per edge), counted and, when
+        writing, appended as new rows (the row extended by each) at out row ``dst_row`` on. The
+        shortest list is read in 32-element batches; each batch's survivors are looked up in the
+        other lists (:func:`tile_in_list`, whose cursors only move forward). Returns (the count,
+        the list words read)."""
         lane = cuda.laneid
         best = -1
         best_len = np.int64(1) << 62
@@ -358,15 +358,11 @@ def _row_in_place(write: bool):
         k = ranges[w, 2 * best]
         end = ranges[w, 2 * best + 1]
         words = end - k                           # the shortest list, read whole
-        ahead = INT32_MAX                         # the next batch, loaded while this one is checked
-        if k + lane < end:
-            ahead = ci[k + lane]
         while k < end:
-            x = ahead
-            if k + 32 + lane < end:
-                ahead = ci[k + 32 + lane]
+            x = INT32_MAX
             keep = False
             if k + lane < end:
+                x = ci[k + lane]
                 keep = in_bitset(bits, ubase, x) != 0 and not_in_row(rowc, w, width, x)
             for other in range(e_hi - e_lo):
                 if other != best and cuda.ballot_sync(FULL_MASK, keep) != 0:
