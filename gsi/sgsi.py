@@ -1,6 +1,7 @@
 """SGSI, GSI's out-of-core pipeline (Zeng et al., TKDE 2022 §6-§7), registry name ``"sgsi"``: the
-same filter, join order and Prealloc-Combine join as :class:`gsi.engine.GSI`, for data graphs
-larger than the device (or than ``device_memory_limit``).
+same filter and join order as :class:`gsi.engine.GSI`, and its Prealloc-Combine join over
+streamed segments or a two-pass join over the graph read in place, for data graphs larger than
+the device (or than ``device_memory_limit``).
 
     engine = SGSI(device_memory_limit=64 << 20).prepare(data)    # SGSI(load_balance="histogram"): SGSI+
     result = engine.match(query)
@@ -678,10 +679,13 @@ class SGSI(Engine):
     ----------
     load_balance : {True, "histogram", False}
         True: SGSI with GSI's thresholds ``w1``/``w3``; "histogram": SGSI+ (§7's cost model).
+        In core and in the streamed join (``zero_copy=False``); the in-place join gives each
+        row a warp.
     duplicate_removal : bool
-        Share N(v, l) reads among a block's rows, as in :class:`gsi.engine.GSI`.
+        Share N(v, l) reads among a block's rows, as in :class:`gsi.engine.GSI` (in core and
+        streamed).
     write_cache : bool
-        The per-warp write cache, as in :class:`gsi.engine.GSI`.
+        The per-warp write cache, as in :class:`gsi.engine.GSI` (in core and streamed).
     order_score : {"paper", "code"}
         Join-order score, as in :class:`gsi.engine.GSI`.
     w1, w3 : int
