@@ -55,7 +55,7 @@ from common.gpu import launch as _launch
 from common.gpu.budget import DeviceMemoryBudget
 from common.gpu.copies import download, fill, mapped, upload
 from common.gpu.cudasim import FULL_MASK
-from common.gpu.device_functions import lower_bound
+from common.gpu.device_functions import lower_bound, warp_max, warp_sum
 from common.gpu.grid import grid_blocks
 from common.gpu.pool import BufferPool
 from common.gpu.runtime import cuda, jit, simulator_active
@@ -100,11 +100,11 @@ COUNT_ROWS = 1 << 18
 #: The in-place tallies (int64): the counted last step's matches and list words, then the
 #: chunks' (count and write passes) matches (unused) and list words.
 TALLY_FOUND, TALLY_CHUNKS, TALLIES = 0, 2, 4
-#: The per-chunk demand slots after the linking edges' ones: the rows' longest first-edge bound,
-#: and the words of the chunk's GBA.
-LONGEST = MAX_QUERY_VERTICES - 1
-GBA_WORDS = MAX_QUERY_VERTICES
-DEMAND_SLOTS = MAX_QUERY_VERTICES + 1
+#: The per-chunk demand slots after the reached-segment marks: the rows' longest first-edge
+#: bound, and the words of the chunk's GBA.
+LONGEST = 0
+GBA_WORDS = 1
+DEMAND_SLOTS = 2
 
 
 @dataclass
@@ -252,13 +252,8 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
         """A thread per row: raw[i] = a bound of |N(v', l0)| (:func:`degree_bounds`), counts[i] =
         min(raw[i], cap) (the row's GBA: its survivors are distinct members of C(u), |C(u)| =
         ``cap``), num[i] = 0, and marks[s] = epoch for every segment s of a linking edge's
-        partition whose source range holds that edge's vertex of the row; demand[k] += the rows'
-        bounds for linking edge e_lo + k (the words the chunk reads of its partition; one atomic
-        per warp and edge), demand[LONGEST] = the longest first-edge bound and demand[GBA_WORDS]
-        += the rows' counts."""
-        sums = cuda.local.array(Q, np.int64)
-        for k in range(e_hi - e_lo):
-            sums[k] = 0
+        partition whose source range holds that edge's vertex of the row; demand[LONGEST] = the
+        longest bound and demand[GBA_WORDS] += the rows' counts (one atomic per warp)."""
         longest = np.int64(0)
         gba_words = np.int64(0)
         i = cuda.grid(1)
@@ -268,13 +263,12 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
             for ed in range(e_lo, e_hi):
                 v = tab[row + edges[ed * EDGE_FIELDS]]
                 p = edges[ed * EDGE_FIELDS + 1]
-                bound = min(deg[np.int64(p % deg_rows) * n + v], part_max[p])
                 if ed == e_lo:
+                    bound = min(deg[np.int64(p % deg_rows) * n + v], part_max[p])
                     raw[i] = bound
                     counts[i] = min(np.int64(bound), cap)
                     gba_words += counts[i]
                     longest = max(longest, np.int64(bound))
-                sums[ed - e_lo] += bound
                 s = seg_first[p]
                 end = s + seg_count[p]
                 s = lower_bound(seg_hi, s, end, v)
@@ -283,24 +277,10 @@ def make_sgsi_kernels(warps: int) -> SGSIKernels:
                     s += 1
             i += cuda.gridsize(1)
         cuda.syncwarp(FULL_MASK)
-        for k in range(e_hi - e_lo):
-            total = sums[k]
-            step = 16
-            while step > 0:
-                total += cuda.shfl_down_sync(FULL_MASK, total, step)
-                step //= 2
-            if cuda.laneid == 0 and total > 0:
-                cuda.atomic.add(demand, k, total)
-        step = 16
-        while step > 0:
-            longest = max(longest, cuda.shfl_down_sync(FULL_MASK, longest, step))
-            step //= 2
+        longest = warp_max(longest)
+        gba_words = warp_sum(gba_words)
         if cuda.laneid == 0 and longest > 0:
             cuda.atomic.max(demand, LONGEST, longest)
-        step = 16
-        while step > 0:
-            gba_words += cuda.shfl_down_sync(FULL_MASK, gba_words, step)
-            step //= 2
         if cuda.laneid == 0 and gba_words > 0:
             cuda.atomic.add(demand, GBA_WORDS, gba_words)
 
@@ -1251,8 +1231,8 @@ class SGSI(Engine):
             download(self.d_marks, self.h_marks)
         clock.bytes_d2h += self.h_marks.nbytes
         reached = self.h_marks[:nseg] == epoch
-        words_read = self.h_marks[nseg:]
-        total = int(words_read[GBA_WORDS])
+        demands = self.h_marks[nseg:]
+        total = int(demands[GBA_WORDS])
         # per linking edge: the segments the rows reach, and whether its lists are read in place
         reach = [self._reached(part, reached) for _, part, _ in edges]
         avail = top - fw
@@ -1292,7 +1272,7 @@ class SGSI(Engine):
                 hi = min(int(buckets[seg.flat - f + 1]), a + m) - a
                 spans[seg.sid] = (lo, hi)
             first_segs = [seg for seg in first_segs if spans[seg.sid][0] < spans[seg.sid][1]]
-        longest = int(words_read[LONGEST])
+        longest = int(demands[LONGEST])
         heavy = {seg.sid: heavy_any or (self.load_balance is not False or self.duplicate_removal)
                  and min(seg.max_list, longest) > self.w3 for seg in first_segs}
         w1 = w3 = 0

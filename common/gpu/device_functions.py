@@ -1,5 +1,5 @@
-"""Device functions every engine shares: searches in sorted ranges, sorted-set intersection and a
-32-bit hash (docs/design.md: shared device functions live once in common/).
+"""Device functions every engine shares: searches in sorted ranges, sorted-set intersection, warp
+reductions and a 32-bit hash (docs/design.md: shared device functions live once in common/).
 
 Ranges are ``arr[lo:hi]`` of a sorted array, as CSR neighbour lists are
 (``neighbors[offsets[v]:offsets[v + 1]]``). Intersections assume sorted ranges without
@@ -24,6 +24,26 @@ from .runtime import cuda
 def lower_bound(arr, lo, hi, key):
     """First index i in [lo, hi) with arr[i] >= key (hi if none)."""
     return lower_bound_probes(arr, lo, hi, key)[0]
+
+
+@cuda.jit(device=True)
+def warp_sum(x):
+    """The sum of ``x`` over the full warp, in lane 0 (every lane calls it)."""
+    step = 16
+    while step > 0:
+        x += cuda.shfl_down_sync(FULL_MASK, x, step)
+        step //= 2
+    return x
+
+
+@cuda.jit(device=True)
+def warp_max(x):
+    """The maximum of ``x`` over the full warp, in lane 0 (every lane calls it)."""
+    step = 16
+    while step > 0:
+        x = max(x, cuda.shfl_down_sync(FULL_MASK, x, step))
+        step //= 2
+    return x
 
 
 @cuda.jit(device=True)
