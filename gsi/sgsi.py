@@ -918,7 +918,7 @@ class SGSI(Engine):
                                     "SGSI's join after the segment slots, degrees and candidate bitsets "
                                     "(raise device_memory_limit)")
         row_bytes = int(work * ROW_SHARE)
-        arrays = IN_PLACE_ARRAYS if self.inplace is not None else ROW_ARRAYS
+        self.row_arrays = arrays = IN_PLACE_ARRAYS if self.inplace is not None else ROW_ARRAYS
         max_rows = max(1, row_bytes // (8 * arrays + 8))
         self.scan_ws = self.pool.scan(max_rows, np.int64)
         left = total - budget.in_use - max(0, 16 - self._bits_rows) * self.nwords * 4 - slot_bytes
@@ -1130,13 +1130,14 @@ class SGSI(Engine):
             self._count_last(level, tb, rows)
             return
         a = 0
+        arrays = self.row_arrays
         while a < rows:
             self._deadline.check()
             # the per-row arrays are the chunk's own unless its new table is written in parts:
-            # half of what is left (the later levels need the other half then), all at the last
-            arrays = IN_PLACE_ARRAYS if self.inplace is not None else ROW_ARRAYS
+            # half of what is left (the later levels need the other half then), all where no
+            # later level takes per-row arrays
             left = (self.rows_cap - fr) // arrays
-            m = min(rows - a, left if last else left // 2)
+            m = min(rows - a, left if self._ends_chunking(level) else left // 2)
             if m < 1:
                 raise DeviceOutOfMemory(8 * arrays, self.budget.in_use, self.budget.limit or 0,
                                         f"per-row arrays of join iteration {level + 1} (raise device_memory_limit)")
@@ -1149,6 +1150,12 @@ class SGSI(Engine):
         """The in-place kernels' view of the mapped lists: (column index, offsets, bases, stride)."""
         ip = self.inplace
         return ip.lists, ip.offsets, ip.bases, ip.stride
+
+    def _ends_chunking(self, level: int) -> bool:
+        """Whether the join of table ``level`` is the last one in chunks: the last step, or the
+        one before a last step counted in place (which takes neither per-row arrays nor a GBA)."""
+        nq = len(self._steps) + 1
+        return level + 2 == nq or (level + 3 == nq and self._counts_last())
 
     def _counts_last(self) -> bool:
         """Whether the last join step is counted in place (:meth:`_count_last`): count-only, with
@@ -1335,10 +1342,9 @@ class SGSI(Engine):
             return m
         # the new table grows up from fw, below the GBA if any (the slots are free again); written whole,
         # the GBA and per-row arrays are free again for the later levels, and it may take
-        # TABLE_SHARE of the room (the rest for them)
+        # TABLE_SHARE of the room (the rest for them), all of it where no later level chunks
         room = avail - max(total, 1)
-        whole_room = last or (level + 3 == nq and self._counts_last())   # nothing after it needs room
-        room_rows = (room if whole_room else int(room * TABLE_SHARE)) // (width + 1)
+        room_rows = (room if self._ends_chunking(level) else int(room * TABLE_SHARE)) // (width + 1)
         if out_rows <= room_rows:
             self._write(level, tab, a, 0, m, gba, F, num, P, 0, out_rows, fw, fr, top)
             return m
