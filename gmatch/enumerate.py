@@ -36,6 +36,8 @@ import functools
 import types
 
 from numba import int8, int32, int64
+from numba import uint32 as u32
+from numba import uint64 as u64
 
 from common.gpu.cudasim import FULL_MASK as FULL
 from common.gpu.device_functions import contains, lower_bound
@@ -122,34 +124,34 @@ def search_functions(cg: bool):
     def real_id(G, sq, d, x):
         """Data vertex of index x at position d."""
         if cg:
-            return G[3][sq[S_CBASE, d] + x]
+            return G[3][sq[S_CBASE, u32(d)] + x]
         return x
 
     @cuda.jit(device=True)
     def row_of(G, d, j, xj):
         """Row listing the candidates of position d adjacent to xj (the image of position j)."""
         if cg:
-            return G[4][d * 32 + j] + xj
+            return G[4][u64(d * 32 + j)] + xj
         return xj
 
     @cuda.jit(device=True)
     def row_length(G, row):
-        return int32(G[0][row + 1] - G[0][row])
+        return int32(G[0][u64(row + 1)] - G[0][u64(row)])
 
     @cuda.jit(device=True)
     def group_start(G, key):
         """Where the entries of a stored task group begin (CG mode stores the start itself)."""
         if cg:
             return key
-        return G[0][key]
+        return G[0][u64(key)]
 
     @cuda.jit(device=True)
     def adjacent(G, sq, d, j, xj, x):
         """Is index x (position d) adjacent to index xj (position j)?"""
         if cg:
-            word = G[2][G[4][1024 + d * 32 + j] + xj * sq[S_WORDS, d] + (x >> 5)]
+            word = G[2][G[4][u64(1024 + d * 32 + j)] + xj * sq[S_WORDS, u32(d)] + (x >> 5)]
             return ((word >> (x & 31)) & 1) != 0
-        return contains(G[1], G[0][xj], G[0][xj + 1], x)
+        return contains(G[1], G[0][u64(xj)], G[0][u64(xj + 1)], x)
 
     @cuda.jit(device=True)
     def validate(mi, par, w, s, pool, width, G, sq, d, x, parent, skip):
@@ -157,12 +159,12 @@ def search_functions(cg: bool):
         adjacency to every backward neighbour but ``skip`` (whose row supplied x) and
         injectivity against the earlier positions with d's label; the walk up the parent
         pointers stops at the lowest position it needs."""
-        back = sq[S_BACK, d]
-        same = sq[S_SAME, d]
+        back = sq[S_BACK, u32(d)]
+        same = sq[S_SAME, u32(d)]
         need = (back & ~(int32(1) << skip)) | same if skip >= 0 else back | same
         if need == 0:
             return True                  # x came from the only row it had to be in
-        lo = sq[S_VLOW, d]
+        lo = sq[S_VLOW, u32(d)]
         while ((need >> lo) & 1) == 0:   # the lowest position still to check
             lo += 1
         rx = int32(-1)
@@ -171,18 +173,19 @@ def search_functions(cg: bool):
         cur = int32(parent)
         j = d - 1
         while j >= s and j >= lo:
-            xj = mi[w, j, cur]
-            if ((back >> j) & 1) != 0 and j != skip:
-                if not adjacent(G, sq, d, j, xj, x):
+            if ((need >> j) & 1) != 0:
+                xj = mi[u32(w), u32(j), u32(cur)]
+                if ((back >> j) & 1) != 0 and j != skip:
+                    if not adjacent(G, sq, d, j, xj, x):
+                        return False
+                if ((same >> j) & 1) != 0 and real_id(G, sq, j, xj) == rx:
                     return False
-            if ((same >> j) & 1) != 0 and real_id(G, sq, j, xj) == rx:
-                return False
-            cur = int32(par[w, j, cur])
+            cur = int32(par[u32(w), u32(j), u32(cur)])
             j -= 1
         if j >= lo:
-            prow = int64(mi[w, s - 1, cur]) * width
+            prow = int64(mi[u32(w), u32(s - 1), u32(cur)]) * width
             while j >= lo:
-                xj = pool[prow + j]
+                xj = pool[u64(prow + j)]
                 if ((back >> j) & 1) != 0 and j != skip:
                     if not adjacent(G, sq, d, j, xj, x):
                         return False
@@ -196,9 +199,9 @@ def search_functions(cg: bool):
         """Task group of position e for the partial match ending at slot ``slot`` of level e-1:
         (key, skip, length) = the shortest row over e's backward neighbours, cut at the
         symmetry-breaking bound."""
-        back = sq[S_BACK, e]
-        restr = sq[S_RESTR, e]
-        lo = sq[S_GLOW, e]
+        back = sq[S_BACK, u32(e)]
+        restr = sq[S_RESTR, u32(e)]
+        lo = sq[S_GLOW, u32(e)]
         best = int32(NO_BOUND)
         key = int32(-1)
         skip = int32(-1)
@@ -207,19 +210,21 @@ def search_functions(cg: bool):
         j = e - 1
         prow = int64(-1)
         while j >= lo:
+            xj = int32(0)
             if j >= s:
-                xj = mi[w, j, cur]
-                cur = int32(par[w, j, cur])
+                if (((back | restr) >> j) & 1) != 0:
+                    xj = mi[u32(w), u32(j), u32(cur)]
+                cur = int32(par[u32(w), u32(j), u32(cur)])
             else:
                 if prow < 0:
-                    prow = int64(mi[w, s - 1, cur]) * width
-                xj = pool[prow + j]
+                    prow = int64(mi[u32(w), u32(s - 1), u32(cur)]) * width
+                xj = pool[u64(prow + j)]
             if ((back >> j) & 1) != 0:
                 row = row_of(G, e, j, xj)
                 length = row_length(G, row)
                 if length < best:
                     best = length
-                    key = int32(G[0][row]) if cg else int32(row)
+                    key = int32(G[0][u64(row)]) if cg else int32(row)
                     skip = j
             if ((restr >> j) & 1) != 0:
                 rv = real_id(G, sq, j, xj)
@@ -232,8 +237,8 @@ def search_functions(cg: bool):
             start = group_start(G, key)
             cut = bound
             if cg:
-                cb = sq[S_CBASE, e]
-                cut = lower_bound(G[3], cb, cb + sq[S_CSIZE, e], bound) - cb
+                cb = sq[S_CBASE, u32(e)]
+                cut = lower_bound(G[3], cb, cb + sq[S_CSIZE, u32(e)], bound) - cb
             best = int32(lower_bound(G[1], start, start + best, cut) - start)
         return key, skip, best
 
@@ -245,15 +250,15 @@ def search_functions(cg: bool):
         the row's length (cut at the bound); several: the shortest row scanned with a bit test
         per other neighbour, or the rows' bitmaps ANDed word by word and popcounted up to the
         bound, whichever reads fewer words; -1 when that is more than ``max_cost``."""
-        back = sq[S_BACK, t]
-        restr = sq[S_RESTR, t]
-        same = sq[S_SAME, t]
-        cb = sq[S_CBASE, t]
-        cz = sq[S_CSIZE, t]
+        back = sq[S_BACK, u32(t)]
+        restr = sq[S_RESTR, u32(t)]
+        same = sq[S_SAME, u32(t)]
+        cb = sq[S_CBASE, u32(t)]
+        cz = sq[S_CSIZE, u32(t)]
         bound = int32(NO_BOUND)
         for c in range(low, d + 1):
             if ((restr >> c) & 1) != 0:
-                rv = real_id(G, sq, c, img[c])
+                rv = real_id(G, sq, c, img[u32(c)])
                 if rv < bound:
                     bound = rv
         cut = cz                                    # ranks of C(t) below the bound
@@ -266,17 +271,17 @@ def search_functions(cg: bool):
         for j in range(low, d + 1):
             if ((back >> j) & 1) != 0:
                 nb += 1
-                row = row_of(G, t, j, img[j])
+                row = row_of(G, t, j, img[u32(j)])
                 length = row_length(G, row)
                 if length < best:
                     best = length
                     bj = j
-                    start = G[0][row]
+                    start = G[0][u64(row)]
         if bound != NO_BOUND:
             best = int32(lower_bound(G[1], start, start + best, cut) - start)
         total = int64(best)
         if nb > 1:
-            words = sq[S_WORDS, t]
+            words = sq[S_WORDS, u32(t)]
             wcut = (cut + 31) >> 5
             scan = int64(best) * (nb - 1)
             if scan > max_cost and int64(wcut) * nb > max_cost:
@@ -284,10 +289,10 @@ def search_functions(cg: bool):
             if scan <= int64(wcut) * nb:
                 total = 0
                 for i in range(best):
-                    r = G[1][start + i]
+                    r = G[1][u64(start + i)]
                     ok = True
                     for j in range(low, d + 1):
-                        if ((back >> j) & 1) != 0 and j != bj and not adjacent(G, sq, t, j, img[j], r):
+                        if ((back >> j) & 1) != 0 and j != bj and not adjacent(G, sq, t, j, img[u32(j)], r):
                             ok = False
                             break
                     if ok:
@@ -298,21 +303,21 @@ def search_functions(cg: bool):
                     acc = FULL
                     for j in range(low, d + 1):
                         if ((back >> j) & 1) != 0:
-                            acc &= G[2][G[4][1024 + t * 32 + j] + img[j] * words + w]
+                            acc &= G[2][G[4][u64(1024 + t * 32 + j)] + img[u32(j)] * words + w]
                     if w == wcut - 1 and (cut & 31) != 0:
                         acc &= (int64(1) << (cut & 31)) - 1
                     total += cuda.popc(acc)
         if same != 0 and total > 0:
             for c in range(low, d + 1):
                 if ((same >> c) & 1) != 0:
-                    v = real_id(G, sq, c, img[c])
+                    v = real_id(G, sq, c, img[u32(c)])
                     if v >= bound:
                         continue
                     r = lower_bound(G[3], cb, cb + cz, v)
-                    if r < cb + cz and G[3][r] == v:
+                    if r < cb + cz and G[3][u64(r)] == v:
                         inside = True
                         for j in range(low, d + 1):
-                            if ((back >> j) & 1) != 0 and not adjacent(G, sq, t, j, img[j], r - cb):
+                            if ((back >> j) & 1) != 0 and not adjacent(G, sq, t, j, img[u32(j)], r - cb):
                                 inside = False
                                 break
                         if inside:
@@ -324,18 +329,18 @@ def search_functions(cg: bool):
         """img[low..d]: the images of positions low..d of the partial match that ends with x at
         position d (parent slot ``parent`` of level d-1), up the stack's parent pointers and then
         from the seed's pool row."""
-        img[d] = x
+        img[u32(d)] = x
         cur = int32(parent)
         j = d - 1
         prow = int64(-1)
         while j >= low:
             if j >= s:
-                img[j] = mi[w, j, cur]
-                cur = int32(par[w, j, cur])
+                img[u32(j)] = mi[u32(w), u32(j), u32(cur)]
+                cur = int32(par[u32(w), u32(j), u32(cur)])
             else:
                 if prow < 0:
-                    prow = int64(mi[w, s - 1, cur]) * width
-                img[j] = pool[prow + j]
+                    prow = int64(mi[u32(w), u32(s - 1), u32(cur)]) * width
+                img[u32(j)] = pool[u64(prow + j)]
             j -= 1
 
     @cuda.jit(device=True)
@@ -347,18 +352,18 @@ def search_functions(cg: bool):
         gather_images(img, mi, par, w, s, pool, width, low, d, x, parent)
         total = int64(1)
         for t in range(ne, n):
-            p = sq[S_LEAFPAR, t]
-            xp = img[p]
+            p = sq[S_LEAFPAR, u32(t)]
+            xp = img[u32(p)]
             count = row_length(G, row_of(G, t, p, xp))
-            same = sq[S_SAME, t]
+            same = sq[S_SAME, u32(t)]
             if same != 0 and count > 0:
-                tb = sq[S_CBASE, t]
-                tz = sq[S_CSIZE, t]
+                tb = sq[S_CBASE, u32(t)]
+                tz = sq[S_CSIZE, u32(t)]
                 for c in range(low, d + 1):
                     if ((same >> c) & 1) != 0:
-                        v = real_id(G, sq, c, img[c])
+                        v = real_id(G, sq, c, img[u32(c)])
                         r = lower_bound(G[3], tb, tb + tz, v)
-                        if r < tb + tz and G[3][r] == v and adjacent(G, sq, t, p, xp, r - tb):
+                        if r < tb + tz and G[3][u64(r)] == v and adjacent(G, sq, t, p, xp, r - tb):
                             count -= 1
             total *= count
         return total
@@ -782,16 +787,16 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         exploration lets the 32 span groups) and the level's cursor after them (lane 31 walks
         to task 32 and broadcasts); returns (g, r, has task, next group, next offset)."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top = S
-        g0 = cg[wi, d]
-        o0 = co[wi, d]
-        groups = ng[wi, d]
+        g0 = cg[u32(wi), u32(d)]
+        o0 = co[u32(wi), u32(d)]
+        groups = ng[u32(wi), u32(d)]
         g = g0
         r = o0 + lane
         if batch:
-            while g < groups and r >= glen[wi, d, g]:
-                r -= glen[wi, d, g]
+            while g < groups and r >= glen[u32(wi), u32(d), u32(g)]:
+                r -= glen[u32(wi), u32(d), u32(g)]
                 g += 1
-        elif g < groups and r >= glen[wi, d, g]:
+        elif g < groups and r >= glen[u32(wi), u32(d), u32(g)]:
             g = groups
         ng_g = g0
         ng_o = o0 + 32
@@ -799,13 +804,13 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             if batch:
                 ng_g = g
                 ng_o = r + 1
-                while ng_g < groups and ng_o >= glen[wi, d, ng_g]:
-                    ng_o -= glen[wi, d, ng_g]
+                while ng_g < groups and ng_o >= glen[u32(wi), u32(d), u32(ng_g)]:
+                    ng_o -= glen[u32(wi), u32(d), u32(ng_g)]
                     ng_g += 1
-            elif g0 < groups and ng_o >= glen[wi, d, g0]:
+            elif g0 < groups and ng_o >= glen[u32(wi), u32(d), u32(g0)]:
                 ng_g = g0 + 1
                 ng_o = 0
-                while ng_g < groups and glen[wi, d, ng_g] == 0:
+                while ng_g < groups and glen[u32(wi), u32(d), u32(ng_g)] == 0:
                     ng_g += 1
         ng_g = cuda.shfl_sync(FULL, ng_g, 31)
         ng_o = cuda.shfl_sync(FULL, ng_o, 31)
@@ -818,17 +823,17 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         mi, par, gsrc, glen, gskip, cg, co, ng, top = S
         if ok:                                      # the lane reads back only its own slot k
             k = cuda.popc(mask & cuda.lanemask_lt())
-            mi[wi, d, k] = x
-            par[wi, d, k] = g
+            mi[u32(wi), u32(d), u32(k)] = x
+            par[u32(wi), u32(d), u32(k)] = g
             nsrc, nskip, nlen = group(mi, par, wi, s, pool, width, G, sq, d + 1, k)
-            gsrc[wi, d + 1, k] = nsrc
-            gskip[wi, d + 1, k] = nskip
-            glen[wi, d + 1, k] = nlen
+            gsrc[u32(wi), u32(d + 1), u32(k)] = nsrc
+            gskip[u32(wi), u32(d + 1), u32(k)] = nskip
+            glen[u32(wi), u32(d + 1), u32(k)] = nlen
         if lane == 0:
-            cg[wi, d + 1] = 0
-            co[wi, d + 1] = 0
-            ng[wi, d + 1] = cuda.popc(mask)
-            top[wi] = d + 1
+            cg[u32(wi), u32(d + 1)] = 0
+            co[u32(wi), u32(d + 1)] = 0
+            ng[u32(wi), u32(d + 1)] = cuda.popc(mask)
+            top[u32(wi)] = d + 1
 
     @cuda.jit(device=True)
     def extend(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G, sq, ctrl, emb,
@@ -842,12 +847,12 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         x = int32(-1)
         ok = False
         if has:
-            x = G[1][group_start(G, gsrc[wi, d, g]) + r]
+            x = G[1][group_start(G, gsrc[u32(wi), u32(d), u32(g)]) + r]
             ok = True
             if CHECK_BIT:
-                ok = ((G[5][x] >> d) & 1) != 0
+                ok = ((G[5][u64(x)] >> d) & 1) != 0
             if ok:
-                ok = validate(mi, par, wi, s, pool, width, G, sq, d, x, g, gskip[wi, d, g])
+                ok = validate(mi, par, wi, s, pool, width, G, sq, d, x, g, gskip[u32(wi), u32(d), u32(g)])
         mask = cuda.ballot_sync(FULL, ok)
         idle = int64(0)
         if IDLE:
@@ -891,15 +896,15 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             go_down = mask != 0
         cuda.syncwarp()
         if lane == 0:
-            cg[wi, d] = ng_g
-            co[wi, d] = ng_o
+            cg[u32(wi), u32(d)] = ng_g
+            co[u32(wi), u32(d)] = ng_o
         if go_down:
             descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq)
-        elif lane == 0 and ng_g >= ng[wi, d]:       # backtrack to the deepest unfinished level
+        elif lane == 0 and ng_g >= ng[u32(wi), u32(d)]:       # backtrack to the deepest unfinished level
             t = d - 1
-            while t >= s and cg[wi, t] >= ng[wi, t]:
+            while t >= s and cg[u32(wi), u32(t)] >= ng[u32(wi), u32(t)]:
                 t -= 1
-            top[wi] = t
+            top[u32(wi)] = t
         return found, idle
 
     @jit(**cap)
