@@ -99,15 +99,15 @@ SQ_ROWS = 9
 def load_plan(qp, sq, tid):
     """Threads 0..31 copy the plan rows the search reads per task into shared memory."""
     if tid < 32:
-        sq[S_BACK, tid] = qp[QP_BACKWARD, tid]
-        sq[S_RESTR, tid] = qp[QP_RESTRICT, tid]
-        sq[S_SAME, tid] = qp[QP_SAME, tid]
-        sq[S_WORDS, tid] = qp[QP_WORDS, tid]
-        sq[S_CBASE, tid] = qp[QP_CBASE, tid]
-        sq[S_CSIZE, tid] = qp[QP_CSIZE, tid]
-        sq[S_LEAFPAR, tid] = qp[QP_LEAFPAR, tid]
-        sq[S_VLOW, tid] = qp[QP_VLOW, tid]
-        sq[S_GLOW, tid] = qp[QP_GLOW, tid]
+        sq[S_BACK, u32(tid)] = qp[QP_BACKWARD, u32(tid)]
+        sq[S_RESTR, u32(tid)] = qp[QP_RESTRICT, u32(tid)]
+        sq[S_SAME, u32(tid)] = qp[QP_SAME, u32(tid)]
+        sq[S_WORDS, u32(tid)] = qp[QP_WORDS, u32(tid)]
+        sq[S_CBASE, u32(tid)] = qp[QP_CBASE, u32(tid)]
+        sq[S_CSIZE, u32(tid)] = qp[QP_CSIZE, u32(tid)]
+        sq[S_LEAFPAR, u32(tid)] = qp[QP_LEAFPAR, u32(tid)]
+        sq[S_VLOW, u32(tid)] = qp[QP_VLOW, u32(tid)]
+        sq[S_GLOW, u32(tid)] = qp[QP_GLOW, u32(tid)]
 
 
 @functools.lru_cache(maxsize=None)
@@ -388,15 +388,15 @@ def search_functions(cg: bool):
     @cuda.jit(device=True)
     def write_embedding(mi, par, w, s, pool, width, G, sq, d, x, parent, emb, pos):
         """Write the full match ending with x at position d (data vertices) to emb[pos]."""
-        emb[pos, d] = real_id(G, sq, d, x)
+        emb[u64(pos), u64(d)] = real_id(G, sq, d, x)
         cur = int32(parent)
         j = d - 1
         while j >= 0:
             if j >= s:
-                emb[pos, j] = real_id(G, sq, j, mi[w, j, cur])
-                cur = int32(par[w, j, cur])
+                emb[u64(pos), u64(j)] = real_id(G, sq, j, mi[u32(w), u32(j), u32(cur)])
+                cur = int32(par[u32(w), u32(j), u32(cur)])
             else:
-                emb[pos, j] = real_id(G, sq, j, pool[int64(mi[w, s - 1, cur]) * width + j])
+                emb[u64(pos), u64(j)] = real_id(G, sq, j, pool[int64(mi[u32(w), u32(s - 1), u32(cur)]) * width + j])
             j -= 1
 
     @cuda.jit(device=True)
@@ -536,18 +536,18 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         if cnt <= 0:
             return False
         if lane < cnt:
-            mi[wi, s - 1, lane] = int32(base + lane)
+            mi[u32(wi), u32(s - 1), u32(lane)] = int32(base + lane)
             src, skip, ln = group(mi, par, wi, s, pool, width, G, sq, s, lane)
-            if CHECK_BIT and width == 1 and (G[5][pool[base + lane]] & 1) == 0:
+            if CHECK_BIT and width == 1 and (G[5][pool[u64(base + lane)]] & 1) == 0:
                 ln = int32(0)                      # a label-range seed that fails LDF/NLF
-            gsrc[wi, s, lane] = src
-            gskip[wi, s, lane] = skip
-            glen[wi, s, lane] = ln
+            gsrc[u32(wi), u32(s), u32(lane)] = src
+            gskip[u32(wi), u32(s), u32(lane)] = skip
+            glen[u32(wi), u32(s), u32(lane)] = ln
         if lane == 0:
-            cg[wi, s] = 0
-            co[wi, s] = 0
-            ng[wi, s] = int32(cnt)
-            top[wi] = s
+            cg[u32(wi), u32(s)] = 0
+            co[u32(wi), u32(s)] = 0
+            ng[u32(wi), u32(s)] = int32(cnt)
+            top[u32(wi)] = s
         return True
 
     @cuda.jit(device=True)
@@ -558,21 +558,21 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         cuda.threadfence()
         lvl = cuda.atomic.add(xfer, (gid, XH), 0)
         for j in range(s - 1, lvl):
-            mi[wi, j, lane] = cuda.atomic.add(xfer, (gid, j * 32 + lane), 0)
-            par[wi, j, lane] = int8(cuda.atomic.add(xfer, (gid, (L + j) * 32 + lane), 0))
-        gsrc[wi, lvl, lane] = cuda.atomic.add(xfer, (gid, XG + lane), 0)
-        glen[wi, lvl, lane] = cuda.atomic.add(xfer, (gid, XG + 32 + lane), 0)
-        gskip[wi, lvl, lane] = int8(cuda.atomic.add(xfer, (gid, XG + 64 + lane), 0))
+            mi[u32(wi), u32(j), u32(lane)] = cuda.atomic.add(xfer, (gid, j * 32 + lane), 0)
+            par[u32(wi), u32(j), u32(lane)] = int8(cuda.atomic.add(xfer, (gid, (L + j) * 32 + lane), 0))
+        gsrc[u32(wi), u32(lvl), u32(lane)] = cuda.atomic.add(xfer, (gid, XG + lane), 0)
+        glen[u32(wi), u32(lvl), u32(lane)] = cuda.atomic.add(xfer, (gid, XG + 32 + lane), 0)
+        gskip[u32(wi), u32(lvl), u32(lane)] = int8(cuda.atomic.add(xfer, (gid, XG + 64 + lane), 0))
         cuda.syncwarp()
         if lane == 0:
             for j in range(s, lvl):
-                cg[wi, j] = 0
-                co[wi, j] = 0
-                ng[wi, j] = 0
-            cg[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 1), 0)
-            co[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 3), 0)
-            ng[wi, lvl] = cuda.atomic.add(xfer, (gid, XH + 2), 0)
-            top[wi] = lvl
+                cg[u32(wi), u32(j)] = 0
+                co[u32(wi), u32(j)] = 0
+                ng[u32(wi), u32(j)] = 0
+            cg[u32(wi), u32(lvl)] = cuda.atomic.add(xfer, (gid, XH + 1), 0)
+            co[u32(wi), u32(lvl)] = cuda.atomic.add(xfer, (gid, XH + 3), 0)
+            ng[u32(wi), u32(lvl)] = cuda.atomic.add(xfer, (gid, XH + 2), 0)
+            top[u32(wi)] = lvl
 
     @cuda.jit(device=True)
     def wait_global(S, wi, lane, gid, s, total_warps, mail, ctrl, xfer, waiting):
@@ -652,12 +652,12 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         """Can level t give work away: at least two untouched task groups, or one group (the
         current one) with at least ``SPLIT_TASKS`` untouched tasks (a hub's row)?"""
         mi, par, gsrc, glen, gskip, cg, co, ng, top = S
-        g = cg[wi, t]
-        if ng[wi, t] - g - 1 >= 2:
+        g = cg[u32(wi), u32(t)]
+        if ng[u32(wi), u32(t)] - g - 1 >= 2:
             return True
         if not SPLIT:
             return False
-        return g < ng[wi, t] and glen[wi, t, g] - co[wi, t] >= SPLIT_TASKS
+        return g < ng[u32(wi), u32(t)] and glen[u32(wi), u32(t), u32(g)] - co[u32(wi), u32(t)] >= SPLIT_TASKS
 
     @cuda.jit(device=True)
     def split_point(S, wi, t):
@@ -666,14 +666,14 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         Two or more untouched groups: the upper half of them; else the upper half of the current
         group's untouched tasks."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top = S
-        total = ng[wi, t]
-        g = cg[wi, t]
+        total = ng[u32(wi), u32(t)]
+        g = cg[u32(wi), u32(t)]
         if total - g - 1 >= 2:
             mid = int32(total - (total - g - 1) // 2)
-            ng[wi, t] = mid
+            ng[u32(wi), u32(t)] = mid
             return mid, int32(0), int32(total)
-        cut = int32(co[wi, t] + (glen[wi, t, g] - co[wi, t] + 1) // 2)
-        glen[wi, t, g] = cut
+        cut = int32(co[u32(wi), u32(t)] + (glen[u32(wi), u32(t), u32(g)] - co[u32(wi), u32(t)] + 1) // 2)
+        glen[u32(wi), u32(t), u32(g)] = cut
         return int32(g), cut, int32(g + 1)
 
     @cuda.jit(device=True)
@@ -733,18 +733,18 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         (:func:`split_point`) to a warp of another block through its global record."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top = S
         for j in range(s - 1, lvl):
-            xfer[target, j * 32 + lane] = mi[wi, j, lane]
-            xfer[target, (L + j) * 32 + lane] = par[wi, j, lane]
-        xfer[target, XG + lane] = gsrc[wi, lvl, lane]
-        xfer[target, XG + 32 + lane] = glen[wi, lvl, lane]
-        xfer[target, XG + 64 + lane] = gskip[wi, lvl, lane]
+            xfer[u64(target), u64(j * 32 + lane)] = mi[u32(wi), u32(j), u32(lane)]
+            xfer[u64(target), u64((L + j) * 32 + lane)] = par[u32(wi), u32(j), u32(lane)]
+        xfer[u64(target), u64(XG + lane)] = gsrc[u32(wi), u32(lvl), u32(lane)]
+        xfer[u64(target), u64(XG + 32 + lane)] = glen[u32(wi), u32(lvl), u32(lane)]
+        xfer[u64(target), u64(XG + 64 + lane)] = gskip[u32(wi), u32(lvl), u32(lane)]
         cuda.syncwarp()                             # copied before lane 0 may shorten a group
         if lane == 0:
             first, offset, groups = split_point(S, wi, lvl)
-            xfer[target, XH] = lvl
-            xfer[target, XH + 1] = first
-            xfer[target, XH + 2] = groups
-            xfer[target, XH + 3] = offset
+            xfer[u64(target), XH] = lvl
+            xfer[u64(target), u64(XH + 1)] = first
+            xfer[u64(target), u64(XH + 2)] = groups
+            xfer[u64(target), u64(XH + 3)] = offset
         cuda.threadfence()                          # every lane's copies, before the hand-over
         cuda.syncwarp()
         if lane == 0:
@@ -757,23 +757,23 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         (:func:`split_point`) to warp ``target`` of this block through shared memory."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top = S
         for j in range(s - 1, lvl):
-            mi[target, j, lane] = mi[wi, j, lane]
-            par[target, j, lane] = par[wi, j, lane]
-        gsrc[target, lvl, lane] = gsrc[wi, lvl, lane]
-        glen[target, lvl, lane] = glen[wi, lvl, lane]
-        gskip[target, lvl, lane] = gskip[wi, lvl, lane]
+            mi[u32(target), u32(j), u32(lane)] = mi[u32(wi), u32(j), u32(lane)]
+            par[u32(target), u32(j), u32(lane)] = par[u32(wi), u32(j), u32(lane)]
+        gsrc[u32(target), u32(lvl), u32(lane)] = gsrc[u32(wi), u32(lvl), u32(lane)]
+        glen[u32(target), u32(lvl), u32(lane)] = glen[u32(wi), u32(lvl), u32(lane)]
+        gskip[u32(target), u32(lvl), u32(lane)] = gskip[u32(wi), u32(lvl), u32(lane)]
         cuda.threadfence_block()                    # every lane's copies, before the hand-over
         cuda.syncwarp()
         if lane == 0:
             for j in range(s, lvl):
-                cg[target, j] = ng[wi, j]
-                co[target, j] = 0
-                ng[target, j] = ng[wi, j]
+                cg[u32(target), u32(j)] = ng[u32(wi), u32(j)]
+                co[u32(target), u32(j)] = 0
+                ng[u32(target), u32(j)] = ng[u32(wi), u32(j)]
             first, offset, groups = split_point(S, wi, lvl)
-            cg[target, lvl] = first
-            co[target, lvl] = offset
-            ng[target, lvl] = groups
-            top[target] = lvl
+            cg[u32(target), u32(lvl)] = first
+            co[u32(target), u32(lvl)] = offset
+            ng[u32(target), u32(lvl)] = groups
+            top[u32(target)] = lvl
             cuda.threadfence_block()
             if GLOBAL:
                 cuda.atomic.exch(mail, MAILBOX + cuda.blockIdx.x * W + target, W_SHARED_GIFT)
@@ -946,14 +946,14 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         s = width
         load_plan(qp, sq, tid)
         if tid < 32:
-            ctrl[C_CAND + tid] = qp[QP_CCOUNT, tid]      # every block of q writes the same values
+            ctrl[u32(C_CAND + tid)] = qp[QP_CCOUNT, u32(tid)]      # every block of q writes the same values
         if tid < W:
             wstate[tid] = B_BUSY
         if tid == 0:
             waiting[0] = 0
             waiting[1] = 0
         if lane == 0:
-            top[wi] = s - 1
+            top[u32(wi)] = s - 1
             if GLOBAL:
                 cuda.atomic.add(ctrl, C_BUSY, 1)
         cuda.syncthreads()
@@ -969,7 +969,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             if stopped(ctrl, halt, lane, limit_unique, watch, iters):
                 done_by_stop = True
                 break
-            d = top[wi]
+            d = top[u32(wi)]
             if d < s:                                   # out of work: seeds, else stealing
                 if take_seeds(S, wi, lane, s, pool, width, G, sq, ctrl, seed_lo, seed_hi):
                     continue
@@ -987,17 +987,18 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                 if lane == 0:
                     lvl, target, remote = find_waiter(S, wi, gid, s, d, iters, mail, ctrl, wstate,
                                                       waiting)
-                lvl = cuda.shfl_sync(FULL, lvl, 0)
                 target = cuda.shfl_sync(FULL, target, 0)
-                remote = cuda.shfl_sync(FULL, remote, 0)
-                if target >= 0 and remote != 0:
-                    give_remote(S, wi, lane, s, lvl, target, mail, xfer)
-                    if lane == 0:
-                        gsteals += 1
-                elif target >= 0:
-                    give_local(S, wi, lane, s, lvl, target, mail, wstate)
-                    if lane == 0:
-                        steals += 1
+                if target >= 0:                         # warp-uniform: the rest only for a hand-over
+                    lvl = cuda.shfl_sync(FULL, lvl, 0)
+                    remote = cuda.shfl_sync(FULL, remote, 0)
+                    if remote != 0:
+                        give_remote(S, wi, lane, s, lvl, target, mail, xfer)
+                        if lane == 0:
+                            gsteals += 1
+                    else:
+                        give_local(S, wi, lane, s, lvl, target, mail, wstate)
+                        if lane == 0:
+                            steals += 1
             more, empty = extend(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G,
                                  sq, ctrl, emb, emb_cap, limit_unique)
             found += more
