@@ -782,67 +782,36 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         cuda.syncwarp()
 
     @cuda.jit(device=True)
-    def next_batch(glen, wi, lane, d, g0, o0, groups):
-        """:func:`next_tasks` with batch exploration: lane k holds the untouched tasks of group
-        g0 + k (a level has at most 32 groups); a warp prefix sum of them gives each lane the
-        group its task falls in (a 5-step search over the sums) and the cursor after the 32
-        tasks. When the current group alone fills the batch, no sum is needed."""
-        w, dd = u32(wi), u32(d)
-        first = glen[w, dd, u32(g0)] - o0
-        if first >= 32:                             # warp-uniform
-            if first == 32:
-                return g0, o0 + lane, True, g0 + 1, int32(0)
-            return g0, o0 + lane, True, g0, o0 + 32
-        left = int32(0)
-        if g0 + lane < groups:
-            left = glen[w, dd, u32(g0 + lane)]
-        if lane == 0:
-            left = first
-        ends = left                                 # tasks up to the end of group g0 + lane
-        step = 1
-        while step < 32:
-            v = cuda.shfl_up_sync(FULL, ends, step)
-            if lane >= step:
-                ends += v
-            step *= 2
-        total = cuda.shfl_sync(FULL, ends, 31)
-        k = int32(0)                                # groups that end at or before task `lane`
-        step = 16
-        while step > 0:
-            if cuda.shfl_sync(FULL, ends, k + step - 1) <= lane:
-                k += step
-            step //= 2
-        before = cuda.shfl_sync(FULL, ends - left, k)
-        r = lane - before
-        if k == 0:
-            r += o0
-        if total <= 32:                             # the batch takes every task left
-            return g0 + k, r, lane < total, groups, int32(0)
-        c = int32(cuda.popc(cuda.ballot_sync(FULL, ends <= 32)))    # >= 1: group g0 ends before 32
-        return g0 + k, r, lane < total, g0 + c, 32 - cuda.shfl_sync(FULL, ends - left, c)
-
-    @cuda.jit(device=True)
     def next_tasks(S, wi, lane, d):
         """This lane's task of the next 32 of level d's virtual task pool (group g, offset r; batch
-        exploration lets the 32 span groups: :func:`next_batch`) and the level's cursor after
-        them; returns (g, r, has task, next group, next offset)."""
+        exploration lets the 32 span groups) and the level's cursor after them (lane 31 walks
+        to task 32 and broadcasts); returns (g, r, has task, next group, next offset)."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top = S
         g0 = cg[u32(wi), u32(d)]
         o0 = co[u32(wi), u32(d)]
         groups = ng[u32(wi), u32(d)]
-        if batch:
-            return next_batch(glen, wi, lane, d, g0, o0, groups)
         g = g0
         r = o0 + lane
-        if g < groups and r >= glen[u32(wi), u32(d), u32(g)]:
+        if batch:
+            while g < groups and r >= glen[u32(wi), u32(d), u32(g)]:
+                r -= glen[u32(wi), u32(d), u32(g)]
+                g += 1
+        elif g < groups and r >= glen[u32(wi), u32(d), u32(g)]:
             g = groups
         ng_g = g0
         ng_o = o0 + 32
-        if lane == 31 and g0 < groups and ng_o >= glen[u32(wi), u32(d), u32(g0)]:
-            ng_g = g0 + 1
-            ng_o = 0
-            while ng_g < groups and glen[u32(wi), u32(d), u32(ng_g)] == 0:
-                ng_g += 1
+        if lane == 31:
+            if batch:
+                ng_g = g
+                ng_o = r + 1
+                while ng_g < groups and ng_o >= glen[u32(wi), u32(d), u32(ng_g)]:
+                    ng_o -= glen[u32(wi), u32(d), u32(ng_g)]
+                    ng_g += 1
+            elif g0 < groups and ng_o >= glen[u32(wi), u32(d), u32(g0)]:
+                ng_g = g0 + 1
+                ng_o = 0
+                while ng_g < groups and glen[u32(wi), u32(d), u32(ng_g)] == 0:
+                    ng_g += 1
         ng_g = cuda.shfl_sync(FULL, ng_g, 31)
         ng_o = cuda.shfl_sync(FULL, ng_o, 31)
         return g, r, g < groups, ng_g, ng_o
