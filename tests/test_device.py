@@ -12,7 +12,17 @@ import pytest
 from common.errors import DeviceOutOfMemory
 from common.gpu.budget import DeviceMemoryBudget
 from common.gpu.copies import download, fill, upload
-from common.gpu.device_functions import contains, hash32, hash32_host, intersect, intersect_walk, lower_bound, warp_seek
+from common.gpu.device_functions import (
+    contains,
+    hash32,
+    hash32_host,
+    intersect,
+    intersect_walk,
+    lower_bound,
+    warp_max,
+    warp_seek,
+    warp_sum,
+)
 from common.gpu.pool import BufferPool
 from common.gpu.runtime import cuda, device_info, gpu_available, kernel_resources, simulator_active
 from common.gpu.scan import SCAN_TILE, ScanWorkspace, exclusive_scan, warp_inclusive_scan
@@ -158,6 +168,28 @@ def test_warp_seek_matches_searchsorted_near_and_far():
     _warp_seeks[los.size, 32](arr, los, his, keys, found)
     expected = [lo + np.searchsorted(arr[lo:hi], k, side="left") for lo, hi, k in zip(los, his, keys)]
     np.testing.assert_array_equal(found, expected)
+
+
+@cuda.jit
+def _warp_reductions(values, out):
+    w = cuda.grid(1) // 32
+    x = values[w * 32 + cuda.laneid]
+    total = warp_sum(x)
+    largest = warp_max(x)
+    if cuda.laneid == 0:
+        out[w, 0] = total
+        out[w, 1] = largest
+
+
+def test_warp_sum_and_max_reach_lane_zero():
+    """Each warp's sum and maximum of 32 int64 values, negatives and values past 2^32 included."""
+    rng = np.random.default_rng(5)
+    values = rng.integers(-(1 << 40), 1 << 40, 3 * 32).astype(np.int64)
+    values[64:96] = rng.integers(-50, 0, 32)                  # a warp of negatives only
+    out = np.zeros((3, 2), np.int64)
+    _warp_reductions[1, 96](values, out)
+    np.testing.assert_array_equal(out[:, 0], values.reshape(3, 32).sum(axis=1))
+    np.testing.assert_array_equal(out[:, 1], values.reshape(3, 32).max(axis=1))
 
 
 @cuda.jit

@@ -335,6 +335,32 @@ def test_in_place_chunks_count_then_write_their_rows_in_parts(monkeypatch):
     assert counted.count == want.count and counted.stats["counted_rows"] == got.stats["rows_per_iteration"][-2]
 
 
+def test_the_join_before_a_counted_last_step_takes_the_whole_per_row_arena(monkeypatch):
+    """Count-only, in place: the join whose table the counted last step reads is the last one in
+    chunks, so each of its chunks takes every free per-row slot (an earlier join takes half, the
+    later levels need the rest); the count equals the reference's."""
+    data = random_graph(120, 360, 1, 2, False, seed=3)
+    q = Graph.from_edges(4, [0, 1, 2], [1, 2, 3], [0, 0, 0, 0], [0, 1, 0])
+    seen = []
+    chunk = SGSI._chunk_in_place
+
+    def spy(self, level, tb, a, m, fw, fr, top):
+        seen.append((level, m, (self.rows_cap - fr) // self.row_arrays))
+        return chunk(self, level, tb, a, m, fw, fr, top)
+
+    monkeypatch.setattr(SGSI, "_chunk_in_place", spy)
+    engine = SGSI(device_memory_limit=40_000, work_bytes=3000, **SHAPE).prepare(data)
+    got = engine.match(q)
+    assert got.status is Status.OK and got.count == reference(data, q).count > 0
+    assert got.stats["counted_rows"] > 0
+    before_last = [(m, free) for level, m, free in seen if level == 1]
+    earlier = [(m, free) for level, m, free in seen if level == 0]
+    assert len(before_last) > 1 and earlier                    # chunked at both levels
+    assert all(m <= free // 2 for m, free in earlier)
+    assert max(m for m, _ in before_last) > min(free for _, free in before_last) // 2
+    assert all(m <= free for m, free in before_last)
+
+
 def test_new_tables_are_grouped_by_the_segment_of_the_next_linking_vertex(monkeypatch):
     """Out of core, every table a step joins on is grouped by the segment of its first linking
     edge's vertex, with the bucket starts the engine uses to run each segment over its rows."""
