@@ -52,6 +52,11 @@ KINDS = {"edge_labels": "edge label", "directed": "directed", "homomorphic": "ho
 #: says so); ``simulator_<check>`` is a check the engine fails only in the simulator (a strict
 #: xfail there; on a GPU it must pass); any other key is a check the engine fails today (a strict
 #: xfail: when it starts passing, its line here goes).
+#: Why the STwig engines may answer the deadline test's star with OOM: its first STwig relation
+#: passes ``max_relation_bytes`` (4 GiB) about when the 0.5 s deadline falls, so the host's speed
+#: decides which status comes first; either must come within the deadline's slack.
+STAR_RELATION = "the star's first STwig relation passes max_relation_bytes near the deadline"
+
 EXCEPTIONS: dict[str, dict[str, str]] = {
     "cpu": {"oom": "a CPU engine: no device memory"},
     "gsi": {"homomorphic": "GSI's join keeps embeddings injective (GSI §V)",
@@ -74,11 +79,13 @@ EXCEPTIONS: dict[str, dict[str, str]] = {
     "stwig": {"edge_labels": "STwig decomposes vertex-labelled queries (STwig §4)",
               "directed": "STwig matches undirected graphs (STwig §2)",
               "disconnected": "STwig joins twigs along shared vertices (STwig §5)",
+              "deadline_cap": STAR_RELATION,
               "simulator_peak": "in the simulator, capacity kept from an earlier, larger query counts in a "
                                 "later query's peak"},
     "stwig-cpu": {"edge_labels": "STwig decomposes vertex-labelled queries (STwig §4)",
                   "directed": "STwig matches undirected graphs (STwig §2)",
                   "disconnected": "STwig joins twigs along shared vertices (STwig §5)",
+                  "deadline_cap": STAR_RELATION,
                   "oom": "a CPU engine: no device memory"},
     "networkx": {"homomorphic": "networkx's VF2 counts monomorphisms only",
                  "oom": "a CPU engine: no device memory",
@@ -265,6 +272,15 @@ def heavy(hubs):
     return data, star
 
 
+def stopped_in_time(name: str, result) -> bool:
+    """TIMEOUT with a lower bound and an overrun, or (an engine declaring ``deadline_cap``) OOM at
+    its relation cap."""
+    if result.status is Status.OOM and declared(name, "deadline_cap"):
+        return "max_relation_bytes" in result.reason
+    return (result.status is Status.TIMEOUT and result.count >= 0
+            and result.stats["deadline_overrun_s"] >= 0)
+
+
 @pytest.mark.parametrize("name", ENGINES)
 def test_a_deadline_is_status_timeout_with_a_lower_bound(name, heavy):
     from common.engine.base import deadline_slack
@@ -276,15 +292,14 @@ def test_a_deadline_is_status_timeout_with_a_lower_bound(name, heavy):
     # there (and simulated kernels compile nothing): its one run is both the first and the checked one
     unbounded = BACKEND == "simulator" and bool(declared(name, "simulator_launch"))
     result = engine.match(star, timeout_s=timeout)
-    assert result.status is Status.TIMEOUT, (name, result)
-    assert result.count >= 0 and result.stats["deadline_overrun_s"] >= 0
+    assert stopped_in_time(name, result), (name, result)
     # once compiled, the engine stops within the slack of its deadline; in the simulator an engine
     # that declares a launch it cannot stop there may run past it, and the result says so
     if not unbounded:
         again = time.perf_counter()
         result = engine.match(star, timeout_s=timeout)
         wall = time.perf_counter() - again
-    assert result.status is Status.TIMEOUT
+    assert stopped_in_time(name, result), (name, result)
     if unbounded:
         assert (result.stats["deadline_overrun_s"] <= deadline_slack(timeout)
                 or "the CUDA simulator ran a kernel launch to its end" in result.reason), (name, result)
