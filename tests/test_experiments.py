@@ -377,6 +377,31 @@ def test_stat_report_counts_timed_out_runs_and_shows_skipped_cells_as_not_run(tm
     assert "0.9" not in text.split("## Solved")[0].split("## Measured")[1]
 
 
+def test_commit_of_a_tree_inside_another_checkout_is_unknown(tmp_path):
+    """An export unpacked in a folder of another git checkout does not take that checkout's HEAD;
+    the top of a checkout names its own (``+dirty`` with a changed tracked file)."""
+    import subprocess
+
+    from experiments.harness.report import checkout_commit
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("a\n")
+    git("add", "a.txt")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "a")
+    head = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    export = tmp_path / "export"
+    export.mkdir()
+    assert checkout_commit(export) == "unknown"
+    assert checkout_commit(tmp_path) == head
+    (tmp_path / "a.txt").write_text("b\n")
+    assert checkout_commit(tmp_path) == head + "+dirty"
+    assert checkout_commit(tmp_path / "missing") == "unknown"
+
+
 def test_commit_is_named_by_the_environment_for_an_exported_tree(monkeypatch):
     from experiments.harness.report import commit
 

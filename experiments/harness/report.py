@@ -57,16 +57,25 @@ def versions() -> dict[str, str]:
 def commit() -> str:
     """The checkout's commit (short hash, ``+dirty`` with uncommitted changes), or ``unknown``;
     ``$GPUSM_COMMIT`` names it for a tree exported without its git history (a GPU host's copy)."""
-    import subprocess
-
     if os.environ.get("GPUSM_COMMIT"):
         return os.environ["GPUSM_COMMIT"]
-    root = Path(__file__).resolve().parents[2]
+    return checkout_commit(Path(__file__).resolve().parents[2])
+
+
+def checkout_commit(root: Path) -> str:
+    """:func:`commit` of the tree at ``root``: ``unknown`` unless ``root`` is the top of its own git
+    checkout (an export unpacked inside another repository would name that repository's HEAD)."""
+    import subprocess
+
+    def git(*args) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10,
+                              check=True).stdout.strip()
+
     try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        if Path(git("rev-parse", "--show-toplevel")).resolve() != Path(root).resolve():
+            return "unknown"
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{head}+dirty" if dirty else head
