@@ -876,8 +876,8 @@ class SGSI(Engine):
         self.d_seg_first = budget.to_device(first, what="segment ranges")
         self.d_seg_count = budget.to_device(np.maximum(counts, 0) if counts.size else np.zeros(1, np.int32),
                                             what="segment ranges")
-        # per chunk: the segments its rows reach (marked with the chunk's epoch), then each
-        # linking edge's demand (the words its rows' lists take), downloaded in one copy
+        # per streamed chunk: the segments its rows reach (marked with the chunk's epoch), then the
+        # rows' longest first-edge bound and GBA words (DEMAND_SLOTS), downloaded in one copy
         self.d_marks = budget.zeros(len(self.flat) + DEMAND_SLOTS, np.int64, what="reached segments")
         self.h_marks = np.zeros(self.d_marks.size, np.int64)
         self.inplace = InPlace.build(data, lists, budget, total // DEGREE_SHARE) if self.zero_copy else None
@@ -1240,7 +1240,7 @@ class SGSI(Engine):
         reached = self.h_marks[:nseg] == epoch
         demands = self.h_marks[nseg:]
         total = int(demands[GBA_WORDS])
-        # per linking edge: the segments the rows reach, and whether its lists are read in place
+        # per linking edge: the segments the rows reach
         reach = [self._reached(part, reached) for _, part, _ in edges]
         avail = top - fw
         with clock.comp_default.phase("kernels"):
