@@ -36,7 +36,7 @@ import functools
 import types
 
 from numba import int8, int32, int64
-from numba import uint32 as u32
+from numba import uint32 as u32  # array indices: Numba skips the negative-index wraparound for unsigned ones
 from numba import uint64 as u64
 
 from common.gpu.cudasim import FULL_MASK as FULL
