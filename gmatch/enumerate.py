@@ -110,6 +110,12 @@ def load_plan(qp, sq, tid):
         sq[S_GLOW, u32(tid)] = qp[QP_GLOW, u32(tid)]
 
 
+@cuda.jit(device=True)
+def has(mask, j):
+    """Is bit j (0..31) of a position mask set?"""
+    return (u32(u32(mask) >> (u32(j) & 31)) & 1) != 0
+
+
 @functools.lru_cache(maxsize=None)
 def search_functions(cg: bool):
     """The per-task device functions over the graph tuple G = (off, ent, bitmap, cset, eg, cand).
@@ -124,7 +130,7 @@ def search_functions(cg: bool):
     def real_id(G, sq, d, x):
         """Data vertex of index x at position d."""
         if cg:
-            return G[3][sq[S_CBASE, u32(d)] + x]
+            return G[3][u64(u32(sq[S_CBASE, u32(d)] + x))]
         return x
 
     @cuda.jit(device=True)
@@ -149,8 +155,9 @@ def search_functions(cg: bool):
     def adjacent(G, sq, d, j, xj, x):
         """Is index x (position d) adjacent to index xj (position j)?"""
         if cg:
-            word = G[2][G[4][u64(1024 + d * 32 + j)] + xj * sq[S_WORDS, u32(d)] + (x >> 5)]
-            return ((word >> (x & 31)) & 1) != 0
+            word = G[2][u64(u32(G[4][u64(1024 + d * 32 + j)])) + u32(xj) * u32(sq[S_WORDS, u32(d)])
+                         + (u32(x) >> 5)]
+            return ((word >> (u32(x) & 31)) & 1) != 0
         return contains(G[1], G[0][u64(xj)], G[0][u64(xj + 1)], x)
 
     @cuda.jit(device=True)
@@ -161,37 +168,36 @@ def search_functions(cg: bool):
         pointers stops at the lowest position it needs."""
         back = sq[S_BACK, u32(d)]
         same = sq[S_SAME, u32(d)]
-        need = (back & ~(int32(1) << skip)) | same if skip >= 0 else back | same
+        adj = back                       # the rows x must be in: every backward neighbour's but skip's
+        if skip >= 0:
+            adj = int32(back & ~(int32(1) << skip))
+        need = int32(adj | same)
         if need == 0:
             return True                  # x came from the only row it had to be in
-        lo = sq[S_VLOW, u32(d)]
-        while ((need >> lo) & 1) == 0:   # the lowest position still to check
-            lo += 1
+        lo = int32(cuda.ffs(need) - 1)   # the lowest position still to check
         rx = int32(-1)
         if same != 0:
             rx = real_id(G, sq, d, x)
         cur = int32(parent)
-        j = d - 1
+        j = int32(d - 1)
         while j >= s and j >= lo:
-            if ((need >> j) & 1) != 0:
+            if has(need, j):
                 xj = mi[u32(w), u32(j), u32(cur)]
-                if ((back >> j) & 1) != 0 and j != skip:
-                    if not adjacent(G, sq, d, j, xj, x):
-                        return False
-                if ((same >> j) & 1) != 0 and real_id(G, sq, j, xj) == rx:
+                if has(adj, j) and not adjacent(G, sq, d, j, xj, x):
+                    return False
+                if has(same, j) and real_id(G, sq, j, xj) == rx:
                     return False
             cur = int32(par[u32(w), u32(j), u32(cur)])
-            j -= 1
+            j = int32(j - 1)
         if j >= lo:
-            prow = int64(mi[u32(w), u32(s - 1), u32(cur)]) * width
+            prow = u64(mi[u32(w), u32(s - 1), u32(cur)]) * u64(width)
             while j >= lo:
-                xj = pool[u64(prow + j)]
-                if ((back >> j) & 1) != 0 and j != skip:
-                    if not adjacent(G, sq, d, j, xj, x):
-                        return False
-                if ((same >> j) & 1) != 0 and real_id(G, sq, j, xj) == rx:
+                xj = pool[prow + u64(j)]
+                if has(adj, j) and not adjacent(G, sq, d, j, xj, x):
                     return False
-                j -= 1
+                if has(same, j) and real_id(G, sq, j, xj) == rx:
+                    return False
+                j = int32(j - 1)
         return True
 
     @cuda.jit(device=True)
@@ -847,7 +853,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         x = int32(-1)
         ok = False
         if has:
-            x = G[1][group_start(G, gsrc[u32(wi), u32(d), u32(g)]) + r]
+            x = G[1][u64(group_start(G, gsrc[u32(wi), u32(d), u32(g)]) + r)]
             ok = True
             if CHECK_BIT:
                 ok = ((G[5][u64(x)] >> d) & 1) != 0
@@ -943,7 +949,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         max_cost = qp[QP_SIZES, 4]                 # words a lane may read to count the last position
         last = ne - 1
         direct = limit_unique == 0 and emb_cap == 0
-        s = width
+        s = int32(width)
         load_plan(qp, sq, tid)
         if tid < 32:
             ctrl[u32(C_CAND + tid)] = qp[QP_CCOUNT, u32(tid)]      # every block of q writes the same values
@@ -1055,7 +1061,7 @@ def coarse_kernel(warps: int, unroll: int, indexed: bool):
         lane = tid % 32
         gw = cuda.blockIdx.x * W + wi
         n = qp[QP_SIZES, 0]
-        s = width
+        s = int32(width)
         load_plan(qp, sq, tid)
         if lane == 0:
             top[wi] = s - 1
