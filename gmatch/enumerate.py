@@ -212,31 +212,34 @@ def search_functions(cg: bool):
         key = int32(-1)
         skip = int32(-1)
         bound = int32(NO_BOUND)
+        need = int32(back | restr)
         cur = int32(slot)
-        j = e - 1
-        prow = int64(-1)
+        j = int32(e - 1)
+        prow = u64(0)
+        in_pool = False
         while j >= lo:
             xj = int32(0)
             if j >= s:
-                if (((back | restr) >> j) & 1) != 0:
+                if has(need, j):
                     xj = mi[u32(w), u32(j), u32(cur)]
                 cur = int32(par[u32(w), u32(j), u32(cur)])
             else:
-                if prow < 0:
-                    prow = int64(mi[u32(w), u32(s - 1), u32(cur)]) * width
-                xj = pool[u64(prow + j)]
-            if ((back >> j) & 1) != 0:
+                if not in_pool:
+                    prow = u64(mi[u32(w), u32(s - 1), u32(cur)]) * u64(width)
+                    in_pool = True
+                xj = pool[prow + u64(j)]
+            if has(back, j):
                 row = row_of(G, e, j, xj)
                 length = row_length(G, row)
                 if length < best:
                     best = length
                     key = int32(G[0][u64(row)]) if cg else int32(row)
                     skip = j
-            if ((restr >> j) & 1) != 0:
+            if has(restr, j):
                 rv = real_id(G, sq, j, xj)
                 if rv < bound:
                     bound = rv
-            j -= 1
+            j = int32(j - 1)
         if key < 0:
             return key, skip, int32(0)
         if bound != NO_BOUND:
@@ -797,27 +800,27 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         o0 = co[u32(wi), u32(d)]
         groups = ng[u32(wi), u32(d)]
         g = g0
-        r = o0 + lane
+        r = int32(o0 + lane)
         if batch:
             while g < groups and r >= glen[u32(wi), u32(d), u32(g)]:
-                r -= glen[u32(wi), u32(d), u32(g)]
-                g += 1
+                r = int32(r - glen[u32(wi), u32(d), u32(g)])
+                g = int32(g + 1)
         elif g < groups and r >= glen[u32(wi), u32(d), u32(g)]:
             g = groups
         ng_g = g0
-        ng_o = o0 + 32
+        ng_o = int32(o0 + 32)
         if lane == 31:
             if batch:
                 ng_g = g
-                ng_o = r + 1
+                ng_o = int32(r + 1)
                 while ng_g < groups and ng_o >= glen[u32(wi), u32(d), u32(ng_g)]:
-                    ng_o -= glen[u32(wi), u32(d), u32(ng_g)]
-                    ng_g += 1
+                    ng_o = int32(ng_o - glen[u32(wi), u32(d), u32(ng_g)])
+                    ng_g = int32(ng_g + 1)
             elif g0 < groups and ng_o >= glen[u32(wi), u32(d), u32(g0)]:
-                ng_g = g0 + 1
-                ng_o = 0
+                ng_g = int32(g0 + 1)
+                ng_o = int32(0)
                 while ng_g < groups and glen[u32(wi), u32(d), u32(ng_g)] == 0:
-                    ng_g += 1
+                    ng_g = int32(ng_g + 1)
         ng_g = cuda.shfl_sync(FULL, ng_g, 31)
         ng_o = cuda.shfl_sync(FULL, ng_o, 31)
         return g, r, g < groups, ng_g, ng_o
@@ -939,8 +942,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         waiting = cuda.shared.array(2, int32)      # [0] waiting warps, [1] waiting or exited warps
 
         tid = cuda.threadIdx.x
-        wi = tid // 32
-        lane = tid % 32
+        wi = int32(tid // 32)
+        lane = int32(tid % 32)
         gid = cuda.blockIdx.x * W + wi             # global warp id (global scope)
         total_warps = cuda.gridDim.x * W
         n = qp[QP_SIZES, 0]
