@@ -56,6 +56,10 @@ from .enumerate import (
     C_STEALS,
     C_STOP,
     CTRL_SIZE,
+    LEAF_LAST,
+    LEAF_ONE,
+    LEAF_OUTPUT,
+    LEAF_PRODUCT,
     MAILBOX,
     STEAL_BLOCK,
     STEAL_GLOBAL,
@@ -103,6 +107,19 @@ def stack_levels(n: int) -> int:
         if n <= levels:
             return levels
     raise ValueError(f"query of {n} vertices exceeds {MAX_QUERY_VERTICES}")
+
+
+def leaf_step(qp, emb_cap: int, limit_unique: int) -> int:
+    """The fine kernel's leaf step for a search of plan ``qp``: write or limit the matches, count
+    the last position (``qp[QP_SIZES, 5]``), multiply the countable leaves (positions
+    ``qp[QP_SIZES, 2]`` on), or add one per match."""
+    if emb_cap or limit_unique:
+        return LEAF_OUTPUT
+    if qp[QP_SIZES, 5]:
+        return LEAF_LAST
+    if qp[QP_SIZES, 2] < qp[QP_SIZES, 0]:
+        return LEAF_PRODUCT
+    return LEAF_ONE
 
 
 def fine_warps(levels: int) -> int:
@@ -401,8 +418,9 @@ class GMatch(Engine):
 
     # ------------------------------------------------------------------ DFS
     def _dfs(self, n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap, limit_unique,
-             deadline: Deadline, count_last=False):
-        """Run the DFS over seeds [seed_lo, seed_hi) of ``pool``; returns (timed_out, launch stats)."""
+             deadline: Deadline, leaves=LEAF_ONE):
+        """Run the DFS over seeds [seed_lo, seed_hi) of ``pool`` with the leaf step ``leaves``
+        (:func:`leaf_step`); returns (timed_out, launch stats)."""
         watch = int(deadline.active)
         rows = seed_hi - seed_lo
         if self.granularity == "fine":
@@ -410,7 +428,7 @@ class GMatch(Engine):
             levels = stack_levels(n)
             warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
             kernel = fine_kernel(levels, warps, self.batch, scope, self.roots_per_fetch, indexed,
-                                 self.idle_stats, self.max_registers, count_last, self.split_groups)
+                                 self.idle_stats, self.max_registers, leaves, self.split_groups)
             global_scope = scope in (STEAL_GLOBAL, STEAL_MAILBOX)
             args = (*graph[:5], self._d_cands, self._d_qps, pool, width, self._d_ctrls, emb, emb_cap,
                     watch, self._d_stop, self._d_mail, self._d_xfer, self._d_block_query)
@@ -470,7 +488,7 @@ class GMatch(Engine):
             return 0, ctrl, emb, timed_out, stats
         with timer.phase(phase):
             timed_out, shape = self._dfs(n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap,
-                                         limit_unique, deadline, bool(qp[QP_SIZES, 5]))
+                                         limit_unique, deadline, leaf_step(qp, emb_cap, limit_unique))
         stats.update(shape)
         stats["max_stack_bytes"] = shape["stack_shared_bytes"] + shape["stack_global_bytes"]
         with timer.phase("transfer"):
@@ -650,7 +668,8 @@ class GMatch(Engine):
         levels = stack_levels(max(q.num_vertices for q in queries))
         warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
         kernel = fine_kernel(levels, warps, self.batch, STEAL_BLOCK, self.roots_per_fetch, False,
-                             self.idle_stats, self.max_registers, False, self.split_groups)
+                             self.idle_stats, self.max_registers, LEAF_ONE if limit is None else LEAF_OUTPUT,
+                             self.split_groups)
         pool = self.pool
         d_qps = pool.upload("batch query plans", qps)
         d_cands = pool.get("batch candidate bits", (count, max(1, self.data.num_vertices)), np.uint32)

@@ -20,8 +20,8 @@ hand-over record; ``STEAL_MAILBOX`` sends every hand-over through global memory 
 A level is splittable with two untouched task groups or (``split_groups``) one group with
 ``SPLIT_TASKS`` untouched tasks, a hub's row, whose upper half is given away. Count-only searches
 over the candidate graph count their trailing positions instead of enumerating them: countable
-leaves (:func:`search_functions` ``leaf_product``) or the last position (``count_position``, in
-the kernel compiled with ``count_last``: :func:`fine_kernel`).
+leaves (:func:`search_functions` ``leaf_product``) or the last position (``count_position``);
+each leaf step is a kernel of its own (:func:`fine_kernel` ``leaves``).
 Coarse-grained baseline (:func:`coarse_kernel`; Sec. 2, Alg. 1, STMatch-style): a warp extends
 ``unroll`` partial matches at a time through global feasible-candidate buffers (``unroll=1``:
 Naive). Both kernels poll the stop flag ``ctrl[C_STOP]`` (a limit, or the host's deadline) and
@@ -68,6 +68,12 @@ C_FINISHED = 11               # warps of the query that left with no stop flag r
 C_SEED_LO, C_SEED_HI, C_LIMIT = 12, 13, 14    # the query's seed range and unique-match limit (set by the host)
 C_CAND = 16                   # 32 slots: |C(d)| per position, copied from the filter's counts (fine kernel)
 CTRL_SIZE = C_CAND + 32
+
+# what a valid lane at the last enumerated level does (``fine_kernel``'s ``leaves``, compile time):
+# add one match; add the product of its countable leaves (:func:`search_functions` leaf_product);
+# add the count of the last position (last_product, ``qp[QP_SIZES, 5]``); write its match and/or
+# count it under a limit (leaf_output: ``collect`` or ``limit``)
+LEAF_ONE, LEAF_PRODUCT, LEAF_LAST, LEAF_OUTPUT = 0, 1, 2, 3
 
 # work-stealing scopes (``fine_kernel``'s ``stealing``)
 STEAL_NONE, STEAL_BLOCK, STEAL_GLOBAL, STEAL_MAILBOX = 0, 1, 2, 3
@@ -504,22 +510,24 @@ def leave_busy(mail, ctrl, gid):
 
 @functools.lru_cache(maxsize=None)
 def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int, indexed: bool,
-                idle_stats: bool = False, max_registers: int | None = None, count_last: bool = False,
+                idle_stats: bool = False, max_registers: int | None = None, leaves: int = LEAF_OUTPUT,
                 split_groups: bool = True):
     """The fine-grained DFS kernel for stacks of ``levels`` levels and ``warps`` warps per block;
     ``stealing`` is STEAL_NONE, STEAL_BLOCK, STEAL_GLOBAL or STEAL_MAILBOX (the global scheme with
     every hand-over through the mailbox and global memory, no shared-memory fast path);
     ``indexed``: the graph tuple is the candidate graph (see :func:`search_functions`);
     ``idle_stats`` compiles in the idle-lane count (two ballots per iteration);
-    ``max_registers`` caps registers per thread (None: the compiler's choice); ``count_last``
-    compiles the counted last position into :func:`extend` (``qp[QP_SIZES, 5]``; a kernel of its
-    own, so the other searches keep the smaller one); ``split_groups`` lets a warp
+    ``max_registers`` caps registers per thread (None: the compiler's choice); ``leaves``
+    (LEAF_ONE, LEAF_PRODUCT, LEAF_LAST or LEAF_OUTPUT) is what a valid lane of the last enumerated
+    level does, compiled alone so that a search carries only its own leaf step (the others' live
+    values spill registers); the first three count only; ``split_groups`` lets a warp
     give away half of one task group's untouched tasks (:func:`splittable`), not only whole groups."""
     L, W, R = levels, warps, roots
     fn = search_functions(indexed)
     validate, group, leaf_product, last_product, leaf_output, group_start = (
         fn.validate, fn.group, fn.leaf_product, fn.last_product, fn.leaf_output, fn.group_start)
-    COUNT_LAST = count_last
+    LEAVES = leaves
+    COUNT_LAST = leaves == LEAF_LAST
     SPLIT = split_groups
     IDLE = idle_stats
     CHECK_BIT = not indexed                       # data-graph mode: test the LDF/NLF bit per task
@@ -845,10 +853,10 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             top[u32(wi)] = d + 1
 
     @cuda.jit(device=True)
-    def extend(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G, sq, ctrl, emb,
+    def extend(S, wi, lane, s, d, last, ne, n, low, max_cost, pool, width, G, sq, ctrl, emb,
                emb_cap, limit_unique):
         """One warp iteration at level d (Alg. 2): fetch 32 tasks, validate them, ballot; count
-        or write the leaves at the last level (``count_last``: count position n - 1 at level
+        or write the leaves at the last level (``LEAF_LAST``: count position n - 1 at level
         n - 2), descend with the valid children, or backtrack once the level is exhausted.
         Returns (matches this lane counted, lanes without a task)."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top = S
@@ -873,10 +881,10 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         else:
             leaf_level = d == last
         if leaf_level:
-            if direct and COUNT_LAST:
-                # count_last: a valid lane at level last = n - 2 adds the count of position n - 1;
-                # where that would read more than max_cost words, its child goes down and the
-                # warp enumerates level n - 1 (a valid lane there is one match)
+            if COUNT_LAST:
+                # a valid lane at level last = n - 2 adds the count of position n - 1; where that
+                # would read more than max_cost words, its child goes down and the warp
+                # enumerates level n - 1 (a valid lane there is one match)
                 defer = False
                 if ok:
                     if d < n - 1:
@@ -892,15 +900,14 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                     go_down = True
                     ok = defer
                     mask = deferred
-            elif direct:
+            elif LEAVES == LEAF_PRODUCT:
                 if ok:
-                    if ne < n:
-                        found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g)
-                    else:
-                        found = int64(1)
-            else:
+                    found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g)
+            elif LEAVES == LEAF_OUTPUT:
                 found = leaf_output(ok, mask, lane, mi, par, wi, s, pool, width, G, sq, d, x, g, ctrl,
                                     emb, emb_cap, limit_unique)
+            elif ok:
+                found = int64(1)
         else:
             go_down = mask != 0
         cuda.syncwarp()
@@ -951,7 +958,6 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         low = qp[QP_SIZES, 3]                      # lowest position a counted one depends on
         max_cost = qp[QP_SIZES, 4]                 # words a lane may read to count the last position
         last = ne - 1
-        direct = limit_unique == 0 and emb_cap == 0
         s = int32(width)
         load_plan(qp, sq, tid)
         if tid < 32:
@@ -1008,7 +1014,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                         give_local(S, wi, lane, s, lvl, target, mail, wstate)
                         if lane == 0:
                             steals += 1
-            more, empty = extend(S, wi, lane, s, d, last, ne, n, low, max_cost, direct, pool, width, G,
+            more, empty = extend(S, wi, lane, s, d, last, ne, n, low, max_cost, pool, width, G,
                                  sq, ctrl, emb, emb_cap, limit_unique)
             found += more
             idle += empty

@@ -52,7 +52,16 @@ def main(argv=None) -> int:
     from numba import cuda, typeof, types
 
     from gmatch.balance import seed_expand_kernel
-    from gmatch.enumerate import STEAL_BLOCK, STEAL_GLOBAL, STEAL_MAILBOX, STEAL_NONE, coarse_kernel, fine_kernel
+    from gmatch.enumerate import (
+        LEAF_LAST,
+        LEAF_ONE,
+        STEAL_BLOCK,
+        STEAL_GLOBAL,
+        STEAL_MAILBOX,
+        STEAL_NONE,
+        coarse_kernel,
+        fine_kernel,
+    )
     from gmatch.filter import filter_kernel
 
     def array(dtype, ndim):
@@ -81,13 +90,15 @@ def main(argv=None) -> int:
         sig = (*graph(indexed), u32(1), i32(2), i32(1), int64, int64, i32(1), int64, i64(1))
         cuda.compile_ptx(seed_expand_kernel(indexed).py_func, sig, cc=cc)
     sig = (*graph(True), u32(2), i32(3), i32(1), int64, i64(2), i32(2), int64, int64, i64(1), i32(1), i32(2), i32(1))
-    count_last_ptx, _ = cuda.compile_ptx(fine_kernel(12, 8, True, STEAL_GLOBAL, 4, True, False, 64, True).py_func,
+    count_last_ptx, _ = cuda.compile_ptx(fine_kernel(12, 8, True, STEAL_GLOBAL, 4, True, False, 64, LEAF_LAST).py_func,
                                          sig, cc=cc)
+    count_one_ptx, _ = cuda.compile_ptx(fine_kernel(12, 8, True, STEAL_GLOBAL, 4, True, False, 64, LEAF_ONE).py_func,
+                                        sig, cc=cc)
     filter_ptx, _ = cuda.compile_ptx(filter_kernel.py_func, (i64(1), i32(1), i32(1), i32(3), u32(2)), cc=cc)
     egsm_ptx = _egsm_ptx(cuda, types, i32, i64, cc)
     gsi_ptx = _gsi_ptx(cuda, types, i32, i64, u32, cc)
-    print(f"compiled for sm_{cc[0]}{cc[1]}: 17 fine (one counting the last position), 6 coarse, "
-          f"2 seed-expansion kernels and the filter of gMatch, {len(egsm_ptx)} EGSM kernels, "
+    print(f"compiled for sm_{cc[0]}{cc[1]}: 18 fine (one counting the last position, one adding one per match), "
+          f"6 coarse, 2 seed-expansion kernels and the filter of gMatch, {len(egsm_ptx)} EGSM kernels, "
           f"{len(gsi_ptx)} GSI kernels")
     ptxas = _ptxas()
     if ptxas is None:
@@ -96,6 +107,7 @@ def main(argv=None) -> int:
     reports = [(f"fine kernel ({'candidate graph' if indexed else 'data graph'}, 12 levels, 8 warps)", ptx, 64)
                for indexed, ptx in fine_ptx.items()]
     reports.append(("fine kernel (candidate graph, 12 levels, 8 warps, count_last)", count_last_ptx, 64))
+    reports.append(("fine kernel (candidate graph, 12 levels, 8 warps, every position enumerated)", count_one_ptx, 64))
     reports.append(("filter kernel (a warp per data vertex)", filter_ptx, None))
     reports += [(f"EGSM {name}", ptx, None) for name, ptx in egsm_ptx.items()]
     reports += [(f"GSI {name}", ptx, 64 if name.startswith("fused") else None) for name, ptx in gsi_ptx.items()]
