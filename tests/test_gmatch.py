@@ -341,6 +341,38 @@ def test_free_leaves_are_counted_and_equal_enumeration(labels, counted, leafy, r
     assert all(query.degrees[u] == 1 for u in tail)
 
 
+def test_each_search_runs_the_kernel_of_its_own_leaf_step(leafy, reference_of, monkeypatch):
+    """The fine kernel is compiled per leaf step and the engine picks the one a search needs:
+    one per match, the leaf product, the counted last position, or output under collect/limit;
+    every count equals the reference's."""
+    import gmatch.engine
+    from gmatch.enumerate import LEAF_LAST, LEAF_ONE, LEAF_OUTPUT, LEAF_PRODUCT
+
+    launched = []
+    compiled = gmatch.engine.fine_kernel
+
+    def spy(*args):
+        launched.append(args[8])
+        return compiled(*args)
+
+    monkeypatch.setattr(gmatch.engine, "fine_kernel", spy)
+    query = star_with_leaves((2, 3, 4))
+    expected = reference_of(leafy, query).count
+    cases = [(dict(leaf_counting=False, count_last=False), {}, {LEAF_ONE}),
+             (dict(count_last=False), {}, {LEAF_PRODUCT}),
+             (dict(leaf_counting=False), {}, {LEAF_LAST}),
+             (dict(leaf_counting=False, count_last=False), dict(limit=expected // 2), {LEAF_OUTPUT}),
+             (dict(), dict(collect=True), {LEAF_ONE, LEAF_OUTPUT})]    # a count sizes the output first
+    for options, run, leaves in cases:
+        launched.clear()
+        result = engine(leafy, candidate_graph=True, **options).match(query, **run)
+        assert set(launched) == leaves, (options, run, launched)
+        assert result.count == run.get("limit", expected), (options, run)
+    launched.clear()
+    assert engine(leafy, candidate_graph=False).match(query).count == expected
+    assert set(launched) == {LEAF_ONE}
+
+
 def test_leaf_counting_with_symmetry_limit_and_collect(leafy, reference_of):
     """Counted leaves with limit and collect (which enumerate every leaf) and with a symmetric
     core (a triangle of one label: its restriction stays on the core)."""
