@@ -117,7 +117,7 @@ def load_plan(qp, sq, tid):
 
 
 @cuda.jit(device=True)
-def has(mask, j):
+def has_bit(mask, j):
     """Is bit j (0..31) of a position mask set?"""
     return (u32(u32(mask) >> (u32(j) & 31)) & 1) != 0
 
@@ -187,11 +187,11 @@ def search_functions(cg: bool):
         cur = int32(parent)
         j = int32(d - 1)
         while j >= s and j >= lo:
-            if has(need, j):
+            if has_bit(need, j):
                 xj = mi[u32(w), u32(j), u32(cur)]
-                if has(adj, j) and not adjacent(G, sq, d, j, xj, x):
+                if has_bit(adj, j) and not adjacent(G, sq, d, j, xj, x):
                     return False
-                if has(same, j) and real_id(G, sq, j, xj) == rx:
+                if has_bit(same, j) and real_id(G, sq, j, xj) == rx:
                     return False
             cur = int32(par[u32(w), u32(j), u32(cur)])
             j = int32(j - 1)
@@ -199,9 +199,9 @@ def search_functions(cg: bool):
             prow = u64(mi[u32(w), u32(s - 1), u32(cur)]) * u64(width)
             while j >= lo:
                 xj = pool[prow + u64(j)]
-                if has(adj, j) and not adjacent(G, sq, d, j, xj, x):
+                if has_bit(adj, j) and not adjacent(G, sq, d, j, xj, x):
                     return False
-                if has(same, j) and real_id(G, sq, j, xj) == rx:
+                if has_bit(same, j) and real_id(G, sq, j, xj) == rx:
                     return False
                 j = int32(j - 1)
         return True
@@ -226,7 +226,7 @@ def search_functions(cg: bool):
         while j >= lo:
             xj = int32(0)
             if j >= s:
-                if has(need, j):
+                if has_bit(need, j):
                     xj = mi[u32(w), u32(j), u32(cur)]
                 cur = int32(par[u32(w), u32(j), u32(cur)])
             else:
@@ -234,14 +234,14 @@ def search_functions(cg: bool):
                     prow = u64(mi[u32(w), u32(s - 1), u32(cur)]) * u64(width)
                     in_pool = True
                 xj = pool[prow + u64(j)]
-            if has(back, j):
+            if has_bit(back, j):
                 row = row_of(G, e, j, xj)
                 length = row_length(G, row)
                 if length < best:
                     best = length
                     key = int32(G[0][u64(row)]) if cg else int32(row)
                     skip = j
-            if has(restr, j):
+            if has_bit(restr, j):
                 rv = real_id(G, sq, j, xj)
                 if rv < bound:
                     bound = rv
