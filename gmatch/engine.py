@@ -418,7 +418,7 @@ class GMatch(Engine):
 
     # ------------------------------------------------------------------ DFS
     def _dfs(self, n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap, limit_unique,
-             deadline: Deadline, leaves=LEAF_ONE):
+             deadline: Deadline, leaves: int):
         """Run the DFS over seeds [seed_lo, seed_hi) of ``pool`` with the leaf step ``leaves``
         (:func:`leaf_step`); returns (timed_out, launch stats)."""
         watch = int(deadline.active)
