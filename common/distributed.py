@@ -10,9 +10,11 @@
   ``stats["dask_worker"]``, ``"dask_gpu"``, ``"dask_pid"``, ``"dask_warm"`` and ``"dask_task_s"``.
 * :func:`match_split` runs one query as tasks over ranges of data vertices for the engine's root
   (``root_range``, :mod:`common.graph.roots`; ``cpu``, ``gmatch``, ``egsm``), cut by estimated work and
-  submitted heaviest first. Counts add up exactly, embeddings concatenate in range order, the
-  status is the worst part's, and ``limit`` and ``timeout_s`` hold for the whole (the deadline is
-  the client's wall clock, read on the workers: their clocks must agree).
+  submitted heaviest first; a root candidate heavier than a share (a hub) is cut further by the
+  image of the engine's branch vertex (``branch_part``; ``cpu``, ``gmatch``). Counts add up
+  exactly, embeddings concatenate in part order, the status is the worst part's, and ``limit``
+  and ``timeout_s`` hold for the whole (the deadline is the client's wall clock, read on the
+  workers: their clocks must agree).
 * A worker that dies loses its tasks; the scheduler runs them again elsewhere, so a lost worker
   costs time, never a wrong or missing count.
 """
@@ -119,8 +121,9 @@ def _worker_address() -> str:
 
 
 def _run_query(graph, token: str, engine: str, options: dict, query: Graph, kwargs: dict,
-               root_range=None, deadline: float | None = None) -> MatchResult:
-    """One task: match ``query`` on this worker's prepared engine (``deadline``: epoch seconds)."""
+               root_range=None, branch_part=None, deadline: float | None = None) -> MatchResult:
+    """One task: match ``query`` on this worker's prepared engine, restricted to a root range and
+    a branch part where given (``deadline``: epoch seconds)."""
     lock, prepared, warm = _engine_entry(graph, token, engine, options)
     kwargs = dict(kwargs)
     if deadline is not None:
@@ -129,17 +132,22 @@ def _run_query(graph, token: str, engine: str, options: dict, query: Graph, kwar
             result = MatchResult(engine, 0, Status.TIMEOUT, query=query.name,
                                  reason="the deadline passed before this part started")
             result.stats["root_range"] = list(root_range) if root_range else None
+            result.stats["branch_part"] = list(branch_part) if branch_part else None
             return _stamp(result, warm)
         kwargs["timeout_s"] = left
     with lock:                            # one query at a time on one prepared engine
         if root_range is not None:
             prepared.root_range = root_range
+        if branch_part is not None:
+            prepared.branch_part = branch_part
         began = time.perf_counter()
         try:
             result = prepared.match(query, **kwargs)
         finally:
             if root_range is not None:
                 prepared.root_range = None
+            if branch_part is not None:
+                prepared.branch_part = None
     result.stats["dask_task_s"] = time.perf_counter() - began
     return _stamp(result, warm)
 
@@ -173,10 +181,11 @@ def _stamp(result: MatchResult, warm: bool) -> MatchResult:
 
 def _split_plan(graph, token: str, engine: str, options: dict, query: Graph, parts: int,
                 homomorphic: bool):
-    """On a worker: the root query vertex, the work-balanced ranges of data vertices for it and
-    each range's estimated work (``None`` when the engine cannot take the query: the caller
-    runs it whole)."""
-    from .graph.roots import label_degree_candidates, range_work, work_ranges
+    """On a worker: the root query vertex, the parts (root range, branch part or None;
+    :func:`~common.graph.roots.split_tasks`) and each part's estimated work (``None`` when the
+    engine cannot take the query: the caller runs it whole). A root candidate's estimated work
+    is its degree squared (the partial matches two levels below it)."""
+    from .graph.roots import label_degree_candidates, split_tasks
 
     lock, prepared, _ = _engine_entry(graph, token, engine, options)
     if not hasattr(prepared, "root_vertex"):
@@ -189,9 +198,10 @@ def _split_plan(graph, token: str, engine: str, options: dict, query: Graph, par
         root = prepared.root_vertex(query, **({"homomorphic": homomorphic} if "homomorphic" in takes else {}))
     degree = 0 if homomorphic else int(query.degrees[root])
     candidates = label_degree_candidates(data, int(query.labels[root]), degree)
-    weights = np.asarray(data.degrees)[candidates]
-    ranges = work_ranges(candidates, weights, data.num_vertices, parts)
-    return int(root), ranges, range_work(candidates, weights, ranges).tolist()
+    weights = np.asarray(data.degrees, dtype=np.float64)[candidates] ** 2
+    tasks, work = split_tasks(candidates, weights, data.num_vertices, parts,
+                              branch=hasattr(prepared, "branch_vertex"))
+    return int(root), tasks, work
 
 
 # ---------------------------------------------------------------------- client side
@@ -291,7 +301,8 @@ def match_split(data, query, engine: str = "cpu", client=None, parts: int | None
                 limit=None, collect=False, timeout_s=None, homomorphic=False,
                 vertex_label="label", edge_label=None, data_on_workers: bool = False,
                 **engine_options) -> MatchResult:
-    """One query split over the cluster by ranges of its root's data vertices (module docstring)."""
+    """One query split over the cluster by ranges of its root's data vertices and, below a hub
+    root, by its branch vertex's (module docstring)."""
     distributed = _require_distributed()
     if client is None:
         raise ValueError("match_split needs a dask.distributed Client (client=...)")
@@ -311,12 +322,13 @@ def match_split(data, query, engine: str = "cpu", client=None, parts: int | None
                               dict(kwargs, timeout_s=timeout_s), pure=False).result()
         whole.stats.update(split_parts=1)
         return whole
-    root, ranges, work = plan
-    futures = [None] * len(ranges)
+    root, tasks, work = plan
+    futures = [None] * len(tasks)
     for rank, i in enumerate(np.argsort(-np.asarray(work), kind="stable")):    # heaviest first
+        root_range, branch_part = tasks[i]
         futures[i] = client.submit(_run_query, shipped, token, engine, engine_options, q, kwargs,
-                                   root_range=ranges[i], deadline=deadline, priority=len(ranges) - rank,
-                                   pure=False)
+                                   root_range=root_range, branch_part=branch_part, deadline=deadline,
+                                   priority=len(tasks) - rank, pure=False)
     index = {f.key: i for i, f in enumerate(futures)}
     done: dict[int, MatchResult] = {}
     pending = set(futures)
@@ -339,16 +351,16 @@ def match_split(data, query, engine: str = "cpu", client=None, parts: int | None
     finally:
         for future in pending:            # past the limit or the deadline (or an error)
             future.cancel()
-    return _combine(engine, q, ranges, root, done, limit, collect, timed_out_waiting,
+    return _combine(engine, q, tasks, root, done, limit, collect, timed_out_waiting,
                     time.time() - start)
 
 
-def _combine(engine, query, ranges, root, done, limit, collect, timed_out_waiting, wall_s):
+def _combine(engine, query, tasks, root, done, limit, collect, timed_out_waiting, wall_s):
     """The whole query's result from the parts that finished."""
     parts = [done[i] for i in sorted(done)]
     count = sum(r.count for r in parts)
     statuses = [r.status for r in parts] or [Status.TIMEOUT]
-    if timed_out_waiting or len(parts) < len(ranges):
+    if timed_out_waiting or len(parts) < len(tasks):
         statuses.append(Status.TIMEOUT)
     if limit is not None and count >= limit:
         status, count = Status.LIMIT, int(limit)
@@ -365,11 +377,12 @@ def _combine(engine, query, ranges, root, done, limit, collect, timed_out_waitin
         for name, seconds in r.phases.items():
             phases[name] = phases.get(name, 0.0) + seconds
     reasons = sorted({r.reason for r in parts if r.reason and r.status is status})
-    if status is Status.TIMEOUT and not reasons and len(parts) < len(ranges):
-        reasons = [f"{len(ranges) - len(parts)} of {len(ranges)} parts did not finish by the deadline"]
+    if status is Status.TIMEOUT and not reasons and len(parts) < len(tasks):
+        reasons = [f"{len(tasks) - len(parts)} of {len(tasks)} parts did not finish by the deadline"]
     workers = sorted({str(r.stats.get("dask_worker")) for r in parts})
-    stats = {"split_parts": len(ranges), "split_parts_finished": len(parts), "split_root": root,
-             "split_ranges": [list(r) for r in ranges], "split_wall_s": wall_s,
+    stats = {"split_parts": len(tasks), "split_parts_finished": len(parts), "split_root": root,
+             "split_ranges": [list(r) for r, _ in tasks],
+             "split_branch_parts": [list(b) if b else None for _, b in tasks], "split_wall_s": wall_s,
              "dask_worker": ",".join(workers),
              "part_counts": [r.count for r in parts], "part_workers": [r.stats.get("dask_worker") for r in parts],
              "part_seconds": [r.stats.get("dask_task_s", 0.0) for r in parts]}

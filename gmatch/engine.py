@@ -40,7 +40,7 @@ from common.gpu.runtime import cuda, simulator_active
 from common.gpu.timers import PhaseTimer
 from common.gpu.watch import LaunchWatch
 from common.graph.model import Graph
-from common.graph.roots import check_root_range
+from common.graph.roots import check_branch_part, check_root_range
 
 from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
 from .enumerate import (
@@ -177,6 +177,9 @@ class GMatch(Engine):
     root_range : (int, int) or None
         Keep only the seeds whose position 0 (:meth:`GMatch.root_vertex`) maps into [lo, hi)
         (:mod:`common.graph.roots`); the parts of a partition add up to the whole count.
+    branch_part : (int, int) or None
+        ``(j, m)``: keep only the matches whose branch vertex (:meth:`GMatch.branch_vertex`) maps
+        to a data vertex v with ``v % m == j``; the m parts add up to the whole count.
     batch_queries : int
         Queries per launch of ``match_batch``.
     device_memory_limit : int or None
@@ -197,7 +200,8 @@ class GMatch(Engine):
                  leaf_counting: bool = True, count_last: bool = True, count_last_cost: int = COUNT_COST,
                  split_groups: bool = True, idle_stats: bool = False,
                  max_registers: int | None = 64, probe_s: float = 0.005,
-                 root_range: tuple[int, int] | None = None, batch_queries: int = BATCH_QUERIES,
+                 root_range: tuple[int, int] | None = None, branch_part: tuple[int, int] | None = None,
+                 batch_queries: int = BATCH_QUERIES,
                  device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if granularity not in ("fine", "coarse"):
@@ -245,6 +249,7 @@ class GMatch(Engine):
             raise ValueError(f"probe_s must be non-negative, got {probe_s}")
         self.probe_s = float(probe_s)
         self.root_range = check_root_range(root_range)
+        self.branch_part = check_branch_part(branch_part)
         if int(batch_queries) < 1:
             raise ValueError(f"batch_queries must be positive, got {batch_queries}")
         self.batch_queries = int(batch_queries)
@@ -510,6 +515,10 @@ class GMatch(Engine):
             root_range = check_root_range(self.root_range)
             if root_range is not None:            # position 0 only inside the root range
                 clear_bit_outside(self._d_cand, 0, *root_range)
+            branch_part = check_branch_part(self.branch_part)
+            if branch_part is not None:           # the branch vertex, wherever this plan puts it
+                at = int(np.flatnonzero(plan.order == self.branch_vertex(query))[0])
+                clear_bit_outside(self._d_cand, at, 0, self.data.num_vertices, part=branch_part)
         return plan, qp
 
     def _filter(self, d_qps, d_cands) -> None:
@@ -527,6 +536,12 @@ class GMatch(Engine):
     def root_vertex(self, query: Graph) -> int:
         """The query vertex at position 0 (the one ``root_range`` restricts)."""
         return int(build_plan(query, self.symmetry_breaking).order[0])
+
+    def branch_vertex(self, query: Graph) -> int:
+        """The query vertex ``branch_part`` restricts: position 1 of the plan without leaf
+        deferral (position 0 for one vertex), found by vertex in every plan of the query."""
+        order = build_plan(query, self.symmetry_breaking).order
+        return int(order[min(1, order.size - 1)])
 
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic,
                probe_first: bool = True) -> MatchResult:
@@ -606,10 +621,10 @@ class GMatch(Engine):
         ``timeout_s``); a query not finished by then is answered alone with its own full
         deadline, as :meth:`match` does past its probe (the batch was its probe). Batches are the
         probe of ``candidate_graph="auto"`` for many queries at once: ``collect``, ``root_range``,
-        the coarse model, ``candidate_graph`` True or False, ``probe_s=0`` and
+        ``branch_part``, the coarse model, ``candidate_graph`` True or False, ``probe_s=0`` and
         ``batch_queries=1`` answer one query at a time."""
         if (collect or self.granularity != "fine" or self.batch_queries < 2 or len(queries) < 2
-                or self.data.num_vertices == 0 or self.root_range is not None
+                or self.data.num_vertices == 0 or self.root_range is not None or self.branch_part is not None
                 or self.candidate_graph != "auto" or self.probe_s == 0):
             return super()._match_batch(queries, limit=limit, collect=collect, timeout_s=timeout_s,
                                         homomorphic=homomorphic)
@@ -731,6 +746,10 @@ class GMatch(Engine):
                      granularity=self.granularity, unroll=self.unroll,
                      batch=self.batch, work_stealing=self.work_stealing, seed_pool=self.seed_pool,
                      candidate_graph=indexed)
+        for key, value in (("root_range", check_root_range(self.root_range)),
+                           ("branch_part", check_branch_part(self.branch_part))):
+            if value is not None:
+                stats[key] = list(value)
         if self.idle_stats or self.granularity == "coarse":
             stats.update(idle_lanes=int(ctrl[C_IDLE]),
                          idle_rate=(ctrl[C_IDLE] / (32.0 * iters)) if iters else 0.0)

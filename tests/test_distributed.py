@@ -110,7 +110,7 @@ def test_split_counts_add_up_cpu(client, folder, data_file, names):
         assert result.status is Status.OK and result.count == count
         assert sum(result.stats["part_counts"]) == count
         assert result.stats["split_parts_finished"] == result.stats["split_parts"] >= 1
-        ranges = result.stats["split_ranges"]
+        ranges = sorted({tuple(r) for r in result.stats["split_ranges"]})
         assert ranges[0][0] == 0 and ranges[-1][1] == data.num_vertices
         assert all(a[1] == b[0] for a, b in zip(ranges[:-1], ranges[1:]))
     if folder == "hprd":                                  # embeddings concatenate to the whole set
@@ -118,6 +118,25 @@ def test_split_counts_add_up_cpu(client, folder, data_file, names):
         split = match_split(data, query, "cpu", client, collect=True)
         assert split.stats["split_parts"] > 2                # default: 4 ranges per worker thread
         assert rows(split.embeddings) == rows(whole.embeddings)
+
+
+@pytest.mark.parametrize("engine,options", [("cpu", {}), ("gmatch", GMATCH)])
+def test_split_cuts_a_hub_root_by_its_branch_vertex(client, engine, options):
+    """A hub holding most of the work is one root range cut into branch parts; the parts'
+    counts and embeddings are the whole query's."""
+    rng = np.random.default_rng(5)
+    n = 200
+    src = np.concatenate([np.zeros(n - 1, np.int64), rng.integers(1, n, 400)])
+    dst = np.concatenate([np.arange(1, n), rng.integers(1, n, 400)])
+    data = common.Graph.from_edges(n, src, dst, labels=np.zeros(n, np.int32), name="hub")
+    query = common.Graph.from_edges(4, [0, 1, 2, 0], [1, 2, 0, 3], labels=np.zeros(4, np.int32), name="tailed")
+    whole = common.match(data, query, "cpu", collect=True)
+    split = match_split(data, query, engine, client, parts=6, collect=True, **options)
+    assert split.status is Status.OK and split.count == whole.count > 0
+    assert rows(split.embeddings) == rows(whole.embeddings)
+    cut = [(r, b) for r, b in zip(split.stats["split_ranges"], split.stats["split_branch_parts"]) if b]
+    assert len(cut) >= 2 and len({tuple(r) for r, _ in cut}) == 1 and cut[0][0][0] <= 0 < cut[0][0][1]
+    assert sorted(b for _, b in cut) == [[j, len(cut)] for j in range(len(cut))]
 
 
 @pytest.mark.parametrize("engine,options", [("gmatch", GMATCH), ("egsm", {})])

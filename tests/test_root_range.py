@@ -1,7 +1,9 @@
-"""Root ranges (common/graph/roots.py): the counts of ``cpu``, ``gmatch`` and ``egsm`` over a
-partition of the data vertices add up to the whole count, the embeddings of the parts are the
-whole set, every part's root image lies in its range, and ``limit`` holds per part. ``cpu`` runs
-real HPRD / yeast / GitHub queries; the GPU engines run tiny random graphs in the simulator."""
+"""Root ranges and branch parts (common/graph/roots.py): the counts of ``cpu``, ``gmatch`` and
+``egsm`` over a partition of the data vertices add up to the whole count, the embeddings of the
+parts are the whole set, every part's root image lies in its range, and ``limit`` holds per part;
+the residue classes of the branch vertex (``cpu``, ``gmatch``), alone and inside a root range,
+partition the embeddings the same way. ``cpu`` runs real HPRD / yeast / GitHub queries; the GPU
+engines run tiny random graphs in the simulator."""
 
 from __future__ import annotations
 
@@ -14,7 +16,14 @@ from common.engine.registry import create_engine
 from common.engine.result import Status
 from common.graph.bitmasks import neighbour_masks
 from common.graph.generate import random_walk_query, rmat
-from common.graph.roots import check_root_range, label_degree_candidates, range_work, work_ranges
+from common.graph.roots import (
+    check_branch_part,
+    check_root_range,
+    label_degree_candidates,
+    range_work,
+    split_tasks,
+    work_ranges,
+)
 from egsm.order import first_vertex
 from egsm.order import plan as egsm_plan
 from gmatch.order import build_plan
@@ -47,6 +56,33 @@ def split_and_compare(engine, query, ranges, whole_count=None):
     return whole.count
 
 
+def branch_split_and_compare(engine, query, parts: int, root_range=None, whole_count=None):
+    """Run ``query`` over the ``parts`` residue classes of its branch vertex (inside
+    ``root_range`` when given); the parts' counts and embeddings must be the whole's and, without
+    symmetry breaking, each part's count the whole's embeddings in its class."""
+    engine.root_range, engine.branch_part = root_range, None
+    whole = engine.match(query, collect=True)
+    assert whole.status is Status.OK
+    branch = engine.branch_vertex(query)
+    total, listed_parts = 0, []
+    for j in range(parts):
+        engine.branch_part = (j, parts)
+        counted = engine.match(query)
+        listed = engine.match(query, collect=True)
+        assert counted.status is Status.OK and counted.count == listed.count
+        assert counted.stats["branch_part"] == [j, parts]
+        if not getattr(engine, "symmetry_breaking", False):
+            assert counted.count == np.sum(whole.embeddings[:, branch] % parts == j)
+        total += counted.count
+        listed_parts.append(listed.embeddings)
+    engine.root_range, engine.branch_part = None, None
+    assert total == whole.count
+    if whole_count is not None:
+        assert total == whole_count
+    assert rows(np.concatenate(listed_parts)) == rows(whole.embeddings)
+    return whole.count
+
+
 def expected(folder: str, name: str) -> int:
     counts = DATA / folder / ("expected_counts.txt" if folder != "hprd" else "expected_counts_1_100.txt")
     for line in counts.read_text().split("\n"):
@@ -65,6 +101,37 @@ def test_check_root_range():
             check_root_range(bad)
     with pytest.raises(ValueError, match="root_range"):
         create_engine("cpu", root_range=(4, 1))
+
+
+def test_check_branch_part():
+    assert check_branch_part(None) is None
+    assert check_branch_part((0, 3)) == (0, 3)
+    assert check_branch_part("2/5") == (2, 5)
+    for bad in ((3, 3), (-1, 2), (0, 0), "a/b", "1:2", (1,), 4):
+        with pytest.raises(ValueError):
+            check_branch_part(bad)
+    with pytest.raises(ValueError, match="branch_part"):
+        create_engine("gmatch", branch_part=(2, 1))
+
+
+def test_split_tasks_cut_a_hub_below_the_root():
+    n = 100
+    cands = np.arange(0, 100, 2)
+    weights = np.ones(cands.size)
+    weights[10] = 1000                                      # candidate 20 holds most of the work
+    tasks, work = split_tasks(cands, weights, n, 8, branch=True)
+    hub = [(rng, part) for rng, part in tasks if rng[0] <= 20 < rng[1]]
+    share = (weights + 1).sum() / 8
+    assert len(hub) == min(8, int(np.ceil(1001 / share))) > 1
+    assert sorted(part for _, part in hub) == [(j, len(hub)) for j in range(len(hub))]
+    assert sum(work) == pytest.approx((weights + 1).sum())
+    assert all(part is None for rng, part in tasks if not rng[0] <= 20 < rng[1])
+    ranges = sorted({rng for rng, _ in tasks})
+    assert ranges == work_ranges(cands, weights, n, 8)      # the ranges still cover [0, n)
+    plain, plain_work = split_tasks(cands, weights, n, 8, branch=False)
+    assert plain == [(rng, None) for rng in ranges] and len(plain_work) == len(ranges)
+    even, _ = split_tasks(cands, np.ones(cands.size), n, 5, branch=True)
+    assert all(part is None for _, part in even)
 
 
 def test_work_ranges_partition_and_balance():
@@ -115,6 +182,27 @@ def test_cpu_split_equals_whole_on_real_data(folder, data_file, queries):
             split_and_compare(engine, query, ranges, expected(folder, name))
 
 
+@pytest.mark.parametrize("folder,data_file,name", [
+    ("hprd", "HPRD.graph", "query_dense_16_5"),
+    ("yeast", "yeast.graph", "query_dense_4_1"),
+    ("gmatch_test", "data.graph", "Q_0"),
+])
+def test_cpu_branch_parts_equal_whole_on_real_data(folder, data_file, name):
+    data = common.load_graph(DATA / folder / data_file)
+    engine = create_engine("cpu").prepare(data)
+    query = common.load_graph(DATA / folder / "queries" / f"{name}.graph")
+    branch_split_and_compare(engine, query, 3, whole_count=expected(folder, name))
+    half = (0, data.num_vertices // 2)                    # a root range cut again below its root
+    inside = branch_split_and_compare(engine, query, 2, root_range=half)
+    engine.root_range = half
+    assert inside == engine.match(query).count
+    engine.root_range = None
+    engine.branch_part = (1, 4)
+    listed = engine.match(query, collect=True)
+    engine.branch_part = None
+    assert np.all(listed.embeddings[:, engine.branch_vertex(query)] % 4 == 1)
+
+
 def test_cpu_limit_and_empty_range():
     data = common.load_graph(DATA / "hprd" / "HPRD.graph")
     query = common.load_graph(DATA / "hprd" / "queries" / "query_dense_16_2.graph")
@@ -146,6 +234,29 @@ def test_gpu_engines_split_equals_whole(name, options, tiny):
     assert reference > 0
     engine = create_engine(name, **options).prepare(data)
     split_and_compare(engine, query, [(0, 4), (4, 9), (9, 12)], reference)
+
+
+@pytest.mark.parametrize("options", [
+    dict(seed_pool=8, blocks=2, warps_per_block=2, probe_s=0),
+    dict(seed_pool=8, blocks=2, warps_per_block=2, candidate_graph=False),
+    dict(seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-4),
+    dict(seed_pool=8, blocks=2, warps_per_block=2, probe_s=0, leaf_counting=False, count_last=False),
+    dict(seed_pool=8, blocks=2, warps_per_block=2, probe_s=0, symmetry_breaking=False),
+])
+def test_gmatch_branch_parts_equal_whole(options, tiny):
+    """Leaf counting, the counted last position, the data-graph probe and its switch to a
+    deferred-leaf plan all keep the branch vertex's restriction; the branch vertex of a star
+    (centre 1) is a leaf that leaf deferral moves last."""
+    data, query = tiny
+    star = common.Graph.from_edges(4, [0, 1, 1], [1, 2, 3], labels=[1, 1, 0, 0], name="star")
+    assert build_plan(star, True).order[1] == build_plan(star, True, defer_leaves=True).order[-1]
+    engine = create_engine("gmatch", **options).prepare(data)
+    cpu = create_engine("cpu").prepare(data)
+    for q in (query, star):
+        reference = cpu.match(q).count
+        assert reference > 0
+        branch_split_and_compare(engine, q, 3, whole_count=reference)
+    branch_split_and_compare(engine, query, 2, root_range=(0, 6))
 
 
 def test_root_vertex_is_plan_independent(tiny):

@@ -35,7 +35,7 @@ from ..engine.base import Engine
 from ..engine.deadline import Deadline, Stop
 from ..engine.result import MatchResult, Status
 from ..graph.model import Graph
-from ..graph.roots import check_root_range, outside_mask
+from ..graph.roots import branch_outside_mask, check_branch_part, check_root_range, outside_mask
 from ..graph.sorted_ranges import lower_bound
 
 FILTERS = ("label", "degree", "nlf", "refine")
@@ -572,6 +572,9 @@ class ReferenceMatcher(Engine):
     root_range : (int, int) or None
         Keep the embeddings whose first vertex of the order (:meth:`root_vertex`, chosen from the
         unrestricted candidates) maps into [lo, hi) (:mod:`common.graph.roots`).
+    branch_part : (int, int) or None
+        ``(j, m)``: keep the embeddings whose second vertex of the order (:meth:`branch_vertex`)
+        maps to a data vertex v with ``v % m == j``.
     device_memory_limit : int or None
         Accepted and ignored: this engine runs on the CPU.
     """
@@ -585,7 +588,8 @@ class ReferenceMatcher(Engine):
     uses_device = False
 
     def __init__(self, *, filter: str = "refine", order: str = "ri", chunk_steps: int = 1 << 22,
-                 root_range: tuple[int, int] | None = None, device_memory_limit: int | None = None):
+                 root_range: tuple[int, int] | None = None, branch_part: tuple[int, int] | None = None,
+                 device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if filter not in FILTERS:
             raise ValueError(f"unknown filter {filter!r}; choose one of {FILTERS}")
@@ -597,6 +601,7 @@ class ReferenceMatcher(Engine):
         self.order = order
         self.chunk_steps = int(chunk_steps)
         self.root_range = check_root_range(root_range)
+        self.branch_part = check_branch_part(branch_part)
         self._arrays: _DataArrays | None = None
 
     def _prepare(self, data: Graph) -> None:
@@ -629,11 +634,24 @@ class ReferenceMatcher(Engine):
         _, cl_off, _ = self.candidates(query, homomorphic=homomorphic)
         return matching_order(query, np.diff(cl_off), self.order)[0]
 
-    def _restrict_root(self, cand: np.ndarray, root: int, query: Graph):
-        """Drop the root's candidates outside ``root_range``, refine again (fewer candidates of
-        the root can only remove others) and rebuild the lists."""
+    def branch_vertex(self, query: Graph, *, homomorphic: bool = False) -> int:
+        """The query vertex that ``branch_part`` restricts: the second of the matching order
+        (the first for one vertex)."""
+        _, cl_off, _ = self.candidates(query, homomorphic=homomorphic)
+        order = matching_order(query, np.diff(cl_off), self.order)
+        return order[min(1, len(order) - 1)]
+
+    def _restrict(self, cand: np.ndarray, order, query: Graph):
+        """Drop the root's candidates outside ``root_range`` and the branch vertex's outside
+        ``branch_part``, refine again (fewer candidates can only remove others) and rebuild the
+        lists."""
         g = self._arrays
-        cand[root, outside_mask(g.n, check_root_range(self.root_range))] = 0
+        root_range = check_root_range(self.root_range)
+        branch_part = check_branch_part(self.branch_part)
+        if root_range is not None:
+            cand[order[0], outside_mask(g.n, root_range)] = 0
+        if branch_part is not None:
+            cand[order[min(1, len(order) - 1)], branch_outside_mask(g.n, branch_part)] = 0
         q_labels = _own(query.labels, np.int32)
         if self.filter == "refine":
             use_el = bool(g.has_edge_labels or query.has_edge_labels)
@@ -656,8 +674,8 @@ class ReferenceMatcher(Engine):
         try:
             deadline.check()
             order = matching_order(query, sizes, self.order, deadline)
-            if self.root_range is not None:           # the order (and so the root) comes first
-                cand, cl_off, cl = self._restrict_root(cand, order[0], query)
+            if self.root_range is not None or self.branch_part is not None:   # the order comes first
+                cand, cl_off, cl = self._restrict(cand, order, query)
                 sizes = np.diff(cl_off)
             bw_off, bw_p, bw_dir, bw_el = _backward_constraints(query, order)
             qv = np.asarray(order, dtype=np.int64)
@@ -674,8 +692,10 @@ class ReferenceMatcher(Engine):
 
         stats = {"filter": self.filter, "order": order, "candidate_sizes": sizes.tolist(),
                  "multiplied_levels": nq - tail}
-        if self.root_range is not None:
-            stats["root_range"] = list(self.root_range)
+        for key, value in (("root_range", check_root_range(self.root_range)),
+                           ("branch_part", check_branch_part(self.branch_part))):
+            if value is not None:
+                stats[key] = list(value)
         chunks: list[np.ndarray] = []
         status, count, calls = Status.OK, 0, 0
         if sizes.min() > 0 and (homomorphic or nq <= g.n):

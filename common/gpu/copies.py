@@ -120,20 +120,22 @@ def fill(d_array, value, stream=0, count: int | None = None) -> None:
 
 
 @jit
-def _clear_bit_kernel(masks, bit, keep, lo, hi, counter, index):
+def _clear_bit_kernel(masks, bit, keep, lo, hi, modulus, residue, counter, index):
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < masks.size:
-        if (i < lo or i >= hi) and (masks[i] & bit) != 0:
+        if (i < lo or i >= hi or i % modulus != residue) and (masks[i] & bit) != 0:
             masks[i] = masks[i] & keep
             if index >= 0:
                 cuda.atomic.add(counter, index, -1)
         i += stride
 
 
-def clear_bit_outside(d_masks, bit: int, lo: int, hi: int, counter=None, index: int = -1) -> None:
+def clear_bit_outside(d_masks, bit: int, lo: int, hi: int, counter=None, index: int = -1,
+                      part: tuple[int, int] = (0, 1)) -> None:
     """Clear bit ``bit`` of ``d_masks[v]`` for every v outside ``[lo, hi)`` (a root range,
-    :mod:`common.graph.roots`), subtracting one from ``counter[index]`` per bit cleared when given."""
+    :mod:`common.graph.roots`) or, with ``part=(j, m)`` (a branch part), with ``v % m != j``,
+    subtracting one from ``counter[index]`` per bit cleared when given."""
     if d_masks.size == 0:
         return
     kind = np.dtype(d_masks.dtype).type
@@ -143,4 +145,4 @@ def clear_bit_outside(d_masks, bit: int, lo: int, hi: int, counter=None, index: 
     if counter is None:
         counter, index = d_masks, -1
     blocks = min(1024, (d_masks.size + FILL_THREADS - 1) // FILL_THREADS)
-    _clear_bit_kernel[blocks, FILL_THREADS](d_masks, kind(one), keep, lo, hi, counter, index)
+    _clear_bit_kernel[blocks, FILL_THREADS](d_masks, kind(one), keep, lo, hi, part[1], part[0], counter, index)

@@ -3,11 +3,19 @@ and cut the root's candidates into ranges of similar estimated work.
 
 An engine that takes ``root_range=(lo, hi)`` (``cpu``, ``gmatch``, ``egsm``) counts only the
 embeddings whose image of its *root*, the first query vertex it matches, is a data vertex id in
-``[lo, hi)``. The root is chosen from the query (and, for ``cpu``, from the unrestricted candidate
-sizes) and never from the range, so the counts of a partition of ``[0, |V(G)|)`` add up to the
-whole count; ``limit``, ``collect`` and the statuses keep their meaning for each part. Each such
-engine names its root with ``root_vertex(query)``. ``root_range`` only acts in ``match``: it may be
-changed on a prepared engine between two queries.
+``[lo, hi)`` (gMatch with symmetry breaking: the automorphic images of the canonical matches
+whose root lies there). The root is chosen from the query (and, for ``cpu``, from the
+unrestricted candidate sizes) and never from the range, so the counts of a partition of
+``[0, |V(G)|)`` add up to the whole count and the parts' embeddings to the whole set; ``limit``,
+``collect`` and the statuses keep their meaning for each part. Each such engine names its root
+with ``root_vertex(query)``. ``root_range`` only acts in ``match``: it may be changed on a
+prepared engine between two queries.
+
+A root whose work no range can cut (one hub holding most of the matches) is cut below it:
+``branch_part=(j, m)`` (``cpu``, ``gmatch``) keeps, in the same sense, the embeddings whose
+*branch vertex*, the second query vertex of the engine's order (``branch_vertex(query)``), maps
+to a data vertex ``v`` with ``v % m == j``. Both restrictions combine; :func:`split_tasks` cuts a
+query into such parts.
 """
 
 from __future__ import annotations
@@ -84,3 +92,48 @@ def label_degree_candidates(data, label: int, degree: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     vertices = np.sort(np.asarray(data.vertices_by_label[offsets[label]:offsets[label + 1]], dtype=np.int64))
     return vertices[np.asarray(data.degrees)[vertices] >= degree]
+
+
+def check_branch_part(value) -> tuple[int, int] | None:
+    """``None``, or ``(j, m)`` as two ints with 0 <= j < m, from a pair or a 'j/m' string (the
+    command line's ``-o branch_part=j/m``); anything else is a ValueError."""
+    if value is None:
+        return None
+    pair = value.split("/") if isinstance(value, str) else value
+    try:
+        j, m = (int(x) for x in pair)
+    except (TypeError, ValueError):
+        raise ValueError(f"branch_part must be (j, m) or 'j/m' with whole numbers, got {value!r}") from None
+    if not 0 <= j < m:
+        raise ValueError(f"branch_part must satisfy 0 <= j < m, got {value!r}")
+    return j, m
+
+
+def branch_outside_mask(n: int, branch_part: tuple[int, int]) -> np.ndarray:
+    """Boolean array over the data vertices ``0..n-1``: True where ``v % m != j``."""
+    j, m = branch_part
+    return np.arange(n) % m != j
+
+
+def split_tasks(candidates: np.ndarray, weights: np.ndarray, n: int, parts: int,
+                branch: bool) -> tuple[list, list[float]]:
+    """The parts of a split query: ``[(root_range, branch_part or None), ...]`` and each one's
+    estimated work.
+
+    The root ranges are :func:`work_ranges`; with ``branch`` (an engine that takes
+    ``branch_part``), a range heavier than a share (one root candidate holding more than
+    ``1/parts`` of the work, which no root range can cut) is cut again into
+    ``ceil(work / share)`` (at most ``parts``) branch parts, each taking the embeddings whose
+    branch vertex maps to a data vertex ``v`` with ``v % m == j``. Every part is then a range of
+    the root times a residue class of the branch vertex: disjoint, and together the whole query.
+    """
+    ranges = work_ranges(candidates, weights, n, parts)
+    work = range_work(candidates, weights, ranges)
+    share = float(work.sum()) / parts if parts else 0.0
+    tasks, task_work = [], []
+    for rng, w in zip(ranges, work.tolist()):
+        m = min(parts, int(np.ceil(w / share))) if branch and share > 0 and w > share else 1
+        for j in range(m):
+            tasks.append((rng, (j, m) if m > 1 else None))
+            task_work.append(w / m)
+    return tasks, task_work
