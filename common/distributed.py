@@ -184,8 +184,8 @@ def _split_plan(graph, token: str, engine: str, options: dict, query: Graph, par
     """On a worker: the root query vertex, the parts (root range, branch part or None;
     :func:`~common.graph.roots.split_tasks`) and each part's estimated work (``None`` when the
     engine cannot take the query: the caller runs it whole). A root candidate's estimated work
-    is its degree squared (the partial matches two levels below it)."""
-    from .graph.roots import label_degree_candidates, split_tasks
+    is :func:`~common.graph.roots.root_work`'s."""
+    from .graph.roots import root_work, split_tasks
 
     lock, prepared, _ = _engine_entry(graph, token, engine, options)
     if not hasattr(prepared, "root_vertex"):
@@ -196,9 +196,7 @@ def _split_plan(graph, token: str, engine: str, options: dict, query: Graph, par
     takes = inspect.signature(prepared.root_vertex).parameters
     with lock:
         root = prepared.root_vertex(query, **({"homomorphic": homomorphic} if "homomorphic" in takes else {}))
-    degree = 0 if homomorphic else int(query.degrees[root])
-    candidates = label_degree_candidates(data, int(query.labels[root]), degree)
-    weights = np.asarray(data.degrees, dtype=np.float64)[candidates] ** 2
+    candidates, weights = root_work(data, query, root, homomorphic)
     tasks, work = split_tasks(candidates, weights, data.num_vertices, parts,
                               branch=hasattr(prepared, "branch_vertex"))
     return int(root), tasks, work

@@ -40,7 +40,7 @@ from common.gpu.runtime import cuda, simulator_active
 from common.gpu.timers import PhaseTimer
 from common.gpu.watch import LaunchWatch
 from common.graph.model import Graph
-from common.graph.roots import check_branch_part, check_root_range
+from common.graph.roots import check_branch_part, check_root_range, root_work, split_tasks
 
 from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
 from .enumerate import (
@@ -180,6 +180,11 @@ class GMatch(Engine):
     branch_part : (int, int) or None
         ``(j, m)``: keep only the matches whose branch vertex (:meth:`GMatch.branch_vertex`) maps
         to a data vertex v with ``v % m == j``; the m parts add up to the whole count.
+    hub_parts : int
+        0: off. Else a count-only query still running after the probe, whose root has a candidate
+        heavier than ``1/hub_parts`` of the estimated work (:func:`common.graph.roots.root_work`),
+        runs as the parts of :func:`common.graph.roots.split_tasks` one after another on this
+        GPU, each with the candidate graph refined to its root range and branch part.
     batch_queries : int
         Queries per launch of ``match_batch``.
     device_memory_limit : int or None
@@ -201,7 +206,7 @@ class GMatch(Engine):
                  split_groups: bool = True, idle_stats: bool = False,
                  max_registers: int | None = 64, probe_s: float = 0.005,
                  root_range: tuple[int, int] | None = None, branch_part: tuple[int, int] | None = None,
-                 batch_queries: int = BATCH_QUERIES,
+                 hub_parts: int = 0, batch_queries: int = BATCH_QUERIES,
                  device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if granularity not in ("fine", "coarse"):
@@ -250,6 +255,9 @@ class GMatch(Engine):
         self.probe_s = float(probe_s)
         self.root_range = check_root_range(root_range)
         self.branch_part = check_branch_part(branch_part)
+        if int(hub_parts) < 0 or int(hub_parts) == 1:
+            raise ValueError(f"hub_parts must be 0 (off) or at least 2, got {hub_parts}")
+        self.hub_parts = int(hub_parts)
         if int(batch_queries) < 1:
             raise ValueError(f"batch_queries must be positive, got {batch_queries}")
         self.batch_queries = int(batch_queries)
@@ -580,8 +588,12 @@ class GMatch(Engine):
                 status = Status.TIMEOUT if stopped else Status.OK
                 stats.update(probe_finished=not stopped)
                 return self._finish(timer, plan, qp, unique, ctrl, stats, status, False)
-            if count_leaves or count_last:        # countable leaves go last: a new order
-                plan, qp = self._plan(query, count_leaves, count_last, timer)
+        # still running after a probe (its own, or its batch's): a hub root is cut into parts
+        tasks = self._hub_tasks(query) if counting and (probe or not probe_first) else None
+        if tasks is not None:
+            return self._match_parts(query, tasks, deadline, timer, homomorphic)
+        if probe and (count_leaves or count_last):    # countable leaves go last: a new order
+            plan, qp = self._plan(query, count_leaves, count_last, timer)
         if indexed:
             begin = time.perf_counter()
             graph, index_stats = self._candidate_graph(plan, qp)
@@ -612,6 +624,46 @@ class GMatch(Engine):
                 rows = download(emb, np.empty(min(unique, emb_cap if n > 1 else unique) * n, np.int32))
             embeddings = self._expand(plan, query, rows.reshape(-1, n), limit)
         return self._finish(timer, plan, qp, unique, ctrl, stats, status, indexed, embeddings, limit)
+
+    def _hub_tasks(self, query: Graph):
+        """The parts of a query whose root has a hub candidate (``hub_parts``), else None."""
+        if self.hub_parts < 2 or self.root_range is not None or self.branch_part is not None:
+            return None
+        candidates, weights = root_work(self.data, query, self.root_vertex(query))
+        tasks, _ = split_tasks(candidates, weights, self.data.num_vertices, self.hub_parts, branch=True)
+        return tasks if any(part is not None for _, part in tasks) else None
+
+    def _match_parts(self, query: Graph, tasks, deadline: Deadline, timer, homomorphic) -> MatchResult:
+        """Count ``query`` as the given (root range, branch part) parts, one after another, each
+        with its own filter and candidate graph; the probe's phases are the first part's."""
+        count, status, reason, parts = 0, Status.OK, "", []
+        try:
+            for root_range, branch_part in tasks:
+                if deadline.passed():
+                    status, reason = Status.TIMEOUT, "the deadline passed between hub parts"
+                    break
+                self.root_range, self.branch_part = root_range, branch_part
+                part = self._match(query, limit=None, collect=False, timeout_s=deadline.remaining(),
+                                   homomorphic=homomorphic, probe_first=False)
+                parts.append(part)
+                count += part.count
+                if part.status is not Status.OK:
+                    status, reason = part.status, part.reason
+                    break
+        finally:
+            self.root_range = self.branch_part = None
+        phases = dict(timer.seconds)
+        for part in parts:
+            for name, seconds in part.phases.items():
+                phases[name] = phases.get(name, 0.0) + seconds
+        stats = dict(max(parts, key=lambda r: sum(r.phases.values())).stats) if parts else {}
+        for key in ("root_range", "branch_part"):
+            stats.pop(key, None)
+        stats.update(hub_parts=len(tasks), hub_parts_finished=len(parts),
+                     part_counts=[r.count for r in parts],
+                     part_seconds=[sum(r.phases.values()) for r in parts])
+        return MatchResult(self.name, count, status, reason=reason, phases=phases,
+                           peak_device_bytes=self.budget.peak, stats=stats)
 
     # ------------------------------------------------------------------ batches
     def _match_batch(self, queries, *, limit, collect, timeout_s, homomorphic):

@@ -269,3 +269,37 @@ def test_root_vertex_is_plan_independent(tiny):
         rel = 1 + np.add.outer(np.arange(k), np.arange(k))
         for mode in ("bfs-dfs", "dfs", "bfs"):
             assert egsm_plan(nbr, rel, mode).first_vertex == first_vertex(nbr)
+
+
+@pytest.fixture(scope="module")
+def hub_graph():
+    """200 vertices, 2 labels, vertex 0 adjacent to all: the root's work sits on one hub."""
+    rng = np.random.default_rng(5)
+    n = 200
+    src = np.concatenate([np.zeros(n - 1, np.int64), rng.integers(1, n, 500)])
+    dst = np.concatenate([np.arange(1, n), rng.integers(1, n, 500)])
+    labels = rng.integers(0, 2, n).astype(np.int32)
+    return common.Graph.from_edges(n, src, dst, labels=labels, name="hub")
+
+
+def test_gmatch_hub_parts_count_a_hub_root_in_parts(hub_graph):
+    """Past its probe, a count-only query whose root has a hub runs as root ranges and branch
+    parts on one engine (alone and after a batch); the parts add up to the reference."""
+    queries = [random_walk_query(hub_graph, k, seed=s, name=f"walk{k}-{s}") for k, s in ((4, 1), (5, 2))]
+    cpu = create_engine("cpu").prepare(hub_graph)
+    engine = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-4,
+                           hub_parts=4).prepare(hub_graph)
+    for query in queries:
+        reference = cpu.match(query).count
+        result = engine.match(query)
+        assert result.status is Status.OK and result.count == reference > 0
+        assert result.stats["hub_parts"] > 1 and sum(result.stats["part_counts"]) == reference
+        assert engine.root_range is None and engine.branch_part is None
+        assert "hub_parts" not in engine.match(query, collect=True).stats      # collect: one search
+    batched = engine.match_batch(queries)
+    assert [r.count for r in batched] == [cpu.match(q).count for q in queries]
+    assert all(r.stats.get("hub_parts", 0) > 1 for r in batched)
+    off = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-4).prepare(hub_graph)
+    assert "hub_parts" not in off.match(queries[0]).stats
+    with pytest.raises(ValueError, match="hub_parts"):
+        create_engine("gmatch", hub_parts=1)

@@ -94,6 +94,15 @@ def label_degree_candidates(data, label: int, degree: int) -> np.ndarray:
     return vertices[np.asarray(data.degrees)[vertices] >= degree]
 
 
+def root_work(data, query, root: int, homomorphic: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(the root's candidates by label and degree, each one's estimated work): its degree
+    squared, the partial matches two levels below it (a hub's share of the matches grows faster
+    than its degree)."""
+    degree = 0 if homomorphic else int(query.degrees[root])
+    candidates = label_degree_candidates(data, int(query.labels[root]), degree)
+    return candidates, np.asarray(data.degrees, dtype=np.float64)[candidates] ** 2
+
+
 def check_branch_part(value) -> tuple[int, int] | None:
     """``None``, or ``(j, m)`` as two ints with 0 <= j < m, from a pair or a 'j/m' string (the
     command line's ``-o branch_part=j/m``); anything else is a ValueError."""
