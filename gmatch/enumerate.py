@@ -53,7 +53,6 @@ from .filter import (
     QP_RESTRICT,
     QP_SAME,
     QP_SIZES,
-    QP_VLOW,
     QP_WORDS,
 )
 from .order import MAX_QUERY_VERTICES as MAX_LEVELS  # positions of a query
@@ -97,8 +96,8 @@ def xfer_words(levels: int) -> int:
 
 
 # rows of the per-block shared copy ``sq`` of the query plan (see :func:`load_plan`)
-S_BACK, S_RESTR, S_SAME, S_WORDS, S_CBASE, S_CSIZE, S_LEAFPAR, S_VLOW, S_GLOW = range(9)
-SQ_ROWS = 9
+S_BACK, S_RESTR, S_SAME, S_WORDS, S_CBASE, S_CSIZE, S_LEAFPAR, S_GLOW = range(8)
+SQ_ROWS = 8
 
 
 @cuda.jit(device=True)
@@ -112,7 +111,6 @@ def load_plan(qp, sq, tid):
         sq[S_CBASE, u32(tid)] = qp[QP_CBASE, u32(tid)]
         sq[S_CSIZE, u32(tid)] = qp[QP_CSIZE, u32(tid)]
         sq[S_LEAFPAR, u32(tid)] = qp[QP_LEAFPAR, u32(tid)]
-        sq[S_VLOW, u32(tid)] = qp[QP_VLOW, u32(tid)]
         sq[S_GLOW, u32(tid)] = qp[QP_GLOW, u32(tid)]
 
 

@@ -47,9 +47,8 @@ QP_SAME = 7         # earlier positions with d's label (injectivity checks)
 QP_CBASE = 8        # where C(d) starts in the candidate graph's cand_set
 QP_CSIZE = 9        # |C(d)|
 QP_LEAFPAR = 10     # the neighbour (parent position) of counted leaf d (the lowest backward one)
-QP_VLOW = 11        # lowest position a candidate check of d must reach
-QP_GLOW = 12        # lowest position the task group of d depends on
-QP_NLF = 13         # rows 13..44: required neighbour count per (position, label slot)
+QP_GLOW = 11        # lowest position the task group of d depends on
+QP_NLF = 12         # rows 12..43: required neighbour count per (position, label slot)
 QP_CCOUNT = QP_NLF + MAX_QUERY_VERTICES   # |C(d)| after LDF/NLF, added up by the filter kernel
 QP_ROWS = QP_CCOUNT + 1
 # qp[QP_SIZES]: [0] |V(Q)|, [1] distinct labels, [2] enumerated positions (|V(Q)| minus the
@@ -84,7 +83,6 @@ def _pack(labels, degrees, backward, restrict, same, order, leaves, count_last, 
         masks[QP_BACKWARD, d] = backward[d]
         masks[QP_RESTRICT, d] = restrict[d]
         masks[QP_SAME, d] = same[d]
-        qp[QP_VLOW, d] = _lowest(backward[d] | same[d], d)
         qp[QP_GLOW, d] = _lowest(backward[d] | restrict[d], d)
         u = order[d]
         for i in range(offsets[u], offsets[u + 1]):        # NLF: neighbours per label slot
