@@ -77,3 +77,33 @@ def test_unknown_group_is_refused(capsys):
     with pytest.raises(SystemExit):
         regress.main(["--groups", "medium", "--baseline", "HEAD"])
     assert "unknown group 'medium'" in capsys.readouterr().err
+
+
+class _Recorder:
+    """A stand-in worker: answers every request at once and logs which revision ran when."""
+
+    def __init__(self, label, log):
+        self.label, self.log, self._last = label, log, None
+
+    def send(self, **request):
+        self._last = request
+
+    def receive(self):
+        if self._last.get("op") == "match":
+            self.log.append((self.label, self._last["timeout"]))
+        return {"ok": True, "status": "ok", "count": 1, "wall": 1e-3, "seconds": 1e-3}
+
+    def ask(self, **request):
+        self.send(**request)
+        return self.receive()
+
+
+def test_every_revision_leads_as_many_timed_rounds_as_the_other():
+    log = []
+    workers = [_Recorder("new", log), _Recorder("old", log)]
+    load = regress.Workload("w", "small", "data", [(f"q{i}", f"q{i}.graph", 1) for i in range(4)])
+    runs = regress.measure(workers, ["cpu"], [load], repeats=5, limit_s=1.0, warm_s=2.0, progress=lambda _: None)
+    assert len(runs) == 4 and all(len(r.runs["new"]) == len(r.runs["old"]) == 5 for r in runs)
+    timed = [label for label, timeout in log if timeout == 1.0]    # the timed runs, in order
+    leads = [timed[i] for i in range(0, len(timed), 2)]             # who went first in each round
+    assert len(leads) == 20 and leads.count("new") == leads.count("old") == 10

@@ -295,7 +295,10 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
     twice the limit) as its deadline, since a first run also grows the engine's buffers (a
     revision that does not finish it is not timed: that timeout is its measurement), and
     ``repeats`` timed rounds follow with ``limit_s``, the order of the revisions rotating every
-    round. A timed run over the limit is a timeout."""
+    round and each query starting one revision further on than the one before, so that over a
+    workload every revision leads as many rounds as the others (with an odd ``repeats`` a fixed
+    start let the first revision lead one round more on every query, and the revision that went
+    first ran measurably slower). A timed run over the limit is a timeout."""
     warm_s = 2 * limit_s if warm_s is None else warm_s
     results = []
     for engine in engines:
@@ -322,7 +325,7 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
                 w.send(**first)
             for w in workers:
                 w.receive()
-            for name, path, known in wl.queries:
+            for qi, (name, path, known) in enumerate(wl.queries):
                 run = QueryRun(engine, wl.name, wl.group, name, known)
                 request = dict(op="match", engine=engine, data=wl.data, query=path, timeout=limit_s)
                 warm = {}
@@ -342,7 +345,7 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
                     if warm[w.label]["status"] != "ok":   # its timeout is its measurement
                         run.runs[w.label] = [warm[w.label]]
                 for r in range(repeats):
-                    k = r % len(workers)
+                    k = (r + qi) % len(workers)
                     for w in workers[k:] + workers[:k]:
                         if warm.get(w.label, {}).get("status") == "ok":
                             run.runs.setdefault(w.label, []).append(w.ask(**request))
