@@ -23,16 +23,23 @@ from __future__ import annotations
 import numpy as np
 
 
+def _int_pair(value, name: str, sep: str, form: str) -> tuple[int, int]:
+    """Two ints from a pair or a string of two numbers joined by ``sep``; else a ValueError
+    naming the option and its ``form``."""
+    pair = value.split(sep) if isinstance(value, str) else value
+    try:
+        a, b = (int(x) for x in pair)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {form} with whole numbers, got {value!r}") from None
+    return a, b
+
+
 def check_root_range(value) -> tuple[int, int] | None:
     """``None``, or ``(lo, hi)`` as two ints with 0 <= lo <= hi, from a pair or a 'lo:hi' string
     (the command line's ``-o root_range=lo:hi``); anything else is a ValueError."""
     if value is None:
         return None
-    pair = value.split(":") if isinstance(value, str) else value
-    try:
-        lo, hi = (int(x) for x in pair)
-    except (TypeError, ValueError):
-        raise ValueError(f"root_range must be (lo, hi) or 'lo:hi' with whole numbers, got {value!r}") from None
+    lo, hi = _int_pair(value, "root_range", ":", "(lo, hi) or 'lo:hi'")
     if not 0 <= lo <= hi:
         raise ValueError(f"root_range must satisfy 0 <= lo <= hi, got {value!r}")
     return lo, hi
@@ -108,11 +115,7 @@ def check_branch_part(value) -> tuple[int, int] | None:
     command line's ``-o branch_part=j/m``); anything else is a ValueError."""
     if value is None:
         return None
-    pair = value.split("/") if isinstance(value, str) else value
-    try:
-        j, m = (int(x) for x in pair)
-    except (TypeError, ValueError):
-        raise ValueError(f"branch_part must be (j, m) or 'j/m' with whole numbers, got {value!r}") from None
+    j, m = _int_pair(value, "branch_part", "/", "(j, m) or 'j/m'")
     if not 0 <= j < m:
         raise ValueError(f"branch_part must satisfy 0 <= j < m, got {value!r}")
     return j, m
