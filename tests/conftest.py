@@ -51,6 +51,7 @@ def tiny12():
 #: test_conftest.py checks that every entry still names a collected test.
 SIMULATOR_HEAVY = frozenset({
     "test_api_examples.py::test_docstring_examples[common.api]",
+    "test_benchmark_commands.py::test_gmatch_split_rows_add_up_to_the_one_launch",
     "test_benchmark_commands.py::test_small_queries_interleaved_pass_answers_every_query_with_every_engine",
     "test_benchmark_commands.py::test_small_queries_table_counts_and_csv",
     "test_contract.py::test_a_batch_answers_as_single_queries_do[egsm]",
@@ -145,6 +146,11 @@ SIMULATOR_HEAVY = frozenset({
     "test_gsi_launches.py::test_one_launch_join_stops_where_tables_grow_and_matches_the_level_by_level_join[directed]",
     "test_gsi_launches.py::test_one_launch_join_stops_where_tables_grow_and_matches_the_level_by_level_join[undirected]",
     "test_kernel_cache.py::test_every_engine_kernel_is_made_cached_and_has_a_variant_key",
+    "test_root_range.py::test_gmatch_branch_parts_equal_whole[options1]",
+    "test_root_range.py::test_gmatch_branch_parts_equal_whole[options2]",
+    "test_root_range.py::test_gmatch_branch_parts_equal_whole[options3]",
+    "test_root_range.py::test_gmatch_branch_parts_equal_whole[options4]",
+    "test_root_range.py::test_gmatch_hub_parts_count_a_hub_root_in_parts",
     "test_root_range.py::test_gpu_engines_split_equals_whole[egsm-options2]",
     "test_root_range.py::test_gpu_engines_split_equals_whole[gmatch-options0]",
     "test_root_range.py::test_gpu_engines_split_equals_whole[gmatch-options1]",

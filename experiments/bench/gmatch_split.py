@@ -1,0 +1,123 @@
+"""gMatch on one GPU: one launch against the same query cut into parts, one after another.
+
+For each heavy query (rw12 names, or the patterns P1-P9 on the unlabelled GitHub graph, as in
+:mod:`experiments.bench.dask_scaling`), with the engine prepared once per data graph and every
+configuration answered once untimed first:
+
+* **one launch**: ``match(query)``, best of ``--repeats`` timed runs;
+* **split into k parts** (``--parts``): the parts :func:`common.graph.roots.split_tasks` plans
+  (root ranges by estimated work, a hub's range cut into branch parts; ``--no-branch`` for root
+  ranges only), each answered once untimed and once timed on the same engine by setting its
+  ``root_range`` and ``branch_part``: the summed seconds (what one GPU spends) and the longest
+  part (what a cluster cannot beat);
+* **hub_parts=k** (``--hub-parts``): one ``match`` call of an engine made with ``hub_parts=k``,
+  best of ``--repeats``.
+
+Every count is checked against the one launch's. Printed last: one table; ``--out`` writes it as
+CSV.
+
+    python -m experiments.bench.gmatch_split --queries q12_000,q12_006,q12_015,P5 --parts 4,16 --hub-parts 4,8,16
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from common.engine.registry import create_engine
+from common.engine.result import Status
+from common.gpu.runtime import backend_label
+from common.graph.roots import root_work, split_tasks
+
+from .dask_scaling import heavy_queries
+
+
+def _timed(engine, query, timeout_s):
+    began = time.perf_counter()
+    result = engine.match(query, timeout_s=timeout_s)
+    return time.perf_counter() - began, result
+
+
+def measure(data, query, *, parts=(4, 16), hub_parts=(4,), branch=True, repeats=2, timeout_s=20.0,
+            options=None, engine=None) -> list[dict]:
+    """The rows of one query (module docstring); ``engine``: a prepared gMatch to reuse."""
+    options = dict(options or {})
+    engine = engine or create_engine("gmatch", **options).prepare(data)
+    engine.root_range = engine.branch_part = None
+    engine.match(query, timeout_s=timeout_s)
+    runs = [_timed(engine, query, timeout_s) for _ in range(repeats)]
+    whole_s, whole = min(runs, key=lambda run: run[0])
+    rows = [dict(query=query.name, run="one launch", k=1, parts=1, branch_parts=0, seconds=whole_s,
+                 largest_part_s=whole_s, count=whole.count, status=whole.status.value, equal=True)]
+    candidates, weights = root_work(data, query, engine.root_vertex(query))
+    for k in parts:
+        tasks, _ = split_tasks(candidates, weights, data.num_vertices, k, branch=branch)
+        seconds, count, statuses = [], 0, set()
+        try:
+            for root_range, branch_part in tasks:
+                engine.root_range, engine.branch_part = root_range, branch_part
+                engine.match(query, timeout_s=timeout_s)
+                took, part = _timed(engine, query, timeout_s)
+                seconds.append(took)
+                count += part.count
+                statuses.add(part.status.value)
+        finally:
+            engine.root_range = engine.branch_part = None
+        status = Status.OK.value if statuses == {Status.OK.value} else ",".join(sorted(statuses))
+        rows.append(dict(query=query.name, run="split", k=k, parts=len(tasks),
+                         branch_parts=sum(1 for _, b in tasks if b), seconds=sum(seconds),
+                         largest_part_s=max(seconds), count=count, status=status,
+                         equal=count == whole.count))
+    for k in hub_parts:
+        hub = create_engine("gmatch", **{**options, "hub_parts": k}).prepare(data)
+        hub.match(query, timeout_s=timeout_s)
+        took, result = min((_timed(hub, query, timeout_s) for _ in range(repeats)), key=lambda run: run[0])
+        rows.append(dict(query=query.name, run="hub_parts", k=k, parts=result.stats.get("hub_parts", 1),
+                         branch_parts=None, seconds=took, largest_part_s=None, count=result.count,
+                         status=result.status.value, equal=result.count == whole.count))
+    for row in rows:
+        row["ratio"] = row["seconds"] / whole_s if whole_s > 0 else float("nan")
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", default="q12_000,q12_006,q12_015,P5",
+                        help="rw12 names, or P1..P9 on unlabelled GitHub")
+    parser.add_argument("--parts", default="4,16", help="split_tasks' parts (comma list; '' for none)")
+    parser.add_argument("--hub-parts", default="4,8,16", help="hub_parts of one match call ('' for none)")
+    parser.add_argument("--no-branch", action="store_true", help="root ranges only (no branch parts)")
+    parser.add_argument("--repeats", type=int, default=2, help="timed runs of one call (best taken)")
+    parser.add_argument("--timeout", type=float, default=20.0, help="seconds per match call")
+    parser.add_argument("--out", type=Path, help="CSV of the table")
+    args = parser.parse_args(argv)
+
+    def ints(text):
+        return [int(x) for x in text.split(",") if x]
+
+    rows, engines = [], {}
+    for data, query, _, warm in heavy_queries([q for q in args.queries.split(",") if q]):
+        if id(data) not in engines:                   # compile on another query of the graph first
+            engines[id(data)] = create_engine("gmatch").prepare(data)
+            engines[id(data)].match(warm, timeout_s=args.timeout)
+        found = measure(data, query, parts=ints(args.parts), hub_parts=ints(args.hub_parts),
+                        branch=not args.no_branch, repeats=args.repeats, timeout_s=args.timeout,
+                        engine=engines[id(data)])
+        print(f"  {query.name}: " + ", ".join(f"{r['run']} {r['k']} {r['seconds']:.3f} s" for r in found),
+              flush=True)
+        rows += found
+    frame = pd.DataFrame(rows)
+    frame["backend"] = backend_label()
+    if args.out:
+        frame.to_csv(args.out, index=False)
+    print(f"backend: {backend_label()}; seconds: one launch and hub_parts best of {args.repeats}, "
+          "a split's parts summed (each timed once after an untimed run)")
+    print(frame.drop(columns="backend").to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    return 0 if bool(frame.equal.all()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
