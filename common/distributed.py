@@ -304,6 +304,10 @@ def match_split(data, query, engine: str = "cpu", client=None, parts: int | None
     distributed = _require_distributed()
     if client is None:
         raise ValueError("match_split needs a dask.distributed Client (client=...)")
+    fixed = sorted({"root_range", "branch_part"} & set(engine_options))
+    if fixed:
+        raise ValueError(f"match_split chooses each part's root_range and branch_part itself; "
+                         f"drop {', '.join(fixed)} from the engine options")
     start = time.time()
     deadline = None if timeout_s is None else start + timeout_s
     create_engine(engine, **engine_options)

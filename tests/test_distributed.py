@@ -149,6 +149,13 @@ def test_split_counts_add_up_gpu_engines(client, tiny, engine, options):
     assert rows(split.embeddings) == rows(whole.embeddings)
 
 
+def test_split_refuses_a_root_range_or_branch_part_of_its_own(client, tiny):
+    data, queries = tiny
+    for option in (dict(root_range=(0, 4)), dict(branch_part=(0, 2))):
+        with pytest.raises(ValueError, match=next(iter(option))):
+            match_split(data, queries[0], "cpu", client, **option)
+
+
 def test_split_limit_and_timeout_hold_for_the_whole(client):
     data = common.load_graph(DATA / "gmatch_test" / "data.graph")
     query = common.load_graph(DATA / "gmatch_test" / "queries" / "Q_2.graph")
