@@ -635,7 +635,9 @@ class GMatch(Engine):
 
     def _match_parts(self, query: Graph, tasks, deadline: Deadline, timer, homomorphic) -> MatchResult:
         """Count ``query`` as the given (root range, branch part) parts, one after another, each
-        with its own filter and candidate graph; the probe's phases are the first part's."""
+        with its own filter and candidate graph; the phases are this call's (its probe) plus the
+        parts', the statistics those of its longest part; a part that stops (timeout, out of
+        memory) stops the rest, and its status is the result's."""
         count, status, reason, parts = 0, Status.OK, "", []
         try:
             for root_range, branch_part in tasks:
