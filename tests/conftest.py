@@ -7,6 +7,7 @@ Set ``NUMBA_ENABLE_CUDASIM`` yourself to override (``0`` forces the real driver)
 
 import os
 
+import numpy as np
 import pytest
 
 # ``GPUSM_TEST_GPUS=0,1 pytest -n 2``: each xdist worker gets one of the listed GPUs (set before
@@ -17,6 +18,7 @@ if os.environ.get("GPUSM_TEST_GPUS") and os.environ.get("PYTEST_XDIST_WORKER"):
 
 from common.gpu.backend import BACKEND  # noqa: E402  (after the GPU choice above)
 from common.graph.generate import rmat, uniform_labels  # noqa: E402
+from common.graph.model import Graph  # noqa: E402
 
 
 # ---------------------------------------------------------------------- shared graphs
@@ -33,6 +35,29 @@ def hubs():
 def rmat40():
     """40 vertices, 130 R-MAT edges, 3 uniform labels: EGSM's small labelled data graph."""
     return rmat(40, 130, seed=2, labels=uniform_labels(40, 3, seed=1), name="rmat40")
+
+
+def _hub_graph(extra_edges: int, labelled: bool):
+    """200 vertices, vertex 0 adjacent to all and ``extra_edges`` random ones among the rest
+    (seeded): a root whose work sits on one hub. ``labelled``: 2 random labels, else one."""
+    rng = np.random.default_rng(5)
+    n = 200
+    src = np.concatenate([np.zeros(n - 1, np.int64), rng.integers(1, n, extra_edges)])
+    dst = np.concatenate([np.arange(1, n), rng.integers(1, n, extra_edges)])
+    labels = rng.integers(0, 2, n).astype(np.int32) if labelled else np.zeros(n, np.int32)
+    return Graph.from_edges(n, src, dst, labels=labels, name="hub")
+
+
+@pytest.fixture(scope="session")
+def hub200():
+    """The labelled hub graph of the branch-part and hub-part tests."""
+    return _hub_graph(500, labelled=True)
+
+
+@pytest.fixture(scope="session")
+def hub200_unlabelled():
+    """The unlabelled hub graph of the Dask split test."""
+    return _hub_graph(400, labelled=False)
 
 
 @pytest.fixture(scope="session")

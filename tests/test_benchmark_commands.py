@@ -132,20 +132,13 @@ def test_kernel_times_engine_spec_and_gpu_need(capsys):
     assert "(all kernels)" in capsys.readouterr().out
 
 
-def test_gmatch_split_rows_add_up_to_the_one_launch():
+def test_gmatch_split_rows_add_up_to_the_one_launch(hub200):
     """gmatch_split: every split and hub_parts row counts what the one launch counts, a split's
     summed seconds cover its longest part, and the one launch is the ratio's base."""
-    import numpy as np
-
     from common.graph.generate import random_walk_query
-    from common.graph.model import Graph
     from experiments.bench import gmatch_split
 
-    rng = np.random.default_rng(5)
-    n = 200                                    # vertex 0 adjacent to all: a hub root
-    src = np.concatenate([np.zeros(n - 1, np.int64), rng.integers(1, n, 500)])
-    dst = np.concatenate([np.arange(1, n), rng.integers(1, n, 500)])
-    data = Graph.from_edges(n, src, dst, labels=rng.integers(0, 2, n).astype(np.int32), name="hub")
+    data = hub200
     query = random_walk_query(data, 4, seed=1, name="walk4")
     rows = gmatch_split.measure(data, query, parts=(2, 4), hub_parts=(4,), repeats=1,
                                 options=dict(seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6))

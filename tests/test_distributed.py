@@ -121,14 +121,10 @@ def test_split_counts_add_up_cpu(client, folder, data_file, names):
 
 
 @pytest.mark.parametrize("engine,options", [("cpu", {}), ("gmatch", GMATCH)])
-def test_split_cuts_a_hub_root_by_its_branch_vertex(client, engine, options):
+def test_split_cuts_a_hub_root_by_its_branch_vertex(client, engine, options, hub200_unlabelled):
     """A hub holding most of the work is one root range cut into branch parts; the parts'
     counts and embeddings are the whole query's."""
-    rng = np.random.default_rng(5)
-    n = 200
-    src = np.concatenate([np.zeros(n - 1, np.int64), rng.integers(1, n, 400)])
-    dst = np.concatenate([np.arange(1, n), rng.integers(1, n, 400)])
-    data = common.Graph.from_edges(n, src, dst, labels=np.zeros(n, np.int32), name="hub")
+    data = hub200_unlabelled
     query = common.Graph.from_edges(4, [0, 1, 2, 0], [1, 2, 0, 3], labels=np.zeros(4, np.int32), name="tailed")
     whole = common.match(data, query, "cpu", collect=True)
     split = match_split(data, query, engine, client, parts=6, collect=True, **options)

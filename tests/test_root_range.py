@@ -271,24 +271,13 @@ def test_root_vertex_is_plan_independent(tiny):
             assert egsm_plan(nbr, rel, mode).first_vertex == first_vertex(nbr)
 
 
-@pytest.fixture(scope="module")
-def hub_graph():
-    """200 vertices, 2 labels, vertex 0 adjacent to all: the root's work sits on one hub."""
-    rng = np.random.default_rng(5)
-    n = 200
-    src = np.concatenate([np.zeros(n - 1, np.int64), rng.integers(1, n, 500)])
-    dst = np.concatenate([np.arange(1, n), rng.integers(1, n, 500)])
-    labels = rng.integers(0, 2, n).astype(np.int32)
-    return common.Graph.from_edges(n, src, dst, labels=labels, name="hub")
-
-
-def test_gmatch_hub_parts_count_a_hub_root_in_parts(hub_graph):
+def test_gmatch_hub_parts_count_a_hub_root_in_parts(hub200):
     """Past its probe, a count-only query whose root has a hub runs as root ranges and branch
     parts on one engine (alone and after a batch); the parts add up to the reference."""
-    queries = [random_walk_query(hub_graph, k, seed=s, name=f"walk{k}-{s}") for k, s in ((4, 1), (5, 2))]
-    cpu = create_engine("cpu").prepare(hub_graph)
+    queries = [random_walk_query(hub200, k, seed=s, name=f"walk{k}-{s}") for k, s in ((4, 1), (5, 2))]
+    cpu = create_engine("cpu").prepare(hub200)
     engine = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6,
-                           hub_parts=4).prepare(hub_graph)             # a probe too short to finish
+                           hub_parts=4).prepare(hub200)             # a probe too short to finish
     for query in queries:
         reference = cpu.match(query).count
         result = engine.match(query)
@@ -300,7 +289,7 @@ def test_gmatch_hub_parts_count_a_hub_root_in_parts(hub_graph):
     assert [r.count for r in batched] == [cpu.match(q).count for q in queries]
     for r in batched:               # cut into parts exactly when its batch did not finish it
         assert (r.stats.get("hub_parts", 0) > 1) == bool(r.stats.get("batch_tried"))
-    off = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-4).prepare(hub_graph)
+    off = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-4).prepare(hub200)
     assert "hub_parts" not in off.match(queries[0]).stats
     with pytest.raises(ValueError, match="hub_parts"):
         create_engine("gmatch", hub_parts=1)
