@@ -8,11 +8,13 @@ import csv
 import io
 import time
 
+import numba
 import pandas as pd
 
 from common.engine.result import MatchResult, Status
+from common.gpu.compile_clock import compile_clock
 from experiments.harness.store import write_rows
-from experiments.harness.timing import Budget, clocked, timed
+from experiments.harness.timing import Budget, clocked, timed, without_compiles
 
 
 class Scripted:
@@ -64,6 +66,49 @@ def test_timed_stops_the_repeats_at_the_first_failure():
 def test_clocked_returns_the_value_and_the_host_seconds():
     seconds, value = clocked(lambda: time.sleep(0.01) or "done")
     assert value == "done" and 0.01 <= seconds < 5
+
+
+def _fresh_function():
+    """A function numba has not compiled yet (each call of this makes a new one)."""
+    return numba.njit(lambda x: x + 1)
+
+
+def test_without_compiles_calls_again_after_a_call_that_compiled():
+    compiled, calls = _fresh_function(), []
+
+    def call():
+        calls.append(compiled(len(calls)))          # compiles on the first call only
+        return calls[-1]
+
+    compiled_s = compile_clock.seconds
+    seconds, value, reruns = without_compiles(call)
+    assert compile_clock.seconds > compiled_s       # the numba:compile event was counted
+    assert reruns == 1 and calls == [1, 2] and value == 2 and seconds >= 0
+    seconds, value, reruns = without_compiles(call)
+    assert reruns == 0 and calls == [1, 2, 3] and value == 3
+
+
+def test_without_compiles_stops_after_its_attempts():
+    calls = []
+
+    def call():                                     # every call compiles a new function
+        calls.append(_fresh_function()(1))
+
+    assert without_compiles(call, attempts=2)[2] == 1 and len(calls) == 2
+
+
+def test_timed_runs_again_a_timed_run_that_compiled():
+    compile_once = [_fresh_function()]
+
+    class Compiling(Scripted):
+        def match(self, query, timeout_s=None):
+            if len(self.timeouts) == 1 and compile_once:    # the first timed run compiles
+                compile_once.pop()(0)
+            return super().match(query, timeout_s)
+
+    engine = Compiling(answer(9.0), answer(8.0), answer(1.0), answer(2.0))
+    run = timed(engine, "q", 2)
+    assert [r.phases["enumerate"] for r in run.runs] == [1.0, 2.0] and engine.answers == []
 
 
 def test_budget_is_spent_once_its_seconds_have_passed():

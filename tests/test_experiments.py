@@ -7,6 +7,7 @@ import os
 import time
 from dataclasses import replace
 
+import numba
 import numpy as np
 import pandas as pd
 import pytest
@@ -62,6 +63,27 @@ class SlowEngine(Engine):
 register("slow-test", SlowEngine)
 
 
+class FirstTimedRunCompiles(Engine):
+    """Reference counts; the first timed run (the second call: the runner warms up on the first
+    query) compiles a function numba has not seen, as a kernel on a path the warm-up missed would."""
+
+    name = "compiles-once-test"
+    supports_disconnected = True
+
+    def _prepare(self, data):
+        self.reference = create_engine("cpu").prepare(data)
+        self.calls = 0
+
+    def _match(self, query, *, limit, collect, timeout_s, homomorphic):
+        self.calls += 1
+        if self.calls == 2:
+            numba.njit(lambda x: x + 1)(self.calls)
+        return self.reference.match(query, limit=limit, collect=collect, timeout_s=timeout_s)
+
+
+register("compiles-once-test", FirstTimedRunCompiles)
+
+
 def _device_name() -> str:
     """What the reports must name: the simulator as such, or the GPU the driver reports."""
     from common.gpu.backend import BACKEND
@@ -91,6 +113,15 @@ def test_inline_run_resumes_without_redoing_queries(tmp_path, workload):
     assert dict(zip(rows["query"], rows["count"])) == _counts(data, queries)
     assert (rows.status == "ok").all()
     assert len(run_jobs([full], out, isolation="inline", progress=False)) == 3
+
+
+def test_a_timed_run_that_compiled_is_run_again(tmp_path, workload):
+    data, queries = workload
+    job = Job("t", "once", "compiles-once-test", "tiny", data, tuple(queries), time_limit_s=30)
+    rows = run_jobs([job], tmp_path / "rows.csv", isolation="inline", progress=False)
+    reruns = [json.loads(stats).get("compile_reruns", 0) for stats in rows["stats"]]
+    assert reruns == [1] + [0] * (len(queries) - 1)
+    assert dict(zip(rows["query"], rows["count"])) == _counts(data, queries)
 
 
 @pytest.mark.slow
