@@ -294,11 +294,10 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
     then each query is answered once untimed by each revision in turn, with ``warm_s`` (default:
     twice the limit) as its deadline, since a first run also grows the engine's buffers (a
     revision that does not finish it is not timed: that timeout is its measurement), and
-    ``repeats`` timed rounds follow with ``limit_s``, the order of the revisions rotating every
-    round and each query starting one revision further on than the one before, so that over a
-    workload every revision leads as many rounds as the others (with an odd ``repeats`` a fixed
-    start let the first revision lead one round more on every query, and the revision that went
-    first ran measurably slower). A timed run over the limit is a timeout."""
+    ``repeats`` timed rounds follow with ``limit_s`` in the same order, so that every run follows
+    another revision's run. Each query starts one revision further on than the one before, so
+    that over a workload every revision goes first as often as the others. A timed run over the
+    limit is a timeout."""
     warm_s = 2 * limit_s if warm_s is None else warm_s
     results = []
     for engine in engines:
@@ -328,10 +327,13 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
             for qi, (name, path, known) in enumerate(wl.queries):
                 run = QueryRun(engine, wl.name, wl.group, name, known)
                 request = dict(op="match", engine=engine, data=wl.data, query=path, timeout=limit_s)
+                k = qi % len(workers)
+                order = workers[k:] + workers[:k]      # this query's first revision: one further on
                 warm = {}
-                for j, w in enumerate(workers):
-                    if j == 2 and all(a["status"] != "ok" for a in warm.values()):
-                        break                          # new and old both over the limit: the rest untried
+                for w in order:
+                    pair = [warm.get(v.label) for v in workers[:2]]
+                    if w not in workers[:2] and all(a is not None and a["status"] != "ok" for a in pair):
+                        continue                       # new and old both over the limit: the rest untried
                     warm[w.label] = w.ask(**dict(request, timeout=warm_s))
                     if not warm[w.label]["ok"]:
                         raise RuntimeError(f"{w.label}: {engine} {wl.name} {name}: {warm[w.label]['error']}")
@@ -345,8 +347,7 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
                     if warm[w.label]["status"] != "ok":   # its timeout is its measurement
                         run.runs[w.label] = [warm[w.label]]
                 for r in range(repeats):
-                    k = (r + qi) % len(workers)
-                    for w in workers[k:] + workers[:k]:
+                    for w in order:
                         if warm.get(w.label, {}).get("status") == "ok":
                             run.runs.setdefault(w.label, []).append(w.ask(**request))
                 results.append(run)
