@@ -81,8 +81,6 @@ class FirstTimedRunCompiles(Engine):
         return self.reference.match(query, limit=limit, collect=collect, timeout_s=timeout_s)
 
 
-register("compiles-once-test", FirstTimedRunCompiles)
-
 
 def _device_name() -> str:
     """What the reports must name: the simulator as such, or the GPU the driver reports."""
@@ -115,7 +113,11 @@ def test_inline_run_resumes_without_redoing_queries(tmp_path, workload):
     assert len(run_jobs([full], out, isolation="inline", progress=False)) == 3
 
 
-def test_a_timed_run_that_compiled_is_run_again(tmp_path, workload):
+def test_a_timed_run_that_compiled_is_run_again(tmp_path, workload, monkeypatch):
+    from common.engine import registry
+
+    monkeypatch.setitem(registry._REGISTRY, "compiles-once-test",
+                        f"{__name__}:{FirstTimedRunCompiles.__qualname__}")
     data, queries = workload
     job = Job("t", "once", "compiles-once-test", "tiny", data, tuple(queries), time_limit_s=30)
     rows = run_jobs([job], tmp_path / "rows.csv", isolation="inline", progress=False)
