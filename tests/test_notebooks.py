@@ -108,6 +108,19 @@ def test_every_paper_has_committed_medium_results():
     assert [p for p in PAPERS if any((results / p).glob("*.medium.csv"))] == list(PAPERS)
 
 
+def test_results_readme_names_each_sets_run_commit_and_gpu():
+    """The run table of results/README.md says, for every set, the commit and GPU model its
+    committed reports name (run.medium.json of its last part)."""
+    results = NOTEBOOKS.parent / "results"
+    rows = {line.split("(`")[1].split("/`)")[0]: line for line in (results / "README.md").read_text().splitlines()
+            if line.startswith("| ") and "(`" in line and "/`)" in line}
+    for paper in PAPERS:
+        meta = json.loads((results / paper / "run.medium.json").read_text())
+        cells = [cell.strip() for cell in rows[paper].strip("|").split("|")]
+        assert meta["commit"] in cells[2], (paper, meta["commit"], cells[2])
+        assert meta["gpu"].removeprefix("NVIDIA ") in cells[1], (paper, meta["gpu"], cells[1])
+
+
 @pytest.mark.slow                                     # executes a whole notebook
 @pytest.mark.parametrize("paper", PAPERS)
 def test_committed_medium_notebooks_execute_from_the_committed_csvs(paper, monkeypatch):
