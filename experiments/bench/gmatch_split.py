@@ -22,7 +22,6 @@ CSV.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -32,13 +31,13 @@ from common.engine.result import Status
 from common.gpu.runtime import backend_label
 from common.graph.roots import root_work, split_tasks
 
+from ..harness.timing import clocked
 from .dask_scaling import heavy_queries
 
 
 def _timed(engine, query, timeout_s):
-    began = time.perf_counter()
-    result = engine.match(query, timeout_s=timeout_s)
-    return time.perf_counter() - began, result
+    """(host seconds, result) of one ``match``."""
+    return clocked(lambda: engine.match(query, timeout_s=timeout_s))
 
 
 def measure(data, query, *, parts=(4, 16), hub_parts=(4,), branch=True, repeats=2, timeout_s=20.0,
