@@ -56,6 +56,7 @@ from .enumerate import (
     C_STEALS,
     C_STOP,
     CTRL_SIZE,
+    LEAF_CHECKS,
     LEAF_LAST,
     LEAF_ONE,
     LEAF_OUTPUT,
@@ -84,9 +85,10 @@ from .filter import (
 )
 from .order import MAX_QUERY_VERTICES, all_automorphisms, build_plan
 
-SHARED_BUDGET = 45 * 1024          # static shared memory a fine-kernel block may use
+SHARED_BUDGET = 46 * 1024          # static shared memory a fine-kernel block may use
 SLOT_BYTES = 4 + 1 + 4 + 4 + 1     # mi, par, gsrc, glen, gskip per slot
 LEVEL_BYTES = 32 * SLOT_BYTES + 3 * 4
+CHECKS_BYTES = 32 * LEAF_CHECKS * 4   # the last level's checks rows per warp
 SIM = simulator_active()
 START_BLOCKS, START_THREADS = (1, 32) if SIM else (32, 256)
 SEED_THREADS = 32 if SIM else 32 * SEED_WARPS
@@ -124,7 +126,7 @@ def leaf_step(qp, emb_cap: int, limit_unique: int) -> int:
 
 def fine_warps(levels: int) -> int:
     """Warps per block of the fine kernel so that W stacks fit the shared-memory budget."""
-    return max(1, min(8, SHARED_BUDGET // (levels * LEVEL_BYTES + 12)))
+    return max(1, min(8, SHARED_BUDGET // (levels * LEVEL_BYTES + CHECKS_BYTES + 12)))
 
 
 class GMatch(Engine):
@@ -168,6 +170,10 @@ class GMatch(Engine):
     split_groups : bool
         Work stealing may split one task group (a hub's row) of 64 or more untouched tasks, giving
         half of it to an idle warp.
+    leaf_checks : bool
+        The last enumerated level tests its candidates against a row of checks (adjacency keys,
+        same-label images) written once per partial match of the level above, not by walking
+        up the stack per candidate (where its tests fit ``LEAF_CHECKS`` entries).
     idle_stats : bool
         Compile the idle-lane count into the fine kernel (Tables 2 and 6); the coarse one always counts.
     max_registers : int or None
@@ -203,7 +209,7 @@ class GMatch(Engine):
                  warps_per_block: int | None = None, blocks: int | None = None,
                  symmetry_breaking: bool = True, candidate_graph: bool | str = "auto",
                  leaf_counting: bool = True, count_last: bool = True, count_last_cost: int = COUNT_COST,
-                 split_groups: bool = True, idle_stats: bool = False,
+                 split_groups: bool = True, leaf_checks: bool = True, idle_stats: bool = False,
                  max_registers: int | None = 64, probe_s: float = 0.005,
                  root_range: tuple[int, int] | None = None, branch_part: tuple[int, int] | None = None,
                  hub_parts: int = 0, batch_queries: int = BATCH_QUERIES,
@@ -248,6 +254,7 @@ class GMatch(Engine):
             raise ValueError(f"count_last_cost must be non-negative, got {count_last_cost}")
         self.count_last_cost = int(count_last_cost)
         self.split_groups = bool(split_groups)
+        self.leaf_checks = bool(leaf_checks)
         self.idle_stats = bool(idle_stats)
         self.max_registers = None if max_registers is None else int(max_registers)
         if not float(probe_s) >= 0:
@@ -441,7 +448,8 @@ class GMatch(Engine):
             levels = stack_levels(n)
             warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
             kernel = fine_kernel(levels, warps, self.batch, scope, self.roots_per_fetch, indexed,
-                                 self.idle_stats, self.max_registers, leaves, self.split_groups)
+                                 self.idle_stats, self.max_registers, leaves, self.split_groups,
+                                 self.leaf_checks)
             global_scope = scope in (STEAL_GLOBAL, STEAL_MAILBOX)
             args = (*graph[:5], self._d_cands, self._d_qps, pool, width, self._d_ctrls, emb, emb_cap,
                     watch, self._d_stop, self._d_mail, self._d_xfer, self._d_block_query)
@@ -738,7 +746,7 @@ class GMatch(Engine):
         warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
         kernel = fine_kernel(levels, warps, self.batch, STEAL_BLOCK, self.roots_per_fetch, False,
                              self.idle_stats, self.max_registers, LEAF_ONE if limit is None else LEAF_OUTPUT,
-                             self.split_groups)
+                             self.split_groups, self.leaf_checks)
         pool = self.pool
         d_qps = pool.upload("batch query plans", qps)
         d_cands = pool.get("batch candidate bits", (count, max(1, self.data.num_vertices)), np.uint32)

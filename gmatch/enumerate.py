@@ -82,6 +82,7 @@ POST_EVERY = 4                # then one CAS on one mailbox slot (the next one) 
 GLOBAL_CHECK_INTERVAL = 16    # iterations between a busy warp's looks at the global mailbox
 SPLIT_TASKS = 64              # untouched tasks of one task group worth splitting between two warps
 STOP_POLL_INTERVAL = 32       # iterations between a warp's looks at the stop flag (deadline watch)
+LEAF_CHECKS = 2               # tests per partial match the last level's checks row holds (``leaf_checks``)
 # warp states in the block's shared wstate (block scope stealing)
 B_BUSY, B_WAITING, B_GIFT, B_CLAIMED, B_EXITED = 0, 1, 2, 3, 4
 # warp states in mail[MAILBOX + global warp id] (global scope)
@@ -90,9 +91,9 @@ W_BUSY, W_WAITING, W_SHARED_GIFT, W_CLAIMED, W_EXITED, W_GLOBAL_GIFT, W_TERMINAT
 
 def xfer_words(levels: int) -> int:
     """int32 words of one warp's global hand-over record: mi and par of every level, the task
-    groups (source, length, skip) of the split level, and (level, first group, groups, first
-    offset)."""
-    return 2 * levels * 32 + 3 * 32 + 4
+    groups (source, length, skip) of the split level, (level, first group, groups, first
+    offset) and the last level's checks rows."""
+    return 2 * levels * 32 + 3 * 32 + 4 + LEAF_CHECKS * 32
 
 
 # rows of the per-block shared copy ``sq`` of the query plan (see :func:`load_plan`)
@@ -156,13 +157,25 @@ def search_functions(cg: bool):
         return G[0][u64(key)]
 
     @cuda.jit(device=True)
+    def adjacency_key(G, sq, d, j, xj):
+        """What testing adjacency to xj (the image of position j) reads for a candidate of
+        position d: the first bitmap word of xj's row (candidate graph), or xj itself."""
+        if cg:
+            return int32(u32(G[4][u64(1024 + d * 32 + j)]) + u32(xj) * u32(sq[S_WORDS, u32(d)]))
+        return xj
+
+    @cuda.jit(device=True)
+    def adjacent_to_key(G, key, x):
+        """Is index x adjacent to the image whose :func:`adjacency_key` is ``key``?"""
+        if cg:
+            word = G[2][u64(u32(key)) + (u32(x) >> 5)]
+            return ((word >> (u32(x) & 31)) & 1) != 0
+        return contains(G[1], G[0][u64(key)], G[0][u64(key + 1)], x)
+
+    @cuda.jit(device=True)
     def adjacent(G, sq, d, j, xj, x):
         """Is index x (position d) adjacent to index xj (position j)?"""
-        if cg:
-            word = G[2][u64(u32(G[4][u64(1024 + d * 32 + j)])) + u32(xj) * u32(sq[S_WORDS, u32(d)])
-                         + (u32(x) >> 5)]
-            return ((word >> (u32(x) & 31)) & 1) != 0
-        return contains(G[1], G[0][u64(xj)], G[0][u64(xj + 1)], x)
+        return adjacent_to_key(G, adjacency_key(G, sq, d, j, xj), x)
 
     @cuda.jit(device=True)
     def validate(mi, par, w, s, pool, width, G, sq, d, x, parent, skip):
@@ -171,7 +184,7 @@ def search_functions(cg: bool):
         injectivity against the earlier positions with d's label; the walk up the parent
         pointers stops at the lowest position it needs."""
         back = sq[S_BACK, u32(d)]
-        same = sq[S_SAME, u32(d)]
+        same = int32(sq[S_SAME, u32(d)] & ~back)   # an image x is adjacent to differs from x (no self-loops)
         adj = back                       # the rows x must be in: every backward neighbour's but skip's
         if skip >= 0:
             adj = int32(back & ~(int32(1) << skip))
@@ -254,6 +267,70 @@ def search_functions(cg: bool):
                 cut = lower_bound(G[3], cb, cb + sq[S_CSIZE, u32(e)], bound) - cb
             best = int32(lower_bound(G[1], start, start + best, cut) - start)
         return key, skip, best
+
+    @cuda.jit(device=True)
+    def leaf_checks(mi, par, w, s, pool, width, G, sq, e, slot, skip, checks):
+        """checks[w, slot]: what :func:`validate_leaf` tests a candidate of position e against,
+        for the partial match ending at slot ``slot`` of level e-1 whose task group came from
+        position ``skip``'s row: the :func:`adjacency_key` of every other backward neighbour's
+        image (descending positions), then the data vertex of every earlier non-adjacent position
+        with e's label. One walk up the parent pointers per partial match instead of one per task."""
+        back = sq[S_BACK, u32(e)]
+        adj = back
+        if skip >= 0:
+            adj = int32(back & ~(int32(1) << skip))
+        same = int32(sq[S_SAME, u32(e)] & ~back)
+        need = int32(adj | same)
+        if need == 0:
+            return
+        lo = int32(cuda.ffs(need) - 1)
+        ka = int32(0)
+        ks = int32(cuda.popc(adj))
+        cur = int32(slot)
+        j = int32(e - 1)
+        prow = u64(0)
+        in_pool = False
+        while j >= lo:
+            xj = int32(0)
+            if j >= s:
+                if has_bit(need, j):
+                    xj = mi[u32(w), u32(j), u32(cur)]
+                cur = int32(par[u32(w), u32(j), u32(cur)])
+            else:
+                if not in_pool:
+                    prow = u64(mi[u32(w), u32(s - 1), u32(cur)]) * u64(width)
+                    in_pool = True
+                xj = pool[prow + u64(j)]
+            if has_bit(adj, j):
+                checks[u32(w), u32(slot), u32(ka)] = adjacency_key(G, sq, e, j, xj)
+                ka = int32(ka + 1)
+            if has_bit(same, j):
+                checks[u32(w), u32(slot), u32(ks)] = real_id(G, sq, j, xj)
+                ks = int32(ks + 1)
+            j = int32(j - 1)
+
+    @cuda.jit(device=True)
+    def validate_leaf(G, sq, w, d, x, parent, skip, checks):
+        """:func:`validate` from the parent's :func:`leaf_checks` row: no walk up the stack."""
+        back = sq[S_BACK, u32(d)]
+        adj = back
+        if skip >= 0:
+            adj = int32(back & ~(int32(1) << skip))
+        tests = int32(cuda.popc(adj))
+        k = int32(0)
+        while k < tests:
+            if not adjacent_to_key(G, checks[u32(w), u32(parent), u32(k)], x):
+                return False
+            k = int32(k + 1)
+        same = int32(sq[S_SAME, u32(d)] & ~back)
+        if same != 0:
+            rx = real_id(G, sq, d, x)
+            tests = int32(tests + cuda.popc(same))
+            while k < tests:
+                if checks[u32(w), u32(parent), u32(k)] == rx:
+                    return False
+                k = int32(k + 1)
+        return True
 
     @cuda.jit(device=True)
     def count_position(G, sq, img, low, d, t, max_cost):
@@ -435,7 +512,8 @@ def search_functions(cg: bool):
     return types.SimpleNamespace(real_id=real_id, row_of=row_of, row_length=row_length,
                                  group_start=group_start, adjacent=adjacent, validate=validate,
                                  group=group, leaf_product=leaf_product, last_product=last_product,
-                                 leaf_output=leaf_output)
+                                 leaf_output=leaf_output, leaf_checks=leaf_checks,
+                                 validate_leaf=validate_leaf)
 
 
 @cuda.jit(device=True)
@@ -509,7 +587,7 @@ def leave_busy(mail, ctrl, gid):
 @functools.lru_cache(maxsize=None)
 def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int, indexed: bool,
                 idle_stats: bool = False, max_registers: int | None = None, leaves: int = LEAF_OUTPUT,
-                split_groups: bool = True):
+                split_groups: bool = True, leaf_checks: bool = True):
     """The fine-grained DFS kernel for stacks of ``levels`` levels and ``warps`` warps per block;
     ``stealing`` is STEAL_NONE, STEAL_BLOCK, STEAL_GLOBAL or STEAL_MAILBOX (the global scheme with
     every hand-over through the mailbox and global memory, no shared-memory fast path);
@@ -519,11 +597,17 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
     (LEAF_ONE, LEAF_PRODUCT, LEAF_LAST or LEAF_OUTPUT) is what a valid lane of the last enumerated
     level does, compiled alone so that a search carries only its own leaf step (the others' live
     values spill registers); the first three count only; ``split_groups`` lets a warp
-    give away half of one task group's untouched tasks (:func:`splittable`), not only whole groups."""
+    give away half of one task group's untouched tasks (:func:`splittable`), not only whole groups;
+    ``leaf_checks``: the last enumerated level tests its tasks against a row of checks written
+    once per partial match of the level above (:func:`search_functions` ``leaf_checks``) where
+    they fit ``LEAF_CHECKS`` entries, instead of walking up the stack per task."""
     L, W, R = levels, warps, roots
     fn = search_functions(indexed)
     validate, group, leaf_product, last_product, leaf_output, group_start = (
         fn.validate, fn.group, fn.leaf_product, fn.last_product, fn.leaf_output, fn.group_start)
+    write_checks, validate_leaf = fn.leaf_checks, fn.validate_leaf
+    CHECKS = leaf_checks
+    KC = LEAF_CHECKS if leaf_checks else 1
     LEAVES = leaves
     COUNT_LAST = leaves == LEAF_LAST
     SPLIT = split_groups
@@ -535,24 +619,29 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
     POST = POST_AFTER if LOCAL_FAST else 0
     XG = 2 * L * 32               # xfer: task groups of the split level
     XH = XG + 3 * 32              # xfer: header (level, first group, groups, first offset)
+    XC = XH + 4                   # xfer: the last level's checks rows
 
     cap = {} if max_registers is None else {"max_registers": max_registers}
 
     # The warp's stack (shared memory), passed to the steps below as one tuple:
     # mi/par: child index and parent slot per (level, slot); gsrc/glen/gskip: task group per
-    # (level, entry); cg/co/ng: the level's cursor (group, offset) and group count; top: stack top.
+    # (level, entry); cg/co/ng: the level's cursor (group, offset) and group count; top: stack top;
+    # checks: per slot of level last-1, the tests of its children at the last level (``use``:
+    # this search's last level is in the stack and its tests fit a row).
 
     @cuda.jit(device=True)
-    def take_seeds(S, wi, lane, s, pool, width, G, sq, ctrl, seed_lo, seed_hi):
+    def take_seeds(S, wi, lane, s, pool, width, G, sq, ctrl, seed_lo, seed_hi, last, use):
         """Fetch the next ``R`` seeds into the stack's bottom level (their task groups at level
         s); False when the pool is exhausted."""
-        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
         base, cnt = claim_seeds(ctrl, lane, R, seed_lo, seed_hi)
         if cnt <= 0:
             return False
         if lane < cnt:
             mi[u32(wi), u32(s - 1), u32(lane)] = int32(base + lane)
             src, skip, ln = group(mi, par, wi, s, pool, width, G, sq, s, lane)
+            if CHECKS and use and s == last:
+                write_checks(mi, par, wi, s, pool, width, G, sq, s, lane, skip, checks)
             if CHECK_BIT and width == 1 and (G[5][pool[u64(base + lane)]] & 1) == 0:
                 ln = int32(0)                      # a label-range seed that fails LDF/NLF
             gsrc[u32(wi), u32(s), u32(lane)] = src
@@ -566,10 +655,10 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         return True
 
     @cuda.jit(device=True)
-    def receive_global_gift(S, wi, lane, gid, s, xfer):
+    def receive_global_gift(S, wi, lane, gid, s, xfer, last, use):
         """Copy a hand-over record written by another SM into this warp's stack; the record is
         read with L2 atomics, never from this SM's (non-coherent) L1."""
-        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
         cuda.threadfence()
         lvl = cuda.atomic.add(xfer, (gid, XH), 0)
         for j in range(s - 1, lvl):
@@ -578,6 +667,9 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         gsrc[u32(wi), u32(lvl), u32(lane)] = cuda.atomic.add(xfer, (gid, XG + lane), 0)
         glen[u32(wi), u32(lvl), u32(lane)] = cuda.atomic.add(xfer, (gid, XG + 32 + lane), 0)
         gskip[u32(wi), u32(lvl), u32(lane)] = int8(cuda.atomic.add(xfer, (gid, XG + 64 + lane), 0))
+        if CHECKS and use and lvl == last:
+            for k in range(KC):
+                checks[u32(wi), u32(lane), u32(k)] = cuda.atomic.add(xfer, (gid, XC + k * 32 + lane), 0)
         cuda.syncwarp()
         if lane == 0:
             for j in range(s, lvl):
@@ -590,7 +682,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             top[u32(wi)] = lvl
 
     @cuda.jit(device=True)
-    def wait_global(S, wi, lane, gid, s, total_warps, mail, ctrl, xfer, waiting):
+    def wait_global(S, wi, lane, gid, s, total_warps, mail, ctrl, xfer, waiting, last, use):
         """Idle warp, global scope: wait for a warp of this block, then post in the global
         mailbox; True once work was handed over, False when no warp of the grid is busy."""
         verdict = int32(0)
@@ -628,7 +720,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         if st == W_TERMINATE:
             return False
         if st == W_GLOBAL_GIFT:
-            receive_global_gift(S, wi, lane, gid, s, xfer)
+            receive_global_gift(S, wi, lane, gid, s, xfer, last, use)
         else:
             cuda.threadfence_block()
         if lane == 0:
@@ -666,7 +758,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
     def splittable(S, wi, t):
         """Can level t give work away: at least two untouched task groups, or one group (the
         current one) with at least ``SPLIT_TASKS`` untouched tasks (a hub's row)?"""
-        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
         g = cg[u32(wi), u32(t)]
         if ng[u32(wi), u32(t)] - g - 1 >= 2:
             return True
@@ -680,7 +772,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         part given away; the giver keeps the rest (its group count or current group shortened).
         Two or more untouched groups: the upper half of them; else the upper half of the current
         group's untouched tasks."""
-        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
         total = ng[u32(wi), u32(t)]
         g = cg[u32(wi), u32(t)]
         if total - g - 1 >= 2:
@@ -696,7 +788,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         """Lane 0 of a busy warp: the shallowest level with at least two untouched task groups
         and a waiting warp claimed for it (a warp of this block first, then, global scope, one
         posted in the mailbox); returns (level, target, remote) with target -1 for none."""
-        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
         lvl = int32(-1)
         target = int32(-1)
         remote = int32(0)
@@ -743,16 +835,19 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         return lvl, target, remote
 
     @cuda.jit(device=True)
-    def give_remote(S, wi, lane, s, lvl, target, mail, xfer):
+    def give_remote(S, wi, lane, s, lvl, target, mail, xfer, last, use):
         """Hand the prefix levels and the upper half of level ``lvl``'s untouched work
         (:func:`split_point`) to a warp of another block through its global record."""
-        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
         for j in range(s - 1, lvl):
             xfer[u64(target), u64(j * 32 + lane)] = mi[u32(wi), u32(j), u32(lane)]
             xfer[u64(target), u64((L + j) * 32 + lane)] = par[u32(wi), u32(j), u32(lane)]
         xfer[u64(target), u64(XG + lane)] = gsrc[u32(wi), u32(lvl), u32(lane)]
         xfer[u64(target), u64(XG + 32 + lane)] = glen[u32(wi), u32(lvl), u32(lane)]
         xfer[u64(target), u64(XG + 64 + lane)] = gskip[u32(wi), u32(lvl), u32(lane)]
+        if CHECKS and use and lvl == last:
+            for k in range(KC):
+                xfer[u64(target), u64(XC + k * 32 + lane)] = checks[u32(wi), u32(lane), u32(k)]
         cuda.syncwarp()                             # copied before lane 0 may shorten a group
         if lane == 0:
             first, offset, groups = split_point(S, wi, lvl)
@@ -767,16 +862,19 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         cuda.syncwarp()
 
     @cuda.jit(device=True)
-    def give_local(S, wi, lane, s, lvl, target, mail, wstate):
+    def give_local(S, wi, lane, s, lvl, target, mail, wstate, last, use):
         """Hand the prefix levels and the upper half of level ``lvl``'s untouched work
         (:func:`split_point`) to warp ``target`` of this block through shared memory."""
-        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
         for j in range(s - 1, lvl):
             mi[u32(target), u32(j), u32(lane)] = mi[u32(wi), u32(j), u32(lane)]
             par[u32(target), u32(j), u32(lane)] = par[u32(wi), u32(j), u32(lane)]
         gsrc[u32(target), u32(lvl), u32(lane)] = gsrc[u32(wi), u32(lvl), u32(lane)]
         glen[u32(target), u32(lvl), u32(lane)] = glen[u32(wi), u32(lvl), u32(lane)]
         gskip[u32(target), u32(lvl), u32(lane)] = gskip[u32(wi), u32(lvl), u32(lane)]
+        if CHECKS and use and lvl == last:
+            for k in range(KC):
+                checks[u32(target), u32(lane), u32(k)] = checks[u32(wi), u32(lane), u32(k)]
         cuda.threadfence_block()                    # every lane's copies, before the hand-over
         cuda.syncwarp()
         if lane == 0:
@@ -801,7 +899,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         """This lane's task of the next 32 of level d's virtual task pool (group g, offset r; batch
         exploration lets the 32 span groups) and the level's cursor after them (lane 31 walks
         to task 32 and broadcasts); returns (g, r, has task, next group, next offset)."""
-        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
         g0 = cg[u32(wi), u32(d)]
         o0 = co[u32(wi), u32(d)]
         groups = ng[u32(wi), u32(d)]
@@ -832,15 +930,17 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         return g, r, g < groups, ng_g, ng_o
 
     @cuda.jit(device=True)
-    def descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq):
+    def descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq, last, use):
         """Push the valid children (compacted to slots 0..popc-1) as level d, each with its task
         group for position d+1."""
-        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
         if ok:                                      # the lane reads back only its own slot k
             k = cuda.popc(mask & cuda.lanemask_lt())
             mi[u32(wi), u32(d), u32(k)] = x
             par[u32(wi), u32(d), u32(k)] = g
             nsrc, nskip, nlen = group(mi, par, wi, s, pool, width, G, sq, d + 1, k)
+            if CHECKS and use and d + 1 == last:
+                write_checks(mi, par, wi, s, pool, width, G, sq, d + 1, k, nskip, checks)
             gsrc[u32(wi), u32(d + 1), u32(k)] = nsrc
             gskip[u32(wi), u32(d + 1), u32(k)] = nskip
             glen[u32(wi), u32(d + 1), u32(k)] = nlen
@@ -852,12 +952,12 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
 
     @cuda.jit(device=True)
     def extend(S, wi, lane, s, d, last, ne, n, low, max_cost, pool, width, G, sq, ctrl, emb,
-               emb_cap, limit_unique):
+               emb_cap, limit_unique, use):
         """One warp iteration at level d (Alg. 2): fetch 32 tasks, validate them, ballot; count
         or write the leaves at the last level (``LEAF_LAST``: count position n - 1 at level
         n - 2), descend with the valid children, or backtrack once the level is exhausted.
         Returns (matches this lane counted, lanes without a task)."""
-        mi, par, gsrc, glen, gskip, cg, co, ng, top = S
+        mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
         g, r, has, ng_g, ng_o = next_tasks(S, wi, lane, d)
         x = int32(-1)
         ok = False
@@ -867,7 +967,10 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             if CHECK_BIT:
                 ok = ((G[5][u64(x)] >> d) & 1) != 0
             if ok:
-                ok = validate(mi, par, wi, s, pool, width, G, sq, d, x, g, gskip[u32(wi), u32(d), u32(g)])
+                if CHECKS and use and d == last:
+                    ok = validate_leaf(G, sq, wi, d, x, g, gskip[u32(wi), u32(d), u32(g)], checks)
+                else:
+                    ok = validate(mi, par, wi, s, pool, width, G, sq, d, x, g, gskip[u32(wi), u32(d), u32(g)])
         mask = cuda.ballot_sync(FULL, ok)
         idle = int64(0)
         if IDLE:
@@ -913,7 +1016,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             cg[u32(wi), u32(d)] = ng_g
             co[u32(wi), u32(d)] = ng_o
         if go_down:
-            descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq)
+            descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq, last, use)
         elif lane == 0 and ng_g >= ng[u32(wi), u32(d)]:       # backtrack to the deepest unfinished level
             t = d - 1
             while t >= s and cg[u32(wi), u32(t)] >= ng[u32(wi), u32(t)]:
@@ -941,7 +1044,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
              cuda.shared.array((W, L), int32),             # cg
              cuda.shared.array((W, L), int32),             # co
              cuda.shared.array((W, L), int32),             # ng
-             cuda.shared.array(W, int32))                  # top
+             cuda.shared.array(W, int32),                  # top
+             cuda.shared.array((W, 32, KC), int32))        # checks
         top = S[8]
         wstate = cuda.shared.array(W, int32)       # block scope: B_BUSY, B_WAITING, B_CLAIMED, B_GIFT, B_EXITED
         waiting = cuda.shared.array(2, int32)      # [0] waiting warps, [1] waiting or exited warps
@@ -958,6 +1062,10 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         last = ne - 1
         s = int32(width)
         load_plan(qp, sq, tid)
+        use = False                                # the last level's tests fit a checks row
+        if CHECKS and last >= s:
+            back_last = qp[QP_BACKWARD, u32(last)]
+            use = cuda.popc(back_last) - 1 + cuda.popc(qp[QP_SAME, u32(last)] & ~back_last) <= KC
         if tid < 32:
             ctrl[u32(C_CAND + tid)] = qp[QP_CCOUNT, u32(tid)]      # every block of q writes the same values
         if tid < W:
@@ -984,12 +1092,12 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                 break
             d = top[u32(wi)]
             if d < s:                                   # out of work: seeds, else stealing
-                if take_seeds(S, wi, lane, s, pool, width, G, sq, ctrl, seed_lo, seed_hi):
+                if take_seeds(S, wi, lane, s, pool, width, G, sq, ctrl, seed_lo, seed_hi, last, use):
                     continue
                 if not STEAL:
                     break
                 if GLOBAL:
-                    if wait_global(S, wi, lane, gid, s, total_warps, mail, ctrl, xfer, waiting):
+                    if wait_global(S, wi, lane, gid, s, total_warps, mail, ctrl, xfer, waiting, last, use):
                         continue
                     break
                 if wait_block(wi, lane, wstate, waiting):
@@ -1005,15 +1113,15 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                     lvl = cuda.shfl_sync(FULL, lvl, 0)
                     remote = cuda.shfl_sync(FULL, remote, 0)
                     if remote != 0:
-                        give_remote(S, wi, lane, s, lvl, target, mail, xfer)
+                        give_remote(S, wi, lane, s, lvl, target, mail, xfer, last, use)
                         if lane == 0:
                             gsteals += 1
                     else:
-                        give_local(S, wi, lane, s, lvl, target, mail, wstate)
+                        give_local(S, wi, lane, s, lvl, target, mail, wstate, last, use)
                         if lane == 0:
                             steals += 1
             more, empty = extend(S, wi, lane, s, d, last, ne, n, low, max_cost, pool, width, G,
-                                 sq, ctrl, emb, emb_cap, limit_unique)
+                                 sq, ctrl, emb, emb_cap, limit_unique, use)
             found += more
             idle += empty
             iters += 1

@@ -26,6 +26,7 @@ VARIANTS = {
     "fine-data-graph": dict(candidate_graph=False),
     "fine-no-leaf-counting": dict(leaf_counting=False),
     "fine-enumerate-every-position": dict(leaf_counting=False, count_last=False),
+    "fine-enumerate-without-leaf-checks": dict(leaf_counting=False, count_last=False, leaf_checks=False),
     "fine-probe-finishes": dict(probe_s=100.0),         # auto: the data-graph probe answers
     "fine-probe-stops": dict(probe_s=1e-4),             # auto: probe stopped, then the index
     "coarse-data-graph": dict(granularity="coarse", unroll=2, candidate_graph=False),
@@ -195,6 +196,23 @@ def test_one_hub_row_is_split_between_warps(reference_of):
     whole_groups = one_seed(hub_graph(150), blocks=1, warps_per_block=3, work_stealing="block",
                             candidate_graph=True, probe_s=0, split_groups=False).match(edge)
     assert whole_groups.count == 150 and whole_groups.stats["steals"] == 0    # one group: nothing to give
+
+
+def test_a_gift_of_the_last_level_carries_its_checks(reference_of):
+    """The only splittable level is the last: the hub's row at position 3, whose one same-label
+    test (position 3 against position 1's image, the hub's neighbour A, last in the row) is in the
+    level above's checks row. A steal hands the row's upper half, A included, to another warp:
+    in the block, across blocks, and through the global record (mailbox); a gift without the
+    checks row would count A as an image of position 3 (one match too many)."""
+    query = Graph.from_edges(4, [0, 0, 1, 0], [1, 2, 2, 3], [1, 0, 3, 0], name="hub-tail-query")
+    for leaves, scope in ((300, "block"), (300, "global"), (1200, "mailbox")):
+        a = leaves + 2                             # hub 0, B 1, the leaves, A last
+        data = Graph.from_edges(leaves + 3, [0, 0, 1] + [0] * leaves, [a, 1, a] + list(range(2, leaves + 2)),
+                                [1, 3] + [0] * (leaves + 1), name=f"hub-tail{leaves}")
+        result = one_seed(data, blocks=2, warps_per_block=2, work_stealing=scope, candidate_graph=True,
+                          probe_s=0, leaf_counting=False).match(query)
+        assert result.count == reference_of(data, query).count == leaves, scope
+        assert result.stats["steals"] + result.stats["global_steals"] > 0, scope
 
 
 def test_stealing_through_the_global_mailbox_across_blocks(reference_of):
