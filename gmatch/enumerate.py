@@ -598,16 +598,17 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
     level does, compiled alone so that a search carries only its own leaf step (the others' live
     values spill registers); the first three count only; ``split_groups`` lets a warp
     give away half of one task group's untouched tasks (:func:`splittable`), not only whole groups;
-    ``leaf_checks``: the last enumerated level tests its tasks against a row of checks written
-    once per partial match of the level above (:func:`search_functions` ``leaf_checks``) where
-    they fit ``LEAF_CHECKS`` entries, instead of walking up the stack per task."""
+    ``leaf_checks`` (candidate graph only): the last enumerated level tests its tasks against a
+    row of checks written once per partial match of the level above (:func:`search_functions`
+    ``leaf_checks``) where they fit ``LEAF_CHECKS`` entries, instead of walking up the stack per
+    task."""
     L, W, R = levels, warps, roots
     fn = search_functions(indexed)
     validate, group, leaf_product, last_product, leaf_output, group_start = (
         fn.validate, fn.group, fn.leaf_product, fn.last_product, fn.leaf_output, fn.group_start)
     write_checks, validate_leaf = fn.leaf_checks, fn.validate_leaf
-    CHECKS = leaf_checks
-    KC = LEAF_CHECKS if leaf_checks else 1
+    CHECKS = leaf_checks and indexed              # the data graph's adjacency test is a search: no rows
+    KC = LEAF_CHECKS if CHECKS else 1
     LEAVES = leaves
     COUNT_LAST = leaves == LEAF_LAST
     SPLIT = split_groups
@@ -626,11 +627,11 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
     # The warp's stack (shared memory), passed to the steps below as one tuple:
     # mi/par: child index and parent slot per (level, slot); gsrc/glen/gskip: task group per
     # (level, entry); cg/co/ng: the level's cursor (group, offset) and group count; top: stack top;
-    # checks: per slot of level last-1, the tests of its children at the last level (``use``:
-    # this search's last level is in the stack and its tests fit a row).
+    # checks: per slot of level last-1, the tests of its children at the last level (``checked``:
+    # the last level where it is in the stack and its tests fit a row, else -1).
 
     @cuda.jit(device=True)
-    def take_seeds(S, wi, lane, s, pool, width, G, sq, ctrl, seed_lo, seed_hi, last, use):
+    def take_seeds(S, wi, lane, s, pool, width, G, sq, ctrl, seed_lo, seed_hi, checked):
         """Fetch the next ``R`` seeds into the stack's bottom level (their task groups at level
         s); False when the pool is exhausted."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
@@ -640,7 +641,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         if lane < cnt:
             mi[u32(wi), u32(s - 1), u32(lane)] = int32(base + lane)
             src, skip, ln = group(mi, par, wi, s, pool, width, G, sq, s, lane)
-            if CHECKS and use and s == last:
+            if CHECKS and s == checked:
                 write_checks(mi, par, wi, s, pool, width, G, sq, s, lane, skip, checks)
             if CHECK_BIT and width == 1 and (G[5][pool[u64(base + lane)]] & 1) == 0:
                 ln = int32(0)                      # a label-range seed that fails LDF/NLF
@@ -655,7 +656,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         return True
 
     @cuda.jit(device=True)
-    def receive_global_gift(S, wi, lane, gid, s, xfer, last, use):
+    def receive_global_gift(S, wi, lane, gid, s, xfer, checked):
         """Copy a hand-over record written by another SM into this warp's stack; the record is
         read with L2 atomics, never from this SM's (non-coherent) L1."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
@@ -667,7 +668,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         gsrc[u32(wi), u32(lvl), u32(lane)] = cuda.atomic.add(xfer, (gid, XG + lane), 0)
         glen[u32(wi), u32(lvl), u32(lane)] = cuda.atomic.add(xfer, (gid, XG + 32 + lane), 0)
         gskip[u32(wi), u32(lvl), u32(lane)] = int8(cuda.atomic.add(xfer, (gid, XG + 64 + lane), 0))
-        if CHECKS and use and lvl == last:
+        if CHECKS and lvl == checked:
             for k in range(KC):
                 checks[u32(wi), u32(lane), u32(k)] = cuda.atomic.add(xfer, (gid, XC + k * 32 + lane), 0)
         cuda.syncwarp()
@@ -682,7 +683,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             top[u32(wi)] = lvl
 
     @cuda.jit(device=True)
-    def wait_global(S, wi, lane, gid, s, total_warps, mail, ctrl, xfer, waiting, last, use):
+    def wait_global(S, wi, lane, gid, s, total_warps, mail, ctrl, xfer, waiting, checked):
         """Idle warp, global scope: wait for a warp of this block, then post in the global
         mailbox; True once work was handed over, False when no warp of the grid is busy."""
         verdict = int32(0)
@@ -720,7 +721,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         if st == W_TERMINATE:
             return False
         if st == W_GLOBAL_GIFT:
-            receive_global_gift(S, wi, lane, gid, s, xfer, last, use)
+            receive_global_gift(S, wi, lane, gid, s, xfer, checked)
         else:
             cuda.threadfence_block()
         if lane == 0:
@@ -835,7 +836,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         return lvl, target, remote
 
     @cuda.jit(device=True)
-    def give_remote(S, wi, lane, s, lvl, target, mail, xfer, last, use):
+    def give_remote(S, wi, lane, s, lvl, target, mail, xfer, checked):
         """Hand the prefix levels and the upper half of level ``lvl``'s untouched work
         (:func:`split_point`) to a warp of another block through its global record."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
@@ -845,7 +846,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         xfer[u64(target), u64(XG + lane)] = gsrc[u32(wi), u32(lvl), u32(lane)]
         xfer[u64(target), u64(XG + 32 + lane)] = glen[u32(wi), u32(lvl), u32(lane)]
         xfer[u64(target), u64(XG + 64 + lane)] = gskip[u32(wi), u32(lvl), u32(lane)]
-        if CHECKS and use and lvl == last:
+        if CHECKS and lvl == checked:
             for k in range(KC):
                 xfer[u64(target), u64(XC + k * 32 + lane)] = checks[u32(wi), u32(lane), u32(k)]
         cuda.syncwarp()                             # copied before lane 0 may shorten a group
@@ -862,7 +863,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         cuda.syncwarp()
 
     @cuda.jit(device=True)
-    def give_local(S, wi, lane, s, lvl, target, mail, wstate, last, use):
+    def give_local(S, wi, lane, s, lvl, target, mail, wstate, checked):
         """Hand the prefix levels and the upper half of level ``lvl``'s untouched work
         (:func:`split_point`) to warp ``target`` of this block through shared memory."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
@@ -872,7 +873,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         gsrc[u32(target), u32(lvl), u32(lane)] = gsrc[u32(wi), u32(lvl), u32(lane)]
         glen[u32(target), u32(lvl), u32(lane)] = glen[u32(wi), u32(lvl), u32(lane)]
         gskip[u32(target), u32(lvl), u32(lane)] = gskip[u32(wi), u32(lvl), u32(lane)]
-        if CHECKS and use and lvl == last:
+        if CHECKS and lvl == checked:
             for k in range(KC):
                 checks[u32(target), u32(lane), u32(k)] = checks[u32(wi), u32(lane), u32(k)]
         cuda.threadfence_block()                    # every lane's copies, before the hand-over
@@ -930,7 +931,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         return g, r, g < groups, ng_g, ng_o
 
     @cuda.jit(device=True)
-    def descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq, last, use):
+    def descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq, checked):
         """Push the valid children (compacted to slots 0..popc-1) as level d, each with its task
         group for position d+1."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
@@ -939,7 +940,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             mi[u32(wi), u32(d), u32(k)] = x
             par[u32(wi), u32(d), u32(k)] = g
             nsrc, nskip, nlen = group(mi, par, wi, s, pool, width, G, sq, d + 1, k)
-            if CHECKS and use and d + 1 == last:
+            if CHECKS and d + 1 == checked:
                 write_checks(mi, par, wi, s, pool, width, G, sq, d + 1, k, nskip, checks)
             gsrc[u32(wi), u32(d + 1), u32(k)] = nsrc
             gskip[u32(wi), u32(d + 1), u32(k)] = nskip
@@ -952,7 +953,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
 
     @cuda.jit(device=True)
     def extend(S, wi, lane, s, d, last, ne, n, low, max_cost, pool, width, G, sq, ctrl, emb,
-               emb_cap, limit_unique, use):
+               emb_cap, limit_unique, checked):
         """One warp iteration at level d (Alg. 2): fetch 32 tasks, validate them, ballot; count
         or write the leaves at the last level (``LEAF_LAST``: count position n - 1 at level
         n - 2), descend with the valid children, or backtrack once the level is exhausted.
@@ -967,7 +968,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             if CHECK_BIT:
                 ok = ((G[5][u64(x)] >> d) & 1) != 0
             if ok:
-                if CHECKS and use and d == last:
+                if CHECKS and d == checked:
                     ok = validate_leaf(G, sq, wi, d, x, g, gskip[u32(wi), u32(d), u32(g)], checks)
                 else:
                     ok = validate(mi, par, wi, s, pool, width, G, sq, d, x, g, gskip[u32(wi), u32(d), u32(g)])
@@ -1016,7 +1017,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             cg[u32(wi), u32(d)] = ng_g
             co[u32(wi), u32(d)] = ng_o
         if go_down:
-            descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq, last, use)
+            descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq, checked)
         elif lane == 0 and ng_g >= ng[u32(wi), u32(d)]:       # backtrack to the deepest unfinished level
             t = d - 1
             while t >= s and cg[u32(wi), u32(t)] >= ng[u32(wi), u32(t)]:
@@ -1062,10 +1063,11 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         last = ne - 1
         s = int32(width)
         load_plan(qp, sq, tid)
-        use = False                                # the last level's tests fit a checks row
+        checked = int32(-1)                        # the level whose tasks read checks rows, if any
         if CHECKS and last >= s:
             back_last = qp[QP_BACKWARD, u32(last)]
-            use = cuda.popc(back_last) - 1 + cuda.popc(qp[QP_SAME, u32(last)] & ~back_last) <= KC
+            if cuda.popc(back_last) - 1 + cuda.popc(qp[QP_SAME, u32(last)] & ~back_last) <= KC:
+                checked = int32(last)
         if tid < 32:
             ctrl[u32(C_CAND + tid)] = qp[QP_CCOUNT, u32(tid)]      # every block of q writes the same values
         if tid < W:
@@ -1092,12 +1094,12 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                 break
             d = top[u32(wi)]
             if d < s:                                   # out of work: seeds, else stealing
-                if take_seeds(S, wi, lane, s, pool, width, G, sq, ctrl, seed_lo, seed_hi, last, use):
+                if take_seeds(S, wi, lane, s, pool, width, G, sq, ctrl, seed_lo, seed_hi, checked):
                     continue
                 if not STEAL:
                     break
                 if GLOBAL:
-                    if wait_global(S, wi, lane, gid, s, total_warps, mail, ctrl, xfer, waiting, last, use):
+                    if wait_global(S, wi, lane, gid, s, total_warps, mail, ctrl, xfer, waiting, checked):
                         continue
                     break
                 if wait_block(wi, lane, wstate, waiting):
@@ -1113,15 +1115,15 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                     lvl = cuda.shfl_sync(FULL, lvl, 0)
                     remote = cuda.shfl_sync(FULL, remote, 0)
                     if remote != 0:
-                        give_remote(S, wi, lane, s, lvl, target, mail, xfer, last, use)
+                        give_remote(S, wi, lane, s, lvl, target, mail, xfer, checked)
                         if lane == 0:
                             gsteals += 1
                     else:
-                        give_local(S, wi, lane, s, lvl, target, mail, wstate, last, use)
+                        give_local(S, wi, lane, s, lvl, target, mail, wstate, checked)
                         if lane == 0:
                             steals += 1
             more, empty = extend(S, wi, lane, s, d, last, ne, n, low, max_cost, pool, width, G,
-                                 sq, ctrl, emb, emb_cap, limit_unique, use)
+                                 sq, ctrl, emb, emb_cap, limit_unique, checked)
             found += more
             idle += empty
             iters += 1
