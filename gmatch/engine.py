@@ -99,6 +99,7 @@ POOL_START = 1 << 22               # int32 elements of each seed-pool buffer bef
 POOL_MAX = 1 << 28                 # a BFS level needing more falls back to the previous level
 PROBE_SEEDS = 1 << 14              # seed-pool target of the probe's BFS stage
 DIRECT_S = 1e-3                    # the probe's first stage: a DFS from the root's label range
+HUB_AFTER_S = 0.25                 # seconds of whole search before a hub-rooted query is cut (hub_parts)
 BLOCK_QUERY_SLOTS = 1 << 16        # blocks a launch may have (block -> query map entries)
 BATCH_QUERIES = 256                # queries per batched launch (at most the resident blocks)
 
@@ -191,6 +192,9 @@ class GMatch(Engine):
         heavier than ``1/hub_parts`` of the estimated work (:func:`common.graph.roots.root_work`),
         runs as the parts of :func:`common.graph.roots.split_tasks` one after another on this
         GPU, each with the candidate graph refined to its root range and branch part.
+    hub_after_s : float
+        With ``hub_parts``: the whole query is searched first for this many seconds, and only a
+        query still running then is counted again as parts (0: parts straight after the probe).
     batch_queries : int
         Queries per launch of ``match_batch``.
     device_memory_limit : int or None
@@ -212,7 +216,7 @@ class GMatch(Engine):
                  split_groups: bool = True, leaf_checks: bool = True, idle_stats: bool = False,
                  max_registers: int | None = 64, probe_s: float = 0.005,
                  root_range: tuple[int, int] | None = None, branch_part: tuple[int, int] | None = None,
-                 hub_parts: int = 0, batch_queries: int = BATCH_QUERIES,
+                 hub_parts: int = 4, hub_after_s: float = HUB_AFTER_S, batch_queries: int = BATCH_QUERIES,
                  device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if granularity not in ("fine", "coarse"):
@@ -265,6 +269,9 @@ class GMatch(Engine):
         if int(hub_parts) < 0 or int(hub_parts) == 1:
             raise ValueError(f"hub_parts must be 0 (off) or at least 2, got {hub_parts}")
         self.hub_parts = int(hub_parts)
+        if not float(hub_after_s) >= 0:
+            raise ValueError(f"hub_after_s must be non-negative, got {hub_after_s}")
+        self.hub_after_s = float(hub_after_s)
         if int(batch_queries) < 1:
             raise ValueError(f"batch_queries must be positive, got {batch_queries}")
         self.batch_queries = int(batch_queries)
@@ -560,8 +567,9 @@ class GMatch(Engine):
         return int(order[min(1, order.size - 1)])
 
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic,
-               probe_first: bool = True) -> MatchResult:
-        """One query; ``probe_first=False`` skips the data-graph probe (a batch already tried it)."""
+               probe_first: bool = True, hub_split: bool = True) -> MatchResult:
+        """One query; ``probe_first=False`` skips the data-graph probe (a batch already tried it),
+        ``hub_split=False`` searches it whole whatever ``hub_parts`` says."""
         start = time.perf_counter()
         deadline = Deadline(timeout_s, start)
         self._begin_query()
@@ -597,9 +605,21 @@ class GMatch(Engine):
                 stats.update(probe_finished=not stopped)
                 return self._finish(timer, plan, qp, unique, ctrl, stats, status, False)
         # still running after a probe (its own, or its batch's): a hub root is cut into parts
-        tasks = self._hub_tasks(query) if counting and (probe or not probe_first) else None
+        tasks = self._hub_tasks(query) if counting and hub_split and (probe or not probe_first) else None
         if tasks is not None:
-            return self._match_parts(query, tasks, deadline, timer, homomorphic)
+            whole_s = 0.0
+            if self.hub_after_s > 0:              # first the whole query, for hub_after_s
+                now = time.perf_counter()
+                whole = self._match(query, limit=None, collect=False, homomorphic=homomorphic,
+                                    timeout_s=deadline.earlier(now + self.hub_after_s) - now,
+                                    probe_first=False, hub_split=False)
+                for name, seconds in whole.phases.items():
+                    timer.add(name, seconds)
+                if whole.status is not Status.TIMEOUT or deadline.passed():
+                    whole.phases = dict(timer.seconds)
+                    return whole
+                whole_s = sum(whole.phases.values())
+            return self._match_parts(query, tasks, deadline, timer, homomorphic, whole_s)
         if probe and (count_leaves or count_last):    # countable leaves go last: a new order
             plan, qp = self._plan(query, count_leaves, count_last, timer)
         if indexed:
@@ -641,11 +661,13 @@ class GMatch(Engine):
         tasks, _ = split_tasks(candidates, weights, self.data.num_vertices, self.hub_parts, branch=True)
         return tasks if any(part is not None for _, part in tasks) else None
 
-    def _match_parts(self, query: Graph, tasks, deadline: Deadline, timer, homomorphic) -> MatchResult:
+    def _match_parts(self, query: Graph, tasks, deadline: Deadline, timer, homomorphic,
+                     whole_s: float = 0.0) -> MatchResult:
         """Count ``query`` as the given (root range, branch part) parts, one after another, each
-        with its own filter and candidate graph; the phases are this call's (its probe) plus the
-        parts', the statistics those of its longest part; a part that stops (timeout, out of
-        memory) stops the rest, and its status is the result's."""
+        with its own filter and candidate graph; the phases are this call's (its probe and the
+        abandoned whole search of ``whole_s`` seconds) plus the parts', the statistics those of
+        its longest part; a part that stops (timeout, out of memory) stops the rest, and its
+        status is the result's."""
         count, status, reason, parts = 0, Status.OK, "", []
         try:
             for root_range, branch_part in tasks:
@@ -669,7 +691,7 @@ class GMatch(Engine):
         stats = dict(max(parts, key=lambda r: sum(r.phases.values())).stats) if parts else {}
         for key in ("root_range", "branch_part"):
             stats.pop(key, None)
-        stats.update(hub_parts=len(tasks), hub_parts_finished=len(parts),
+        stats.update(hub_parts=len(tasks), hub_parts_finished=len(parts), hub_whole_seconds=whole_s,
                      part_counts=[r.count for r in parts],
                      part_seconds=[sum(r.phases.values()) for r in parts])
         return MatchResult(self.name, count, status, reason=reason, phases=phases,

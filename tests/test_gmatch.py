@@ -142,8 +142,10 @@ WHEEL = Graph.from_edges(5, [0, 0, 0, 0, 1, 2, 3, 4], [1, 2, 3, 4, 2, 3, 4, 1], 
 
 
 def one_seed(data: Graph, **options) -> GMatch:
-    """One seed per fetch and in the pool; the last position enumerated (enough work to steal)."""
-    return GMatch(**{"seed_pool": 1, "roots_per_fetch": 1, "count_last": False, **options}).prepare(data)
+    """One seed per fetch and in the pool; the last position enumerated (enough work to steal);
+    one launch (no hub parts: the simulator's launches outlast ``hub_after_s``)."""
+    return GMatch(**{"seed_pool": 1, "roots_per_fetch": 1, "count_last": False, "hub_parts": 0,
+                     **options}).prepare(data)
 
 
 def test_in_block_work_stealing_moves_work_from_the_one_busy_warp(reference_of):

@@ -277,7 +277,7 @@ def test_gmatch_hub_parts_count_a_hub_root_in_parts(hub200):
     queries = [random_walk_query(hub200, k, seed=s, name=f"walk{k}-{s}") for k, s in ((4, 1), (5, 2))]
     cpu = create_engine("cpu").prepare(hub200)
     engine = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6,
-                           hub_parts=4).prepare(hub200)             # a probe too short to finish
+                           hub_parts=4, hub_after_s=0).prepare(hub200)   # a probe too short to finish
     for query in queries:
         reference = cpu.match(query).count
         result = engine.match(query)
@@ -289,7 +289,19 @@ def test_gmatch_hub_parts_count_a_hub_root_in_parts(hub200):
     assert [r.count for r in batched] == [cpu.match(q).count for q in queries]
     for r in batched:               # cut into parts exactly when its batch did not finish it
         assert (r.stats.get("hub_parts", 0) > 1) == bool(r.stats.get("batch_tried"))
-    off = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-4).prepare(hub200)
+    for after, cut in ((1e-6, True), (600.0, False)):    # the whole search first: stopped, or finished
+        late = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6,
+                             hub_parts=4, hub_after_s=after).prepare(hub200)
+        result = late.match(queries[0])
+        assert result.status is Status.OK and result.count == cpu.match(queries[0]).count
+        assert ("hub_parts" in result.stats) is cut
+        if cut:
+            assert 0 < result.stats["hub_whole_seconds"] <= sum(result.phases.values())
+            assert sum(result.stats["part_counts"]) == result.count
+    with pytest.raises(ValueError, match="hub_after_s"):
+        create_engine("gmatch", hub_parts=4, hub_after_s=-1)
+    off = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-4,
+                        hub_parts=0).prepare(hub200)
     assert "hub_parts" not in off.match(queries[0]).stats
     with pytest.raises(ValueError, match="hub_parts"):
         create_engine("gmatch", hub_parts=1)
