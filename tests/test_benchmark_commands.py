@@ -141,7 +141,8 @@ def test_gmatch_split_rows_add_up_to_the_one_launch(hub200):
     data = hub200
     query = random_walk_query(data, 4, seed=1, name="walk4")
     rows = gmatch_split.measure(data, query, parts=(2, 4), hub_parts=(4,), repeats=1,
-                                options=dict(seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6))
+                                options=dict(seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6,
+                                             hub_after_s=0))
     frame = pd.DataFrame(rows)
     assert frame.run.tolist() == ["one launch", "split", "split", "hub_parts"]
     assert frame.equal.all() and (frame.status == "ok").all() and frame["count"].iloc[0] > 0
@@ -149,3 +150,5 @@ def test_gmatch_split_rows_add_up_to_the_one_launch(hub200):
     assert (split.parts >= split.k).all() and (split.branch_parts > 0).all()
     assert (split.largest_part_s <= split.seconds).all()
     assert frame.ratio.iloc[0] == 1.0 and frame.parts.iloc[3] > 1
+    with pytest.raises(ValueError, match="hub_parts=0"):           # the one launch must be one launch
+        gmatch_split.measure(data, query, engine=create_engine("gmatch", hub_parts=4))

@@ -4,14 +4,14 @@ For each heavy query (rw12 names, or the patterns P1-P9 on the unlabelled GitHub
 :mod:`experiments.bench.dask_scaling`), with the engine prepared once per data graph and every
 configuration answered once untimed first:
 
-* **one launch**: ``match(query)``, best of ``--repeats`` timed runs;
+* **one launch**: ``match(query)`` on an engine with ``hub_parts=0``, best of ``--repeats`` timed runs;
 * **split into k parts** (``--parts``): the parts :func:`common.graph.roots.split_tasks` plans
   (root ranges by estimated work, a hub's range cut into branch parts; ``--no-branch`` for root
   ranges only), each answered once untimed and once timed on the same engine by setting its
   ``root_range`` and ``branch_part``: the summed seconds (what one GPU spends) and the longest
   part (what a cluster cannot beat);
-* **hub_parts=k** (``--hub-parts``): one ``match`` call of an engine made with ``hub_parts=k``,
-  best of ``--repeats``.
+* **hub_parts=k** (``--hub-parts``): one ``match`` call of an engine made with ``hub_parts=k``
+  (and the default ``hub_after_s``: what a user's call does), best of ``--repeats``.
 
 Every count is checked against the one launch's. Printed last: one table; ``--out`` writes it as
 CSV.
@@ -42,9 +42,12 @@ def _timed(engine, query, timeout_s):
 
 def measure(data, query, *, parts=(4, 16), hub_parts=(4,), branch=True, repeats=2, timeout_s=20.0,
             options=None, engine=None) -> list[dict]:
-    """The rows of one query (module docstring); ``engine``: a prepared gMatch to reuse."""
+    """The rows of one query (module docstring); ``engine``: a prepared gMatch with ``hub_parts=0``
+    to reuse."""
     options = dict(options or {})
-    engine = engine or create_engine("gmatch", **options).prepare(data)
+    engine = engine or create_engine("gmatch", **{**options, "hub_parts": 0}).prepare(data)
+    if engine.hub_parts:
+        raise ValueError("the one launch needs an engine with hub_parts=0")
     engine.root_range = engine.branch_part = None
     engine.match(query, timeout_s=timeout_s)
     runs = [_timed(engine, query, timeout_s) for _ in range(repeats)]
@@ -100,7 +103,7 @@ def main(argv=None) -> int:
     rows, engines = [], {}
     for data, query, _, warm in heavy_queries([q for q in args.queries.split(",") if q]):
         if id(data) not in engines:                   # compile on another query of the graph first
-            engines[id(data)] = create_engine("gmatch").prepare(data)
+            engines[id(data)] = create_engine("gmatch", hub_parts=0).prepare(data)
             engines[id(data)].match(warm, timeout_s=args.timeout)
         found = measure(data, query, parts=ints(args.parts), hub_parts=ints(args.hub_parts),
                         branch=not args.no_branch, repeats=args.repeats, timeout_s=args.timeout,
