@@ -188,10 +188,11 @@ class GMatch(Engine):
         ``(j, m)``: keep only the matches whose branch vertex (:meth:`GMatch.branch_vertex`) maps
         to a data vertex v with ``v % m == j``; the m parts add up to the whole count.
     hub_parts : int
-        0: off. Else a count-only query still running after the probe, whose root has a candidate
-        heavier than ``1/hub_parts`` of the estimated work (:func:`common.graph.roots.root_work`),
-        runs as the parts of :func:`common.graph.roots.split_tasks` one after another on this
-        GPU, each with the candidate graph refined to its root range and branch part.
+        0: off. Else a count-only query that counts positions (``leaf_counting``, ``count_last``),
+        still running after the probe, whose root has a candidate heavier than ``1/hub_parts`` of
+        the estimated work (:func:`common.graph.roots.root_work`), runs as the parts of
+        :func:`common.graph.roots.split_tasks` one after another on this GPU, each with the
+        candidate graph refined to its root range and branch part.
     hub_after_s : float
         With ``hub_parts``: the whole query is searched first for this many seconds, and only a
         query still running then is counted again as parts (0: parts straight after the probe).
@@ -567,9 +568,8 @@ class GMatch(Engine):
         return int(order[min(1, order.size - 1)])
 
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic,
-               probe_first: bool = True, hub_split: bool = True) -> MatchResult:
-        """One query; ``probe_first=False`` skips the data-graph probe (a batch already tried it),
-        ``hub_split=False`` searches it whole whatever ``hub_parts`` says."""
+               probe_first: bool = True) -> MatchResult:
+        """One query; ``probe_first=False`` skips the data-graph probe (a batch already tried it)."""
         start = time.perf_counter()
         deadline = Deadline(timeout_s, start)
         self._begin_query()
@@ -604,22 +604,17 @@ class GMatch(Engine):
                 status = Status.TIMEOUT if stopped else Status.OK
                 stats.update(probe_finished=not stopped)
                 return self._finish(timer, plan, qp, unique, ctrl, stats, status, False)
-        # still running after a probe (its own, or its batch's): a hub root is cut into parts
-        tasks = self._hub_tasks(query) if counting and hub_split and (probe or not probe_first) else None
+        # still running after a probe (its own, or its batch's): a query that counts positions and
+        # whose root has a hub candidate is searched whole for hub_after_s, then cut into parts
+        tasks = None
+        if (count_leaves or count_last) and (probe or not probe_first):
+            tasks = self._hub_tasks(query)
+        search_deadline = deadline
         if tasks is not None:
-            whole_s = 0.0
-            if self.hub_after_s > 0:              # first the whole query, for hub_after_s
-                now = time.perf_counter()
-                whole = self._match(query, limit=None, collect=False, homomorphic=homomorphic,
-                                    timeout_s=deadline.earlier(now + self.hub_after_s) - now,
-                                    probe_first=False, hub_split=False)
-                for name, seconds in whole.phases.items():
-                    timer.add(name, seconds)
-                if whole.status is not Status.TIMEOUT or deadline.passed():
-                    whole.phases = dict(timer.seconds)
-                    return whole
-                whole_s = sum(whole.phases.values())
-            return self._match_parts(query, tasks, deadline, timer, homomorphic, whole_s)
+            if self.hub_after_s <= 0:
+                return self._match_parts(query, tasks, deadline, timer, homomorphic)
+            whole_start = time.perf_counter()
+            search_deadline = Deadline.at_time(deadline.earlier(whole_start + self.hub_after_s))
         if probe and (count_leaves or count_last):    # countable leaves go last: a new order
             plan, qp = self._plan(query, count_leaves, count_last, timer)
         if indexed:
@@ -641,7 +636,10 @@ class GMatch(Engine):
             else:
                 emb_cap = limit_unique
         unique, ctrl, emb, timed_out, stats = self._search(n, qp, graph, indexed, limit_unique,
-                                                           emb_cap, deadline, timer)
+                                                           emb_cap, search_deadline, timer)
+        if tasks is not None and timed_out and not deadline.passed():
+            return self._match_parts(query, tasks, deadline, timer, homomorphic,
+                                     time.perf_counter() - whole_start)
         stats.update(index_stats)
         status = Status.TIMEOUT if timed_out else Status.OK
         if status is Status.OK and limit is not None and unique * aut >= limit:

@@ -298,6 +298,10 @@ def test_gmatch_hub_parts_count_a_hub_root_in_parts(hub200):
         if cut:
             assert 0 < result.stats["hub_whole_seconds"] <= sum(result.phases.values())
             assert sum(result.stats["part_counts"]) == result.count
+    every = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6, hub_parts=4,
+                          hub_after_s=0, leaf_counting=False, count_last=False).prepare(hub200)
+    result = every.match(queries[0])             # every position enumerated: no parts
+    assert result.count == cpu.match(queries[0]).count and "hub_parts" not in result.stats
     with pytest.raises(ValueError, match="hub_after_s"):
         create_engine("gmatch", hub_parts=4, hub_after_s=-1)
     off = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-4,
