@@ -8,9 +8,11 @@ images, cut at the symmetry-breaking bound (rows are sorted: the authors' "reach
 iteration fetches the next 32 tasks of the level's virtual task pool (with ``batch`` across task
 groups: batch exploration); a ballot gives the valid ones; the warp descends or backtracks, all
 control flow warp-uniform. Partial matches are never materialised: a lane follows parent
-pointers. The graph read is chosen at compile time (:func:`search_functions`): the candidate
-graph in compact indices (:mod:`gmatch.filter`, the authors' bitmap build) or the data graph
-(every task also tests its LDF/NLF bit). Seeds come from the BFS seed pool (:mod:`gmatch.balance`).
+pointers, except that the last level's tasks read the tests a partial match of the level above
+wrote once (its checks row, ``leaf_checks``). The graph read is chosen at compile time
+(:func:`search_functions`): the candidate graph in compact indices (:mod:`gmatch.filter`, the
+authors' bitmap build) or the data graph (every task also tests its LDF/NLF bit). Seeds come
+from the BFS seed pool (:mod:`gmatch.balance`).
 
 Work stealing (Sec. 3.6): in-block (``STEAL_BLOCK``, the authors' code) hands the upper half of a
 busy warp's shallowest splittable level to a waiting warp through shared memory; across blocks
