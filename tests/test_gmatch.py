@@ -242,6 +242,20 @@ def test_stealing_through_the_global_mailbox_across_blocks(reference_of):
     assert one_seed(data, blocks=2, warps_per_block=2, work_stealing=True).work_stealing == "global"
 
 
+def test_fine_blocks_fit_the_static_shared_memory_limit():
+    """Every compiled stack depth's block (its warps' stacks and checks rows, the plan rows, the
+    block's warp states) stays under the 48 KB of static shared memory a CUDA block may declare
+    (the simulator does not enforce it), and 12-level stacks keep 8 warps per block."""
+    from gmatch.engine import CHECKS_BYTES, LEVEL_BYTES, STACK_LEVELS, fine_warps
+    from gmatch.enumerate import SQ_ROWS
+
+    for levels in STACK_LEVELS:
+        warps = fine_warps(levels)
+        block = warps * (levels * LEVEL_BYTES + CHECKS_BYTES + 4 + 4) + SQ_ROWS * 32 * 4 + 2 * 4
+        assert block <= 48 * 1024, (levels, warps, block)
+    assert fine_warps(12) == 8
+
+
 def test_memory_statistics(labelled):
     query = random_walk_query(labelled, 5, seed=3, name="walk5-3")
     fine = engine(labelled).match(query).stats
