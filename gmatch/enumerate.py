@@ -123,6 +123,24 @@ def has_bit(mask, j):
     return (u32(u32(mask) >> (u32(j) & 31)) & 1) != 0
 
 
+@cuda.jit(device=True)
+def walk_up(mi, par, w, s, pool, width, j, cur, need, prow, in_pool):
+    """One step up a partial match from position j (slot ``cur`` of level j while j >= s, the
+    seed row at ``prow`` of the pool below s): (j's image, 0 on the stack where ``need`` lacks
+    j; the slot of level j-1; the pool row; whether the walk has reached the pool)."""
+    xj = int32(0)
+    if j >= s:
+        if has_bit(need, j):
+            xj = mi[u32(w), u32(j), u32(cur)]
+        cur = int32(par[u32(w), u32(j), u32(cur)])
+    else:
+        if not in_pool:
+            prow = u64(mi[u32(w), u32(s - 1), u32(cur)]) * u64(width)
+            in_pool = True
+        xj = pool[prow + u64(j)]
+    return xj, cur, prow, in_pool
+
+
 @functools.lru_cache(maxsize=None)
 def search_functions(cg: bool):
     """The per-task device functions over the graph tuple G = (off, ent, bitmap, cset, eg, cand).
@@ -237,16 +255,7 @@ def search_functions(cg: bool):
         prow = u64(0)
         in_pool = False
         while j >= lo:
-            xj = int32(0)
-            if j >= s:
-                if has_bit(need, j):
-                    xj = mi[u32(w), u32(j), u32(cur)]
-                cur = int32(par[u32(w), u32(j), u32(cur)])
-            else:
-                if not in_pool:
-                    prow = u64(mi[u32(w), u32(s - 1), u32(cur)]) * u64(width)
-                    in_pool = True
-                xj = pool[prow + u64(j)]
+            xj, cur, prow, in_pool = walk_up(mi, par, w, s, pool, width, j, cur, need, prow, in_pool)
             if has_bit(back, j):
                 row = row_of(G, e, j, xj)
                 length = row_length(G, row)
@@ -293,16 +302,7 @@ def search_functions(cg: bool):
         prow = u64(0)
         in_pool = False
         while j >= lo:
-            xj = int32(0)
-            if j >= s:
-                if has_bit(need, j):
-                    xj = mi[u32(w), u32(j), u32(cur)]
-                cur = int32(par[u32(w), u32(j), u32(cur)])
-            else:
-                if not in_pool:
-                    prow = u64(mi[u32(w), u32(s - 1), u32(cur)]) * u64(width)
-                    in_pool = True
-                xj = pool[prow + u64(j)]
+            xj, cur, prow, in_pool = walk_up(mi, par, w, s, pool, width, j, cur, need, prow, in_pool)
             if has_bit(adj, j):
                 checks[u32(w), u32(slot), u32(ka)] = adjacency_key(G, sq, e, j, xj)
                 ka = int32(ka + 1)
