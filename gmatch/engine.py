@@ -77,6 +77,7 @@ from .filter import (
     QP_CSIZE,
     QP_ROWS,
     QP_SIZES,
+    PartGraphs,
     build_candidate_graph,
     filter_kernel,
     label_sorted_adjacency,
@@ -194,8 +195,9 @@ class GMatch(Engine):
         :func:`common.graph.roots.split_tasks` one after another on this GPU, each with the
         candidate graph refined to its root range and branch part.
     hub_after_s : float
-        With ``hub_parts``: the whole query is searched first for this many seconds, and only a
-        query still running then is counted again as parts (0: parts straight after the probe).
+        With ``hub_parts``: the whole query is searched first for this many seconds while host
+        threads build the parts' candidate graphs, and only a query still running then is
+        counted again as parts (0: parts straight after the probe).
     batch_queries : int
         Queries per launch of ``match_batch``.
     device_memory_limit : int or None
@@ -320,16 +322,24 @@ class GMatch(Engine):
         self._sms = 1 if SIM else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
 
     # ------------------------------------------------------------------ candidate graph
-    def _candidate_graph(self, plan, qp):
-        """Refine the candidates and build and upload the candidate graph in compact indices;
-        returns (graph tuple for the kernels, statistics), or (None, {}) when its bitmaps would
-        not fit (the search then runs over the data graph)."""
-        bits = self._d_cand.copy_to_host()
+    def _max_bitmap_bytes(self) -> int:
         room = self.budget.limit - self.budget.in_use if self.budget.limit is not None else 1 << 40
+        return min(1 << 30, room // 4)
+
+    def _sorted_adjacency(self):
         if self._by_label is None:
             self._by_label = label_sorted_adjacency(self.data)
-        cg = build_candidate_graph(self.data, bits, plan, max_bitmap_bytes=min(1 << 30, room // 4),
-                                   by_label=self._by_label)
+        return self._by_label
+
+    def _candidate_graph(self, plan, qp, bits=None, built=False, cg=None):
+        """Refine the candidates (the filter's ``bits``, downloaded when not given) and build the
+        candidate graph in compact indices, or take the ``built`` one ``cg``; upload it. Returns
+        (graph tuple for the kernels, statistics), or (None, {}) when its bitmaps would not fit
+        (the search then runs over the data graph)."""
+        if not built:
+            bits = self._d_cand.copy_to_host() if bits is None else bits
+            cg = build_candidate_graph(self.data, bits, plan, max_bitmap_bytes=self._max_bitmap_bytes(),
+                                       by_label=self._sorted_adjacency())
         if cg is None:
             return None, {}
         pack_candidate_graph(qp, cg)
@@ -540,9 +550,9 @@ class GMatch(Engine):
             if root_range is not None:            # position 0 only inside the root range
                 clear_bit_outside(self._d_cand, 0, *root_range)
             branch_part = check_branch_part(self.branch_part)
-            if branch_part is not None:           # the branch vertex, wherever this plan puts it
-                at = int(np.flatnonzero(plan.order == self.branch_vertex(query))[0])
-                clear_bit_outside(self._d_cand, at, 0, self.data.num_vertices, part=branch_part)
+            if branch_part is not None:
+                clear_bit_outside(self._d_cand, self._branch_position(plan, query), 0, self.data.num_vertices,
+                                  part=branch_part)
         return plan, qp
 
     def _filter(self, d_qps, d_cands) -> None:
@@ -567,9 +577,15 @@ class GMatch(Engine):
         order = build_plan(query, self.symmetry_breaking).order
         return int(order[min(1, order.size - 1)])
 
+    def _branch_position(self, plan, query: Graph) -> int:
+        """Where ``plan`` puts the branch vertex (:meth:`branch_vertex`)."""
+        return int(np.flatnonzero(plan.order == self.branch_vertex(query))[0])
+
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic,
-               probe_first: bool = True) -> MatchResult:
-        """One query; ``probe_first=False`` skips the data-graph probe (a batch already tried it)."""
+               probe_first: bool = True, part=None) -> MatchResult:
+        """One query; ``probe_first=False`` skips the data-graph probe (a batch already tried it);
+        ``part`` = (:class:`gmatch.filter.PartGraphs`, i): the query is part i of a split one,
+        whose candidate graph a host thread builds."""
         start = time.perf_counter()
         deadline = Deadline(timeout_s, start)
         self._begin_query()
@@ -605,21 +621,37 @@ class GMatch(Engine):
                 stats.update(probe_finished=not stopped)
                 return self._finish(timer, plan, qp, unique, ctrl, stats, status, False)
         # still running after a probe (its own, or its batch's): a query that counts positions and
-        # whose root has a hub candidate is searched whole for hub_after_s, then cut into parts
+        # whose root has a hub candidate is searched whole for hub_after_s while host threads
+        # build its parts' candidate graphs, then, if still running, counted as those parts
         tasks = None
         if (count_leaves or count_last) and (probe or not probe_first):
             tasks = self._hub_tasks(query)
         search_deadline = deadline
         if tasks is not None:
-            if self.hub_after_s <= 0:
-                return self._match_parts(query, tasks, deadline, timer, homomorphic)
             whole_start = time.perf_counter()
             search_deadline = Deadline.at_time(deadline.earlier(whole_start + self.hub_after_s))
         if probe and (count_leaves or count_last):    # countable leaves go last: a new order
             plan, qp = self._plan(query, count_leaves, count_last, timer)
+        parts = None
         if indexed:
             begin = time.perf_counter()
-            graph, index_stats = self._candidate_graph(plan, qp)
+            if part is not None:
+                try:
+                    cg = part[0].graph(part[1], deadline.remaining())
+                except TimeoutError:
+                    timer.add("index", time.perf_counter() - begin)
+                    return self._finish(timer, plan, qp, 0, np.zeros(CTRL_SIZE, np.int64), {},
+                                        Status.TIMEOUT, indexed)
+                graph, index_stats = self._candidate_graph(plan, qp, built=True, cg=cg)
+            else:
+                bits = self._d_cand.copy_to_host()
+                if tasks is not None:
+                    parts = PartGraphs(self.data, bits, plan, tasks, self._branch_position(plan, query),
+                                       self._max_bitmap_bytes(), self._sorted_adjacency())
+                    if self.hub_after_s <= 0:
+                        timer.add("index", time.perf_counter() - begin)
+                        return self._match_parts(query, tasks, parts, deadline, timer, homomorphic)
+                graph, index_stats = self._candidate_graph(plan, qp, bits)
             if graph is None:                     # bitmaps too large: search the data graph
                 indexed, graph = False, self._data_graph
                 qp = pack_query(plan, query)
@@ -637,9 +669,11 @@ class GMatch(Engine):
                 emb_cap = limit_unique
         unique, ctrl, emb, timed_out, stats = self._search(n, qp, graph, indexed, limit_unique,
                                                            emb_cap, search_deadline, timer)
-        if tasks is not None and timed_out and not deadline.passed():
-            return self._match_parts(query, tasks, deadline, timer, homomorphic,
-                                     time.perf_counter() - whole_start)
+        if parts is not None:
+            if timed_out and not deadline.passed():
+                return self._match_parts(query, tasks, parts, deadline, timer, homomorphic,
+                                         time.perf_counter() - whole_start)
+            parts.stop()
         stats.update(index_stats)
         status = Status.TIMEOUT if timed_out else Status.OK
         if status is Status.OK and limit is not None and unique * aut >= limit:
@@ -659,22 +693,22 @@ class GMatch(Engine):
         tasks, _ = split_tasks(candidates, weights, self.data.num_vertices, self.hub_parts, branch=True)
         return tasks if any(part is not None for _, part in tasks) else None
 
-    def _match_parts(self, query: Graph, tasks, deadline: Deadline, timer, homomorphic,
-                     whole_s: float = 0.0) -> MatchResult:
+    def _match_parts(self, query: Graph, tasks, graphs: PartGraphs, deadline: Deadline, timer,
+                     homomorphic, whole_s: float = 0.0) -> MatchResult:
         """Count ``query`` as the given (root range, branch part) parts, one after another, each
-        with its own filter and candidate graph; the phases are this call's (its probe and the
-        abandoned whole search of ``whole_s`` seconds) plus the parts', the statistics those of
-        its longest part; a part that stops (timeout, out of memory) stops the rest, and its
-        status is the result's."""
+        with its own candidate graph (from ``graphs``); the phases are this call's (its probe and
+        the abandoned whole search of ``whole_s`` seconds) plus the parts' (a part's ``index``
+        is its wait for its graph and the upload), the statistics those of its longest part; a
+        part that stops (timeout, out of memory) stops the rest, and its status is the result's."""
         count, status, reason, parts = 0, Status.OK, "", []
         try:
-            for root_range, branch_part in tasks:
+            for i, (root_range, branch_part) in enumerate(tasks):
                 if deadline.passed():
                     status, reason = Status.TIMEOUT, "the deadline passed between hub parts"
                     break
                 self.root_range, self.branch_part = root_range, branch_part
                 part = self._match(query, limit=None, collect=False, timeout_s=deadline.remaining(),
-                                   homomorphic=homomorphic, probe_first=False)
+                                   homomorphic=homomorphic, probe_first=False, part=(graphs, i))
                 parts.append(part)
                 count += part.count
                 if part.status is not Status.OK:
@@ -682,6 +716,7 @@ class GMatch(Engine):
                     break
         finally:
             self.root_range = self.branch_part = None
+            graphs.stop()
         phases = dict(timer.seconds)
         for part in parts:
             for name, seconds in part.phases.items():

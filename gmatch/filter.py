@@ -26,6 +26,9 @@ data graph instead (the authors' hash build is not ported).
 
 from __future__ import annotations
 
+import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numba
@@ -204,11 +207,12 @@ def _label_range(entry_labels, lo, hi, label):
     return first, lower_bound(entry_labels, first, hi, label + 1)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _refine_and_build(offsets, neighbors, entry_labels, qlabels, bits, n, adjacent, backward,
-                      max_words):
+                      max_words, stop):
     """Two refinement sweeps over C(0..n-1), then the rows and bitmaps of every backward edge.
-    Returns None-free arrays; ``ok`` is False when the bitmaps would exceed ``max_words``."""
+    Returns None-free arrays; ``ok`` is False when the bitmaps would exceed ``max_words`` or
+    ``stop[0]`` was set (checked once per position and pass)."""
     nv = bits.size
     counts = np.zeros(n, np.int64)
     for v in range(nv):
@@ -228,6 +232,8 @@ def _refine_and_build(offsets, neighbors, entry_labels, qlabels, bits, n, adjace
     for sweep in range(SWEEPS):
         for step in range(n):
             d = step if sweep == 0 else n - 1 - step
+            if stop[0] != 0:
+                break
             for i in range(starts[d], starts[d + 1]):
                 v = lists[i]
                 if not (bits[v] >> d) & 1:
@@ -264,6 +270,8 @@ def _refine_and_build(offsets, neighbors, entry_labels, qlabels, bits, n, adjace
     total_words = 0
     total_entries = 0
     for d in range(1, n):
+        if stop[0] != 0:
+            break
         for j in range(d):
             if (backward[d] >> j) & 1:
                 edges[0, d, j] = rows
@@ -276,7 +284,7 @@ def _refine_and_build(offsets, neighbors, entry_labels, qlabels, bits, n, adjace
                     for e in range(lo, hi):
                         if (bits[neighbors[e]] >> d) & 1:
                             total_entries += 1
-    ok = total_words <= max_words and total_entries < 2**31 - 1
+    ok = total_words <= max_words and total_entries < 2**31 - 1 and stop[0] == 0
     if not ok:
         return (bits, cand_set, base, sizes, np.zeros(1, np.int32), np.zeros(1, np.int32),
                 np.zeros(1, np.uint32), edges, words, False)
@@ -311,9 +319,10 @@ def _refine_and_build(offsets, neighbors, entry_labels, qlabels, bits, n, adjace
 
 
 def build_candidate_graph(data: Graph, cand_bits: np.ndarray, plan: QueryPlan,
-                          max_bitmap_bytes: int = 1 << 30, by_label=None) -> CandidateGraph | None:
+                          max_bitmap_bytes: int = 1 << 30, by_label=None, stop=None) -> CandidateGraph | None:
     """Refine the LDF/NLF candidate sets and build the per-backward-edge rows and bitmaps in
-    compact indices; None when the bitmaps would take more than ``max_bitmap_bytes``.
+    compact indices; None when the bitmaps would take more than ``max_bitmap_bytes``, or once
+    ``stop`` (a one-element int64 array another thread may set) is non-zero.
     ``by_label``: :func:`label_sorted_adjacency` of ``data`` (computed here when not given)."""
     neighbors, entry_labels = label_sorted_adjacency(data) if by_label is None else by_label
     n = plan.size
@@ -326,7 +335,57 @@ def build_candidate_graph(data: Graph, cand_bits: np.ndarray, plan: QueryPlan,
     out = _refine_and_build(np.asarray(data.offsets, dtype=np.int64), neighbors, entry_labels,
                             np.asarray(plan.labels, dtype=np.int32),
                             np.array(cand_bits, dtype=np.uint32), n, adjacent, backward,
-                            max_bitmap_bytes // 4)
+                            max_bitmap_bytes // 4, np.zeros(1, np.int64) if stop is None else stop)
     if not out[-1]:
         return None
     return CandidateGraph(*out[:-1])
+
+
+def part_bits(bits: np.ndarray, root_range, branch_part, branch_at: int) -> np.ndarray:
+    """A copy of the LDF/NLF bits ``bits`` restricted to one part of a split query: position 0
+    only inside ``root_range`` = [lo, hi), and with ``branch_part`` = (j, m) position
+    ``branch_at`` only where ``v % m == j`` (what the engine's filter does on the device)."""
+    out = np.array(bits, dtype=np.uint32)
+    if root_range is not None:
+        lo, hi = root_range
+        out[:lo] &= ~np.uint32(1)
+        out[hi:] &= ~np.uint32(1)
+    if branch_part is not None:
+        j, m = branch_part
+        out[np.arange(out.size) % m != j] &= ~np.uint32(1 << branch_at)
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _builders() -> ThreadPoolExecutor:
+    """The host threads that build the parts' candidate graphs (the build releases the GIL)."""
+    return ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1), thread_name_prefix="gmatch-parts")
+
+
+class PartGraphs:
+    """The candidate graphs of a split query's parts, ``tasks`` = [(root_range, branch_part),
+    ...] as :func:`common.graph.roots.split_tasks` plans them, built on host threads from the
+    whole query's filter bits while the GPU searches the whole query (the candidate graph is a
+    host build, so a part would otherwise leave the GPU idle while its own is built).
+
+    :meth:`graph` waits for part i's (None: its bitmaps would not fit); :meth:`stop` abandons
+    the builds still running or queued once no part will be searched."""
+
+    def __init__(self, data: Graph, bits: np.ndarray, plan: QueryPlan, tasks, branch_at: int,
+                 max_bitmap_bytes: int, by_label):
+        self._stop = np.zeros(1, np.int64)
+
+        def build(root_range, branch_part):
+            return build_candidate_graph(data, part_bits(bits, root_range, branch_part, branch_at), plan,
+                                         max_bitmap_bytes=max_bitmap_bytes, by_label=by_label, stop=self._stop)
+
+        self._futures = [_builders().submit(build, root_range, branch_part) for root_range, branch_part in tasks]
+
+    def graph(self, i: int, timeout_s: float | None) -> CandidateGraph | None:
+        """Part i's candidate graph; raises TimeoutError when it is not built within ``timeout_s``."""
+        return self._futures[i].result(timeout=None if timeout_s is None else max(0.0, timeout_s))
+
+    def stop(self) -> None:
+        self._stop[0] = 1
+        for future in self._futures:
+            future.cancel()

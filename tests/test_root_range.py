@@ -14,6 +14,7 @@ import common
 from _paths import DATA
 from common.engine.registry import create_engine
 from common.engine.result import Status
+from common.gpu.timers import PhaseTimer
 from common.graph.bitmasks import neighbour_masks
 from common.graph.generate import random_walk_query, rmat
 from common.graph.roots import (
@@ -21,11 +22,13 @@ from common.graph.roots import (
     check_root_range,
     label_degree_candidates,
     range_work,
+    root_work,
     split_tasks,
     work_ranges,
 )
 from egsm.order import first_vertex
 from egsm.order import plan as egsm_plan
+from gmatch.filter import PartGraphs, build_candidate_graph, label_sorted_adjacency, part_bits
 from gmatch.order import build_plan
 
 
@@ -309,3 +312,47 @@ def test_gmatch_hub_parts_count_a_hub_root_in_parts(hub200):
     assert "hub_parts" not in off.match(queries[0]).stats
     with pytest.raises(ValueError, match="hub_parts"):
         create_engine("gmatch", hub_parts=1)
+
+
+def test_gmatch_part_graphs_are_the_device_filters_parts(hub200):
+    """A part's candidate graph, built on a host thread from the whole query's filter bits, is the
+    one built from the bits the device filter leaves with the part's root range and branch part;
+    a build told to stop returns None."""
+    query = random_walk_query(hub200, 5, seed=2)
+    engine = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2).prepare(hub200)
+    plan, _ = engine._plan(query, True, True, PhaseTimer())
+    whole = engine._d_cand.copy_to_host()
+    candidates, weights = root_work(hub200, query, engine.root_vertex(query))
+    tasks, _ = split_tasks(candidates, weights, hub200.num_vertices, 4, branch=True)
+    assert any(part is not None for _, part in tasks)
+    at = engine._branch_position(plan, query)
+    graphs = PartGraphs(hub200, whole, plan, tasks, at, 1 << 30, label_sorted_adjacency(hub200))
+    try:
+        for i, (root_range, branch_part) in enumerate(tasks):
+            engine.root_range, engine.branch_part = root_range, branch_part
+            engine._plan(query, True, True, PhaseTimer())
+            device = engine._d_cand.copy_to_host()
+            assert np.array_equal(part_bits(whole, root_range, branch_part, at), device)
+            built, fresh = graphs.graph(i, None), build_candidate_graph(hub200, device, plan)
+            for field in ("cand_set", "sizes", "offsets", "entries", "bitmap"):
+                assert np.array_equal(getattr(built, field), getattr(fresh, field)), field
+    finally:
+        engine.root_range = engine.branch_part = None
+        graphs.stop()
+    assert build_candidate_graph(hub200, whole, plan) is not None
+    assert build_candidate_graph(hub200, whole, plan, stop=np.ones(1, np.int64)) is None
+
+
+def test_gmatch_a_part_whose_graph_is_late_times_out(hub200, monkeypatch):
+    """A part still waiting for its candidate graph at the deadline ends the call with status
+    timeout (no exception), and the parts after it are not searched."""
+    def late(self, i, timeout_s):
+        raise TimeoutError
+
+    monkeypatch.setattr(PartGraphs, "graph", late)
+    query = random_walk_query(hub200, 4, seed=1)
+    engine = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6,
+                           hub_parts=4, hub_after_s=0).prepare(hub200)
+    result = engine.match(query, timeout_s=60)
+    assert result.status is Status.TIMEOUT
+    assert result.stats["hub_parts"] > 1 and result.stats["hub_parts_finished"] == 1
