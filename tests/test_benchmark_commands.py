@@ -150,5 +150,10 @@ def test_gmatch_split_rows_add_up_to_the_one_launch(hub200):
     assert (split.parts >= split.k).all() and (split.branch_parts > 0).all()
     assert (split.largest_part_s <= split.seconds).all()
     assert frame.ratio.iloc[0] == 1.0 and frame.parts.iloc[3] > 1
+    swept = pd.DataFrame(gmatch_split.measure(data, query, parts=(), hub_parts=(4,), hub_after_s=(0.0, 600.0),
+                                              repeats=1, options=dict(seed_pool=8, blocks=2, warps_per_block=2,
+                                                                      probe_s=1e-6)))
+    assert swept.hub_after_s.tolist()[1:] == [0.0, 600.0] and swept.equal.all()
+    assert swept.parts.tolist()[1:] == [frame.parts.iloc[3], 1]     # cut at once; done whole within 600 s
     with pytest.raises(ValueError, match="hub_parts=0"):           # the one launch must be one launch
         gmatch_split.measure(data, query, engine=create_engine("gmatch", hub_parts=4))
