@@ -358,8 +358,13 @@ def part_bits(bits: np.ndarray, root_range, branch_part, branch_at: int) -> np.n
 
 @functools.lru_cache(maxsize=1)
 def _builders() -> ThreadPoolExecutor:
-    """The host threads that build the parts' candidate graphs (the build releases the GIL)."""
+    """The host threads that build the parts' candidate graphs (the build releases the GIL); a
+    forked child makes its own (it inherits the pool but not its threads)."""
     return ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1), thread_name_prefix="gmatch-parts")
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_builders.cache_clear)
 
 
 class PartGraphs:

@@ -7,6 +7,8 @@ engines run tiny random graphs in the simulator."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -356,3 +358,21 @@ def test_gmatch_a_part_whose_graph_is_late_times_out(hub200, monkeypatch):
     result = engine.match(query, timeout_s=60)
     assert result.status is Status.TIMEOUT
     assert result.stats["hub_parts"] > 1 and result.stats["hub_parts_finished"] == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX-only")
+def test_gmatch_part_graph_builders_run_in_a_forked_child():
+    """A child forked after the parent used the part-graph threads gets threads of its own (it
+    inherits the pool object, whose threads do not exist in the child)."""
+    from gmatch import filter as gmatch_filter
+
+    assert gmatch_filter._builders().submit(int, "3").result(timeout=30) == 3
+    pid = os.fork()
+    if pid == 0:                                     # the child: exit 0 only if the pool ran the job
+        try:
+            ok = gmatch_filter._builders().submit(int, "7").result(timeout=10) == 7
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
