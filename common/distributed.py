@@ -34,6 +34,7 @@ from .engine.registry import available_engines, create_engine
 from .engine.result import MatchResult, Status
 from .graph.interop import as_graph
 from .graph.model import Graph
+from .graph.roots import part_stats
 
 #: prepared engines a worker process keeps (one per graph, engine and options)
 CACHE_SIZE = 4
@@ -131,8 +132,8 @@ def _run_query(graph, token: str, engine: str, options: dict, query: Graph, kwar
         if left <= 0:
             result = MatchResult(engine, 0, Status.TIMEOUT, query=query.name,
                                  reason="the deadline passed before this part started")
-            result.stats["root_range"] = list(root_range) if root_range else None
-            result.stats["branch_part"] = list(branch_part) if branch_part else None
+            result.stats.update(root_range=None, branch_part=None)
+            result.stats.update(part_stats(root_range, branch_part))
             return _stamp(result, warm)
         kwargs["timeout_s"] = left
     with lock:                            # one query at a time on one prepared engine
@@ -185,7 +186,7 @@ def _split_plan(graph, token: str, engine: str, options: dict, query: Graph, par
     :func:`~common.graph.roots.split_tasks`) and each part's estimated work (``None`` when the
     engine cannot take the query: the caller runs it whole). A root candidate's estimated work
     is :func:`~common.graph.roots.root_work`'s."""
-    from .graph.roots import root_work, split_tasks
+    from .graph.roots import branch_work, root_work, split_tasks
 
     lock, prepared, _ = _engine_entry(graph, token, engine, options)
     if not hasattr(prepared, "root_vertex"):
@@ -197,8 +198,13 @@ def _split_plan(graph, token: str, engine: str, options: dict, query: Graph, par
     with lock:
         root = prepared.root_vertex(query, **({"homomorphic": homomorphic} if "homomorphic" in takes else {}))
     candidates, weights = root_work(data, query, root, homomorphic)
-    tasks, work = split_tasks(candidates, weights, data.num_vertices, parts,
-                              branch=hasattr(prepared, "branch_vertex"))
+    below = None
+    if hasattr(prepared, "branch_vertices"):
+        with lock:
+            branch = prepared.branch_vertices(query, **({"homomorphic": homomorphic} if "homomorphic" in takes else {}))
+        below = branch_work(data, query, branch[0], homomorphic)
+    tasks, work = split_tasks(candidates, weights, data.num_vertices, parts, branch=below is not None,
+                              below=below)
     return int(root), tasks, work
 
 
@@ -384,7 +390,7 @@ def _combine(engine, query, tasks, root, done, limit, collect, timed_out_waiting
     workers = sorted({str(r.stats.get("dask_worker")) for r in parts})
     stats = {"split_parts": len(tasks), "split_parts_finished": len(parts), "split_root": root,
              "split_ranges": [list(r) for r, _ in tasks],
-             "split_branch_parts": [list(b) if b else None for _, b in tasks], "split_wall_s": wall_s,
+             "split_branch_parts": [part_stats(None, b).get("branch_part") for _, b in tasks], "split_wall_s": wall_s,
              "dask_worker": ",".join(workers),
              "part_counts": [r.count for r in parts], "part_workers": [r.stats.get("dask_worker") for r in parts],
              "part_seconds": [r.stats.get("dask_task_s", 0.0) for r in parts]}

@@ -40,7 +40,15 @@ from common.gpu.runtime import cuda, simulator_active
 from common.gpu.timers import PhaseTimer
 from common.gpu.watch import LaunchWatch
 from common.graph.model import Graph
-from common.graph.roots import check_branch_part, check_root_range, root_work, split_tasks
+from common.graph.roots import (
+    BRANCH_LEVELS,
+    branch_work,
+    check_branch_part,
+    check_root_range,
+    part_stats,
+    root_work,
+    split_tasks,
+)
 
 from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
 from .enumerate import (
@@ -185,15 +193,18 @@ class GMatch(Engine):
     root_range : (int, int) or None
         Keep only the seeds whose position 0 (:meth:`GMatch.root_vertex`) maps into [lo, hi)
         (:mod:`common.graph.roots`); the parts of a partition add up to the whole count.
-    branch_part : (int, int) or None
-        ``(j, m)``: keep only the matches whose branch vertex (:meth:`GMatch.branch_vertex`) maps
-        to a data vertex v with ``v % m == j``; the m parts add up to the whole count.
+    branch_part : (int, int), ((int, int), (int, int)) or None
+        ``(j, m)``: keep only the matches whose branch vertex (the first of
+        :meth:`GMatch.branch_vertices`) maps to a data vertex v with ``v % m == j``; the m parts
+        add up to the whole count. ``((j, m), (k, m2))`` also keeps only those whose second
+        branch vertex maps to a w with ``w % m2 == k`` (:mod:`common.graph.roots`).
     hub_parts : int
         0: off. Else a count-only query that counts positions (``leaf_counting``, ``count_last``),
         still running after the probe, whose root has a candidate heavier than ``1/hub_parts`` of
         the estimated work (:func:`common.graph.roots.root_work`), runs as the parts of
-        :func:`common.graph.roots.split_tasks` one after another on this GPU, each with the
-        candidate graph refined to its root range and branch part.
+        :func:`common.graph.roots.split_tasks` (with :func:`~common.graph.roots.branch_work`)
+        one after another on this GPU, each with the candidate graph refined to its root range
+        and branch part.
     hub_after_s : float
         With ``hub_parts``: the whole query is searched first for this many seconds while host
         threads build the parts' candidate graphs, and only a query still running then is
@@ -218,7 +229,7 @@ class GMatch(Engine):
                  leaf_counting: bool = True, count_last: bool = True, count_last_cost: int = COUNT_COST,
                  split_groups: bool = True, leaf_checks: bool = True, idle_stats: bool = False,
                  max_registers: int | None = 64, probe_s: float = 0.005,
-                 root_range: tuple[int, int] | None = None, branch_part: tuple[int, int] | None = None,
+                 root_range: tuple[int, int] | None = None, branch_part: tuple | None = None,
                  hub_parts: int = 4, hub_after_s: float = HUB_AFTER_S, batch_queries: int = BATCH_QUERIES,
                  device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
@@ -549,10 +560,9 @@ class GMatch(Engine):
             root_range = check_root_range(self.root_range)
             if root_range is not None:            # position 0 only inside the root range
                 clear_bit_outside(self._d_cand, 0, *root_range)
-            branch_part = check_branch_part(self.branch_part)
-            if branch_part is not None:
-                clear_bit_outside(self._d_cand, self._branch_position(plan, query), 0, self.data.num_vertices,
-                                  part=branch_part)
+            levels = check_branch_part(self.branch_part) or ()
+            for position, part in zip(self._branch_positions(plan, query), levels):
+                clear_bit_outside(self._d_cand, position, 0, self.data.num_vertices, part=part)
         return plan, qp
 
     def _filter(self, d_qps, d_cands) -> None:
@@ -571,15 +581,16 @@ class GMatch(Engine):
         """The query vertex at position 0 (the one ``root_range`` restricts)."""
         return int(build_plan(query, self.symmetry_breaking).order[0])
 
-    def branch_vertex(self, query: Graph) -> int:
-        """The query vertex ``branch_part`` restricts: position 1 of the plan without leaf
-        deferral (position 0 for one vertex), found by vertex in every plan of the query."""
+    def branch_vertices(self, query: Graph) -> tuple[int, ...]:
+        """The query vertices ``branch_part``'s levels restrict: positions 1, 2 of the plan
+        without leaf deferral (the last position for a shorter query), found by vertex in every
+        plan of the query."""
         order = build_plan(query, self.symmetry_breaking).order
-        return int(order[min(1, order.size - 1)])
+        return tuple(int(order[min(i, order.size - 1)]) for i in range(1, BRANCH_LEVELS + 1))
 
-    def _branch_position(self, plan, query: Graph) -> int:
-        """Where ``plan`` puts the branch vertex (:meth:`branch_vertex`)."""
-        return int(np.flatnonzero(plan.order == self.branch_vertex(query))[0])
+    def _branch_positions(self, plan, query: Graph) -> list[int]:
+        """Where ``plan`` puts the branch vertices (:meth:`branch_vertices`)."""
+        return [int(np.flatnonzero(plan.order == v)[0]) for v in self.branch_vertices(query)]
 
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic,
                probe_first: bool = True, part=None) -> MatchResult:
@@ -646,7 +657,7 @@ class GMatch(Engine):
             else:
                 bits = self._d_cand.copy_to_host()
                 if tasks is not None:
-                    parts = PartGraphs(self.data, bits, plan, tasks, self._branch_position(plan, query),
+                    parts = PartGraphs(self.data, bits, plan, tasks, self._branch_positions(plan, query),
                                        self._max_bitmap_bytes(), self._sorted_adjacency())
                     if self.hub_after_s <= 0:
                         timer.add("index", time.perf_counter() - begin)
@@ -690,7 +701,8 @@ class GMatch(Engine):
         if self.hub_parts < 2 or self.root_range is not None or self.branch_part is not None:
             return None
         candidates, weights = root_work(self.data, query, self.root_vertex(query))
-        tasks, _ = split_tasks(candidates, weights, self.data.num_vertices, self.hub_parts, branch=True)
+        below = branch_work(self.data, query, self.branch_vertices(query)[0])
+        tasks, _ = split_tasks(candidates, weights, self.data.num_vertices, self.hub_parts, branch=True, below=below)
         return tasks if any(part is not None for _, part in tasks) else None
 
     def _match_parts(self, query: Graph, tasks, graphs: PartGraphs, deadline: Deadline, timer,
@@ -863,10 +875,7 @@ class GMatch(Engine):
                      granularity=self.granularity, unroll=self.unroll,
                      batch=self.batch, work_stealing=self.work_stealing, seed_pool=self.seed_pool,
                      candidate_graph=indexed)
-        for key, value in (("root_range", check_root_range(self.root_range)),
-                           ("branch_part", check_branch_part(self.branch_part))):
-            if value is not None:
-                stats[key] = list(value)
+        stats.update(part_stats(self.root_range, self.branch_part))
         if self.idle_stats or self.granularity == "coarse":
             stats.update(idle_lanes=int(ctrl[C_IDLE]),
                          idle_rate=(ctrl[C_IDLE] / (32.0 * iters)) if iters else 0.0)

@@ -39,6 +39,7 @@ from common.gpu.cudasim import FULL_MASK
 from common.gpu.runtime import cuda, jit, simulator_active
 from common.graph.bitmasks import lowest_bit
 from common.graph.model import Graph
+from common.graph.roots import check_branch_part
 from common.graph.sorted_ranges import lower_bound
 
 from .order import MAX_QUERY_VERTICES, QueryPlan
@@ -341,18 +342,18 @@ def build_candidate_graph(data: Graph, cand_bits: np.ndarray, plan: QueryPlan,
     return CandidateGraph(*out[:-1])
 
 
-def part_bits(bits: np.ndarray, root_range, branch_part, branch_at: int) -> np.ndarray:
+def part_bits(bits: np.ndarray, root_range, branch_part, branch_at) -> np.ndarray:
     """A copy of the LDF/NLF bits ``bits`` restricted to one part of a split query: position 0
-    only inside ``root_range`` = [lo, hi), and with ``branch_part`` = (j, m) position
-    ``branch_at`` only where ``v % m == j`` (what the engine's filter does on the device)."""
+    only inside ``root_range`` = [lo, hi), and with ``branch_part`` = ((j, m), ...) position
+    ``branch_at[i]`` only where ``v % m == j`` for level i (what the engine's filter does on the
+    device)."""
     out = np.array(bits, dtype=np.uint32)
     if root_range is not None:
         lo, hi = root_range
         out[:lo] &= ~np.uint32(1)
         out[hi:] &= ~np.uint32(1)
-    if branch_part is not None:
-        j, m = branch_part
-        out[np.arange(out.size) % m != j] &= ~np.uint32(1 << branch_at)
+    for at, (j, m) in zip(branch_at, check_branch_part(branch_part) or ()):
+        out[np.arange(out.size) % m != j] &= ~np.uint32(1 << at)
     return out
 
 
@@ -376,7 +377,7 @@ class PartGraphs:
     :meth:`graph` waits for part i's (None: its bitmaps would not fit); :meth:`stop` abandons
     the builds still running or queued once no part will be searched."""
 
-    def __init__(self, data: Graph, bits: np.ndarray, plan: QueryPlan, tasks, branch_at: int,
+    def __init__(self, data: Graph, bits: np.ndarray, plan: QueryPlan, tasks, branch_at,
                  max_bitmap_bytes: int, by_label):
         self._stop = np.zeros(1, np.int64)
 

@@ -20,6 +20,7 @@ from common.gpu.timers import PhaseTimer
 from common.graph.bitmasks import neighbour_masks
 from common.graph.generate import random_walk_query, rmat
 from common.graph.roots import (
+    branch_work,
     check_branch_part,
     check_root_range,
     label_degree_candidates,
@@ -61,25 +62,30 @@ def split_and_compare(engine, query, ranges, whole_count=None):
     return whole.count
 
 
-def branch_split_and_compare(engine, query, parts: int, root_range=None, whole_count=None):
-    """Run ``query`` over the ``parts`` residue classes of its branch vertex (inside
-    ``root_range`` when given); the parts' counts and embeddings must be the whole's and, without
-    symmetry breaking, each part's count the whole's embeddings in its class."""
+def branch_split_and_compare(engine, query, parts: int, root_range=None, whole_count=None, below: int = 1):
+    """Run ``query`` over the ``parts`` residue classes of its branch vertex, each cut again into
+    the ``below`` classes of its second branch vertex (inside ``root_range`` when given); the
+    parts' counts and embeddings must be the whole's and, without symmetry breaking, each part's
+    count the whole's embeddings in its classes."""
     engine.root_range, engine.branch_part = root_range, None
     whole = engine.match(query, collect=True)
     assert whole.status is Status.OK
-    branch = engine.branch_vertex(query)
+    first, second = engine.branch_vertices(query)
     total, listed_parts = 0, []
     for j in range(parts):
-        engine.branch_part = (j, parts)
-        counted = engine.match(query)
-        listed = engine.match(query, collect=True)
-        assert counted.status is Status.OK and counted.count == listed.count
-        assert counted.stats["branch_part"] == [j, parts]
-        if not getattr(engine, "symmetry_breaking", False):
-            assert counted.count == np.sum(whole.embeddings[:, branch] % parts == j)
-        total += counted.count
-        listed_parts.append(listed.embeddings)
+        for k in range(below):
+            engine.branch_part = (j, parts) if below == 1 else ((j, parts), (k, below))
+            counted = engine.match(query)
+            listed = engine.match(query, collect=True)
+            assert counted.status is Status.OK and counted.count == listed.count
+            assert counted.stats["branch_part"] == ([[j, parts]] if below == 1 else [[j, parts], [k, below]])
+            if not getattr(engine, "symmetry_breaking", False):    # else a class holds canonical matches
+                assert np.all(listed.embeddings[:, first] % parts == j)
+                assert np.all(listed.embeddings[:, second] % below == k)
+                inside = (whole.embeddings[:, first] % parts == j) & (whole.embeddings[:, second] % below == k)
+                assert counted.count == np.sum(inside)
+            total += counted.count
+            listed_parts.append(listed.embeddings)
     engine.root_range, engine.branch_part = None, None
     assert total == whole.count
     if whole_count is not None:
@@ -110,9 +116,11 @@ def test_check_root_range():
 
 def test_check_branch_part():
     assert check_branch_part(None) is None
-    assert check_branch_part((0, 3)) == (0, 3)
-    assert check_branch_part("2/5") == (2, 5)
-    for bad in ((3, 3), (-1, 2), (0, 0), "a/b", "1:2", (1,), 4):
+    assert check_branch_part((0, 3)) == ((0, 3),)
+    assert check_branch_part("2/5") == ((2, 5),)
+    assert check_branch_part("2/5,0/2") == check_branch_part([(2, 5), (0, 2)]) == ((2, 5), (0, 2))
+    assert check_branch_part(((1, 2),)) == ((1, 2),)
+    for bad in ((3, 3), (-1, 2), (0, 0), "a/b", "1:2", (1,), 4, (), "0/2,1/2,0/2", ((0, 2), (2, 2)), "0/2,"):
         with pytest.raises(ValueError):
             check_branch_part(bad)
     with pytest.raises(ValueError, match="branch_part"):
@@ -128,7 +136,7 @@ def test_split_tasks_cut_a_hub_below_the_root():
     hub = [(rng, part) for rng, part in tasks if rng[0] <= 20 < rng[1]]
     share = (weights + 1).sum() / 8
     assert len(hub) == min(8, int(np.ceil(1001 / share))) > 1
-    assert sorted(part for _, part in hub) == [(j, len(hub)) for j in range(len(hub))]
+    assert sorted(part for _, part in hub) == [((j, len(hub)),) for j in range(len(hub))]
     assert sum(work) == pytest.approx((weights + 1).sum())
     assert all(part is None for rng, part in tasks if not rng[0] <= 20 < rng[1])
     ranges = sorted({rng for rng, _ in tasks})
@@ -137,6 +145,36 @@ def test_split_tasks_cut_a_hub_below_the_root():
     assert plain == [(rng, None) for rng in ranges] and len(plain_work) == len(ranges)
     even, _ = split_tasks(cands, np.ones(cands.size), n, 5, branch=True)
     assert all(part is None for _, part in even)
+
+
+def test_split_tasks_cut_a_hub_below_the_hub():
+    """With where the work lies below the hub (``below``), a branch class holding a hub of its own
+    is cut again at the second branch vertex; the classes' estimates add up to the hub's work."""
+    n = 100
+    cands = np.arange(0, 100, 2)
+    weights = np.ones(cands.size)
+    weights[10] = 1000                                      # root candidate 20: the hub
+    found = np.array([3, 5, 7, 9, 11])                      # its branch candidates; 7 holds most
+    found_work = np.array([1.0, 1.0, 50.0, 1.0, 1.0])
+    asked = []
+
+    def below(v):
+        asked.append(v)
+        return found, found_work
+    tasks, work = split_tasks(cands, weights, n, 8, branch=True, below=below)
+    assert asked == [20]
+    hub = [(part, w) for (rng, part), w in zip(tasks, work) if rng[0] <= 20 < rng[1]]
+    m = hub[0][0][0][1]
+    share = (weights + 1).sum() / 8
+    heavy = 7 % m
+    deep = sorted(part[1] for part, _ in hub if part[0] == (heavy, m))
+    assert len(deep) == min(8, int(np.ceil(1001 * 50 / 54 / share))) > 1
+    assert deep == [(k, len(deep)) for k in range(len(deep))]
+    assert all(len(part) == 1 for part, _ in hub if part[0][0] != heavy)
+    assert sorted({part[0] for part, _ in hub}) == [(j, m) for j in range(m)]
+    assert sum(w for _, w in hub) == pytest.approx(1001)
+    assert sum(w for part, w in hub if part[0] == (heavy, m)) == pytest.approx(1001 * 50 / 54)
+    assert sum(work) == pytest.approx((weights + 1).sum())
 
 
 def test_work_ranges_partition_and_balance():
@@ -202,10 +240,7 @@ def test_cpu_branch_parts_equal_whole_on_real_data(folder, data_file, name):
     engine.root_range = half
     assert inside == engine.match(query).count
     engine.root_range = None
-    engine.branch_part = (1, 4)
-    listed = engine.match(query, collect=True)
-    engine.branch_part = None
-    assert np.all(listed.embeddings[:, engine.branch_vertex(query)] % 4 == 1)
+    branch_split_and_compare(engine, query, 2, whole_count=expected(folder, name), below=3)
 
 
 def test_cpu_limit_and_empty_range():
@@ -262,6 +297,7 @@ def test_gmatch_branch_parts_equal_whole(options, tiny):
         assert reference > 0
         branch_split_and_compare(engine, q, 3, whole_count=reference)
     branch_split_and_compare(engine, query, 2, root_range=(0, 6))
+    branch_split_and_compare(engine, query, 2, whole_count=cpu.match(query).count, below=2)
 
 
 def test_root_vertex_is_plan_independent(tiny):
@@ -325,9 +361,11 @@ def test_gmatch_part_graphs_are_the_device_filters_parts(hub200):
     plan, _ = engine._plan(query, True, True, PhaseTimer())
     whole = engine._d_cand.copy_to_host()
     candidates, weights = root_work(hub200, query, engine.root_vertex(query))
-    tasks, _ = split_tasks(candidates, weights, hub200.num_vertices, 4, branch=True)
-    assert any(part is not None for _, part in tasks)
-    at = engine._branch_position(plan, query)
+    below = branch_work(hub200, query, engine.branch_vertices(query)[0])
+    tasks, _ = split_tasks(candidates, weights, hub200.num_vertices, 4, branch=True, below=below)
+    tasks.append((tasks[0][0], ((0, 2), (1, 3))))          # and a part cut at both branch vertices
+    assert any(part is not None for _, part in tasks[:-1])
+    at = engine._branch_positions(plan, query)
     graphs = PartGraphs(hub200, whole, plan, tasks, at, 1 << 30, label_sorted_adjacency(hub200))
     try:
         for i, (root_range, branch_part) in enumerate(tasks):

@@ -35,7 +35,14 @@ from ..engine.base import Engine
 from ..engine.deadline import Deadline, Stop
 from ..engine.result import MatchResult, Status
 from ..graph.model import Graph
-from ..graph.roots import branch_outside_mask, check_branch_part, check_root_range, outside_mask
+from ..graph.roots import (
+    BRANCH_LEVELS,
+    branch_outside_mask,
+    check_branch_part,
+    check_root_range,
+    outside_mask,
+    part_stats,
+)
 from ..graph.sorted_ranges import lower_bound
 
 FILTERS = ("label", "degree", "nlf", "refine")
@@ -557,6 +564,11 @@ def _counting_tail(query: Graph, order: list[int], bw_off: np.ndarray, bw_p: np.
 
 
 # ---------------------------------------------------------------------- the engine
+def _branch_vertices(order) -> tuple[int, ...]:
+    """The vertices of ``order`` that ``branch_part``'s levels restrict (:mod:`common.graph.roots`)."""
+    return tuple(int(order[min(i, len(order) - 1)]) for i in range(1, BRANCH_LEVELS + 1))
+
+
 class ReferenceMatcher(Engine):
     """Compiled CPU backtracking matcher (module docstring); registry name ``"cpu"``.
 
@@ -572,9 +584,11 @@ class ReferenceMatcher(Engine):
     root_range : (int, int) or None
         Keep the embeddings whose first vertex of the order (:meth:`root_vertex`, chosen from the
         unrestricted candidates) maps into [lo, hi) (:mod:`common.graph.roots`).
-    branch_part : (int, int) or None
-        ``(j, m)``: keep the embeddings whose second vertex of the order (:meth:`branch_vertex`)
-        maps to a data vertex v with ``v % m == j``.
+    branch_part : (int, int), ((int, int), (int, int)) or None
+        ``(j, m)``: keep the embeddings whose second vertex of the order (the first of
+        :meth:`branch_vertices`) maps to a data vertex v with ``v % m == j``;
+        ``((j, m), (k, m2))`` also keeps only those whose third vertex maps to a w with
+        ``w % m2 == k``.
     device_memory_limit : int or None
         Accepted and ignored: this engine runs on the CPU.
     """
@@ -588,7 +602,7 @@ class ReferenceMatcher(Engine):
     uses_device = False
 
     def __init__(self, *, filter: str = "refine", order: str = "ri", chunk_steps: int = 1 << 22,
-                 root_range: tuple[int, int] | None = None, branch_part: tuple[int, int] | None = None,
+                 root_range: tuple[int, int] | None = None, branch_part: tuple | None = None,
                  device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if filter not in FILTERS:
@@ -634,12 +648,11 @@ class ReferenceMatcher(Engine):
         _, cl_off, _ = self.candidates(query, homomorphic=homomorphic)
         return matching_order(query, np.diff(cl_off), self.order)[0]
 
-    def branch_vertex(self, query: Graph, *, homomorphic: bool = False) -> int:
-        """The query vertex that ``branch_part`` restricts: the second of the matching order
-        (the first for one vertex)."""
+    def branch_vertices(self, query: Graph, *, homomorphic: bool = False) -> tuple[int, ...]:
+        """The query vertices that ``branch_part``'s levels restrict: the second and third of
+        the matching order (the last for a shorter query)."""
         _, cl_off, _ = self.candidates(query, homomorphic=homomorphic)
-        order = matching_order(query, np.diff(cl_off), self.order)
-        return order[min(1, len(order) - 1)]
+        return _branch_vertices(matching_order(query, np.diff(cl_off), self.order))
 
     def _restrict(self, cand: np.ndarray, order, query: Graph):
         """Drop the root's candidates outside ``root_range`` and the branch vertex's outside
@@ -650,8 +663,8 @@ class ReferenceMatcher(Engine):
         branch_part = check_branch_part(self.branch_part)
         if root_range is not None:
             cand[order[0], outside_mask(g.n, root_range)] = 0
-        if branch_part is not None:
-            cand[order[min(1, len(order) - 1)], branch_outside_mask(g.n, branch_part)] = 0
+        for u, part in zip(_branch_vertices(order), branch_part or ()):
+            cand[u, branch_outside_mask(g.n, part)] = 0
         q_labels = _own(query.labels, np.int32)
         if self.filter == "refine":
             use_el = bool(g.has_edge_labels or query.has_edge_labels)
@@ -692,10 +705,7 @@ class ReferenceMatcher(Engine):
 
         stats = {"filter": self.filter, "order": order, "candidate_sizes": sizes.tolist(),
                  "multiplied_levels": nq - tail}
-        for key, value in (("root_range", check_root_range(self.root_range)),
-                           ("branch_part", check_branch_part(self.branch_part))):
-            if value is not None:
-                stats[key] = list(value)
+        stats.update(part_stats(self.root_range, self.branch_part))
         chunks: list[np.ndarray] = []
         status, count, calls = Status.OK, 0, 0
         if sizes.min() > 0 and (homomorphic or nq <= g.n):

@@ -13,14 +13,19 @@ prepared engine between two queries.
 
 A root whose work no range can cut (one hub holding most of the matches) is cut below it:
 ``branch_part=(j, m)`` (``cpu``, ``gmatch``) keeps, in the same sense, the embeddings whose
-*branch vertex*, the second query vertex of the engine's order (``branch_vertex(query)``), maps
-to a data vertex ``v`` with ``v % m == j``. Both restrictions combine; :func:`split_tasks` cuts a
-query into such parts.
+*branch vertex*, the second query vertex of the engine's order, maps to a data vertex ``v`` with
+``v % m == j``; ``branch_part=((j, m), (k, m2))`` also keeps only those whose third vertex maps
+to a ``w`` with ``w % m2 == k`` (a hub below the hub). Each engine names these vertices with
+``branch_vertices(query)``. All restrictions combine; :func:`split_tasks` cuts a query into
+such parts.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+#: levels below the root that ``branch_part`` can cut (the second and third vertex of an order)
+BRANCH_LEVELS = 2
 
 
 def _int_pair(value, name: str, sep: str, form: str) -> tuple[int, int]:
@@ -110,25 +115,66 @@ def root_work(data, query, root: int, homomorphic: bool = False) -> tuple[np.nda
     return candidates, np.asarray(data.degrees, dtype=np.float64)[candidates] ** 2
 
 
-def check_branch_part(value) -> tuple[int, int] | None:
-    """``None``, or ``(j, m)`` as two ints with 0 <= j < m, from a pair or a 'j/m' string (the
-    command line's ``-o branch_part=j/m``); anything else is a ValueError."""
+def branch_work(data, query, branch: int, homomorphic: bool = False):
+    """A function of a root candidate ``v``: (the branch vertex's candidates by label and degree
+    among ``v``'s neighbours, each one's estimated work as in :func:`root_work`): where under a
+    hub root the work lies, for :func:`split_tasks`."""
+    degree = 0 if homomorphic else int(query.degrees[branch])
+    candidates = label_degree_candidates(data, int(query.labels[branch]), degree)
+    offsets, neighbors = np.asarray(data.offsets), np.asarray(data.neighbors)
+    degrees = np.asarray(data.degrees, dtype=np.float64)
+
+    def below(v: int) -> tuple[np.ndarray, np.ndarray]:
+        found = np.intersect1d(neighbors[offsets[v]:offsets[v + 1]], candidates)
+        return found, degrees[found] ** 2
+    return below
+
+
+def check_branch_part(value) -> tuple[tuple[int, int], ...] | None:
+    """``None``, or the residue classes of the branch vertices as a tuple of ``(j, m)`` pairs
+    with 0 <= j < m, one per level (at most :data:`BRANCH_LEVELS`), from ``(j, m)``, a sequence
+    of such pairs, or a string 'j/m' or 'j/m,k/m2' (the command line's ``-o branch_part=j/m``);
+    anything else is a ValueError."""
     if value is None:
         return None
-    j, m = _int_pair(value, "branch_part", "/", "(j, m) or 'j/m'")
-    if not 0 <= j < m:
-        raise ValueError(f"branch_part must satisfy 0 <= j < m, got {value!r}")
-    return j, m
+    form = "(j, m), ((j, m), (k, m2)), 'j/m' or 'j/m,k/m2'"
+    if isinstance(value, str):
+        levels = value.split(",")
+    else:
+        try:
+            levels = [value] if all(isinstance(x, (int, np.integer)) for x in value) else list(value)
+        except TypeError:
+            raise ValueError(f"branch_part must be {form} with whole numbers, got {value!r}") from None
+    if not 1 <= len(levels) <= BRANCH_LEVELS:
+        raise ValueError(f"branch_part takes 1 to {BRANCH_LEVELS} levels, got {value!r}")
+    out = []
+    for level in levels:
+        j, m = _int_pair(level, "branch_part", "/", form)
+        if not 0 <= j < m:
+            raise ValueError(f"branch_part must satisfy 0 <= j < m at every level, got {value!r}")
+        out.append((j, m))
+    return tuple(out)
 
 
-def branch_outside_mask(n: int, branch_part: tuple[int, int]) -> np.ndarray:
-    """Boolean array over the data vertices ``0..n-1``: True where ``v % m != j``."""
-    j, m = branch_part
+def part_stats(root_range, branch_part) -> dict:
+    """A part's restrictions as its result's statistics hold them (lists; only those set)."""
+    stats = {}
+    if check_root_range(root_range) is not None:
+        stats["root_range"] = list(check_root_range(root_range))
+    if check_branch_part(branch_part) is not None:
+        stats["branch_part"] = [list(level) for level in check_branch_part(branch_part)]
+    return stats
+
+
+def branch_outside_mask(n: int, part: tuple[int, int]) -> np.ndarray:
+    """Boolean array over the data vertices ``0..n-1``: True where ``v % m != j`` (one level of
+    a ``branch_part``)."""
+    j, m = part
     return np.arange(n) % m != j
 
 
 def split_tasks(candidates: np.ndarray, weights: np.ndarray, n: int, parts: int,
-                branch: bool) -> tuple[list, list[float]]:
+                branch: bool, below=None) -> tuple[list, list[float]]:
     """The parts of a split query: ``[(root_range, branch_part or None), ...]`` and each one's
     estimated work.
 
@@ -136,16 +182,32 @@ def split_tasks(candidates: np.ndarray, weights: np.ndarray, n: int, parts: int,
     ``branch_part``), a range heavier than a share (one root candidate holding more than
     ``1/parts`` of the work, which no root range can cut) is cut again into
     ``ceil(work / share)`` (at most ``parts``) branch parts, each taking the embeddings whose
-    branch vertex maps to a data vertex ``v`` with ``v % m == j``. Every part is then a range of
-    the root times a residue class of the branch vertex: disjoint, and together the whole query.
+    branch vertex maps to a data vertex ``v`` with ``v % m == j``. With ``below``
+    (:func:`branch_work`: where under a root candidate the work lies), a branch part's work is
+    its candidates' share of it, and one still heavier than a share (a hub below the hub) is cut
+    the same way at the third vertex. Every part is a range of the root times residue classes
+    below it: disjoint, and together the whole query.
     """
     ranges = work_ranges(candidates, weights, n, parts)
     work = range_work(candidates, weights, ranges)
     share = float(work.sum()) / parts if parts else 0.0
+    candidates = np.asarray(candidates, dtype=np.int64)
     tasks, task_work = [], []
-    for rng, w in zip(ranges, work.tolist()):
+    for (lo, hi), w in zip(ranges, work.tolist()):
         m = min(parts, int(np.ceil(w / share))) if branch and share > 0 and w > share else 1
-        for j in range(m):
-            tasks.append((rng, (j, m) if m > 1 else None))
-            task_work.append(w / m)
+        if m == 1:
+            tasks.append(((lo, hi), None))
+            task_work.append(w)
+            continue
+        class_work = np.full(m, w / m)
+        inside = candidates[(candidates >= lo) & (candidates < hi)]
+        if below is not None and inside.size == 1:
+            found, found_work = below(int(inside[0]))
+            if found_work.sum() > 0:
+                class_work = w * np.bincount(found % m, weights=found_work, minlength=m) / found_work.sum()
+        for j, cw in enumerate(class_work.tolist()):
+            m2 = min(parts, int(np.ceil(cw / share))) if cw > share else 1
+            for k in range(m2):
+                tasks.append(((lo, hi), ((j, m),) if m2 == 1 else ((j, m), (k, m2))))
+                task_work.append(cw / m2)
     return tasks, task_work

@@ -6,8 +6,8 @@ configuration answered once untimed first:
 
 * **one launch**: ``match(query)`` on an engine with ``hub_parts=0``, best of ``--repeats`` timed runs;
 * **split into k parts** (``--parts``): the parts :func:`common.graph.roots.split_tasks` plans
-  (root ranges by estimated work, a hub's range cut into branch parts; ``--no-branch`` for root
-  ranges only), each answered once untimed and once timed on the same engine by setting its
+  (root ranges by estimated work, a hub's range cut into branch parts and a branch class
+  holding a hub of its own cut again; ``--no-branch`` for root ranges only), each answered once untimed and once timed on the same engine by setting its
   ``root_range`` and ``branch_part``: the summed seconds (what one GPU spends) and the longest
   part (what a cluster cannot beat);
 * **hub_parts=k** (``--hub-parts``): one ``match`` call of an engine made with ``hub_parts=k``
@@ -31,7 +31,7 @@ import pandas as pd
 from common.engine.registry import create_engine
 from common.engine.result import Status
 from common.gpu.runtime import backend_label
-from common.graph.roots import root_work, split_tasks
+from common.graph.roots import branch_work, root_work, split_tasks
 
 from ..harness.timing import clocked
 from .dask_scaling import heavy_queries
@@ -58,8 +58,9 @@ def measure(data, query, *, parts=(4, 16), hub_parts=(4,), hub_after_s=(None,), 
                  seconds=whole_s, largest_part_s=whole_s, count=whole.count, status=whole.status.value,
                  equal=True)]
     candidates, weights = root_work(data, query, engine.root_vertex(query))
+    below = branch_work(data, query, engine.branch_vertices(query)[0]) if branch else None
     for k in parts:
-        tasks, _ = split_tasks(candidates, weights, data.num_vertices, k, branch=branch)
+        tasks, _ = split_tasks(candidates, weights, data.num_vertices, k, branch=branch, below=below)
         seconds, count, statuses = [], 0, set()
         try:
             for root_range, branch_part in tasks:
