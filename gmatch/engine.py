@@ -560,8 +560,8 @@ class GMatch(Engine):
             root_range = check_root_range(self.root_range)
             if root_range is not None:            # position 0 only inside the root range
                 clear_bit_outside(self._d_cand, 0, *root_range)
-            levels = check_branch_part(self.branch_part) or ()
-            for position, part in zip(self._branch_positions(plan, query), levels):
+            levels = check_branch_part(self.branch_part)
+            for position, part in zip(self._branch_positions(plan, query) if levels else (), levels or ()):
                 clear_bit_outside(self._d_cand, position, 0, self.data.num_vertices, part=part)
         return plan, qp
 

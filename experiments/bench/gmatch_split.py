@@ -7,8 +7,9 @@ configuration answered once untimed first:
 * **one launch**: ``match(query)`` on an engine with ``hub_parts=0``, best of ``--repeats`` timed runs;
 * **split into k parts** (``--parts``): the parts :func:`common.graph.roots.split_tasks` plans
   (root ranges by estimated work, a hub's range cut into branch parts and a branch class
-  holding a hub of its own cut again; ``--no-branch`` for root ranges only), each answered once untimed and once timed on the same engine by setting its
-  ``root_range`` and ``branch_part``: the summed seconds (what one GPU spends) and the longest
+  holding a hub of its own cut again; ``--no-branch`` for root ranges only), each answered
+  once untimed and once timed on the same engine by setting its ``root_range`` and
+  ``branch_part``: the summed seconds (what one GPU spends) and the longest
   part (what a cluster cannot beat);
 * **hub_parts=k** (``--hub-parts``): one ``match`` call of an engine made with ``hub_parts=k``
   and each ``hub_after_s`` of ``--hub-after-s`` (default: the engine's, what a user's call
