@@ -118,7 +118,8 @@ def root_work(data, query, root: int, homomorphic: bool = False) -> tuple[np.nda
 def branch_work(data, query, branch: int, homomorphic: bool = False):
     """A function of a root candidate ``v``: (the branch vertex's candidates by label and degree
     among ``v``'s neighbours, each one's estimated work as in :func:`root_work`): where under a
-    hub root the work lies, for :func:`split_tasks`."""
+    hub root the work lies, for :func:`split_tasks`. An estimate only: it takes the branch
+    vertex for the root's neighbour, as in a connected order (the cut is exact either way)."""
     degree = 0 if homomorphic else int(query.degrees[branch])
     candidates = label_degree_candidates(data, int(query.labels[branch]), degree)
     offsets, neighbors = np.asarray(data.offsets), np.asarray(data.neighbors)
