@@ -342,15 +342,16 @@ class GMatch(Engine):
             self._by_label = label_sorted_adjacency(self.data)
         return self._by_label
 
-    def _candidate_graph(self, plan, qp, bits=None, built=False, cg=None):
-        """Refine the candidates (the filter's ``bits``, downloaded when not given) and build the
-        candidate graph in compact indices, or take the ``built`` one ``cg``; upload it. Returns
-        (graph tuple for the kernels, statistics), or (None, {}) when its bitmaps would not fit
-        (the search then runs over the data graph)."""
-        if not built:
-            bits = self._d_cand.copy_to_host() if bits is None else bits
-            cg = build_candidate_graph(self.data, bits, plan, max_bitmap_bytes=self._max_bitmap_bytes(),
-                                       by_label=self._sorted_adjacency())
+    def _build_candidate_graph(self, plan, bits):
+        """Refine the filter's candidate ``bits`` and build the candidate graph in compact indices
+        (None when its bitmaps would not fit)."""
+        return build_candidate_graph(self.data, bits, plan, max_bitmap_bytes=self._max_bitmap_bytes(),
+                                     by_label=self._sorted_adjacency())
+
+    def _upload_candidate_graph(self, qp, cg):
+        """Upload a built candidate graph ``cg`` and write its sizes into ``qp``. Returns (graph
+        tuple for the kernels, statistics), or (None, {}) for no graph (the search then runs
+        over the data graph)."""
         if cg is None:
             return None, {}
         pack_candidate_graph(qp, cg)
@@ -653,7 +654,7 @@ class GMatch(Engine):
                     timer.add("index", time.perf_counter() - begin)
                     return self._finish(timer, plan, qp, 0, np.zeros(CTRL_SIZE, np.int64), {},
                                         Status.TIMEOUT, indexed)
-                graph, index_stats = self._candidate_graph(plan, qp, built=True, cg=cg)
+                graph, index_stats = self._upload_candidate_graph(qp, cg)
             else:
                 bits = self._d_cand.copy_to_host()
                 if tasks is not None:
@@ -662,7 +663,7 @@ class GMatch(Engine):
                     if self.hub_after_s <= 0:
                         timer.add("index", time.perf_counter() - begin)
                         return self._match_parts(query, tasks, parts, deadline, timer, homomorphic)
-                graph, index_stats = self._candidate_graph(plan, qp, bits)
+                graph, index_stats = self._upload_candidate_graph(qp, self._build_candidate_graph(plan, bits))
             if graph is None:                     # bitmaps too large: search the data graph
                 indexed, graph = False, self._data_graph
                 qp = pack_query(plan, query)
