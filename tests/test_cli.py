@@ -188,3 +188,22 @@ def test_match_reads_every_graph_of_a_multi_graph_query_file_and_collects_into_a
     assert [r["count"] for r in rows] == [expected["query_dense_16_1"], expected["query_dense_16_3"]]
     saved = sorted(p.name for p in folder.iterdir())
     assert len(saved) == 2 and all(name.endswith(".npy") for name in saved)
+
+
+def test_branch_parts_by_hand_on_the_command_line_add_up(capsys):
+    """``-o branch_part=j/m,k/m2`` (the README's by-hand split): the six parts of a two-level cut
+    count the whole query, and a third level is refused with the option named."""
+    folder = DATA / "gmatch_test"
+    query = folder / "queries" / "Q_0.graph"
+    expected = read_expected_counts(folder / "expected_counts.txt")["Q_0"]
+    total = 0
+    for j in range(2):
+        for k in range(3):
+            code, out, _ = run(capsys, "match", folder / "data.graph", query, "--format", "json",
+                               "-o", f"branch_part={j}/2,{k}/3")
+            [row] = json.loads(out)
+            assert code == 0 and row["status"] == "ok"
+            total += row["count"]
+    assert total == expected > 0
+    code, _, err = run(capsys, "match", folder / "data.graph", query, "-o", "branch_part=0/2,0/2,0/2")
+    assert code != 0 and "branch_part" in err
