@@ -11,7 +11,8 @@
 * :func:`match_split` runs one query as tasks over ranges of data vertices for the engine's root
   (``root_range``, :mod:`common.graph.roots`; ``cpu``, ``gmatch``, ``egsm``), cut by estimated work and
   submitted heaviest first; a root candidate heavier than a share (a hub) is cut further by the
-  image of the engine's branch vertex (``branch_part``; ``cpu``, ``gmatch``). Counts add up
+  image of the engine's branch vertex, and a branch class holding a hub of its own by that of
+  its third vertex (``branch_part``; ``cpu``, ``gmatch``). Counts add up
   exactly, embeddings concatenate in part order, the status is the worst part's, and ``limit``
   and ``timeout_s`` hold for the whole (the deadline is the client's wall clock, read on the
   workers: their clocks must agree).

@@ -41,10 +41,10 @@ from common.gpu.timers import PhaseTimer
 from common.gpu.watch import LaunchWatch
 from common.graph.model import Graph
 from common.graph.roots import (
-    BRANCH_LEVELS,
     branch_work,
     check_branch_part,
     check_root_range,
+    order_branch_vertices,
     part_stats,
     root_work,
     split_tasks,
@@ -586,8 +586,7 @@ class GMatch(Engine):
         """The query vertices ``branch_part``'s levels restrict: positions 1, 2 of the plan
         without leaf deferral (the last position for a shorter query), found by vertex in every
         plan of the query."""
-        order = build_plan(query, self.symmetry_breaking).order
-        return tuple(int(order[min(i, order.size - 1)]) for i in range(1, BRANCH_LEVELS + 1))
+        return order_branch_vertices(build_plan(query, self.symmetry_breaking).order)
 
     def _branch_positions(self, plan, query: Graph) -> list[int]:
         """Where ``plan`` puts the branch vertices (:meth:`branch_vertices`)."""

@@ -36,10 +36,10 @@ from ..engine.deadline import Deadline, Stop
 from ..engine.result import MatchResult, Status
 from ..graph.model import Graph
 from ..graph.roots import (
-    BRANCH_LEVELS,
     branch_outside_mask,
     check_branch_part,
     check_root_range,
+    order_branch_vertices,
     outside_mask,
     part_stats,
 )
@@ -564,11 +564,6 @@ def _counting_tail(query: Graph, order: list[int], bw_off: np.ndarray, bw_p: np.
 
 
 # ---------------------------------------------------------------------- the engine
-def _branch_vertices(order) -> tuple[int, ...]:
-    """The vertices of ``order`` that ``branch_part``'s levels restrict (:mod:`common.graph.roots`)."""
-    return tuple(int(order[min(i, len(order) - 1)]) for i in range(1, BRANCH_LEVELS + 1))
-
-
 class ReferenceMatcher(Engine):
     """Compiled CPU backtracking matcher (module docstring); registry name ``"cpu"``.
 
@@ -652,10 +647,10 @@ class ReferenceMatcher(Engine):
         """The query vertices that ``branch_part``'s levels restrict: the second and third of
         the matching order (the last for a shorter query)."""
         _, cl_off, _ = self.candidates(query, homomorphic=homomorphic)
-        return _branch_vertices(matching_order(query, np.diff(cl_off), self.order))
+        return order_branch_vertices(matching_order(query, np.diff(cl_off), self.order))
 
     def _restrict(self, cand: np.ndarray, order, query: Graph):
-        """Drop the root's candidates outside ``root_range`` and the branch vertex's outside
+        """Drop the root's candidates outside ``root_range`` and the branch vertices' outside
         ``branch_part``, refine again (fewer candidates can only remove others) and rebuild the
         lists."""
         g = self._arrays
@@ -663,7 +658,7 @@ class ReferenceMatcher(Engine):
         branch_part = check_branch_part(self.branch_part)
         if root_range is not None:
             cand[order[0], outside_mask(g.n, root_range)] = 0
-        for u, part in zip(_branch_vertices(order), branch_part or ()):
+        for u, part in zip(order_branch_vertices(order), branch_part or ()):
             cand[u, branch_outside_mask(g.n, part)] = 0
         q_labels = _own(query.labels, np.int32)
         if self.filter == "refine":

@@ -28,6 +28,12 @@ import numpy as np
 BRANCH_LEVELS = 2
 
 
+def order_branch_vertices(order) -> tuple[int, ...]:
+    """The vertices of a matching order that ``branch_part``'s levels restrict: its second and
+    third (the last for a shorter order)."""
+    return tuple(int(order[min(i, len(order) - 1)]) for i in range(1, BRANCH_LEVELS + 1))
+
+
 def _int_pair(value, name: str, sep: str, form: str) -> tuple[int, int]:
     """Two ints from a pair or a string of two numbers joined by ``sep``; else a ValueError
     naming the option and its ``form``."""
