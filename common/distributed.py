@@ -184,10 +184,9 @@ def _stamp(result: MatchResult, warm: bool) -> MatchResult:
 def _split_plan(graph, token: str, engine: str, options: dict, query: Graph, parts: int,
                 homomorphic: bool):
     """On a worker: the root query vertex, the parts (root range, branch part or None;
-    :func:`~common.graph.roots.split_tasks`) and each part's estimated work (``None`` when the
-    engine cannot take the query: the caller runs it whole). A root candidate's estimated work
-    is :func:`~common.graph.roots.root_work`'s."""
-    from .graph.roots import branch_work, root_work, split_tasks
+    :func:`~common.graph.roots.plan_split`) and each part's estimated work (``None`` when the
+    engine cannot take the query: the caller runs it whole)."""
+    from .graph.roots import plan_split
 
     lock, prepared, _ = _engine_entry(graph, token, engine, options)
     if not hasattr(prepared, "root_vertex"):
@@ -196,16 +195,11 @@ def _split_plan(graph, token: str, engine: str, options: dict, query: Graph, par
     if prepared.unsupported_reason(query, homomorphic=homomorphic) or query.directed != data.directed:
         return None
     takes = inspect.signature(prepared.root_vertex).parameters
+    mode = {"homomorphic": homomorphic} if "homomorphic" in takes else {}
     with lock:
-        root = prepared.root_vertex(query, **({"homomorphic": homomorphic} if "homomorphic" in takes else {}))
-    candidates, weights = root_work(data, query, root, homomorphic)
-    below = None
-    if hasattr(prepared, "branch_vertices"):
-        with lock:
-            branch = prepared.branch_vertices(query, **({"homomorphic": homomorphic} if "homomorphic" in takes else {}))
-        below = branch_work(data, query, branch[0], homomorphic)
-    tasks, work = split_tasks(candidates, weights, data.num_vertices, parts, branch=below is not None,
-                              below=below)
+        root = prepared.root_vertex(query, **mode)
+        branch = prepared.branch_vertices(query, **mode)[0] if hasattr(prepared, "branch_vertices") else None
+    tasks, work = plan_split(data, query, root, branch, parts, homomorphic)
     return int(root), tasks, work
 
 

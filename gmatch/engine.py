@@ -40,15 +40,7 @@ from common.gpu.runtime import cuda, simulator_active
 from common.gpu.timers import PhaseTimer
 from common.gpu.watch import LaunchWatch
 from common.graph.model import Graph
-from common.graph.roots import (
-    branch_work,
-    check_branch_part,
-    check_root_range,
-    order_branch_vertices,
-    part_stats,
-    root_work,
-    split_tasks,
-)
+from common.graph.roots import check_branch_part, check_root_range, order_branch_vertices, part_stats, plan_split
 
 from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
 from .enumerate import (
@@ -202,9 +194,8 @@ class GMatch(Engine):
         0: off. Else a count-only query that counts positions (``leaf_counting``, ``count_last``),
         still running after the probe, whose root has a candidate heavier than ``1/hub_parts`` of
         the estimated work (:func:`common.graph.roots.root_work`), runs as the parts of
-        :func:`common.graph.roots.split_tasks` (with :func:`~common.graph.roots.branch_work`)
-        one after another on this GPU, each with the candidate graph refined to its root range
-        and branch part.
+        :func:`common.graph.roots.plan_split` one after another on this GPU, each with the
+        candidate graph refined to its root range and branch part.
     hub_after_s : float
         With ``hub_parts``: the whole query is searched first for this many seconds while host
         threads build the parts' candidate graphs, and only a query still running then is
@@ -562,8 +553,9 @@ class GMatch(Engine):
             if root_range is not None:            # position 0 only inside the root range
                 clear_bit_outside(self._d_cand, 0, *root_range)
             levels = check_branch_part(self.branch_part)
-            for position, part in zip(self._branch_positions(plan, query) if levels else (), levels or ()):
-                clear_bit_outside(self._d_cand, position, 0, self.data.num_vertices, part=part)
+            if levels is not None:                # each branch vertex, wherever this plan puts it
+                for position, part in zip(self._branch_positions(plan, query), levels):
+                    clear_bit_outside(self._d_cand, position, 0, self.data.num_vertices, part=part)
         return plan, qp
 
     def _filter(self, d_qps, d_cands) -> None:
@@ -700,9 +692,8 @@ class GMatch(Engine):
         """The parts of a query whose root has a hub candidate (``hub_parts``), else None."""
         if self.hub_parts < 2 or self.root_range is not None or self.branch_part is not None:
             return None
-        candidates, weights = root_work(self.data, query, self.root_vertex(query))
-        below = branch_work(self.data, query, self.branch_vertices(query)[0])
-        tasks, _ = split_tasks(candidates, weights, self.data.num_vertices, self.hub_parts, branch=True, below=below)
+        tasks, _ = plan_split(self.data, query, self.root_vertex(query), self.branch_vertices(query)[0],
+                              self.hub_parts)
         return tasks if any(part is not None for _, part in tasks) else None
 
     def _match_parts(self, query: Graph, tasks, graphs: PartGraphs, deadline: Deadline, timer,

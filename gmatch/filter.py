@@ -39,7 +39,7 @@ from common.gpu.cudasim import FULL_MASK
 from common.gpu.runtime import cuda, jit, simulator_active
 from common.graph.bitmasks import lowest_bit
 from common.graph.model import Graph
-from common.graph.roots import check_branch_part
+from common.graph.roots import branch_outside_mask, check_branch_part, outside_mask
 from common.graph.sorted_ranges import lower_bound
 
 from .order import MAX_QUERY_VERTICES, QueryPlan
@@ -349,11 +349,9 @@ def part_bits(bits: np.ndarray, root_range, branch_part, branch_at) -> np.ndarra
     device)."""
     out = np.array(bits, dtype=np.uint32)
     if root_range is not None:
-        lo, hi = root_range
-        out[:lo] &= ~np.uint32(1)
-        out[hi:] &= ~np.uint32(1)
-    for at, (j, m) in zip(branch_at, check_branch_part(branch_part) or ()):
-        out[np.arange(out.size) % m != j] &= ~np.uint32(1 << at)
+        out[outside_mask(out.size, root_range)] &= ~np.uint32(1)
+    for at, part in zip(branch_at, check_branch_part(branch_part) or ()):
+        out[branch_outside_mask(out.size, part)] &= ~np.uint32(1 << at)
     return out
 
 

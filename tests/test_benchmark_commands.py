@@ -13,7 +13,7 @@ import pytest
 from common.engine.base import Engine
 from common.engine.registry import create_engine
 from common.gpu.runtime import simulator_active
-from common.graph.roots import branch_work, root_work, split_tasks
+from common.graph.roots import plan_split
 from experiments.bench import dask_scaling, small_queries
 from experiments.profiling import host_costs, host_timeline, kernel_times
 
@@ -97,9 +97,8 @@ def test_dask_scaling_table_split_and_plot(tmp_path):
     assert local.speedup.tolist() == [1.0] and dask.exact.tolist() == [1, 1]
     data, query = dask_scaling.heavy_queries(["P1"])[0][:2]     # the parts the split plans: a hub
     cpu = create_engine("cpu").prepare(data)                     # root's range cut into branch parts
-    below = branch_work(data, query, cpu.branch_vertices(query)[0])
-    planned = [len(split_tasks(*root_work(data, query, cpu.root_vertex(query)), data.num_vertices, p,
-                               branch=True, below=below)[0]) for p in (2, 6)]
+    planned = [len(plan_split(data, query, cpu.root_vertex(query), cpu.branch_vertices(query)[0], p)[0])
+               for p in (2, 6)]
     assert planned[0] > 2 and planned[1] > 6                         # P1's root has hubs on GitHub
     assert dask.parts_per_worker.tolist() == [1, 3] and dask.parts.tolist() == planned
     # where a split's time went: no part longer than all parts together, every part timed

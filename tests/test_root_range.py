@@ -20,12 +20,11 @@ from common.gpu.timers import PhaseTimer
 from common.graph.bitmasks import neighbour_masks
 from common.graph.generate import random_walk_query, rmat
 from common.graph.roots import (
-    branch_work,
     check_branch_part,
     check_root_range,
     label_degree_candidates,
+    plan_split,
     range_work,
-    root_work,
     split_tasks,
     work_ranges,
 )
@@ -360,9 +359,7 @@ def test_gmatch_part_graphs_are_the_device_filters_parts(hub200):
     engine = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2).prepare(hub200)
     plan, _ = engine._plan(query, True, True, PhaseTimer())
     whole = engine._d_cand.copy_to_host()
-    candidates, weights = root_work(hub200, query, engine.root_vertex(query))
-    below = branch_work(hub200, query, engine.branch_vertices(query)[0])
-    tasks, _ = split_tasks(candidates, weights, hub200.num_vertices, 4, branch=True, below=below)
+    tasks, _ = plan_split(hub200, query, engine.root_vertex(query), engine.branch_vertices(query)[0], 4)
     tasks.append((tasks[0][0], ((0, 2), (1, 3))))          # and a part cut at both branch vertices
     assert any(part is not None for _, part in tasks[:-1])
     at = engine._branch_positions(plan, query)

@@ -137,6 +137,16 @@ def branch_work(data, query, branch: int, homomorphic: bool = False):
     return below
 
 
+def plan_split(data, query, root: int, branch: int | None, parts: int,
+               homomorphic: bool = False) -> tuple[list, list[float]]:
+    """:func:`split_tasks` of ``query`` into ``parts``: its root ``root``'s candidates weighed by
+    :func:`root_work` and, with ``branch`` (the engine's first branch vertex; None: root ranges
+    only), a hub's range cut below it as :func:`branch_work` weighs it."""
+    candidates, weights = root_work(data, query, root, homomorphic)
+    below = None if branch is None else branch_work(data, query, branch, homomorphic)
+    return split_tasks(candidates, weights, data.num_vertices, parts, branch=below is not None, below=below)
+
+
 def check_branch_part(value) -> tuple[tuple[int, int], ...] | None:
     """``None``, or the residue classes of the branch vertices as a tuple of ``(j, m)`` pairs
     with 0 <= j < m, one per level (at most :data:`BRANCH_LEVELS`), from ``(j, m)``, a sequence

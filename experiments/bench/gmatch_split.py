@@ -5,7 +5,7 @@ For each heavy query (rw12 names, or the patterns P1-P9 on the unlabelled GitHub
 configuration answered once untimed first:
 
 * **one launch**: ``match(query)`` on an engine with ``hub_parts=0``, best of ``--repeats`` timed runs;
-* **split into k parts** (``--parts``): the parts :func:`common.graph.roots.split_tasks` plans
+* **split into k parts** (``--parts``): the parts :func:`common.graph.roots.plan_split` plans
   (root ranges by estimated work, a hub's range cut into branch parts and a branch class
   holding a hub of its own cut again; ``--no-branch`` for root ranges only), each answered
   once untimed and once timed on the same engine by setting its ``root_range`` and
@@ -32,7 +32,7 @@ import pandas as pd
 from common.engine.registry import create_engine
 from common.engine.result import Status
 from common.gpu.runtime import backend_label
-from common.graph.roots import branch_work, root_work, split_tasks
+from common.graph.roots import plan_split
 
 from ..harness.timing import clocked
 from .dask_scaling import heavy_queries
@@ -58,10 +58,10 @@ def measure(data, query, *, parts=(4, 16), hub_parts=(4,), hub_after_s=(None,), 
     rows = [dict(query=query.name, run="one launch", k=1, parts=1, branch_parts=0, hub_after_s=None,
                  seconds=whole_s, largest_part_s=whole_s, count=whole.count, status=whole.status.value,
                  equal=True)]
-    candidates, weights = root_work(data, query, engine.root_vertex(query))
-    below = branch_work(data, query, engine.branch_vertices(query)[0]) if branch else None
+    root = engine.root_vertex(query)
+    below = engine.branch_vertices(query)[0] if branch else None
     for k in parts:
-        tasks, _ = split_tasks(candidates, weights, data.num_vertices, k, branch=branch, below=below)
+        tasks, _ = plan_split(data, query, root, below, k)
         seconds, count, statuses = [], 0, set()
         try:
             for root_range, branch_part in tasks:
