@@ -40,15 +40,7 @@ from common.gpu.runtime import cuda, simulator_active
 from common.gpu.timers import PhaseTimer
 from common.gpu.watch import LaunchWatch
 from common.graph.model import Graph
-from common.graph.roots import (
-    check_branch_part,
-    check_root_range,
-    order_branch_vertices,
-    part_parent,
-    part_stats,
-    plan_split,
-    refine_part,
-)
+from common.graph.roots import check_branch_part, check_root_range, order_branch_vertices, part_stats, plan_split
 
 from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
 from .enumerate import (
@@ -109,7 +101,6 @@ POOL_MAX = 1 << 28                 # a BFS level needing more falls back to the 
 PROBE_SEEDS = 1 << 14              # seed-pool target of the probe's BFS stage
 DIRECT_S = 1e-3                    # the probe's first stage: a DFS from the root's label range
 HUB_AFTER_S = 0.05                 # seconds of whole search before a hub-rooted query is cut (hub_parts)
-HUB_REFINE_S = 0.4                 # a hub part slower than this has its sibling classes cut in two
 BLOCK_QUERY_SLOTS = 1 << 16        # blocks a launch may have (block -> query map entries)
 BATCH_QUERIES = 256                # queries per batched launch (at most the resident blocks)
 
@@ -209,10 +200,6 @@ class GMatch(Engine):
         With ``hub_parts``: the whole query is searched first for this many seconds while host
         threads build the parts' candidate graphs, and only a query still running then is
         counted again as parts (0: parts straight after the probe).
-    hub_refine_s : float
-        With ``hub_parts``: a branch part that took longer than this many seconds has each of its
-        planned sibling classes still to run (:func:`common.graph.roots.part_parent`) cut in two
-        (:func:`common.graph.roots.refine_part`) before it runs; 0: the planned parts only.
     batch_queries : int
         Queries per launch of ``match_batch``.
     device_memory_limit : int or None
@@ -234,8 +221,7 @@ class GMatch(Engine):
                  split_groups: bool = True, leaf_checks: bool = True, idle_stats: bool = False,
                  max_registers: int | None = 64, probe_s: float = 0.005,
                  root_range: tuple[int, int] | None = None, branch_part: tuple | None = None,
-                 hub_parts: int = 4, hub_after_s: float = HUB_AFTER_S, hub_refine_s: float = HUB_REFINE_S,
-                 batch_queries: int = BATCH_QUERIES,
+                 hub_parts: int = 4, hub_after_s: float = HUB_AFTER_S, batch_queries: int = BATCH_QUERIES,
                  device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if granularity not in ("fine", "coarse"):
@@ -291,9 +277,6 @@ class GMatch(Engine):
         if not float(hub_after_s) >= 0:
             raise ValueError(f"hub_after_s must be non-negative, got {hub_after_s}")
         self.hub_after_s = float(hub_after_s)
-        if not float(hub_refine_s) >= 0:
-            raise ValueError(f"hub_refine_s must be non-negative, got {hub_refine_s}")
-        self.hub_refine_s = float(hub_refine_s)
         if int(batch_queries) < 1:
             raise ValueError(f"batch_queries must be positive, got {batch_queries}")
         self.batch_queries = int(batch_queries)
@@ -716,22 +699,17 @@ class GMatch(Engine):
     def _match_parts(self, query: Graph, tasks, graphs: PartGraphs, deadline: Deadline, timer,
                      homomorphic, whole_s: float = 0.0) -> MatchResult:
         """Count ``query`` as the given (root range, branch part) parts, one after another, each
-        with its own candidate graph (from ``graphs``), the classes of a slow part cut again
-        (:meth:`_refine_siblings`); the phases are this call's (its probe and the abandoned whole
-        search of ``whole_s`` seconds) plus the parts' (a part's ``index`` is its wait for its
-        graph and the upload), the statistics those of its longest part; a part that stops
-        (timeout, out of memory) stops the rest, and its status is the result's."""
-        tasks = list(tasks)
-        planned = len(tasks)
-        queue = list(range(planned))                 # graphs' part numbers, in the order they run
-        count, status, reason, parts, refined = 0, Status.OK, "", [], 0
+        with its own candidate graph (from ``graphs``); the phases are this call's (its probe and
+        the abandoned whole search of ``whole_s`` seconds) plus the parts' (a part's ``index``
+        is its wait for its graph and the upload), the statistics those of its longest part; a
+        part that stops (timeout, out of memory) stops the rest, and its status is the result's."""
+        count, status, reason, parts = 0, Status.OK, "", []
         try:
-            while queue:
+            for i, (root_range, branch_part) in enumerate(tasks):
                 if deadline.passed():
                     status, reason = Status.TIMEOUT, "the deadline passed between hub parts"
                     break
-                i = queue.pop(0)
-                self.root_range, self.branch_part = tasks[i]
+                self.root_range, self.branch_part = root_range, branch_part
                 part = self._match(query, limit=None, collect=False, timeout_s=deadline.remaining(),
                                    homomorphic=homomorphic, probe_first=False, part=(graphs, i))
                 parts.append(part)
@@ -739,9 +717,6 @@ class GMatch(Engine):
                 if part.status is not Status.OK:
                     status, reason = part.status, part.reason
                     break
-                if self.hub_refine_s and sum(part.phases.values()) > self.hub_refine_s:
-                    queue, cut = self._refine_siblings(tasks, queue, i, graphs, planned)
-                    refined += cut
         finally:
             self.root_range = self.branch_part = None
             graphs.stop()
@@ -752,32 +727,11 @@ class GMatch(Engine):
         stats = dict(max(parts, key=lambda r: sum(r.phases.values())).stats) if parts else {}
         for key in ("root_range", "branch_part"):
             stats.pop(key, None)
-        stats.update(hub_parts=len(parts) + len(queue), hub_parts_finished=len(parts), hub_parts_refined=refined,
-                     hub_whole_seconds=whole_s, part_counts=[r.count for r in parts],
+        stats.update(hub_parts=len(tasks), hub_parts_finished=len(parts), hub_whole_seconds=whole_s,
+                     part_counts=[r.count for r in parts],
                      part_seconds=[sum(r.phases.values()) for r in parts])
         return MatchResult(self.name, count, status, reason=reason, phases=phases,
                            peak_device_bytes=self.budget.peak, stats=stats)
-
-    def _refine_siblings(self, tasks, queue, slow: int, graphs: PartGraphs, planned: int):
-        """Part ``slow`` took longer than ``hub_refine_s``: each planned branch part (numbered
-        below ``planned``; a piece is not cut again) still in ``queue`` and cut from the same
-        parent as ``slow`` (a sibling class: a residue cut spreads a hub's work alike over them)
-        is cut in two, in its place; returns (the new queue, parts cut). Cut by an observed time,
-        since the degree estimate cannot tell which classes hold a hub's work (docs/decisions.md)."""
-        if tasks[slow][1] is None:
-            return queue, 0
-        parent = part_parent(tasks[slow])
-        out, cut = [], 0
-        for j in queue:
-            if j >= planned or part_parent(tasks[j]) != parent or tasks[j][1] is None:
-                out.append(j)
-                continue
-            pieces = refine_part(tasks[j], 2)
-            tasks += pieces
-            out += graphs.add(pieces)
-            graphs.drop(j)
-            cut += 1
-        return out, cut
 
     # ------------------------------------------------------------------ batches
     def _match_batch(self, queries, *, limit, collect, timeout_s, homomorphic):

@@ -372,10 +372,8 @@ class PartGraphs:
     whole query's filter bits while the GPU searches the whole query (the candidate graph is a
     host build, so a part would otherwise leave the GPU idle while its own is built).
 
-    :meth:`graph` waits for part i's (None: its bitmaps would not fit); :meth:`add` queues the
-    builds of parts cut later, numbered on; :meth:`drop` abandons one part's build (a part cut
-    again before it ran) and :meth:`stop` every build still running or queued once no part will
-    be searched."""
+    :meth:`graph` waits for part i's (None: its bitmaps would not fit); :meth:`stop` abandons
+    the builds still running or queued once no part will be searched."""
 
     def __init__(self, data: Graph, bits: np.ndarray, plan: QueryPlan, tasks, branch_at,
                  max_bitmap_bytes: int, by_label):
@@ -385,19 +383,7 @@ class PartGraphs:
             return build_candidate_graph(data, part_bits(bits, root_range, branch_part, branch_at), plan,
                                          max_bitmap_bytes=max_bitmap_bytes, by_label=by_label, stop=self._stop)
 
-        self._build = build
-        self._futures = []
-        self.add(tasks)
-
-    def add(self, tasks) -> list[int]:
-        """Queue the builds of ``tasks``; returns their part numbers."""
-        first = len(self._futures)
-        self._futures += [_builders().submit(self._build, root_range, branch_part)
-                          for root_range, branch_part in tasks]
-        return list(range(first, len(self._futures)))
-
-    def drop(self, i: int) -> None:
-        self._futures[i].cancel()
+        self._futures = [_builders().submit(build, root_range, branch_part) for root_range, branch_part in tasks]
 
     def graph(self, i: int, timeout_s: float | None) -> CandidateGraph | None:
         """Part i's candidate graph; raises TimeoutError when it is not built within ``timeout_s``."""

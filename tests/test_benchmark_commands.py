@@ -155,10 +155,5 @@ def test_gmatch_split_rows_add_up_to_the_one_launch(hub200):
                                                                       probe_s=1e-6)))
     assert swept.hub_after_s.tolist()[1:] == [0.0, 600.0] and swept.equal.all()
     assert swept.parts.tolist()[1:] == [frame.parts.iloc[3], 1]     # cut at once; done whole within 600 s
-    refined = pd.DataFrame(gmatch_split.measure(data, query, parts=(), hub_parts=(4,), hub_refine_s=(0.0, 1e-9),
-                                                repeats=1, options=dict(seed_pool=8, blocks=2, warps_per_block=2,
-                                                                        probe_s=1e-6, hub_after_s=0)))
-    assert refined.hub_refine_s.tolist()[1:] == [0.0, 1e-9] and refined.equal.all()
-    assert refined.parts.iloc[2] > refined.parts.iloc[1] == frame.parts.iloc[3]   # siblings cut again
     with pytest.raises(ValueError, match="hub_parts=0"):           # the one launch must be one launch
         gmatch_split.measure(data, query, engine=create_engine("gmatch", hub_parts=4))

@@ -23,10 +23,8 @@ from common.graph.roots import (
     check_branch_part,
     check_root_range,
     label_degree_candidates,
-    part_parent,
     plan_split,
     range_work,
-    refine_part,
     split_tasks,
     work_ranges,
 )
@@ -176,36 +174,6 @@ def test_split_tasks_cut_a_hub_below_the_hub():
     assert sum(w for _, w in hub) == pytest.approx(1001)
     assert sum(w for part, w in hub if part[0] == (heavy, m)) == pytest.approx(1001 * 50 / 54)
     assert sum(work) == pytest.approx((weights + 1).sum())
-
-
-def test_refine_part_cuts_a_class_into_classes_that_are_it():
-    """A refined part's pieces hold each data vertex pair of the original part exactly once (a
-    one-level part gains a second level whose parent it is, a two-level part's deepest residue
-    is cut again and its pieces keep its parent); a part without a branch part or too few pieces
-    is refused."""
-    v, w = np.meshgrid(np.arange(60), np.arange(60), indexing="ij")
-
-    def holds(branch):
-        inside = np.ones(v.shape, dtype=bool)
-        for (j, m), x in zip(branch, (v, w)):
-            inside &= x % m == j
-        return inside
-    for task, pieces in ((((0, 9), ((1, 3),)), 2), (((0, 9), ((1, 3), (2, 5))), 2),
-                         (((0, 9), ((2, 4), (0, 3))), 3)):
-        cut = refine_part(task, pieces)
-        assert len(cut) == pieces and all(rng == task[0] for rng, _ in cut)
-        covered = sum(holds(branch).astype(int) for _, branch in cut)
-        assert np.array_equal(covered, holds(task[1]).astype(int))
-        parent = part_parent(task) if len(task[1]) == 2 else (task[0], task[1])
-        assert {part_parent(piece) for piece in cut} == {parent}
-    assert refine_part(((0, 9), ((1, 3),)), 2) == [((0, 9), ((1, 3), (0, 2))), ((0, 9), ((1, 3), (1, 2)))]
-    assert part_parent(((0, 9), ((1, 3), (0, 2)))) == ((0, 9), ((1, 3),))
-    assert part_parent(((0, 9), ((1, 3),))) == ((0, 9), ())
-    assert part_parent(((0, 9), None)) == ((0, 9), None)
-    with pytest.raises(ValueError, match="branch_part"):
-        refine_part(((0, 9), None), 2)
-    with pytest.raises(ValueError, match="pieces"):
-        refine_part(((0, 9), ((1, 3),)), 1)
 
 
 def test_work_ranges_partition_and_balance():
@@ -376,29 +344,11 @@ def test_gmatch_hub_parts_count_a_hub_root_in_parts(hub200):
     assert result.count == cpu.match(queries[0]).count and "hub_parts" not in result.stats
     with pytest.raises(ValueError, match="hub_after_s"):
         create_engine("gmatch", hub_parts=4, hub_after_s=-1)
-    with pytest.raises(ValueError, match="hub_refine_s"):
-        create_engine("gmatch", hub_parts=4, hub_refine_s=-1)
     off = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-4,
                         hub_parts=0).prepare(hub200)
     assert "hub_parts" not in off.match(queries[0]).stats
     with pytest.raises(ValueError, match="hub_parts"):
         create_engine("gmatch", hub_parts=1)
-
-
-def test_gmatch_hub_parts_refined_by_observed_time_add_up(hub200):
-    """With every part slower than ``hub_refine_s``, each planned sibling class still to run is
-    cut in two before it runs (and no piece again): more parts, the same count; 0 keeps the plan."""
-    query = random_walk_query(hub200, 5, seed=2)
-    reference = create_engine("cpu").prepare(hub200).match(query).count
-    options = dict(seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6, hub_parts=4, hub_after_s=0)
-    planned = create_engine("gmatch", **options, hub_refine_s=0).prepare(hub200).match(query)
-    refined = create_engine("gmatch", **options, hub_refine_s=1e-9).prepare(hub200).match(query)
-    assert planned.count == refined.count == reference > 0
-    assert planned.stats["hub_parts_refined"] == 0
-    assert refined.stats["hub_parts_refined"] > 0
-    assert refined.stats["hub_parts"] == planned.stats["hub_parts"] + refined.stats["hub_parts_refined"]
-    assert refined.stats["hub_parts_finished"] == refined.stats["hub_parts"]
-    assert sum(refined.stats["part_counts"]) == reference
 
 
 def test_gmatch_part_graphs_are_the_device_filters_parts(hub200):

@@ -190,31 +190,6 @@ def branch_outside_mask(n: int, part: tuple[int, int]) -> np.ndarray:
     return np.arange(n) % m != j
 
 
-def part_parent(task) -> tuple:
-    """What a part (root_range, branch_part) was cut from: its root range and the branch levels
-    above its deepest one; the parts with one parent are the classes of one cut."""
-    root_range, branch = task
-    levels = check_branch_part(branch)
-    return (check_root_range(root_range), None if levels is None else levels[:-1])
-
-
-def refine_part(task, pieces: int) -> list:
-    """``task`` = (root_range, branch_part) cut into ``pieces`` parts that together are it: its
-    deepest class ``v % m == j`` as the classes ``v % (m * pieces) == j + m * i``, or a one-level
-    part below its branch vertex at the next (``((j, m), (i, pieces))``). Only a branch part can
-    be refined (a root range's candidates are cut by :func:`work_ranges`)."""
-    root_range, branch = task
-    levels = check_branch_part(branch)
-    if levels is None:
-        raise ValueError(f"only a part with a branch_part can be refined, got {task!r}")
-    if pieces < 2:
-        raise ValueError(f"pieces must be at least 2, got {pieces}")
-    if len(levels) < BRANCH_LEVELS:
-        return [(root_range, (*levels, (i, pieces))) for i in range(pieces)]
-    *upper, (j, m) = levels
-    return [(root_range, (*upper, (j + m * i, m * pieces))) for i in range(pieces)]
-
-
 def split_tasks(candidates: np.ndarray, weights: np.ndarray, n: int, parts: int,
                 branch: bool, below=None) -> tuple[list, list[float]]:
     """The parts of a split query: ``[(root_range, branch_part or None), ...]`` and each one's
