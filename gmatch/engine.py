@@ -51,6 +51,7 @@ from .enumerate import (
     C_IDLE,
     C_ITERS,
     C_LIMIT,
+    C_SEED,
     C_SEED_HI,
     C_SEED_LO,
     C_STEALS,
@@ -101,6 +102,7 @@ POOL_MAX = 1 << 28                 # a BFS level needing more falls back to the 
 PROBE_SEEDS = 1 << 14              # seed-pool target of the probe's BFS stage
 DIRECT_S = 1e-3                    # the probe's first stage: a DFS from the root's label range
 HUB_AFTER_S = 0.05                 # seconds of whole search before a hub-rooted query is cut (hub_parts)
+HUB_WHOLE_S = 1.0                  # ... unless its whole launch is predicted to end within this many seconds
 BLOCK_QUERY_SLOTS = 1 << 16        # blocks a launch may have (block -> query map entries)
 BATCH_QUERIES = 256                # queries per batched launch (at most the resident blocks)
 
@@ -200,6 +202,10 @@ class GMatch(Engine):
         With ``hub_parts``: the whole query is searched first for this many seconds while host
         threads build the parts' candidate graphs, and only a query still running then is
         counted again as parts (0: parts straight after the probe).
+    hub_whole_s : float
+        With ``hub_parts``: a whole search still running after ``hub_after_s`` runs on to its
+        end when, from the share of its seeds taken so far, it is predicted to end within this
+        many seconds of its launch (:meth:`GMatch._whole_extension`); 0: always cut.
     batch_queries : int
         Queries per launch of ``match_batch``.
     device_memory_limit : int or None
@@ -221,7 +227,8 @@ class GMatch(Engine):
                  split_groups: bool = True, leaf_checks: bool = True, idle_stats: bool = False,
                  max_registers: int | None = 64, probe_s: float = 0.005,
                  root_range: tuple[int, int] | None = None, branch_part: tuple | None = None,
-                 hub_parts: int = 4, hub_after_s: float = HUB_AFTER_S, batch_queries: int = BATCH_QUERIES,
+                 hub_parts: int = 4, hub_after_s: float = HUB_AFTER_S, hub_whole_s: float = HUB_WHOLE_S,
+                 batch_queries: int = BATCH_QUERIES,
                  device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
         if granularity not in ("fine", "coarse"):
@@ -277,6 +284,9 @@ class GMatch(Engine):
         if not float(hub_after_s) >= 0:
             raise ValueError(f"hub_after_s must be non-negative, got {hub_after_s}")
         self.hub_after_s = float(hub_after_s)
+        if not float(hub_whole_s) >= 0:
+            raise ValueError(f"hub_whole_s must be non-negative, got {hub_whole_s}")
+        self.hub_whole_s = float(hub_whole_s)
         if int(batch_queries) < 1:
             raise ValueError(f"batch_queries must be positive, got {batch_queries}")
         self.batch_queries = int(batch_queries)
@@ -299,6 +309,7 @@ class GMatch(Engine):
         self._d_stop = self._d_ctrl[C_STOP:C_STOP + 1]
         self._h_ctrl = cuda.pinned_array((1, CTRL_SIZE), np.int64)
         self._h_word = cuda.pinned_array(1, np.int64)         # one counter read back
+        self._h_peek = cuda.pinned_array(CTRL_SIZE, np.int64)  # a running launch's control row
         self._d_block_query = budget.zeros(BLOCK_QUERY_SLOTS, np.int32, "block-to-query map")
         # label-range seeds of the probe: vertices sorted by label, where each label starts
         by_label = np.argsort(labels, kind="stable").astype(np.int32)
@@ -459,9 +470,11 @@ class GMatch(Engine):
 
     # ------------------------------------------------------------------ DFS
     def _dfs(self, n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap, limit_unique,
-             deadline: Deadline, leaves: int):
+             deadline: Deadline, leaves: int, keep_whole: Deadline | None = None):
         """Run the DFS over seeds [seed_lo, seed_hi) of ``pool`` with the leaf step ``leaves``
-        (:func:`leaf_step`); returns (timed_out, launch stats)."""
+        (:func:`leaf_step`); with ``keep_whole`` (a hub query's whole search, ``deadline`` its
+        slice), the launch may run on to ``keep_whole`` (:meth:`_whole_extension`); returns
+        (timed_out, launch stats)."""
         watch = int(deadline.active)
         rows = seed_hi - seed_lo
         if self.granularity == "fine":
@@ -504,13 +517,35 @@ class GMatch(Engine):
         if not deadline.active:
             kernel[blocks, warps * 32](*args)
             return False, shape
-        return self._watch.run(kernel, blocks, warps * 32, args, deadline.at, self._d_stop), shape
+        extend = None
+        if keep_whole is not None and self.granularity == "fine":
+            extend = self._whole_extension(rows, blocks * warps * self.roots_per_fetch, keep_whole, shape)
+        return self._watch.run(kernel, blocks, warps * 32, args, deadline.at, self._d_stop, extend), shape
+
+    def _whole_extension(self, seeds: int, in_flight: int, keep_whole: Deadline, shape: dict):
+        """The watch's ``extend`` for a hub query's whole search at the end of its slice: the
+        seeds taken beyond the first fetch of every warp (``in_flight``) are taken as done, and
+        the launch runs on to ``keep_whole`` when that share predicts its end within
+        ``hub_whole_s`` of the launch; ``shape`` gets the prediction (``hub_whole_predicted_s``).
+        Past the paper (gMatch runs one launch): the seed pool holds 10^5-10^7 partial matches
+        of near-equal work, so the share taken tracks the share of the count found; a pool not
+        much larger than one fetch per warp predicts nothing (cut)."""
+        def extend(elapsed: float) -> float | None:
+            if seeds <= 2 * in_flight:
+                return None
+            self._watch.peek(self._d_ctrls[0], self._h_peek)
+            done = max(0, int(self._h_peek[C_SEED]) - in_flight) / (seeds - in_flight)
+            predicted = elapsed / done if done > 0 else math.inf
+            shape["hub_whole_predicted_s"] = predicted
+            return keep_whole.earlier(math.inf) if predicted <= self.hub_whole_s else None
+        return extend
 
     def _search(self, n, qp, graph, indexed, limit_unique, emb_cap, deadline: Deadline, timer,
-                phase="enumerate", label_seeds=None, seed_target=None):
+                phase="enumerate", label_seeds=None, seed_target=None, keep_whole: Deadline | None = None):
         """BFS + DFS, or with ``label_seeds`` = (lo, hi) a DFS straight from the root's label range
         of the vertices sorted by label (no BFS, no host round trip: the small-query probe);
-        returns (unique count, ctrl row, embeddings device array, timed_out, stats)."""
+        ``keep_whole``: :meth:`_dfs`'s; returns (unique count, ctrl row, embeddings device array,
+        timed_out, stats)."""
         emb = self.budget.device_array((emb_cap, n), np.int32, "embeddings") if emb_cap else self._d_no_emb
         if label_seeds is not None:
             pool, (seed_lo, seed_hi), width, timed_out, growths = self._d_vertices_by_label, label_seeds, 1, False, 0
@@ -530,7 +565,8 @@ class GMatch(Engine):
             return 0, ctrl, emb, timed_out, stats
         with timer.phase(phase):
             timed_out, shape = self._dfs(n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap,
-                                         limit_unique, deadline, leaf_step(qp, emb_cap, limit_unique))
+                                         limit_unique, deadline, leaf_step(qp, emb_cap, limit_unique),
+                                         keep_whole)
         stats.update(shape)
         stats["max_stack_bytes"] = shape["stack_shared_bytes"] + shape["stack_global_bytes"]
         with timer.phase("transfer"):
@@ -670,12 +706,14 @@ class GMatch(Engine):
                 emb_cap = unique
             else:
                 emb_cap = limit_unique
-        unique, ctrl, emb, timed_out, stats = self._search(n, qp, graph, indexed, limit_unique,
-                                                           emb_cap, search_deadline, timer)
+        unique, ctrl, emb, timed_out, stats = self._search(
+            n, qp, graph, indexed, limit_unique, emb_cap, search_deadline, timer,
+            keep_whole=deadline if parts is not None and self.hub_whole_s > 0 else None)
         if parts is not None:
             if timed_out and not deadline.passed():
                 return self._match_parts(query, tasks, parts, deadline, timer, homomorphic,
-                                         time.perf_counter() - whole_start)
+                                         time.perf_counter() - whole_start,
+                                         stats.get("hub_whole_predicted_s"))
             parts.stop()
         stats.update(index_stats)
         status = Status.TIMEOUT if timed_out else Status.OK
@@ -697,12 +735,13 @@ class GMatch(Engine):
         return tasks if any(part is not None for _, part in tasks) else None
 
     def _match_parts(self, query: Graph, tasks, graphs: PartGraphs, deadline: Deadline, timer,
-                     homomorphic, whole_s: float = 0.0) -> MatchResult:
+                     homomorphic, whole_s: float = 0.0, whole_predicted_s: float | None = None) -> MatchResult:
         """Count ``query`` as the given (root range, branch part) parts, one after another, each
         with its own candidate graph (from ``graphs``); the phases are this call's (its probe and
-        the abandoned whole search of ``whole_s`` seconds) plus the parts' (a part's ``index``
-        is its wait for its graph and the upload), the statistics those of its longest part; a
-        part that stops (timeout, out of memory) stops the rest, and its status is the result's."""
+        the abandoned whole search of ``whole_s`` seconds, predicted to need
+        ``whole_predicted_s``) plus the parts' (a part's ``index`` is its wait for its graph and
+        the upload), the statistics those of its longest part; a part that stops (timeout, out of
+        memory) stops the rest, and its status is the result's."""
         count, status, reason, parts = 0, Status.OK, "", []
         try:
             for i, (root_range, branch_part) in enumerate(tasks):
@@ -725,8 +764,10 @@ class GMatch(Engine):
             for name, seconds in part.phases.items():
                 phases[name] = phases.get(name, 0.0) + seconds
         stats = dict(max(parts, key=lambda r: sum(r.phases.values())).stats) if parts else {}
-        for key in ("root_range", "branch_part"):
+        for key in ("root_range", "branch_part", "hub_whole_predicted_s"):
             stats.pop(key, None)
+        if whole_predicted_s is not None:
+            stats["hub_whole_predicted_s"] = whole_predicted_s
         stats.update(hub_parts=len(tasks), hub_parts_finished=len(parts), hub_whole_seconds=whole_s,
                      part_counts=[r.count for r in parts],
                      part_seconds=[sum(r.phases.values()) for r in parts])

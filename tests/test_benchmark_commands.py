@@ -155,5 +155,9 @@ def test_gmatch_split_rows_add_up_to_the_one_launch(hub200):
                                                                       probe_s=1e-6)))
     assert swept.hub_after_s.tolist()[1:] == [0.0, 600.0] and swept.equal.all()
     assert swept.parts.tolist()[1:] == [frame.parts.iloc[3], 1]     # cut at once; done whole within 600 s
+    kept = pd.DataFrame(gmatch_split.measure(data, query, parts=(), hub_parts=(4,), hub_whole_s=(0.0, 600.0),
+                                             repeats=1, options=dict(seed_pool=8, blocks=2, warps_per_block=2,
+                                                                     probe_s=1e-6)))
+    assert kept.hub_whole_s.tolist()[1:] == [0.0, 600.0] and kept.equal.all()
     with pytest.raises(ValueError, match="hub_parts=0"):           # the one launch must be one launch
         gmatch_split.measure(data, query, engine=create_engine("gmatch", hub_parts=4))

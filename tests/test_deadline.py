@@ -1,5 +1,6 @@
 """common.gpu.watch.LaunchWatch in the simulator: a deadline stops a running launch that polls the
-flag, an unreached deadline lets it finish, a flag that is not one int64 word is refused."""
+flag, an unreached deadline lets it finish, ``extend`` (which may peek at the launch's progress)
+moves the deadline once or lets it stand, a flag that is not one int64 word is refused."""
 
 from __future__ import annotations
 
@@ -41,6 +42,42 @@ def test_unreached_deadline_lets_the_launch_finish():
     done = cuda.to_device(np.zeros(1, np.int64))
     assert not watch.run(spin, 1, 1, (flag, 100, done), time.perf_counter() + 600, flag)
     assert done.copy_to_host()[0] == 100 and flag.copy_to_host()[0] == 0
+
+
+@cuda.jit
+def spin_reporting(flag, steps, progress):
+    """:func:`spin` that publishes how far it got every 8 steps."""
+    i = 0
+    while i < steps:
+        if i % 8 == 0:
+            if cuda.atomic.add(flag, 0, 0) != 0:
+                break
+            cuda.atomic.max(progress, 0, i)
+        i += 1
+    cuda.atomic.max(progress, 0, i)
+
+
+def test_extend_moves_the_deadline_once_and_may_peek():
+    watch = LaunchWatch()
+    steps = 10**6                     # about a second in the simulator
+    for keep in (True, False):
+        flag = cuda.to_device(np.zeros(1, np.int64))
+        progress = cuda.to_device(np.zeros(1, np.int64))
+        seen, asked = cuda.pinned_array(1, np.int64), []
+
+        def extend(elapsed):
+            watch.peek(progress, seen)
+            asked.append((elapsed, int(seen[0])))
+            return time.perf_counter() + 600 if keep else None
+        start = time.perf_counter()
+        stopped = watch.run(spin_reporting, 1, 1, (flag, steps, progress), start + 0.02, flag, extend)
+        assert len(asked) == 1 and asked[0][0] >= 0
+        reached = progress.copy_to_host()[0]
+        assert 0 <= asked[0][1] <= reached
+        if keep:                      # run on to the end: no flag
+            assert not stopped and reached == steps and flag.copy_to_host()[0] == 0
+        else:                         # stopped at the first deadline
+            assert stopped and reached < steps and flag.copy_to_host()[0] == 1
 
 
 def test_flag_must_be_one_int64_word():

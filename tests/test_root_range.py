@@ -7,6 +7,7 @@ engines run tiny random graphs in the simulator."""
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 
 import common
 from _paths import DATA
+from common.engine.deadline import Deadline
 from common.engine.registry import create_engine
 from common.engine.result import Status
 from common.gpu.timers import PhaseTimer
@@ -30,6 +32,8 @@ from common.graph.roots import (
 )
 from egsm.order import first_vertex
 from egsm.order import plan as egsm_plan
+from gmatch.engine import GMatch
+from gmatch.enumerate import C_SEED, CTRL_SIZE
 from gmatch.filter import PartGraphs, build_candidate_graph, label_sorted_adjacency, part_bits
 from gmatch.order import build_plan
 
@@ -331,7 +335,7 @@ def test_gmatch_hub_parts_count_a_hub_root_in_parts(hub200):
         assert (r.stats.get("hub_parts", 0) > 1) == bool(r.stats.get("batch_tried"))
     for after, cut in ((1e-6, True), (600.0, False)):    # the whole search first: stopped, or finished
         late = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6,
-                             hub_parts=4, hub_after_s=after).prepare(hub200)
+                             hub_parts=4, hub_after_s=after, hub_whole_s=0).prepare(hub200)
         result = late.match(queries[0])
         assert result.status is Status.OK and result.count == cpu.match(queries[0]).count
         assert ("hub_parts" in result.stats) is cut
@@ -344,11 +348,51 @@ def test_gmatch_hub_parts_count_a_hub_root_in_parts(hub200):
     assert result.count == cpu.match(queries[0]).count and "hub_parts" not in result.stats
     with pytest.raises(ValueError, match="hub_after_s"):
         create_engine("gmatch", hub_parts=4, hub_after_s=-1)
+    with pytest.raises(ValueError, match="hub_whole_s"):
+        create_engine("gmatch", hub_parts=4, hub_whole_s=-1)
     off = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-4,
                         hub_parts=0).prepare(hub200)
     assert "hub_parts" not in off.match(queries[0]).stats
     with pytest.raises(ValueError, match="hub_parts"):
         create_engine("gmatch", hub_parts=1)
+
+
+def test_gmatch_whole_search_predicts_its_end_from_the_seeds_taken(hub200):
+    """At the end of a hub query's slice, the seeds taken beyond one fetch per warp are the share
+    done: the launch runs on to the query's deadline when that share predicts its end within
+    ``hub_whole_s``, else it is cut (also when nothing is done yet or the pool is too small)."""
+    engine = create_engine("gmatch", blocks=2, warps_per_block=2, hub_whole_s=1.0).prepare(hub200)
+    keep, row = Deadline(60.0), np.zeros(CTRL_SIZE, np.int64)
+    for taken, elapsed, predicted, kept in ((55, 0.4, 0.8, True), (55, 0.6, 1.2, False),
+                                            (10, 0.1, math.inf, False), (100, 0.3, 0.3, True)):
+        row[C_SEED] = taken
+        engine._d_ctrls[0].copy_to_device(row)
+        shape = {}
+        later = engine._whole_extension(100, 10, keep, shape)(elapsed)
+        assert later == (keep.at if kept else None)
+        assert shape["hub_whole_predicted_s"] == pytest.approx(predicted)
+    assert engine._whole_extension(20, 10, keep, {})(0.1) is None       # the first fetch is the pool
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_gmatch_hub_query_kept_whole_or_cut_counts_alike(hub200, monkeypatch, kept):
+    """A hub query whose whole search is let run on ends as one search (no parts); one that is
+    cut ends as parts; both count the reference."""
+    def extension(self, seeds, in_flight, keep_whole, shape):
+        def extend(elapsed):
+            shape["hub_whole_predicted_s"] = 0.0 if kept else math.inf
+            return keep_whole.earlier(math.inf) if kept else None
+        return extend
+
+    monkeypatch.setattr(GMatch, "_whole_extension", extension)
+    query = random_walk_query(hub200, 5, seed=2)
+    reference = create_engine("cpu").prepare(hub200).match(query).count
+    engine = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6,
+                           hub_parts=4, hub_after_s=0.3).prepare(hub200)   # ends inside the launch
+    result = engine.match(query)
+    assert result.status is Status.OK and result.count == reference > 0
+    assert ("hub_parts" in result.stats) is not kept
+    assert result.stats["hub_whole_predicted_s"] == (0.0 if kept else math.inf)
 
 
 def test_gmatch_part_graphs_are_the_device_filters_parts(hub200):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -29,7 +30,9 @@ class LaunchWatch:
     event queries. The host time spent
     enqueueing the launch (Numba compiles a kernel on its first launch with new argument types)
     moves the deadline back: a cold kernel's compilation is not charged to the search. Launches
-    without a deadline should not go through the watch (no stream, no polling).
+    without a deadline should not go through the watch (no stream, no polling). A caller that may
+    let a launch run on passes ``extend``, asked once when the deadline passes; it may read the
+    launch's progress with :meth:`peek`.
     """
 
     def __init__(self):
@@ -43,16 +46,31 @@ class LaunchWatch:
     def _raise(self, flag) -> None:
         flag.copy_to_device(self._one, stream=self._side)
 
-    def _run_simulated(self, launch_all, deadline, flag) -> bool:
+    def peek(self, array, out) -> None:
+        """Copy device ``array`` into pinned host ``out`` while a watched launch runs (the side
+        stream's copy engine: a kernel's atomics are read as they stand in L2)."""
+        if self._sim:
+            out[...] = array.copy_to_host()
+            return
+        array.copy_to_host(out, stream=self._side)
+        self._side.synchronize()
+
+    def _run_simulated(self, launch_all, deadline, flag, extend) -> bool:
         """The simulator's launch returns when the kernel has ended, so a thread raises the flag.
         The simulator's atomics are read-modify-writes under a lock that a plain write does not
         take: a write landing inside a kernel's atomic read of the flag is overwritten with the
         old value, so the thread writes the flag again every millisecond until the launch ends."""
         ended, raised = threading.Event(), threading.Event()
+        launched = time.perf_counter()
 
         def keep_raising():
             if ended.wait(max(0.0, deadline - time.perf_counter())):
                 return
+            later = None if extend is None else extend(time.perf_counter() - launched)
+            if later is not None:
+                wait = later - time.perf_counter()
+                if ended.wait(None if math.isinf(wait) else max(0.0, wait)):
+                    return
             raised.set()
             while True:
                 self._raise(flag)
@@ -68,14 +86,15 @@ class LaunchWatch:
             raiser.join()
         return raised.is_set()
 
-    def run(self, kernel, griddim, blockdim, args, deadline: float, flag) -> bool:
+    def run(self, kernel, griddim, blockdim, args, deadline: float, flag, extend=None) -> bool:
         """Launch ``kernel[griddim, blockdim]`` with ``args``, raise ``flag`` once
         ``time.perf_counter()`` passes ``deadline``, return after the launch ends; True when the
         flag was raised (the launch's results are then partial), whether or not the kernel had
-        already finished its work."""
-        return self.run_all([(kernel, griddim, blockdim, args)], deadline, flag)
+        already finished its work. ``extend(seconds since the launch)``, called once when
+        ``deadline`` passes, may return a later deadline to raise the flag at instead (None: now)."""
+        return self.run_all([(kernel, griddim, blockdim, args)], deadline, flag, extend)
 
-    def run_all(self, launches, deadline: float, flag) -> bool:
+    def run_all(self, launches, deadline: float, flag, extend=None) -> bool:
         """:meth:`run` for launches ``(kernel, griddim, blockdim, args)`` queued back to back on
         the watch's stream (no host round trip between them); every kernel must leave at once
         when it starts with the flag raised."""
@@ -87,11 +106,12 @@ class LaunchWatch:
                 kernel[griddim, blockdim, self.stream](*args)
 
         if self._sim:
-            return self._run_simulated(launch_all, deadline, flag)
+            return self._run_simulated(launch_all, deadline, flag, extend)
         enqueue = time.perf_counter()
         launch_all()
+        launched = time.perf_counter()
         # a kernel's first launch with new argument types compiles it: that is not search time
-        deadline += time.perf_counter() - enqueue
+        deadline += launched - enqueue
         record(self._done, self.stream)
         raised = False
         spin_until = time.perf_counter() + SPIN_S
@@ -99,6 +119,11 @@ class LaunchWatch:
         while not query(self._done):
             now = time.perf_counter()
             if not raised and now > deadline:
+                later = None if extend is None else extend(now - launched)
+                extend = None
+                if later is not None and later > now:
+                    deadline = later
+                    continue
                 self._raise(flag)
                 raised = True
             if now > spin_until:             # a short launch is caught while spinning

@@ -12,19 +12,22 @@ configuration answered once untimed first:
   ``branch_part``: the summed seconds (what one GPU spends) and the longest
   part (what a cluster cannot beat);
 * **hub_parts=k** (``--hub-parts``): one ``match`` call of an engine made with ``hub_parts=k``
-  and each ``hub_after_s`` of ``--hub-after-s`` (default: the engine's, what a user's call
-  does), best of ``--repeats``.
+  and each ``hub_after_s`` of ``--hub-after-s`` and ``hub_whole_s`` of ``--hub-whole-s``
+  (default: the engine's, what a user's call does), best of ``--repeats``, with the whole
+  search's predicted seconds (``whole_predicted_s``) and whether it was cut.
 
 Every count is checked against the one launch's. Printed last: one table; ``--out`` writes it as
 CSV.
 
     python -m experiments.bench.gmatch_split --queries q12_000,q12_006,q12_015,P5 --parts 4,16 --hub-parts 4,8,16
     python -m experiments.bench.gmatch_split --queries q12_000 --parts 4 --hub-parts 4 --hub-after-s 0,0.02,0.05
+    python -m experiments.bench.gmatch_split --queries q12_003,q12_006 --parts 4 --hub-parts 4 --hub-whole-s 0,1
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 from pathlib import Path
 
 import pandas as pd
@@ -43,10 +46,19 @@ def _timed(engine, query, timeout_s):
     return clocked(lambda: engine.match(query, timeout_s=timeout_s))
 
 
-def measure(data, query, *, parts=(4, 16), hub_parts=(4,), hub_after_s=(None,), branch=True, repeats=2,
-            timeout_s=20.0, options=None, engine=None) -> list[dict]:
-    """The rows of one query (module docstring); ``hub_after_s``: None for the engine's default;
-    ``engine``: a prepared gMatch with ``hub_parts=0`` to reuse."""
+def _label(row) -> str:
+    """A row's run as the progress line names it: 'split 8', 'hub_parts 4 (whole 1 s: 0.8 s)'."""
+    if row["run"] != "hub_parts":
+        return f"{row['run']} {row['k']}"
+    predicted = row["whole_predicted_s"]
+    return (f"hub_parts {row['k']} (whole {row['hub_whole_s']:g} s: predicted "
+            f"{'-' if predicted is None else f'{predicted:.2f}'} s, {row['parts']} parts)")
+
+
+def measure(data, query, *, parts=(4, 16), hub_parts=(4,), hub_after_s=(None,), hub_whole_s=(None,),
+            branch=True, repeats=2, timeout_s=20.0, options=None, engine=None) -> list[dict]:
+    """The rows of one query (module docstring); ``hub_after_s``, ``hub_whole_s``: None for the
+    engine's default; ``engine``: a prepared gMatch with ``hub_parts=0`` to reuse."""
     options = dict(options or {})
     engine = engine or create_engine("gmatch", **{**options, "hub_parts": 0}).prepare(data)
     if engine.hub_parts:
@@ -56,8 +68,8 @@ def measure(data, query, *, parts=(4, 16), hub_parts=(4,), hub_after_s=(None,), 
     runs = [_timed(engine, query, timeout_s) for _ in range(repeats)]
     whole_s, whole = min(runs, key=lambda run: run[0])
     rows = [dict(query=query.name, run="one launch", k=1, parts=1, branch_parts=0, hub_after_s=None,
-                 seconds=whole_s, largest_part_s=whole_s, count=whole.count, status=whole.status.value,
-                 equal=True)]
+                 hub_whole_s=None, whole_predicted_s=None, seconds=whole_s, largest_part_s=whole_s,
+                 count=whole.count, status=whole.status.value, equal=True)]
     root = engine.root_vertex(query)
     below = engine.branch_vertices(query)[0] if branch else None
     for k in parts:
@@ -75,18 +87,21 @@ def measure(data, query, *, parts=(4, 16), hub_parts=(4,), hub_after_s=(None,), 
             engine.root_range = engine.branch_part = None
         status = Status.OK.value if statuses == {Status.OK.value} else ",".join(sorted(statuses))
         rows.append(dict(query=query.name, run="split", k=k, parts=len(tasks),
-                         branch_parts=sum(1 for _, b in tasks if b), hub_after_s=None, seconds=sum(seconds),
+                         branch_parts=sum(1 for _, b in tasks if b), hub_after_s=None, hub_whole_s=None,
+                         whole_predicted_s=None, seconds=sum(seconds),
                          largest_part_s=max(seconds), count=count, status=status,
                          equal=count == whole.count))
-    for k in hub_parts:
-        for after in hub_after_s:
-            chosen = {} if after is None else {"hub_after_s": after}
-            hub = create_engine("gmatch", **{**options, "hub_parts": k, **chosen}).prepare(data)
-            hub.match(query, timeout_s=timeout_s)
-            took, result = min((_timed(hub, query, timeout_s) for _ in range(repeats)), key=lambda run: run[0])
-            rows.append(dict(query=query.name, run="hub_parts", k=k, parts=result.stats.get("hub_parts", 1),
-                             branch_parts=None, hub_after_s=hub.hub_after_s, seconds=took, largest_part_s=None,
-                             count=result.count, status=result.status.value, equal=result.count == whole.count))
+    for k, after, keep in itertools.product(hub_parts, hub_after_s, hub_whole_s):
+        chosen = {name: value for name, value in (("hub_after_s", after), ("hub_whole_s", keep))
+                  if value is not None}
+        hub = create_engine("gmatch", **{**options, "hub_parts": k, **chosen}).prepare(data)
+        hub.match(query, timeout_s=timeout_s)
+        took, result = min((_timed(hub, query, timeout_s) for _ in range(repeats)), key=lambda run: run[0])
+        rows.append(dict(query=query.name, run="hub_parts", k=k, parts=result.stats.get("hub_parts", 1),
+                         branch_parts=None, hub_after_s=hub.hub_after_s, hub_whole_s=hub.hub_whole_s,
+                         whole_predicted_s=result.stats.get("hub_whole_predicted_s"), seconds=took,
+                         largest_part_s=None, count=result.count, status=result.status.value,
+                         equal=result.count == whole.count))
     for row in rows:
         row["ratio"] = row["seconds"] / whole_s if whole_s > 0 else float("nan")
     return rows
@@ -100,6 +115,8 @@ def main(argv=None) -> int:
     parser.add_argument("--hub-parts", default="4,8,16", help="hub_parts of one match call ('' for none)")
     parser.add_argument("--hub-after-s", default="",
                         help="hub_after_s of the hub_parts calls (comma list; '' for the engine's default)")
+    parser.add_argument("--hub-whole-s", default="",
+                        help="hub_whole_s of the hub_parts calls (comma list; '' for the engine's default)")
     parser.add_argument("--no-branch", action="store_true", help="root ranges only (no branch parts)")
     parser.add_argument("--repeats", type=int, default=2, help="timed runs of one call (best taken)")
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds per match call")
@@ -109,17 +126,19 @@ def main(argv=None) -> int:
     def ints(text):
         return [int(x) for x in text.split(",") if x]
 
+    def floats(text):                                # '' is the engine's default
+        return [float(x) for x in text.split(",") if x] or [None]
+
     rows, engines = [], {}
     for data, query, _, warm in heavy_queries([q for q in args.queries.split(",") if q]):
         if id(data) not in engines:                   # compile on another query of the graph first
             engines[id(data)] = create_engine("gmatch", hub_parts=0).prepare(data)
             engines[id(data)].match(warm, timeout_s=args.timeout)
-        afters = [float(x) for x in args.hub_after_s.split(",") if x] or [None]
-        found = measure(data, query, parts=ints(args.parts), hub_parts=ints(args.hub_parts), hub_after_s=afters,
+        found = measure(data, query, parts=ints(args.parts), hub_parts=ints(args.hub_parts),
+                        hub_after_s=floats(args.hub_after_s), hub_whole_s=floats(args.hub_whole_s),
                         branch=not args.no_branch, repeats=args.repeats, timeout_s=args.timeout,
                         engine=engines[id(data)])
-        print(f"  {query.name}: " + ", ".join(f"{r['run']} {r['k']} {r['seconds']:.3f} s" for r in found),
-              flush=True)
+        print(f"  {query.name}: " + ", ".join(f"{_label(r)} {r['seconds']:.3f} s" for r in found), flush=True)
         rows += found
     frame = pd.DataFrame(rows)
     frame["backend"] = backend_label()
