@@ -102,7 +102,7 @@ POOL_MAX = 1 << 28                 # a BFS level needing more falls back to the 
 PROBE_SEEDS = 1 << 14              # seed-pool target of the probe's BFS stage
 DIRECT_S = 1e-3                    # the probe's first stage: a DFS from the root's label range
 HUB_AFTER_S = 0.05                 # seconds of whole search before a hub-rooted query is cut (hub_parts)
-HUB_WHOLE_S = 1.0                  # ... unless its whole launch is predicted to end within this many seconds
+HUB_WHOLE_S = 0.8                  # ... unless its whole launch is predicted to end within this many seconds
 BLOCK_QUERY_SLOTS = 1 << 16        # blocks a launch may have (block -> query map entries)
 BATCH_QUERIES = 256                # queries per batched launch (at most the resident blocks)
 

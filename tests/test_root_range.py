@@ -19,6 +19,7 @@ from common.engine.deadline import Deadline
 from common.engine.registry import create_engine
 from common.engine.result import Status
 from common.gpu.timers import PhaseTimer
+from common.gpu.watch import LaunchWatch
 from common.graph.bitmasks import neighbour_masks
 from common.graph.generate import random_walk_query, rmat
 from common.graph.roots import (
@@ -376,19 +377,25 @@ def test_gmatch_whole_search_predicts_its_end_from_the_seeds_taken(hub200):
 
 @pytest.mark.parametrize("kept", [True, False])
 def test_gmatch_hub_query_kept_whole_or_cut_counts_alike(hub200, monkeypatch, kept):
-    """A hub query whose whole search is let run on ends as one search (no parts); one that is
-    cut ends as parts; both count the reference."""
+    """A hub query whose whole search is let run on past its slice ends as one search (no
+    parts); one that is cut ends as parts; both count the reference. The slice is made to end
+    as the whole launch starts, so the extension is asked on any device."""
     def extension(self, seeds, in_flight, keep_whole, shape):
         def extend(elapsed):
             shape["hub_whole_predicted_s"] = 0.0 if kept else math.inf
             return keep_whole.earlier(math.inf) if kept else None
         return extend
 
+    def run_past_the_slice(self, kernel, griddim, blockdim, args, deadline, flag, extend=None):
+        return watched(self, kernel, griddim, blockdim, args, deadline if extend is None else 0.0, flag, extend)
+
+    watched = LaunchWatch.run
     monkeypatch.setattr(GMatch, "_whole_extension", extension)
+    monkeypatch.setattr(LaunchWatch, "run", run_past_the_slice)
     query = random_walk_query(hub200, 5, seed=2)
     reference = create_engine("cpu").prepare(hub200).match(query).count
     engine = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6,
-                           hub_parts=4, hub_after_s=0.3).prepare(hub200)   # ends inside the launch
+                           hub_parts=4, hub_after_s=600).prepare(hub200)
     result = engine.match(query)
     assert result.status is Status.OK and result.count == reference > 0
     assert ("hub_parts" in result.stats) is not kept
