@@ -198,23 +198,16 @@ def search_functions(cg: bool):
         return adjacent_to_key(G, adjacency_key(G, sq, d, j, xj), x)
 
     @cuda.jit(device=True)
-    def tested_positions(sq, d, skip):
-        """(adj, same): the earlier positions a candidate of position d is tested against when
-        its task group came from position ``skip``'s row: adjacency to every backward neighbour
-        but ``skip``, injectivity against the non-adjacent ones with d's label (an image x is
-        adjacent to differs from x: no self-loops)."""
+    def validate(mi, par, w, s, pool, width, G, sq, d, x, parent, skip):
+        """Is candidate x valid at position d (parent slot ``parent`` of level d-1)? Checks
+        adjacency to every backward neighbour but ``skip`` (whose row supplied x) and
+        injectivity against the earlier positions with d's label; the walk up the parent
+        pointers stops at the lowest position it needs."""
         back = sq[S_BACK, u32(d)]
-        adj = back
+        same = int32(sq[S_SAME, u32(d)] & ~back)   # an image x is adjacent to differs from x (no self-loops)
+        adj = back                       # the rows x must be in: every backward neighbour's but skip's
         if skip >= 0:
             adj = int32(back & ~(int32(1) << skip))
-        return adj, int32(sq[S_SAME, u32(d)] & ~back)
-
-    @cuda.jit(device=True)
-    def validate(mi, par, w, s, pool, width, G, sq, d, x, parent, skip):
-        """Is candidate x valid at position d (parent slot ``parent`` of level d-1)? Tests its
-        :func:`tested_positions`; the walk up the parent pointers stops at the lowest position
-        it needs."""
-        adj, same = tested_positions(sq, d, skip)
         need = int32(adj | same)
         if need == 0:
             return True                  # x came from the only row it had to be in
@@ -292,9 +285,12 @@ def search_functions(cg: bool):
         for the partial match ending at slot ``slot`` of level e-1 whose task group came from
         position ``skip``'s row: the :func:`adjacency_key` of every other backward neighbour's
         image (descending positions), then the data vertex of every earlier non-adjacent position
-        with e's label (:func:`tested_positions`). One walk up the parent pointers per partial
-        match instead of one per task."""
-        adj, same = tested_positions(sq, e, skip)
+        with e's label. One walk up the parent pointers per partial match instead of one per task."""
+        back = sq[S_BACK, u32(e)]
+        adj = back
+        if skip >= 0:
+            adj = int32(back & ~(int32(1) << skip))
+        same = int32(sq[S_SAME, u32(e)] & ~back)
         need = int32(adj | same)
         if need == 0:
             return
@@ -318,13 +314,17 @@ def search_functions(cg: bool):
     @cuda.jit(device=True)
     def validate_leaf(G, sq, w, d, x, parent, skip, checks):
         """:func:`validate` from the parent's :func:`leaf_checks` row: no walk up the stack."""
-        adj, same = tested_positions(sq, d, skip)
+        back = sq[S_BACK, u32(d)]
+        adj = back
+        if skip >= 0:
+            adj = int32(back & ~(int32(1) << skip))
         tests = int32(cuda.popc(adj))
         k = int32(0)
         while k < tests:
             if not adjacent_to_key(G, checks[u32(w), u32(parent), u32(k)], x):
                 return False
             k = int32(k + 1)
+        same = int32(sq[S_SAME, u32(d)] & ~back)
         if same != 0:
             rx = real_id(G, sq, d, x)
             tests = int32(tests + cuda.popc(same))
