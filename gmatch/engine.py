@@ -200,8 +200,8 @@ class GMatch(Engine):
         candidate graph refined to its root range and branch part.
     hub_after_s : float
         With ``hub_parts``: the whole query is searched first for this many seconds while host
-        threads build the parts' candidate graphs, and only a query still running then is
-        counted again as parts (0: parts straight after the probe).
+        threads build the parts' candidate graphs, and only a query still running then (and not
+        kept whole, ``hub_whole_s``) is counted again as parts (0: parts straight after the probe).
     hub_whole_s : float
         With ``hub_parts``: a whole search still running after ``hub_after_s`` runs on to its
         end when, from the share of its seeds taken so far, it is predicted to end within this
@@ -527,9 +527,9 @@ class GMatch(Engine):
         seeds taken beyond the first fetch of every warp (``in_flight``) are taken as done, and
         the launch runs on to ``keep_whole`` when that share predicts its end within
         ``hub_whole_s`` of the launch; ``shape`` gets the prediction (``hub_whole_predicted_s``).
-        Past the paper (gMatch runs one launch): the seed pool holds 10^5-10^7 partial matches
-        of near-equal work, so the share taken tracks the share of the count found; a pool not
-        much larger than one fetch per warp predicts nothing (cut)."""
+        Past the paper (gMatch runs one launch): on the hub queries measured, the share of the
+        BFS seed pool taken followed the share of the count found (docs/decisions.md, "gMatch:
+        hub parts"); a pool not much larger than one fetch per warp predicts nothing (cut)."""
         def extend(elapsed: float) -> float | None:
             if seeds <= 2 * in_flight:
                 return None
@@ -764,7 +764,7 @@ class GMatch(Engine):
             for name, seconds in part.phases.items():
                 phases[name] = phases.get(name, 0.0) + seconds
         stats = dict(max(parts, key=lambda r: sum(r.phases.values())).stats) if parts else {}
-        for key in ("root_range", "branch_part", "hub_whole_predicted_s"):
+        for key in ("root_range", "branch_part"):
             stats.pop(key, None)
         if whole_predicted_s is not None:
             stats["hub_whole_predicted_s"] = whole_predicted_s
