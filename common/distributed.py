@@ -133,8 +133,7 @@ def _run_query(graph, token: str, engine: str, options: dict, query: Graph, kwar
         if left <= 0:
             result = MatchResult(engine, 0, Status.TIMEOUT, query=query.name,
                                  reason="the deadline passed before this part started")
-            result.stats.update(root_range=None, branch_part=None)
-            result.stats.update(part_stats(root_range, branch_part))
+            result.stats.update({"root_range": None, "branch_part": None, **part_stats(root_range, branch_part)})
             return _stamp(result, warm)
         kwargs["timeout_s"] = left
     with lock:                            # one query at a time on one prepared engine

@@ -730,8 +730,8 @@ class GMatch(Engine):
         """The parts of a query whose root has a hub candidate (``hub_parts``), else None."""
         if self.hub_parts < 2 or self.root_range is not None or self.branch_part is not None:
             return None
-        tasks, _ = plan_split(self.data, query, self.root_vertex(query), self.branch_vertices(query)[0],
-                              self.hub_parts)
+        order = build_plan(query, self.symmetry_breaking).order     # root_vertex's and branch_vertices' plan
+        tasks, _ = plan_split(self.data, query, int(order[0]), order_branch_vertices(order)[0], self.hub_parts)
         return tasks if any(part is not None for _, part in tasks) else None
 
     def _match_parts(self, query: Graph, tasks, graphs: PartGraphs, deadline: Deadline, timer,

@@ -176,10 +176,11 @@ def check_branch_part(value) -> tuple[tuple[int, int], ...] | None:
 def part_stats(root_range, branch_part) -> dict:
     """A part's restrictions as its result's statistics hold them (lists; only those set)."""
     stats = {}
-    if check_root_range(root_range) is not None:
-        stats["root_range"] = list(check_root_range(root_range))
-    if check_branch_part(branch_part) is not None:
-        stats["branch_part"] = [list(level) for level in check_branch_part(branch_part)]
+    root_range, levels = check_root_range(root_range), check_branch_part(branch_part)
+    if root_range is not None:
+        stats["root_range"] = list(root_range)
+    if levels is not None:
+        stats["branch_part"] = [list(level) for level in levels]
     return stats
 
 
