@@ -103,6 +103,9 @@ PROBE_SEEDS = 1 << 14              # seed-pool target of the probe's BFS stage
 DIRECT_S = 1e-3                    # the probe's first stage: a DFS from the root's label range
 HUB_AFTER_S = 0.05                 # seconds of whole search before a hub-rooted query is cut (hub_parts)
 HUB_WHOLE_S = 0.8                  # ... unless its whole launch is predicted to end within this many seconds
+HUB_LOOK_AGAIN = 2.0               # a prediction up to this many times hub_whole_s is made again one slice later,
+HUB_SECOND_BOUND = 1.5             # ... and then kept whole within this many times hub_whole_s
+WHOLE_PREDICTION = ("hub_whole_predicted_s", "hub_whole_looks")   # statistics of a whole search's prediction
 BLOCK_QUERY_SLOTS = 1 << 16        # blocks a launch may have (block -> query map entries)
 BATCH_QUERIES = 256                # queries per batched launch (at most the resident blocks)
 
@@ -205,7 +208,9 @@ class GMatch(Engine):
     hub_whole_s : float
         With ``hub_parts``: a whole search still running after ``hub_after_s`` runs on to its
         end when, from the share of its seeds taken so far, it is predicted to end within this
-        many seconds of its launch (:meth:`GMatch._whole_extension`); 0: always cut.
+        many seconds of its launch, or, predicted within twice that, when a second prediction
+        one ``hub_after_s`` later is within 1.5 times it (:meth:`GMatch._whole_extension`); 0:
+        always cut.
     batch_queries : int
         Queries per launch of ``match_batch``.
     device_memory_limit : int or None
@@ -227,7 +232,7 @@ class GMatch(Engine):
                  split_groups: bool = True, leaf_checks: bool = True, idle_stats: bool = False,
                  max_registers: int | None = 64, probe_s: float = 0.005,
                  root_range: tuple[int, int] | None = None, branch_part: tuple | None = None,
-                 hub_parts: int = 4, hub_after_s: float = HUB_AFTER_S, hub_whole_s: float = HUB_WHOLE_S,
+                 hub_parts: int = 8, hub_after_s: float = HUB_AFTER_S, hub_whole_s: float = HUB_WHOLE_S,
                  batch_queries: int = BATCH_QUERIES,
                  device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
@@ -526,18 +531,31 @@ class GMatch(Engine):
         """The watch's ``extend`` for a hub query's whole search at the end of its slice: the
         seeds taken beyond the first fetch of every warp (``in_flight``) are taken as done, and
         the launch runs on to ``keep_whole`` when that share predicts its end within
-        ``hub_whole_s`` of the launch; ``shape`` gets the prediction (``hub_whole_predicted_s``).
-        Past the paper (gMatch runs one launch): on the hub queries measured, the share of the
-        BFS seed pool taken followed the share of the count found (docs/decisions.md, "gMatch:
-        hub parts"); a pool not much larger than one fetch per warp predicts nothing (cut)."""
+        ``hub_whole_s`` of the launch. A prediction up to ``HUB_LOOK_AGAIN`` times the bound is
+        made again one slice (``hub_after_s``) later, and the launch kept when the second is
+        within ``HUB_SECOND_BOUND`` times it. ``shape`` gets the last prediction
+        (``hub_whole_predicted_s``) and how many were made (``hub_whole_looks``). Past the paper
+        (gMatch runs one launch): on the hub queries measured, the share of the BFS seed pool
+        taken followed the share of the count found, more closely the later it is read
+        (docs/decisions.md, "gMatch: hub parts"); a pool not much larger than one fetch per warp
+        predicts nothing (cut)."""
+        looks, kept = 0, False
+
         def extend(elapsed: float) -> float | None:
-            if seeds <= 2 * in_flight:
+            nonlocal looks, kept
+            if kept or looks == 2 or seeds <= 2 * in_flight:    # keep_whole has passed, or no prediction
                 return None
             self._watch.peek(self._d_ctrls[0], self._h_peek)
             done = max(0, int(self._h_peek[C_SEED]) - in_flight) / (seeds - in_flight)
             predicted = elapsed / done if done > 0 else math.inf
-            shape["hub_whole_predicted_s"] = predicted
-            return keep_whole.earlier(math.inf) if predicted <= self.hub_whole_s else None
+            looks += 1
+            shape.update(hub_whole_predicted_s=predicted, hub_whole_looks=looks)
+            if predicted <= self.hub_whole_s * (1.0 if looks == 1 else HUB_SECOND_BOUND):
+                kept = True
+                return keep_whole.earlier(math.inf)
+            if looks == 1 and predicted <= HUB_LOOK_AGAIN * self.hub_whole_s:
+                return keep_whole.earlier(time.perf_counter() + self.hub_after_s)
+            return None
         return extend
 
     def _search(self, n, qp, graph, indexed, limit_unique, emb_cap, deadline: Deadline, timer,
@@ -713,7 +731,7 @@ class GMatch(Engine):
             if timed_out and not deadline.passed():
                 return self._match_parts(query, tasks, parts, deadline, timer, homomorphic,
                                          time.perf_counter() - whole_start,
-                                         stats.get("hub_whole_predicted_s"))
+                                         {key: stats[key] for key in WHOLE_PREDICTION if key in stats})
             parts.stop()
         stats.update(index_stats)
         status = Status.TIMEOUT if timed_out else Status.OK
@@ -735,13 +753,13 @@ class GMatch(Engine):
         return tasks if any(part is not None for _, part in tasks) else None
 
     def _match_parts(self, query: Graph, tasks, graphs: PartGraphs, deadline: Deadline, timer,
-                     homomorphic, whole_s: float = 0.0, whole_predicted_s: float | None = None) -> MatchResult:
+                     homomorphic, whole_s: float = 0.0, whole_prediction: dict | None = None) -> MatchResult:
         """Count ``query`` as the given (root range, branch part) parts, one after another, each
         with its own candidate graph (from ``graphs``); the phases are this call's (its probe and
-        the abandoned whole search of ``whole_s`` seconds, predicted to need
-        ``whole_predicted_s``) plus the parts' (a part's ``index`` is its wait for its graph and
-        the upload), the statistics those of its longest part; a part that stops (timeout, out of
-        memory) stops the rest, and its status is the result's."""
+        the abandoned whole search of ``whole_s`` seconds) plus the parts' (a part's ``index`` is
+        its wait for its graph and the upload), the statistics those of its longest part and the
+        whole search's prediction (``whole_prediction``, :data:`WHOLE_PREDICTION`); a part that
+        stops (timeout, out of memory) stops the rest, and its status is the result's."""
         count, status, reason, parts = 0, Status.OK, "", []
         try:
             for i, (root_range, branch_part) in enumerate(tasks):
@@ -766,8 +784,7 @@ class GMatch(Engine):
         stats = dict(max(parts, key=lambda r: sum(r.phases.values())).stats) if parts else {}
         for key in ("root_range", "branch_part"):
             stats.pop(key, None)
-        if whole_predicted_s is not None:
-            stats["hub_whole_predicted_s"] = whole_predicted_s
+        stats.update(whole_prediction or {})
         stats.update(hub_parts=len(tasks), hub_parts_finished=len(parts), hub_whole_seconds=whole_s,
                      part_counts=[r.count for r in parts],
                      part_seconds=[sum(r.phases.values()) for r in parts])

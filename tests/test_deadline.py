@@ -1,6 +1,6 @@
 """common.gpu.watch.LaunchWatch in the simulator: a deadline stops a running launch that polls the
 flag, an unreached deadline lets it finish, ``extend`` (which may peek at the launch's progress)
-moves the deadline once or lets it stand, a flag that is not one int64 word is refused."""
+moves the deadline, again and again, or lets it stand, a flag that is not one int64 word is refused."""
 
 from __future__ import annotations
 
@@ -57,10 +57,12 @@ def spin_reporting(flag, steps, progress):
     cuda.atomic.max(progress, 0, i)
 
 
-def test_extend_moves_the_deadline_once_and_may_peek():
+def test_extend_moves_the_deadline_and_may_peek():
+    """``extend`` is asked when the deadline passes and again whenever the deadline it answered
+    passes: run on to the end, stop at the first deadline, or look again once and then stop."""
     watch = LaunchWatch()
     steps = 10**6                     # about a second in the simulator
-    for keep in (True, False):
+    for answers in (["end"], [None], ["again", None]):
         flag = cuda.to_device(np.zeros(1, np.int64))
         progress = cuda.to_device(np.zeros(1, np.int64))
         seen, asked = cuda.pinned_array(1, np.int64), []
@@ -68,15 +70,18 @@ def test_extend_moves_the_deadline_once_and_may_peek():
         def extend(elapsed):
             watch.peek(progress, seen)
             asked.append((elapsed, int(seen[0])))
-            return time.perf_counter() + 600 if keep else None
+            answer = answers[len(asked) - 1]
+            return {"end": time.perf_counter() + 600, "again": time.perf_counter() + 0.02}.get(answer)
         start = time.perf_counter()
         stopped = watch.run(spin_reporting, 1, 1, (flag, steps, progress), start + 0.02, flag, extend)
-        assert len(asked) == 1 and asked[0][0] >= 0
+        assert len(asked) == len(answers) and asked[0][0] >= 0
+        if len(asked) == 2:
+            assert asked[1][0] >= asked[0][0] + 0.02 and asked[1][1] >= asked[0][1]
         reached = progress.copy_to_host()[0]
-        assert 0 <= asked[0][1] <= reached
-        if keep:                      # run on to the end: no flag
+        assert 0 <= asked[-1][1] <= reached
+        if answers == ["end"]:        # run on to the end: no flag
             assert not stopped and reached == steps and flag.copy_to_host()[0] == 0
-        else:                         # stopped at the first deadline
+        else:                         # stopped at the last deadline
             assert stopped and reached < steps and flag.copy_to_host()[0] == 1
 
 

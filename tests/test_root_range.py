@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 
 import numpy as np
 import pytest
@@ -361,17 +362,36 @@ def test_gmatch_hub_parts_count_a_hub_root_in_parts(hub200):
 def test_gmatch_whole_search_predicts_its_end_from_the_seeds_taken(hub200):
     """At the end of a hub query's slice, the seeds taken beyond one fetch per warp are the share
     done: the launch runs on to the query's deadline when that share predicts its end within
-    ``hub_whole_s``, else it is cut (also when nothing is done yet or the pool is too small)."""
-    engine = create_engine("gmatch", blocks=2, warps_per_block=2, hub_whole_s=1.0).prepare(hub200)
+    ``hub_whole_s``; a prediction within twice that is made again one slice later and kept
+    within 1.5 times it; anything else is cut (also when nothing is done yet or the pool is
+    too small). A launch kept to the deadline is stopped there."""
+    engine = create_engine("gmatch", blocks=2, warps_per_block=2, hub_whole_s=1.0,
+                           hub_after_s=0.05).prepare(hub200)
     keep, row = Deadline(60.0), np.zeros(CTRL_SIZE, np.int64)
-    for taken, elapsed, predicted, kept in ((55, 0.4, 0.8, True), (55, 0.6, 1.2, False),
-                                            (10, 0.1, math.inf, False), (100, 0.3, 0.3, True)):
+
+    def ask(extend, taken, elapsed):
         row[C_SEED] = taken
         engine._d_ctrls[0].copy_to_device(row)
+        return extend(elapsed)
+
+    shape = {}
+    extend = engine._whole_extension(100, 10, keep, shape)
+    assert ask(extend, 55, 0.4) == keep.at                            # 0.4 s for half: 0.8 s
+    assert shape == {"hub_whole_predicted_s": pytest.approx(0.8), "hub_whole_looks": 1}
+    assert ask(extend, 100, 60.0) is None                             # the deadline passed
+    for taken, elapsed, predicted in ((55, 1.1, 2.2), (10, 0.1, math.inf)):
         shape = {}
-        later = engine._whole_extension(100, 10, keep, shape)(elapsed)
-        assert later == (keep.at if kept else None)
+        assert ask(engine._whole_extension(100, 10, keep, shape), taken, elapsed) is None
         assert shape["hub_whole_predicted_s"] == pytest.approx(predicted)
+    for taken, elapsed, predicted, kept in ((82, 1.0, 1.25, True), (46, 0.7, 1.75, False)):
+        shape = {}
+        extend = engine._whole_extension(100, 10, keep, shape)
+        before = time.perf_counter()
+        later = ask(extend, 55, 0.6)                                  # 1.2 s: look again
+        assert before + 0.05 <= later <= time.perf_counter() + 0.05
+        assert ask(extend, taken, elapsed) == (keep.at if kept else None)
+        assert shape == {"hub_whole_predicted_s": pytest.approx(predicted), "hub_whole_looks": 2}
+        assert ask(extend, 100, 60.0) is None
     assert engine._whole_extension(20, 10, keep, {})(0.1) is None       # the first fetch is the pool
 
 

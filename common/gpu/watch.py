@@ -31,8 +31,8 @@ class LaunchWatch:
     enqueueing the launch (Numba compiles a kernel on its first launch with new argument types)
     moves the deadline back: a cold kernel's compilation is not charged to the search. Launches
     without a deadline should not go through the watch (no stream, no polling). A caller that may
-    let a launch run on passes ``extend``, asked once when the deadline passes; it may read the
-    launch's progress with :meth:`peek`.
+    let a launch run on passes ``extend``, asked each time the deadline passes and answering a
+    later one or None (stop now); it may read the launch's progress with :meth:`peek`.
     """
 
     def __init__(self):
@@ -64,13 +64,15 @@ class LaunchWatch:
         launched = time.perf_counter()
 
         def keep_raising():
-            if ended.wait(max(0.0, deadline - time.perf_counter())):
-                return
-            later = None if extend is None else extend(time.perf_counter() - launched)
-            if later is not None:
-                wait = later - time.perf_counter()
+            at = deadline
+            while True:
+                wait = at - time.perf_counter()
                 if ended.wait(None if math.isinf(wait) else max(0.0, wait)):
                     return
+                now = time.perf_counter()
+                at = None if extend is None else extend(now - launched)
+                if at is None or at <= now:
+                    break
             raised.set()
             while True:
                 self._raise(flag)
@@ -90,8 +92,9 @@ class LaunchWatch:
         """Launch ``kernel[griddim, blockdim]`` with ``args``, raise ``flag`` once
         ``time.perf_counter()`` passes ``deadline``, return after the launch ends; True when the
         flag was raised (the launch's results are then partial), whether or not the kernel had
-        already finished its work. ``extend(seconds since the launch)``, called once when
-        ``deadline`` passes, may return a later deadline to raise the flag at instead (None: now)."""
+        already finished its work. ``extend(seconds since the launch)``, called each time the
+        deadline passes, may return a later deadline (asked again when it passes) to raise the
+        flag at instead (None, or a time already past: now)."""
         return self.run_all([(kernel, griddim, blockdim, args)], deadline, flag, extend)
 
     def run_all(self, launches, deadline: float, flag, extend=None) -> bool:
@@ -120,7 +123,6 @@ class LaunchWatch:
             now = time.perf_counter()
             if not raised and now > deadline:
                 later = None if extend is None else extend(now - launched)
-                extend = None
                 if later is not None and later > now:
                     deadline = later
                     continue

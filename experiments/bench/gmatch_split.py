@@ -14,7 +14,8 @@ configuration answered once untimed first:
 * **hub_parts=k** (``--hub-parts``): one ``match`` call of an engine made with ``hub_parts=k``
   and each ``hub_after_s`` of ``--hub-after-s`` and ``hub_whole_s`` of ``--hub-whole-s``
   (default: the engine's, what a user's call does), best of ``--repeats``, with the whole
-  search's predicted seconds (``whole_predicted_s``) and whether it was cut.
+  search's last predicted seconds (``whole_predicted_s``), how many predictions were made
+  (``whole_looks``) and whether it was cut.
 
 Every count is checked against the one launch's. Printed last: one table; ``--out`` writes it as
 CSV.
@@ -47,13 +48,15 @@ def _timed(engine, query, timeout_s):
 
 
 def _label(row) -> str:
-    """A row's run as the progress line names it: 'split 8', or 'hub_parts 4 (whole 0.8 s:
-    predicted 1.49 s, 9 parts)' (the bound ``hub_whole_s``, the call's prediction, its parts)."""
+    """A row's run as the progress line names it: 'split 8', or 'hub_parts 8 (whole 0.8 s:
+    predicted 1.49 s at look 2, 14 parts)' (the bound ``hub_whole_s``, the call's last prediction and
+    how many it made, its parts)."""
     if row["run"] != "hub_parts":
         return f"{row['run']} {row['k']}"
     predicted = row["whole_predicted_s"]
+    looks = f" at look {row['whole_looks']}" if row["whole_looks"] else ""
     return (f"hub_parts {row['k']} (whole {row['hub_whole_s']:g} s: predicted "
-            f"{'-' if predicted is None else f'{predicted:.2f}'} s, {row['parts']} parts)")
+            f"{'-' if predicted is None else f'{predicted:.2f}'} s{looks}, {row['parts']} parts)")
 
 
 def measure(data, query, *, parts=(4, 16), hub_parts=(4,), hub_after_s=(None,), hub_whole_s=(None,),
@@ -69,7 +72,7 @@ def measure(data, query, *, parts=(4, 16), hub_parts=(4,), hub_after_s=(None,), 
     runs = [_timed(engine, query, timeout_s) for _ in range(repeats)]
     whole_s, whole = min(runs, key=lambda run: run[0])
     rows = [dict(query=query.name, run="one launch", k=1, parts=1, branch_parts=0, hub_after_s=None,
-                 hub_whole_s=None, whole_predicted_s=None, seconds=whole_s, largest_part_s=whole_s,
+                 hub_whole_s=None, whole_predicted_s=None, whole_looks=None, seconds=whole_s, largest_part_s=whole_s,
                  count=whole.count, status=whole.status.value, equal=True)]
     root = engine.root_vertex(query)
     below = engine.branch_vertices(query)[0] if branch else None
@@ -89,7 +92,7 @@ def measure(data, query, *, parts=(4, 16), hub_parts=(4,), hub_after_s=(None,), 
         status = Status.OK.value if statuses == {Status.OK.value} else ",".join(sorted(statuses))
         rows.append(dict(query=query.name, run="split", k=k, parts=len(tasks),
                          branch_parts=sum(1 for _, b in tasks if b), hub_after_s=None, hub_whole_s=None,
-                         whole_predicted_s=None, seconds=sum(seconds),
+                         whole_predicted_s=None, whole_looks=None, seconds=sum(seconds),
                          largest_part_s=max(seconds), count=count, status=status,
                          equal=count == whole.count))
     for k, after, keep in itertools.product(hub_parts, hub_after_s, hub_whole_s):
@@ -100,7 +103,8 @@ def measure(data, query, *, parts=(4, 16), hub_parts=(4,), hub_after_s=(None,), 
         took, result = min((_timed(hub, query, timeout_s) for _ in range(repeats)), key=lambda run: run[0])
         rows.append(dict(query=query.name, run="hub_parts", k=k, parts=result.stats.get("hub_parts", 1),
                          branch_parts=None, hub_after_s=hub.hub_after_s, hub_whole_s=hub.hub_whole_s,
-                         whole_predicted_s=result.stats.get("hub_whole_predicted_s"), seconds=took,
+                         whole_predicted_s=result.stats.get("hub_whole_predicted_s"),
+                         whole_looks=result.stats.get("hub_whole_looks"), seconds=took,
                          largest_part_s=None, count=result.count, status=result.status.value,
                          equal=result.count == whole.count))
     for row in rows:

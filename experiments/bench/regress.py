@@ -12,7 +12,9 @@ Workers speak JSON lines and use only the public API, so any revision with it ca
 Workloads (:func:`workloads`): ``small`` (HPRD dense-16, GitHub Q_0-Q_10, yeast dense-8) and
 ``heavy`` (the 11 rw12 queries the gMatch authors' build solves in 8 s, P1-P9 on unlabelled
 GitHub, yeast's dense-16 and sparse-16 queries with the largest known counts up to
-:data:`YEAST_HEAVY_CAP`). A query neither revision finishes is left out of the ratios; one only
+:data:`YEAST_HEAVY_CAP`, and the first :data:`FAMILY_QUERIES` of each generated slow-path
+family on GitHub, :data:`experiments.harness.workloads.HEAVY_FAMILIES`, no known counts: the
+revisions must agree). A query neither revision finishes is left out of the ratios; one only
 one finishes counts with the limit as the other's time (a lower bound, marked ``>``).
 
 Output: per engine and workload the queries compared, median and worst ratio new/old of the
@@ -46,6 +48,8 @@ GROUPS = ("small", "heavy")
 HEAVY_WORST = 1.10
 #: yeast's heavy queries: the largest known counts up to this (enumerable within seconds).
 YEAST_HEAVY_CAP = 2 * 10**9
+#: queries of each generated heavy family (``github-dense12``, ``github-cyclic8``) in the heavy group.
+FAMILY_QUERIES = 12
 SMALL_MEDIAN = 1.05
 
 
@@ -119,6 +123,10 @@ def workloads(groups, workdir: Path, max_queries: int | None = None) -> list[Wor
             yq += queries
             yk.update(known)
         add("yeast-16", "heavy", str(data_root / w.YEAST.path), yq, yk)
+        github = w.GITHUB.load(_full())
+        for family in w.HEAVY_FAMILIES:
+            add(f"github-{family}", "heavy", str(data_root / w.GITHUB.path),
+                w.heavy_family(github, family, FAMILY_QUERIES), {})
     return out
 
 
