@@ -357,9 +357,12 @@ def part_bits(bits: np.ndarray, root_range, branch_part, branch_at) -> np.ndarra
 
 @functools.lru_cache(maxsize=1)
 def _builders() -> ThreadPoolExecutor:
-    """The host threads that build the parts' candidate graphs (the build releases the GIL); a
-    forked child makes its own (it inherits the pool but not its threads)."""
-    return ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1), thread_name_prefix="gmatch-parts")
+    """The host threads that build the parts' candidate graphs (the build releases the GIL): half
+    the cores, at most 8, so the thread watching the whole search's launch keeps a core (with a
+    thread per core it waited for one when the launch ended); a forked child makes its own (it
+    inherits the pool but not its threads)."""
+    return ThreadPoolExecutor(max_workers=max(1, min(8, (os.cpu_count() or 2) // 2)),
+                              thread_name_prefix="gmatch-parts")
 
 
 if hasattr(os, "register_at_fork"):
