@@ -202,9 +202,9 @@ class GMatch(Engine):
         :func:`common.graph.roots.plan_split` one after another on this GPU, each with the
         candidate graph refined to its root range and branch part.
     hub_after_s : float
-        With ``hub_parts``: the whole query is searched first for this many seconds while host
-        threads build the parts' candidate graphs, and only a query still running then (and not
-        kept whole, ``hub_whole_s``) is counted again as parts (0: parts straight after the probe).
+        With ``hub_parts``: the whole query is searched first for this many seconds, and only a
+        query still running then (and not kept whole, ``hub_whole_s``) is counted again as parts
+        (0: parts straight after the probe).
     hub_whole_s : float
         With ``hub_parts``: a whole search still running after ``hub_after_s`` runs on to its
         end when, from the share of its seeds taken so far, it is predicted to end within this
@@ -678,8 +678,8 @@ class GMatch(Engine):
                 stats.update(probe_finished=not stopped)
                 return self._finish(timer, plan, qp, unique, ctrl, stats, status, False)
         # still running after a probe (its own, or its batch's): a query that counts positions and
-        # whose root has a hub candidate is searched whole for hub_after_s while host threads
-        # build its parts' candidate graphs, then, if still running, counted as those parts
+        # whose root has a hub candidate is searched whole for hub_after_s, then, if still
+        # running (and not kept whole), counted as its parts
         tasks = None
         if (count_leaves or count_last) and (probe or not probe_first):
             tasks = self._hub_tasks(query)
@@ -761,6 +761,7 @@ class GMatch(Engine):
         whole search's prediction (``whole_prediction``, :data:`WHOLE_PREDICTION`); a part that
         stops (timeout, out of memory) stops the rest, and its status is the result's."""
         count, status, reason, parts = 0, Status.OK, "", []
+        graphs.start()
         try:
             for i, (root_range, branch_part) in enumerate(tasks):
                 if deadline.passed():

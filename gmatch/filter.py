@@ -358,9 +358,8 @@ def part_bits(bits: np.ndarray, root_range, branch_part, branch_at) -> np.ndarra
 @functools.lru_cache(maxsize=1)
 def _builders() -> ThreadPoolExecutor:
     """The host threads that build the parts' candidate graphs (the build releases the GIL): half
-    the cores, at most 8, so the thread watching the whole search's launch keeps a core (with a
-    thread per core it waited for one when the launch ended); a forked child makes its own (it
-    inherits the pool but not its threads)."""
+    the cores, at most 8, leaving cores to the thread that watches the searches they run beside;
+    a forked child makes its own (it inherits the pool but not its threads)."""
     return ThreadPoolExecutor(max_workers=max(1, min(8, (os.cpu_count() or 2) // 2)),
                               thread_name_prefix="gmatch-parts")
 
@@ -372,8 +371,9 @@ if hasattr(os, "register_at_fork"):
 class PartGraphs:
     """The candidate graphs of a split query's parts, ``tasks`` = [(root_range, branch_part),
     ...] as :func:`common.graph.roots.split_tasks` plans them, built on host threads from the
-    whole query's filter bits while the GPU searches the whole query (the candidate graph is a
-    host build, so a part would otherwise leave the GPU idle while its own is built).
+    whole query's filter bits, in the parts' order, from :meth:`start` on (the candidate graph
+    is a host build: part i + 1's is built while part i is searched, so only the first part
+    waits for its own).
 
     :meth:`graph` waits for part i's (None: its bitmaps would not fit); :meth:`stop` abandons
     the builds still running or queued once no part will be searched."""
@@ -386,13 +386,21 @@ class PartGraphs:
             return build_candidate_graph(data, part_bits(bits, root_range, branch_part, branch_at), plan,
                                          max_bitmap_bytes=max_bitmap_bytes, by_label=by_label, stop=self._stop)
 
-        self._futures = [_builders().submit(build, root_range, branch_part) for root_range, branch_part in tasks]
+        self._build, self._tasks, self._futures = build, list(tasks), None
+
+    def start(self) -> None:
+        """Queue every part's build (once)."""
+        if self._futures is None:
+            self._futures = [_builders().submit(self._build, root_range, branch_part)
+                             for root_range, branch_part in self._tasks]
 
     def graph(self, i: int, timeout_s: float | None) -> CandidateGraph | None:
-        """Part i's candidate graph; raises TimeoutError when it is not built within ``timeout_s``."""
+        """Part i's candidate graph (the builds start if they have not); raises TimeoutError when
+        it is not built within ``timeout_s``."""
+        self.start()
         return self._futures[i].result(timeout=None if timeout_s is None else max(0.0, timeout_s))
 
     def stop(self) -> None:
         self._stop[0] = 1
-        for future in self._futures:
+        for future in self._futures or ():
             future.cancel()
