@@ -77,9 +77,9 @@ def reference_of():
 
     def run(data: Graph, query: Graph, **kw):
         key = (id(data), query.name, tuple(sorted(kw.items())))
-        if key not in cache:
-            cache[key] = ReferenceMatcher().prepare(data).match(query, **kw)
-        return cache[key]
+        if key not in cache:        # the cache holds the graph: its id is not reused while cached
+            cache[key] = (data, ReferenceMatcher().prepare(data).match(query, **kw))
+        return cache[key][1]
     return run
 
 
