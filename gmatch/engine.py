@@ -208,9 +208,9 @@ class GMatch(Engine):
     hub_whole_s : float
         With ``hub_parts``: a whole search still running after ``hub_after_s`` runs on to its
         end when, from the share of its seeds taken so far, it is predicted to end within this
-        many seconds of its launch, or, predicted within twice that, when a second prediction
-        one ``hub_after_s`` later is within 1.5 times it (:meth:`GMatch._whole_extension`); 0:
-        always cut.
+        many seconds of its launch, or, predicted within ``HUB_LOOK_AGAIN`` times that, when a
+        second prediction one ``hub_after_s`` later is within ``HUB_SECOND_BOUND`` times it
+        (:meth:`GMatch._whole_extension`); 0: always cut.
     batch_queries : int
         Queries per launch of ``match_batch``.
     device_memory_limit : int or None
