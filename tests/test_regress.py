@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from experiments.bench import regress
-from experiments.bench.regress import QueryRun, count_problems, ratio, summarise, verdicts
+from experiments.bench.regress import QueryRun, count_problems, per_query_frame, ratio, summarise, verdicts
 
 
 def _run(known, new, old, query="q", workload="w", group="heavy"):
@@ -25,6 +25,13 @@ def test_ratio_uses_medians_and_limit_bounds():
     assert ratio(slower, "new", "old", 5.0) == (10.0, True)          # at least limit / old
     neither = _run(10, [("timeout", 3, 5.0)], [("timeout", 2, 5.0)])
     assert math.isnan(ratio(neither, "new", "old", 5.0)[0])
+
+
+def test_per_query_frame_holds_each_timed_run():
+    run = _run(10, [("ok", 10, 0.003), ("ok", 10, 0.001), ("ok", 10, 0.002)], [("timeout", 4, 5.0)])
+    row = per_query_frame([run], ["new", "old"]).iloc[0]
+    assert row["ms[new]"] == pytest.approx(2.0) and row["runs_ms[new]"] == "3.00 1.00 2.00"
+    assert row["status[old]"] == "timeout" and row["runs_ms[old]"] == ""
 
 
 def test_count_problems_name_wrong_and_disagreeing_counts():

@@ -18,7 +18,8 @@ revisions must agree). A query neither revision finishes is left out of the rati
 one finishes counts with the limit as the other's time (a lower bound, marked ``>``).
 
 Output: per engine and workload the queries compared, median and worst ratio new/old of the
-median wall of ``match()``, the worst query and the count check; a CSV of every query (``--out``).
+median wall of ``match()``, the worst query and the count check; a CSV of every query with each
+timed run's wall (``--out``).
 Exit status 1 on a wrong or disagreeing count. docs/decisions.md ("The regression gate's run
 shape") says why the revisions share one run and an equal share of the card.
 """
@@ -457,6 +458,8 @@ def per_query_frame(results: list[QueryRun], labels):
         for label in labels:
             row[f"status[{label}]"] = r.status(label)
             row[f"ms[{label}]"] = 1e3 * r.wall(label)
+            row[f"runs_ms[{label}]"] = " ".join(f"{1e3 * a['wall']:.2f}" for a in r.runs.get(label, [])
+                                                if a["status"] == "ok")
             counts = sorted(r.counts(label)) or [a["count"] for a in r.runs.get(label, [])][:1]
             row[f"count[{label}]"] = counts[0] if counts else None
         rows.append(row)
