@@ -40,7 +40,14 @@ from common.gpu.runtime import cuda, simulator_active
 from common.gpu.timers import PhaseTimer
 from common.gpu.watch import LaunchWatch
 from common.graph.model import Graph
-from common.graph.roots import check_branch_part, check_root_range, order_branch_vertices, part_stats, plan_split
+from common.graph.roots import (
+    check_branch_part,
+    check_root_range,
+    cuts_below_root,
+    order_branch_vertices,
+    part_stats,
+    plan_split,
+)
 
 from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
 from .enumerate import (
@@ -680,16 +687,14 @@ class GMatch(Engine):
         # still running after a probe (its own, or its batch's): a query that counts positions and
         # whose root has a hub candidate is searched whole for hub_after_s, then, if still
         # running (and not kept whole), counted as its parts
-        tasks = None
-        if (count_leaves or count_last) and (probe or not probe_first):
-            tasks = self._hub_tasks(query)
+        hub = (count_leaves or count_last) and (probe or not probe_first) and self._has_hub_parts(query)
         search_deadline = deadline
-        if tasks is not None:
+        if hub:
             whole_start = time.perf_counter()
             search_deadline = Deadline.at_time(deadline.earlier(whole_start + self.hub_after_s))
         if probe and (count_leaves or count_last):    # countable leaves go last: a new order
             plan, qp = self._plan(query, count_leaves, count_last, timer)
-        parts = None
+        hub_bits = None                           # the filter bits the parts' candidate graphs are cut from
         if indexed:
             begin = time.perf_counter()
             if part is not None:
@@ -702,12 +707,11 @@ class GMatch(Engine):
                 graph, index_stats = self._upload_candidate_graph(qp, cg)
             else:
                 bits = self._d_cand.copy_to_host()
-                if tasks is not None:
-                    parts = PartGraphs(self.data, bits, plan, tasks, self._branch_positions(plan, query),
-                                       self._max_bitmap_bytes(), self._sorted_adjacency())
+                if hub:
                     if self.hub_after_s <= 0:
                         timer.add("index", time.perf_counter() - begin)
-                        return self._match_parts(query, tasks, parts, deadline, timer, homomorphic)
+                        return self._match_parts(query, plan, bits, deadline, timer, homomorphic)
+                    hub_bits = bits
                 graph, index_stats = self._upload_candidate_graph(qp, self._build_candidate_graph(plan, bits))
             if graph is None:                     # bitmaps too large: search the data graph
                 indexed, graph = False, self._data_graph
@@ -726,13 +730,11 @@ class GMatch(Engine):
                 emb_cap = limit_unique
         unique, ctrl, emb, timed_out, stats = self._search(
             n, qp, graph, indexed, limit_unique, emb_cap, search_deadline, timer,
-            keep_whole=deadline if parts is not None and self.hub_whole_s > 0 else None)
-        if parts is not None:
-            if timed_out and not deadline.passed():
-                return self._match_parts(query, tasks, parts, deadline, timer, homomorphic,
-                                         time.perf_counter() - whole_start,
-                                         {key: stats[key] for key in WHOLE_PREDICTION if key in stats})
-            parts.stop()
+            keep_whole=deadline if hub_bits is not None and self.hub_whole_s > 0 else None)
+        if hub_bits is not None and timed_out and not deadline.passed():
+            return self._match_parts(query, plan, hub_bits, deadline, timer, homomorphic,
+                                     time.perf_counter() - whole_start,
+                                     {key: stats[key] for key in WHOLE_PREDICTION if key in stats})
         stats.update(index_stats)
         status = Status.TIMEOUT if timed_out else Status.OK
         if status is Status.OK and limit is not None and unique * aut >= limit:
@@ -744,24 +746,30 @@ class GMatch(Engine):
             embeddings = self._expand(plan, query, rows.reshape(-1, n), limit)
         return self._finish(timer, plan, qp, unique, ctrl, stats, status, indexed, embeddings, limit)
 
-    def _hub_tasks(self, query: Graph):
-        """The parts of a query whose root has a hub candidate (``hub_parts``), else None."""
+    def _has_hub_parts(self, query: Graph) -> bool:
+        """Whether ``hub_parts`` would cut the query below its root (a root candidate heavier
+        than a share of the work); the parts themselves are planned only once the whole search
+        is cut (:meth:`_match_parts`)."""
         if self.hub_parts < 2 or self.root_range is not None or self.branch_part is not None:
-            return None
-        order = build_plan(query, self.symmetry_breaking).order     # root_vertex's and branch_vertices' plan
-        tasks, _ = plan_split(self.data, query, int(order[0]), order_branch_vertices(order)[0], self.hub_parts)
-        return tasks if any(part is not None for _, part in tasks) else None
+            return False
+        return cuts_below_root(self.data, query, self.root_vertex(query), self.hub_parts)
 
-    def _match_parts(self, query: Graph, tasks, graphs: PartGraphs, deadline: Deadline, timer,
+    def _match_parts(self, query: Graph, plan, bits: np.ndarray, deadline: Deadline, timer,
                      homomorphic, whole_s: float = 0.0, whole_prediction: dict | None = None) -> MatchResult:
-        """Count ``query`` as the given (root range, branch part) parts, one after another, each
-        with its own candidate graph (from ``graphs``); the phases are this call's (its probe and
-        the abandoned whole search of ``whole_s`` seconds) plus the parts' (a part's ``index`` is
-        its wait for its graph and the upload), the statistics those of its longest part and the
-        whole search's prediction (``whole_prediction``, :data:`WHOLE_PREDICTION`); a part that
-        stops (timeout, out of memory) stops the rest, and its status is the result's."""
+        """Count ``query`` as its ``hub_parts`` (:func:`common.graph.roots.plan_split`: root
+        ranges and branch parts), one after another, each with its own candidate graph cut from
+        the whole query's filter ``bits`` (:class:`gmatch.filter.PartGraphs`); the phases are
+        this call's (its probe, the abandoned whole search of ``whole_s`` seconds, the parts'
+        planning as ``index``) plus the parts' (a part's ``index`` is its wait for its graph and
+        the upload), the statistics those of its longest part and the whole search's prediction
+        (``whole_prediction``, :data:`WHOLE_PREDICTION`); a part that stops (timeout, out of
+        memory) stops the rest, and its status is the result's."""
+        with timer.phase("index"):
+            tasks, _ = plan_split(self.data, query, self.root_vertex(query), self.branch_vertices(query)[0],
+                                  self.hub_parts)
+            graphs = PartGraphs(self.data, bits, plan, tasks, self._branch_positions(plan, query),
+                                self._max_bitmap_bytes(), self._sorted_adjacency())
         count, status, reason, parts = 0, Status.OK, "", []
-        graphs.start()
         try:
             for i, (root_range, branch_part) in enumerate(tasks):
                 if deadline.passed():

@@ -371,9 +371,9 @@ if hasattr(os, "register_at_fork"):
 class PartGraphs:
     """The candidate graphs of a split query's parts, ``tasks`` = [(root_range, branch_part),
     ...] as :func:`common.graph.roots.split_tasks` plans them, built on host threads from the
-    whole query's filter bits, in the parts' order, from :meth:`start` on (the candidate graph
-    is a host build: part i + 1's is built while part i is searched, so only the first part
-    waits for its own).
+    whole query's filter bits, in the parts' order, from its construction on (the candidate
+    graph is a host build: part i + 1's is built while part i is searched, so only the first
+    part waits for its own).
 
     :meth:`graph` waits for part i's (None: its bitmaps would not fit); :meth:`stop` abandons
     the builds still running or queued once no part will be searched."""
@@ -386,21 +386,13 @@ class PartGraphs:
             return build_candidate_graph(data, part_bits(bits, root_range, branch_part, branch_at), plan,
                                          max_bitmap_bytes=max_bitmap_bytes, by_label=by_label, stop=self._stop)
 
-        self._build, self._tasks, self._futures = build, list(tasks), None
-
-    def start(self) -> None:
-        """Queue every part's build (once)."""
-        if self._futures is None:
-            self._futures = [_builders().submit(self._build, root_range, branch_part)
-                             for root_range, branch_part in self._tasks]
+        self._futures = [_builders().submit(build, root_range, branch_part) for root_range, branch_part in tasks]
 
     def graph(self, i: int, timeout_s: float | None) -> CandidateGraph | None:
-        """Part i's candidate graph (the builds start if they have not); raises TimeoutError when
-        it is not built within ``timeout_s``."""
-        self.start()
+        """Part i's candidate graph; raises TimeoutError when it is not built within ``timeout_s``."""
         return self._futures[i].result(timeout=None if timeout_s is None else max(0.0, timeout_s))
 
     def stop(self) -> None:
         self._stop[0] = 1
-        for future in self._futures or ():
+        for future in self._futures:
             future.cancel()

@@ -21,11 +21,13 @@ from common.engine.registry import create_engine
 from common.engine.result import Status
 from common.gpu.timers import PhaseTimer
 from common.gpu.watch import LaunchWatch
+from common.graph.model import Graph
 from common.graph.bitmasks import neighbour_masks
 from common.graph.generate import random_walk_query, rmat
 from common.graph.roots import (
     check_branch_part,
     check_root_range,
+    cuts_below_root,
     label_degree_candidates,
     plan_split,
     range_work,
@@ -180,6 +182,24 @@ def test_split_tasks_cut_a_hub_below_the_hub():
     assert sum(w for _, w in hub) == pytest.approx(1001)
     assert sum(w for part, w in hub if part[0] == (heavy, m)) == pytest.approx(1001 * 50 / 54)
     assert sum(work) == pytest.approx((weights + 1).sum())
+
+
+def test_cuts_below_root_tells_whether_plan_split_has_branch_parts():
+    """The hub test the engine makes before a whole search is the one plan_split's parts answer,
+    on random walks of graphs with hubs (labelled or not) and of a ring (no hub)."""
+    seen = set()
+    ring = Graph.from_edges(64, np.arange(64), (np.arange(64) + 1) % 64, name="ring")   # no hub
+    for data in (rmat(512, 3000, seed=3, labels=4), rmat(512, 3000, seed=4), ring):
+        for seed in range(8):
+            query = random_walk_query(data, 4 + seed % 4, seed=seed)
+            order = build_plan(query, True).order
+            root, branch = int(order[0]), int(order[1])
+            for parts in (2, 4, 8):
+                tasks, _ = plan_split(data, query, root, branch, parts)
+                has = any(part is not None for _, part in tasks)
+                assert cuts_below_root(data, query, root, parts) == has, (seed, parts)
+                seen.add(has)
+    assert seen == {True, False}                            # both answers were asked for
 
 
 def test_work_ranges_partition_and_balance():

@@ -102,6 +102,13 @@ def range_work(candidates: np.ndarray, weights: np.ndarray, ranges: list[tuple[i
     return cumulative[bounds[:, 1]] - cumulative[bounds[:, 0]]
 
 
+def _ranges_and_share(candidates: np.ndarray, weights: np.ndarray, n: int, parts: int):
+    """(:func:`work_ranges`, each one's :func:`range_work`, a share: the total work / ``parts``)."""
+    ranges = work_ranges(candidates, weights, n, parts)
+    work = range_work(candidates, weights, ranges)
+    return ranges, work, (float(work.sum()) / parts if parts else 0.0)
+
+
 def label_degree_candidates(data, label: int, degree: int) -> np.ndarray:
     """Data vertices with vertex label ``label`` and degree >= ``degree``, sorted (the estimate
     of a root's candidates that every engine's filter contains)."""
@@ -145,6 +152,15 @@ def plan_split(data, query, root: int, branch: int | None, parts: int,
     candidates, weights = root_work(data, query, root, homomorphic)
     below = None if branch is None else branch_work(data, query, branch, homomorphic)
     return split_tasks(candidates, weights, data.num_vertices, parts, branch=below is not None, below=below)
+
+
+def cuts_below_root(data, query, root: int, parts: int, homomorphic: bool = False) -> bool:
+    """Whether :func:`plan_split` with a branch vertex would cut some root range below the root
+    (a range heavier than a share of the work, :func:`split_tasks`): whether the query has
+    branch parts, without planning them (the branch vertex's work is not read)."""
+    candidates, weights = root_work(data, query, root, homomorphic)
+    _, work, share = _ranges_and_share(candidates, weights, data.num_vertices, parts)
+    return share > 0 and bool((work > share).any())
 
 
 def check_branch_part(value) -> tuple[tuple[int, int], ...] | None:
@@ -206,9 +222,7 @@ def split_tasks(candidates: np.ndarray, weights: np.ndarray, n: int, parts: int,
     the same way at the third vertex. Every part is a range of the root times residue classes
     below it: disjoint, and together the whole query.
     """
-    ranges = work_ranges(candidates, weights, n, parts)
-    work = range_work(candidates, weights, ranges)
-    share = float(work.sum()) / parts if parts else 0.0
+    ranges, work, share = _ranges_and_share(candidates, weights, n, parts)
     candidates = np.asarray(candidates, dtype=np.int64)
     tasks, task_work = [], []
     for (lo, hi), w in zip(ranges, work.tolist()):
