@@ -21,9 +21,9 @@ from common.engine.registry import create_engine
 from common.engine.result import Status
 from common.gpu.timers import PhaseTimer
 from common.gpu.watch import LaunchWatch
-from common.graph.model import Graph
 from common.graph.bitmasks import neighbour_masks
 from common.graph.generate import random_walk_query, rmat
+from common.graph.model import Graph
 from common.graph.roots import (
     check_branch_part,
     check_root_range,
