@@ -764,11 +764,12 @@ class GMatch(Engine):
         the upload), the statistics those of its longest part and the whole search's prediction
         (``whole_prediction``, :data:`WHOLE_PREDICTION`); a part that stops (timeout, out of
         memory) stops the rest, and its status is the result's."""
-        with timer.phase("index"):
-            tasks, _ = plan_split(self.data, query, self.root_vertex(query), self.branch_vertices(query)[0],
-                                  self.hub_parts)
-            graphs = PartGraphs(self.data, bits, plan, tasks, self._branch_positions(plan, query),
-                                self._max_bitmap_bytes(), self._sorted_adjacency())
+        begin = time.perf_counter()                   # host work: the planning and the builds' queueing
+        tasks, _ = plan_split(self.data, query, self.root_vertex(query), self.branch_vertices(query)[0],
+                              self.hub_parts)
+        graphs = PartGraphs(self.data, bits, plan, tasks, self._branch_positions(plan, query),
+                            self._max_bitmap_bytes(), self._sorted_adjacency())
+        timer.add("index", time.perf_counter() - begin)
         count, status, reason, parts = 0, Status.OK, "", []
         try:
             for i, (root_range, branch_part) in enumerate(tasks):
