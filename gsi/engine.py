@@ -75,6 +75,12 @@ FUSE_ROWS_PER_WARP = 8
 #: The one-launch join stops before a level whose GBA has more than this many elements per row
 #: of ``fuse_rows`` (a level's work in one block stays about that of ``fuse_rows`` light rows).
 FUSE_GBA_PER_ROW = 16
+#: The largest pooled join buffer (a table, GBA, a per-row array), whatever the card holds: a
+#: level whose buffer would pass it runs over slices of its table, as under a memory limit.
+BUFFER_CAP_BYTES = 512 << 20
+#: After a query, a pool that holds more than this goes back to its prepare-time buffers, so an
+#: idle engine holds about its data-graph state (another engine in the process can grow).
+POOL_KEEP_BYTES = 1 << 30
 
 
 
@@ -94,6 +100,7 @@ class _Query:
     iter_gba: list = field(default_factory=list)
     chunks: int = 0
     nested_s: list = field(default_factory=list)    # per level: seconds of the current slice in later levels
+    fit_rows: list = field(default_factory=list)    # per level: rows of the last slice memory allowed (0: any)
     fuse: bool = True          # small tables may go to the one-launch join (off once it refused a level)
 
 
@@ -262,14 +269,34 @@ class GSI(Engine):
         self.fused = make_fused_kernel(FUSE_WARPS)
         self.h_fused_out = np.zeros(OUT_SIZE, np.int64)
 
+    def _release_working_memory(self) -> None:
+        """After a query: a pool grown past :data:`POOL_KEEP_BYTES` goes back to the buffers
+        :meth:`_prepare` made (table 0 and the one-launch join's tables stay as they are)."""
+        if self.pool.nbytes <= POOL_KEEP_BYTES:
+            return
+        for level in sorted(lv for lv in self._table_levels if lv > 0):
+            self.pool.free(f"table {level}")
+            self._table_levels.discard(level)
+        self.pool.free("GBA")
+        self._grow_gba(self.initial_gba, 0)
+        rows = max(self.initial_rows, self.fuse_rows)
+        if self._rows_cap > rows:
+            for name in ("counts", "F", "num", "P"):
+                self.pool.free(name)
+            self.pool.free_scans()
+            self._rows_cap = 0
+            self._grow_rows(rows, 0)
+
     # ------------------------------------------------------------------ buffers (BufferPool)
-    def _get(self, name: str, size: int, dtype, release_above: int):
-        """The pooled buffer ``name`` of at least ``size`` elements, or None if the budget refuses
-        even after dropping the tables of levels above ``release_above`` (they hold no live rows
-        while that level's slice is being joined)."""
+    def _get(self, name: str, size: int, dtype, release_above: int, cap: int = BUFFER_CAP_BYTES):
+        """The pooled buffer ``name`` of at least ``size`` elements, or None if it would pass
+        ``cap`` (:data:`BUFFER_CAP_BYTES`) or the budget refuses even after dropping the tables of levels
+        above ``release_above`` (they hold no live rows while that level's slice is being joined)."""
+        if size * np.dtype(dtype).itemsize > cap:
+            return None
         for attempt in range(2):
             try:
-                return self.pool.get(name, size, dtype)
+                return self.pool.get(name, size, dtype, cap_bytes=cap)
             except DeviceOutOfMemory:
                 deeper = [lv for lv in self._table_levels if lv > release_above]
                 if attempt or not deeper:
@@ -333,8 +360,10 @@ class GSI(Engine):
         cap = self._table_rows(level)
         if rows <= cap:
             return True
+        # table 0 holds C(u_start), up to |V| rows, whatever the cap
+        limit = BUFFER_CAP_BYTES if level else max(BUFFER_CAP_BYTES, 4 * rows)
         for target in self._targets(rows, cap, floor=1024):
-            table = self._get(f"table {level}", target * width, np.int32, level)
+            table = self._get(f"table {level}", target * width, np.int32, level, limit)
             if table is not None:
                 self._table_levels.add(level)
                 return table.size // width >= rows
@@ -395,7 +424,8 @@ class GSI(Engine):
         start_time = time.perf_counter()
         nq = query.num_vertices
         q = _Query(nq, limit, collect, Deadline(timeout_s, start_time),
-                   [first_slice(timeout_s)] * nq, iter_rows=[0] * nq, iter_gba=[0] * nq, nested_s=[0.0] * nq)
+                   [first_slice(timeout_s)] * nq, iter_rows=[0] * nq, iter_gba=[0] * nq, nested_s=[0.0] * nq,
+                   fit_rows=[0] * nq)
         timer = PhaseTimer()
         if self.instrument:
             fill(self.d_loads, 0)
@@ -533,6 +563,8 @@ class GSI(Engine):
             slice_rows = q.slice_rows[level]
             if slice_rows:
                 m = min(m, slice_rows)
+            if q.fit_rows[level]:
+                m = min(m, q.fit_rows[level])
             if not self._grow_rows(m, level):
                 m = self._rows_cap
             began = time.perf_counter()
@@ -544,12 +576,14 @@ class GSI(Engine):
 
     def _split(self, q, level, a, m, offsets, sizes, capacity) -> int:
         """Run the longest prefix of rows a..a+m-1 whose buffers (exclusive ``offsets`` and
-        ``sizes`` on the device) fit in ``capacity``; returns how many rows it ran."""
+        ``sizes`` on the device) fit in ``capacity``; returns how many rows it ran. The level's
+        later slices start at that many rows (``fit_rows``), so a level splits about once."""
         incl = download(offsets, np.empty(m, offsets.dtype)) + download(sizes, np.empty(m, sizes.dtype))
         j = int(np.searchsorted(incl, capacity, side="right"))
         if j == 0:
             raise DeviceOutOfMemory(int(incl[0]) * 4, self.budget.in_use, self.budget.limit or 0,
                                     f"one row of join iteration {level + 1}")
+        q.fit_rows[level] = j
         return self._run_chunk(q, level, a, j)
 
     def _edges(self, level: int) -> tuple[int, int]:
@@ -640,11 +674,12 @@ class GSI(Engine):
                                                 gba, num, self.n, *idx, int(self.write_cache), self.d_qinfo,
                                                 e0 + 1, e_hi, loads, inst)
         bound = gba_total if gba_total >= 0 else m * max_list
-        # The new table is written in the same launch when it surely fits (grown to the bound only
-        # without a memory limit: under one, rows are not reserved that a later level may need).
-        fits = not write or self._table_rows(level + 1) >= bound or (
-            self.device_memory_limit is None and self._grow_table(level + 1, max(bound, 1)))
-        if small and bound <= LINK_FUSE_ROUNDS * T and fits:
+        # The new table is written in the same launch when it surely fits: a table that holds the
+        # bound already, or one grown to it (only without a memory limit, and only for such a
+        # small bound: a table is never grown to what a level might produce, only to what it did).
+        fuse_link = small and bound <= LINK_FUSE_ROUNDS * T
+        if fuse_link and (not write or self._table_rows(level + 1) >= bound or (
+                self.device_memory_limit is None and self._grow_table(level + 1, max(bound, 1)))):
             out = self._table(level + 1) if write else tab
             k.scan_link[1, T](tab, width, a, m, gba, F, num, self.d_P, out, self.d_cells, int(write))
             return gba, F, gba_total, int(self._cells()[CELL_OUT]), write

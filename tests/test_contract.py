@@ -414,3 +414,19 @@ def test_a_batch_answers_as_single_queries_do(name, workload, prepared):
         assert sorted(map(tuple, result.embeddings.tolist())) == sorted(map(tuple, single.embeddings.tolist()))
     limited = engine.match_batch(queries, limit=1)
     assert [(r.status, r.count) for r in limited] == [(Status.LIMIT, 1)] * len(queries), name
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_two_engines_of_one_kind_in_one_process_both_answer(name, workload):
+    """Two engines of the same kind prepared on two data graphs in one process (as a user
+    comparing graphs would) answer every query exactly, in turns: neither keeps memory the
+    other needs (docs/design.md, "Device memory")."""
+    kinds, expected = workload
+    data, queries, _ = kinds["labelled"]
+    other = rmat(32, 90, seed=15, labels=power_law_labels(32, 3, 1.0, seed=16), name="contract-other")
+    other_counts = [create_engine("cpu").prepare(other).match(q).count for q in queries]
+    first, second = create_engine(name).prepare(data), create_engine(name).prepare(other)
+    for query, want, want_other in zip(queries, expected["labelled"], other_counts):
+        a, b = first.match(query), second.match(query)
+        assert (a.status, a.count) == (Status.OK, want), (name, query.name, a.reason)
+        assert (b.status, b.count) == (Status.OK, want_other), (name, query.name, b.reason)

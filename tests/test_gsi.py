@@ -325,3 +325,48 @@ def test_pcsr_lookup_with_overflow_chains():
     for row, v in enumerate(probe.tolist()):
         got = np.sort(index.ci[out[row, 0]:out[row, 1]])
         assert np.array_equal(got, data.neighbors_of(v)), v
+
+
+def test_buffer_cap_slices_without_a_limit_and_the_pool_is_trimmed_after(monkeypatch):
+    """Without a memory limit, no pooled join buffer passes BUFFER_CAP_BYTES (a level that would
+    runs over slices of its table, with exact counts and rows), and a pool grown past
+    POOL_KEEP_BYTES goes back to its prepare-time size after the query."""
+    import gsi.engine as engine_module
+
+    graph = hub_graph(False)
+    q = walk_query(graph, 4, seed=0)
+    want = reference(graph, q, collect=True)
+    assert want.count > 0
+    free = GSI(fuse_rows=0).prepare(graph).match(q)
+    monkeypatch.setattr(engine_module, "BUFFER_CAP_BYTES", 512)
+    monkeypatch.setattr(engine_module, "POOL_KEEP_BYTES", 1)
+    engine = GSI(fuse_rows=0, initial_rows=16, initial_gba=64).prepare(graph)
+    kept = engine.pool.nbytes
+    got = engine.match(q, collect=True)
+    assert got.status is Status.OK and got.count == want.count
+    assert sorted(map(tuple, got.embeddings.tolist())) == sorted(map(tuple, want.embeddings.tolist()))
+    assert got.stats["slices"] > free.stats["slices"]
+    capped = {name: a.nbytes for name, a in engine.pool._arrays.items() if name != "table 0"}
+    assert engine.pool.nbytes <= kept, capped          # trimmed back after the query
+    again = engine.match(q)                            # and answers again from there
+    assert again.status is Status.OK and again.count == want.count
+
+
+def test_a_level_bound_does_not_grow_the_next_table_without_a_limit(monkeypatch):
+    """A level's bound (rows x longest list) sizes the next table only when it is small enough
+    for the one-launch scan-and-link (LINK_FUSE_ROUNDS rows per thread): otherwise, without a
+    memory limit too, a table is grown to the rows the level produced, never to its bound."""
+    import gsi.engine as engine_module
+
+    graph = random_graph(40, 200, 1, 1, False, 4)
+    engine = GSI(fuse_rows=0, block_threads=32, initial_rows=64, initial_gba=256).prepare(graph)
+    asked: list[tuple[int, int]] = []
+    grow = engine._grow_table
+    monkeypatch.setattr(engine, "_grow_table", lambda level, rows: asked.append((level, rows)) or grow(level, rows))
+    q = walk_query(graph, 4, seed=0, induced=False)
+    got = engine.match(q)
+    assert got.status is Status.OK and got.count == reference(graph, q).count
+    produced = got.stats["rows_per_iteration"]
+    small_bound = engine_module.LINK_FUSE_ROUNDS * engine.block_threads
+    for level, rows in asked:
+        assert rows <= max(produced[level], small_bound), (level, rows, produced)

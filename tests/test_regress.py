@@ -109,7 +109,8 @@ def test_every_run_follows_the_other_revision_and_each_goes_first_as_often():
     log = []
     workers = [_Recorder("new", log), _Recorder("old", log)]
     load = regress.Workload("w", "small", "data", [(f"q{i}", f"q{i}.graph", 1) for i in range(4)])
-    runs = regress.measure(workers, ["cpu"], [load], repeats=5, limit_s=1.0, warm_s=2.0, progress=lambda _: None)
+    runs = regress.measure(workers, ["cpu"], [load], repeats=5, limit_s=1.0, warm_s=2.0, mode="interleave",
+                           progress=lambda _: None)
     assert len(runs) == 4 and all(len(r.runs["new"]) == len(r.runs["old"]) == 5 for r in runs)
     after_compile = log[2:]                       # the first query answered by both at once comes first
     assert len(after_compile) == 4 * (2 + 10)
@@ -117,3 +118,47 @@ def test_every_run_follows_the_other_revision_and_each_goes_first_as_often():
     assert len(timed) == 40 and all(after_compile[i - 1][0] != after_compile[i][0] for i in timed)
     firsts = [after_compile[12 * q][0] for q in range(4)]                        # each query's first run
     assert firsts == ["new", "old", "new", "old"]
+
+
+class _Holder(_Recorder):
+    """A stand-in worker that logs prepare and drop too, and the query run before a match."""
+
+    def receive(self):
+        op = self._last.get("op")
+        if op in ("prepare", "drop"):
+            self.log.append((self.label, op))
+        elif op == "match":
+            self.log.append((self.label, self._last.get("before") or "match"))
+        return {"ok": True, "status": "ok", "count": 1, "wall": 1e-3, "seconds": 1e-3}
+
+
+def test_by_default_the_revisions_hold_the_card_in_turns():
+    """Default mode: each (engine, workload) is prepared, answered and dropped by one revision
+    before the next prepares it (none holds memory while another runs), with no memory limit,
+    and the first revision alternates between workloads."""
+    log = []
+    workers = [_Holder("new", log), _Holder("old", log)]
+    loads = [regress.Workload(f"w{k}", "small", "data", [(f"q{i}", f"q{i}.graph", 1) for i in range(3)])
+             for k in range(2)]
+    runs = regress.measure(workers, ["cpu"], loads, repeats=2, limit_s=1.0, progress=lambda _: None)
+    assert len(runs) == 6 and all(len(r.runs["new"]) == len(r.runs["old"]) == 2 for r in runs)
+    holder = None
+    for label, op in log:                          # one revision between a prepare and its drop
+        if op == "prepare":
+            assert holder is None
+            holder = label
+        else:
+            assert label == holder
+            if op == "drop":
+                holder = None
+    prepares = [label for label, op in log if op == "prepare"]
+    assert prepares == ["new", "old", "old", "new"]
+
+
+def test_a_workloads_before_query_runs_before_every_run():
+    log = []
+    workers = [_Holder("new", log), _Holder("old", log)]
+    load = regress.Workload("w", "heavy", "data", [("q0", "q0.graph", 1)], before="t.graph")
+    regress.measure(workers, ["cpu"], [load], repeats=2, limit_s=1.0, progress=lambda _: None)
+    matches = [op for _, op in log if op not in ("prepare", "drop")]
+    assert matches == ["match", "t.graph", "t.graph", "t.graph"] * 2   # compile, warm, 2 timed; per revision

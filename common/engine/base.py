@@ -130,6 +130,8 @@ class Engine(ABC):
             return self._match_batch(queries, **options)
         except DeviceOutOfMemory as exc:
             return [MatchResult(self.name, 0, Status.OOM, reason=str(exc)) for _ in queries]
+        finally:
+            self._release_working_memory()
 
     def _checked_arguments(self, limit, timeout_s) -> int | None:
         if limit is not None:
@@ -182,6 +184,10 @@ class Engine(ABC):
     # ------------------------------------------------------------------ for subclasses
     def _prepare(self, data: Graph) -> None:
         """Build device-resident (or CPU) state for ``data``."""
+
+    def _release_working_memory(self) -> None:
+        """After each call's queries: give back working memory beyond what the engine keeps
+        between queries (docs/design.md, "Device memory"); by default nothing."""
 
     @abstractmethod
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:

@@ -45,10 +45,12 @@ class BufferPool:
             self._demand[name] = nbytes
             self.budget._add_slack(old - nbytes)
 
-    def get(self, name: str, size, dtype, keep: int = 0, growth: float | None = None):
+    def get(self, name: str, size, dtype, keep: int = 0, growth: float | None = None,
+            cap_bytes: int | None = None):
         """The whole buffer (at least ``size`` elements) for an int ``size``; for a shape, a view
         of its first elements in that shape. ``growth`` overrides the pool's growth factor for
-        this call (1.0: a buffer replaced is exactly ``size`` long)."""
+        this call (1.0: a buffer replaced is exactly ``size`` long); a buffer grown by it stays
+        within ``cap_bytes`` (the size asked for still passes it)."""
         if type(size) is int:                # the common case: a buffer kept at least this long
             kept = self._kept.get(name)
             if kept is not None and kept[1] is dtype and kept[2] >= size:
@@ -62,6 +64,8 @@ class BufferPool:
         if current is None or current.size < elements or current.dtype != dtype:
             factor = self.growth if growth is None else float(growth)
             capacity = elements if current is None else max(elements, int(current.size * factor))
+            if cap_bytes is not None:
+                capacity = max(elements, min(capacity, cap_bytes // dtype.itemsize))
             if current is not None and not keep:
                 self.free(name)
             array = self.budget.device_array(capacity, dtype, what=f"{self.prefix}{name}")
@@ -121,6 +125,18 @@ class BufferPool:
         demanded = self._demand.pop(name, 0)
         self.budget._add_slack(demanded - array.nbytes)
         self.budget.free(array)
+
+    def free_scans(self) -> None:
+        """Give the scan workspaces back to the budget."""
+        for workspace in self._scans.values():
+            workspace.free(self.budget)
+        self._scans.clear()
+
+    @property
+    def nbytes(self) -> int:
+        """Device bytes the pool holds (buffers and scan workspaces)."""
+        return (sum(a.nbytes for a in self._arrays.values())
+                + sum(level.nbytes for w in self._scans.values() for level in w.levels))
 
     def free_all(self) -> None:
         for name in list(self._arrays):

@@ -21,7 +21,7 @@ Output: per engine and workload the queries compared, median and worst ratio new
 median wall of ``match()``, the worst query and the count check; a CSV of every query with each
 timed run's wall (``--out``).
 Exit status 1 on a wrong or disagreeing count. docs/decisions.md ("The regression gate's run
-shape") says why the revisions share one run and an equal share of the card.
+shape") says why the revisions share one run and, by default, hold the card in turns.
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ HEAVY_WORST = 1.10
 YEAST_HEAVY_CAP = 2 * 10**9
 #: queries of each generated heavy family (``github-dense12``, ``github-cyclic8``) in the heavy group.
 FAMILY_QUERIES = 12
+#: Deadline of a workload's ``before`` query: short enough that every engine times out on it.
+BEFORE_S = 0.25
 SMALL_MEDIAN = 1.05
 
 
@@ -63,6 +65,9 @@ class Workload:
     group: str
     data: str
     queries: list = field(default_factory=list)
+    #: a query file run (untimed, :data:`BEFORE_S` deadline, so it times out) before every run of
+    #: every query: the engine's state after a timed-out query is what those runs meet
+    before: str | None = None
 
 
 def _largest_yeast(kind: str, keep: int, cap: int) -> tuple:
@@ -111,9 +116,13 @@ def workloads(groups, workdir: Path, max_queries: int | None = None) -> list[Wor
             queries, known = spec.build(None, dataset, _full())
             add(name, "small", str(data_root / dataset.path), queries, known)
     if "heavy" in groups:
-        queries, known = w.GITHUB_RW12.build(None, w.GITHUB, _full())
-        queries = [q for q in queries if q.name in known]      # the 11 the authors' gMatch solves in 8 s
+        rw12, known = w.GITHUB_RW12.build(None, w.GITHUB, _full())
+        queries = [q for q in rw12 if q.name in known]      # the 11 the authors' gMatch solves in 8 s
         add("github-rw12", "heavy", str(data_root / w.GITHUB.path), queries, known)
+        unsolved = [q for q in rw12 if q.name not in known][:1]   # hours for every engine: a timeout
+        if unsolved:
+            add("github-rw12-after-timeout", "heavy", str(data_root / w.GITHUB.path), queries, known)
+            out[-1].before = write(unsolved[0], "github-rw12-unsolved-q")
         dataset, (spec,) = w.CROSS_CHECKED["patterns"]
         data = dataset.load(_full())
         queries, known = spec.build(data, dataset, _full())
@@ -200,11 +209,15 @@ for line in sys.stdin:
             engine = engines[(req["engine"], req["data"])]
             query = graphs.get(req["query"]) or common.load_graph(req["query"])
             graphs[req["query"]] = query
+            if req.get("before"):
+                before = graphs.get(req["before"]) or common.load_graph(req["before"])
+                graphs[req["before"]] = before
+                engine.match(before, timeout_s=req["before_s"])
             began = time.perf_counter()
             r = engine.match(query, timeout_s=req["timeout"])
             wall = time.perf_counter() - began
             answer = {"ok": True, "count": int(r.count), "status": r.status.value, "wall": wall,
-                      "seconds": float(r.seconds)}
+                      "seconds": float(r.seconds), "peak": int(getattr(r, "peak_device_bytes", 0) or 0)}
         elif req["op"] == "drop":
             engines.clear()
             import gc
@@ -295,82 +308,113 @@ def memory_share(revisions: int, reserve: int = 3 << 30, spare: float = 0.15) ->
     return max(1 << 30, int((int(free_mib) << 20) * (1 - spare)) // revisions - reserve)
 
 
-def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: int, limit_s: float,
-            warm_s: float | None = None, options: dict | None = None, progress=print) -> list[QueryRun]:
-    """Warm, then time every query of every workload on every engine, revisions alternating.
+MODES = ("turns", "interleave", "share")
 
-    Each (engine, workload) starts with one query answered by every worker at once (the compile);
-    then each query is answered once untimed by each revision in turn, with ``warm_s`` (default:
-    twice the limit) as its deadline, since a first run also grows the engine's buffers (a
-    revision that does not finish it is not timed: that timeout is its measurement), and
-    ``repeats`` timed rounds follow with ``limit_s`` in the same order, so that every run follows
-    another revision's run. Each query starts one revision further on than the one before, so
-    that over a workload every revision goes first as often as the others. A timed run over the
-    limit is a timeout."""
-    warm_s = 2 * limit_s if warm_s is None else warm_s
+
+def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: int, limit_s: float,
+            warm_s: float | None = None, options: dict | None = None, mode: str = "turns",
+            progress=print) -> list[QueryRun]:
+    """Warm, then time every query of every workload on every engine.
+
+    ``mode`` "turns" (the default): the revisions hold the card in turns, each (engine, workload)
+    answered by one revision's engines alone, prepared and then dropped, the first revision one
+    further on per workload; "interleave" and "share": every revision prepared at once, the
+    queries alternating between them (see :func:`_measure_workload`)."""
     results = []
     for engine in engines:
-        for wl in loads:
+        for li, wl in enumerate(loads):
             if not wl.queries:
                 continue
             began = time.perf_counter()
-            for w in workers:
-                w.send(op="prepare", engine=engine, data=wl.data, options=options or {})
-            failed = []
-            for w in workers:
-                answer = w.receive()
-                if not answer["ok"]:
-                    failed.append(f"{w.label}: {answer['error']}")
-            if failed:                                 # a row that says so; the run goes on
-                progress(f"  {engine:7s} {wl.name:18s} not run: prepare failed ({'; '.join(failed)})")
-                results += [QueryRun(engine, wl.name, wl.group, name, known, error="; ".join(failed))
-                            for name, _, known in wl.queries]
-                for w in workers:
-                    w.ask(op="drop")
-                continue
-            first = dict(op="match", engine=engine, data=wl.data, query=wl.queries[0][1], timeout=warm_s)
-            for w in workers:                          # compiles, all revisions at once
-                w.send(**first)
-            for w in workers:
-                w.receive()
-            for qi, (name, path, known) in enumerate(wl.queries):
-                run = QueryRun(engine, wl.name, wl.group, name, known)
-                request = dict(op="match", engine=engine, data=wl.data, query=path, timeout=limit_s)
-                k = qi % len(workers)
-                order = workers[k:] + workers[:k]      # this query's first revision: one further on
-                warm = {}
-                for w in order:
-                    pair = [warm.get(v.label) for v in workers[:2]]
-                    if w not in workers[:2] and all(a is not None and a["status"] != "ok" for a in pair):
-                        continue                       # new and old both over the limit: the rest untried
-                    warm[w.label] = w.ask(**dict(request, timeout=warm_s))
-                    if not warm[w.label]["ok"]:
-                        raise RuntimeError(f"{w.label}: {engine} {wl.name} {name}: {warm[w.label]['error']}")
-                if all(a["status"] != "ok" for a in warm.values()):
-                    for label, a in warm.items():      # none finishes: no timing
-                        run.runs[label] = [a]
-                    results.append(run)
-                    progress(f"    {name}  over the limit in every revision")
+            if mode == "turns":
+                k = li % len(workers)
+                groups = [[w] for w in workers[k:] + workers[:k]]
+            else:
+                groups = [workers]
+            runs: list[QueryRun] = []
+            for group in groups:
+                got = _measure_workload(group, engine, wl, repeats=repeats, limit_s=limit_s,
+                                        warm_s=warm_s, options=options, progress=progress)
+                if not runs:
+                    runs = got
                     continue
-                for w in workers:
-                    if warm[w.label]["status"] != "ok":   # its timeout is its measurement
-                        run.runs[w.label] = [warm[w.label]]
-                for r in range(repeats):
-                    for w in order:
-                        if warm.get(w.label, {}).get("status") == "ok":
-                            run.runs.setdefault(w.label, []).append(w.ask(**request))
-                results.append(run)
-                progress("    " + name + "  " + "  ".join(
-                    f"{w.label} {run.status(w.label)} {1e3 * run.wall(w.label):.1f} ms" for w in workers))
-            for w in workers:                          # its device memory back before the next graph
-                w.ask(op="drop")
-            done = [r for r in results if (r.engine, r.workload) == (engine, wl.name)]
-            table, _ = summarise(done, workers[0].label, workers[1].label, limit_s)
+                for run, more in zip(runs, got):
+                    run.runs.update(more.runs)
+                    run.error = "; ".join(e for e in (run.error, more.error) if e)
+            results += runs
+            table, _ = summarise(runs, workers[0].label, workers[1].label, limit_s)
             row = table.iloc[0]
             progress(f"  {engine:7s} {wl.name:18s} {len(wl.queries):4d} queries  "
                      f"{time.perf_counter() - began:6.1f} s  median {row['median']:.2f} worst {row['worst']:.2f} "
                      f"({row['worst_query']}) over limit new/old {row['over_limit_new']}/{row['over_limit_old']} "
                      f"counts {row['counts']}")
+    return results
+
+
+def _measure_workload(workers: list[Worker], engine: str, wl: Workload, *, repeats: int, limit_s: float,
+                      warm_s: float | None, options: dict | None, progress) -> list[QueryRun]:
+    """One (engine, workload) on ``workers``, prepared together and dropped at the end.
+
+    One query answered by every worker at once first (the compile); then each query is answered
+    once untimed by each revision in turn, with ``warm_s`` (default: twice the limit) as its
+    deadline, since a first run also grows the engine's buffers (a revision that does not finish
+    it is not timed: that timeout is its measurement), and ``repeats`` timed rounds follow with
+    ``limit_s`` in the same order, so that with several workers every run follows another
+    revision's run. Each query starts one revision further on than the one before. A timed run
+    over the limit is a timeout. A workload's ``before`` query runs before every run."""
+    warm_s = 2 * limit_s if warm_s is None else warm_s
+    before = dict(before=wl.before, before_s=BEFORE_S) if wl.before else {}
+    results = []
+    for w in workers:
+        w.send(op="prepare", engine=engine, data=wl.data, options=options or {})
+    failed = []
+    for w in workers:
+        answer = w.receive()
+        if not answer["ok"]:
+            failed.append(f"{w.label}: {answer['error']}")
+    if failed:                                 # a row that says so; the run goes on
+        progress(f"  {engine:7s} {wl.name:18s} not run: prepare failed ({'; '.join(failed)})")
+        for w in workers:
+            w.ask(op="drop")
+        return [QueryRun(engine, wl.name, wl.group, name, known, error="; ".join(failed))
+                for name, _, known in wl.queries]
+    first = dict(op="match", engine=engine, data=wl.data, query=wl.queries[0][1], timeout=warm_s)
+    for w in workers:                          # compiles, all revisions at once
+        w.send(**first)
+    for w in workers:
+        w.receive()
+    for qi, (name, path, known) in enumerate(wl.queries):
+        run = QueryRun(engine, wl.name, wl.group, name, known)
+        request = dict(op="match", engine=engine, data=wl.data, query=path, timeout=limit_s, **before)
+        k = qi % len(workers)
+        order = workers[k:] + workers[:k]      # this query's first revision: one further on
+        warm = {}
+        for w in order:
+            pair = [warm.get(v.label) for v in workers[:2]]
+            if len(workers) > 2 and w not in workers[:2] and all(a is not None and a["status"] != "ok"
+                                                                 for a in pair):
+                continue                       # new and old both over the limit: the rest untried
+            warm[w.label] = w.ask(**dict(request, timeout=warm_s))
+            if not warm[w.label]["ok"]:
+                raise RuntimeError(f"{w.label}: {engine} {wl.name} {name}: {warm[w.label]['error']}")
+        if all(a["status"] != "ok" for a in warm.values()):
+            for label, a in warm.items():      # none finishes: no timing
+                run.runs[label] = [a]
+            results.append(run)
+            progress(f"    {name}  over the limit: " + ", ".join(warm))
+            continue
+        for w in workers:
+            if warm[w.label]["status"] != "ok":   # its timeout is its measurement
+                run.runs[w.label] = [warm[w.label]]
+        for r in range(repeats):
+            for w in order:
+                if warm.get(w.label, {}).get("status") == "ok":
+                    run.runs.setdefault(w.label, []).append(w.ask(**request))
+        results.append(run)
+        progress("    " + name + "  " + "  ".join(
+            f"{w.label} {run.status(w.label)} {1e3 * run.wall(w.label):.1f} ms" for w in workers))
+    for w in workers:                          # its device memory back before the next graph
+        w.ask(op="drop")
     return results
 
 
@@ -500,11 +544,14 @@ def main(argv=None) -> int:
     parser.add_argument("--warm-s", type=float, default=None, help="deadline of the untimed first run (2x the limit)")
     parser.add_argument("--max-queries", type=int, default=None, help="first N queries of each workload")
     parser.add_argument("--queries", default=None, help="comma-separated query names to keep")
+    parser.add_argument("--mode", choices=MODES, default="turns",
+                        help="turns (default): no device_memory_limit, the revisions hold the card in turns per "
+                             "engine and workload; interleave: no limit, revisions prepared at once and "
+                             "alternating per query; share: interleave with an equal device_memory_limit each "
+                             "(memory_share)")
     parser.add_argument("--device-memory-limit", type=int, default=None,
-                        help="bytes per revision's engines (default: an equal share of the free memory)")
-    parser.add_argument("--own-memory", action="store_true",
-                        help="no device_memory_limit: each revision's engines take what the card has free "
-                             "(default: an equal share each, see memory_share)")
+                        help="bytes per revision's engines in every mode (default: none; --mode share: an equal "
+                             "share of the free memory)")
     parser.add_argument("--out", type=Path, default=None, help="folder for the CSVs and worker logs")
     args = parser.parse_args(argv)
 
@@ -543,14 +590,16 @@ def main(argv=None) -> int:
               f"{sum(len(wl.queries) for wl in loads)} queries in {len(loads)} workloads; "
               f"limit {args.limit_s} s, {args.repeats} repeats", flush=True)
         trees = [(new_label, new_tree), (old_label, old_tree), *others]
-        share = args.device_memory_limit or (None if args.own_memory else memory_share(len(trees)))
+        share = args.device_memory_limit or (memory_share(len(trees)) if args.mode == "share" else None)
         options = {} if share is None else {"device_memory_limit": share}
         logs = [open(out / f"worker-{i}.log", "w") for i in range(len(trees))]
         workers = [Worker(label, tree, log) for (label, tree), log in zip(trees, logs)]
         try:
-            print(f"device_memory_limit per revision: {share if share is not None else 'none'}", flush=True)
+            print(f"mode {args.mode}; device_memory_limit per revision: {share if share is not None else 'none'}",
+                  flush=True)
             results = measure(workers, engines, loads, repeats=args.repeats, limit_s=args.limit_s,
-                              warm_s=args.warm_s, options=options, progress=lambda s: print(s, flush=True))
+                              warm_s=args.warm_s, options=options, mode=args.mode,
+                              progress=lambda s: print(s, flush=True))
         finally:
             for w in workers:
                 w.close()
