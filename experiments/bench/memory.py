@@ -161,8 +161,9 @@ def report(frame: pd.DataFrame, pairs: pd.DataFrame, deadlines: pd.DataFrame, ou
             if "default" in walls and len(walls.columns) > 1:
                 capped = walls.drop(columns="default").min(axis=1)
                 ratio = walls["default"] / capped
+                peak = group[group.setting == "default"].peak_gb.max()
                 print(f"{engine}: default / best capped wall: median {ratio.median():.2f}, worst {ratio.max():.2f} "
-                      f"({ratio.idxmax()}); peak at the default: max {group[group.setting == 'default'].peak_gb.max():.2f} GB")
+                      f"({ratio.idxmax()}); peak at the default: max {peak:.2f} GB")
         if len(pairs):
             pairs.to_csv(out / "memory_pairs.csv", index=False)
             for engine, group in pairs.groupby("engine"):
