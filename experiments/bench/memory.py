@@ -31,6 +31,13 @@ from . import regress
 GITHUB_HEAVY = ("github-rw12", "github-dense12", "github-cyclic8")
 
 
+def _describe_tree() -> str:
+    try:
+        return regress.describe("HEAD+") or "working-tree"
+    except OSError:                          # no git on this machine
+        return "working-tree"
+
+
 def _limit_label(limit: int | None) -> str:
     return "default" if limit is None else f"{limit / (1 << 30):g}GiB"
 
@@ -87,6 +94,8 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=30.0, help="deadline of every run (s)")
     parser.add_argument("--pair", action="store_true", help="also two engines of each kind in one process")
     parser.add_argument("--deadline", type=float, default=None, help="also every query at the default under this")
+    parser.add_argument("--label", default=None, help="name of the working tree's revision in the table "
+                        "(default: its short commit hash)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     limits = [None if v.strip() == "none" else memory_bytes(v.strip()) for v in args.limits.split(",")]
@@ -102,7 +111,7 @@ def main(argv=None) -> int:
             names = set(args.queries.split(","))
             for wl in loads:
                 wl.queries = [q for q in wl.queries if q[0] in names]
-        revisions = [(regress.describe("HEAD+"), regress.ROOT, limits)]
+        revisions = [(args.label or _describe_tree(), regress.ROOT, limits)]
         revisions += [(*regress.resolve(rev, tmp / f"also{i}"), [None]) for i, rev in enumerate(args.also)]
         log = open(out / "memory-workers.log", "w")
         for engine in args.engines.split(","):
