@@ -28,12 +28,13 @@ class UnknownEngineError(ValueError):
 
 
 class DeviceOutOfMemory(MemoryError):
-    """An allocation would exceed the device-memory budget (``device_memory_limit`` or the card)."""
+    """An allocation would exceed the device-memory budget (``device_memory_limit`` or the card),
+    or with ``memory="host"`` an engine's host-memory cap (status oom either way)."""
 
-    def __init__(self, requested: int, in_use: int, limit: int, what: str = ""):
+    def __init__(self, requested: int, in_use: int, limit: int, what: str = "", memory: str = "device"):
         self.requested, self.in_use, self.limit = requested, in_use, limit
         label = f" for {what}" if what else ""
-        super().__init__(f"device allocation of {requested:,} bytes{label} exceeds the budget: "
+        super().__init__(f"{memory} allocation of {requested:,} bytes{label} exceeds the budget: "
                          f"{in_use:,} of {limit:,} bytes already in use")
 
 

@@ -837,7 +837,13 @@ class SGSI(Engine):
         self.budget = budget = DeviceMemoryBudget(total)
         n = self.n
         slot_words = self.slot_words_for(data, self.device_memory_limit, lists, self.slot_share)
-        self.sig_segments, self.segments = self.plan_segments(data, slot_words, lists)
+        try:
+            self.sig_segments, self.segments = self.plan_segments(data, slot_words, lists)
+        except DeviceOutOfMemory as exc:       # name the budget, not the slot cut from it
+            raise DeviceOutOfMemory(exc.requested * self.slot_share, 0, total,
+                                    f"SGSI out of core (each segment slot, 1/{self.slot_share} of the budget, "
+                                    f"must hold 32 signature rows: {exc.requested:,} bytes; raise "
+                                    "device_memory_limit)") from None
         self.flat = [s for segs in self.segments for s in segs]        # PCSR segments, partition order
         for k, seg in enumerate(self.flat):
             seg.flat = k

@@ -381,7 +381,7 @@ class CpuExplorer:
         done, used = int(info[FAST_TWIGS]), int(info[FAST_ENTRIES])
         if info[FAST_STATUS] == FAST_TOO_LARGE:
             raise DeviceOutOfMemory(4 * int(info[FAST_WANTED]), 4 * used, max_bytes,
-                                    f"STwig relation R_{done + 1} (max_relation_bytes)")
+                                    f"STwig relation R_{done + 1} (max_relation_bytes)", "host")
         deadline.check()
         pieces = [flat[:used]]
         if info[FAST_STATUS] == FAST_OUT_OF_STEPS:
@@ -414,7 +414,7 @@ class CpuExplorer:
             def too_large(n, t=t, arity=arity):
                 if used_bytes + 4 * arity * n > max_bytes:
                     raise DeviceOutOfMemory(4 * arity * n, used_bytes, max_bytes,
-                                            f"STwig relation R_{t + 1} (max_relation_bytes)")
+                                            f"STwig relation R_{t + 1} (max_relation_bytes)", "host")
 
             total = _explore_bounded(roots, args, False, _NO_OUTPUT, counts, (0, 0), deadline,
                                      too_large)

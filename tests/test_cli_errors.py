@@ -125,3 +125,26 @@ def test_unknown_engine_names_the_registered_ones_without_quotes(capsys):
     assert not err.startswith('"') and '"' not in err
     with pytest.raises(ValueError, match="unknown engine 'nosuch'; registered engines: cpu, gsi"):
         create_engine("nosuch")
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv"])
+def test_a_query_file_that_holds_no_graph(files, capsys, tmp_path, fmt):
+    _, data, _ = files
+    (tmp_path / "empty.g").write_text("t # -1\n")
+    _one_line_error(capsys, ["match", str(data), str(tmp_path / "empty.g"), "--format", fmt],
+                    "empty.g: the file holds no graph")
+
+
+def test_a_fifo_as_the_data_file_is_refused(files, capsys, tmp_path):
+    import os
+
+    _, _, queries = files
+    os.mkfifo(tmp_path / "pipe")
+    _one_line_error(capsys, ["match", str(tmp_path / "pipe"), str(queries)], "not a regular file")
+
+
+def test_directed_data_with_an_undirected_query_says_to_symmetrize(files, capsys, tmp_path):
+    _, _, queries = files
+    (tmp_path / "d.txt").write_text("# SNAP\n0 1\n1 2\n2 0\n")
+    _one_line_error(capsys, ["match", str(tmp_path / "d.txt"), str(queries)], "--symmetrize")
+    assert main(["match", str(tmp_path / "d.txt"), str(queries), "--symmetrize", "-q"]) == 0

@@ -156,3 +156,64 @@ def test_results_frame():
     assert frame["count"].iloc[0] == len(oracle(data, query, False)) and frame["count"].iloc[1] == 1
     assert {"engine", "query", "seconds", "enumerate_s", "peak_device_bytes"} <= set(frame.columns)
     assert len(results_frame(results[0])) == 1
+
+
+def monomorphisms(data, query, vertex_label="label", edge_label=None) -> int:
+    """networkx's count of ordered embeddings (subgraph monomorphisms)."""
+    matcher = (iso.DiGraphMatcher if data.is_directed() else iso.GraphMatcher)(
+        data, query, node_match=iso.categorical_node_match(vertex_label, None),
+        edge_match=iso.categorical_edge_match(edge_label, None) if edge_label else None)
+    return sum(1 for _ in matcher.subgraph_monomorphisms_iter())
+
+
+@pytest.mark.parametrize("labels", [("x", "y"), (-1, 1), ("0", "1"), (0.5, 1), (0, "1"), (1, 0)])
+def test_a_query_label_the_data_lacks_matches_nothing(labels):
+    data = nx.path_graph(4)
+    nx.set_node_attributes(data, {0: 0, 1: 1, 2: 0, 3: 1}, "label")
+    query = nx.Graph([("a", "b")])
+    nx.set_node_attributes(query, dict(zip("ab", labels)), "label")
+    expected = monomorphisms(data, query)
+    assert common.match(data, query).count == expected
+    graph = Graph.from_networkx(data)                           # data as a Graph, query networkx
+    assert common.match(graph, query).count == expected
+    assert [r.count for r in common.match_many(data, [query, query])] == [expected, expected]
+
+
+def test_query_labels_are_coded_against_coded_data_labels():
+    data = nx.path_graph(5)
+    nx.set_node_attributes(data, dict(enumerate(["a", 7, "a", 7, "b"])), "label")
+    for labels in (("a", 7), (0, 7), ("a", "c"), (7, "b"), ("c", "d")):
+        query = nx.Graph([("u", "v")])
+        nx.set_node_attributes(query, dict(zip("uv", labels)), "label")
+        assert common.match(data, query).count == monomorphisms(data, query), labels
+
+
+def test_a_query_label_a_file_graph_lacks_matches_nothing():
+    hprd = load_graph(DATA / "hprd" / "HPRD.graph")
+    query = nx.Graph([("a", "b")])
+    nx.set_node_attributes(query, {"a": "x", "b": "y"}, "label")
+    assert common.match(hprd, query).count == 0
+    nx.set_node_attributes(query, {"a": int(hprd.labels[0]), "b": "y"}, "label")
+    assert common.match(hprd, query).count == 0
+
+
+def test_a_query_edge_label_the_data_lacks_matches_nothing():
+    data = nx.path_graph(4)
+    nx.set_edge_attributes(data, {(0, 1): 0, (1, 2): 1, (2, 3): 0}, "rel")
+    for rel in ("x", -1, "0", 0, 1):
+        query = nx.Graph([("a", "b")])
+        query.edges["a", "b"]["rel"] = rel
+        expected = monomorphisms(data, query, vertex_label="label", edge_label="rel")
+        assert common.match(data, query, edge_label="rel").count == expected, rel
+
+
+def test_a_query_self_loop_is_refused():
+    data = nx.path_graph(4)
+    data.add_edge(1, 1)                                         # a data graph's loop is dropped
+    query = nx.Graph([("a", "b")])
+    assert common.match(data, query).count == monomorphisms(data, query) == 6
+    query.add_edge("b", "b")
+    with pytest.raises(InvalidGraphError, match="self-loop"):
+        common.match(data, query)
+    with pytest.raises(ValueError, match="self-loop"):            # converted without its data graph
+        common.match(data, Graph.from_networkx(query))

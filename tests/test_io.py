@@ -483,3 +483,64 @@ def test_malformed_count_files(tmp_path, content, line, phrase):
     with pytest.raises(GraphFormatError) as info:
         read_expected_counts(path)
     assert info.value.line == line and phrase in info.value.problem
+
+
+def test_only_regular_files_are_read(tmp_path):
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe.graph"
+    os.mkfifo(fifo)
+    outcome = []
+
+    def read():
+        try:
+            load_graph(fifo)
+        except GraphFormatError as exc:
+            outcome.append(str(exc))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive(), "reading a FIFO blocked"
+    assert outcome and "not a regular file" in outcome[0]
+    with pytest.raises(GraphFormatError, match="not a regular file"):
+        load_graph("/dev/zero")
+    with pytest.raises(GraphFormatError, match="a folder"):
+        load_graphs(tmp_path)
+
+
+def test_a_file_larger_than_the_memory_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    import common.graph.io as io
+
+    path = write(tmp_path, "g.graph", "t 2 1\nv 0 0\nv 1 0\ne 0 1\n")
+    monkeypatch.setattr(io, "_available_memory", lambda: 10)
+    with pytest.raises(GraphFormatError, match="too large to read: 24 bytes, but only 10 bytes"):
+        load_graph(path)
+    assert detect_format(path) == "graph"                          # the first bytes are still read
+
+
+def test_a_query_file_that_holds_no_graph_is_an_error(tmp_path):
+    path = write(tmp_path, "none.g", "t # -1\n")
+    with pytest.raises(GraphFormatError, match="none.g: the file holds no graph"):
+        load_query_set(path)
+    write(tmp_path, "q.graph", "t 2 1\nv 0 0\nv 1 0\ne 0 1\n")
+    with pytest.raises(GraphFormatError, match="holds no graph"):
+        load_query_set(tmp_path)
+
+
+def test_a_utf8_bom_is_skipped(tmp_path):
+    text = "t 2 1\nv 0 0\nv 1 1\ne 0 1\n"
+    (tmp_path / "bom.graph").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    plain = write(tmp_path, "plain.graph", text)
+    assert detect_format(tmp_path / "bom.graph") == "graph"
+    assert load_graph(tmp_path / "bom.graph").same_structure(load_graph(plain))
+    (tmp_path / "counts.txt").write_bytes(b"\xef\xbb\xbfq1:3\n")
+    assert read_expected_counts(tmp_path / "counts.txt") == {"q1": 3}
+
+
+@pytest.mark.parametrize("header", ["t 0", "t #0", "t"])
+def test_a_gsi_header_without_its_hash_gets_gsi_wording(tmp_path, header):
+    path = write(tmp_path, "q.g", f"{header}\n2 1 0 0\nv 0 0\nv 1 0\ne 0 1 0\nt # -1\n")
+    with pytest.raises(GraphFormatError, match=r"q.g:1: graph header needs the form 't # <id>'"):
+        load_graphs(path)

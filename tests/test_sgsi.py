@@ -388,3 +388,12 @@ def test_new_tables_are_grouped_by_the_segment_of_the_next_linking_vertex(monkey
         assert np.all(np.diff(keys) >= 0)
         assert buckets.tolist() == np.searchsorted(keys, np.arange(buckets.size), side="left").tolist()
     assert max(np.unique(keys).size for step, keys, _ in seen if step == 1) >= 2
+
+
+def test_a_budget_too_small_for_one_segment_slot_names_the_budget():
+    result = SGSI(device_memory_limit=1024, **STREAMED).prepare(GRAPH).match(walk_query(GRAPH, 3, seed=1))
+    assert result.status is Status.OOM
+    assert "of 1,024 bytes" in result.reason and "168 bytes" not in result.reason, result.reason
+    assert "device allocation of 14,592 bytes" in result.reason, result.reason
+    enough = SGSI(device_memory_limit=14_592, **STREAMED).prepare(GRAPH)      # the slots fit now
+    assert "32 signature rows" not in (enough.prepare_error or "")

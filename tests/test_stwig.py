@@ -211,6 +211,7 @@ def test_timeout_and_memory_caps_become_statuses(prepared, engine):
     small = capped[engine].prepare(_graph(24, 70, 2, 1))
     result = small.match(query)
     assert result.status is Status.OOM and "max_relation_bytes" in result.reason
+    assert result.reason.startswith("host allocation of"), result.reason     # a host cap, not the device's
 
 
 def test_device_memory_limit_gives_oom():

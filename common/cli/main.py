@@ -63,8 +63,14 @@ def cmd_match(args) -> int:
     engine = create_engine(args.engine, **options)
     starting = start_device_in_background() if engine.uses_device and not args.dask else None
     data = load_graph(resolve_input(args.data), symmetrize=args.symmetrize)
-    # Queries take the data graph's direction (a GSI query file read against undirected data is undirected).
-    queries = load_query_set(resolve_input(args.query), directed=data.directed)
+    # Queries take undirected data's direction (a GSI query file read against it is undirected);
+    # against directed data, an undirected format stays undirected and is refused below.
+    queries = load_query_set(resolve_input(args.query), directed=False if not data.directed else None)
+    undirected = [q for q in queries if q.directed != data.directed]
+    if undirected:
+        raise ValueError(f"the data graph is directed ({data.meta.get('format', 'its')} format) but query "
+                         f"{undirected[0].name!r} is undirected: pass --symmetrize to read the data "
+                         "graph as undirected")
     if args.collect is not None:          # before the search, not after it
         check_writable(args.collect, folder=len(queries) > 1 or Path(args.collect).is_dir())
     from tqdm import tqdm

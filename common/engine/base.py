@@ -154,6 +154,9 @@ class Engine(ABC):
             kind = "directed" if query.directed else "undirected"
             other = "directed" if self.data.directed else "undirected"
             raise ValueError(f"query {query.name!r} is {kind} but the data graph is {other}")
+        if query.meta.get("dropped_self_loops"):
+            raise ValueError(f"query {query.name!r} had {query.meta['dropped_self_loops']} self-loop(s), "
+                             "dropped when it was read: queries cannot have self-loops")
         reason = self.unsupported_reason(query, homomorphic=homomorphic)
         if reason:
             return MatchResult.unsupported(self.name, reason, query=query.name)

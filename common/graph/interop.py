@@ -3,8 +3,9 @@
 
 Vertex and edge labels come from attributes the caller names. Integer labels ``>= 0`` are kept
 as they are; any other label values (strings, tuples, ...) get integer codes in order of first
-appearance, recorded in ``meta["vertex_label_codes"]`` / ``meta["edge_label_codes"]`` so that a
-query converted with the data graph's codes (``label_codes=``) means the same labels. Node ids
+appearance, recorded in ``meta["vertex_label_codes"]`` / ``meta["edge_label_codes"]``. A query is
+encoded against its data graph's labels (``like=``, or the codes as ``label_codes=``): a label the
+data graph has takes its code, any other a code no data label has, so it matches nothing. Node ids
 that are not exactly ``0..n-1`` are compacted, the originals kept in ``meta["original_ids"]``,
 which is what embeddings are reported in (:func:`common.engine.base.to_original_ids`).
 """
@@ -31,19 +32,38 @@ def is_networkx_graph(obj) -> bool:
     return type(obj).__module__.startswith("networkx.") and hasattr(obj, "adj") and hasattr(obj, "nodes")
 
 
-def _encode(values: list, what: str, codes: Mapping | None) -> tuple[np.ndarray, dict | None]:
-    """Integer labels for ``values``: kept when all are ints >= 0 (and no codes are given), else coded."""
-    plain = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0 for v in values)
-    if plain and not codes:
+def _all_plain(values: list) -> bool:
+    return all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0 for v in values)
+
+
+def _encode(values: list, what: str, codes: Mapping | None, fresh: int = 0) -> tuple[np.ndarray, dict | None]:
+    """Integer labels for ``values``. Without ``codes``: kept when all are ints >= 0, else coded
+    in order of first appearance. With ``codes`` (label -> code): a label in it takes its code,
+    any other a new code from ``max(fresh, largest code + 1)`` up."""
+    if codes is None and _all_plain(values):
         return np.asarray(values, dtype=np.int64).reshape(-1), None
     table = dict(codes or {})
+    start = max([fresh, *(code + 1 for code in table.values())])
     out = np.empty(len(values), dtype=np.int64)
     for i, value in enumerate(values):
         try:
-            out[i] = table.setdefault(value, len(table))
+            code = table.get(value)
+            if code is None:
+                code = table[value] = start
+                start += 1
         except TypeError:
             raise InvalidGraphError(f"{what} {value!r} is not hashable") from None
-    return out, table
+        out[i] = code
+    return out, {value: table[value] for value in dict.fromkeys(values)}
+
+
+def _label_table(data: Graph, edges: bool) -> tuple[dict, int]:
+    """``data``'s labels as (label -> code, first code no data label has)."""
+    codes = data.meta.get("edge_label_codes" if edges else "vertex_label_codes")
+    frequencies = data.edge_label_frequencies if edges else data.label_frequencies
+    if codes:
+        return dict(codes), frequencies.size
+    return {int(code): int(code) for code in np.flatnonzero(frequencies)}, frequencies.size
 
 
 def _attribute(items: Iterable, attr, what: str, key) -> list:
@@ -61,17 +81,23 @@ def _attribute(items: Iterable, attr, what: str, key) -> list:
 
 def from_networkx(graph, vertex_label: str | None = _DEFAULT, edge_label: str | None = None, *,
                   name: str | None = None, label_codes: Mapping | None = None,
-                  edge_label_codes: Mapping | None = None) -> Graph:
+                  edge_label_codes: Mapping | None = None, like: Graph | None = None) -> Graph:
     """A :class:`Graph` from a networkx ``Graph`` or ``DiGraph`` (module docstring).
 
     ``vertex_label``/``edge_label`` name the node and edge attributes holding labels (None: no
     labels); the default ``"label"`` may be absent from every node (then the graph is unlabelled).
-    Self-loops are dropped; multigraphs are refused.
+    ``like`` is the data graph a query is read for (its labels' codes); ``label_codes`` /
+    ``edge_label_codes`` give the codes directly. A data graph's self-loops are dropped (no query
+    can use one); a query's (``like`` given) are refused. Multigraphs are refused.
     """
     if not is_networkx_graph(graph):
         raise TypeError(f"expected a networkx Graph or DiGraph, got {type(graph).__name__}")
     if graph.is_multigraph():
         raise InvalidGraphError("multigraphs are not supported: convert to a Graph or DiGraph first")
+    loops = [u for u, v in graph.edges() if u == v]
+    if loops and like is not None:
+        raise InvalidGraphError(f"the query has {len(loops)} self-loop(s), the first on node {loops[0]!r}: "
+                                "queries cannot have self-loops")
     nodes = list(graph.nodes)
     n = len(nodes)
     identity = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in nodes) and \
@@ -79,6 +105,8 @@ def from_networkx(graph, vertex_label: str | None = _DEFAULT, edge_label: str | 
     index = {v: int(v) for v in nodes} if identity else {v: i for i, v in enumerate(nodes)}
     order = sorted(nodes, key=index.__getitem__)
     meta: dict = {"source": "networkx"}
+    if loops:
+        meta["dropped_self_loops"] = len(loops)
     if not identity:
         ids = np.empty(n, dtype=object)
         ids[:] = order
@@ -88,21 +116,31 @@ def from_networkx(graph, vertex_label: str | None = _DEFAULT, edge_label: str | 
     labels = None
     if vertex_label is not None:
         values = _attribute(((v, graph.nodes[v]) for v in order), vertex_label, "node", key=lambda item: item[0])
-        labels, table = _encode(values, "vertex label", label_codes)
+        labels, table = _encode(values, "vertex label", *_codes(like, False, label_codes, values))
         if table is not None:
             meta["vertex_label_codes"] = table
-    edges = list(graph.edges(data=True))
+    edges = [(u, v, data) for u, v, data in graph.edges(data=True) if u != v]
     src = np.fromiter((index[u] for u, _, _ in edges), dtype=np.int64, count=len(edges))
     dst = np.fromiter((index[v] for _, v, _ in edges), dtype=np.int64, count=len(edges))
     elab = None
     if edge_label is not None:
         values = _attribute(edges, edge_label, "edge", key=lambda item: item[:2])
-        elab, table = _encode(values, "edge label", edge_label_codes)
+        elab, table = _encode(values, "edge label", *_codes(like, True, edge_label_codes, values))
         if table is not None:
             meta["edge_label_codes"] = table
     if name is None:
         name = str(graph.graph.get("name", "") or "")
     return Graph.from_edges(n, src, dst, labels, elab, directed=graph.is_directed(), name=name, meta=meta)
+
+
+def _codes(like: Graph | None, edges: bool, codes: Mapping | None, values: list) -> tuple[Mapping | None, int]:
+    """(codes, first free code) for :func:`_encode`: the given codes, else ``like``'s labels
+    (None when there is no ``like``, or when ``like`` and the values are plain integers)."""
+    if codes is not None or like is None:
+        return codes, 0
+    if not like.meta.get("edge_label_codes" if edges else "vertex_label_codes") and _all_plain(values):
+        return None, 0                 # the same integers as the data graph's: kept as they are
+    return _label_table(like, edges)
 
 
 def to_networkx(graph: Graph, vertex_label: str | None = _DEFAULT, edge_label: str | None = _DEFAULT):
@@ -180,8 +218,5 @@ def as_graph(graph_or_path, vertex_label="label", edge_label=None, like: Graph |
 
         return load_graph(graph_or_path)
     if is_networkx_graph(graph_or_path):
-        meta = {} if like is None else like.meta
-        return from_networkx(graph_or_path, vertex_label, edge_label,
-                             label_codes=meta.get("vertex_label_codes"),
-                             edge_label_codes=meta.get("edge_label_codes"))
+        return from_networkx(graph_or_path, vertex_label, edge_label, like=like)
     raise TypeError(f"expected a Graph or a path (or a networkx graph), got {type(graph_or_path).__name__}")

@@ -20,14 +20,17 @@ Formats (``FORMATS``; docs/design.md, "The graph layer"):
     DAF's multi-graph format: ``t <id> <N> <sum of degrees>``, then ``id label degree nbr...``
     per vertex. Several graphs per file, undirected.
 
-Any of them may be gzip-compressed. Text is tokenised by numpy (:class:`_Text`) and checked on
-whole arrays; an error names the first bad line.
+Any of them may be gzip-compressed; a text file may start with a UTF-8 byte-order mark. Only
+regular files are read (not FIFOs or devices), and only when they fit in memory. Text is
+tokenised by numpy (:class:`_Text`) and checked on whole arrays; an error names the first bad line.
 """
 
 from __future__ import annotations
 
 import gzip
+import os
 import re
+import stat
 import zlib
 from pathlib import Path
 from typing import Callable
@@ -56,16 +59,56 @@ def _is_gzip(path: Path) -> bool:
         return f.read(2) == _GZIP_MAGIC
 
 
-def _read_bytes(path: Path, limit: int | None = None) -> bytes:
-    """The file's bytes, gunzipped when it starts with the gzip magic (at most ``limit`` bytes)."""
-    if not _is_gzip(path):
-        with open(path, "rb") as f:
-            return f.read() if limit is None else f.read(limit)
+def _regular_size(path: Path) -> int:
+    """The size of ``path``, which must be a regular file (a FIFO would block, a device never end)."""
+    status = os.stat(path)
+    mode = status.st_mode
+    if stat.S_ISDIR(mode):
+        raise GraphFormatError(path, None, "a folder, not a graph file")
+    if not stat.S_ISREG(mode):
+        raise GraphFormatError(path, None, "not a regular file (a FIFO, device or socket); "
+                                           "graphs are read from regular files")
+    return status.st_size
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory available now (Linux's MemAvailable), or None where unknown."""
     try:
-        with gzip.open(path, "rb") as f:
-            return f.read() if limit is None else f.read(limit)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise GraphFormatError(path, None, f"corrupt gzip data: {exc}") from None
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _check_memory(path: Path, size: int) -> None:
+    """Refuse a file whose bytes alone would not fit in the available memory."""
+    available = _available_memory()
+    if available is not None and size > available:
+        raise GraphFormatError(path, None, f"too large to read: {size:,} bytes, but only "
+                                           f"{available:,} bytes of memory are available")
+
+
+def _read_bytes(path: Path, limit: int | None = None) -> bytes:
+    """The file's bytes, gunzipped when it starts with the gzip magic (at most ``limit`` bytes).
+    Only a regular file is read, and read whole only when its bytes fit in memory."""
+    size = _regular_size(path)
+    gzipped = _is_gzip(path)
+    if limit is None:
+        _check_memory(path, size)
+    try:
+        if not gzipped:
+            with open(path, "rb") as f:
+                return f.read() if limit is None else f.read(limit)
+        try:
+            with gzip.open(path, "rb") as f:
+                return f.read() if limit is None else f.read(limit)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise GraphFormatError(path, None, f"corrupt gzip data: {exc}") from None
+    except MemoryError:
+        raise GraphFormatError(path, None, "not enough memory to read it") from None
 
 
 def _binary_sizes(data: bytes) -> tuple[int, int, int] | None:
@@ -74,6 +117,14 @@ def _binary_sizes(data: bytes) -> tuple[int, int, int] | None:
         return None
     nv, ne = (int(x) for x in np.frombuffer(data, dtype="<i4", count=2))
     return nv, ne, 8 + 8 * (nv + 1) + 4 * nv + 8 * ne
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _without_bom(data: bytes) -> bytes:
+    """Text without a leading UTF-8 byte-order mark."""
+    return data[len(_BOM):] if data.startswith(_BOM) else data
 
 
 def _is_int_token(token: bytes) -> bool:
@@ -92,16 +143,20 @@ def _detect(path: Path, head: bytes, size: Callable[[], int]) -> str:
             f"; read as a gMatch binary CSR its header says |V|={sizes[0]}, |E|={sizes[1]}, "
             f"which needs {sizes[2]} bytes, but the file has {size()} (truncated?)")
         raise GraphFormatError(path, None, f"unknown format: binary data{hint}")
+    head = _without_bom(head)
     rows = [line.split() for line in head.split(b"\n")]
     rows = [r for r in rows if r and not r[0].startswith(b"#")]
     if not rows:
         raise GraphFormatError(path, None, "unknown format: only comment lines")
     first = rows[0]
     if first[0] == b"t":
-        if len(first) > 1 and first[1] == b"#":
+        if len(first) > 1 and first[1].startswith(b"#"):
             return "gsi"
         if len(first) == 4 and len(rows) > 1 and _is_int_token(rows[1][0]):
             return "daf"
+        counts_line = len(rows) > 1 and len(rows[1]) == 4 and all(_is_int_token(t) for t in rows[1])
+        if counts_line:
+            return "gsi"            # a GSI header without its '#': the reader names the problem
         return "graph"
     if first[0] in (b"v", b"e"):
         return "graph"  # a .graph file without its header: the reader names the problem
@@ -726,9 +781,13 @@ def load_graphs(path, *, directed: bool | None = None, symmetrize: bool = False,
     meta = {"source": str(path), "format": fmt}
     if fmt == "gmatch-binary":
         return _parse_gmatch_binary(path, data, base, meta)
+    data = _without_bom(data)
     if not data.strip():
         raise GraphFormatError(path, None, "empty file")
-    graphs = _TEXT_PARSERS[fmt](_Text(path, data), is_directed, base, meta)
+    try:
+        graphs = _TEXT_PARSERS[fmt](_Text(path, data), is_directed, base, meta)
+    except MemoryError:
+        raise GraphFormatError(path, None, f"not enough memory to parse its {len(data):,} bytes") from None
     if len(graphs) > 1:
         graphs = [g.replace(name=f"{base}_{g.meta['graph_id']}") for g in graphs]
     return graphs
@@ -796,7 +855,7 @@ def load_query_set(folder_or_files, **options) -> list[Graph]:
     ``params.json``, in natural order: ``q_2`` before ``q_10``), from one file (all its graphs: GSI
     and DAF files hold several), or from a list of
     files (in the order given). Each graph is named after its file stem; ``options`` go to
-    :func:`load_graphs`."""
+    :func:`load_graphs`. A file that holds no graph is an error."""
     if isinstance(folder_or_files, (str, Path)):
         source = find_input(folder_or_files)
         if source.is_dir():
@@ -809,7 +868,13 @@ def load_query_set(folder_or_files, **options) -> list[Graph]:
             files = [source]
     else:
         files = [Path(p) for p in folder_or_files]
-    return [graph for file in files for graph in load_graphs(file, **options)]
+    queries = []
+    for file in files:
+        graphs = load_graphs(file, **options)
+        if not graphs:
+            raise GraphFormatError(file, None, "the file holds no graph")
+        queries += graphs
+    return queries
 
 
 def read_expected_counts(path) -> dict[str, int]:
@@ -819,7 +884,7 @@ def read_expected_counts(path) -> dict[str, int]:
     path = find_input(path)
     counts: dict[str, int] = {}
     first_seen: dict[str, int] = {}
-    lines = _read_bytes(path).decode("utf-8", "replace").splitlines()
+    lines = _without_bom(_read_bytes(path)).decode("utf-8", "replace").splitlines()
     for lineno, line in enumerate(lines, start=1):
         text = line.strip()
         if not text or text.startswith("#"):
