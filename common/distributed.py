@@ -40,7 +40,8 @@ from .graph.roots import part_stats
 #: prepared engines a worker process keeps (one per graph, engine and options)
 CACHE_SIZE = 4
 #: worst first: the status of a split run is the worst of its parts'
-_SEVERITY = {Status.OK: 0, Status.LIMIT: 1, Status.TIMEOUT: 2, Status.OOM: 3, Status.UNSUPPORTED: 4}
+_SEVERITY = {Status.OK: 0, Status.LIMIT: 1, Status.TIMEOUT: 2, Status.OVERFLOW: 3, Status.OOM: 4,
+             Status.UNSUPPORTED: 5}
 #: seconds the client waits past a split run's deadline for parts still running (they stop
 #: themselves at the deadline; this covers the transfer of their results)
 DEADLINE_GRACE_S = 5.0

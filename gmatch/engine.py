@@ -51,8 +51,11 @@ from common.graph.roots import (
 
 from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
 from .enumerate import (
+    BIG_COUNT,
     C_CAND,
     C_COUNT,
+    C_COUNT_BIG,
+    C_COUNT_HI,
     C_FINISHED,
     C_GSTEALS,
     C_IDLE,
@@ -597,7 +600,7 @@ class GMatch(Engine):
         with timer.phase("transfer"):
             download(self._d_ctrls, self._h_ctrl)
             ctrl = self._h_ctrl[0].copy()
-        return int(ctrl[C_COUNT]), ctrl, emb, timed_out, stats
+        return unique_count(ctrl), ctrl, emb, timed_out, stats
 
     # ------------------------------------------------------------------ match
     def _plan(self, query, count_leaves, count_last, timer):
@@ -900,7 +903,7 @@ class GMatch(Engine):
         results: list[MatchResult | None] = []
         for b, (query, plan) in enumerate(zip(queries, plans)):
             ctrl = control[b]
-            unique = int(ctrl[C_COUNT])
+            unique = unique_count(ctrl)
             if query.num_vertices == 1:
                 unique = int(ctrl[C_CAND])
             finished = ctrl[C_FINISHED] == blocks_of[b] * warps or query.num_vertices == 1
@@ -919,6 +922,11 @@ class GMatch(Engine):
         """The result of a search: count (unique embeddings x |Aut(Q)|, cut at ``limit``) and
         statistics."""
         aut = plan.automorphisms
+        reason = ""
+        if ctrl[C_COUNT_BIG] and status in (Status.OK, Status.TIMEOUT):
+            unique = max(unique, BIG_COUNT)
+            status, reason = Status.OVERFLOW, (f"more than 2^124 unique embeddings: past the 128-bit count, "
+                                               f"{unique} x {aut} automorphisms is a lower bound")
         total = unique * aut if status is not Status.LIMIT else limit
         iters = int(ctrl[C_ITERS])
         by_position = stats.pop("candidate_graph_sizes", None)
@@ -938,7 +946,9 @@ class GMatch(Engine):
         if self.idle_stats or self.granularity == "coarse":
             stats.update(idle_lanes=int(ctrl[C_IDLE]),
                          idle_rate=(ctrl[C_IDLE] / (32.0 * iters)) if iters else 0.0)
-        return self._result(timer, total, status, embeddings, stats)
+        result = self._result(timer, total, status, embeddings, stats)
+        result.reason = reason
+        return result
 
     def _expand(self, plan, query: Graph, unique_rows: np.ndarray, limit) -> np.ndarray:
         """Ordered embeddings (column = query vertex) from unique rows (column = order position)."""
@@ -957,6 +967,12 @@ class GMatch(Engine):
         return MatchResult(self.name, int(count), status, embeddings=embeddings,
                            phases={} if timer is None else timer.seconds,
                            peak_device_bytes=self.budget.peak, stats=stats)
+
+
+def unique_count(ctrl) -> int:
+    """The unique matches a control row counted: its 128-bit count (ctrl[C_COUNT_HI] * 2^64 +
+    ctrl[C_COUNT] read as unsigned) as a Python int."""
+    return (int(ctrl[C_COUNT_HI]) << 64) + (int(ctrl[C_COUNT]) & ((1 << 64) - 1))
 
 
 def _blocks_per_query(seeds: np.ndarray, blocks: int, seeds_per_block: int) -> np.ndarray:

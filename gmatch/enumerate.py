@@ -67,8 +67,17 @@ C_SEED, C_COUNT, C_STOP, C_ITERS, C_IDLE, C_STEALS, C_EMB = 0, 1, 2, 3, 4, 5, 6
 C_GSTEALS, C_BUSY, C_DONE, C_POSTED = 7, 8, 9, 10
 C_FINISHED = 11               # warps of the query that left with no stop flag raised (fine kernel)
 C_SEED_LO, C_SEED_HI, C_LIMIT = 12, 13, 14    # the query's seed range and unique-match limit (set by the host)
+C_COUNT_HI = 15               # high word of the 128-bit count (C_COUNT, read as unsigned, the low one)
 C_CAND = 16                   # 32 slots: |C(d)| per position, copied from the filter's counts (fine kernel)
-CTRL_SIZE = C_CAND + 32
+C_COUNT_BIG = C_CAND + 32     # nonzero: a count past the 128-bit words (at least BIG_COUNT unique matches)
+CTRL_SIZE = C_COUNT_BIG + 1
+
+# The count is exact in 128 bits (ctrl[C_COUNT_HI] * 2^64 + unsigned ctrl[C_COUNT]): a lane's own
+# sum and a leaf product stay below COUNT_LIMB (int64 adds cannot overflow), a product that passes
+# it goes to the control row at once in two limbs of base 2^62 (:func:`add_big_count`, rare path).
+COUNT_LIMB = 1 << 62
+SMALL_FACTOR = 1 << 31        # a product below it times a count (< 2^31) stays below COUNT_LIMB
+BIG_COUNT = 1 << 124          # the lower bound a C_COUNT_BIG flag stands for
 
 # what a valid lane at the last enumerated level does (``fine_kernel``'s ``leaves``, compile time):
 # add one match; add the product of its countable leaves (:func:`search_functions` leaf_product);
@@ -139,6 +148,49 @@ def walk_up(mi, par, w, s, pool, width, j, cur, need, prow, in_pool):
             in_pool = True
         xj = pool[prow + u64(j)]
     return xj, cur, prow, in_pool
+
+
+@cuda.jit(device=True)
+def add_count(ctrl, x):
+    """Add 0 <= x < 2^63 to the query's 128-bit count: the low word ctrl[C_COUNT] wraps as an
+    unsigned one, and the add that wraps it carries one into ctrl[C_COUNT_HI]."""
+    old = cuda.atomic.add(ctrl, C_COUNT, x)
+    if old < 0 and x > -(old + 1):              # old (unsigned) + x reached 2^64
+        cuda.atomic.add(ctrl, C_COUNT_HI, 1)
+
+
+@cuda.jit(device=True)
+def mul_limbs(hi, lo, c):
+    """(hi * 2^62 + lo) * c in limbs of base 2^62 (0 <= lo < 2^62, 0 <= c < 2^31), int64 only;
+    hi = -1 when the product reaches 2^124."""
+    a = lo >> 31
+    b = lo & (SMALL_FACTOR - 1)
+    ac = a * c                                  # < 2^62
+    low = ((ac & (SMALL_FACTOR - 1)) << 31) + b * c   # < 2^63
+    up = (ac >> 31) + (low >> 62)
+    low = low & (COUNT_LIMB - 1)
+    if c != 0 and hi > (COUNT_LIMB - 1 - up) // c:
+        return int64(-1), low
+    return hi * c + up, low
+
+
+@cuda.jit(device=True)
+def add_big_count(ctrl, hi, lo):
+    """Add hi * 2^62 + lo (limbs of :func:`mul_limbs`; hi = -1: past 2^124) to the 128-bit count;
+    a count that passes the words raises ctrl[C_COUNT_BIG] instead."""
+    if hi < 0:
+        cuda.atomic.exch(ctrl, C_COUNT_BIG, 1)
+        return
+    add_count(ctrl, lo)
+    k = hi & 3
+    while k > 0:
+        add_count(ctrl, int64(COUNT_LIMB))
+        k -= 1
+    top = hi >> 2
+    if top > 0:
+        old = cuda.atomic.add(ctrl, C_COUNT_HI, top)
+        if old + top >= COUNT_LIMB:
+            cuda.atomic.exch(ctrl, C_COUNT_BIG, 1)
 
 
 @functools.lru_cache(maxsize=None)
@@ -436,13 +488,16 @@ def search_functions(cg: bool):
             j -= 1
 
     @cuda.jit(device=True)
-    def leaf_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent):
+    def leaf_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent, ctrl):
         """Matches of the trailing countable leaves (positions ne..n-1) given the partial match
         that ends with x at position d (candidate graph only): the product over the leaves of
-        their parent row's length minus the same-label images found in that row."""
+        their parent row's length minus the same-label images found in that row. A product
+        that passes 2^62 is added to ``ctrl``'s count here (0 returned)."""
         img = cuda.local.array(MAX_LEVELS, int32)        # images of positions low..d
         gather_images(img, mi, par, w, s, pool, width, low, d, x, parent)
         total = int64(1)
+        big = False                                      # the product in limbs (hi, total)
+        hi = int64(0)
         for t in range(ne, n):
             p = sq[S_LEAFPAR, u32(t)]
             xp = img[u32(p)]
@@ -457,24 +512,47 @@ def search_functions(cg: bool):
                         r = lower_bound(G[3], tb, tb + tz, v)
                         if r < tb + tz and G[3][u64(r)] == v and adjacent(G, sq, t, p, xp, r - tb):
                             count -= 1
-            total *= count
+            if not big and total < SMALL_FACTOR:
+                total *= count
+            else:                                        # rare: past 2^31, on in 128 bits
+                big = True
+                if count == 0:                           # a zero factor: no product at all
+                    hi, total = int64(0), int64(0)
+                elif hi >= 0:
+                    hi, total = mul_limbs(hi, total, int64(count))
+        if big and hi != 0:                              # hi = -1: past 2^124
+            add_big_count(ctrl, hi, total)
+            return int64(0)
         return total
 
     @cuda.jit(device=True)
-    def last_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent, max_cost):
+    def last_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent, max_cost, ctrl):
         """The count of the last position (ne = n - 1, :func:`count_position`) given the partial
         match that ends with x at position d = n - 2 (candidate graph only); -1 when that count
-        would read more than ``max_cost`` words (the caller enumerates it instead)."""
+        would read more than ``max_cost`` words (the caller enumerates it instead). A product
+        past 2^62 is added to ``ctrl``'s count here (0 returned), as in ``leaf_product``."""
         img = cuda.local.array(MAX_LEVELS, int32)        # images of positions low..d
         gather_images(img, mi, par, w, s, pool, width, low, d, x, parent)
         total = int64(1)
+        big = False
+        hi = int64(0)
         for t in range(ne, n):
             count = count_position(G, sq, img, low, d, t, max_cost)
             if count < 0:
                 return count
-            total *= count
-            if total == 0:
-                break
+            if not big and total < SMALL_FACTOR:
+                total *= count
+            else:
+                big = True
+                if count == 0:                           # a zero factor: no product at all
+                    hi, total = int64(0), int64(0)
+                elif hi >= 0:
+                    hi, total = mul_limbs(hi, total, int64(count))
+            if total == 0 and hi == 0:
+                return int64(0)
+        if big and hi != 0:                              # hi = -1: past 2^124
+            add_big_count(ctrl, hi, total)
+            return int64(0)
         return total
 
     @cuda.jit(device=True)
@@ -993,7 +1071,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                 if ok:
                     if d < n - 1:
                         found = last_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g,
-                                             max_cost)
+                                             max_cost, ctrl)
                         if found < 0:
                             defer = True
                             found = int64(0)
@@ -1006,7 +1084,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                     mask = deferred
             elif LEAVES == LEAF_PRODUCT:
                 if ok:
-                    found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g)
+                    found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g, ctrl)
             elif LEAVES == LEAF_OUTPUT:
                 found = leaf_output(ok, mask, lane, mi, par, wi, s, pool, width, G, sq, d, x, g, ctrl,
                                     emb, emb_cap, limit_unique)
@@ -1127,6 +1205,10 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             more, empty = extend(S, wi, lane, s, d, last, ne, n, low, max_cost, pool, width, G,
                                  sq, ctrl, emb, emb_cap, limit_unique, checked)
             found += more
+            if LEAVES == LEAF_PRODUCT or COUNT_LAST:     # products (< 2^62 each) keep the sum below 2^63
+                if found >= COUNT_LIMB:
+                    add_count(ctrl, found)
+                    found = int64(0)
             idle += empty
             iters += 1
 
@@ -1139,7 +1221,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             if verdict == 1:
                 broadcast_termination(mail, total_warps, lane)
         if found != 0:                                  # every lane counted its own matches
-            cuda.atomic.add(ctrl, C_COUNT, found)
+            add_count(ctrl, found)
         if lane == 0:
             if not done_by_stop:
                 cuda.atomic.add(ctrl, C_FINISHED, 1)
@@ -1271,7 +1353,7 @@ def coarse_kernel(warps: int, unroll: int, indexed: bool):
                     size[wi, d] = out
                     top[wi] = d + 1
         if lane == 0:
-            cuda.atomic.add(ctrl, C_COUNT, found)
+            add_count(ctrl, found)
             cuda.atomic.add(ctrl, C_ITERS, iters)
             cuda.atomic.add(ctrl, C_IDLE, idle)
 

@@ -88,6 +88,8 @@ SIMULATOR_HEAVY = frozenset({
     "test_contract.py::test_a_querys_peak_device_memory_is_its_own[gmatch]",
     "test_contract.py::test_a_querys_peak_device_memory_is_its_own[gsi]",
     "test_contract.py::test_a_querys_peak_device_memory_is_its_own[sgsi]",
+    "test_count_overflow.py::test_gmatch_hub_parts_add_up_past_2_64",
+    "test_count_overflow.py::test_past_128_bits_cpu_is_exact_and_gmatch_says_overflow",
     "test_device.py::test_exclusive_scan_int32_counts_to_int64_offsets[5000]",
     "test_device.py::test_exclusive_scan_int32_in_place_with_a_reused_workspace",
     "test_egsm.py::test_clique_query_repeated_labels",

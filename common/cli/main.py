@@ -178,7 +178,8 @@ EXIT_CODES = f"""exit codes:
   {EXIT_OK}  every query answered (status ok or limit)
   {EXIT_DISAGREE}  demo: an engine disagreed with cpu
   {EXIT_USAGE}  bad command line or input (file missing or malformed, unknown engine or option)
-  {EXIT_PARTIAL}  a query timed out or ran out of device memory (its count is a lower bound)
+  {EXIT_PARTIAL}  a query timed out, ran out of device memory or overflowed the engine's count
+     (its count is a lower bound)
   {EXIT_UNSUPPORTED}  an engine could not take a query (status unsupported)
   match --allow-partial turns {EXIT_PARTIAL} and {EXIT_UNSUPPORTED} into {EXIT_OK}."""
 
@@ -187,7 +188,7 @@ def match_exit_code(statuses, allow_partial: bool = False) -> int:
     """The exit status of ``gpusm match`` for the statuses its queries ended with (EXIT_CODES)."""
     if allow_partial:
         return EXIT_OK
-    if statuses & {Status.TIMEOUT, Status.OOM}:
+    if statuses & {Status.TIMEOUT, Status.OOM, Status.OVERFLOW}:
         return EXIT_PARTIAL
     if Status.UNSUPPORTED in statuses:
         return EXIT_UNSUPPORTED
@@ -216,8 +217,7 @@ def _print_rows(rows: list[dict], fmt: str, single: bool) -> None:
         print(f"backend: {row['backend']}")
         print(f"query:   {row['query']}")
         print(f"status:  {row['status']}" + (f" ({row['reason']})" if row["reason"] else ""))
-        print(f"count:   {_count_text(row)}" + (" (a lower bound: the search did not finish)"
-                                                 if row["status"] in PARTIAL_STATUSES else ""))
+        print(f"count:   {_count_text(row)}" + _lower_bound_note(row["status"]))
         phases = "  ".join(f"{p}={row[f'{p}_s'] * 1e3:.3f}ms" for p in PHASES if row[f"{p}_s"])
         print(f"time:    {row['seconds'] * 1e3:.3f} ms  {phases}")
         if row["peak_device_bytes"]:
@@ -237,8 +237,16 @@ def _print_rows(rows: list[dict], fmt: str, single: bool) -> None:
              if any(row["status"] in PARTIAL_STATUSES for row in rows) else ""))
 
 
-#: Statuses whose count is a lower bound (the search stopped before the end, not at ``--limit``).
-PARTIAL_STATUSES = (str(Status.TIMEOUT), str(Status.OOM))
+#: Statuses whose count is a lower bound (the search stopped before the end, not at ``--limit``,
+#: or the count passed the engine's counters).
+PARTIAL_STATUSES = (str(Status.TIMEOUT), str(Status.OOM), str(Status.OVERFLOW))
+
+
+def _lower_bound_note(status: str) -> str:
+    """What the single-query output says after a count that is a lower bound."""
+    if status == str(Status.OVERFLOW):
+        return " (a lower bound: the count passed the engine's counters)"
+    return " (a lower bound: the search did not finish)" if status in PARTIAL_STATUSES else ""
 
 
 def _count_text(row: dict) -> str:

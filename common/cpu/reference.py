@@ -25,6 +25,7 @@ vertex's neighbours of one label are one range found by two binary searches.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -49,8 +50,11 @@ FILTERS = ("label", "degree", "nlf", "refine")
 ORDERS = ("gql", "ri", "input")
 
 # Return codes of _enumerate.
-_DONE, _BUDGET, _LIMIT, _FULL, _OVERFLOW = 0, 1, 2, 3, 4
-_INT64_MAX = np.iinfo(np.int64).max
+_DONE, _BUDGET, _LIMIT, _FULL, _CARRY = 0, 1, 2, 3, 4
+# The count is kept in two limbs of base 2^62 (state[6] * 2^62 + state[1]), so that adding a
+# product below 2^62 never overflows int64; a suffix product that reaches 2^62 is handed to the
+# host (_CARRY), which multiplies the suffix's match counts as Python ints.
+_LIMB = np.int64(1) << np.int64(62)
 # Scan sources of a stack level: the candidate list, an out-row, an in-row.
 _SRC_CAND, _SRC_OUT, _SRC_IN = 0, 1, 2
 
@@ -234,24 +238,28 @@ def _init_level(d, n, out_off, out_key, in_off, in_key, qv, qlab, bw_off, bw_p, 
 @njit(cache=True, nogil=True)
 def _enumerate(n, labels, out_off, out_key, out_nbr, out_el, in_off, in_key, in_nbr, in_el,
                use_el, homomorphic, qv, qlab, bw_off, bw_p, bw_dir, bw_el, cand, cl_off, cl,
-               tail, state, pos, end, src, skip, f, used, limit, collect, out, budget):
+               tail, state, pos, end, src, skip, f, used, limit, collect, out, budget, factor):
     """Backtracking over the matching order ``qv`` for at most ~``budget`` steps.
 
     The stack lives in the arrays passed in: ``state = [depth, count, started, product,
-    matches]``, and per level the scan position ``pos``, its end ``end``, its source ``src``
-    (candidate list, out-row or in-row), the backward constraint ``skip`` the scan already
-    satisfies, and the mapped data vertex ``f`` (-1 when unmapped). Constraint k of level d
-    says: the data vertex at level ``bw_p[k]`` has an edge to (``bw_dir[k] == 0``) or from
-    (1) the new vertex, with label ``bw_el[k]``.
+    matches, big, count_hi]`` (the count is ``count_hi * 2^62 + count``, count < 2^62;
+    ``big`` marks a suffix product that passed 2^62), and per level the scan position
+    ``pos``, its end ``end``, its source ``src`` (candidate list, out-row or in-row), the
+    backward constraint ``skip`` the scan already satisfies, and the mapped data vertex ``f``
+    (-1 when unmapped). Constraint k of level d says: the data vertex at level ``bw_p[k]``
+    has an edge to (``bw_dir[k] == 0``) or from (1) the new vertex, with label ``bw_el[k]``.
 
     Levels ``tail..nq-1`` are counted, not pushed. With ``tail == nq-1`` the last level's
     matches are counted (and written to ``out`` when ``collect``) one by one. A smaller
     ``tail`` (counting only; see :func:`_counting_tail`) marks levels that depend on earlier
-    levels only and cannot collide with each other: their numbers of matches multiply.
+    levels only and cannot collide with each other: their numbers of matches multiply (each
+    level's number is kept in ``factor`` too).
 
     Returns (code, rows written to ``out``): ``_DONE`` when the search is exhausted,
     ``_BUDGET`` when the step budget ran out, ``_LIMIT`` when the count reached ``limit``
-    (-1: none), ``_FULL`` when ``out`` is full, ``_OVERFLOW`` when the count would pass 2^63-1.
+    (-1: none), ``_FULL`` when ``out`` is full, ``_CARRY`` when a suffix's product passed 2^62:
+    the host adds the product of ``factor[tail..nq-1]`` (a Python int) to its own count and
+    calls again (the search resumes past that suffix).
     """
     nq = qv.shape[0]
     last = nq - 1
@@ -266,6 +274,8 @@ def _enumerate(n, labels, out_off, out_key, out_nbr, out_el, in_off, in_key, in_
     count = state[1]
     product = state[3]
     matches = state[4]
+    big = state[5]
+    count_hi = state[6]
     steps = 0
     written = 0
     while d >= 0:
@@ -284,6 +294,8 @@ def _enumerate(n, labels, out_off, out_key, out_nbr, out_el, in_off, in_key, in_
                 state[1] = count
                 state[3] = product
                 state[4] = matches
+                state[5] = big
+                state[6] = count_hi
                 return _BUDGET, written
             j = pos[d]
             pos[d] = j + 1
@@ -324,34 +336,52 @@ def _enumerate(n, labels, out_off, out_key, out_nbr, out_el, in_off, in_key, in_
                         pos[d] = j
                         state[0] = d
                         state[1] = count
+                        state[6] = count_hi
                         return _FULL, written
                     for i in range(last):
                         out[written, qv[i]] = f[i]
                     out[written, u] = v
                     written += 1
                 count += 1
-                if count == limit:
+                if count == _LIMB:
+                    count = 0
+                    count_hi += 1
+                if count == limit and count_hi == 0:
                     state[0] = d
                     state[1] = count
+                    state[6] = count_hi
                     return _LIMIT, written
             else:
                 found = v
                 break
         if multiply and d >= tail:
-            if matches > 0 and product > _INT64_MAX // matches:
-                state[1] = count
-                return _OVERFLOW, written
-            product *= matches
+            factor[d] = matches
+            if matches == 0:
+                product = 0
+                big = 0
+            elif big == 0:
+                if product >= _LIMB // matches:      # the product would reach 2^62: the host's
+                    big = 1
+                else:
+                    product *= matches
             matches = 0
-            if product > 0 and d < last:
+            if (product > 0 or big != 0) and d < last:
                 d += 1
                 _init_level(d, n, out_off, out_key, in_off, in_key, qv, qlab, bw_off, bw_p,
                             bw_dir, cl_off, f, pos, end, src, skip)
                 continue
-            if count > _INT64_MAX - product:
+            if big != 0:                             # the host adds prod(factor[tail:])
+                state[0] = tail - 1
                 state[1] = count
-                return _OVERFLOW, written
-            count += product
+                state[3] = 1
+                state[4] = 0
+                state[5] = 0
+                state[6] = count_hi
+                return _CARRY, written
+            count += product                         # both below 2^62: no int64 overflow
+            if count >= _LIMB:
+                count -= _LIMB
+                count_hi += 1
             product = 1
             d = tail - 1
             continue
@@ -366,6 +396,7 @@ def _enumerate(n, labels, out_off, out_key, out_nbr, out_el, in_off, in_key, in_
                     cl_off, f, pos, end, src, skip)
     state[0] = d
     state[1] = count
+    state[6] = count_hi
     return _DONE, written
 
 
@@ -704,7 +735,9 @@ class ReferenceMatcher(Engine):
         chunks: list[np.ndarray] = []
         status, count, calls = Status.OK, 0, 0
         if sizes.min() > 0 and (homomorphic or nq <= g.n):
-            state = np.zeros(5, np.int64)
+            state = np.zeros(7, np.int64)
+            factor = np.ones(nq, np.int64)
+            carried = 0                  # suffix products past 2^62, as Python ints (_CARRY)
             pos, end = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
             src, skip = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
             f = np.full(nq, -1, np.int64)
@@ -717,7 +750,7 @@ class ReferenceMatcher(Engine):
                     g.n, g.labels, *g.out, *g.inn, use_el, bool(homomorphic), qv, qlab,
                     bw_off, bw_p, bw_dir, bw_el, cand, cl_off, cl, tail, state, pos, end, src, skip,
                     f, used, -1 if limit is None else int(limit), bool(collect), out,
-                    self.chunk_steps)
+                    self.chunk_steps, factor)
                 calls += 1
                 if written:
                     chunks.append(out[:written] if 2 * written >= capacity else out[:written].copy())
@@ -726,15 +759,18 @@ class ReferenceMatcher(Engine):
                 if code == _LIMIT:
                     status = Status.LIMIT
                     break
-                if code == _OVERFLOW:
-                    raise OverflowError(f"query {query.name!r} has more than 2^63-1 embeddings: "
-                                        "the reference's 64-bit counter cannot hold the count")
+                if code == _CARRY:
+                    carried += math.prod(int(m) for m in factor[tail:])
+                    if deadline.passed():
+                        status = Status.TIMEOUT
+                        break
+                    continue
                 if code == _FULL:
                     capacity = min(2 * capacity, _COLLECT_MAX)
                 if deadline.passed():
                     status = Status.TIMEOUT
                     break
-            count = int(state[1])
+            count = carried + (int(state[6]) << 62) + int(state[1])
         t_end = time.perf_counter()
         stats["compiled_calls"] = calls
         embeddings = None

@@ -15,6 +15,7 @@ class Status(str, Enum):
     LIMIT = "limit"              # stopped after ``limit`` embeddings: count == limit
     TIMEOUT = "timeout"          # deadline passed: count is a lower bound
     OOM = "oom"                  # device-memory budget exceeded: count is a lower bound
+    OVERFLOW = "overflow"        # the count passed the engine's counters: count is a lower bound
     UNSUPPORTED = "unsupported"  # the engine cannot take this query (``reason`` says why)
 
     def __str__(self) -> str:
@@ -33,9 +34,11 @@ class MatchResult:
     engine : str
         Name of the engine that answered (``"cpu"``, ``"gsi"``, ...).
     count : int
-        Embeddings found: the exact number when ``status`` is ``ok``, else a lower bound.
+        Embeddings found: the exact number when ``status`` is ``ok``, else a lower bound. A
+        Python int, exact past 2^64.
     status : Status or str
-        ``ok``, ``limit`` (stopped at ``limit``), ``timeout``, ``oom`` or ``unsupported``.
+        ``ok``, ``limit`` (stopped at ``limit``), ``timeout``, ``oom``, ``overflow`` (the count
+        passed the engine's counters; ``reason`` says which) or ``unsupported``.
     reason : str
         Why the status is not ``ok`` (empty when it is).
     embeddings : numpy.ndarray or None
