@@ -70,7 +70,9 @@ def match_many(data, queries: Iterable, engine: str = "cpu", *, limit: int | Non
         As for :func:`match`; ``limit``, ``collect`` and ``timeout_s`` hold per query.
     client : dask.distributed.Client, optional
         Run every query as a task on the cluster, each worker preparing the data graph once
-        (:func:`common.distributed.match_many`; the ``dask`` extra).
+        (:func:`common.distributed.match_many`; the ``dask`` extra). Queries a dying cluster
+        loses run again on the workers that come back; with none back,
+        :class:`common.distributed.LostQueries` holds the answered ones and names the rest.
 
     Returns
     -------

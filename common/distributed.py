@@ -17,11 +17,18 @@
   and ``timeout_s`` hold for the whole (the deadline is the client's wall clock, read on the
   workers: their clocks must agree).
 * A worker that dies loses its tasks; the scheduler runs them again elsewhere, so a lost worker
-  costs time, never a wrong or missing count.
+  costs time, never a wrong or missing count. :func:`match_many` fetches each answer as its task
+  ends, so answers survive a cluster that dies later; when every worker dies at once (the
+  scattered data graph goes with them and the tasks are cancelled), it waits for workers to come
+  back, scatters the graph to them again and runs the lost tasks again (:data:`RESUBMITS` times);
+  with no worker back in :data:`WORKER_WAIT_S` it raises :class:`LostQueries`, which holds the
+  answers and names the unanswered queries.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import hashlib
 import inspect
 import os
@@ -45,6 +52,23 @@ _SEVERITY = {Status.OK: 0, Status.LIMIT: 1, Status.TIMEOUT: 2, Status.OVERFLOW: 
 #: seconds the client waits past a split run's deadline for parts still running (they stop
 #: themselves at the deadline; this covers the transfer of their results)
 DEADLINE_GRACE_S = 5.0
+#: times :func:`match_many` runs again the tasks the cluster lost (every worker gone)
+RESUBMITS = 3
+#: seconds :func:`match_many` waits for a worker to come back before it gives up on lost tasks
+WORKER_WAIT_S = 60.0
+
+
+class LostQueries(RuntimeError):
+    """The cluster lost queries and could not run them again (no worker came back, or the workers
+    died each time). ``results``: every query's result in query order, ``None`` for a lost one;
+    ``unanswered``: the lost queries' names."""
+
+    def __init__(self, results: list, unanswered: list[str], why: str):
+        self.results = results
+        self.unanswered = unanswered
+        shown = ", ".join(unanswered[:20]) + (f" and {len(unanswered) - 20} more" if len(unanswered) > 20 else "")
+        super().__init__(f"the Dask cluster lost {len(unanswered)} of {len(results)} queries ({why}); "
+                         f"the other {len(results) - len(unanswered)} are answered; unanswered: {shown}")
 
 _cache: OrderedDict = OrderedDict()        # worker side: key -> [lock, engine]
 _graphs: dict = {}                        # worker side: path token -> Graph
@@ -204,8 +228,9 @@ def _split_plan(graph, token: str, engine: str, options: dict, query: Graph, par
 
 
 # ---------------------------------------------------------------------- client side
-def _ship(client, data, data_on_workers: bool):
-    """(what the tasks receive for the data graph, its token): a path, or a broadcast future."""
+def _ship(client, data, data_on_workers: bool, again: bool = False):
+    """(what the tasks receive for the data graph, its token): a path, or a broadcast future
+    (``again``: scattered anew, to the workers there are now)."""
     if data_on_workers:
         if not isinstance(data, (str, os.PathLike)):
             raise ValueError("data_on_workers=True needs the data graph as a path every worker can read")
@@ -214,7 +239,7 @@ def _ship(client, data, data_on_workers: bool):
     token = graph_token(data)
     key = (client.id, token)
     future = _scattered.get(key)
-    if future is None or future.status != "finished":
+    if again or future is None or future.status != "finished":
         for old in [k for k in _scattered if k[0] == client.id]:
             del _scattered[old]           # keep one graph per client on the cluster
         future = client.scatter(data, broadcast=True, hash=False)
@@ -239,12 +264,70 @@ def _graphs_for(data, queries, vertex_label, edge_label, data_on_workers):
 def _submission(client, data, queries, engine, vertex_label, edge_label, data_on_workers,
                 engine_options):
     """What every query-set submission checks and ships first: (shipped data, its token, the
-    query Graphs); an unknown engine or option fails here, before any task is sent."""
+    query Graphs, ``ship(again)`` that ships it again); an unknown engine or option fails here,
+    before any task is sent."""
     _require_distributed()
     create_engine(engine, **engine_options)
     graph, queries = _graphs_for(data, list(queries), vertex_label, edge_label, data_on_workers)
-    shipped, token = _ship(client, data if data_on_workers else graph, data_on_workers)
-    return shipped, token, queries
+    source = data if data_on_workers else graph
+    shipped, token = _ship(client, source, data_on_workers)
+    return shipped, token, queries, lambda again: _ship(client, source, data_on_workers, again)[0]
+
+
+def _lost(exc: BaseException) -> bool:
+    """Whether a task failed through the cluster (cancelled with the data it needed, its workers
+    killed), not by an error of its own."""
+    from distributed import KilledWorker
+
+    return isinstance(exc, (concurrent.futures.CancelledError, asyncio.CancelledError, KilledWorker))
+
+
+def _answer_all(client, count: int, submit, ship, on_done=None):
+    """Every task's result, in task order: ``submit(i, shipped)`` is task ``i``'s future,
+    ``ship(again)`` the data graph as tasks take it. Each result is fetched as its task ends (then
+    ``on_done(i, result)``). Tasks the cluster loses run again once a worker is back, the graph
+    shipped again, up to :data:`RESUBMITS` times; a task's own error is raised. Returns (results,
+    the indexes of the tasks still lost, why they are)."""
+    distributed = _require_distributed()
+    results: list = [None] * count
+    todo, why = list(range(count)), ""
+    for attempt in range(RESUBMITS + 1):
+        if attempt:
+            try:
+                client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+            except TimeoutError:
+                why += f"; no worker came back within {WORKER_WAIT_S:g} s"
+                break
+        futures = {}
+        shipped = ship(attempt > 0)
+        for i in todo:
+            futures[submit(i, shipped)] = i
+        lost, pending = [], set(futures)
+        try:
+            for future in distributed.as_completed(list(futures)):
+                pending.discard(future)
+                i = futures[future]
+                try:
+                    results[i] = future.result()
+                except Exception as exc:
+                    if not _lost(exc):
+                        raise
+                    lost.append(i)
+                    why = f"their workers died: {type(exc).__name__}"
+                    continue
+                finally:
+                    future.release()      # the answer is here: the cluster may forget it
+                if on_done is not None:
+                    on_done(i, results[i])
+        finally:
+            for future in pending:        # after a task's own error
+                future.cancel()
+        todo = sorted(lost)
+        if not todo:
+            break
+    else:
+        why += f", in each of {RESUBMITS + 1} runs"
+    return results, todo, why
 
 
 def submit_many(data, queries, engine: str = "cpu", *, client, limit=None, collect=False,
@@ -252,8 +335,8 @@ def submit_many(data, queries, engine: str = "cpu", *, client, limit=None, colle
                 data_on_workers: bool = False, **engine_options) -> list:
     """One future per query (in query order): results as each query finishes (the CLI's
     progress); gather them for the results."""
-    shipped, token, queries = _submission(client, data, queries, engine, vertex_label, edge_label,
-                                          data_on_workers, engine_options)
+    shipped, token, queries, _ = _submission(client, data, queries, engine, vertex_label, edge_label,
+                                             data_on_workers, engine_options)
     kwargs = dict(limit=limit, collect=collect, timeout_s=timeout_s, homomorphic=homomorphic)
     return [client.submit(_run_query, shipped, token, engine, engine_options, q, kwargs, pure=False,
                           key=f"gpusm-{engine}-{i}-{q.name}-{os.urandom(4).hex()}")
@@ -262,7 +345,7 @@ def submit_many(data, queries, engine: str = "cpu", *, client, limit=None, colle
 
 def match_many(data, queries, engine: str = "cpu", *, client, limit=None, collect=False,
                timeout_s=None, homomorphic=False, vertex_label="label", edge_label=None,
-               data_on_workers: bool = False, groups: int | None = None,
+               data_on_workers: bool = False, groups: int | None = None, on_result=None,
                **engine_options) -> list[MatchResult]:
     """:func:`common.match_many` on a Dask cluster, results in query order.
 
@@ -270,23 +353,32 @@ def match_many(data, queries, engine: str = "cpu", *, client, limit=None, collec
     thread), query ``i`` in group ``i % groups`` so that neighbouring heavy queries land in
     different tasks; each task answers its group through the worker's ``match_batch``, as a
     local :func:`common.match_many` does, so small queries share launches and one task's
-    scheduling cost is paid per group, not per query."""
+    scheduling cost is paid per group, not per query. ``on_result(i, result)`` is called as
+    query ``i`` is answered. Lost workers: module docstring (:class:`LostQueries`)."""
     groups = default_parts(client) if groups is None else int(groups)
     if groups < 1:
         raise ValueError(f"groups must be at least 1, got {groups}")
-    shipped, token, queries = _submission(client, data, queries, engine, vertex_label, edge_label,
+    _, token, queries, ship = _submission(client, data, queries, engine, vertex_label, edge_label,
                                           data_on_workers, engine_options)
     groups = min(groups, len(queries))
     kwargs = dict(limit=limit, collect=collect, timeout_s=timeout_s, homomorphic=homomorphic)
     members = [list(range(g, len(queries), groups)) for g in range(groups)]
-    futures = [client.submit(_run_batch, shipped, token, engine, engine_options,
-                             [queries[i] for i in member], kwargs, pure=False,
-                             key=f"gpusm-{engine}-group{g}-{os.urandom(4).hex()}")
-               for g, member in enumerate(members)]
     results: list = [None] * len(queries)
-    for member, answered in zip(members, client.gather(futures)):
-        for i, result in zip(member, answered):
+
+    def submit(g, shipped):
+        return client.submit(_run_batch, shipped, token, engine, engine_options,
+                             [queries[i] for i in members[g]], kwargs, pure=False,
+                             key=f"gpusm-{engine}-group{g}-{os.urandom(4).hex()}")
+
+    def answered(g, group_results):
+        for i, result in zip(members[g], group_results):
             results[i] = result
+            if on_result is not None:
+                on_result(i, result)
+
+    _, lost, why = _answer_all(client, len(members), submit, ship, answered)
+    if lost:
+        raise LostQueries(results, [queries[i].name for i in sorted(i for g in lost for i in members[g])], why)
     return results
 
 
@@ -394,4 +486,5 @@ def _combine(engine, query, tasks, root, done, limit, collect, timed_out_waiting
                        stats=stats, query=query.name)
 
 
-__all__ = ["match_many", "submit_many", "match_split", "graph_token", "default_parts", "CACHE_SIZE"]
+__all__ = ["match_many", "submit_many", "match_split", "graph_token", "default_parts", "CACHE_SIZE",
+           "LostQueries", "RESUBMITS", "WORKER_WAIT_S"]

@@ -6,6 +6,7 @@ gives every result exactly once."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -243,3 +244,94 @@ def test_query_groups_keep_per_query_meaning(client, groups):
 def test_query_groups_must_be_positive(client):
     with pytest.raises(ValueError, match="groups must be at least 1"):
         match_many(DATA / "hprd" / "HPRD.graph", hprd_queries(2), "cpu", client=client, groups=0)
+
+
+def _yeast(count: int):
+    data = common.load_graph(DATA / "yeast" / "yeast.graph")
+    queries = [common.load_graph(DATA / "yeast" / "queries" / f"query_dense_8_{i}.graph")
+               for i in range(1, count + 1)]
+    return data, queries
+
+
+def _kill_all_workers(client) -> set:
+    """SIGKILL every worker process at once; their pids."""
+    pids = client.run(os.getpid)
+    for pid in pids.values():
+        os.kill(pid, signal.SIGKILL)
+    return set(pids.values())
+
+
+def test_every_worker_killed_at_once_keeps_the_answers_and_reruns_the_rest(client):
+    """The scattered data graph dies with the workers: answers already in are kept, the graph is
+    scattered to the restarted workers and the lost queries run there."""
+    data, queries = _yeast(12)
+    expected = [common.match(data, q, "cpu").count for q in queries]
+    killed, before = set(), {}
+
+    def answered(i, result):
+        if not killed:
+            before[i] = result.stats["dask_pid"]
+            if len(before) == 3:
+                killed.update(_kill_all_workers(client))
+
+    results = match_many(data, queries, "cpu", client=client, groups=len(queries), on_result=answered)
+    assert killed and [r.count for r in results] == expected
+    assert all(results[i].stats["dask_pid"] == pid for i, pid in before.items())     # kept, not rerun
+    assert {r.stats["dask_pid"] for r in results} - killed                          # the rest reran
+    client.wait_for_workers(2, timeout=120)
+
+
+def test_a_cluster_that_does_not_come_back_names_the_unanswered_queries(monkeypatch):
+    from common import distributed as on_dask
+
+    monkeypatch.setattr(on_dask, "WORKER_WAIT_S", 3.0)
+    data, queries = _yeast(8)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, worker_dashboard_address=None)
+    answered = {}
+
+    def kill_after_two(i, result):
+        answered[i] = result
+        if len(answered) == 2:
+            for nanny in cluster.workers.values():
+                nanny.close_gracefully()           # the killed workers are not restarted
+            _kill_all_workers(client)
+
+    try:
+        with distributed.Client(cluster) as client:
+            with pytest.raises(on_dask.LostQueries, match="lost 6 of 8 queries") as lost:
+                match_many(data, queries, "cpu", client=client, groups=len(queries),
+                           on_result=kill_after_two)
+    finally:
+        with contextlib.suppress(KeyError):       # distributed's status watcher, on workers already gone
+            cluster.close(timeout=10)
+    results = lost.value.results
+    assert [i for i, r in enumerate(results) if r is not None] == sorted(answered)
+    assert lost.value.unanswered == [q.name for i, q in enumerate(queries) if i not in answered]
+    assert all(name in str(lost.value) for name in lost.value.unanswered)
+    assert all(results[i].count == common.match(data, queries[i], "cpu").count for i in answered)
+
+
+def test_cli_prints_the_answered_rows_and_names_the_lost_queries(monkeypatch, capsys, tmp_path):
+    import shutil
+
+    from common.cli import main as cli
+    from common.distributed import LostQueries
+
+    data, queries = _yeast(3)
+    for i in (1, 2, 3):
+        shutil.copy(DATA / "yeast" / "queries" / f"query_dense_8_{i}.graph", tmp_path)
+    first = common.match(data, queries[0], "cpu")
+
+    def lose(args, data, queries, options, kwargs, progress):
+        assert [q.name for q in queries] == [q.name for q in _yeast(3)[1]]
+        raise LostQueries([first, None, None], [q.name for q in queries[1:]], "their workers died")
+
+    monkeypatch.setattr(cli, "_match_on_dask", lose)
+    code = cli.main(["match", str(DATA / "yeast" / "yeast.graph"), str(tmp_path), "--dask", "local",
+                     "--format", "json", "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == cli.EXIT_LOST
+    assert [(row["query"], row["count"]) for row in json.loads(out)] == [(first.query, first.count)]
+    assert "lost 2 of 3 queries" in err and queries[1].name in err and queries[2].name in err
+    assert "Traceback" not in err

@@ -444,3 +444,60 @@ def test_commit_is_named_by_the_environment_for_an_exported_tree(monkeypatch):
         assert commit() == "abc1234"
     finally:
         commit.cache_clear()
+
+
+_ORPHAN = """import sys, time
+sys.path.insert(0, {root!r})
+from common import Graph
+from common.engine.registry import engine_class
+from common.graph.generate import rmat
+from experiments.harness.runner import Job, make_worker
+
+data = rmat(300, 3000, seed=3, name="hubs")
+star = Graph.from_edges(5, [0, 0, 0, 0], [1, 2, 3, 4], labels=[0] * 5, name="star4")
+worker = make_worker("process")
+worker._spawn()
+cpu = engine_class("cpu")
+worker.conn.send(("job", Job("t", "c", "cpu", "hubs", data, (star,), time_limit_s=3.0),
+                  f"{{cpu.__module__}}:{{cpu.__qualname__}}"))
+print(worker.process.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (not gone, not a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.slow
+def test_a_worker_orphaned_by_a_killed_run_exits_quietly(tmp_path):
+    """The run is killed while its worker process prepares a job (a 3 s warm-up query): the
+    worker exits with it, without a traceback (a BrokenPipeError, answering nobody) in the log."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    log = tmp_path / "run.log"
+    with log.open("w") as handle:
+        parent = subprocess.Popen([sys.executable, "-c", _ORPHAN.format(root=str(Path(__file__).parents[1]))],
+                                  stdout=subprocess.PIPE, stderr=handle, text=True)
+    child = int(parent.stdout.readline())
+    try:
+        time.sleep(1.0)                       # the worker is in its warm-up query now
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        stop = time.monotonic() + 8
+        while _running(child) and time.monotonic() < stop:
+            time.sleep(0.1)
+        assert not _running(child), "the orphaned worker is still running"
+        time.sleep(0.5)
+        assert "Traceback" not in log.read_text(), log.read_text()
+    finally:
+        if _running(child):
+            os.kill(child, signal.SIGKILL)

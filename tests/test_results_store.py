@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import multiprocessing as mp
 import os
 import socket
 import subprocess
@@ -155,6 +156,30 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
         with FolderLock(tmp_path, "mine"):
             assert f'"pid": {os.getpid()}' in (tmp_path / LOCK_NAME).read_text()
     assert not (tmp_path / LOCK_NAME).exists()
+
+
+def test_racing_processes_never_hold_the_lock_together(tmp_path):
+    """Processes racing for a folder whose lock a dead process left: one holder at a time, and
+    nothing left behind."""
+    from _lock_race import race
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    context = mp.get_context("spawn")
+    racers, trials = 4, 100
+    barrier = context.Barrier(racers)
+    holders, overlaps, wins = (context.Value("i", 0) for _ in range(3))
+    processes = [context.Process(target=race, args=(tmp_path, rank, trials, dead.pid, barrier,
+                                                     holders, overlaps, wins))
+                 for rank in range(racers)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(60)
+    assert all(process.exitcode == 0 for process in processes)
+    assert overlaps.value == 0, f"{overlaps.value} acquisitions found another holder in"
+    assert wins.value >= trials
+    assert not list(tmp_path.glob(f"{LOCK_NAME}*")), sorted(p.name for p in tmp_path.iterdir())
 
 
 @pytest.mark.slow

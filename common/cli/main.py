@@ -90,12 +90,20 @@ def cmd_match(args) -> int:
                     disable=args.quiet or len(queries) < 2)
     kwargs = dict(limit=args.limit, collect=args.collect is not None, timeout_s=args.timeout,
                   homomorphic=args.homomorphic)
+    lost = None
     if args.dask:
-        results = _match_on_dask(args, data, queries, options, kwargs, progress)
+        from ..distributed import LostQueries
+
+        try:
+            results = _match_on_dask(args, data, queries, options, kwargs, progress)
+        except LostQueries as exc:         # print what was answered, then name what was not
+            results, lost = exc.results, exc
     else:
         engine.prepare(data)
         results = _match_in_batches(engine, queries, kwargs, progress)
     for result, query in zip(results, queries):     # results first: the progress bar ends at n/n
+        if result is None:                 # lost with the cluster
+            continue
         if args.dask:                      # the backend of the worker that ran it
             backend = result.stats.get("dask_backend", backend)
         if args.collect is not None and result.embeddings is not None:
@@ -104,7 +112,11 @@ def cmd_match(args) -> int:
                              into_folder=len(queries) > 1 or target.is_dir())
         rows.append(dict(result.to_row(), backend=backend))
         statuses.add(result.status)
-    _print_rows(rows, args.format, single=len(queries) == 1)
+    if rows or lost is None:
+        _print_rows(rows, args.format, single=len(queries) == 1)
+    if lost is not None:
+        print(f"gpusm match: error: {lost}", file=sys.stderr)
+        return EXIT_LOST
     return match_exit_code(statuses, args.allow_partial)
 
 
@@ -146,7 +158,7 @@ def _match_on_dask(args, data, queries, options, kwargs, progress) -> list:
         import distributed
     except ImportError:
         raise ValueError("--dask needs dask and distributed: pip install 'gpusm[dask]'") from None
-    from ..distributed import submit_many
+    from ..distributed import match_many
 
     cluster = None
     workers = {} if args.dask_workers is None else {"n_workers": args.dask_workers}
@@ -161,19 +173,18 @@ def _match_on_dask(args, data, queries, options, kwargs, progress) -> list:
         cluster = LocalCUDACluster(dashboard_address=None, **workers)
     client = distributed.Client(cluster if cluster is not None else args.dask)
     try:
-        futures = submit_many(data, queries, args.engine, client=client, **kwargs, **options)
-        for _ in distributed.as_completed(futures):
-            progress.update()
-        progress.close()
-        return client.gather(futures)
+        # one task per query; each answer is kept as it comes (a cluster that dies later keeps it)
+        return match_many(data, queries, args.engine, client=client, groups=len(queries),
+                          on_result=lambda i, result: progress.update(), **kwargs, **options)
     finally:
+        progress.close()
         client.close()
         if cluster is not None:
             cluster.close()
 
 
 #: Exit codes of ``gpusm match`` (also in ``gpusm --help``).
-EXIT_OK, EXIT_DISAGREE, EXIT_USAGE, EXIT_PARTIAL, EXIT_UNSUPPORTED = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_DISAGREE, EXIT_USAGE, EXIT_PARTIAL, EXIT_UNSUPPORTED, EXIT_LOST = 0, 1, 2, 3, 4, 5
 EXIT_CODES = f"""exit codes:
   {EXIT_OK}  every query answered (status ok or limit)
   {EXIT_DISAGREE}  demo: an engine disagreed with cpu
@@ -181,6 +192,7 @@ EXIT_CODES = f"""exit codes:
   {EXIT_PARTIAL}  a query timed out, ran out of device memory or overflowed the engine's count
      (its count is a lower bound)
   {EXIT_UNSUPPORTED}  an engine could not take a query (status unsupported)
+  {EXIT_LOST}  match --dask: the cluster lost queries (named on stderr; the answered ones are printed)
   match --allow-partial turns {EXIT_PARTIAL} and {EXIT_UNSUPPORTED} into {EXIT_OK}."""
 
 

@@ -8,7 +8,8 @@ set aside with a warning and run again (:mod:`experiments.harness.store`).
 Isolation: with ``isolation="process"`` (the default) the engines live in a ``spawn``-ed worker
 process that prepares each job's data graph once; the parent waits for each answer at most
 ``hard_limit(job)`` seconds, so a query that hangs or crashes the worker becomes a ``timeout`` or
-``error`` row and a fresh worker takes the next query. The engine's own ``timeout_s`` is the
+``error`` row and a fresh worker takes the next query. A worker whose parent dies (a killed run)
+exits at once, quietly. The engine's own ``timeout_s`` is the
 job's limit; the hard limit catches what it cannot. One worker (:func:`make_worker`) can serve a
 whole paper's set, so kernels compile once. ``isolation="inline"`` runs in this process (tests).
 
@@ -23,9 +24,12 @@ process, so compiles are never charged to a query.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from multiprocessing import connection
 from pathlib import Path
 from typing import Iterable
 
@@ -173,12 +177,13 @@ def _serve(conn) -> None:
     """
     from common.engine.registry import register
 
+    _exit_with_parent()
     engine = job = None
     warmed: set = set()
     while True:
         try:
             message = conn.recv()
-        except (EOFError, KeyboardInterrupt):   # the parent is gone or interrupted: leave quietly
+        except (EOFError, OSError, KeyboardInterrupt):   # the parent is gone or interrupted: leave quietly
             return
         if message is None:
             return
@@ -188,11 +193,29 @@ def _serve(conn) -> None:
                 engine = None
                 register(job.engine, target)
                 engine = _prepare(job, warmed)
-                conn.send(("ready", None))
+                reply = ("ready", None)
             else:
-                conn.send(("row", _answer(engine, job.queries[message[1]], job)))
+                reply = ("row", _answer(engine, job.queries[message[1]], job))
         except BaseException:                # report any failure to the parent and go on
-            conn.send(("error", traceback.format_exc(limit=3)))
+            reply = ("error", traceback.format_exc(limit=3))
+        try:
+            conn.send(reply)
+        except OSError:                      # the parent is gone (BrokenPipeError): leave quietly
+            return
+
+
+def _exit_with_parent() -> None:
+    """End this worker process, quietly, as soon as its parent process ends (killed or not): an
+    orphan would finish its query only to fail writing the answer to nobody."""
+    parent = mp.parent_process()
+    if parent is None:
+        return
+
+    def watch():
+        connection.wait([parent.sentinel])
+        os._exit(0)
+
+    threading.Thread(target=watch, name="gpusm-parent-watch", daemon=True).start()
 
 
 class _Worker:

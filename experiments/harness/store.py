@@ -11,17 +11,19 @@
 - :func:`write_rows` writes a finished table (a benchmark's per-query rows) whole, through a
   temporary file and a rename.
 - :class:`FolderLock` keeps two runs out of one output folder: the second one raises
-  :class:`FolderLocked` naming the holder's pid and host; a lock left by a dead process on this
-  host is taken over.
+  :class:`FolderLocked` naming the holder's pid and host. The lock is an ``fcntl.flock`` that the
+  kernel drops when its process ends, so a killed run leaves nothing to take over.
 """
 
 from __future__ import annotations
 
 import csv
+import fcntl
 import io
 import json
 import os
 import socket
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -179,23 +181,17 @@ def _cell(value):
 LOCK_NAME = ".gpusm-run.lock"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:                 # exists, owned by someone else
-        return True
-    return True
-
-
 class FolderLock:
     """An exclusive claim on an output folder by this process (module docstring).
 
+    The claim is an ``fcntl.flock`` on the lock file, held open while the lock is held: the
+    kernel drops it when the process ends, however it ends, so a dead run's lock needs no
+    takeover. The file names the holder (pid, host, command) for the message of a refused run.
     Re-entrant within one process: a second ``acquire`` by the holder nests.
     """
 
-    _held: dict = {}                         # resolved folder -> depth, for this process
+    _held: dict = {}                         # resolved lock path -> [depth, open file], this process
+    _guard = threading.Lock()
 
     def __init__(self, folder: Path | str, command: str = ""):
         self.folder = Path(folder)
@@ -210,56 +206,85 @@ class FolderLock:
         except (OSError, ValueError):
             return {}
 
+    def _refuse(self) -> FolderLocked:
+        holder = {}
+        for _ in range(20):                  # the holder writes its name just after its flock
+            holder = self.holder()
+            if holder:
+                break
+            time.sleep(0.01)
+        holder = holder or {}
+        pid, host = holder.get("pid"), holder.get("host")
+        who = f"pid {pid} on host {host}" if pid else "an unreadable lock"
+        since = f", since {holder['started']}" if holder.get("started") else ""
+        return FolderLocked(f"{self.folder} is in use by another run ({who}{since}"
+                            + (f": {holder['command']}" if holder.get("command") else "")
+                            + f"); wait for it, or delete {self.path} if that run is gone")
+
     def acquire(self) -> "FolderLock":
         self.folder.mkdir(parents=True, exist_ok=True)
         me = str(self.path.resolve())
-        if FolderLock._held.get(me):
-            FolderLock._held[me] += 1
-            return self
+        with FolderLock._guard:
+            held = FolderLock._held.get(me)
+            if held:
+                held[0] += 1
+                return self
+            for _ in range(100):
+                handle = open(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644), "r+")
+                try:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    handle.close()
+                    raise self._refuse() from None
+                try:
+                    same = os.stat(self.path).st_ino == os.fstat(handle.fileno()).st_ino
+                except FileNotFoundError:
+                    same = False
+                if not same:                 # the holder before us removed that file: take the new one
+                    handle.close()
+                    continue
+                try:
+                    self._claim(handle)
+                except BaseException:
+                    handle.close()
+                    raise
+                FolderLock._held[me] = [1, handle]
+                return self
+            raise FolderLocked(f"{self.folder}: could not take the lock {self.path}")
+
+    def _claim(self, handle) -> None:
+        """Write this process's name into the locked file (a dead run's name there is replaced)."""
+        handle.seek(0)
+        left = handle.read()
+        try:
+            pid = json.loads(left).get("pid") if left.strip() else None
+        except (ValueError, AttributeError):
+            pid = None
+        if isinstance(pid, int) and pid != os.getpid():
+            warnings.warn(f"{self.folder}: replacing the lock of pid {pid}, which is no longer running")
         info = {"pid": os.getpid(), "host": socket.gethostname(), "command": self.command,
                 "started": time.strftime("%Y-%m-%d %H:%M:%S")}
-        temp = self.path.with_name(f"{LOCK_NAME}.{os.getpid()}.tmp")
-        temp.write_text(json.dumps(info) + "\n")
-        try:
-            for _ in range(3):
-                try:
-                    os.link(temp, self.path)       # atomic: fails if a lock exists
-                    FolderLock._held[me] = 1
-                    return self
-                except FileExistsError:
-                    pass
-                holder = self.holder()
-                if holder is None:
-                    continue
-                pid, host = holder.get("pid"), holder.get("host")
-                stale = host == info["host"] and isinstance(pid, int) and pid > 0 and not _alive(pid)
-                if not stale:
-                    who = (f"pid {pid} on host {host}" if pid else "an unreadable lock")
-                    since = f", since {holder['started']}" if holder.get("started") else ""
-                    raise FolderLocked(f"{self.folder} is in use by another run ({who}{since}"
-                                       + (f": {holder['command']}" if holder.get("command") else "")
-                                       + f"); wait for it, or delete {self.path} if that run is gone")
-                warnings.warn(f"{self.folder}: taking over the lock of pid {pid}, which is no longer running")
-                try:
-                    os.replace(self.path, self.path.with_name(f"{LOCK_NAME}.stale.{pid}"))
-                except FileNotFoundError:
-                    pass
-            raise FolderLocked(f"{self.folder}: could not take the lock {self.path}")
-        finally:
-            temp.unlink(missing_ok=True)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps(info) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
 
     def release(self) -> None:
         me = str(self.path.resolve())
-        depth = FolderLock._held.get(me, 0)
-        if depth > 1:
-            FolderLock._held[me] = depth - 1
-            return
-        FolderLock._held.pop(me, None)
-        holder = self.holder()
-        if holder and holder.get("pid") == os.getpid():
-            self.path.unlink(missing_ok=True)
-        for stale in self.folder.glob(f"{LOCK_NAME}.stale.*"):
-            stale.unlink(missing_ok=True)
+        with FolderLock._guard:
+            held = FolderLock._held.get(me)
+            if held is None:
+                return
+            if held[0] > 1:
+                held[0] -= 1
+                return
+            del FolderLock._held[me]
+            handle = held[1]
+            try:
+                self.path.unlink(missing_ok=True)   # still ours: unlinked before the flock is let go
+            finally:
+                handle.close()
 
     def __enter__(self):
         return self.acquire()
