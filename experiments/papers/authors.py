@@ -5,8 +5,13 @@ pinned commits (``../shared/anchors/README.md``: MIT-licensed, fetched into a gi
 ``.anchors/src``, never copied into this repository); it needs a CUDA toolkit (``nvcc``). The
 engines here answer one query per call through the anchors' ``run.sh`` (the binary reads the data
 graph and the query from ``.graph`` text files): ``enumerate`` is the binary's own search time
-(``join_ms``, the figure the authors report), ``filter`` its preprocessing (``pre_ms``), and the
-process's wall time (graph loading and CUDA context included) is the ``wall_ms`` statistic.
+(``join_ms``, the figure the authors report), ``filter`` its preprocessing (``pre_ms``), the
+process's wall time is the ``wall_ms`` statistic and its start-up (wall minus the two printed
+times: graph loading, CUDA context, exit) the ``startup_ms`` statistic.
+
+The time limit is the search's, as for gpusm's engines: the process runs under the limit plus a
+start-up allowance (:meth:`AuthorsBinary.allowance_s`), and a query is ``timeout`` only when the
+printed search time passed the limit or the process was killed at limit plus allowance.
 
 :func:`authors_configs` gives the column(s) an experiment adds when the binary is there, and
 :func:`authors_reason` names why it is not (no toolkit, not built), which the reports print.
@@ -25,10 +30,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from common.engine.base import Engine
 from common.engine.registry import register
 from common.engine.result import MatchResult, Status
 from common.graph.io import write_graph
+from common.graph.model import Graph
 
 from ..harness.core import Config
 
@@ -36,6 +44,14 @@ ROOT = Path(__file__).resolve().parents[2]
 BINARIES = {"egsm-authors": ("egsm", "EGSM_BIN", "src/egsm/build/EGSM"),
             "gmatch-authors": ("gmatch", "GMATCH_BIN", "src/gmatch/bitmap/build/SubgraphMatching")}
 """Engine name -> (run.sh's engine, the environment variable of its binary, its path under ANCHORS_WORK)."""
+
+PROBE_LIMIT_S = 120.0
+"""Process limit of the start-up probe (a one-edge query)."""
+UNMEASURED_ALLOWANCE_S = 5.0
+"""Start-up allowance while none is measured (the probe printed no search time)."""
+ALLOWANCE_FACTOR, ALLOWANCE_MARGIN_S = 2.0, 1.0
+"""The process limit is ``limit + ALLOWANCE_FACTOR * allowance + ALLOWANCE_MARGIN_S``: room for a
+query whose preprocessing or loading is slower than any measured so far."""
 
 
 def anchors_dir() -> Path:
@@ -75,36 +91,108 @@ class AuthorsBinary(Engine):
         self._folder = Path(tempfile.mkdtemp(prefix=f"gpusm-{self.tool}-"))
         self._data_file = self._folder / "data.graph"
         write_graph(data, self._data_file)
+        self._allowance_s: float | None = None      # None: not probed yet
+        self._measured = False                       # a run printed its search time
 
-    def _match(self, query, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
-        if collect or homomorphic or limit is not None:
-            return MatchResult(self.name, 0, Status.UNSUPPORTED,
-                               reason="the authors' binaries only count embeddings (no limit, collect or homomorphism)")
+    def allowance_s(self) -> float:
+        """Seconds the process needs beside its search on this data graph (start-up, preprocessing, exit).
+
+        Measured, not assumed: the first call runs the binary on a one-edge query of the data graph
+        (:func:`probe_query`; its search is trivial) and takes its wall minus its printed search
+        time; every later run that prints its search time raises it to its own wall minus search
+        if that is larger. Until a run prints one, :data:`UNMEASURED_ALLOWANCE_S`.
+        """
+        if self._allowance_s is None:
+            self._allowance_s = UNMEASURED_ALLOWANCE_S
+            probe = probe_query(self.data)
+            if probe is not None:
+                row, _ = self._run(probe, PROBE_LIMIT_S)
+                if row is not None and row.get("count") and row.get("join_ms"):
+                    self._allowance_s, self._measured = _overhead_s(row), True
+        return self._allowance_s
+
+    def _run(self, query, process_limit_s: float | None):
+        """run.sh on one query: (its CSV row, None) or (None, why it failed)."""
         queries = self._folder / "queries"
         shutil.rmtree(queries, ignore_errors=True)
         queries.mkdir()
         write_graph(query, queries / "q.graph")
         out = self._folder / "out.csv"
+        out.unlink(missing_ok=True)
         env = dict(os.environ, LOGDIR="none", DATASET="data")
-        limit_s = f"{timeout_s:g}" if timeout_s is not None else "86400"
-        start = time.perf_counter()
+        limit_s = f"{process_limit_s:.3f}" if process_limit_s is not None else "86400"
         done = subprocess.run(["bash", str(anchors_dir() / "run.sh"), self.tool, str(self._data_file),
                                str(queries), "-", str(out), limit_s], env=env, capture_output=True, text=True)
-        wall = time.perf_counter() - start
         if done.returncode != 0 or not out.exists():
+            return None, f"run.sh failed ({done.returncode}): {done.stderr.strip()[-300:]}"
+        return next(csv.DictReader(out.open())), None
+
+    def _match(self, query, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
+        if collect or homomorphic or limit is not None:
             return MatchResult(self.name, 0, Status.UNSUPPORTED,
-                               reason=f"run.sh failed ({done.returncode}): {done.stderr.strip()[-300:]}")
-        row = next(csv.DictReader(out.open()))
+                               reason="the authors' binaries only count embeddings (no limit, collect or homomorphism)")
+        allowance = self.allowance_s() if timeout_s is not None else None
+        process_limit = None if timeout_s is None else timeout_s + ALLOWANCE_FACTOR * allowance + ALLOWANCE_MARGIN_S
+        start = time.perf_counter()
+        row, failure = self._run(query, process_limit)
+        wall = time.perf_counter() - start
+        if row is None:
+            return MatchResult(self.name, 0, Status.UNSUPPORTED, reason=failure)
         outcome = row.get("correct", "")
-        status = {"timeout": Status.TIMEOUT, "unsupported": Status.UNSUPPORTED}.get(outcome, Status.OK)
-        if outcome == "error" or (status is Status.OK and not row.get("count")):
+        if outcome == "unsupported":
+            return MatchResult(self.name, 0, Status.UNSUPPORTED, reason=f"run.sh: unsupported (rc {row.get('rc')})")
+        stats = {"wall_ms": float(row.get("wall_ms") or wall * 1e3), "binary": str(binary(self.name))}
+        if process_limit is not None:
+            stats["process_limit_s"] = round(process_limit, 3)
+        if outcome == "timeout":
+            return MatchResult(self.name, 0, Status.TIMEOUT, stats=stats,
+                               reason=(f"the process was killed at {process_limit:.2f} s (limit {timeout_s:g} s "
+                                       f"+ start-up allowance) before it printed its search time"))
+        if outcome == "error" or not row.get("count"):
             return MatchResult(self.name, 0, Status.UNSUPPORTED,
                                reason=f"the binary printed no count (rc {row.get('rc')})")
         phases = {"filter": float(row.get("pre_ms") or 0) / 1e3, "enumerate": float(row.get("join_ms") or 0) / 1e3}
-        return MatchResult(self.name, int(row.get("count") or 0), status, phases=phases,
-                           reason="" if status is Status.OK else f"run.sh: {outcome} (rc {row.get('rc')})",
-                           stats={"wall_ms": float(row.get("wall_ms") or wall * 1e3),
-                                  "binary": str(binary(self.name))})
+        if row.get("join_ms"):
+            stats["startup_ms"] = round(stats["wall_ms"] - float(row.get("pre_ms") or 0) - float(row["join_ms"]), 1)
+            if self._allowance_s is not None:
+                overhead = _overhead_s(row)
+                self._allowance_s = max(self._allowance_s, overhead) if self._measured else overhead
+                self._measured = True
+        status, reason = Status.OK, ""
+        if timeout_s is not None and phases["enumerate"] > timeout_s:
+            status = Status.TIMEOUT
+            reason = f"the binary's search took {phases['enumerate']:.3f} s, past the limit of {timeout_s:g} s"
+        return MatchResult(self.name, int(row["count"]), status, phases=phases, reason=reason, stats=stats)
+
+    def match_batch(self, queries, **options) -> list[MatchResult]:
+        """The base class's, with ``deadline_overrun_s`` the printed search's overrun (none for a killed process)."""
+        results = super().match_batch(queries, **options)
+        timeout_s = options.get("timeout_s")
+        for result in results:
+            if result.status is Status.TIMEOUT and timeout_s is not None:
+                if "enumerate" in result.phases:
+                    result.stats["deadline_overrun_s"] = round(max(0.0, result.phases["enumerate"] - timeout_s), 3)
+                else:
+                    result.stats.pop("deadline_overrun_s", None)
+        return results
+
+
+def _overhead_s(row: dict) -> float:
+    """A run.sh row's process wall minus the binary's printed search time, in seconds."""
+    return max(0.0, float(row.get("wall_ms") or 0) - float(row.get("join_ms") or 0)) / 1e3
+
+
+def probe_query(data: Graph) -> Graph | None:
+    """A one-edge query whose labels are those of the data graph's rarest edge label pair (None without edges)."""
+    src, dst, elab = data.edges()
+    if len(src) == 0:
+        return None
+    a, b = data.labels[src].astype(np.int64), data.labels[dst].astype(np.int64)
+    pairs = np.minimum(a, b) * (int(data.labels.max()) + 1) + np.maximum(a, b)
+    _, inverse, counts = np.unique(pairs, return_inverse=True, return_counts=True)
+    i = int(np.argmin(counts[inverse]))
+    return Graph.from_edges(2, [0], [1], labels=[a[i], b[i]], edge_labels=None if elab is None else [elab[i]],
+                            name="startup-probe")
 
 
 class EGSMAuthors(AuthorsBinary):

@@ -186,7 +186,7 @@ EXPERIMENTS = (
                 figure="scatter", scatter_base="gMatch",
                 notes="cells: mean over queries of t_EGSM / t_gMatch; the scatter uses total time; "
                 + (AUTHORS_REASON or "gMatch (authors), EGSM (authors): the authors' binaries at the pinned commits "
-                   "(experiments/papers/authors.py), search time as they print it")),
+                   "(experiments/papers/authors.py), search time as they print it, the limit on it (start-up apart)")),
     _experiment("fig11", "Fig. 11: fine-grained speedup over the coarse Naive baseline (t_Naive / t_gMatch)",
                 (GMATCH, COARSE[0]), Metric("speedup", base="gMatch", phases=SEARCH), figure="bars"),
     _experiment("memory", "Memory figure: maximum execution-stack bytes", (*COARSE, GMATCH),
