@@ -76,8 +76,9 @@ FUSE_ROWS_PER_WARP = 8
 #: of ``fuse_rows`` (a level's work in one block stays about that of ``fuse_rows`` light rows).
 FUSE_GBA_PER_ROW = 16
 #: The largest pooled join buffer (a table, GBA, a per-row array), whatever the card holds: a
-#: level whose buffer would pass it runs over slices of its table, as under a memory limit.
-BUFFER_CAP_BYTES = 512 << 20
+#: level whose buffer would pass it runs over slices of its table, as under a memory limit
+#: (docs/decisions.md, "GSI's join buffers at the default").
+BUFFER_CAP_BYTES = 4 << 30
 #: After a query, a pool that holds more than this goes back to its prepare-time buffers, so an
 #: idle engine holds about its data-graph state (another engine in the process can grow).
 POOL_KEEP_BYTES = 1 << 30
