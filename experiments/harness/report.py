@@ -302,13 +302,14 @@ def value_axis(experiment) -> tuple[str, bool]:
 
 
 def unsolved_counts(experiment, scale, raw: pd.DataFrame) -> pd.DataFrame:
-    """Per (row, config): queries that ran but were not solved (any status but ok and skipped)."""
+    """Per (row, config): queries that ran but were not solved (any status but ok, skipped and
+    unsupported: a query the engine cannot take is not a timeout)."""
     table = pd.DataFrame(0, index=list(experiment.row_groups(scale)), columns=[c.label for c in experiment.configs])
     for row, members in experiment.row_groups(scale).items():
         here = raw[raw.dataset.isin(members)]
         for config in table.columns:
             rows = here[here.config == config]
-            table.loc[row, config] = int((~rows.status.isin(("ok", SKIPPED))).sum())
+            table.loc[row, config] = int((~rows.status.isin(("ok", SKIPPED, "unsupported"))).sum())
     return table
 
 
@@ -366,7 +367,9 @@ def draw_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame):
             values = table[column].to_numpy(dtype=float)
             missing = int(unsolved[column].sum())
             total = int((ran.config == column).sum())
-            label = f"{column} ({missing} of {total} queries unsolved)" if missing else column
+            cannot = int(((ran.config == column) & (ran.status == "unsupported")).sum())
+            label = (f"{column} (unsupported: cannot take these queries)" if cannot == total and total
+                     else f"{column} ({missing} of {total} queries unsolved)" if missing else column)
             if experiment.figure == "bars":
                 here = xs - 0.4 + width * (i + 0.5)
                 artist = ax.bar(here, np.nan_to_num(values, nan=0.0), width, label=label)
