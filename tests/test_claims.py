@@ -11,18 +11,18 @@ import pandas as pd
 matplotlib.use("Agg")
 
 from experiments import experiments_of  # noqa: E402
+from experiments.harness import verdicts  # noqa: E402
 from experiments.harness.core import (  # noqa: E402
     Claim,
     Config,
+    Evidence,
     Experiment,
     Metric,
     Point,
-    Evidence,
     lower,
     measured,
     trend,
 )
-from experiments.harness import verdicts  # noqa: E402
 from experiments.harness.report import claims_section, draw_figure  # noqa: E402
 from experiments.harness.workloads import Dataset, QuerySpec, get_scale  # noqa: E402
 

@@ -498,11 +498,10 @@ class Experiment:
         return self.time_limit_s if limit is None else min(self.time_limit_s, limit)
 
     def repeats_for(self, scale: Scale) -> int:
-        """Timed runs per query at ``scale``: the scale's (as this experiment overrides it), else its own;
-        at least :data:`~experiments.harness.verdicts.MIN_RUNS` where the cells are times."""
+        """Timed runs per query at ``scale``: the scale's (as this experiment overrides it), else its own
+        (a time comparison with fewer than :data:`~experiments.harness.verdicts.MIN_RUNS` is inconclusive)."""
         repeats = self.scale_for(scale).repeats
-        repeats = self.repeats if repeats is None else int(repeats)
-        return max(repeats, verdicts.MIN_RUNS) if self.metric.timed else repeats
+        return self.repeats if repeats is None else int(repeats)
 
     def memory_cap_for(self, scale: Scale) -> int | None:
         return self.memory_cap_at.get(scale.name, self.memory_cap)

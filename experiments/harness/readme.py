@@ -94,7 +94,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.harness.readme", description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", default="results")
     parser.add_argument("--scale", default="medium")
-    parser.add_argument("--check", action="store_true", help="exit 1 if README.md differs from what the reports generate")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 if README.md differs from what the reports generate")
     args = parser.parse_args(argv)
     path = Path(args.results) / "README.md"
     text = render(args.results, args.scale)

@@ -486,7 +486,8 @@ def write_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame, path
     fig = draw_figure(experiment, scale, raw, table)
     context = run_context(scale, "")
     notes = [f"{context['gpu']}, commit {context['commit']}, scale {scale.name}"]
-    notes += [f"paper: {c['claim']} -> {c['verdict']}" for c in verdicts(experiment, experiment.evidence(raw, scale, table))]
+    evidence = experiment.evidence(raw, scale, table)
+    notes += [f"paper: {c['claim']} -> {c['verdict']}" for c in verdicts(experiment, evidence)]
     fig.text(0.005, 0.005, "\n".join(notes), fontsize=6.5, va="bottom", ha="left", wrap=True)
     fig.subplots_adjust(bottom=min(0.5, 0.12 + 0.035 * len(notes)))
     temp = path.with_name(f".{path.name}.tmp")
