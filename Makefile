@@ -12,7 +12,7 @@ CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9
 CUDA_EXTRA := $(shell v='$(CUDA_MAJOR)'; if [ -z "$$v" ]; then :; elif [ "$$v" -ge 13 ]; then echo cu13; elif [ "$$v" -eq 12 ]; then echo cu12; fi)
 EXTRAS ?= test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
 
-.PHONY: demo warmup test test-fast lint test-gpu install cuda-extra clean experiments authors notebooks compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
+.PHONY: results-readme demo warmup test test-fast lint test-gpu install cuda-extra clean experiments authors notebooks compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
 # Experiments: make experiment-gsi SCALE=small (tiny | small | medium | full); outputs under results/<paper>/
 # BUDGET=seconds: queries not started by then are recorded as skipped (a later run fills them in);
 # make experiments GPUS=0,1,2,3 runs the six sets in parallel, one process per set, pinned to GPUs
@@ -98,6 +98,10 @@ authors:
 # Re-execute the paper notebooks on the results under results/ and save them with their outputs.
 notebooks: $(STAMP)
 	$(PY) -c "from experiments.harness.notebook import execute_notebooks; execute_notebooks()"
+
+# results/README.md from the committed reports (the verdicts, decided in code); --check in the tests.
+results-readme: $(STAMP)
+	$(PY) -m experiments.harness.readme --results $(OUT)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

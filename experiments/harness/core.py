@@ -30,13 +30,15 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from common.engine.registry import available_engines
 
+from . import verdicts
 from .runner import SKIPPED, Job, canonical_options, config_key, run_jobs
 from .store import FolderLock
-from .workloads import Dataset, QuerySpec, Scale, get_scale
+from .workloads import Dataset, QuerySpec, Scale, get_scale, graph_key
 
 
 class MissingEngine(RuntimeError):
@@ -83,6 +85,32 @@ class Metric:
     partial_runs: bool = True       # stat: timed-out queries count too
     factor: float = 1.0             # stat: multiplies the statistic (e.g. 1000: seconds -> ms)
 
+    @property
+    def timed(self) -> bool:
+        """Whether the cells are times (per-query values that vary from run to run)."""
+        return self.kind in ("avg_ms", "speedup") or (self.kind == "stat" and str(self.stat).endswith("_s"))
+
+    def samples(self, rows: pd.DataFrame, base_rows: pd.DataFrame | None) -> dict:
+        """Per query, the values of its runs in the cell's unit (:class:`Evidence`)."""
+        if self.kind == "solved":
+            return {q: np.array([float(s == "ok")]) for q, s in zip(rows["query"], rows["status"])}
+        ran = rows[rows.status.isin(("ok", "timeout") if self.kind == "stat" and self.partial_runs else ("ok",))]
+        if self.kind == "peak_mb":
+            return {q: np.array([float(b) / 2**20]) for q, b in zip(ran["query"], ran["peak_device_bytes"])}
+        if self.kind == "stat":
+            values = pd.to_numeric(ran["stats"].map(lambda js: _stat(js, self.stat)), errors="coerce")
+            return {row["query"]: (_runs(row, float(v) * self.factor) if self.timed and row.status == "ok"
+                                   else np.array([float(v) * self.factor]))
+                    for (_, row), v in zip(ran.iterrows(), values) if not pd.isna(v)}
+        mine = {row["query"]: _runs(row, t) for (_, row), t in zip(ran.iterrows(), self.times(ran))}
+        if self.kind == "avg_ms":
+            return {q: v * 1e3 for q, v in mine.items()}
+        if self.kind == "speedup":
+            base = base_rows[base_rows.status == "ok"]
+            theirs = {row["query"]: _runs(row, t) for (_, row), t in zip(base.iterrows(), self.times(base))}
+            return {q: np.outer(v, 1.0 / theirs[q]).ravel() for q, v in mine.items() if q in theirs}
+        raise ValueError(f"unknown metric {self.kind!r}")
+
     def times(self, rows: pd.DataFrame) -> pd.Series:
         if not self.phases:
             return rows["seconds"].astype(float)
@@ -123,102 +151,294 @@ def _stat(js: str, key: str):
 
 @dataclass(frozen=True)
 class Claim:
-    """A claim the paper makes about an experiment's table, and how the measured table judges it.
+    """A claim the paper makes about an experiment's table, and how the measurements judge it.
 
-    ``check`` takes the measured table (rows = row labels, columns = config labels) and returns
-    True (held), False (did not hold) or None (the cells it compares were not measured); without
-    a ``check`` the claim is not testable here and ``reason`` says why. :func:`lower`,
-    :func:`below`, :func:`at_least` and :func:`trend` make the usual checks.
+    ``check`` takes the :class:`Evidence` and returns (verdict, what was measured): ``held``,
+    ``did not hold``, ``direction only``, ``inconclusive``, ``not testable (why)`` or ``measured``
+    (a claim the run cannot contradict, shown without a verdict); the rules are
+    :mod:`experiments.harness.verdicts`. Without a ``check`` the claim is not testable here and
+    ``reason`` says why. :func:`lower`, :func:`higher`, :func:`below`, :func:`at_least`,
+    :func:`trend`, :func:`row_lower` and :func:`measured` make the usual checks.
     """
 
     text: str
-    check: object = None              # callable(table) -> bool | None
+    check: object = None              # callable(Evidence) -> (verdict, measured)
     reason: str = ""
 
-    def verdict(self, table: pd.DataFrame) -> tuple[str, str]:
-        """(``held`` | ``did not hold`` | ``not testable``, why)."""
+    def judge(self, evidence: "Evidence") -> tuple[str, str, str]:
+        """(verdict, what was measured, why)."""
         if self.check is None:
-            return "not testable", self.reason
-        result = self.check(table)
-        if result is None:
-            return "not testable", "the cells it compares were not measured (nothing solved, or not run)"
-        return ("held" if result else "did not hold"), self.reason
+            return "not testable", "", self.reason
+        if isinstance(evidence, pd.DataFrame):
+            evidence = Evidence(evidence)
+        verdict, found = self.check(evidence)
+        return verdict, found, self.reason
+
+    def verdict(self, evidence: "Evidence") -> tuple[str, str]:
+        """(verdict, why): :meth:`judge` without the measurement."""
+        verdict, _, why = self.judge(evidence)
+        return verdict, why
 
 
-def _measured(table: pd.DataFrame, *columns) -> pd.DataFrame | None:
-    if any(c not in table.columns for c in columns):
-        return None
-    here = table[list(columns)].astype(float).dropna()
-    return here if len(here) else None
+def _runs(row, value: float) -> np.ndarray:
+    """``value`` (a phase or statistic of the row's median run) scaled run by run as the row's total time."""
+    seconds = float(row["seconds"])
+    return float(value) * run_values(row) / seconds if seconds > 0 else np.array([float(value)])
 
 
-def lower(a: str, b: str, rows: tuple = ()):
-    """Check: column ``a`` is below column ``b`` in every row where both were measured (``rows``: only those)."""
-    def check(table):
-        here = _measured(table.loc[[r for r in rows if r in table.index]] if rows else table, a, b)
-        return None if here is None else bool((here[a] < here[b]).all())
+def run_values(row) -> np.ndarray:
+    """A solved row's timed runs, in seconds: ``repeat_s`` when the runner recorded every run,
+    else the fastest, median and slowest of ``repeat_min_s``/``repeat_max_s``, else the one value."""
+    try:
+        stats = json.loads(row["stats"]) if isinstance(row["stats"], str) and row["stats"] else {}
+    except ValueError:
+        stats = {}
+    if isinstance(stats.get("repeat_s"), list) and stats["repeat_s"]:
+        return np.asarray(stats["repeat_s"], dtype=float)
+    if "repeat_min_s" in stats and "repeat_max_s" in stats:
+        return np.array([stats["repeat_min_s"], float(row["seconds"]), stats["repeat_max_s"]], dtype=float)
+    return np.array([float(row["seconds"])])
+
+
+@dataclass
+class Evidence:
+    """What a claim is judged on: the table, and per cell its per-query samples.
+
+    ``samples[(row, config)]`` maps a query to the values of its runs in the cell's unit (a time
+    phase or timed statistic is scaled run by run as the query's total time); ``ran`` and
+    ``unsupported`` count queries per cell; ``timed`` says whether the cells are times (whose
+    comparisons need :data:`~experiments.harness.verdicts.MIN_RUNS` runs per query); ``keys``
+    identifies what each row ran (its graphs and queries: :meth:`Experiment.point_key`).
+    """
+
+    table: pd.DataFrame
+    samples: dict = field(default_factory=dict)
+    ran: dict = field(default_factory=dict)
+    unsupported: dict = field(default_factory=dict)
+    timed: bool = False
+    counts_solved: bool = False        # the cells are solved counts (samples: 1 solved, 0 not)
+    keys: dict = field(default_factory=dict)
+
+    def side(self, row, column) -> dict:
+        return self.samples.get((row, column), {})
+
+    def rows(self, *columns, only=()) -> list:
+        """Rows (``only``: of those) where every one of ``columns`` has a measured cell."""
+        table = self.table
+        if any(c not in table.columns for c in columns):
+            return []
+        rows = [r for r in table.index if not only or r in only]
+        return [r for r in rows if all(not pd.isna(table.loc[r, c]) or self.ran.get((r, c), 0) for c in columns)]
+
+
+def _gate(ev: Evidence, cells, paired: bool) -> str | None:
+    """Why the cells cannot be compared (unsupported, too few solved or too few runs), or None."""
+    for row, column in cells:
+        if ev.unsupported.get((row, column)) and ev.unsupported[(row, column)] == ev.ran.get((row, column)):
+            return verdicts.not_testable(f"{column} cannot take these queries: unsupported")
+    sides = [ev.side(r, c) for r, c in cells]
+    sizes = [len(s) for s in sides]
+    if paired and not ev.counts_solved:
+        both = len(set.intersection(*(set(s) for s in sides)))
+        if both < verdicts.MIN_SOLVED:
+            return verdicts.not_testable(f"{both} solved by both")
+        sizes = [both] * len(sides)
+    if ev.counts_solved:
+        if not any(sum(float(v[0]) for v in s.values()) for s in sides):
+            return verdicts.not_testable("0 solved")
+        return (verdicts.not_testable(" + ".join(map(str, sizes)) + " ran")
+                if min(sizes) < verdicts.MIN_SOLVED else None)
+    gate = verdicts.too_few(*sizes)
+    if gate:
+        return gate
+    if ev.timed:
+        runs = min(len(v) for s in sides for v in s.values())
+        if verdicts.too_few_runs(runs):
+            return f"{verdicts.INCONCLUSIVE} ({runs} timed run(s) per query; {verdicts.MIN_RUNS} needed)"
+    return None
+
+
+def _compare_cells(ev: Evidence, a, b=None, value=None):
+    """(Comparison, None) of cell ``a`` against cell ``b`` (or ``value``), or (None, why not)."""
+    paired = b is not None and a[0] == b[0]
+    gate = _gate(ev, [a] + ([b] if b is not None else []), paired)
+    if gate:
+        return None, gate
+    sa = ev.side(*a)
+    if b is None:
+        return verdicts.compare(list(sa.values()), value=value), None
+    sb = ev.side(*b)
+    if paired:
+        common = sorted(set(sa) & set(sb))
+        return verdicts.compare([sa[q] for q in common], [sb[q] for q in common], paired=True), None
+    return verdicts.compare(list(sa.values()), list(sb.values())), None
+
+
+def _cell_text(ev: Evidence, cell) -> str:
+    """A cell's value with its queries (and runs), e.g. ``1.24 (20 queries x 3 runs)``."""
+    side = ev.side(*cell)
+    if ev.counts_solved:
+        return f"{int(sum(float(v[0]) for v in side.values()))}/{len(side)} solved"
+    runs = min((len(v) for v in side.values()), default=0)
+    return f"{ev.table.loc[cell]:.3g} ({len(side)} queries x {runs} run{'s' if runs != 1 else ''})"
+
+
+def _factor_text(c) -> str:
+    return f"{c.ratio:.3g}x [{c.low:.3g}, {c.high:.3g}], {c.n} queries"
+
+
+def _outcome(comparison, want: str) -> str:
+    if comparison.outcome == "inconclusive":
+        return verdicts.INCONCLUSIVE
+    return verdicts.HELD if comparison.outcome == want else verdicts.NOT_HELD
+
+
+def _judge_rows(ev: Evidence, parts, factor=None, invert=False) -> tuple[str, str]:
+    """Judge ``parts`` [(label, cell a, cell b or None, value, wanted outcome)]; all must hold.
+
+    A part that cannot be compared is left out (its reason shown); a claim none of whose parts
+    can be compared takes the first reason. ``factor``: the printed factor, judged on the mean of
+    the parts' measured ratios (``invert``: b / a) once every part held.
+    """
+    outcomes, texts, gates, ratios, few_runs = [], [], [], [], []
+    for label, a, b, value, want in parts:
+        comparison, gate = _compare_cells(ev, a, b, value)
+        if gate and gate.startswith(verdicts.INCONCLUSIVE):       # too few runs: judged, inconclusive
+            outcomes.append(verdicts.INCONCLUSIVE)
+            few_runs.append(gate)
+            texts.append(f"{label}: {_cell_text(ev, a)}" + (f" against {_cell_text(ev, b)}" if b else ""))
+            continue
+        if gate:
+            gates.append(gate)
+            texts.append(f"{label}: {gate}")
+            continue
+        outcomes.append(_outcome(comparison, want))
+        texts.append(f"{label}: " + (f"{_cell_text(ev, a)} against {_cell_text(ev, b)}" if ev.counts_solved
+                                     else _factor_text(comparison)))
+        ratios.append(1 / comparison.ratio if invert else comparison.ratio)
+    if not outcomes:
+        return (gates[0] if gates else verdicts.not_testable("the cells it compares were not measured")), \
+            "; ".join(texts)
+    verdict = verdicts.combine(outcomes)
+    if verdict == verdicts.INCONCLUSIVE and few_runs:
+        verdict = few_runs[0]
+    if factor is not None and verdict == verdicts.HELD:
+        verdict = verdicts.judge_magnitude(float(np.mean(ratios)), factor)
+    return verdict, "; ".join(texts)
+
+
+def lower(a: str, b: str, rows: tuple = (), factor=None):
+    """Check: column ``a`` is below column ``b`` beyond the spread in every row where both were
+    measured (``rows``: only those); ``factor``: the printed b / a (a number or a range)."""
+    def check(ev):
+        parts = [(str(r), (r, a), (r, b), None, "lower") for r in ev.rows(a, b, only=rows)]
+        return _judge_rows(ev, parts, factor, invert=True)
     return check
+
+
+def higher(a: str, b: str, rows: tuple = (), factor=None, pooled: bool = False):
+    """Check: column ``a`` is above column ``b`` in every measured row (``pooled``: over the rows'
+    queries taken together); ``factor``: the printed a / b."""
+    def check(ev):
+        if pooled:
+            ev = _pool(ev, ev.rows(a, b, only=rows), (a, b))
+        parts = [(str(r), (r, a), (r, b), None, "higher") for r in ev.rows(a, b, only=rows if not pooled else ())]
+        return _judge_rows(ev, parts, factor)
+    return check
+
+
+def not_lower(a: str, b: str):
+    """Check: column ``a`` is not below column ``b`` beyond the spread in any measured row (at
+    least as many, as fast): ``did not hold`` only where it is."""
+    def check(ev):
+        verdict, text = lower(a, b)(ev)
+        if verdict.startswith("not testable"):
+            return verdict, text
+        return (verdicts.NOT_HELD if verdict in (verdicts.HELD, verdicts.DIRECTION) else verdicts.HELD), text
+    return check
+
+
+def _pool(ev: Evidence, rows, columns) -> Evidence:
+    """``ev`` with ``rows`` pooled into one row ``all rows`` (queries named by row)."""
+    pooled = Evidence(pd.DataFrame({c: [ev.table.loc[rows, c].sum() if rows else np.nan] for c in columns},
+                                   index=["all rows"]), timed=ev.timed, counts_solved=ev.counts_solved)
+    for c in columns:
+        cell = ("all rows", c)
+        pooled.samples[cell] = {f"{r}/{q}": v for r in rows for q, v in ev.side(r, c).items()}
+        pooled.ran[cell] = sum(ev.ran.get((r, c), 0) for r in rows)
+        pooled.unsupported[cell] = sum(ev.unsupported.get((r, c), 0) for r in rows)
+    return pooled
 
 
 def below(column: str, value: float):
-    """Check: every measured cell of ``column`` is below ``value``."""
-    def check(table):
-        here = _measured(table, column)
-        return None if here is None else bool((here[column] < value).all())
+    """Check: every measured cell of ``column`` is below ``value`` beyond the spread."""
+    def check(ev):
+        return _judge_rows(ev, [(str(r), (r, column), None, value, "lower") for r in ev.rows(column)])
     return check
 
 
-def at_least(column: str, value: float, rows: tuple = ()):
-    """Check: the mean of ``column``'s measured cells (``rows``: only those) is at least ``value``."""
-    def check(table):
-        here = _measured(table.loc[[r for r in rows if r in table.index]] if rows else table, column)
-        return None if here is None else bool(here[column].mean() >= value)
+def at_least(column: str, value: float = 1.0, rows: tuple = (), factor=None):
+    """Check: ``column``'s cells (ratios; ``rows``: only those) are above ``value`` beyond the spread;
+    ``factor``: the printed ratio, judged on the mean of the measured ones."""
+    def check(ev):
+        parts = [(str(r), (r, column), None, value, "higher") for r in ev.rows(column, only=rows)]
+        return _judge_rows(ev, parts, factor)
     return check
 
 
 def trend(column: str, direction: str):
-    """Check: ``column`` rises (``"up"``) or falls (``"down"``) from its first to its last measured row
-    (a sweep's end points, in the order of its points)."""
+    """Check: ``column`` rises (``"up"``) or falls (``"down"``) from its first to its last measured
+    row beyond the spread; not testable when those two rows ran the same graph and queries."""
     if direction not in ("up", "down"):
         raise ValueError(f"direction must be 'up' or 'down', got {direction!r}")
 
-    def check(table):
-        here = _measured(table, column)
-        if here is None or len(here) < 2:
-            return None
-        first, last = float(here[column].iloc[0]), float(here[column].iloc[-1])
-        return last > first if direction == "up" else last < first
+    def check(ev):
+        rows = ev.rows(column)
+        if len(rows) < 2:
+            return verdicts.not_testable("fewer than two sweep points measured"), ""
+        first, last = rows[0], rows[-1]
+        same = [f"{x} = {y}" for x, y in zip(rows, rows[1:]) if _same(ev, x, y)]
+        note = f"; identical points (same graph and queries): {', '.join(same)}" if same else ""
+        if _same(ev, first, last):
+            return verdicts.not_testable(f"{first} and {last} ran the same graph and queries"), note[2:]
+        verdict, text = _judge_rows(ev, [(f"{last} / {first}", (last, column), (first, column), None,
+                                          "higher" if direction == "up" else "lower")])
+        return verdict, text + note
+    return check
+
+
+def _same(ev: Evidence, x, y) -> bool:
+    return x in ev.keys and ev.keys.get(x) == ev.keys.get(y)
+
+
+def row_lower(column: str, row_a: str, row_b: str):
+    """Check: in ``column``, row ``row_a`` is below row ``row_b`` beyond the spread."""
+    def check(ev):
+        if not {row_a, row_b} <= set(ev.rows(column)):
+            return verdicts.not_testable("the cells it compares were not measured"), ""
+        if _same(ev, row_a, row_b):
+            return verdicts.not_testable(f"{row_a} and {row_b} ran the same graph and queries"), ""
+        return _judge_rows(ev, [(f"{row_a} / {row_b}", (row_a, column), (row_b, column), None, "lower")])
     return check
 
 
 def all_of(*checks):
-    """Check: every one of ``checks`` holds (False if one fails, None if none could be judged)."""
-    def check(table):
-        results = [c(table) for c in checks]
-        if any(r is False for r in results):
-            return False
-        return None if all(r is None for r in results) else True
+    """Check: every one of ``checks`` holds (:func:`~experiments.harness.verdicts.combine`)."""
+    def check(ev):
+        found = [c(ev) for c in checks]
+        judged = [v for v, _ in found if not v.startswith("not testable")]
+        verdict = verdicts.combine(judged) if judged else found[0][0]
+        return verdict, "; ".join(t for _, t in found if t)
     return check
 
 
-def ratio_between(a: str, b: str, low: float, high: float = math.inf):
-    """Check: the mean over measured rows of ``a / b`` lies in [``low``, ``high``]."""
-    def check(table):
-        here = _measured(table, a, b)
-        if here is None:
-            return None
-        ratio = float((here[a] / here[b]).mean())
-        return low <= ratio <= high
-    return check
-
-
-def row_lower(column: str, row_a: str, row_b: str):
-    """Check: in ``column``, row ``row_a`` is below row ``row_b`` (both measured)."""
-    def check(table):
-        if column not in table.columns or row_a not in table.index or row_b not in table.index:
-            return None
-        a, b = float(table.loc[row_a, column]), float(table.loc[row_b, column])
-        return None if math.isnan(a) or math.isnan(b) else a < b
+def measured(*columns):
+    """No check: a claim the measurement cannot contradict (it holds by construction here), whose
+    cells are shown without a verdict."""
+    def check(ev):
+        cells = [f"{r}: " + " / ".join(f"{ev.table.loc[r, c]:.3g}" for c in columns)
+                 for r in ev.rows(*columns)]
+        return verdicts.MEASURED, f"{' / '.join(columns)}: " + ("; ".join(cells) or "nothing measured")
     return check
 
 
@@ -278,7 +498,8 @@ class Experiment:
         return self.time_limit_s if limit is None else min(self.time_limit_s, limit)
 
     def repeats_for(self, scale: Scale) -> int:
-        """Timed runs per query at ``scale``: the scale's (as this experiment overrides it), else its own."""
+        """Timed runs per query at ``scale``: the scale's (as this experiment overrides it), else its own
+        (a time comparison with fewer than :data:`~experiments.harness.verdicts.MIN_RUNS` is inconclusive)."""
         repeats = self.scale_for(scale).repeats
         return self.repeats if repeats is None else int(repeats)
 
@@ -330,6 +551,32 @@ class Experiment:
         return (config.engine, options, repr(point.dataset), scale.max_edges, scale.real_data,
                 repr(replace(point.queries, count=0)), scale.max_query_vertices,
                 self.time_limit_for(scale), self.memory_cap_for(scale), self.repeats_for(scale))
+
+    def point_key(self, point: Point, scale: Scale) -> tuple:
+        """What identifies the runs of ``point`` at ``scale``: the graph actually run, the queries
+        actually built and the point's engine options (two points with equal keys ran the same)."""
+        here = self.scale_for(scale)
+        return (graph_key(point.dataset, here), point.queries.key(here), point.options)
+
+    def evidence(self, raw: pd.DataFrame, scale: Scale, table: pd.DataFrame | None = None) -> Evidence:
+        """The :class:`Evidence` of the raw rows: the table and per cell its per-query samples."""
+        table = self.table(raw, scale) if table is None else table
+        points = {p.label: p for p in self.points_for(scale)}
+        evidence = Evidence(table, timed=self.metric.timed, counts_solved=self.metric.kind == "solved")
+        for row, members in self.row_groups(scale).items():
+            evidence.keys[row] = tuple(self.point_key(points[m], scale) for m in members)
+            here = raw[raw.dataset.isin(members) & (raw.status != SKIPPED)]
+            if len(members) > 1:                          # pooled points: one query name per point
+                here = here.assign(query=here["dataset"].astype(str) + "/" + here["query"].astype(str))
+            base = here[here.config == self.metric.base] if self.metric.base else None
+            for config in self.configs:
+                mine = here[here.config == config.label]
+                cell = (row, config.label)
+                evidence.ran[cell] = len(mine)
+                evidence.unsupported[cell] = int((mine.status == "unsupported").sum())
+                if len(mine):
+                    evidence.samples[cell] = self.metric.samples(mine, base)
+        return evidence
 
     def row_groups(self, scale: Scale) -> dict[str, list[str]]:
         """Table row label -> the point labels pooled in it."""

@@ -117,9 +117,10 @@ def show_paper(paper: str, results: Path | str = "results", scale: str = "small"
         _display(tables[experiment.name])
         if experiment.claims:
             raw = read_rows(folder / f"{experiment.name}.{scale}.csv")
-            measured = experiment.table(raw[raw.experiment == experiment.name], get_scale(scale))
+            raw = raw[raw.experiment == experiment.name]
+            evidence = experiment.evidence(raw, get_scale(scale))
             with pd.option_context("display.max_colwidth", None, "display.width", 250):
-                _display(pd.DataFrame(verdicts(experiment, measured)))
+                _display(pd.DataFrame(verdicts(experiment, evidence)))
         raw = read_rows(folder / f"{experiment.name}.{scale}.csv")
         problems = check_counts(raw, {})
         if len(problems):

@@ -203,7 +203,7 @@ def write_markdown(experiment, scale, raw, table, disagreements, path: Path, com
         lines.append(f"- notes: {experiment.notes}")
     lines += ["", "## Measured (paper's value in parentheses)", "",
               _markdown(side_by_side(table, experiment.paper_values, not_run)), ""]
-    lines += claims_section(experiment, table)
+    lines += claims_section(experiment, experiment.evidence(raw, scale, table))
     lines += ["## Solved queries per cell", "", _markdown(_solved_table(experiment, raw, scale)), ""]
     if experiment.repeats_for(scale) > 1:
         lines += [f"## Spread of the {experiment.repeats_for(scale)} timed runs per query", "",
@@ -240,21 +240,35 @@ def spread_table(experiment, raw: pd.DataFrame, scale) -> pd.DataFrame:
     return table
 
 
-def claims_section(experiment, table: pd.DataFrame) -> list[str]:
-    """The paper's claims on this table with their verdicts (held / did not hold / not testable, and why)."""
+CLAIMS_HEADING = "## The paper's claims"
+
+
+def claims_section(experiment, evidence) -> list[str]:
+    """The paper's claims on this table with their verdicts (:mod:`experiments.harness.verdicts`),
+    what was measured and why."""
     if not experiment.claims:
-        return ["## The paper's claims", "", "No claim of the paper rests on this table alone "
+        return [CLAIMS_HEADING, "", "No claim of the paper rests on this table alone "
                 "(see results/README.md).", ""]
-    out = ["## The paper's claims", "", "| claim | verdict | why |", "|---|---|---|"]
-    for claim in experiment.claims:
-        verdict, reason = claim.verdict(table)
-        out.append(f"| {claim.text} | **{verdict}** | {reason or '-'} |")
+    out = [CLAIMS_HEADING, "", "| claim | verdict | measured | why |", "|---|---|---|---|"]
+    for record in verdicts(experiment, evidence):
+        out.append(f"| {record['claim']} | {_bold(record['verdict'])} | {_cell(record['measured'])} "
+                   f"| {_cell(record['why'])} |")
     return out + [""]
 
 
-def verdicts(experiment, table: pd.DataFrame) -> list[dict]:
-    """The claims' verdicts as records (for ``run.<scale>.json`` and the notebooks)."""
-    return [dict(zip(("claim", "verdict", "why"), (c.text, *c.verdict(table)))) for c in experiment.claims]
+def _bold(verdict: str) -> str:
+    return verdict if verdict == "measured" else f"**{verdict}**"
+
+
+def _cell(text: str) -> str:
+    return (text or "-").replace("|", "\\|")
+
+
+def verdicts(experiment, evidence) -> list[dict]:
+    """The claims' verdicts as records (for ``run.<scale>.json``, results/README.md and the notebooks):
+    claim, verdict, measured, why. ``evidence``: :meth:`Experiment.evidence` (or a bare table)."""
+    return [dict(zip(("claim", "verdict", "measured", "why"), (c.text, *c.judge(evidence))))
+            for c in experiment.claims]
 
 
 STAT_AXES = {
@@ -288,13 +302,14 @@ def value_axis(experiment) -> tuple[str, bool]:
 
 
 def unsolved_counts(experiment, scale, raw: pd.DataFrame) -> pd.DataFrame:
-    """Per (row, config): queries that ran but were not solved (any status but ok and skipped)."""
+    """Per (row, config): queries that ran but were not solved (any status but ok, skipped and
+    unsupported: a query the engine cannot take is not a timeout)."""
     table = pd.DataFrame(0, index=list(experiment.row_groups(scale)), columns=[c.label for c in experiment.configs])
     for row, members in experiment.row_groups(scale).items():
         here = raw[raw.dataset.isin(members)]
         for config in table.columns:
             rows = here[here.config == config]
-            table.loc[row, config] = int((~rows.status.isin(("ok", SKIPPED))).sum())
+            table.loc[row, config] = int((~rows.status.isin(("ok", SKIPPED, "unsupported"))).sum())
     return table
 
 
@@ -352,7 +367,9 @@ def draw_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame):
             values = table[column].to_numpy(dtype=float)
             missing = int(unsolved[column].sum())
             total = int((ran.config == column).sum())
-            label = f"{column} ({missing} of {total} queries unsolved)" if missing else column
+            cannot = int(((ran.config == column) & (ran.status == "unsupported")).sum())
+            label = (f"{column} (unsupported: cannot take these queries)" if cannot == total and total
+                     else f"{column} ({missing} of {total} queries unsolved)" if missing else column)
             if experiment.figure == "bars":
                 here = xs - 0.4 + width * (i + 0.5)
                 artist = ax.bar(here, np.nan_to_num(values, nan=0.0), width, label=label)
@@ -469,7 +486,8 @@ def write_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame, path
     fig = draw_figure(experiment, scale, raw, table)
     context = run_context(scale, "")
     notes = [f"{context['gpu']}, commit {context['commit']}, scale {scale.name}"]
-    notes += [f"paper: {c['claim']} -> {c['verdict']}" for c in verdicts(experiment, table)]
+    evidence = experiment.evidence(raw, scale, table)
+    notes += [f"paper: {c['claim']} -> {c['verdict']}" for c in verdicts(experiment, evidence)]
     fig.text(0.005, 0.005, "\n".join(notes), fontsize=6.5, va="bottom", ha="left", wrap=True)
     fig.subplots_adjust(bottom=min(0.5, 0.12 + 0.035 * len(notes)))
     temp = path.with_name(f".{path.name}.tmp")
@@ -499,7 +517,7 @@ def write_run_metadata(outcome, scale, folder: Path, *, command: str = "", budge
         experiments[done.experiment.name] = {
             "statuses": {str(k): int(v) for k, v in done.raw.status.value_counts().items()},
             "count_disagreements": int(len(done.disagreements)),
-            "claims": verdicts(done.experiment, done.table),
+            "claims": verdicts(done.experiment, done.experiment.evidence(done.raw, scale, done.table)),
             "cut": done.experiment.cuts(scale) or None}
     for name, reason in outcome.missing.items():
         experiments[name] = {"not_run": reason}

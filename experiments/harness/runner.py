@@ -98,7 +98,9 @@ def _answer(engine, query, job: Job) -> dict:
     A run that compiled or loaded a kernel (a path the warm-up did not take) is run again
     (:func:`~experiments.harness.timing.without_compiles`); the statistics count such runs as
     ``compile_reruns``. With repeats, they also hold the spread of the timed runs:
-    ``repeat_min_s`` and ``repeat_max_s`` (seconds of the fastest and slowest run) and ``repeats``.
+    ``repeat_min_s`` and ``repeat_max_s`` (seconds of the fastest and slowest run), ``repeat_s``
+    (every run's seconds, for the verdicts' bootstrap) and ``repeats``. A run that is not ``ok``
+    ends the repeats.
     """
     results, walls, reruns = [], [], 0
     for _ in range(job.repeats):
@@ -106,6 +108,8 @@ def _answer(engine, query, job: Job) -> dict:
         walls.append(wall)
         results.append(result)
         reruns += again
+        if result.status is not Status.OK:          # a timeout or error is not repeated
+            break
     median = results[int(np.argsort([r.seconds for r in results])[len(results) // 2])]
     row = median.to_row()
     stats = {k: v for k, v in median.stats.items() if isinstance(v, (int, float, str, bool))}
@@ -113,7 +117,7 @@ def _answer(engine, query, job: Job) -> dict:
         stats.update(compile_reruns=stats.get("compile_reruns", 0) + reruns)
     if job.repeats > 1:
         seconds = [float(r.seconds) for r in results]
-        stats.update(repeats=job.repeats, repeat_min_s=min(seconds), repeat_max_s=max(seconds))
+        stats.update(repeats=len(results), repeat_min_s=min(seconds), repeat_max_s=max(seconds), repeat_s=seconds)
     row.update(wall_s=float(np.median(walls)), stats=pd.Series(stats, dtype=object).to_json())
     return row
 

@@ -129,6 +129,36 @@ def _assign_labels(n: int, count: int, distribution: str, seed: int, exponent: f
     raise ValueError(f"unknown label distribution {distribution!r}")
 
 
+def standin_size(dataset: Dataset, max_edges: int | None) -> tuple[int, int]:
+    """(|V|, |E|) of ``dataset``'s R-MAT stand-in under ``max_edges``."""
+    n, m = dataset.num_vertices, dataset.num_edges
+    if max_edges is not None and m > max_edges:
+        # Same average degree where possible, but at most degree 6 on a tiny graph.
+        n = max(int(n * max_edges / m), min(n, max_edges // 3))
+        m = max_edges
+    return n, min(m, n * (n - 1) // 2)
+
+
+def graph_key(dataset: Dataset, scale: Scale) -> tuple:
+    """What identifies the graph ``dataset`` becomes at ``scale`` (without building it): two
+    datasets with equal keys run on the same graph."""
+    if dataset.path is not None and scale.real_data:
+        labels = (dataset.vertex_labels, dataset.label_distribution, dataset.seed, dataset.label_exponent) \
+            if dataset.relabel else ()
+        return ("file", dataset.path, dataset.symmetrize, labels, dataset.edge_labels)
+    n, m = standin_size(dataset, scale.max_edges)
+    labels = min(dataset.vertex_labels, max(1, n // 4))
+    return ("rmat", n, m, dataset.rmat_abcd, dataset.seed, labels,
+            dataset.label_distribution if labels > 1 else "", dataset.label_exponent if labels > 1 else 0,
+            dataset.edge_labels)
+
+
+def graph_size(dataset: Dataset, scale: Scale) -> str:
+    """The size of the graph run at ``scale``: ``nV/mE`` for a stand-in, the file name otherwise."""
+    key = graph_key(dataset, scale)
+    return f"{key[1]:,}V/{key[2]:,}E" if key[0] == "rmat" else str(key[1])
+
+
 @lru_cache(maxsize=32)
 def _load_dataset(dataset: Dataset, max_edges: int | None, real_data: bool) -> Graph:
     real = dataset.path is not None and real_data
@@ -139,12 +169,7 @@ def _load_dataset(dataset: Dataset, max_edges: int | None, real_data: bool) -> G
         graph = load_graph(path, symmetrize=dataset.symmetrize)
         origin = f"{dataset.path}"
     else:
-        n, m = dataset.num_vertices, dataset.num_edges
-        if max_edges is not None and m > max_edges:
-            # Same average degree where possible, but at most degree 6 on a tiny graph.
-            n = max(int(n * max_edges / m), min(n, max_edges // 3))
-            m = max_edges
-        m = min(m, n * (n - 1) // 2)
+        n, m = standin_size(dataset, max_edges)
         a, b, c, d = dataset.rmat_abcd
         graph = rmat(n, m, a, b, c, d, seed=dataset.seed)
         origin = f"R-MAT stand-in {n}V/{m}E"
@@ -229,6 +254,19 @@ class QuerySpec:
             generated = query_set(data, count, size, seed=self.seed,
                                   method="walk" if self.kind == "walk" else "induced")
         return list(generated.queries), {}
+
+    def key(self, scale: Scale) -> tuple:
+        """What identifies the queries :meth:`build` makes at ``scale`` on a given graph."""
+        count = self.count if scale.queries_per_set is None else min(self.count, scale.queries_per_set)
+        size = self.size if scale.max_query_vertices is None else min(self.size, scale.max_query_vertices)
+        sizes = tuple(min(s, size) if scale.max_query_vertices else s for s in (self.sizes or (size,)))
+        if self.kind == "files" and scale.real_data:
+            return ("files", self.glob, self.counts, self.max_known_count, count)
+        if self.kind == "patterns":
+            return ("patterns", self.names[:count])
+        edges = self.num_edges if scale.max_query_vertices is None else None
+        return (self.kind, size, sizes if self.kind == "stwig" else (), count, self.seed, self.shape,
+                edges if self.kind == "walk" else None)
 
     def _files(self, count: int) -> tuple[list[Graph], dict[str, int]]:
         root = data_dir()

@@ -27,7 +27,7 @@ import pandas as pd
 
 from common.cpu.peers import installed_peers
 
-from ..harness.core import Claim, Config, Experiment, Metric, Point, all_of, below, lower, ratio_between, trend
+from ..harness.core import Claim, Config, Experiment, Metric, Point, all_of, lower, measured, trend
 from ..harness.workloads import ENRON, GB, Dataset, QuerySpec, scaled_sweep
 
 PAPER = "gsi_icde20"
@@ -225,37 +225,43 @@ EXPERIMENTS = (
 )
 
 _SIG, _LAB, _DEG = _FILTER_COLS[2], _FILTER_COLS[0], _FILTER_COLS[1]
-_STEPS = ("each join technique (+DS PCSR, +PC Prealloc-Combine, +SO set operations) improves on the one before "
-          "(§VIII-D: about 2x, 1.2-2x and 1.3-6.3x in time; 30%, 21% and 40% fewer loads)")
-_STEPS_CHECK = all_of(lower("+DS", "GSI-"), lower("+PC", "+DS"), lower("+SO (GSI)", "+PC"))
+_FILTERS = ((_LAB, "GpSM's label filter"), (_DEG, "GSM's label+degree filter"))
+_STEP_PARTS = ((("+DS", "GSI-"), "+DS (PCSR) improves on GSI-", (1.5, 2.5), (1.2, 1.5)),
+               (("+PC", "+DS"), "+PC (Prealloc-Combine) improves on +DS", (1.2, 2.0), (1.15, 1.35)),
+               (("+SO (GSI)", "+PC"), "+SO (set operations) improves on +PC", (1.3, 6.3), (1.4, 1.8)))
+"""Table V's compound claim in parts: the columns, the part, its factor in time and in loads (§VIII-D)."""
+
+
+def _steps(what: str, index: int) -> tuple:
+    return tuple(Claim(f"Table V: {text} ({what})", lower(*columns, factor=factors[index]),
+                       f"{what}, in every measured row") for columns, text, *factors in _STEP_PARTS)
 CLAIMS = {
-    "table4_candidates": (Claim("Table IV: the signature filter leaves 10-100x smaller minimum candidate sets than "
-                                "GpSM's label and GSM's label+degree filters",
-                                all_of(ratio_between(_LAB, _SIG, 10.0), ratio_between(_DEG, _SIG, 10.0)),
-                                "mean over rows of the ratio >= 10"),),
-    "table4_time": (Claim("Table IV: the signature filter also takes less time",
-                          all_of(lower(_SIG, _LAB), lower(_SIG, _DEG))),),
-    "table5_time": (Claim(f"Table V: {_STEPS}", _STEPS_CHECK, "time, in every measured row"),),
-    "table5_gld": (Claim(f"Table V: {_STEPS}", _STEPS_CHECK, "loads (GSI's software counter), in every measured row"),),
-    "table6_time": (Claim("Table VI: PCSR is faster than CR (1.1-1.4x)", lower("PCSR", "CR")),),
+    "table4_candidates": tuple(Claim(f"Table IV: the signature filter leaves 10-100x smaller minimum candidate sets "
+                                     f"than {name}", lower(_SIG, column, factor=(10.0, 100.0)),
+                                     "the factor over rows, judged against 10-100x") for column, name in _FILTERS),
+    "table4_time": tuple(Claim(f"Table IV: the signature filter also takes less time than {name}", lower(_SIG, column))
+                         for column, name in _FILTERS),
+    "table5_time": _steps("time", 0),
+    "table5_gld": _steps("loads, GSI's software counter", 1),
+    "table6_time": (Claim("Table VI: PCSR is faster than CR (1.1-1.4x)", lower("PCSR", "CR", factor=(1.1, 1.4))),),
     "table6_gld": (Claim("Table VI: PCSR makes fewer global-memory loads than CR", lower("PCSR", "CR")),),
     "table7_time": (Claim("Table VII: the write cache cuts the join time (76% on enron)",
                           lower("write cache", "no cache")),),
-    "table8": (Claim("Table VIII: load balance speeds GSI up on WatDiv (3.4x)", lower("+LB", "GSI", rows=("WatDiv",))),
+    "table8": (Claim("Table VIII: load balance speeds GSI up on WatDiv (3.4x)",
+                     lower("+LB", "GSI", rows=("WatDiv",), factor=3.4)),
                Claim("Table VIII: duplicate removal adds a little more on WatDiv",
                      lower("+DR (GSI-opt)", "+LB", rows=("WatDiv",)))),
     "table9_time": (Claim("Table IX: duplicate removal cuts time on WatDiv and DBpedia",
                           lower("DR", "with dup", rows=("WatDiv",))),),
     "table9_gld": (Claim("Table IX: duplicate removal trims global-memory loads (3-25%)", lower("DR", "with dup")),),
-    "fig14": (Claim("Fig. 14: GSI answers every dataset's queries in under 1 s on average", below("GSI", 1000.0)),
+    "fig14": (Claim("Fig. 14: GSI answers every dataset's queries in under 1 s on average", measured("GSI"),
+                    "shown, not judged: a solved query ends within the limit, which is under 1 s here"),
               Claim("Fig. 14: GSI is faster than the CPU matchers",
                     all_of(*(lower("GSI", c.label) for c in CPU_PEERS)) if CPU_PEERS else None,
                     "against networkx/igraph (the paper's VF3, CFL-Match and CBWJ are not built)"
                     if CPU_PEERS else "no CPU peer is installed (pip install 'gpusm[peers]')")),
     "fig15a": (Claim("Fig. 15(a): GSI-opt's time grows more slowly than the data (21x from first to last point)",
-                     lambda t: None if t["GSI-opt"].dropna().size < 2
-                     else bool(t["GSI-opt"].dropna().iloc[-1] / t["GSI-opt"].dropna().iloc[0] < 21.0),
-                     "last against first measured point"),),
+                     measured("GSI-opt"), "shown, not judged: sub-millisecond times cannot grow 21x here"),),
     "fig15b": (Claim("Fig. 15(b): GSI-opt gets faster with more SMs (here: blocks)", trend("GSI-opt", "down"),
                      "first against last sweep point"),),
     "fig16a_vertex_labels": (Claim("Fig. 16(a): time falls as vertex labels increase", trend("GSI-opt", "down"),

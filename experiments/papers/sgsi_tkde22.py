@@ -26,7 +26,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from ..harness.core import Claim, Config, Experiment, Metric, Point, all_of, lower, trend
+from ..harness.core import Claim, Config, Experiment, Metric, Point, lower, trend
 from ..harness.workloads import GB, Dataset, QuerySpec, scaled_sweep
 from . import gsi_icde20 as gsi
 
@@ -121,15 +121,20 @@ EXPERIMENTS = (
            xlabel="vertex labels |L_V| (count)"),
 )
 
+def _steps(what: str) -> tuple:
+    """Table 3's compound claim in its parts, one technique each."""
+    return tuple(Claim(f"Table 3: {new} {what} (against {old})", lower(new, old))
+                 for new, old in (("+DS", "GSI-"), ("+PC", "+DS"), ("+SO (GSI)", "+PC")))
+
+
 CLAIMS = {
-    "table3_time": (Claim("Table 3: each join technique (+DS, +PC, +SO) speeds up the join",
-                          all_of(lower("+DS", "GSI-"), lower("+PC", "+DS"), lower("+SO (GSI)", "+PC"))),),
-    "table3_gld": (Claim("Table 3: each join technique cuts global-memory loads",
-                         all_of(lower("+DS", "GSI-"), lower("+PC", "+DS"), lower("+SO (GSI)", "+PC"))),),
+    "table3_time": _steps("speeds up the join"),
+    "table3_gld": _steps("cuts global-memory loads"),
     "table4_time": (Claim("Table 4: PCSR is faster than CR", lower("PCSR", "CR")),),
     "table6_gpu_memory": (Claim("Table 6: GSI needs less GPU memory than GpSM, GunrockSM, Wukong+G and MAGiQ", None,
                                 "the competitors are not built; GSI's own peak is measured"),),
-    "table5": (Claim("Table 5: SGSI+ (histogram load balance) is faster than SGSI (1.4-2.7x)", lower("SGSI+", "SGSI")),
+    "table5": (Claim("Table 5: SGSI+ (histogram load balance) is faster than SGSI (1.4-2.7x)",
+                     lower("SGSI+", "SGSI", factor=(1.4, 2.7))),
                Claim("Table 5: SGSI and SGSI+ beat PBE", None, "PBE is not built")),
     "table7_comp": (Claim("Table 7: PBE spends a larger share of its time on communication than SGSI+", None,
                           "PBE is not built"),),
