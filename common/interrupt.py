@@ -35,19 +35,43 @@ def command_line(prog: str, argv: list[str] | None = None) -> str:
     return " ".join([prog, shlex.join(args)]).strip()
 
 
-def interrupted_line(tally: Tally, resume: str) -> str:
+def interrupted_line(tally: Tally, resume: str, starts_over: bool = False) -> str:
     total = "?" if tally.total is None else tally.total
     unit = f" {tally.unit}" if tally.unit else ""
     note = f" ({tally.note})" if tally.note else ""
-    return f"interrupted: {tally.done} of {total}{unit} done{note}; resume with: {resume}"
+    how = "no resume here, run again with" if starts_over else "resume with"
+    return f"interrupted: {tally.done} of {total}{unit} done{note}; {how}: {resume}"
+
+
+def csv_rows(path, show=None):
+    """A ``save`` for :func:`interruptible`: ``tally.rows`` (dicts) to the CSV ``path``, counted as
+    done; ``show(rows)``, if given, prints them too."""
+    from pathlib import Path
+
+    def save(tally: Tally) -> None:
+        tally.done = len(tally.rows)
+        if not tally.rows:
+            return
+        import pandas as pd
+
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(tally.rows).to_csv(target, index=False)
+        tally.note = f"rows in {target}"
+        if show is not None:
+            show(tally.rows)
+
+    return save
 
 
 @contextmanager
-def interruptible(resume: str, *, save=None, total: int | None = None, unit: str = ""):
+def interruptible(resume: str, *, save=None, total: int | None = None, unit: str = "",
+                  starts_over: bool = False):
     """Run the block; on Ctrl-C save what finished, print one line, exit 130 (module docstring).
 
-    ``resume`` is the command that carries on (or runs again) from where this one stopped; it may
-    be a callable of the tally, called after ``save``.
+    ``resume`` is the command that carries on from where this one stopped (a callable of the
+    tally: called after ``save``); ``starts_over``: the command has no resume, the line says so and
+    gives the command to run again.
     """
     tally = Tally(total, unit)
     try:
@@ -61,5 +85,5 @@ def interruptible(resume: str, *, save=None, total: int | None = None, unit: str
             signal.signal(signal.SIGINT, previous)
         text = resume(tally) if callable(resume) else resume
         sys.stdout.flush()
-        print(interrupted_line(tally, text), file=sys.stderr, flush=True)
+        print(interrupted_line(tally, text, starts_over), file=sys.stderr, flush=True)
         raise SystemExit(INTERRUPTED) from None
