@@ -181,9 +181,10 @@ def test_the_simulator_plan_is_within_2x_of_a_tiny_run(tmp_path):
     from experiments.cli import simulator_plan
 
     estimate = simulator_plan({"stwig_lin14": None}, "tiny")["stwig_lin14"]
-    began = time.monotonic()
-    subprocess.run([sys.executable, "-m", "experiments", "--paper", "stwig_lin14", "--out", str(tmp_path),
-                    "--quiet"], env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, timeout=600,
-                   check=True)
-    took = time.monotonic() - began
+    for out in ("first", "timed"):           # the first fills numba's disk cache (a fresh clone's first run)
+        began = time.monotonic()
+        subprocess.run([sys.executable, "-m", "experiments", "--paper", "stwig_lin14", "--out", str(tmp_path / out),
+                        "--quiet"], env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, timeout=600,
+                       check=True)
+        took = time.monotonic() - began
     assert estimate / 2 <= took <= estimate * 2, (estimate, took)
