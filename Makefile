@@ -14,12 +14,14 @@ EXTRAS ?= test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
 
 .PHONY: results-readme demo warmup test test-fast lint test-gpu install cuda-extra clean experiments authors notebooks compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
 # Experiments: make experiment-gsi SCALE=small (tiny | small | medium | full); outputs under results/<paper>/
+# Without SCALE: small on a GPU, tiny without one (the CUDA simulator, seconds); a larger scale in the
+# simulator warns with its plan and asks first (YES=1, or no terminal: warn and go on).
 # BUDGET=seconds: queries not started by then are recorded as skipped (a later run fills them in);
 # make experiments GPUS=0,1,2,3 runs the six sets in parallel, one process per set, pinned to GPUs
 # (BUDGET then bounds the whole run); make experiment-plan prints the worst case per set and GPU.
-SCALE ?= small
+SCALE ?=
 OUT   ?= results
-EXPERIMENT := $(PY) -m experiments --scale $(SCALE) --out $(OUT) $(if $(BUDGET),--budget $(BUDGET))
+EXPERIMENT := $(PY) -m experiments $(if $(SCALE),--scale $(SCALE)) --out $(OUT) $(if $(BUDGET),--budget $(BUDGET)) $(if $(YES),--yes)
 
 install: $(STAMP)
 
@@ -80,7 +82,7 @@ compare: $(STAMP)
 experiments: $(STAMP)
 	$(EXPERIMENT) --all $(if $(GPUS),--gpus $(GPUS))
 experiment-plan: $(STAMP)
-	$(PY) -m experiments --plan --all --scale $(SCALE) $(if $(GPUS),--gpus $(GPUS))
+	$(PY) -m experiments --plan --all $(if $(SCALE),--scale $(SCALE)) $(if $(GPUS),--gpus $(GPUS))
 
 # The EGSM and gMatch authors' binaries, a column of the EGSM Fig. 8 and gMatch Fig. 9 reports
 # (experiments/papers/authors.py): built by the anchors' build.sh from ANCHORS_SRC (the authors' sources

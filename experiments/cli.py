@@ -20,12 +20,15 @@ import argparse
 import math
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import threading
 import time
 import traceback
 from pathlib import Path
+
+from common.interrupt import interruptible
 
 from . import PAPERS, experiments_of, get_experiment
 
@@ -47,7 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("names", nargs="*", help="experiment names, e.g. compare.known")
     parser.add_argument("--paper", help="run every experiment of this paper module")
     parser.add_argument("--all", action="store_true", help="run every paper's set")
-    parser.add_argument("--scale", default="small", choices=["tiny", "small", "medium", "full"])
+    parser.add_argument("--scale", choices=["tiny", "small", "medium", "full"],
+                        help="default: small on a GPU, tiny in the CUDA simulator (no GPU); a larger scale "
+                             "in the simulator warns with its plan and asks first")
+    parser.add_argument("--yes", "-y", action="store_true",
+                        help="do not ask before a scale above tiny in the simulator")
     parser.add_argument("--out", default="results", help="output folder (one subfolder per paper)")
     parser.add_argument("--budget", type=_budget_seconds, help="seconds of wall time per set (with --gpus: for "
                         "the whole run); queries not started by then are recorded as skipped")
@@ -78,18 +85,69 @@ def _selection(args) -> dict[str, list[str] | None]:
     return {p: chosen[p] for p in PAPERS if p in chosen}
 
 
+def default_scale() -> str:
+    """``tiny`` in the CUDA simulator (no GPU), else ``small``."""
+    from common import BACKEND
+
+    return "tiny" if BACKEND == "simulator" else "small"
+
+
+def simulator_plan(selection: dict, scale: str) -> dict[str, float]:
+    """Set -> about how many seconds it takes in the CUDA simulator (:func:`workloads.simulator_seconds`)."""
+    from .harness.core import plan
+    from .harness.workloads import simulator_seconds
+
+    return {paper: simulator_seconds(plan([e for e in experiments_of(paper) if names is None or e.name in names],
+                                          scale), scale)
+            for paper, names in selection.items()}
+
+
+def confirm_simulator(selection: dict, scale: str, assume_yes: bool, parallel: int = 1) -> bool:
+    """In the simulator, above ``tiny``: warn with the simulator's plan; ask when stdin is a terminal.
+
+    True to go on: on a GPU, at ``tiny``, with ``assume_yes``, without a terminal (after the
+    warning), or when the user answers yes.
+    """
+    from common import BACKEND
+
+    if BACKEND != "simulator" or scale == "tiny":
+        return True
+    seconds = simulator_plan(selection, scale)
+    here = sum(seconds.values()) / max(1, min(parallel, len(seconds)))
+    tiny = sum(simulator_plan(selection, "tiny").values())
+    print(f"warning: no GPU, kernels run in the CUDA simulator: --scale {scale} takes about {here / 60:.0f} min "
+          f"here (most queries time out), --scale tiny about {tiny:.0f} s", file=sys.stderr, flush=True)
+    if assume_yes or not sys.stdin.isatty():
+        return True
+    try:
+        answer = input(f"run --scale {scale} in the simulator? [y/N] ")
+    except EOFError:
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")
+
+
 def print_plan(selection: dict, scale: str, gpus: list[str] | None) -> dict[str, float]:
-    """Print the worst case per experiment and per set (and per GPU); return set -> worst seconds."""
+    """Print the worst case per experiment and per set (and per GPU); return set -> worst seconds.
+
+    In the CUDA simulator each set's line also gives its simulator estimate.
+    """
+    from common import BACKEND
+
     from .harness.core import assign_gpus, format_plan, plan
 
     worst, spread, compiles = {}, 0.0, 0.0
+    simulated = simulator_plan(selection, scale) if BACKEND == "simulator" else {}
     for paper, names in selection.items():
         chosen = [e for e in experiments_of(paper) if names is None or e.name in names]
         lines = plan(chosen, scale)
         worst[paper] = sum(line.worst_s for line in lines)
         spread += sum(line.query_s + line.warmup_s for line in lines)
         compiles += sum(line.compile_s for line in lines)
-        print(format_plan(paper, lines) + "\n")
+        print(format_plan(paper, lines))
+        if paper in simulated:
+            print(f"in the CUDA simulator (no GPU here): about {simulated[paper]:.0f} s "
+                  f"(experiments/harness/workloads.py, simulator_seconds)")
+        print()
     if gpus:
         for gpu, papers in assign_gpus(worst, gpus).items():
             total = sum(worst[p] for p in papers)
@@ -111,13 +169,18 @@ def launch(papers: list[str], gpus: list[str], scale: str, out: str, budget_s: f
     assignment = assign_gpus(worst, gpus)
     start = time.monotonic()
     results: dict[str, tuple[str, int, float]] = {}
+    stop = threading.Event()                  # Ctrl-C: launch nothing more
+    running: dict[str, subprocess.Popen] = {}
+    lock = threading.Lock()
 
     def chain(gpu: str) -> None:
         for paper in assignment[gpu]:
+            if stop.is_set():
+                return
             log = Path(out) / paper / "run.log"
             log.parent.mkdir(parents=True, exist_ok=True)
             command = [sys.executable, "-m", "experiments", "--paper", paper, "--scale", scale,
-                       "--out", out, "--quiet"]
+                       "--out", out, "--quiet", "--yes"]
             if budget_s is not None:
                 command += ["--budget", f"{max(0.0, budget_s - (time.monotonic() - start)):.0f}"]
             env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu, PYTHONUNBUFFERED="1")
@@ -126,22 +189,56 @@ def launch(papers: list[str], gpus: list[str], scale: str, out: str, budget_s: f
             with log.open("w") as handle:
                 handle.write(f"$ CUDA_VISIBLE_DEVICES={gpu} {shlex.join(command)}\n")
                 handle.flush()
-                code = subprocess.call(command, stdout=handle, stderr=subprocess.STDOUT, env=env)
+                with lock:
+                    if stop.is_set():
+                        return
+                    # its own session: Ctrl-C reaches the launcher, which stops it (and its workers)
+                    child = running[gpu] = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT,
+                                                            env=env, start_new_session=True)
+                code = child.wait()
+                running.pop(gpu, None)
             results[paper] = (gpu, code, time.monotonic() - began)
             print(f"[{time.monotonic() - start:7.1f} s] {paper} on GPU {gpu}: exit {code}, log {log}", flush=True)
+
+    def halt(tally) -> None:
+        """Stop launching; Ctrl-C to the running sets (they keep their rows), then kill what is left."""
+        with lock:
+            stop.set()
+            children = list(running.values())
+        for child in children:
+            _signal_group(child, signal.SIGINT)
+        ends = time.monotonic() + 1.5
+        for child in children:
+            try:
+                child.wait(max(0.0, ends - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _signal_group(child, signal.SIGKILL)
+                child.wait()
+        tally.done = sum(1 for code in results.values() if code[1] == 0)
+        tally.note = f"finished rows in {out}/<paper>/"
 
     for gpu, papers in assignment.items():
         print(f"GPU {gpu}: {' + '.join(papers) or '(idle)'} "
               f"({sum(worst[p] for p in papers):.0f} s worst case)", flush=True)
-    threads = [threading.Thread(target=chain, args=(gpu,)) for gpu in gpus if assignment[gpu]]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    threads = [threading.Thread(target=chain, args=(gpu,), daemon=True) for gpu in gpus if assignment[gpu]]
+    with interruptible(launcher, save=halt, total=len(papers), unit="sets"):
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():            # a join with a timeout lets Ctrl-C through
+                thread.join(0.2)
     failed = [p for p in papers if results.get(p, ("", 1, 0))[1] != 0]
     print(f"all sets done in {time.monotonic() - start:.0f} s"
           + (f"; FAILED: {', '.join(failed)} (see their run.log)" if failed else ""))
     return 1 if failed else 0
+
+
+def _signal_group(child: subprocess.Popen, number: int) -> None:
+    """Send ``number`` to ``child``'s process group (its session: the set and its workers)."""
+    try:
+        os.killpg(child.pid, number)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def run(args, command: str | None = None) -> int:
@@ -154,6 +251,7 @@ def run(args, command: str | None = None) -> int:
     from .harness.store import FolderLocked
 
     command = command or f"python -m experiments {shlex.join(sys.argv[1:])}".strip()
+    args.scale = args.scale or default_scale()
     selection = _selection(args)
     if args.list or not selection:
         for experiment in experiments_of():
@@ -174,6 +272,10 @@ def run(args, command: str | None = None) -> int:
     if args.plan:
         print_plan(selection, args.scale, gpus)
         return 0
+    if not confirm_simulator(selection, args.scale, getattr(args, "yes", False), len(gpus or [1])):
+        print(f"experiments: not run; --scale tiny runs in the simulator in seconds ({command} --scale tiny)",
+              file=sys.stderr)
+        return 1
     if args.dask:
         if args.budget is not None:
             raise SystemExit("--budget is not supported with --dask (a resumed run fills in what is missing)")

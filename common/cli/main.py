@@ -21,6 +21,7 @@ from ..engine.registry import available_engines, create_engine
 from ..engine.result import PHASES, Status
 from ..errors import GraphFormatError, InvalidGraphError, UnknownEngineError
 from ..graph.paths import resolve_input
+from ..interrupt import command_line, interruptible
 from .warmup import add_command as add_warmup
 
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -73,6 +74,11 @@ def cmd_match(args) -> int:
                          "graph as undirected")
     if args.collect is not None:          # before the search, not after it
         check_writable(args.collect, folder=len(queries) > 1 or Path(args.collect).is_dir())
+    if args.skip < 0:
+        raise ValueError(f"--skip must be >= 0, got {args.skip}")
+    into_folder = len(queries) > 1
+    total, skipped = len(queries), min(args.skip, len(queries))
+    queries = queries[skipped:]              # --skip N: a resumed run
     from tqdm import tqdm
 
     if engine.uses_device:                  # a CPU engine does not import numba.cuda
@@ -91,29 +97,40 @@ def cmd_match(args) -> int:
     kwargs = dict(limit=args.limit, collect=args.collect is not None, timeout_s=args.timeout,
                   homomorphic=args.homomorphic)
     lost = None
-    if args.dask:
-        from ..distributed import LostQueries
 
-        try:
-            results = _match_on_dask(args, data, queries, options, kwargs, progress)
-        except LostQueries as exc:         # print what was answered, then name what was not
-            results, lost = exc.results, exc
-    else:
-        engine.prepare(data)
-        results = _match_in_batches(engine, queries, kwargs, progress)
-    for result, query in zip(results, queries):     # results first: the progress bar ends at n/n
-        if result is None:                 # lost with the cluster
-            continue
-        if args.dask:                      # the backend of the worker that ran it
-            backend = result.stats.get("dask_backend", backend)
-        if args.collect is not None and result.embeddings is not None:
-            target = Path(args.collect)
-            _save_embeddings(result.embeddings, target, query.name,
-                             into_folder=len(queries) > 1 or target.is_dir())
-        rows.append(dict(result.to_row(), backend=backend))
-        statuses.add(result.status)
+    def save(tally) -> None:                 # Ctrl-C: print the finished rows
+        progress.close()
+        if rows:
+            _print_rows(rows, args.format, single=False)
+        tally.note = f"{len(rows)} printed" + (f", embeddings in {args.collect}" if args.collect else "")
+
+    resume = lambda tally: command_line("gpusm", _with_skip(getattr(args, "argv", sys.argv[1:]), tally.done))  # noqa: E731
+    with interruptible(resume, save=save, total=total, unit="queries") as tally:
+        tally.done = skipped
+        if args.dask:
+            from ..distributed import LostQueries
+
+            try:
+                results = _match_on_dask(args, data, queries, options, kwargs, progress)
+            except LostQueries as exc:         # print what was answered, then name what was not
+                results, lost = exc.results, exc
+        else:
+            engine.prepare(data)
+            results = _match_in_batches(engine, queries, kwargs, progress)
+        for result, query in zip(results, queries):     # results first: the progress bar ends at n/n
+            if result is None:                 # lost with the cluster
+                continue
+            if args.dask:                      # the backend of the worker that ran it
+                backend = result.stats.get("dask_backend", backend)
+            if args.collect is not None and result.embeddings is not None:
+                target = Path(args.collect)
+                _save_embeddings(result.embeddings, target, query.name,
+                                 into_folder=into_folder or target.is_dir())
+            rows.append(dict(result.to_row(), backend=backend))
+            statuses.add(result.status)
+            tally.done = skipped + len(rows)
     if rows or lost is None:
-        _print_rows(rows, args.format, single=len(queries) == 1)
+        _print_rows(rows, args.format, single=total == 1)
     if lost is not None:
         print(f"gpusm match: error: {lost}", file=sys.stderr)
         return EXIT_LOST
@@ -142,11 +159,26 @@ def start_device_in_background() -> threading.Thread:
 CLI_BATCH = 64          # queries handed to Engine.match_batch at a time (the progress bar's step)
 
 
+def _with_skip(argv: list[str], skip: int) -> list[str]:
+    """``argv`` with its ``--skip`` replaced by ``--skip skip``."""
+    out, it = [], iter(argv)
+    for arg in it:
+        if arg == "--skip":
+            next(it, None)
+        elif not arg.startswith("--skip="):
+            out.append(arg)
+    return out + ["--skip", str(skip)] if skip else out
+
+
 def _match_in_batches(engine, queries, kwargs, progress):
     """Results in query order through ``engine.match_batch`` (engines with batches share launches
-    among small queries), ``CLI_BATCH`` queries at a time so the progress bar moves."""
-    for first in range(0, len(queries), CLI_BATCH):
-        chunk = queries[first:first + CLI_BATCH]
+    among small queries), ``CLI_BATCH`` queries at a time so the progress bar moves; an engine
+    without batches answers one query at a time, so Ctrl-C keeps every finished one."""
+    from ..engine.base import Engine
+
+    step = CLI_BATCH if type(engine)._match_batch is not Engine._match_batch else 1
+    for first in range(0, len(queries), step):
+        chunk = queries[first:first + step]
         yield from engine.match_batch(chunk, **kwargs)
         progress.update(len(chunk))
     progress.close()
@@ -417,6 +449,8 @@ def build_parser(commands=()) -> argparse.ArgumentParser:
     m.add_argument("--allow-partial", action="store_true",
                    help="exit 0 even when a query timed out, ran out of memory or was unsupported")
     m.add_argument("--quiet", "-q", action="store_true", help="no progress bar for a folder of queries")
+    m.add_argument("--skip", type=int, default=0, metavar="N",
+                   help="skip the first N queries of the set (resume an interrupted run; Ctrl-C prints N)")
     m.add_argument("--dask", metavar="local|local-cuda|ADDRESS",
                    help="run the queries as Dask tasks: local = CPU worker processes, local-cuda = one "
                         "worker per GPU (dask-cuda), or a scheduler address (needs the dask extra)")
@@ -481,6 +515,7 @@ def main(argv: list[str] | None = None, commands=()) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``) and run the subcommand; returns the exit status
     (errors in the input are status 2 with a one-line message)."""
     args = build_parser(commands).parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)     # for a resume hint
     try:
         return args.func(args)
     except (GraphFormatError, InvalidGraphError, FileNotFoundError, ValueError, KeyError) as exc:

@@ -16,6 +16,9 @@ one column per engine) is printed last; ``--out`` writes the raw rows as CSV. Ex
 ``--queries N --smallest`` keeps the N queries with the fewest known embeddings per set (per
 yeast kind in turn): the simulator's size (``tests/test_check.py`` runs every engine so in
 seconds).
+
+Ctrl-C keeps the finished rows (in ``--out``, else ``check.partial.csv``) and prints the command
+that carries on: the same one with ``--resume``, which keeps the rows of ``--out`` and runs the rest.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import pandas as pd
 
 from common import available_engines, create_engine
 from common.engine.result import Status
+from common.interrupt import command_line, interruptible
 
 from ..harness.workloads import CHECK_SETS, CheckSet, check_set
 
@@ -36,20 +40,29 @@ ERROR = "error"
 """The status of a row whose engine raised: counted as wrong (the exception is in ``error``)."""
 
 
+COLUMNS = ["set", "query", "engine", "status", "count", "expected", "wall_s", "error"]
+
+
 def run_check(engines: list[str], sets: list[CheckSet], timeout_s: float | None = None,
-              progress: bool = True) -> pd.DataFrame:
+              progress: bool = True, rows: list | None = None) -> pd.DataFrame:
     """One row per (set, query, engine): status, count, expected count, wall seconds, verdict.
 
     ``verdict`` is ``right``/``wrong`` against the known count, ``agrees``/``wrong`` against the
     other engines' ``ok`` counts when no count is known (``unchecked`` when no other engine
     answered), and the status itself (``timeout``, ...) when the engine did not answer; an
     exception is status ``error``, verdict ``wrong``.
+
+    ``rows`` (a list) is extended as rows come, so a caller keeps them when interrupted; a
+    (set, query, engine) already in it is not run again.
     """
-    rows = []
+    rows = [] if rows is None else rows
+    done = {(r["set"], r["query"], r["engine"]) for r in rows}
     for item in sets:
         if progress:
             print(f"== {item.name}: {item.data!r}, {len(item.queries)} queries", flush=True)
         for name in engines:
+            if all((item.name, q.name, name) in done for q, _ in item.queries):
+                continue
             try:
                 engine = create_engine(name).prepare(item.data)
                 if item.queries:
@@ -57,6 +70,8 @@ def run_check(engines: list[str], sets: list[CheckSet], timeout_s: float | None 
             except Exception as error:                   # noqa: BLE001 - reported as a failed row
                 engine, failure = None, f"{type(error).__name__}: {error}"
             for query, expected in item.queries:
+                if (item.name, query.name, name) in done:
+                    continue
                 start = time.perf_counter()
                 if engine is not None:
                     try:
@@ -79,9 +94,27 @@ def run_check(engines: list[str], sets: list[CheckSet], timeout_s: float | None 
                           f"{'' if expected is None else f'(known {expected:,})':>22s} {wall * 1e3:10.1f} ms",
                           flush=True)
             del engine
-    raw = pd.DataFrame(rows, columns=["set", "query", "engine", "status", "count", "expected", "wall_s", "error"])
+    return with_verdicts(rows)
+
+
+def with_verdicts(rows: list[dict]) -> pd.DataFrame:
+    """The rows as a table with their ``verdict`` column (:func:`run_check`)."""
+    raw = pd.DataFrame(rows, columns=COLUMNS)
     raw["verdict"] = [_verdict(raw, row) for row in raw.itertuples()]
     return raw
+
+
+def read_rows(path: Path) -> list[dict]:
+    """The rows of an earlier ``--out`` CSV (``--resume``); none if the file is missing."""
+    if not path.exists():
+        return []
+    frame = pd.read_csv(path, keep_default_na=False, na_values={"expected": [""]}, dtype={"query": str})
+    rows = []
+    for row in frame[COLUMNS].to_dict("records"):
+        row["expected"] = None if pd.isna(row["expected"]) else int(row["expected"])
+        row["count"] = int(row["count"])
+        rows.append(row)
+    return rows
 
 
 def _verdict(raw: pd.DataFrame, row) -> str:
@@ -129,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smallest", action="store_true", help="keep the queries with the fewest embeddings")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per query and engine")
     parser.add_argument("--out", type=Path, help="CSV of every row")
+    parser.add_argument("--resume", action="store_true", help="keep the rows of --out and run only the others")
     args = parser.parse_args(argv)
     engines = [e for e in args.engines.split(",") if e]
     unknown = [e for e in engines if e not in available_engines()]
@@ -138,8 +172,23 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         if name not in CHECK_SETS:
             parser.error(f"unknown set {name!r}; choose from {', '.join(CHECK_SETS)}")
+    if args.resume and not args.out:
+        parser.error("--resume needs --out (the CSV of the interrupted run)")
     sets = [check_set(name, args.queries, args.smallest) for name in names]
-    raw = run_check(engines, sets, args.timeout)
+    out = args.out or Path("check.partial.csv")       # where an interrupted run keeps its rows
+
+    def save(tally) -> None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with_verdicts(tally.rows).to_csv(out, index=False)
+        tally.done, tally.note = len(tally.rows), f"rows in {out}"
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    resume = command_line("python -m experiments.bench.check",
+                          argv + ([] if args.out else ["--out", str(out)]) + ([] if args.resume else ["--resume"]))
+    total = len(engines) * sum(len(item.queries) for item in sets)
+    with interruptible(resume, save=save, total=total, unit="rows") as tally:
+        tally.rows = read_rows(args.out) if args.resume else []
+        raw = run_check(engines, sets, args.timeout, rows=tally.rows)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         raw.to_csv(args.out, index=False)

@@ -151,11 +151,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
     print(f"cold start on {BACKEND}: {args.data}, {args.query}", file=sys.stderr)
-    rows = []
-    for engine in args.engines:
-        rows.append(measure(engine, args.data, args.query))
-        print(f"{engine}: done ({rows[-1]['empty_process_s']:.1f} s empty, {rows[-1]['filled_process_s']:.1f} s "
-              "filled)", file=sys.stderr)
+    from common.interrupt import command_line, csv_rows, interruptible
+
+    save = csv_rows((args.out or Path(".")) / "cold_start.partial.csv", lambda rows: print(table(rows)))
+    with interruptible(command_line("python -m experiments.bench.cold_start", argv), save=save,
+                       total=len(args.engines), unit="engines", starts_over=True) as tally:
+        rows = tally.rows
+        for engine in args.engines:
+            rows.append(measure(engine, args.data, args.query))
+            print(f"{engine}: done ({rows[-1]['empty_process_s']:.1f} s empty, "
+                  f"{rows[-1]['filled_process_s']:.1f} s filled)", file=sys.stderr)
     baseline = next((r["cli_s"] for r in rows if r["engine"] == "cpu"), None)
     for row in rows:
         row["cli_vs_cpu"] = None if baseline is None else row["cli_s"] / baseline

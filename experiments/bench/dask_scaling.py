@@ -36,6 +36,7 @@ from common.engine.registry import create_engine
 from common.engine.result import Status
 from common.gpu.runtime import backend_label
 from common.graph.generate import pattern
+from common.interrupt import command_line, csv_rows, interruptible
 
 from ..harness.timing import clocked
 from ..harness.workloads import GITHUB, GITHUB_RW12, HPRD, HPRD_DENSE_16, SCALES, YEAST, load_set, yeast_queries
@@ -96,12 +97,14 @@ def heavy_queries(names):
     return out
 
 
-def run(engine_name, worker_counts, sets, heavy, timeout_s, parts_per_worker, cluster_kind="local-cuda"):
+def run(engine_name, worker_counts, sets, heavy, timeout_s, parts_per_worker, cluster_kind="local-cuda",
+        rows: list | None = None):
+    """The table's rows (module docstring), each also appended to ``rows`` as it comes."""
     from dask.distributed import Client
 
     from common.distributed import match_many, match_split
 
-    rows = []
+    rows = [] if rows is None else rows
     loaded = {name: query_set(name) for name in sets}
     local = {}
     for name, (data, queries, known) in loaded.items():            # the base: one GPU, no Dask
@@ -212,8 +215,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     sets = [s for s in args.sets.split(",") if s]
     heavy = [h for h in args.heavy.split(",") if h]
-    frame = run(args.engine, [int(w) for w in args.workers.split(",")], sets, heavy, args.timeout,
-                [int(p) for p in args.parts_per_worker.split(",")], args.cluster)
+    save = csv_rows(args.out or Path("dask_scaling.partial.csv"), lambda rows: print(pd.DataFrame(rows).to_string()))
+    with interruptible(command_line("python -m experiments.bench.dask_scaling", argv), save=save, unit="rows",
+                       starts_over=True) as tally:
+        frame = run(args.engine, [int(w) for w in args.workers.split(",")], sets, heavy, args.timeout,
+                    [int(p) for p in args.parts_per_worker.split(",")], args.cluster, rows=tally.rows)
     if args.out:
         frame.to_csv(args.out, index=False)
     if args.plot:

@@ -38,6 +38,7 @@ import pandas as pd
 
 from common.engine.registry import create_engine, engine_class
 from common.engine.result import Status
+from common.interrupt import command_line, csv_rows, interruptible
 from gmatch.order import build_plan
 
 from ..harness.timing import without_compiles
@@ -116,36 +117,8 @@ def run_authors(queries, data, timeout: float, path: Path | None) -> pd.DataFram
     return table
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.bench.gmatch_heavy",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--timeout", type=float, default=8.0, help="seconds per query (authors: 8)")
-    parser.add_argument("--workloads", default="rw12,github")
-    parser.add_argument("--family-count", type=int, default=50, help="queries per generated family")
-    parser.add_argument("--solved-only", action="store_true",
-                        help="rw12: only the queries the authors' recorded build finishes")
-    parser.add_argument("--variants", default="enumerate,count",
-                        help=f"comma list of {list(VARIANTS)} or options such as max_registers=64")
-    parser.add_argument("--queries", help="comma list of query names (default: all)")
-    parser.add_argument("--authors", action="store_true", help="run the authors' binary in this process")
-    parser.add_argument("--authors-timeout", type=float, default=8.0)
-    parser.add_argument("--authors-csv", type=Path, help="read the authors' rows from here, or write them")
-    parser.add_argument("--cpu-timeout", type=float, default=2.0)
-    parser.add_argument("--cpu-budget", type=float, default=60.0,
-                        help="seconds for all CPU-reference checks together")
-    parser.add_argument("--label", default="", help="a name for this run in the tables (e.g. a commit)")
-    parser.add_argument("--out", type=Path, help="CSV of every row")
-    args = parser.parse_args(argv)
-
-    data = check_set("github", 0).data
-    queries = list(workloads(args.workloads.split(","), data, args.family_count, args.solved_only))
-    if args.queries:
-        queries = [q for q in queries if q[1] in args.queries.split(",")]
-    authors = None
-    if args.authors:
-        authors = run_authors(queries, data, args.authors_timeout, args.authors_csv)
-    rows = []
-    leaves_of: dict[str, int] = {}                 # countable leaves of each query's plan
+def _measure(args, data, queries, leaves_of: dict, rows: list) -> None:
+    """Every variant on every query; one row appended to ``rows`` per answer."""
     for variant in args.variants.split(","):
         options = supported(variant_options(variant))
         engine = create_engine("gmatch", **options).prepare(data)
@@ -179,6 +152,43 @@ def main(argv=None) -> int:
             print(f"{args.label:>8} {variant:>10} {name:>12} {result.status.value:>7} {result.count:>16,} "
                   f"search {search:9.1f} ms (probe {phases.get('probe', 0.0):.1f}, index "
                   f"{phases.get('index', 0.0):.1f}, dfs {phases.get('enumerate', 0.0):.1f})", flush=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.bench.gmatch_heavy",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--timeout", type=float, default=8.0, help="seconds per query (authors: 8)")
+    parser.add_argument("--workloads", default="rw12,github")
+    parser.add_argument("--family-count", type=int, default=50, help="queries per generated family")
+    parser.add_argument("--solved-only", action="store_true",
+                        help="rw12: only the queries the authors' recorded build finishes")
+    parser.add_argument("--variants", default="enumerate,count",
+                        help=f"comma list of {list(VARIANTS)} or options such as max_registers=64")
+    parser.add_argument("--queries", help="comma list of query names (default: all)")
+    parser.add_argument("--authors", action="store_true", help="run the authors' binary in this process")
+    parser.add_argument("--authors-timeout", type=float, default=8.0)
+    parser.add_argument("--authors-csv", type=Path, help="read the authors' rows from here, or write them")
+    parser.add_argument("--cpu-timeout", type=float, default=2.0)
+    parser.add_argument("--cpu-budget", type=float, default=60.0,
+                        help="seconds for all CPU-reference checks together")
+    parser.add_argument("--label", default="", help="a name for this run in the tables (e.g. a commit)")
+    parser.add_argument("--out", type=Path, help="CSV of every row")
+    args = parser.parse_args(argv)
+
+    data = check_set("github", 0).data
+    queries = list(workloads(args.workloads.split(","), data, args.family_count, args.solved_only))
+    if args.queries:
+        queries = [q for q in queries if q[1] in args.queries.split(",")]
+    authors = None
+    if args.authors:
+        authors = run_authors(queries, data, args.authors_timeout, args.authors_csv)
+    leaves_of: dict[str, int] = {}                 # countable leaves of each query's plan
+    save = csv_rows(args.out or Path("gmatch_heavy.partial.csv"))
+    with interruptible(command_line("python -m experiments.bench.gmatch_heavy", argv), save=save,
+                       total=len(queries) * len(args.variants.split(",")), unit="rows", starts_over=True) as tally:
+        _measure(args, data, queries, leaves_of, tally.rows)
+    rows = tally.rows
+    table = pd.DataFrame(rows)
     table = pd.DataFrame(rows)
     if authors is not None:
         table = table.merge(authors, on=["workload", "query"], how="left")

@@ -41,6 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
+from common.interrupt import command_line, interruptible
+
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE_FILE = ROOT / "docs" / "baseline.txt"
 ENGINES = ("gsi", "sgsi", "egsm", "gmatch", "stwig")
@@ -261,7 +263,10 @@ class Worker:
         return self.receive()
 
     def close(self) -> None:
-        self.proc.stdin.close()
+        try:
+            self.proc.stdin.close()
+        except OSError:                        # killed (Ctrl-C) with a request unread
+            pass
         self.proc.wait(timeout=60)
 
 
@@ -313,14 +318,15 @@ MODES = ("turns", "interleave", "share")
 
 def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: int, limit_s: float,
             warm_s: float | None = None, options: dict | None = None, mode: str = "turns",
-            progress=print) -> list[QueryRun]:
+            progress=print, results: list | None = None) -> list[QueryRun]:
     """Warm, then time every query of every workload on every engine.
 
     ``mode`` "turns" (the default): the revisions hold the card in turns, each (engine, workload)
     answered by one revision's engines alone, prepared and then dropped, the first revision one
     further on per workload; "interleave" and "share": every revision prepared at once, the
-    queries alternating between them (see :func:`_measure_workload`)."""
-    results = []
+    queries alternating between them (see :func:`_measure_workload`). Each finished (engine,
+    workload) is appended to ``results`` (a caller's list, kept when interrupted)."""
+    results = [] if results is None else results
     for engine in engines:
         for li, wl in enumerate(loads):
             if not wl.queries:
@@ -594,18 +600,33 @@ def main(argv=None) -> int:
         options = {} if share is None else {"device_memory_limit": share}
         logs = [open(out / f"worker-{i}.log", "w") for i in range(len(trees))]
         workers = [Worker(label, tree, log) for (label, tree), log in zip(trees, logs)]
-        try:
-            print(f"mode {args.mode}; device_memory_limit per revision: {share if share is not None else 'none'}",
-                  flush=True)
-            results = measure(workers, engines, loads, repeats=args.repeats, limit_s=args.limit_s,
-                              warm_s=args.warm_s, options=options, mode=args.mode,
-                              progress=lambda s: print(s, flush=True))
-        finally:
-            for w in workers:
-                w.close()
-            for log in logs:
-                log.close()
-    labels = [label for label, _ in trees]
+        labels = [label for label, _ in trees]
+        results: list[QueryRun] = []
+
+        def save(tally) -> None:               # Ctrl-C: the finished (engine, workload)s
+            tally.done = len({(r.engine, r.workload) for r in results})
+            if results:
+                per_query_frame(results, labels).to_csv(out / "regress_queries.csv", index=False)
+                tally.note = f"queries in {out / 'regress_queries.csv'}"
+
+        with interruptible(command_line("python -m experiments.bench.regress", argv), save=save,
+                           total=len(engines) * sum(1 for wl in loads if wl.queries),
+                           unit="engine-workloads", starts_over=True):
+            try:
+                print(f"mode {args.mode}; device_memory_limit per revision: "
+                      f"{share if share is not None else 'none'}", flush=True)
+                measure(workers, engines, loads, repeats=args.repeats, limit_s=args.limit_s,
+                        warm_s=args.warm_s, options=options, mode=args.mode,
+                        progress=lambda s: print(s, flush=True), results=results)
+            except KeyboardInterrupt:          # not the query in flight: stop the workers now
+                for w in workers:
+                    w.proc.kill()
+                raise
+            finally:
+                for w in workers:
+                    w.close()
+                for log in logs:
+                    log.close()
     table, problems = summarise(results, new_label, old_label, args.limit_s)
     for label, _ in others:
         problems += [p for r in results for p in count_problems(r, (label, old_label))]

@@ -42,6 +42,7 @@ from common.engine.base import Engine
 from common.engine.registry import create_engine
 from common.engine.result import Status
 from common.gpu.runtime import backend_label
+from common.interrupt import command_line, csv_rows, interruptible
 
 from ..harness.timing import clocked
 from ..harness.workloads import GITHUB, GITHUB_Q, HPRD, HPRD_DENSE_16, YEAST, load_set, yeast_queries
@@ -131,10 +132,10 @@ def warmed(name, data, queries, timeout_s):
     return engine
 
 
-def run_interleaved(workloads, engines, timeout_s, out: Path | None = None):
+def run_interleaved(workloads, engines, timeout_s, out: Path | None = None, rows: list | None = None):
     """:func:`run` with the one-at-a-time passes of all engines interleaved query by query;
     the batched passes follow, one engine after another."""
-    rows = []
+    rows = [] if rows is None else rows
     for workload in workloads:
         data, queries, known = load(workload)
         print(f"== {workload}: {data.name}, {len(queries)} queries, engines interleaved", flush=True)
@@ -151,10 +152,11 @@ def run_interleaved(workloads, engines, timeout_s, out: Path | None = None):
     return pd.DataFrame(rows)
 
 
-def run(workloads, engines, timeout_s, profile_to=None, out: Path | None = None):
-    """Every (workload, engine) timed; each engine's rows are appended to ``out`` (CSV) and
-    summarised on one line as soon as it is done, so a run cut short keeps what it measured."""
-    rows = []
+def run(workloads, engines, timeout_s, profile_to=None, out: Path | None = None, rows: list | None = None):
+    """Every (workload, engine) timed; each engine's rows are appended to ``out`` (CSV) and to
+    ``rows`` and summarised on one line as soon as it is done, so a run cut short keeps what it
+    measured."""
+    rows = [] if rows is None else rows
     for workload in workloads:
         data, queries, known = load(workload)
         print(f"== {workload}: {data.name}, {len(queries)} queries", flush=True)
@@ -227,10 +229,14 @@ def main(argv=None) -> int:
     if args.out and args.out.exists():
         args.out.unlink()
     workloads, engines = args.workloads.split(","), args.engines.split(",")
-    if args.interleave:
-        frame = run_interleaved(workloads, engines, args.timeout, args.out)
-    else:
-        frame = run(workloads, engines, args.timeout, args.profile, args.out)
+    out = args.out or Path("small_queries.partial.csv")
+    show = lambda rows: print(summary(pd.DataFrame(rows)).to_string(index=False))  # noqa: E731
+    with interruptible(command_line("python -m experiments.bench.small_queries", argv), starts_over=True,
+                       save=csv_rows(out, show), unit="rows") as tally:
+        if args.interleave:
+            frame = run_interleaved(workloads, engines, args.timeout, args.out, rows=tally.rows)
+        else:
+            frame = run(workloads, engines, args.timeout, args.profile, args.out, rows=tally.rows)
     table = summary(frame)
     print(f"backend: {backend_label()}")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))

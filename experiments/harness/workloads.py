@@ -79,6 +79,42 @@ SCALES = {
 }
 
 
+SIMULATOR_RUN_S = {"tiny": 0.05}
+"""Seconds one query run (a timed repeat or a warm-up) takes in Numba's CUDA simulator at a scale
+whose graphs are shrunk to a few dozen vertices, measured (:func:`simulator_seconds`)."""
+SIMULATOR_OVERRUN_S = 2.0
+"""Seconds past its time limit a query on a real-size graph (``small`` and up) runs in the
+simulator: there nearly every query times out, and the deadline is checked between kernel
+launches, each of which takes seconds in the simulator (:func:`simulator_seconds`)."""
+SIMULATOR_SET_S = 5.0
+"""Seconds a set spends in the simulator outside its experiments: the worker's start and imports."""
+SIMULATOR_EXPERIMENT_S = 1.5
+"""Seconds an experiment spends in the simulator outside its queries: its data graphs and query
+sets built and prepared, its reports written."""
+
+
+def simulator_seconds(lines, scale: Scale | str) -> float:
+    """About how long plan ``lines`` (:func:`experiments.harness.core.plan`) take in the simulator.
+
+    A GPU plan's worst case assumes every query runs to its limit plus a compile allowance; the
+    simulator compiles nothing, finishes tiny queries in a fraction of a second and overruns the
+    limit on real-size ones. So each run (``runs`` x ``repeats``, plus one warm-up per
+    ``warmup_s / limit_s``) costs :data:`SIMULATOR_RUN_S` at ``tiny``, else its limit plus
+    :data:`SIMULATOR_OVERRUN_S`; the set adds :data:`SIMULATOR_SET_S`, each experiment
+    :data:`SIMULATOR_EXPERIMENT_S`.
+    The constants were fitted to runs of ``--scale tiny`` and ``small`` on a 2-core machine
+    (docs/decisions.md, "The simulator's plan").
+    """
+    scale = get_scale(scale) if isinstance(scale, str) else scale
+    total = SIMULATOR_SET_S
+    for line in lines:
+        warmups = round(line.warmup_s / line.limit_s) if line.limit_s else 0
+        runs = line.runs * line.repeats + warmups
+        each = SIMULATOR_RUN_S.get(scale.name)
+        total += SIMULATOR_EXPERIMENT_S + runs * (each if each is not None else line.limit_s + SIMULATOR_OVERRUN_S)
+    return total
+
+
 def get_scale(name: str) -> Scale:
     try:
         return SCALES[name]
