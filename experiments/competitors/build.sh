@@ -52,7 +52,7 @@ mkdir -p "$WORK/logs"
 touch "$WORK/status.txt"
 
 # first_error LOG: the first line of a compiler or linker error in LOG
-first_error() { grep -m1 -E '(error|Error)[: ]|undefined reference|No such file|\*\*\*' "$1" || tail -n 1 "$1"; }
+first_error() { grep -v '^checking ' "$1" | grep -m1 -E '(error|Error)[: ]|undefined reference|No such file|\*\*\*' || tail -n 1 "$1"; }
 
 # record SYSTEM RC BINARY...: one line of status.txt per system
 record() {
@@ -91,15 +91,20 @@ build_tdfs() {
 build_beep() {
     fresh beep "$CS/BEEP"
     cp -a "$SRC/nauty" nauty                                          # the README's download, pinned
+    # CCCL 3 (CUDA 13) removed cub::Max: its replacement cuda::maximum<>
+    sed -i 's/cub::Max()/cuda::maximum<>{}/g' subgraph_matching/include/common_utils.cuh
     (cd nauty && ./configure && make nauty.a) || return 1
     make ARCH="$ARCH" build/exe/src/main.cu.exe
 }
 
 build_g2miner() {   # the sgl (subgraph listing) GPU kernels gMatch ran (run_cmd.sh): sgl_gpu_base
     fresh g2miner "$CS/G2Miner"
-    sed -i "s/compute_70,code=sm_70/compute_$ARCH,code=sm_$ARCH/" src/pangolin/common.mk
-    mkdir -p bin/pangolin bin
-    sed -i 's#^BIN=.*#BIN=../../bin#' src/pangolin/common.mk
+    # src/sgl/Makefile includes ../common.mk, which the snapshot lacks: pangolin's, one level up
+    sed -e "s/compute_70,code=sm_70/compute_$ARCH,code=sm_$ARCH/" -e 's#\.\./\.\./\.\./#../../#g' \
+        -e 's#^VPATH=.*#VPATH=../common#' -e 's#^BIN=.*#BIN=../../bin#' src/pangolin/common.mk > src/common.mk
+    printf '%%.o: %%.cc\n\t$(CXX) $(CXXFLAGS) $(INCLUDES) -c -o $@ $<\n%%.o: %%.cu\n\t$(NVCC) $(NVFLAGS) $(INCLUDES) -c -o $@ $<\n' \
+        >> src/common.mk                                              # and its compile rules
+    mkdir -p bin
     (cd src/sgl && make sgl_gpu_base)
 }
 
@@ -111,6 +116,8 @@ build_gsi() {
     # its hash() clashes with std::hash under 'using namespace std' on newer g++
     sed -i 's/\bhash(/gsi_hash(/g' graph/Graph.cpp
     sed -i "$CLOCK_RATE" match/Match.cu                                  # as T-DFS: clockRate is gone
+    # the warp shuffles without a mask were removed for sm_70+: the _sync forms over the full warp
+    sed -i -E 's/__shfl(_up|_down|_xor)?\(/__shfl\1_sync(0xffffffff, /g' match/Match.cu
     make -j"$JOBS" GSI.exe
 }
 
