@@ -12,7 +12,7 @@ CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9
 CUDA_EXTRA := $(shell v='$(CUDA_MAJOR)'; if [ -z "$$v" ]; then :; elif [ "$$v" -ge 13 ]; then echo cu13; elif [ "$$v" -eq 12 ]; then echo cu12; fi)
 EXTRAS ?= test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
 
-.PHONY: results-readme demo warmup test test-fast lint test-gpu install cuda-extra clean experiments authors notebooks compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
+.PHONY: results-readme demo warmup test test-fast lint test-gpu install cuda-extra clean experiments authors competitors notebooks compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
 # Experiments: make experiment-gsi SCALE=small (tiny | small | medium | full); outputs under results/<paper>/
 # Without SCALE: small on a GPU, tiny without one (the CUDA simulator, seconds); a larger scale in the
 # simulator warns with its plan and asks first (YES=1, or no terminal: warn and go on).
@@ -96,6 +96,14 @@ authors:
 	  echo "make authors: $(ANCHORS_SRC)/egsm and $(ANCHORS_SRC)/gmatch missing: extract the pinned commits (../shared/anchors/README.md)"; exit 2; \
 	else mkdir -p $(ANCHORS) && cp -n ../shared/anchors/*.sh $(ANCHORS)/ 2>/dev/null; \
 	  ANCHORS_SRC=$(abspath $(ANCHORS_SRC)) bash $(ANCHORS)/build.sh; fi
+
+# The papers' other competitors (STMatch, T-DFS, BEEP, G2Miner, GSI; experiments/papers/competitors.py),
+# built by experiments/competitors/build.sh from COMPETITORS_SRC (pinned snapshots, docs/competitors.md;
+# never committed here). Skipped, saying why, where there is no CUDA toolkit.
+COMPETITORS_SRC ?= .competitors/src
+competitors:
+	@if ! command -v nvcc >/dev/null 2>&1; then echo "make competitors: skipped: no CUDA toolkit (nvcc not in PATH)"; \
+	else COMPETITORS_SRC=$(abspath $(COMPETITORS_SRC)) bash experiments/competitors/build.sh $(SYSTEMS); fi
 
 # Re-execute the paper notebooks on the results under results/ and save them with their outputs.
 notebooks: $(STAMP)

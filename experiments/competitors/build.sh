@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Build the papers' competitors (STMatch, T-DFS, BEEP, G2Miner from the gMatch snapshot's
+# compared_system/, GSI from pkumod/GSI) for CUDA 13 / sm_90, from pristine sources that this
+# repository never holds (docs/competitors.md).
+#
+#   bash experiments/competitors/build.sh --extract GMATCH_GIT GSI_GIT PYNAUTY_GIT   # once: sources
+#   bash experiments/competitors/build.sh [SYSTEM ...]                                 # build
+#
+# --extract writes the pinned commits (git archive of three bare git directories, e.g. the search
+# tool's fetch of github:w20chen/gMatch, github:pkumod/GSI, github:pdobsan/pynauty) into
+# $COMPETITORS_SRC. The build copies them to $COMPETITORS_WORK/src, applies the fixes there (never
+# to the sources) and builds each system with nvcc; per system it writes built / FAILED and the
+# first error line to $COMPETITORS_WORK/status.txt.
+#
+# Environment: COMPETITORS_SRC (default <repo>/.competitors/src), COMPETITORS_WORK (default
+# /tmp/competitors), CUDA_ARCH (default 90), JOBS (default 4), NVCC (default nvcc).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+SRC=${COMPETITORS_SRC:-$ROOT/.competitors/src}
+WORK=${COMPETITORS_WORK:-/tmp/competitors}
+ARCH=${CUDA_ARCH:-90}
+JOBS=${JOBS:-4}
+NVCC=${NVCC:-nvcc}
+GMATCH_COMMIT=8acf4e52e1b1f125f9471c9455ffd7c70aace729     # w20chen/gMatch (MIT)
+GSI_COMMIT=ae9a69232f2856f580bb68fe9daea46782111e88        # pkumod/GSI (GPL-3.0), newest stored
+PYNAUTY_COMMIT=cb15f520d84ebbda0c4b32bf11fb3deed7ad946b    # pdobsan/pynauty: nauty 2.8.8 (Apache-2.0), for BEEP
+# CUDA 13 removed cudaDeviceProp::clockRate (only printed by T-DFS and GSI): read the attribute
+CLOCK_RATE='s/\([A-Za-z_.]*\)\.clockRate/[]{ int khz = 0; cudaDeviceGetAttribute(\&khz, cudaDevAttrClockRate, 0); return khz; }()/g'
+ALL="stmatch tdfs beep g2miner gsi"
+
+say() { echo "competitors: $*"; }
+die() { echo "competitors: ERROR: $*" >&2; exit 2; }
+
+if [ "${1:-}" = --extract ]; then
+    [ $# -eq 4 ] || die "usage: $0 --extract GMATCH_GIT GSI_GIT PYNAUTY_GIT"
+    rm -rf "$SRC" && mkdir -p "$SRC/gmatch" "$SRC/gsi" "$SRC/nauty"
+    git --git-dir="$2" archive "$GMATCH_COMMIT" compared_system | tar -x -C "$SRC/gmatch" || die "gMatch $GMATCH_COMMIT"
+    rm -rf "$SRC/gmatch/compared_system/EGSM"            # built by the anchors (../shared/anchors)
+    git --git-dir="$3" archive "$GSI_COMMIT" | tar -x -C "$SRC/gsi" || die "GSI $GSI_COMMIT"
+    git --git-dir="$4" archive "$PYNAUTY_COMMIT" src/nauty2_8_8 | tar -x -C "$SRC/nauty" --strip-components=2 \
+        || die "pynauty $PYNAUTY_COMMIT"
+    say "sources of gMatch $GMATCH_COMMIT, GSI $GSI_COMMIT, nauty (pynauty $PYNAUTY_COMMIT) in $SRC"
+    exit 0
+fi
+
+command -v "$NVCC" >/dev/null || { say "skipped: no CUDA toolkit ($NVCC not in PATH)"; exit 0; }
+CS=$SRC/gmatch/compared_system
+[ -d "$CS" ] && [ -d "$SRC/gsi" ] && [ -d "$SRC/nauty" ] || die "sources missing in $SRC: run $0 --extract ... (docs/competitors.md)"
+SYSTEMS=${*:-$ALL}
+mkdir -p "$WORK/logs"
+touch "$WORK/status.txt"
+
+# first_error LOG: the first line of a compiler or linker error in LOG
+first_error() { grep -v '^checking ' "$1" | grep -m1 -E '(error|Error)[: ]|undefined reference|No such file|\*\*\*' || tail -n 1 "$1"; }
+
+# record SYSTEM RC BINARY...: one line of status.txt per system
+record() {
+    local sys=$1 rc=$2 log=$WORK/logs/$1.log; shift 2
+    local b missing=
+    for b in "$@"; do [ -x "$b" ] || missing="$missing $b"; done
+    sed -i "/^$sys /d" "$WORK/status.txt"
+    if [ "$rc" = 0 ] && [ -z "$missing" ]; then
+        echo "$sys built $*" >> "$WORK/status.txt"; say "$sys built: $*"
+    else
+        echo "$sys FAILED $(first_error "$log")" >> "$WORK/status.txt"
+        say "$sys FAILED (log $log): $(first_error "$log")"
+    fi
+}
+
+fresh() { rm -rf "$WORK/src/$1"; mkdir -p "$WORK/src"; cp -a "$2" "$WORK/src/$1"; cd "$WORK/src/$1" || exit 2; }
+
+build_stmatch() {   # two configurations of the authors' config_for_ae: unlabelled and labelled
+    fresh stmatch "$CS/STMatch"
+    sed -i "s/-arch=compute_86/-arch=sm_$ARCH/" Makefile            # compute_86 only (PTX): native sm_90
+    mkdir -p bin
+    make bin/fig_local_global_unroll.exe bin/table_edge_lb.exe
+}
+
+build_tdfs() {
+    fresh tdfs "$CS/TDFS"
+    sed -i "s/-arch=sm_80 -gencode=arch=compute_80,code=sm_80/-arch=sm_$ARCH -gencode=arch=compute_$ARCH,code=sm_$ARCH/" Makefile
+    # CUDA 13 removed cudaDeviceProp::clockRate (a statistics print): ask the attribute instead
+    sed -i "$CLOCK_RATE" src/Ouroboros/include/Statistics.h
+    sed -i 's/cudaSetDevice(1);/cudaSetDevice(0);/' cu_test.cu        # hard-coded second GPU -> the first visible
+    make -C bliss lib                                                 # rebuild the bundled prebuilt libbliss.a
+    mkdir -p bin
+    make bin/table_edge_ulb.exe bin/table_edge_lb.exe
+}
+
+build_beep() {
+    fresh beep "$CS/BEEP"
+    cp -a "$SRC/nauty" nauty                                          # the README's download, pinned
+    # CCCL 3 (CUDA 13) removed cub::Max: its replacement cuda::maximum<>
+    sed -i 's/cub::Max()/cuda::maximum<>{}/g' subgraph_matching/include/common_utils.cuh
+    (cd nauty && ./configure && make nauty.a) || return 1
+    make ARCH="$ARCH" build/exe/src/main.cu.exe
+}
+
+build_g2miner() {   # the sgl (subgraph listing) GPU kernels gMatch ran (run_cmd.sh): sgl_gpu_base
+    fresh g2miner "$CS/G2Miner"
+    # src/sgl/Makefile includes ../common.mk, which the snapshot lacks: pangolin's, one level up
+    sed -e "s/compute_70,code=sm_70/compute_$ARCH,code=sm_$ARCH/" -e 's#\.\./\.\./\.\./#../../#g' \
+        -e 's#^VPATH=.*#VPATH=../common#' -e 's#^BIN=.*#BIN=../../bin#' src/pangolin/common.mk > src/common.mk
+    printf '%%.o: %%.cc\n\t$(CXX) $(CXXFLAGS) $(INCLUDES) -c -o $@ $<\n%%.o: %%.cu\n\t$(NVCC) $(NVFLAGS) $(INCLUDES) -c -o $@ $<\n' \
+        >> src/common.mk                                              # and its compile rules
+    mkdir -p bin
+    (cd src/sgl && make sgl_gpu_base)
+}
+
+build_gsi() {
+    fresh gsi "$SRC/gsi"
+    rm -f objs/*.o GSI.exe                                            # the snapshot holds stale objects
+    # sm_35 is gone from CUDA 13; -G (device debug) off; CUB from the toolkit's CCCL, not ~/cub-1.8.0
+    sed -i -E "s#^NVCC = nvcc -arch=sm_35 (.*) -G (.*) -I ~/cudaToolkit/cub-1.8.0/#NVCC = nvcc -arch=sm_$ARCH \1 \2#" Makefile
+    # its hash() clashes with std::hash under 'using namespace std' on newer g++
+    sed -i 's/\bhash(/gsi_hash(/g' graph/Graph.cpp
+    sed -i "$CLOCK_RATE" match/Match.cu                                  # as T-DFS: clockRate is gone
+    # the warp shuffles without a mask were removed for sm_70+: the _sync forms over the full warp
+    sed -i -E 's/__shfl(_up|_down|_xor)?\(/__shfl\1_sync(0xffffffff, /g' match/Match.cu
+    make -j"$JOBS" GSI.exe
+}
+
+declare -A BINS=(
+    [stmatch]="$WORK/src/stmatch/bin/fig_local_global_unroll.exe $WORK/src/stmatch/bin/table_edge_lb.exe"
+    [tdfs]="$WORK/src/tdfs/bin/table_edge_ulb.exe $WORK/src/tdfs/bin/table_edge_lb.exe"
+    [beep]="$WORK/src/beep/build/exe/src/main.cu.exe"
+    [g2miner]="$WORK/src/g2miner/bin/sgl_gpu_base"
+    [gsi]="$WORK/src/gsi/GSI.exe")
+
+say "nvcc $("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), sm_$ARCH, work $WORK"
+for sys in $SYSTEMS; do
+    [ -n "${BINS[$sys]:-}" ] || die "unknown system '$sys' (one of: $ALL)"
+    say "building $sys (log $WORK/logs/$sys.log)"
+    ( "build_$sys" ) > "$WORK/logs/$sys.log" 2>&1
+    # shellcheck disable=SC2086
+    record "$sys" $? ${BINS[$sys]}
+done
+say "status ($WORK/status.txt):"
+cat "$WORK/status.txt"

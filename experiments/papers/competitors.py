@@ -1,0 +1,435 @@
+"""The papers' other competitors as engines: the authors' builds of STMatch, T-DFS, BEEP, G2Miner and GSI.
+
+``make competitors`` builds them with ``experiments/competitors/build.sh`` from pinned snapshots
+(``docs/competitors.md``; never copied into this repository). Each engine here runs its binary once
+per query as a subprocess: it writes the data graph and the query in the binary's own input
+format, reads the count and the printed search time back from its output, and declares what the
+binary cannot take as ``unsupported`` with the reason. The count is the binary's; comparing it
+with the cpu engine's is the harness's check, as for every engine.
+
+The time limit is the search's, as in :mod:`experiments.papers.authors`: the process runs under
+the limit plus a measured start-up allowance, and a query is ``timeout`` when the printed search
+time passed the limit or the process was killed at limit plus allowance.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from common.engine.base import Engine
+from common.engine.registry import register
+from common.engine.result import MatchResult, Status
+from common.graph.io import write_gmatch_binary
+from common.graph.model import Graph
+
+from ..harness.core import Config
+from .authors import ALLOWANCE_FACTOR, ALLOWANCE_MARGIN_S, PROBE_LIMIT_S, UNMEASURED_ALLOWANCE_S, probe_query
+
+
+def work_dir() -> Path:
+    return Path(os.environ.get("COMPETITORS_WORK", "/tmp/competitors"))
+
+
+# ------------------------------------------------------------------ input formats
+def write_text_graph(graph: Graph, path, labels=None) -> None:
+    """The ``t N M / v id label degree / e u v`` text the gMatch snapshot's readers take (labels overridable)."""
+    src, dst, _ = graph.edges()
+    labels = graph.labels if labels is None else labels
+    lines = [f"t {graph.num_vertices} {graph.num_edges}"]
+    lines += [f"v {v} {int(lab)} {int(d)}" for v, (lab, d) in enumerate(zip(labels, graph.degrees))]
+    lines += [f"e {int(u)} {int(v)}" for u, v in zip(src, dst)]
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def read_text_graph(path) -> tuple[list[int], list[tuple[int, int]]]:
+    """STMatch's and T-DFS's reading of the text format (graph.h, pattern.h): (labels, edges)."""
+    tokens = Path(path).read_text().split()
+    assert tokens[0] == "t"
+    n, i, labels, edges = int(tokens[1]), 3, [], []
+    while i < len(tokens) and tokens[i] == "v":
+        labels.append(int(tokens[i + 2]))
+        i += 4
+    while i < len(tokens) and tokens[i] == "e":
+        edges.append((int(tokens[i + 1]), int(tokens[i + 2])))
+        i += 3
+    assert len(labels) == n and i == len(tokens)
+    return labels, edges
+
+
+def write_gsi_graph(graph: Graph, path) -> None:
+    """GSI's ``.g`` (io/IO.cpp): ``t # 0``, ``N M VL EL``, ``v id label``, ``e u v label``, ``t # -1``;
+    labels shifted by one (GSI's labels start at 1), each undirected edge once."""
+    src, dst, elab = graph.edges()
+    elab = np.zeros(len(src), dtype=np.int64) if elab is None else elab
+    vl, el = graph.labels.astype(np.int64) + 1, np.asarray(elab, dtype=np.int64) + 1
+    lines = ["t # 0", f"{graph.num_vertices} {graph.num_edges} {int(vl.max(initial=1))} {int(el.max(initial=1))}"]
+    lines += [f"v {v} {int(lab)}" for v, lab in enumerate(vl)]
+    lines += [f"e {int(u)} {int(v)} {int(lab)}" for u, v, lab in zip(src, dst, el)]
+    Path(path).write_text("\n".join(lines + ["t # -1"]) + "\n")
+
+
+def read_gsi_graph(path) -> tuple[list[int], list[tuple[int, int, int]]]:
+    """GSI's reading (IO::input): (vertex labels, edges with labels) of the first graph."""
+    labels, edges = [], []
+    for line in Path(path).read_text().splitlines():
+        f = line.split()
+        if f[0] == "t" and f[2] == "-1" or f[0] == "t" and (labels or edges):
+            break
+        if f[0] == "v":
+            labels.append(int(f[2]))
+        elif f[0] == "e":
+            edges.append((int(f[1]), int(f[2]), int(f[3])))
+    return labels, edges
+
+
+def write_mtx_query(query: Graph, path) -> None:
+    """BEEP's query (README): ``n n 2m`` then every edge in both directions, 0-based."""
+    src, dst, _ = query.edges()
+    rows = [f"{query.num_vertices} {query.num_vertices} {2 * query.num_edges}"]
+    rows += [f"{int(a)} {int(b)}" for u, v in zip(src, dst) for a, b in ((u, v), (v, u))]
+    Path(path).write_text("\n".join(rows) + "\n")
+
+
+# ------------------------------------------------------------------ G2Miner's named patterns
+def _named(n: int, edges) -> Graph:
+    return Graph.from_edges(n, [a for a, _ in edges], [b for _, b in edges])
+
+
+G2MINER_PATTERNS = {
+    "rectangle": _named(4, [(0, 1), (1, 2), (2, 3), (3, 0)]),
+    "diamond": _named(4, [(0, 1), (0, 2), (1, 2), (1, 3), (2, 3)]),
+    "house": _named(5, [(0, 1), (1, 2), (2, 3), (3, 0), (2, 4), (3, 4)]),
+    "pentagon": _named(5, [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]),
+}
+"""The patterns ``sgl_gpu_base`` has kernels for (src/sgl/gpu_base.cu; any other name runs diamond's)."""
+
+
+def _edge_set(graph: Graph) -> set:
+    src, dst, _ = graph.edges()
+    return {frozenset((int(u), int(v))) for u, v in zip(src, dst)}
+
+
+def automorphisms(graph: Graph) -> int:
+    """Number of automorphisms of a small graph (brute force)."""
+    return sum(1 for p in itertools.permutations(range(graph.num_vertices))
+               if {frozenset((p[a], p[b])) for a, b in map(tuple, _edge_set(graph))} == _edge_set(graph))
+
+
+def g2miner_pattern(query: Graph) -> str | None:
+    """The name of the G2Miner pattern ``query`` is isomorphic to (None: none)."""
+    edges = _edge_set(query)
+    for name, pattern in G2MINER_PATTERNS.items():
+        if (pattern.num_vertices, pattern.num_edges) != (query.num_vertices, query.num_edges):
+            continue
+        target = [tuple(e) for e in _edge_set(pattern)]
+        if any({frozenset((p[a], p[b])) for a, b in target} == edges
+               for p in itertools.permutations(range(query.num_vertices))):
+            return name
+    return None
+
+
+# ------------------------------------------------------------------ output parsers
+def _last(pattern: str, text: str) -> str | None:
+    found = re.findall(pattern, re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text), flags=re.M)
+    return found[-1] if found else None
+
+
+def parse_stmatch(text: str):
+    """cu_test.cu: ``%s\\t%f\\t%llu`` (pattern, kernel ms, count) and ``Result: %llu``."""
+    count, ms = _last(r"^Result: (\d+)\s*$", text), _last(r"\t([0-9.]+)\t\d+\s*$", text)
+    return (int(count) if count else None), (float(ms) if ms else None)
+
+
+def parse_tdfs(text: str):
+    """cu_test.cu: ``Execution time (ms): %f`` and ``Total matches: %llu``."""
+    count, ms = _last(r"^Total matches: (\d+)\s*$", text), _last(r"^Execution time \(ms\): ([0-9.]+)\s*$", text)
+    return (int(count) if count else None), (float(ms) if ms else None)
+
+
+def parse_beep(text: str):
+    """subgraph_matching.cuh: ``------------- Counter = N`` and ``final count time %f s`` (a Log line)."""
+    count, s = _last(r"Counter = (\d+)\s*$", text), _last(r"final count time ([0-9.]+) s", text)
+    return (int(count) if count else None), (float(s) * 1e3 if s else None)
+
+
+def parse_g2miner(text: str):
+    """sgl/main.cc, gpu_base.cu: ``total_num = N`` and ``runtime [cuda_base] = S sec``."""
+    count, s = _last(r"^total_num = (\d+)\s*$", text), _last(r"^runtime \[cuda_base\] = ([0-9.eE+-]+) sec", text)
+    return (int(count) if count else None), (float(s) * 1e3 if s else None)
+
+
+def parse_gsi(text: str):
+    """io/IO.cpp and main/run.cpp: ``result: ROWS COLS`` (stdout) and ``match used: T ms`` (stderr)."""
+    count, ms = _last(r"^result: (\d+) \d+\s*$", text), _last(r"^match used: (\d+) ms\s*$", text)
+    return (int(count) if count else None), (float(ms) if ms else None)
+
+
+# ------------------------------------------------------------------ the engines
+class CompetitorBinary(Engine):
+    """One competitor's binary, run once per query (module docstring)."""
+
+    name = ""
+    system = ""
+    binaries: dict = {}            # variant -> path under COMPETITORS_WORK/src
+    env_var = ""
+    max_query_vertices = None
+
+    @classmethod
+    def binary(cls, variant: str = "") -> Path:
+        variant = variant or next(iter(cls.binaries))
+        override = os.environ.get(f"{cls.env_var}_{variant.upper()}" if len(cls.binaries) > 1 else cls.env_var)
+        return Path(override) if override else work_dir() / "src" / cls.binaries[variant]
+
+    @classmethod
+    def reason_missing(cls) -> str | None:
+        """Why the binaries cannot run here (None: they can)."""
+        missing = [cls.binary(v) for v in cls.binaries if not cls.binary(v).exists()]
+        if not missing:
+            return None
+        if shutil.which("nvcc") is None:
+            return f"the {cls.name} column is skipped: no CUDA toolkit here (nvcc not found)"
+        return f"the {cls.name} column is skipped: {missing[0]} is not built (run make competitors)"
+
+    # -------------------------------------------------------------- for subclasses
+    def variant(self, query: Graph) -> str:
+        return next(iter(self.binaries))
+
+    def write_inputs(self, query: Graph, variant: str) -> list[str]:
+        """Write the inputs of one run; the binary's arguments."""
+        raise NotImplementedError
+
+    def parse(self, text: str, query: Graph):
+        """(count, search ms) from the binary's output; None where not printed."""
+        raise NotImplementedError
+
+    def system_reason(self, query: Graph) -> str:
+        return ""
+
+    # -------------------------------------------------------------- the run
+    def unsupported_reason(self, query: Graph, *, homomorphic: bool = False) -> str:
+        return super().unsupported_reason(query, homomorphic=homomorphic) or self.system_reason(query)
+
+    def _prepare(self, data) -> None:
+        self._folder = Path(tempfile.mkdtemp(prefix=f"gpusm-{self.system}-"))
+        self._written: dict = {}
+        self._allowance_s: float | None = None
+        self._measured = False
+
+    def _data_file(self, key: str, suffix: str, writer) -> Path:
+        """The data graph in one format, written once."""
+        if key not in self._written:
+            path = self._folder / f"data-{key}{suffix}"
+            writer(path)
+            self._written[key] = path
+        return self._written[key]
+
+    def labelled(self) -> bool:
+        return self.data.num_vertices > 0 and int(self.data.labels.min()) != int(self.data.labels.max())
+
+    def _run(self, query: Graph, process_limit_s: float | None):
+        """One run: (count, search ms, wall s, killed, output)."""
+        variant = self.variant(query)
+        argv = [str(self.binary(variant))] + self.write_inputs(query, variant)
+        start = time.perf_counter()
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   cwd=self._folder, start_new_session=True)
+        try:
+            out, _ = process.communicate(timeout=process_limit_s)
+            killed = False
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            out, _ = process.communicate()
+            killed = True
+        wall = time.perf_counter() - start
+        count, ms = self.parse(out or "", query)
+        return count, ms, wall, killed, process.returncode, out or ""
+
+    def allowance_s(self) -> float:
+        """Start-up seconds beside the search, measured on a one-edge probe (or the first printed run)."""
+        if self._allowance_s is None:
+            self._allowance_s = UNMEASURED_ALLOWANCE_S
+            probe = probe_query(self.data)
+            if probe is not None and not self.unsupported_reason(probe):
+                count, ms, wall, killed, _, _ = self._run(probe, PROBE_LIMIT_S)
+                if count is not None and ms is not None and not killed:
+                    self._allowance_s, self._measured = max(0.0, wall - ms / 1e3), True
+        return self._allowance_s
+
+    def _match(self, query, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
+        if collect or limit is not None:
+            return MatchResult(self.name, 0, Status.UNSUPPORTED,
+                               reason=f"{self.name} only counts embeddings (no limit or collect)")
+        process_limit = None
+        if timeout_s is not None:
+            process_limit = timeout_s + ALLOWANCE_FACTOR * self.allowance_s() + ALLOWANCE_MARGIN_S
+        count, ms, wall, killed, rc, out = self._run(query, process_limit)
+        stats = {"wall_ms": round(wall * 1e3, 1), "binary": str(self.binary(self.variant(query)))}
+        if process_limit is not None:
+            stats["process_limit_s"] = round(process_limit, 3)
+        if killed:
+            return MatchResult(self.name, 0, Status.TIMEOUT, stats=stats,
+                               reason=(f"the process was killed at {process_limit:.2f} s (limit {timeout_s:g} s "
+                                       f"+ start-up allowance) before it printed its search time"))
+        if count is None:
+            tail = out.strip().splitlines()[-1:] or [""]
+            return MatchResult(self.name, 0, Status.UNSUPPORTED,
+                               reason=f"the binary printed no count (rc {rc}): {tail[0][-200:]}")
+        phases = {"enumerate": (ms or 0.0) / 1e3}
+        if ms is not None:
+            stats["startup_ms"] = round(wall * 1e3 - ms, 1)
+            if self._allowance_s is not None:
+                overhead = max(0.0, wall - ms / 1e3)
+                self._allowance_s = max(self._allowance_s, overhead) if self._measured else overhead
+                self._measured = True
+        status, reason = Status.OK, ""
+        if timeout_s is not None and phases["enumerate"] > timeout_s:
+            status = Status.TIMEOUT
+            reason = f"the binary's search took {phases['enumerate']:.3f} s, past the limit of {timeout_s:g} s"
+        return MatchResult(self.name, count, status, phases=phases, reason=reason, stats=stats)
+
+
+class STMatchAuthors(CompetitorBinary):
+    """STMatch (SC 2022) as the gMatch authors set it up: ``exe DATA.graph QUERY.graph``."""
+
+    name, system, env_var = "stmatch-authors", "stmatch", "STMATCH_BIN"
+    binaries = {"unlabelled": "stmatch/bin/fig_local_global_unroll.exe", "labelled": "stmatch/bin/table_edge_lb.exe"}
+    max_query_vertices = 5          # PAT_SIZE (src/config.h): fixed-size pattern arrays
+
+    def variant(self, query):
+        return "labelled" if self.labelled() else "unlabelled"
+
+    def system_reason(self, query):
+        if self.labelled() and max(int(self.data.labels.max()), int(query.labels.max())) >= 32:
+            return f"{self.name} keeps a vertex label as a bit of a 32-bit mask: labels must be below 32"
+        return ""
+
+    def write_inputs(self, query, variant):
+        if variant == "labelled":
+            data = self._data_file("labelled", ".graph", lambda p: write_text_graph(self.data, p))
+            write_text_graph(query, self._folder / "query.graph")
+        else:                       # one label everywhere (the unlabelled build sets the pattern's to 0)
+            data = self._data_file("unlabelled", ".graph",
+                                   lambda p: write_text_graph(self.data, p, np.zeros(self.data.num_vertices, int)))
+            write_text_graph(query, self._folder / "query.graph", np.zeros(query.num_vertices, int))
+        return [str(data), str(self._folder / "query.graph")]
+
+    def parse(self, text, query):
+        return parse_stmatch(text)
+
+
+class TDFSAuthors(CompetitorBinary):
+    """T-DFS (ICDE 2024) as the gMatch authors set it up: ``exe DATA.graph QUERY.graph``."""
+
+    name, system, env_var = "tdfs-authors", "tdfs", "TDFS_BIN"
+    binaries = {"unlabelled": "tdfs/bin/table_edge_ulb.exe", "labelled": "tdfs/bin/table_edge_lb.exe"}
+    max_query_vertices = 5          # PAT_SIZE (src/config.h)
+
+    def variant(self, query):
+        return "labelled" if self.labelled() else "unlabelled"
+
+    def write_inputs(self, query, variant):
+        if variant == "labelled":
+            data = self._data_file("labelled", ".graph", lambda p: write_text_graph(self.data, p))
+            write_text_graph(query, self._folder / "query.graph")
+        else:                       # the unlabelled build gives every pattern vertex label 1
+            data = self._data_file("unlabelled", ".graph",
+                                   lambda p: write_text_graph(self.data, p, np.ones(self.data.num_vertices, int)))
+            write_text_graph(query, self._folder / "query.graph", np.ones(query.num_vertices, int))
+        return [str(data), str(self._folder / "query.graph")]
+
+    def parse(self, text, query):
+        return parse_tdfs(text)
+
+
+class BEEPAuthors(CompetitorBinary):
+    """BEEP (ICPP 2023): ``exe -g DATA.graph -t QUERY.mtx -d 0 -m sgm``; unlabelled only."""
+
+    name, system, env_var = "beep-authors", "beep", "BEEP_BIN"
+    binaries = {"": "beep/build/exe/src/main.cu.exe"}
+
+    def system_reason(self, query):
+        if self.labelled():
+            return f"{self.name} matches unlabelled graphs only (its readers drop vertex labels)"
+        return ""
+
+    def write_inputs(self, query, variant):
+        data = self._data_file("text", ".graph", lambda p: write_text_graph(self.data, p))
+        write_mtx_query(query, self._folder / "query.mtx")
+        return ["-g", str(data), "-t", str(self._folder / "query.mtx"), "-d", "0", "-m", "sgm"]
+
+    def parse(self, text, query):
+        return parse_beep(text)
+
+
+class G2MinerAuthors(CompetitorBinary):
+    """G2Miner (OSDI 2022) ``sgl_gpu_base DATA.bin PATTERN``: four named unlabelled patterns.
+
+    It lists each subgraph once (symmetry breaking); the count is that times the pattern's
+    automorphisms, the number of embeddings the other engines count.
+    """
+
+    name, system, env_var = "g2miner-authors", "g2miner", "G2MINER_BIN"
+    binaries = {"": "g2miner/bin/sgl_gpu_base"}
+    max_query_vertices = 5
+
+    def system_reason(self, query):
+        if self.labelled():
+            return f"{self.name} (sgl_gpu_base) matches unlabelled graphs only"
+        if g2miner_pattern(query) is None:
+            return (f"{self.name} (sgl_gpu_base) has kernels for {', '.join(G2MINER_PATTERNS)} only; "
+                    "the query is none of them")
+        return ""
+
+    def write_inputs(self, query, variant):
+        data = self._data_file("csr", ".bin", lambda p: write_gmatch_binary(self.data, p))
+        return [str(data), g2miner_pattern(query)]
+
+    def parse(self, text, query):
+        count, ms = parse_g2miner(text)
+        if count is not None:
+            count *= automorphisms(G2MINER_PATTERNS[g2miner_pattern(query)])
+        return count, ms
+
+
+class GSIAuthors(CompetitorBinary):
+    """GSI (ICDE 2020), pkumod/GSI: ``GSI.exe DATA.g QUERY.g OUT 0``; vertex and edge labels."""
+
+    name, system, env_var = "gsi-authors", "gsi", "GSI_BIN"
+    supports_edge_labels = True
+    binaries = {"": "gsi/GSI.exe"}
+
+    def write_inputs(self, query, variant):
+        data = self._data_file("g", ".g", lambda p: write_gsi_graph(self.data, p))
+        write_gsi_graph(query, self._folder / "query.g")
+        return [str(data), str(self._folder / "query.g"), os.devnull, "0"]
+
+    def parse(self, text, query):
+        return parse_gsi(text)
+
+
+COMPETITORS = {cls.name: cls for cls in (STMatchAuthors, TDFSAuthors, BEEPAuthors, G2MinerAuthors, GSIAuthors)}
+
+
+def competitor_reason(engine: str) -> str | None:
+    """Why the competitor behind ``engine`` cannot run here (None: it can)."""
+    return COMPETITORS[engine].reason_missing()
+
+
+def competitor_configs(engine: str, label: str) -> tuple:
+    """``(Config(label, engine),)`` where the binary is built, else ``()``."""
+    return (Config.of(label, engine),) if competitor_reason(engine) is None else ()
+
+
+for _name, _cls in COMPETITORS.items():
+    if _cls.reason_missing() is None:
+        register(_name, _cls)

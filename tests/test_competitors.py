@@ -1,0 +1,213 @@
+"""The papers' competitors as engines (experiments/papers/competitors.py): the inputs they write read back
+as the binaries read them, their outputs parsed, what they cannot take declared, and the search-time
+limit; stand-in binaries (Python scripts) here, not the real ones on a GPU."""
+
+from __future__ import annotations
+
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from common import create_engine
+from common.engine import registry
+from common.engine.result import Status
+from common.graph.generate import power_law_labels, query_set, rmat
+from common.graph.model import Graph
+from experiments.papers import competitors as comp
+
+CYCLE4 = Graph.from_edges(4, [0, 1, 2, 3], [1, 2, 3, 0], name="c4")
+PATH3 = Graph.from_edges(3, [0, 1], [1, 2], name="p3")
+
+
+def unlabelled(n=40, m=120, seed=3):
+    return rmat(n, m, seed=seed, name="u")
+
+
+def labelled(n=40, m=120, seed=3, labels=3):
+    return rmat(n, m, seed=seed, labels=power_law_labels(n, labels, 1.0, seed=seed), name="l")
+
+
+# A stand-in binary: reads the written inputs as the real one does (the parsers below, taken from the
+# binaries' sources), counts embeddings with the cpu engine and prints the binary's output lines.
+STAND_IN = '''\
+import struct, sys, time, os
+sys.path.insert(0, {root!r})
+from common import create_engine
+from common.graph.model import Graph
+from experiments.papers import competitors as comp
+kind, args = {kind!r}, sys.argv[1:]
+time.sleep(float(os.environ.get("FAKE_STARTUP_S", "0")))
+
+def csr(path):
+    raw = open(path, "rb").read()
+    n, m = struct.unpack_from("<ii", raw)
+    off = struct.unpack_from("<%dQ" % (n + 1), raw, 8)
+    labels = struct.unpack_from("<%di" % n, raw, 8 + 8 * (n + 1))
+    nbr = struct.unpack_from("<%di" % (2 * m), raw, 8 + 8 * (n + 1) + 4 * n)
+    src = [u for u in range(n) for j in range(off[u], off[u + 1]) if u < nbr[j]]
+    dst = [nbr[j] for u in range(n) for j in range(off[u], off[u + 1]) if u < nbr[j]]
+    assert off[n] == 2 * m and len(src) == m
+    return Graph.from_edges(n, src, dst, labels=list(labels))
+
+def text(path):
+    labels, edges = comp.read_text_graph(path)
+    return Graph.from_edges(len(labels), [a for a, _ in edges], [b for _, b in edges], labels=labels)
+
+def gsi(path):
+    labels, edges = comp.read_gsi_graph(path)
+    assert min(labels) >= 1 and min(e[2] for e in edges) >= 1
+    elab = [e[2] for e in edges]
+    return Graph.from_edges(len(labels), [e[0] for e in edges], [e[1] for e in edges], labels=labels,
+                            edge_labels=None if set(elab) == {{1}} else elab)
+
+def mtx(path):
+    rows = open(path).read().split("\\n")
+    n, _, nnz = map(int, rows[0].split())
+    pairs = [tuple(map(int, r.split())) for r in rows[1:] if r.strip()]
+    assert len(pairs) == nnz and all((b, a) in pairs for a, b in pairs)
+    return Graph.from_edges(n, [a for a, b in pairs if a < b], [b for a, b in pairs if a < b])
+
+if kind in ("stmatch", "tdfs"):
+    data, query = text(args[0]), text(args[1])
+elif kind == "gsi":
+    data, query = gsi(args[0]), gsi(args[1])
+elif kind == "beep":
+    data, query = text(args[1]), mtx(args[3])
+else:
+    data, query = csr(args[0]), comp.G2MINER_PATTERNS[args[1]]
+count = create_engine("cpu").prepare(data).match(query).count
+if os.environ.get("FAKE_SEARCH_S") == "forever" and query.num_vertices > 2:
+    time.sleep(600)
+search = float(os.environ.get("FAKE_SEARCH_S", "0.01")) if query.num_vertices > 2 else 0.0
+time.sleep(search)
+ms = search * 1000
+if kind == "stmatch":
+    print("%s\\t%f\\t%d" % (args[1], ms, count)); print("Result: %d" % count); print("Time: %d" % ms)
+elif kind == "tdfs":
+    print("Execution time (ms): %f" % ms); print("Total matches: %d" % count)
+elif kind == "beep":
+    print("[info] final count time %f s" % (ms / 1000)); print("------------- Counter = %d" % count)
+elif kind == "g2miner":
+    aut = comp.automorphisms(query)
+    print("runtime [cuda_base] = %f sec" % (ms / 1000)); print("total_num = %d" % (count // aut))
+else:
+    print("result: %d %d" % (count, query.num_vertices)); sys.stderr.write("match used: %d ms\\n" % ms)
+'''
+
+
+@pytest.fixture
+def stand_in(tmp_path, monkeypatch):
+    """stand_in(engine name) -> an engine class whose binaries are the stand-in script."""
+    def make(name):
+        cls = comp.COMPETITORS[name]
+        script = tmp_path / f"{cls.system}.py"
+        script.write_text(STAND_IN.format(root=str(Path(__file__).resolve().parents[1]), kind=cls.system))
+        exe = tmp_path / f"{cls.system}.sh"
+        exe.write_text(f'#!/bin/sh\nexec {sys.executable} {script} "$@"\n')
+        exe.chmod(0o755)
+        for variant in cls.binaries:
+            var = f"{cls.env_var}_{variant.upper()}" if len(cls.binaries) > 1 else cls.env_var
+            monkeypatch.setenv(var, str(exe))
+        monkeypatch.setitem(registry._REGISTRY, name, f"{cls.__module__}:{cls.__qualname__}")
+        assert comp.competitor_reason(name) is None
+        return cls
+    return make
+
+
+@pytest.mark.parametrize("name, data", [("stmatch-authors", labelled()), ("stmatch-authors", unlabelled()),
+                                        ("tdfs-authors", labelled()), ("tdfs-authors", unlabelled()),
+                                        ("beep-authors", unlabelled()), ("gsi-authors", labelled())])
+def test_the_written_inputs_read_back_and_the_count_is_cpus(stand_in, name, data):
+    stand_in(name)
+    engine = create_engine(name).prepare(data)
+    for query in query_set(data, 2, 4, seed=7).queries:
+        expected = create_engine("cpu").prepare(data).match(query).count
+        result = engine.match(query, timeout_s=30.0)
+        assert (result.status, result.count) == (Status.OK, expected), result.reason
+        assert result.phases["enumerate"] == pytest.approx(0.01, abs=1e-3)
+
+
+def test_g2miner_runs_its_named_patterns_and_multiplies_by_the_automorphisms(stand_in):
+    stand_in("g2miner-authors")
+    data = unlabelled(60, 300)
+    engine = create_engine("g2miner-authors").prepare(data)
+    for name, pattern in comp.G2MINER_PATTERNS.items():
+        relabelled = Graph.from_edges(pattern.num_vertices, *[list(reversed(a)) for a in pattern.edges()[:2]])
+        assert comp.g2miner_pattern(relabelled) == name
+        expected = create_engine("cpu").prepare(data).match(pattern).count
+        assert engine.match(relabelled).count == expected
+    assert [comp.automorphisms(p) for p in comp.G2MINER_PATTERNS.values()] == [8, 4, 2, 10]
+
+
+def test_what_each_binary_cannot_take_is_unsupported_with_the_reason(stand_in):
+    for name in comp.COMPETITORS:
+        stand_in(name)
+    big = Graph.from_edges(6, [0, 1, 2, 3, 4], [1, 2, 3, 4, 5])
+    lab = labelled()
+    assert "at most 5 query vertices" in create_engine("stmatch-authors").prepare(unlabelled()).match(big).reason
+    assert "at most 5 query vertices" in create_engine("tdfs-authors").prepare(unlabelled()).match(big).reason
+    wide = rmat(40, 120, seed=3, labels=np.arange(40) % 40, name="wide")
+    q = query_set(wide, 1, 3, seed=1).queries[0]
+    assert "below 32" in create_engine("stmatch-authors").prepare(wide).match(q).reason
+    assert create_engine("tdfs-authors").prepare(wide).match(q).status is not Status.UNSUPPORTED
+    assert "unlabelled graphs only" in create_engine("beep-authors").prepare(lab).match(PATH3).reason
+    assert "unlabelled graphs only" in create_engine("g2miner-authors").prepare(lab).match(CYCLE4).reason
+    assert "none of them" in create_engine("g2miner-authors").prepare(unlabelled()).match(PATH3).reason
+    elab = Graph.from_edges(3, [0, 1], [1, 2], edge_labels=[1, 2])
+    assert "edge labels" in create_engine("tdfs-authors").prepare(elab).match(PATH3).reason
+    assert create_engine("gsi-authors").prepare(elab).match(
+        Graph.from_edges(2, [0], [1], edge_labels=[2])).count == 2
+    for name in comp.COMPETITORS:
+        result = create_engine(name).prepare(unlabelled()).match(CYCLE4, collect=True)
+        assert result.status is Status.UNSUPPORTED and "only counts" in result.reason
+
+
+def test_the_limit_is_on_the_printed_search_start_up_apart(stand_in, monkeypatch):
+    stand_in("tdfs-authors")
+    data = unlabelled()
+    engine = create_engine("tdfs-authors").prepare(data)
+    query = query_set(data, 1, 4, seed=5).queries[0]
+    monkeypatch.setenv("FAKE_STARTUP_S", "0.5")
+    monkeypatch.setenv("FAKE_SEARCH_S", "0.1")
+    result = engine.match(query, timeout_s=0.3)
+    assert result.status is Status.OK and result.stats["startup_ms"] > 400
+    assert engine.allowance_s() >= 0.4
+    monkeypatch.setenv("FAKE_SEARCH_S", "0.6")
+    result = engine.match(query, timeout_s=0.3)
+    assert result.status is Status.TIMEOUT and "search took 0.600 s" in result.reason
+    monkeypatch.setenv("FAKE_SEARCH_S", "forever")
+    result = engine.match(query, timeout_s=0.3)
+    assert result.status is Status.TIMEOUT and "killed" in result.reason
+
+
+def test_output_parsers_on_the_binaries_lines():
+    assert comp.parse_stmatch("q.graph\t12.500000\t42\nResult: 42\nTime: 12\n") == (42, 12.5)
+    assert comp.parse_tdfs("[DEBUG] x\nExecution time (ms): 3.25\nTotal matches: 7\n") == (7, 3.25)
+    assert comp.parse_beep("\x1b[0m[info] final count time 0.5 s\n------------- Counter = 9\n") == (9, 500.0)
+    assert comp.parse_g2miner("runtime [cuda_base] = 0.25 sec\ntotal_num = 3\n") == (3, 250.0)
+    assert comp.parse_gsi("result: 11 4\nmatch used: 8 ms\n") == (11, 8.0)
+    assert comp.parse_tdfs("CUDA Error:\n") == (None, None)
+
+
+def test_a_missing_binary_is_skipped_with_its_reason(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPETITORS_WORK", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    for name in comp.COMPETITORS:
+        assert "no CUDA toolkit here" in comp.competitor_reason(name)
+        assert comp.competitor_configs(name, name) == ()
+
+
+def test_the_csr_and_gsi_writers_round_trip(tmp_path):
+    data = labelled()
+    comp.write_gsi_graph(data, tmp_path / "d.g")
+    labels, edges = comp.read_gsi_graph(tmp_path / "d.g")
+    assert labels == (data.labels + 1).tolist() and len(edges) == data.num_edges
+    comp.write_text_graph(data, tmp_path / "d.graph")
+    labels, edges = comp.read_text_graph(tmp_path / "d.graph")
+    assert labels == data.labels.tolist() and len(edges) == data.num_edges
+    comp.write_gmatch_binary(data, tmp_path / "d.bin")
+    n, m = struct.unpack_from("<ii", (tmp_path / "d.bin").read_bytes())
+    assert (n, m) == (data.num_vertices, data.num_edges)
