@@ -31,6 +31,7 @@ from common import available_engines, create_engine
 from common.engine.result import Status
 
 from ..harness.workloads import CHECK_SETS, CheckSet, check_set
+from . import note_simulator
 
 ERROR = "error"
 """The status of a row whose engine raised: counted as wrong (the exception is in ``error``)."""
@@ -139,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         if name not in CHECK_SETS:
             parser.error(f"unknown set {name!r}; choose from {', '.join(CHECK_SETS)}")
     sets = [check_set(name, args.queries, args.smallest) for name in names]
+    note_simulator("python -m experiments.bench.check", args, queries=sum(len(s.queries) for s in sets),
+                   runs=len(engines), timeout_s=args.timeout)
     raw = run_check(engines, sets, args.timeout)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

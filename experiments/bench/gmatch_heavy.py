@@ -42,6 +42,7 @@ from gmatch.order import build_plan
 
 from ..harness.timing import without_compiles
 from ..harness.workloads import GMATCH_AUTHORS, HEAVY_FAMILIES, check_set, data_dir, heavy_family, read_authors_csv
+from . import note_simulator
 
 VARIANTS = {
     "enumerate": {"leaf_counting": False, "count_last": False},
@@ -136,6 +137,7 @@ def main(argv=None) -> int:
     parser.add_argument("--label", default="", help="a name for this run in the tables (e.g. a commit)")
     parser.add_argument("--out", type=Path, help="CSV of every row")
     args = parser.parse_args(argv)
+    note_simulator(parser.prog, args, timeout_s=args.timeout)
 
     data = check_set("github", 0).data
     queries = list(workloads(args.workloads.split(","), data, args.family_count, args.solved_only))
