@@ -56,6 +56,7 @@ cuda-extra:
 
 demo: $(STAMP)
 	$(VENV)/bin/gpusm demo
+	@echo "gpusm: to run gpusm and python -m experiments yourself: source $(VENV)/bin/activate (in each new shell)"
 
 # Compile the GPU engines' kernels into the disk cache (NUMBA_CACHE_DIR, else ~/.cache/numba):
 # later processes load them. make warmup ENGINES="gsi egsm" for some engines only.
