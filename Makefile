@@ -12,7 +12,26 @@ CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9
 CUDA_EXTRA := $(shell v='$(CUDA_MAJOR)'; if [ -z "$$v" ]; then :; elif [ "$$v" -ge 13 ]; then echo cu13; elif [ "$$v" -eq 12 ]; then echo cu12; fi)
 EXTRAS ?= test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
 
-.PHONY: results-readme demo warmup test test-fast lint test-gpu install cuda-extra clean experiments authors competitors notebooks compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
+help:
+	@echo 'make demo             a seeded graph, every engine, a table checked against the cpu reference'
+	@echo 'make test             the test suite (about 6 min on 2 cores in the simulator)'
+	@echo 'make test-fast        the suite without the tests marked slow'
+	@echo 'make test-gpu         the suite on the GPU, serially (GPUS=0,1 spreads it; needs an NVIDIA GPU)'
+	@echo 'make warmup           compile the GPU kernels into the disk cache (ENGINES="gsi egsm" for some)'
+	@echo 'make lint             ruff over the tree'
+	@echo 'make install          create .venv and install gpusm (every target does this on first use)'
+	@echo 'make cuda-extra       which CUDA extra make install picks, without installing'
+	@echo 'make experiment-gsi   one paper'"'"'s set: also -sgsi -egsm -gmatch -stwig (SCALE=tiny|small|medium|full, BUDGET=s)'
+	@echo 'make experiment-sgsi / experiment-egsm / experiment-gmatch / experiment-stwig   the other papers'"'"' sets'
+	@echo 'make compare          every engine side by side (results/compare)'
+	@echo 'make experiments      all six sets (GPUS=0,1,2,3: one process per set and GPU)'
+	@echo 'make experiment-plan  the worst-case seconds per experiment, set and GPU'
+	@echo 'make authors          build the EGSM and gMatch authors'"'"' binaries (docs/authors.md; needs nvcc)'
+	@echo 'make notebooks        re-execute the paper notebooks on results/'
+	@echo 'make clean            remove .venv and build outputs'
+	@echo 'After make demo, run source .venv/bin/activate so that gpusm and python -m experiments are found.'
+
+.PHONY: help require-gpu results-readme demo warmup test test-fast lint test-gpu install cuda-extra clean experiments authors competitors notebooks compare experiment-gsi experiment-sgsi experiment-egsm experiment-gmatch experiment-stwig experiment-plan
 # Experiments: make experiment-gsi SCALE=small (tiny | small | medium | full); outputs under results/<paper>/
 # Without SCALE: small on a GPU, tiny without one (the CUDA simulator, seconds); a larger scale in the
 # simulator warns with its plan and asks first (YES=1, or no terminal: warn and go on).
@@ -39,6 +58,7 @@ cuda-extra:
 
 demo: $(STAMP)
 	$(VENV)/bin/gpusm demo
+	@echo "gpusm: to run gpusm and python -m experiments yourself: source $(VENV)/bin/activate (in each new shell)"
 
 # Compile the GPU engines' kernels into the disk cache (NUMBA_CACHE_DIR, else ~/.cache/numba):
 # later processes load them. make warmup ENGINES="gsi egsm" for some engines only.
@@ -64,8 +84,12 @@ lint: $(STAMP)
 
 # The whole suite on the GPU (no simulator), one test at a time: kernels share the device.
 # GPUS=0,1: one pytest worker per listed GPU (tests/conftest.py), each test file on one of them.
-test-gpu: $(STAMP)
+test-gpu: require-gpu $(STAMP)
 	$(if $(GPUS),GPUSM_TEST_GPUS=$(GPUS) NUMBA_ENABLE_CUDASIM=0 $(PY) -m pytest -n $(words $(subst $(comma),$(space),$(GPUS))) --dist loadfile,NUMBA_ENABLE_CUDASIM=0 $(PY) -m pytest -p no:xdist)
+
+# Refuses in one line where nvidia-smi does not answer (before installing anything).
+require-gpu:
+	$(if $(CUDA_MAJOR),,$(error $(MAKECMDGOALS) needs an NVIDIA GPU: none found (nvidia-smi does not answer); make test runs the suite in the CUDA simulator))
 
 experiment-gsi: $(STAMP)
 	$(EXPERIMENT) --paper gsi_icde20
@@ -86,15 +110,16 @@ experiment-plan: $(STAMP)
 
 # The EGSM and gMatch authors' binaries, a column of the EGSM Fig. 8 and gMatch Fig. 9 reports
 # (experiments/papers/authors.py): built by the anchors' build.sh from ANCHORS_SRC (the authors' sources
-# at the pinned commits, fetched as ../shared/anchors/README.md says; never committed here).
+# at the pinned commits, fetched as docs/authors.md says; never committed here); build.sh and run.sh
+# are ours (experiments/anchors/), copied next to the sources.
 # Skipped, saying why, where there is no CUDA toolkit.
 ANCHORS     ?= .anchors
 ANCHORS_SRC ?= $(ANCHORS)/src
 authors:
 	@if ! command -v nvcc >/dev/null 2>&1; then echo "make authors: skipped: no CUDA toolkit (nvcc not in PATH)"; \
 	elif [ ! -d "$(ANCHORS_SRC)/egsm" ] || [ ! -d "$(ANCHORS_SRC)/gmatch" ]; then \
-	  echo "make authors: $(ANCHORS_SRC)/egsm and $(ANCHORS_SRC)/gmatch missing: extract the pinned commits (../shared/anchors/README.md)"; exit 2; \
-	else mkdir -p $(ANCHORS) && cp -n ../shared/anchors/*.sh $(ANCHORS)/ 2>/dev/null; \
+	  echo "make authors: $(ANCHORS_SRC)/egsm and $(ANCHORS_SRC)/gmatch missing: fetch the pinned commits as docs/authors.md says"; exit 2; \
+	else mkdir -p $(ANCHORS) && cp experiments/anchors/build.sh experiments/anchors/run.sh $(ANCHORS)/ && \
 	  ANCHORS_SRC=$(abspath $(ANCHORS_SRC)) bash $(ANCHORS)/build.sh; fi
 
 # The papers' other competitors (STMatch, T-DFS, BEEP, G2Miner, GSI; experiments/papers/competitors.py),

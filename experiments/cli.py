@@ -159,6 +159,23 @@ def print_plan(selection: dict, scale: str, gpus: list[str] | None) -> dict[str,
     return worst
 
 
+def _gpu_refusal(dask: str | None, gpus: list[str] | None) -> str | None:
+    """Why ``--dask local-cuda`` or ``--gpus`` cannot run on this machine (None: they can)."""
+    from common.gpu.backend import gpu_count, gpu_missing_reason
+
+    wanted = "--dask local-cuda" if dask == "local-cuda" else f"--gpus {','.join(gpus)}" if gpus else None
+    if wanted is None:
+        return None
+    reason = gpu_missing_reason()
+    if reason:
+        return f"{wanted} needs NVIDIA GPUs: {reason} (--plan prints the plan without them)"
+    count = gpu_count()
+    absent = [g for g in gpus or [] if count is not None and not (g.isdigit() and int(g) < count)]
+    if absent:
+        return f"{wanted}: no GPU {', '.join(absent)} here (nvidia-smi lists {count}: ids 0-{count - 1})"
+    return None
+
+
 def launch(papers: list[str], gpus: list[str], scale: str, out: str, budget_s: float | None,
            launcher: str) -> int:
     """Run each set as ``python -m experiments --paper P`` pinned to its GPU; non-zero if any failed."""
@@ -272,6 +289,10 @@ def run(args, command: str | None = None) -> int:
     if args.plan:
         print_plan(selection, args.scale, gpus)
         return 0
+    refusal = _gpu_refusal(args.dask, gpus)
+    if refusal:
+        print(f"experiments: error: {refusal}", file=sys.stderr)
+        return 2
     if not confirm_simulator(selection, args.scale, getattr(args, "yes", False), len(gpus or [1])):
         print(f"experiments: not run; --scale tiny runs in the simulator in seconds ({command} --scale tiny)",
               file=sys.stderr)
@@ -281,7 +302,11 @@ def run(args, command: str | None = None) -> int:
             raise SystemExit("--budget is not supported with --dask (a resumed run fills in what is missing)")
         from .harness.cells import make_client, run_on_dask
 
-        client, cluster = make_client(args.dask, gpus, args.dask_workers)
+        try:
+            client, cluster = make_client(args.dask, gpus, args.dask_workers)
+        except ValueError as exc:
+            print(f"experiments: error: {exc}", file=sys.stderr)
+            return 2
         try:
             return run_on_dask(selection, args.scale, args.out, client=client, isolation=args.isolation,
                                command=command, progress=not args.quiet, log=lambda line: print(line, flush=True))

@@ -98,9 +98,8 @@ echo "$1,data,q,$count,,$correct,$rc,$wall,$pre,$join" >> "$5"
 rm -f "$log"
 """
 
-ANCHORS_RUN_SH = next((p for p in (ROOT / ".anchors" / "run.sh", ROOT.parent / "shared" / "anchors" / "run.sh",
-                                    ROOT.parents[1] / "shared" / "anchors" / "run.sh") if p.exists()), None)
-"""The anchors' own run.sh where the checkout has it (a copy in .anchors, or ../shared/anchors)."""
+ANCHORS_RUN_SH = ROOT / "experiments" / "anchors" / "run.sh"
+"""The anchors' own run.sh (make authors copies it to .anchors)."""
 
 
 @pytest.fixture(params=["stand-in run.sh", "anchors' run.sh"])

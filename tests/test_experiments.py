@@ -435,6 +435,28 @@ def test_commit_of_a_tree_inside_another_checkout_is_unknown(tmp_path):
     assert checkout_commit(tmp_path / "missing") == "unknown"
 
 
+def test_re_executed_notebooks_do_not_stamp_reports_dirty(tmp_path):
+    """The README's steps re-execute notebooks in place; that alone leaves the commit clean."""
+    import subprocess
+
+    from experiments.harness.report import checkout_commit
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "tutorial.ipynb").write_text("{}\n")
+    (tmp_path / "a.py").write_text("a\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "a")
+    head = checkout_commit(tmp_path)
+    (tmp_path / "notebooks" / "tutorial.ipynb").write_text('{"cells": []}\n')
+    assert checkout_commit(tmp_path) == head and "+dirty" not in head
+    (tmp_path / "a.py").write_text("b\n")
+    assert checkout_commit(tmp_path) == head + "+dirty"
+
+
 def test_commit_is_named_by_the_environment_for_an_exported_tree(monkeypatch):
     from experiments.harness.report import commit
 

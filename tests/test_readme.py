@@ -1,8 +1,9 @@
 """Every code block of README.md runs as written, so the README cannot drift from the code.
 
-Blocks are fenced with a language: ``python`` blocks run in a fresh interpreter, ``sh`` blocks
-line by line through bash with the installed ``gpusm`` entry point first on PATH, each from an
-empty working directory (inputs come from the data folder, as a new user's would). ``text``
+Blocks are fenced with a language and run the way the README tells a reader to: in a new ``bash``
+whose only setup is the README's own activation line (``source .venv/bin/activate``), ``sh``
+blocks line by line and ``python`` blocks through that shell's ``python``, each from an empty
+working directory (inputs come from the data folder, as a new user's would). ``text``
 blocks (synopses, the layout) are not code. The few commands that need a GPU, a cluster, a
 browser, the network or many minutes are listed in :data:`NOT_RUN` with the reason; each entry
 must still be in the README, so the list cannot rot.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +25,7 @@ README = (ROOT / "README.md").read_text()
 
 #: Commands (or a python block's first distinctive line) deliberately not run here, with why.
 NOT_RUN = {
+    "source .venv/bin/activate": "the setup step: every other block runs after it (in_new_shell)",
     "make demo": "runs the whole demo (minutes in the simulator): tests/test_cli.py runs `gpusm demo --size tiny`",
     "make test": "the test suite itself",
     "make test-fast": "the test suite itself, less its slow tests",
@@ -92,21 +95,53 @@ def test_every_block_has_a_language_and_the_not_run_list_is_in_the_readme():
     assert len(run) >= 15                         # most blocks do run
 
 
+#: The README's own setup step for a new shell.
+ACTIVATE = "source .venv/bin/activate"
+#: The environment the suite runs in: the checkout's .venv, else the one running the tests.
+VENV = ROOT / ".venv" if (ROOT / ".venv" / "bin" / "activate").exists() else Path(sys.prefix)
+
+
 def _env(tmp_path: Path) -> dict:
-    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
-    env.pop("GPUSM_DATA", None)
+    """A new login's environment: no virtual environment on PATH, none of the suite's variables
+    (PYTHONPATH only where the suite itself was pointed at this tree)."""
+    venvs = {str(VENV / "bin"), str(Path(sys.executable).parent)}
+    path = os.pathsep.join(p for p in os.environ.get("PATH", os.defpath).split(os.pathsep) if p not in venvs)
+    env = {"PATH": path, "HOME": os.environ.get("HOME", str(tmp_path)), "LANG": os.environ.get("LANG", "C.UTF-8")}
+    for name in ("PYTHONPATH", "TMPDIR", "NUMBA_CACHE_DIR", "NUMBA_ENABLE_CUDASIM"):
+        if name in os.environ:
+            env[name] = os.environ[name]
     return env
+
+
+def in_new_shell(command: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
+    """``command`` in a new bash after the README's activation line only (run in the checkout)."""
+    assert ACTIVATE in SH, f"the README no longer says {ACTIVATE!r}"
+    setup = ACTIVATE.replace(".venv", shlex.quote(str(VENV)))
+    script = f"cd {shlex.quote(str(ROOT))} && {setup} && cd {shlex.quote(str(cwd))} && {command}"
+    return subprocess.run(["bash", "--noprofile", "--norc", "-c", script], cwd=cwd, env=_env(cwd),
+                          capture_output=True, text=True, timeout=300, **kwargs)
+
+
+def test_the_readme_commands_need_its_activation_step_and_work_after_it(tmp_path):
+    """After ``make demo``, a new shell finds ``gpusm`` and the experiments' dependencies only
+    through the README's activation line."""
+    bare = subprocess.run(["bash", "--noprofile", "--norc", "-c", "gpusm --version"], cwd=tmp_path,
+                          env=_env(tmp_path), capture_output=True, text=True, timeout=60)
+    if bare.returncode == 0:
+        pytest.skip("gpusm is on this machine's PATH without the virtual environment")
+    assert bare.returncode == 127 and "command not found" in bare.stderr
+    done = in_new_shell("gpusm --version && python -c 'import pandas, gpusm'", tmp_path)
+    assert done.returncode == 0 and done.stdout.startswith("gpusm "), done.stderr
+    assert ACTIVATE in README.split("```sh\nmake demo")[1].split("## Count semantics")[0]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", [c for c in SH if not skipped(c)])
 def test_readme_command_runs(command, tmp_path):
     if command.startswith("gpusm generate queries"):        # needs the graph the line before writes
-        subprocess.run(["gpusm", "generate", "rmat", "--vertices", "16384", "--edges", "262144", "--labels", "16",
-                        "--seed", "1", "--out", "g.graph"], cwd=tmp_path, env=_env(tmp_path), check=True,
-                       capture_output=True, timeout=300)
-    done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=_env(tmp_path), capture_output=True,
-                          text=True, timeout=300)
+        assert in_new_shell("gpusm generate rmat --vertices 16384 --edges 262144 --labels 16 --seed 1 "
+                            "--out g.graph", tmp_path).returncode == 0
+    done = in_new_shell(command, tmp_path)
     assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     if command.startswith("gpusm match hprd/HPRD.graph hprd/queries/query_dense_16_1.graph"):
         assert "count:   3\n" in done.stdout                   # data/hprd/expected_counts_1_100.txt
@@ -115,8 +150,7 @@ def test_readme_command_runs(command, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("block", [b for b in PYTHON if not skipped(b)], ids=lambda b: b.splitlines()[1][:40])
 def test_readme_python_block_runs(block, tmp_path):
-    done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, env=_env(tmp_path), capture_output=True,
-                          text=True, timeout=300)
+    done = in_new_shell("python -", tmp_path, input=block)
     assert done.returncode == 0, f"{block}\n{done.stderr[-3000:]}"
     if "query_dense_16_1" in block and "networkx" not in block:
         assert done.stdout.startswith("3 ok (3, 16) {'filter'"), done.stdout

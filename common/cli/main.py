@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import threading
@@ -20,6 +21,7 @@ from .. import BACKEND
 from ..engine.registry import available_engines, create_engine
 from ..engine.result import PHASES, Status
 from ..errors import GraphFormatError, InvalidGraphError, UnknownEngineError
+from ..gpu.backend import gpu_missing_reason
 from ..graph.paths import resolve_input
 from ..interrupt import command_line, interruptible
 from .warmup import add_command as add_warmup
@@ -61,6 +63,10 @@ def cmd_match(args) -> int:
     options = dict(args.option or [])
     if args.device_memory_limit is not None:
         options["device_memory_limit"] = args.device_memory_limit
+    if args.dask == "local-cuda":
+        reason = gpu_missing_reason()
+        if reason:
+            raise ValueError(f"--dask local-cuda (one dask-cuda worker per GPU) needs an NVIDIA GPU: {reason}")
     engine = create_engine(args.engine, **options)
     starting = start_device_in_background() if engine.uses_device and not args.dask else None
     data = load_graph(resolve_input(args.data), symmetrize=args.symmetrize)
@@ -189,7 +195,7 @@ def _match_on_dask(args, data, queries, options, kwargs, progress) -> list:
     try:
         import distributed
     except ImportError:
-        raise ValueError("--dask needs dask and distributed: pip install 'gpusm[dask]'") from None
+        raise ValueError("--dask needs dask and distributed: pip install -e '.[dask]'") from None
     from ..distributed import match_many
 
     cluster = None
@@ -201,7 +207,7 @@ def _match_on_dask(args, data, queries, options, kwargs, progress) -> list:
         try:
             from dask_cuda import LocalCUDACluster
         except ImportError:
-            raise ValueError("--dask local-cuda needs dask-cuda: pip install 'gpusm[dask]'") from None
+            raise ValueError("--dask local-cuda needs dask-cuda: pip install -e '.[dask]'") from None
         cluster = LocalCUDACluster(dashboard_address=None, **workers)
     client = distributed.Client(cluster if cluster is not None else args.dask)
     try:
@@ -466,25 +472,31 @@ def build_parser(commands=()) -> argparse.ArgumentParser:
     g = sub.add_parser("generate", help="generate data graphs, query sets and patterns")
     gsub = g.add_subparsers(dest="what", required=True)
     r = gsub.add_parser("rmat", help="labelled R-MAT graph")
-    r.add_argument("--vertices", type=int, required=True)
-    r.add_argument("--edges", type=int, required=True)
-    r.add_argument("--abcd", type=float, nargs=4, default=[0.57, 0.19, 0.19, 0.05], metavar=("A", "B", "C", "D"))
-    r.add_argument("--labels", type=int, default=1, help="number of vertex labels")
-    r.add_argument("--label-dist", choices=["uniform", "power-law"], default="power-law")
-    r.add_argument("--exponent", type=float, default=1.0, help="power-law exponent")
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--format", default="graph", choices=["graph", "gsi", "gmatch-binary"])
-    r.add_argument("--out", required=True)
+    r.add_argument("--vertices", type=int, required=True, metavar="N",
+                   help="number of vertices (required)")
+    r.add_argument("--edges", type=int, required=True, metavar="M", help="number of undirected edges (required)")
+    r.add_argument("--abcd", type=float, nargs=4, default=[0.57, 0.19, 0.19, 0.05], metavar=("A", "B", "C", "D"),
+                   help="R-MAT quadrant probabilities (default: 0.57 0.19 0.19 0.05)")
+    r.add_argument("--labels", type=int, default=1, help="number of vertex labels (default: %(default)s)")
+    r.add_argument("--label-dist", choices=["uniform", "power-law"], default="power-law",
+                   help="how labels are drawn (default: %(default)s)")
+    r.add_argument("--exponent", type=float, default=1.0, help="power-law exponent (default: %(default)s)")
+    r.add_argument("--seed", type=int, default=0,
+                   help="random seed: the same seed gives the same graph (default: %(default)s)")
+    r.add_argument("--format", default="graph", choices=["graph", "gsi", "gmatch-binary"],
+                   help="output format (default: %(default)s)")
+    r.add_argument("--out", required=True, metavar="PATH", help="output graph file (required)")
     q = gsub.add_parser("queries", help="query set by random walk from a data graph")
     q.add_argument("data")
-    q.add_argument("--count", type=int, default=100)
+    q.add_argument("--count", type=int, default=100, help="number of queries (default: %(default)s)")
     q.add_argument("--size", type=int, required=True, help="query vertices")
     q.add_argument("--method", choices=["induced", "walk", "gsi", "stwig"], default="induced",
                    help="induced: EGSM/gMatch random walk; walk: walked edges only; gsi: walk with "
                         "an edge target; stwig: N vertices + 2N random edges")
     q.add_argument("--edges", type=int, help="edge target (method gsi)")
-    q.add_argument("--seed", type=int, default=0)
-    q.add_argument("--out", required=True, help="output folder")
+    q.add_argument("--seed", type=int, default=0,
+                   help="random seed: the same seed gives the same queries (default: %(default)s)")
+    q.add_argument("--out", required=True, metavar="FOLDER", help="output folder (required)")
     p = gsub.add_parser("pattern", help="unlabelled pattern P1-P9 of the gMatch paper")
     p.add_argument("name")
     p.add_argument("--format", default="graph", choices=["graph", "gsi", "gmatch-binary"])
@@ -521,6 +533,10 @@ def main(argv: list[str] | None = None, commands=()) -> int:
     except (GraphFormatError, InvalidGraphError, FileNotFoundError, ValueError, KeyError) as exc:
         print(f"gpusm {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:                  # stdout closed early (`gpusm ... | head`): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())    # so that the exit's flush does not fail again
+        return 0
     except OSError as exc:                   # a folder as a file, no permission, a full disk, ...
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         print(f"gpusm {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)

@@ -35,6 +35,7 @@ from common.engine.result import Status
 from common.interrupt import command_line, interruptible
 
 from ..harness.workloads import CHECK_SETS, CheckSet, check_set
+from . import note_simulator
 
 ERROR = "error"
 """The status of a row whose engine raised: counted as wrong (the exception is in ``error``)."""
@@ -175,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume and not args.out:
         parser.error("--resume needs --out (the CSV of the interrupted run)")
     sets = [check_set(name, args.queries, args.smallest) for name in names]
+    note_simulator("python -m experiments.bench.check", args, queries=sum(len(s.queries) for s in sets),
+                   runs=len(engines), timeout_s=args.timeout)
     out = args.out or Path("check.partial.csv")       # where an interrupted run keeps its rows
 
     def save(tally) -> None:

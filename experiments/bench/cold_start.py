@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from ..harness.store import write_rows
+from . import note_simulator
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = "gmatch_test/data.graph"          # GitHub (gMatch's test graph), under data/
@@ -142,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="engines, cpu first as the CLI baseline (default: %(default)s)")
     parser.add_argument("--out", type=Path, help="also write cold_start.csv and cold_start.json here")
     args = parser.parse_args(argv)
+    note_simulator(parser.prog, args)
     from common.engine.registry import available_engines
     from common.gpu.backend import BACKEND
 

@@ -34,12 +34,14 @@ import pandas as pd
 
 from common.engine.registry import create_engine
 from common.engine.result import Status
+from common.gpu.backend import require_gpu
 from common.gpu.runtime import backend_label
 from common.graph.generate import pattern
 from common.interrupt import command_line, csv_rows, interruptible
 
 from ..harness.timing import clocked
 from ..harness.workloads import GITHUB, GITHUB_RW12, HPRD, HPRD_DENSE_16, SCALES, YEAST, load_set, yeast_queries
+from . import note_simulator
 
 SETS = {
     "hprd": (HPRD, HPRD_DENSE_16),
@@ -213,6 +215,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, help="CSV of the table")
     parser.add_argument("--plot", type=Path, help="PNG of speedup against workers")
     args = parser.parse_args(argv)
+    if args.cluster == "local-cuda":
+        require_gpu("python -m experiments.bench.dask_scaling --cluster local-cuda")
+    note_simulator("python -m experiments.bench.dask_scaling", args, timeout_s=args.timeout)
     sets = [s for s in args.sets.split(",") if s]
     heavy = [h for h in args.heavy.split(",") if h]
     save = csv_rows(args.out or Path("dask_scaling.partial.csv"), lambda rows: print(pd.DataFrame(rows).to_string()))

@@ -32,6 +32,7 @@ from egsm.engine import EGSM, VARIANTS
 from ..harness.store import write_rows
 from ..harness.timing import Budget, timed
 from ..harness.workloads import check_set
+from . import note_simulator
 
 WORKLOADS = ("hprd", "yeast", "github")
 
@@ -61,6 +62,7 @@ def main(argv=None) -> int:
                         help="variants timed for the Table 4 speedups (default: all)")
     parser.add_argument("--out", default=os.environ.get("OUT") or "bench_out")
     args = parser.parse_args(argv)
+    note_simulator(parser.prog, args, budget_s=args.time_budget)
     budget = Budget(args.time_budget)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)

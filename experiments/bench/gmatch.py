@@ -45,6 +45,7 @@ from gmatch import GMatch
 from ..harness.store import write_rows
 from ..harness.timing import Budget, timed
 from ..harness.workloads import check_set, data_dir
+from . import note_simulator
 
 WORKLOADS = ("hprd", "yeast", "github", "patterns", "variants", "idle")
 COMPILE_TIMEOUT = 120.0     # s: the idle workload's compiling limit=1 run of its first query
@@ -217,6 +218,7 @@ def main(argv=None) -> int:
     parser.add_argument("--idle-queries", type=int, default=100, help="random 12-vertex queries per graph")
     parser.add_argument("--idle-graphs", default="github,enron", help="graphs of the idle workload")
     args = parser.parse_args(argv)
+    note_simulator(parser.prog, args, timeout_s=args.timeout, budget_s=args.time_budget)
     chosen = [w.strip() for w in args.workloads.split(",") if w.strip()]
     unknown = set(chosen) - set(WORKLOADS)
     if unknown:

@@ -43,6 +43,7 @@ from gmatch.order import build_plan
 
 from ..harness.timing import without_compiles
 from ..harness.workloads import GMATCH_AUTHORS, HEAVY_FAMILIES, check_set, data_dir, heavy_family, read_authors_csv
+from . import note_simulator
 
 VARIANTS = {
     "enumerate": {"leaf_counting": False, "count_last": False},
@@ -174,6 +175,7 @@ def main(argv=None) -> int:
     parser.add_argument("--label", default="", help="a name for this run in the tables (e.g. a commit)")
     parser.add_argument("--out", type=Path, help="CSV of every row")
     args = parser.parse_args(argv)
+    note_simulator(parser.prog, args, timeout_s=args.timeout)
 
     data = check_set("github", 0).data
     queries = list(workloads(args.workloads.split(","), data, args.family_count, args.solved_only))
@@ -188,7 +190,6 @@ def main(argv=None) -> int:
                        total=len(queries) * len(args.variants.split(",")), unit="rows", starts_over=True) as tally:
         _measure(args, data, queries, leaves_of, tally.rows)
     rows = tally.rows
-    table = pd.DataFrame(rows)
     table = pd.DataFrame(rows)
     if authors is not None:
         table = table.merge(authors, on=["workload", "query"], how="left")

@@ -39,6 +39,7 @@ from common.gpu.runtime import backend_label
 from common.graph.roots import plan_split
 
 from ..harness.timing import clocked
+from . import note_simulator
 from .dask_scaling import heavy_queries
 
 
@@ -127,6 +128,7 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds per match call")
     parser.add_argument("--out", type=Path, help="CSV of the table")
     args = parser.parse_args(argv)
+    note_simulator("python -m experiments.bench.gmatch_split", args, timeout_s=args.timeout)
 
     def ints(text):
         return [int(x) for x in text.split(",") if x]

@@ -37,6 +37,7 @@ from ..harness.store import write_rows
 from ..harness.timing import Budget, timed
 from ..harness.workloads import check_set
 from ..papers.gsi_icde20 import GSI_LB, GSI_MINUS, GSI_OPT, GSI_PLAIN, PLUS_DS, PLUS_PC
+from . import note_simulator
 
 #: The ablations of GSI Tables IV-IX as constructor options, built from the paper module's
 #: configurations (Table V's steps GSI- -> +DS -> +PC -> +SO, then +LB and +DR of Table VIII);
@@ -81,6 +82,7 @@ def main(argv=None) -> int:
     ap.add_argument("--variant-queries", type=int, default=10)
     ap.add_argument("--out", default=os.environ.get("OUT") or "bench_out")
     args = ap.parse_args(argv)
+    note_simulator(ap.prog, args, budget_s=args.time_budget)
     budget = Budget(args.time_budget)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ import pandas as pd
 
 from common.engine.base import memory_bytes
 
-from . import regress
+from . import note_simulator, regress
 
 GITHUB_HEAVY = ("github-rw12", "github-dense12", "github-cyclic8")
 
@@ -98,6 +98,7 @@ def main(argv=None) -> int:
                         "(default: its short commit hash)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    note_simulator(parser.prog, args, timeout_s=args.timeout)
     limits = [None if v.strip() == "none" else memory_bytes(v.strip()) for v in args.limits.split(",")]
     out = args.out or Path(tempfile.mkdtemp(prefix="gpusm-memory-"))
     out.mkdir(parents=True, exist_ok=True)

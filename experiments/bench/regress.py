@@ -43,6 +43,8 @@ import numpy as np
 
 from common.interrupt import command_line, interruptible
 
+from . import note_simulator
+
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE_FILE = ROOT / "docs" / "baseline.txt"
 ENGINES = ("gsi", "sgsi", "egsm", "gmatch", "stwig")
@@ -560,6 +562,7 @@ def main(argv=None) -> int:
                              "share of the free memory)")
     parser.add_argument("--out", type=Path, default=None, help="folder for the CSVs and worker logs")
     args = parser.parse_args(argv)
+    note_simulator(parser.prog, args, timeout_s=args.limit_s)
 
     if args.export:
         export(args.export[0], Path(args.export[1]))

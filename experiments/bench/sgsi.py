@@ -48,6 +48,7 @@ from ..harness.store import write_rows
 from ..harness.timing import Budget
 from ..harness.timing import timed as _timed
 from ..harness.workloads import check_set
+from . import note_simulator
 
 GSI_NAME, NOLIMIT, LIMITED, PLUS = "gsi", "sgsi", "sgsi limited", "sgsi+ limited"
 STREAMED = "sgsi streamed limited"
@@ -116,6 +117,7 @@ def main(argv=None) -> int:
     ap.add_argument("--time-budget", type=float, default=None, help="seconds per workload; no new query after it")
     ap.add_argument("--out", default=os.environ.get("OUT") or "bench_out")
     args = ap.parse_args(argv)
+    note_simulator(ap.prog, args, timeout_s=args.timeout, budget_s=args.time_budget)
     quick = args.quick or simulator_active()
     repeats = 1 if quick else args.repeats
     keep = set(args.queries.split(",")) if args.queries else None

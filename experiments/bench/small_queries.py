@@ -46,6 +46,7 @@ from common.interrupt import command_line, csv_rows, interruptible
 
 from ..harness.timing import clocked
 from ..harness.workloads import GITHUB, GITHUB_Q, HPRD, HPRD_DENSE_16, YEAST, load_set, yeast_queries
+from . import note_simulator
 
 WORKLOADS = {
     "hprd": (HPRD, HPRD_DENSE_16),
@@ -222,6 +223,7 @@ def main(argv=None) -> int:
     parser.add_argument("--interleave", action="store_true",
                         help="time the engines query by query in turn (a drifting host hits all alike)")
     args = parser.parse_args(argv)
+    note_simulator("python -m experiments.bench.small_queries", args, timeout_s=args.timeout)
     if args.interleave and args.profile:
         parser.error("--profile times each engine's own pass; it does not go with --interleave")
     if args.profile:

@@ -41,6 +41,7 @@ from ..harness.store import write_rows
 from ..harness.timing import Budget, timed
 from ..harness.workloads import check_set
 from ..papers.stwig_lin14 import RMAT_ABCD
+from . import note_simulator
 
 WORKLOADS = ("hprd", "github", "rmat", "yeast", "variants")
 LOWER_BOUND = (Status.TIMEOUT, Status.OOM, Status.LIMIT)
@@ -223,6 +224,7 @@ def summary(rows, done, mismatches):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    note_simulator("python -m experiments.bench.stwig", args, budget_s=args.time_budget)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     budget = SharedBudget(args.time_budget, len(args.workloads))

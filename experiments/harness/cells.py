@@ -139,7 +139,7 @@ def make_client(target: str, gpus: list[str] | None = None, workers: int | None 
         try:
             from dask_cuda import LocalCUDACluster
         except ImportError:
-            raise ValueError("--dask local-cuda needs dask-cuda: pip install 'gpusm[dask]'") from None
+            raise ValueError("--dask local-cuda needs dask-cuda: pip install -e '.[dask]'") from None
         options = {"CUDA_VISIBLE_DEVICES": ",".join(gpus)} if gpus else {}
         cluster = LocalCUDACluster(dashboard_address=None, threads_per_worker=1, **options)
     return distributed.Client(cluster), cluster

@@ -119,7 +119,7 @@ def show_paper(paper: str, results: Path | str = "results", scale: str = "small"
             raw = read_rows(folder / f"{experiment.name}.{scale}.csv")
             raw = raw[raw.experiment == experiment.name]
             evidence = experiment.evidence(raw, get_scale(scale))
-            with pd.option_context("display.max_colwidth", None, "display.width", 250):
+            with pd.option_context("display.max_colwidth", None, "display.width", 250, "display.max_columns", None):
                 _display(pd.DataFrame(verdicts(experiment, evidence)))
         raw = read_rows(folder / f"{experiment.name}.{scale}.csv")
         problems = check_counts(raw, {})

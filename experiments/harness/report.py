@@ -55,7 +55,8 @@ def versions() -> dict[str, str]:
 
 @lru_cache(maxsize=1)
 def commit() -> str:
-    """The checkout's commit (short hash, ``+dirty`` with uncommitted changes), or ``unknown``;
+    """The checkout's commit (short hash, ``+dirty`` with uncommitted changes other than executed
+    notebooks), or ``unknown``;
     ``$GPUSM_COMMIT`` names it for a tree exported without its git history (a GPU host's copy)."""
     if os.environ.get("GPUSM_COMMIT"):
         return os.environ["GPUSM_COMMIT"]
@@ -75,7 +76,9 @@ def checkout_commit(root: Path) -> str:
         if Path(git("rev-parse", "--show-toplevel")).resolve() != Path(root).resolve():
             return "unknown"
         head = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
+        # notebooks only display results/: re-executing one (make notebooks, the README's nbconvert)
+        # changes no code that produced a measurement, so it does not make the tree dirty
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)notebooks/*.ipynb")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{head}+dirty" if dirty else head

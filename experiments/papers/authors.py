@@ -1,7 +1,7 @@
 """The authors' own EGSM and gMatch binaries as engines of the experiments: a column beside gpusm's.
 
 ``make authors`` builds them with the anchors' ``build.sh`` from the authors' sources at the
-pinned commits (``../shared/anchors/README.md``: MIT-licensed, fetched into a git-ignored
+pinned commits (``docs/authors.md``: MIT-licensed, fetched into a git-ignored
 ``.anchors/src``, never copied into this repository); it needs a CUDA toolkit (``nvcc``). The
 engines here answer one query per call through the anchors' ``run.sh`` (the binary reads the data
 graph and the query from ``.graph`` text files): ``enumerate`` is the binary's own search time
@@ -72,7 +72,7 @@ def authors_reason(engine: str) -> str | None:
         return f"the authors' column is skipped: {binary(engine)} is not built (run make authors)"
     if not (anchors_dir() / "run.sh").exists():
         return (f"the authors' column is skipped: {anchors_dir() / 'run.sh'} not found "
-                "(copy ../shared/anchors/*.sh there; ../shared/anchors/README.md)")
+                "(make authors copies experiments/anchors/*.sh there; docs/authors.md)")
     return None
 
 

@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 
+from common.gpu.backend import require_gpu
 from common.gpu.runtime import cuda, device_info, kernel_resources
 from common.gpu.scan import SCAN_THREADS, ScanWorkspace, _kernels, exclusive_scan
 from common.gpu.timers import PhaseTimer
@@ -29,6 +30,7 @@ def _median_seconds(fn, repeats=20, warmup=3):
 
 
 def main() -> None:
+    require_gpu("python -m experiments.profiling.device_check")
     print("device:", device_info())
     for dtype in (np.int32, np.int64):
         scan_tiles, add_offsets = _kernels(np.dtype(dtype).str)

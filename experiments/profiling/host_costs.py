@@ -17,8 +17,9 @@ import time
 import numpy as np
 import pandas as pd
 
+from common.gpu.backend import require_gpu
 from common.gpu.launch import jit
-from common.gpu.runtime import cuda, simulator_active
+from common.gpu.runtime import cuda
 
 
 @jit
@@ -155,8 +156,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=2000)
     parser.add_argument("--words", type=int, default=256, help="int64 words per copy")
     args = parser.parse_args(argv)
-    if simulator_active():
-        raise SystemExit("host_costs measures a real GPU: run it with NUMBA_ENABLE_CUDASIM=0 on a GPU")
+    require_gpu("python -m experiments.profiling.host_costs")
     name = cuda.get_current_device().name
     print(f"device: {name.decode() if isinstance(name, bytes) else name}")
     print(measure(args.repeat, args.words).to_string(index=False, float_format=lambda v: f"{v:.2f}"))

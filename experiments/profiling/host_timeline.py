@@ -145,7 +145,8 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    return per_engine_tables(argv, __doc__.splitlines()[0], measure, summary, "host us", needs_gpu=False)
+    return per_engine_tables(argv, "python -m experiments.profiling.host_timeline",
+                             __doc__.splitlines()[0], measure, summary, "host us", needs_gpu=False)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ from collections import defaultdict
 import pandas as pd
 
 from common.gpu import launch
-from common.gpu.runtime import cuda, simulator_active
+from common.gpu.backend import require_gpu
+from common.gpu.runtime import cuda
 
 from ..bench.small_queries import WORKLOADS, engine_from_spec, load
 
@@ -103,21 +104,23 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("mean_device_us", ascending=False)
 
 
-def per_engine_tables(argv, description: str, measure, summary, what: str, needs_gpu: bool) -> int:
+def per_engine_tables(argv, prog: str, description: str, measure, summary, what: str, needs_gpu: bool) -> int:
     """The command line shared with ``host_timeline``: a workload, engine specs, ``--limit`` and
-    ``--timeout``; prints ``summary(measure(spec, data, queries, timeout))`` per engine."""
-    parser = argparse.ArgumentParser(description=description)
+    ``--timeout``; prints ``summary(measure(spec, data, queries, timeout))`` per engine. Refuses in one line
+    without a GPU (``needs_gpu``, or an engine that uses the device)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--workload", default="hprd", choices=sorted(WORKLOADS))
     parser.add_argument("--engines", default="gmatch,egsm,gsi",
                         help="comma list of NAME or NAME:key=value+key=value")
     parser.add_argument("--limit", type=int, help="first N queries only")
     parser.add_argument("--timeout", type=float, default=10.0, help="per-query timeout_s")
     args = parser.parse_args(argv)
-    if needs_gpu and simulator_active():
-        parser.error("this command times the device: it needs a GPU (NUMBA_ENABLE_CUDASIM=0)")
+    specs = args.engines.split(",")
+    if needs_gpu or any(engine_from_spec(spec).uses_device for spec in specs):
+        require_gpu(prog)
     data, queries, _ = load(args.workload)
     queries = queries[:args.limit] if args.limit else queries
-    for spec in args.engines.split(","):
+    for spec in specs:
         table = summary(measure(spec, data, queries, args.timeout))
         print(f"== {spec} on {args.workload} ({len(queries)} queries): {what} per query")
         print(table.to_string(float_format=lambda v: f"{v:.1f}"), flush=True)
@@ -125,7 +128,8 @@ def per_engine_tables(argv, description: str, measure, summary, what: str, needs
 
 
 def main(argv=None) -> int:
-    return per_engine_tables(argv, __doc__.splitlines()[0], measure, summary, "device us", needs_gpu=True)
+    return per_engine_tables(argv, "python -m experiments.profiling.kernel_times",
+                             __doc__.splitlines()[0], measure, summary, "device us", needs_gpu=True)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import argparse
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import types as pytypes
 from pathlib import Path
@@ -43,10 +44,30 @@ def _ptxas() -> str | None:
     return str(path) if path.exists() else None
 
 
+def _missing_toolkit() -> str | None:
+    """Why NVVM cannot compile here (the simulator on, or the CUDA libraries absent); None: it can."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1":
+        return "compiles for a real GPU: run it with NUMBA_ENABLE_CUDASIM=0 (no driver needed)"
+    try:
+        import cuda.pathfinder as pathfinder
+
+        for library in ("nvvm", "nvrtc"):
+            pathfinder.load_nvidia_dynamic_lib(library)
+    except ImportError:
+        return "needs numba-cuda's CUDA bindings: pip install 'numba-cuda[cu12]'"
+    except Exception as exc:                  # DynamicLibNotFoundError and the like
+        return f"needs the CUDA toolkit libraries (NVVM, NVRTC; {type(exc).__name__}): pip install 'numba-cuda[cu12]'"
+    return None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cc", default="9.0", help="compute capability, e.g. 9.0")
     args = parser.parse_args(argv)
+    missing = _missing_toolkit()
+    if missing:
+        print(f"python -m experiments.profiling.ptx_check: {missing}", file=sys.stderr)
+        return 2
     cc = tuple(int(x) for x in args.cc.split("."))
     _patch_device(cc)
     from numba import cuda, typeof, types
