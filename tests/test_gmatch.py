@@ -784,10 +784,11 @@ def test_simulated_filter_runs_on_the_host(monkeypatch):
     from common.graph.io import load_graph, read_expected_counts
     from gmatch import engine as gmatch_engine
 
-    def no_kernel(*args, **kwargs):
-        raise AssertionError("the filter kernel was launched in the simulator")
+    class NoKernel:
+        def __getitem__(self, launch_shape):
+            raise AssertionError("the filter kernel was launched in the simulator")
 
-    monkeypatch.setattr(gmatch_engine, "filter_kernel", no_kernel)
+    monkeypatch.setattr(gmatch_engine, "filter_kernel", NoKernel())
     yeast = load_graph(DATA / "yeast" / "yeast.graph")
     expected = read_expected_counts(DATA / "yeast" / "expected_counts.txt")
     gm = GMatch().prepare(yeast)
