@@ -90,6 +90,7 @@ from .filter import (
     QP_SIZES,
     PartGraphs,
     build_candidate_graph,
+    filter_host,
     filter_kernel,
     label_sorted_adjacency,
     pack_candidate_graph,
@@ -316,6 +317,9 @@ class GMatch(Engine):
         d_offsets = budget.to_device(np.asarray(data.offsets, dtype=np.int64), "offsets")
         d_neighbors = budget.to_device(np.asarray(data.neighbors, dtype=np.int32), "neighbors")
         self._d_labels = budget.to_device(labels, "labels")
+        if SIM:
+            self._host_graph = (np.asarray(data.offsets, dtype=np.int64),
+                                np.asarray(data.neighbors, dtype=np.int32), labels)
         # one query's blocks (a batch of one): row 0 of each, views made once
         self._d_cands = budget.device_array((1, max(nv, 1)), np.uint32, "candidate bits")
         self._d_qps = budget.device_array((1, QP_ROWS, MAX_QUERY_VERTICES), np.int32, "query plan")
@@ -624,6 +628,12 @@ class GMatch(Engine):
 
     def _filter(self, d_qps, d_cands) -> None:
         """LDF/NLF candidate bits of every query of ``d_qps`` (one launch)."""
+        if SIM:                # the same bits on the host: the kernel's ballots crawl here
+            qps, cands = d_qps.copy_to_host(), d_cands.copy_to_host()
+            filter_host(*self._host_graph, qps, cands)
+            d_qps.copy_to_device(qps)
+            d_cands.copy_to_device(cands)
+            return
         nv = self.data.num_vertices
         blocks = grid_blocks(nv, FILTER_THREADS // 32, max(1, 4096 // d_qps.shape[0]))
         filter_kernel[(blocks, d_qps.shape[0]), FILTER_THREADS](

@@ -148,3 +148,31 @@ def test_directed_data_with_an_undirected_query_says_to_symmetrize(files, capsys
     (tmp_path / "d.txt").write_text("# SNAP\n0 1\n1 2\n2 0\n")
     _one_line_error(capsys, ["match", str(tmp_path / "d.txt"), str(queries)], "--symmetrize")
     assert main(["match", str(tmp_path / "d.txt"), str(queries), "--symmetrize", "-q"]) == 0
+
+
+def test_converted_files_match_alike_and_a_directed_data_file_suggests_symmetrize(files, capsys):
+    import json
+
+    tmp, data, queries = files
+    first = str(sorted(queries.iterdir())[0])
+    counts = []
+    for fmt in ("graph", "gsi", "daf", "gmatch-binary"):      # data and query converted alike
+        assert main(["convert", str(data), str(tmp / f"d.{fmt}"), "--to", fmt]) == 0
+        assert main(["convert", first, str(tmp / f"q.{fmt}"), "--to", fmt]) == 0
+        capsys.readouterr()
+        assert main(["match", str(tmp / f"d.{fmt}"), str(tmp / f"q.{fmt}"), "--format", "json"]) == 0
+        counts.append(json.loads(capsys.readouterr().out)[0]["count"])
+    assert len(set(counts)) == 1 and counts[0] > 0, counts
+    # a gsi file written before undirected graphs were marked: directed, with each edge once
+    lines = (tmp / "d.gsi").read_text().splitlines()[:-1]
+    lines = [line for line in lines if not line.startswith("e ") or int(line.split()[1]) < int(line.split()[2])]
+    nv, ne, *rest = lines[1].split()
+    lines[1] = " ".join([nv, str(int(ne) // 2), *rest])
+    (tmp / "old.g").write_text("\n".join(lines) + "\n")
+    _one_line_error(capsys, ["match", str(tmp / "old.g"), first], "directed (a gsi file", "--symmetrize")
+    capsys.readouterr()
+    assert main(["match", str(tmp / "old.g"), first, "--symmetrize", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["count"] == counts[0]
+    with pytest.raises(SystemExit):
+        main(["convert", "--help"])
+    assert "gsi" in capsys.readouterr().out.split("--symmetrize")[-1]

@@ -743,3 +743,55 @@ def test_batch_falls_back_to_single_queries_where_it_does_not_apply(labelled, re
     collected = GMatch(warps_per_block=2).prepare(labelled).match_batch(queries, collect=True)
     for query, result in zip(queries, collected):
         assert result.embeddings.shape == (reference_of(labelled, query).count, query.num_vertices)
+
+
+# ------------------------------------------------------------------------------ filter
+def _filter_both_ways(data: Graph, queries: list[Graph]):
+    """The LDF/NLF bits and |C(d)| row of a batch of ``queries``, from the filter kernel (launched
+    in the simulator) and from :func:`gmatch.filter.filter_host`."""
+    from common.gpu.runtime import cuda
+    from gmatch.filter import FILTER_THREADS, QP_CCOUNT, QP_ROWS, filter_host, filter_kernel, pack_query
+    from gmatch.order import MAX_QUERY_VERTICES
+
+    qps = np.zeros((len(queries), QP_ROWS, MAX_QUERY_VERTICES), np.int32)
+    for b, query in enumerate(queries):
+        qps[b] = pack_query(build_plan(query, True), query)
+    graph = (np.asarray(data.offsets, np.int64), np.asarray(data.neighbors, np.int32),
+             np.asarray(data.labels, np.int32))
+    d_qps, d_cands = cuda.to_device(qps), cuda.device_array((len(queries), data.num_vertices), np.uint32)
+    filter_kernel[(2, len(queries)), FILTER_THREADS](*(cuda.to_device(a) for a in graph), d_qps, d_cands)
+    host_qps, host_cands = qps.copy(), np.full((len(queries), data.num_vertices), 7, np.uint32)
+    filter_host(*graph, host_qps, host_cands)
+    return (d_cands.copy_to_host(), d_qps.copy_to_host()[:, QP_CCOUNT]), (host_cands, host_qps[:, QP_CCOUNT])
+
+
+def test_host_filter_equals_the_filter_kernel(labelled, unlabelled):
+    # a hub of 40 neighbours (more than one 32-neighbour chunk) and labels the queries need
+    hub = Graph.from_edges(45, [0] * 40 + [1, 2, 3, 41, 42], list(range(1, 41)) + [2, 3, 1, 43, 44],
+                           labels=[0, 1, 2, 1] * 11 + [2], name="hub")
+    for data in (labelled, unlabelled, hub):
+        queries = [random_walk_query(data, k, seed=s, name=f"w{k}-{s}") for k, s in ((3, 1), (4, 2), (5, 3))]
+        queries.append(Graph.from_edges(4, [0, 0, 0], [1, 2, 3], labels=[0, 1, 1, 2], name="star"))
+        (kernel_bits, kernel_counts), (host_bits, host_counts) = _filter_both_ways(data, queries)
+        np.testing.assert_array_equal(host_bits, kernel_bits, err_msg=data.name)
+        np.testing.assert_array_equal(host_counts, kernel_counts, err_msg=data.name)
+        assert kernel_bits.any(), data.name
+
+
+def test_simulated_filter_runs_on_the_host(monkeypatch):
+    """A 4-vertex yeast query: its filter ran the kernel for ~46 s in the simulator."""
+    from _paths import DATA
+    from common.graph.io import load_graph, read_expected_counts
+    from gmatch import engine as gmatch_engine
+
+    class NoKernel:
+        def __getitem__(self, launch_shape):
+            raise AssertionError("the filter kernel was launched in the simulator")
+
+    monkeypatch.setattr(gmatch_engine, "filter_kernel", NoKernel())
+    yeast = load_graph(DATA / "yeast" / "yeast.graph")
+    expected = read_expected_counts(DATA / "yeast" / "expected_counts.txt")
+    gm = GMatch().prepare(yeast)
+    for name in ("query_dense_4_1", "query_dense_4_2"):
+        result = gm.match(load_graph(DATA / "yeast" / "queries" / f"{name}.graph"))
+        assert result.count == expected[name]

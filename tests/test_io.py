@@ -199,12 +199,30 @@ def test_gsi_round_trip_several_directed_labelled_graphs(tmp_path):
         load_graph(tmp_path / "q.g")
 
 
-def test_gsi_round_trip_of_an_undirected_graph_read_undirected(tmp_path, hprd):
+def test_gsi_round_trip_of_an_undirected_graph_reads_back_undirected(tmp_path, hprd):
     save_graph(hprd, tmp_path / "h.g", "gsi")
-    back = load_graph(tmp_path / "h.g", directed=False)
+    back = load_graph(tmp_path / "h.g")
     assert back.same_structure(hprd) and back.name == "h"
-    as_directed = load_graph(tmp_path / "h.g")
-    assert as_directed.directed and as_directed.num_edges == hprd.num_edges
+    assert load_graph(tmp_path / "h.g", directed=False).same_structure(hprd)
+    # both arcs of every edge, then the marker after 't # -1' (where GSI's own reader stops)
+    lines = (tmp_path / "h.g").read_text().splitlines()
+    assert lines[1].split()[:2] == [str(hprd.num_vertices), str(2 * hprd.num_edges)]
+    assert lines[-2:] == ["t # -1", "# undirected: every edge is written as its two arcs"]
+    as_directed = load_graph(tmp_path / "h.g", directed=True)
+    assert as_directed.directed and as_directed.num_edges == 2 * hprd.num_edges
+
+
+def test_gsi_and_snap_direction_markers(tmp_path):
+    unmarked = write(tmp_path, "u.g", "t # 0\n2 1 1 0\nv 0 1\nv 1 1\ne 0 1 0\nt # -1\n# a comment\n")
+    assert load_graph(unmarked).directed
+    marked = write(tmp_path, "m.g", "t # 0\n2 2 1 0\nv 0 1\nv 1 1\ne 0 1 0\ne 1 0 0\nt # -1\n# Undirected\n")
+    assert not load_graph(marked).directed and load_graph(marked).num_edges == 1
+    with pytest.raises(GraphFormatError, match="unknown line type '#'"):     # only after 't # -1'
+        load_graph(write(tmp_path, "x.g", "t # 0\n2 0 1 0\n# undirected\nv 0 1\nv 1 1\nt # -1\n"))
+    assert load_graph(write(tmp_path, "d.txt", "# Directed graph: x\n1\t2\n2\t1\n")).num_edges == 2
+    undirected = load_graph(write(tmp_path, "n.txt", "# Undirected graph: x\n1\t2\n2\t3\n"))
+    assert not undirected.directed and undirected.num_edges == 2
+    assert load_graph(write(tmp_path, "n.txt", "# Undirected graph: x\n1\t2\n"), directed=True).directed
 
 
 def test_gsi_file_with_no_graph(tmp_path):
@@ -243,8 +261,10 @@ def test_writers_refuse_what_their_format_cannot_hold(tmp_path):
         write_graph(directed, tmp_path / "d.graph")
     with pytest.raises(ValueError, match="edge labels"):
         write_gmatch_binary(labelled, tmp_path / "l.bin")
-    with pytest.raises(ValueError, match="no writer"):
+    with pytest.raises(ValueError, match="snap format has no edge labels"):
         save_graph(labelled, tmp_path / "x", "snap")
+    with pytest.raises(ValueError, match="no writer"):
+        save_graph(labelled, tmp_path / "x", "dot")
 
 
 def test_gzip_is_detected_by_magic_bytes(tmp_path, hprd):
@@ -544,3 +564,67 @@ def test_a_gsi_header_without_its_hash_gets_gsi_wording(tmp_path, header):
     path = write(tmp_path, "q.g", f"{header}\n2 1 0 0\nv 0 0\nv 1 0\ne 0 1 0\nt # -1\n")
     with pytest.raises(GraphFormatError, match=r"q.g:1: graph header needs the form 't # <id>'"):
         load_graphs(path)
+
+
+# ---------------------------------------------------------------------------------- every pair of formats
+
+def _covering(n: int, extra: int, *, directed: bool, seed: int) -> Graph:
+    """An unlabelled graph where every vertex has an edge (a path plus random edges)."""
+    rng = np.random.default_rng(seed)
+    src = np.concatenate([np.arange(n - 1), rng.integers(0, n, extra)])
+    dst = np.concatenate([np.arange(1, n), rng.integers(0, n, extra)])
+    return Graph.from_edges(n, src, dst, directed=directed, name=f"cover{int(directed)}")
+
+
+#: what each format holds: (directed, vertex labels, edge labels, isolated vertices)
+HOLDS = {"graph": (False, True, True, True), "gsi": (True, True, True, True), "snap": (True, False, False, False),
+         "gmatch-binary": (False, True, False, True), "daf": (False, True, False, True)}
+
+
+def _needs(g: Graph) -> tuple[bool, bool, bool, bool]:
+    isolated = (g.degrees == 0) & (np.diff(g.in_csr[0]) == 0)
+    return g.directed, bool(g.labels.any()), g.has_edge_labels, bool(isolated.any())
+
+
+def _holds(fmt: str, g: Graph) -> bool:
+    return all(can or not need for can, need in zip(HOLDS[fmt], _needs(g)))
+
+
+def test_every_pair_of_formats_round_trips_labels_and_direction(tmp_path, capsys):
+    """``gpusm convert`` from every format to every format: the graph read back is the one written
+    (vertex and edge labels, direction), or, where the target cannot hold it (HOLDS), the
+    conversion fails with a one-line error naming what is lost."""
+    from common.cli.main import main
+    from common.graph.io import FORMATS, WRITERS
+
+    assert set(HOLDS) == set(FORMATS) == set(WRITERS)
+    samples = [random_graph(11, 30, 90, directed=False, vlabels=4, elabels=3, elabel_base=1),
+               random_graph(12, 30, 90, directed=False, vlabels=4, elabels=0),
+               random_graph(13, 30, 120, directed=True, vlabels=4, elabels=3, elabel_base=1),
+               random_graph(14, 30, 120, directed=True, vlabels=4, elabels=0),
+               _covering(25, 40, directed=True, seed=1), _covering(25, 40, directed=False, seed=2),
+               Graph.from_edges(4, [0, 1], [1, 2], name="isolated")]
+    assert all(any(not _holds(fmt, g) for g in samples) for fmt in FORMATS if fmt != "gsi")
+    pairs = 0
+    for source in FORMATS:
+        for i, graph in enumerate(samples):
+            if not _holds(source, graph):
+                with pytest.raises(ValueError):
+                    save_graph(graph, tmp_path / "refused", source)
+                continue
+            src_path = tmp_path / f"{i}.{source}"
+            save_graph(graph, src_path, source)
+            assert detect_format(src_path) == source
+            assert load_graph(src_path).same_structure(graph), (source, i)
+            for target in FORMATS:
+                out = tmp_path / f"{i}.{source}.{target}"
+                code = main(["convert", str(src_path), str(out), "--to", target])
+                _, err = capsys.readouterr()
+                if _holds(target, graph):
+                    assert code == 0, (source, target, i, err)
+                    assert load_graph(out).same_structure(graph), (source, target, i)
+                    pairs += 1
+                else:
+                    assert code == 2 and len(err.strip().splitlines()) == 1, (source, target, i, err)
+                    assert re.search(rf"the {target} format (is undirected|has no)|snap edge list holds only", err)
+    assert pairs >= 50

@@ -26,6 +26,8 @@ from ..graph.paths import resolve_input
 from ..interrupt import command_line, interruptible
 from .warmup import add_command as add_warmup
 
+SYMMETRIZE_HELP = ("read a directed file (gsi, snap; directed unless the file is marked undirected) "
+                   "as undirected")
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
@@ -75,9 +77,9 @@ def cmd_match(args) -> int:
     queries = load_query_set(resolve_input(args.query), directed=False if not data.directed else None)
     undirected = [q for q in queries if q.directed != data.directed]
     if undirected:
-        raise ValueError(f"the data graph is directed ({data.meta.get('format', 'its')} format) but query "
-                         f"{undirected[0].name!r} is undirected: pass --symmetrize to read the data "
-                         "graph as undirected")
+        raise ValueError(f"the data graph {data.name!r} is directed (a {data.meta.get('format', 'directed')} file "
+                         f"not marked undirected) but query {undirected[0].name!r} is undirected: pass "
+                         "--symmetrize to read the data graph as undirected")
     if args.collect is not None:          # before the search, not after it
         check_writable(args.collect, folder=len(queries) > 1 or Path(args.collect).is_dir())
     if args.skip < 0:
@@ -379,13 +381,13 @@ def cmd_info(args) -> int:
 
 
 def cmd_convert(args) -> int:
-    from ..graph.io import load_graphs, save_graph
+    from ..graph.io import MULTI_GRAPH_FORMATS, load_graphs, save_graph
 
     check_writable(args.output)
     graphs = load_graphs(args.input, symmetrize=args.symmetrize)
-    if len(graphs) > 1 and args.to != "gsi":
+    if len(graphs) > 1 and args.to not in MULTI_GRAPH_FORMATS:
         raise ValueError(f"{args.input} holds {len(graphs)} graphs but the {args.to} format holds one: "
-                         "convert to gsi, or split the file")
+                         f"convert to {' or '.join(MULTI_GRAPH_FORMATS)}, or split the file")
     save_graph(graphs if len(graphs) > 1 else graphs[0], args.output, args.to)
     print(f"wrote {len(graphs)} graph(s) to {args.output} as {args.to}")
     return 0
@@ -447,7 +449,7 @@ def build_parser(commands=()) -> argparse.ArgumentParser:
     m.add_argument("--device-memory-limit", type=parse_bytes, metavar="SIZE",
                    help="emulate a smaller GPU, e.g. 11G")
     m.add_argument("--homomorphic", action="store_true", help="drop injectivity (where supported)")
-    m.add_argument("--symmetrize", action="store_true", help="read SNAP edge lists as undirected")
+    m.add_argument("--symmetrize", action="store_true", help=SYMMETRIZE_HELP)
     m.add_argument("--option", "-o", type=parse_option, action="append", metavar="KEY=VALUE",
                    help="engine constructor option (repeatable)")
     m.add_argument("--format", choices=["table", "csv", "json"], default="table",
@@ -506,15 +508,15 @@ def build_parser(commands=()) -> argparse.ArgumentParser:
     i = sub.add_parser("info", help="graph statistics as in the papers' dataset tables")
     i.add_argument("graphs", nargs="*")
     i.add_argument("--device", action="store_true", help="also report the GPU (or simulator) found")
-    i.add_argument("--symmetrize", action="store_true", help="read SNAP edge lists as undirected")
+    i.add_argument("--symmetrize", action="store_true", help=SYMMETRIZE_HELP)
     i.add_argument("--format", choices=["table", "csv"], default="table")
     i.set_defaults(func=cmd_info)
 
     c = sub.add_parser("convert", help="convert between graph formats")
     c.add_argument("input")
     c.add_argument("output")
-    c.add_argument("--to", required=True, choices=["graph", "gsi", "gmatch-binary"])
-    c.add_argument("--symmetrize", action="store_true", help="read SNAP edge lists as undirected")
+    c.add_argument("--to", required=True, choices=["graph", "gsi", "snap", "gmatch-binary", "daf"])
+    c.add_argument("--symmetrize", action="store_true", help=SYMMETRIZE_HELP)
     c.set_defaults(func=cmd_convert)
 
     add_warmup(sub)

@@ -9,10 +9,13 @@ Formats (``FORMATS``; docs/design.md, "The graph layer"):
 ``gsi``
     GSI's ``.g`` (gsi.md, "[RC] The code is directed"): per graph ``t # <id>``, a counts line
     ``nV nE maxVertexLabel maxEdgeLabel``, ``v id label`` and ``e from to label`` lines; the file
-    ends with ``t # -1``. Several graphs per file, directed labelled edges.
+    ends with ``t # -1``. Several graphs per file, directed labelled edges. An undirected graph
+    is written as both arcs of every edge plus a ``# undirected`` line after ``t # -1`` (GSI's
+    own reader stops at ``t # -1``), and such a file reads back undirected.
 ``snap``
     SNAP edge lists: ``#`` comment lines, then ``u v`` per line (tab or spaces). Directed unless
-    symmetrised; ids are remapped to ``0..n-1`` in ascending order.
+    symmetrised or headed ``# Undirected graph`` (SNAP's own header); ids are remapped to
+    ``0..n-1`` in ascending order. No labels, no isolated vertices.
 ``gmatch-binary``
     gMatch's binary CSR (gmatch.md, "Formats"): little-endian int32 |V|, int32 |E|,
     uint64 off[|V|+1], int32 labels[|V|], int32 adj[2|E|]. Undirected.
@@ -43,11 +46,14 @@ from .paths import find_input
 
 __all__ = [
     "FORMATS", "WRITERS", "detect_format", "load_graph", "load_graphs", "load_query_set",
-    "read_expected_counts", "save_graph", "write_gmatch_binary", "write_graph", "write_gsi",
+    "read_expected_counts", "save_graph", "write_daf", "write_gmatch_binary", "write_graph", "write_gsi",
+    "write_snap",
 ]
 
 FORMATS = ("graph", "gsi", "snap", "gmatch-binary", "daf")
 _UNDIRECTED_FORMATS = ("graph", "gmatch-binary", "daf")
+_GSI_UNDIRECTED = re.compile(rb"#\s*undirected\b", re.IGNORECASE)    # after 't # -1'
+_SNAP_UNDIRECTED = re.compile(rb"#\s*undirected graph\b", re.IGNORECASE)
 _GZIP_MAGIC = b"\x1f\x8b"
 _HEAD_BYTES = 1 << 16
 
@@ -515,9 +521,21 @@ def _sections(text: _Text, is_t: np.ndarray, id_field: int) -> list[tuple[int, i
     return [(int(a), int(b)) for a, b in zip(heads, ends)]
 
 
-def _parse_gsi(text: _Text, directed: bool, name: str, meta: dict) -> list[Graph]:
-    """``t # id`` / ``nV nE maxVL maxEL`` / ``v id label`` / ``e from to label`` ... ``t # -1``."""
+def _comment_line(text: _Text, row: int) -> bytes:
+    """The text of comment row ``row`` (its tokens' span)."""
+    return text.data[text.start[text.first[row]]:text.end[text.first[row] + text.nfields[row] - 1]]
+
+
+def _parse_gsi(text: _Text, directed: bool | None, name: str, meta: dict) -> list[Graph]:
+    """``t # id`` / ``nV nE maxVL maxEL`` / ``v id label`` / ``e from to label`` ... ``t # -1``,
+    then optional ``#`` comment lines; ``directed=None``: undirected iff one is ``# undirected``."""
     kind, nf, rows = text.kind, text.nfields, np.arange(text.num_rows)
+    comment = text.buf[text.start[text.first]] == ord("#")
+    last = int(np.flatnonzero(~comment)[-1]) if (~comment).any() else -1
+    trailer = comment & (rows > last)
+    if directed is None:
+        directed = not any(_GSI_UNDIRECTED.match(_comment_line(text, r)) for r in np.flatnonzero(trailer))
+    kind = np.where(trailer, 0, kind)
     is_t = kind == ord("t")
     is_counts = np.zeros(text.num_rows, dtype=bool)
     is_counts[1:] = is_t[:-1] & text.is_int[text.first[1:]]
@@ -525,7 +543,7 @@ def _parse_gsi(text: _Text, directed: bool, name: str, meta: dict) -> list[Graph
     second = text.first + np.minimum(1, nf - 1)
     hash_mark = (text.end[second] - text.start[second] == 1) & (text.buf[text.start[second]] == ord("#"))
     checks = _Checks(text)
-    checks.rows(~(is_t | is_counts | is_v | is_e),
+    checks.rows(~(is_t | is_counts | is_v | is_e | trailer),
                 lambda r: f"unknown line type {_kind_name(text, r)!r} (expected 't', 'v' or 'e')")
     checks.rows(is_t & ((nf != 3) | ~hash_mark), lambda r: "graph header needs the form 't # <id>'")
     checks.rows(is_counts & (nf != 4), lambda r: "counts line needs the form "
@@ -535,7 +553,7 @@ def _parse_gsi(text: _Text, directed: bool, name: str, meta: dict) -> list[Graph
                 lambda r: f"edge line needs the form 'e from to label', found {nf[r]} fields")
     if not is_t[0]:
         checks.rows(rows == 0, lambda r: "expected the graph header 't # 0' first")
-    expect_int = np.ones(text.start.size, dtype=bool)
+    expect_int = np.repeat(~trailer, nf)
     expect_int[text.first[is_t | is_v | is_e]] = False
     expect_int[second[is_t]] = False
     checks.integers(expect_int)
@@ -546,7 +564,7 @@ def _parse_gsi(text: _Text, directed: bool, name: str, meta: dict) -> list[Graph
     closing = t_rows[ids == -1]
     if closing.size == 0:
         raise text.error(text.num_rows - 1, "missing the closing 't # -1' line (truncated file?)")
-    if int(closing[0]) != text.num_rows - 1:
+    if int(closing[0]) != last:
         raise text.error(int(closing[0]) + 1, "content after the closing 't # -1' line")
     negative = t_rows[ids < -1]
     if negative.size:
@@ -663,8 +681,9 @@ def _adjacency_graph(text: _Text, vrows, vid, degrees, labels, name: str, meta: 
 _SNAP_COUNTS = re.compile(rb"#\s*Nodes:\s*(\d+)\s+Edges:\s*(\d+)")
 
 
-def _parse_snap(text: _Text, directed: bool, name: str, meta: dict) -> list[Graph]:
-    """``#`` comments, then ``u v`` per line. Ids are remapped to ``0..n-1`` in ascending order
+def _parse_snap(text: _Text, directed: bool | None, name: str, meta: dict) -> list[Graph]:
+    """``#`` comments, then ``u v`` per line; ``directed=None``: undirected iff a header comment
+    starts ``# Undirected graph``. Ids are remapped to ``0..n-1`` in ascending order
     (``meta["original_ids"]``); self-loops and repeated lines are dropped and counted in
     ``meta["dropped_self_loops"]`` / ``meta["dropped_repeated_edges"]``. A SNAP header comment
     ``# Nodes: N Edges: M`` is checked against the distinct ids and the edge lines."""
@@ -686,9 +705,10 @@ def _parse_snap(text: _Text, directed: bool, name: str, meta: dict) -> list[Grap
     inverse = np.searchsorted(original, ends)
     src, dst = inverse[:src.size], inverse[src.size:]
     header_rows = np.flatnonzero(comment[:data_rows[0]] if data_rows.size else comment)
+    if directed is None:
+        directed = not any(_SNAP_UNDIRECTED.match(_comment_line(text, r)) for r in header_rows)
     for row in header_rows:
-        match = _SNAP_COUNTS.match(text.data[text.start[text.first[row]]:
-                                             text.end[text.first[row] + text.nfields[row] - 1]])
+        match = _SNAP_COUNTS.match(_comment_line(text, row))
         if match:
             nodes, edges = int(match.group(1)), int(match.group(2))
             if nodes != n or edges != data_rows.size:
@@ -750,22 +770,24 @@ def _file_stem(path: Path) -> str:
     return Path(name).stem
 
 
-def _direction(fmt: str, directed: bool | None, symmetrize: bool) -> bool:
+def _direction(fmt: str, directed: bool | None, symmetrize: bool) -> bool | None:
     if directed and symmetrize:
         raise ValueError("directed=True contradicts symmetrize=True")
     if fmt in _UNDIRECTED_FORMATS:
         if directed:
             raise ValueError(f"the {fmt!r} format is undirected; directed=True is not supported")
         return False
-    return not symmetrize if directed is None else bool(directed) and not symmetrize
+    if symmetrize:
+        return False
+    return None if directed is None else bool(directed)      # None: as the file says
 
 
 def load_graphs(path, *, directed: bool | None = None, symmetrize: bool = False,
                 name: str | None = None, fmt: str | None = None) -> list[Graph]:
     """Every graph in a file, its format detected from the content (or forced by ``fmt``).
 
-    ``directed`` defaults to the format's nature: True for ``gsi`` and ``snap``, False for the
-    others (which are undirected and refuse ``directed=True``). ``symmetrize=True`` (or
+    ``directed`` defaults to the file's: ``gsi`` and ``snap`` are directed unless the file is marked
+    undirected (see :data:`FORMATS`); the others are undirected and refuse ``directed=True``. ``symmetrize=True`` (or
     ``directed=False``) reads a directed file as undirected. Graphs are named after the file
     stem (``name`` overrides it); in a file with several graphs, each gets ``_<id>`` appended,
     the id from the file kept in ``meta["graph_id"]``.
@@ -805,7 +827,8 @@ def load_graph(path, *, directed: bool | None = None, symmetrize: bool = False,
         in the data folder (``$GPUSM_DATA``, else the checkout's ``data/``:
         :func:`common.graph.paths.find_input`).
     directed : bool, optional
-        Defaults to the format's nature: True for ``gsi`` and ``snap``, False for the others.
+        Defaults to the file's: ``gsi`` and ``snap`` are directed unless marked undirected, the
+        others undirected.
     symmetrize : bool
         Read a directed file as undirected.
     name : str, optional
@@ -916,10 +939,23 @@ def _format_rows(template: str, *columns: np.ndarray) -> str:
     return (template * columns[0].size) % tuple(values)
 
 
+def _refuse(graph: Graph, fmt: str, *, directed: bool = False, edge_labels: bool = False,
+            labels: bool = False) -> None:
+    """One-line ValueError for what the ``fmt`` format cannot hold of ``graph``."""
+    what = f"graph {graph.name!r}" if graph.name else "the graph"
+    if directed and graph.directed:
+        raise ValueError(f"the {fmt} format is undirected and {what} is directed: write it as gsi or snap, "
+                         "or read it as undirected (symmetrize=True, --symmetrize)")
+    if edge_labels and graph.has_edge_labels:
+        raise ValueError(f"the {fmt} format has no edge labels and {what} has some: write it as graph or gsi")
+    if labels and graph.num_vertices and graph.labels.any():
+        raise ValueError(f"the {fmt} format has no vertex labels and {what} has some: "
+                         "write it as graph, gsi, gmatch-binary or daf")
+
+
 def write_graph(graph: Graph, path) -> None:
     """Write the ``.graph`` text format (edge labels, if any, as a 4th field of ``e`` lines)."""
-    if graph.directed:
-        raise ValueError("the .graph format is undirected; write a directed graph with write_gsi")
+    _refuse(graph, "graph", directed=True)
     src, dst, elab = graph.edges()
     ids = np.arange(graph.num_vertices)
     parts = [f"t {graph.num_vertices} {graph.num_edges}\n",
@@ -931,34 +967,72 @@ def write_graph(graph: Graph, path) -> None:
     Path(path).write_text("".join(parts))
 
 
+def _graph_list(graphs_or_graph) -> list[Graph]:
+    return [graphs_or_graph] if isinstance(graphs_or_graph, Graph) else list(graphs_or_graph)
+
+
 def write_gsi(graphs_or_graph, path) -> None:
     """Write GSI's ``.g`` format: one or several graphs, then ``t # -1``.
 
-    Labels are written as stored (GSI's own code expects them to start at 1). A directed graph
-    writes every edge; an undirected one writes each edge once (read it back with
-    ``directed=False``). Graphs without edge labels get label 0 on every edge.
+    Labels are written as stored (GSI's own code expects them to start at 1); graphs without edge
+    labels get label 0 on every edge. Every arc of the CSR is an ``e`` line: an undirected graph
+    gets both arcs of each edge and a ``# undirected`` line after ``t # -1``, which GSI's reader
+    never reaches, so the authors' binary reads it as its symmetric directed graph and
+    :func:`load_graphs` as undirected. The graphs of one file share one direction.
     """
-    graphs = [graphs_or_graph] if isinstance(graphs_or_graph, Graph) else list(graphs_or_graph)
+    graphs = _graph_list(graphs_or_graph)
+    if len({g.directed for g in graphs}) > 1:
+        raise ValueError("a gsi file holds graphs of one direction; write the directed and the undirected "
+                         "graphs to separate files")
     parts = []
     for i, graph in enumerate(graphs):
-        src, dst, elab = graph.edges()
-        if elab is None:
-            elab = np.zeros(src.size, dtype=np.int32)
+        src = np.repeat(np.arange(graph.num_vertices, dtype=np.int64), graph.degrees)
+        dst = graph.neighbors
+        elab = np.zeros(src.size, dtype=np.int32) if graph.edge_labels is None else graph.edge_labels
         max_vl = int(graph.labels.max()) if graph.num_vertices else 0
         max_el = int(elab.max()) if elab.size else 0
-        parts.append(f"t # {i}\n{graph.num_vertices} {graph.num_edges} {max_vl} {max_el}\n")
+        parts.append(f"t # {i}\n{graph.num_vertices} {src.size} {max_vl} {max_el}\n")
         parts.append(_format_rows("v %d %d\n", np.arange(graph.num_vertices), graph.labels))
         parts.append(_format_rows("e %d %d %d\n", src, dst, elab))
     parts.append("t # -1\n")
+    if graphs and not graphs[0].directed:
+        parts.append("# undirected: every edge is written as its two arcs\n")
+    Path(path).write_text("".join(parts))
+
+
+def write_snap(graph: Graph, path) -> None:
+    """Write a SNAP edge list under SNAP's header (``# Directed graph`` or ``# Undirected graph``,
+    which the reader honours; an undirected edge once). Refuses vertex or edge labels and isolated
+    vertices (ids are renumbered over the edges' endpoints on reading)."""
+    _refuse(graph, "snap", edge_labels=True, labels=True)
+    src, dst, _ = graph.edges()
+    touched = np.zeros(graph.num_vertices, dtype=bool)
+    touched[src], touched[dst] = True, True
+    if not touched.all() or not graph.num_vertices:
+        where = f" (vertex {int(np.argmin(touched))} has none)" if graph.num_vertices else ""
+        raise ValueError(f"a snap edge list holds only vertices with an edge{where}: write it as graph or gsi")
+    kind = "Directed" if graph.directed else "Undirected"
+    header = (f"# {kind} graph: {graph.name or 'gpusm'}\n# Nodes: {graph.num_vertices} Edges: {src.size}\n"
+              "# FromNodeId\tToNodeId\n")
+    Path(path).write_text(header + _format_rows("%d\t%d\n", src, dst))
+
+
+def write_daf(graphs_or_graph, path) -> None:
+    """Write DAF's format: per graph ``t <id> <N> <sum of degrees>``, then
+    ``id label degree nbr...`` per vertex (undirected, vertex labels only)."""
+    parts = []
+    for i, graph in enumerate(_graph_list(graphs_or_graph)):
+        _refuse(graph, "daf", directed=True, edge_labels=True)
+        parts.append(f"t {i} {graph.num_vertices} {graph.neighbors.size}\n")
+        for v in range(graph.num_vertices):
+            row = graph.neighbors[graph.offsets[v]:graph.offsets[v + 1]]
+            parts.append(" ".join(map(str, (v, int(graph.labels[v]), row.size, *row.tolist()))) + "\n")
     Path(path).write_text("".join(parts))
 
 
 def write_gmatch_binary(graph: Graph, path) -> None:
     """Write gMatch's binary CSR (undirected, vertex-labelled, no edge labels)."""
-    if graph.directed:
-        raise ValueError("the gMatch binary CSR is undirected")
-    if graph.has_edge_labels:
-        raise ValueError("the gMatch binary CSR has no edge labels")
+    _refuse(graph, "gmatch-binary", directed=True, edge_labels=True)
     with open(path, "wb") as f:
         f.write(np.array([graph.num_vertices, graph.num_edges], dtype="<i4").tobytes())
         f.write(graph.offsets.astype("<u8").tobytes())
@@ -966,7 +1040,10 @@ def write_gmatch_binary(graph: Graph, path) -> None:
         f.write(graph.neighbors.astype("<i4").tobytes())
 
 
-WRITERS = {"graph": write_graph, "gsi": write_gsi, "gmatch-binary": write_gmatch_binary}
+WRITERS = {"graph": write_graph, "gsi": write_gsi, "snap": write_snap, "gmatch-binary": write_gmatch_binary,
+           "daf": write_daf}
+#: the writers that take a list of graphs (one file, several graphs)
+MULTI_GRAPH_FORMATS = ("gsi", "daf")
 
 
 def save_graph(graph: Graph, path, fmt: str) -> None:
