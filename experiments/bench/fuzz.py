@@ -238,7 +238,7 @@ def _declared_unsupported(engine: str, pair: Pair) -> str:
 
 def check_pair(pair: Pair, engine: str, timeout_s: float, expected: tuple[int, set | None] | None) -> dict:
     """Match ``pair`` on ``engine`` and judge the answer (``verdict``: ok, refused, unsupported,
-    partial, or a failure: disagreement, traceback, silent, refusal, unsupported-declared)."""
+    partial, or a failure: disagreement, traceback, silent, refusal, unsupported-no-reason)."""
     import traceback
 
     import gpusm
@@ -274,7 +274,10 @@ def check_pair(pair: Pair, engine: str, timeout_s: float, expected: tuple[int, s
     status = str(result.status)
     if status == "unsupported":
         declared = _declared_unsupported(engine, pair)
-        row["verdict"] = "unsupported" if declared and result.reason else "unsupported-declared"
+        # with a reason it is fine; "undeclared": the reason is not a kind the class declares lacking
+        row["verdict"] = "unsupported" if declared else "unsupported-undeclared"
+        if not result.reason:
+            row["verdict"] = "unsupported-no-reason"
         row["detail"] = f"{result.reason} (needs: {declared or 'nothing the engine declares lacking'})"
         return row
     if status in ("timeout", "oom", "overflow"):
@@ -379,7 +382,7 @@ def run_pairs(args, log) -> list[dict]:
                         continue
                     rows.append(row)
                     w.warm.add(w.pending.pop(0))
-                    if row["verdict"] not in ("ok", "refused", "unsupported"):
+                    if row["verdict"] not in ("ok", "refused", "unsupported", "unsupported-undeclared"):
                         log(f"pair {w.index}: {row['engine']} {row['verdict']}: {str(row['detail'])[:200]}")
                     if w.pending:
                         w.deadline = time.monotonic() + limit(w, w.pending[0])
@@ -427,7 +430,8 @@ def _random_graph(rng: random.Random, n: int, directed: bool, labels: int, edge_
     """(n, edges [(u, v, label)], vertex labels), simple, no self-loops."""
     pairs = [(u, v) for u in range(n) for v in range(n) if u != v and (directed or u < v)]
     rng.shuffle(pairs)
-    edges = [(u, v, rng.randrange(edge_labels) if edge_labels else None) for u, v in pairs[:rng.randint(n - 1, len(pairs))]]
+    chosen = pairs[:rng.randint(n - 1, len(pairs))]
+    edges = [(u, v, rng.randrange(edge_labels) if edge_labels else None) for u, v in chosen]
     return n, edges, [rng.randrange(labels) for _ in range(n)]
 
 
@@ -884,7 +888,7 @@ def run_files(args, log) -> list[dict]:
 
 PAIR_FAILURES = {"disagreement": "disagreements", "traceback": "tracebacks", "crash": "tracebacks",
                  "silent": "silent acceptances", "unclear-refusal": "unclear errors", "hang": "hangs",
-                 "refusal": "valid inputs refused", "unsupported-declared": "unsupported, though declared"}
+                 "refusal": "valid inputs refused", "unsupported-no-reason": "unsupported without a reason"}
 FILE_FAILURES = {"disagreement": "disagreements", "traceback": "tracebacks", "silent": "silent acceptances",
                  "hang": "hangs", "bad-error": "unclear errors", "bad-exit": "other exit statuses",
                  "false-refusal": "valid inputs refused"}
@@ -910,6 +914,10 @@ def summary(pair_rows: list[dict], file_rows: list[dict], engines: list[str]) ->
     lines.append(f"pairs: {pairs} pairs x {len(engines)} engines = {len(pair_rows)} runs: {verdicts['ok']} agree, "
                  f"{verdicts['refused']} refused as they must be, {verdicts['unsupported']} unsupported as declared, "
                  f"{verdicts['partial']} timed out, {verdicts['skipped']} skipped after a hang")
+    undeclared = Counter(r["engine"] for r in pair_rows if r["verdict"] == "unsupported-undeclared")
+    if undeclared:
+        lines.append("  unsupported for a reason of their own (not a failure): "
+                     + ", ".join(f"{e} {n}" for e, n in undeclared.items()))
     for category in dict.fromkeys(PAIR_FAILURES.values()):
         n = sum(c for v, c in verdicts.items() if PAIR_FAILURES.get(v) == category)
         failures += n
