@@ -461,7 +461,7 @@ def _write_snap(rng, n, edges, header: bool) -> bytes:
     ids = rng.sample(range(1, 1000), n)
     lines = ["# Directed graph: fuzz seed"]
     if header:
-        lines.append(f"# Nodes: {n} Edges: {len(edges)}")
+        lines.append(f"# Nodes: {len({x for e in edges for x in e[:2]})} Edges: {len(edges)}")   # ids on edges
     lines.append("# FromNodeId\tToNodeId")
     lines += [f"{ids[u]}\t{ids[v]}" for u, v, _ in edges]
     return ("\n".join(lines) + "\n").encode()
