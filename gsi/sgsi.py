@@ -1020,7 +1020,9 @@ class SGSI(Engine):
                            phases=timer.seconds, peak_device_bytes=self.budget.peak, stats=stats)
 
     def _match_in_core(self, query: Graph, *, limit, collect, timeout_s) -> MatchResult:
-        r = self.incore.match(query, limit=limit, collect=collect, timeout_s=timeout_s)
+        # Not incore.match: that maps the embeddings to the data's own ids, and match() here maps them again.
+        r = self.incore._search_batch([query], dict(limit=limit, collect=collect, timeout_s=timeout_s,
+                                                    homomorphic=False))[0]
         stats = dict(r.stats)
         comp = sum(r.phases.get(k, 0.0) for k in ("filter", "plan", "enumerate"))
         stats.update(mode="in-core", partitions=self.partitions, signature_segments=0, comm_s=0.0, comp_s=comp,

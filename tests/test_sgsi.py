@@ -264,6 +264,26 @@ def test_in_core_when_the_graph_fits_runs_gsis_join_without_streaming():
         SGSI(out_of_core="yes")
 
 
+def test_in_core_embeddings_name_the_inputs_ids_once():
+    """A data graph with its own ids (meta["original_ids"]): in core, the embeddings are mapped
+    to them once, as out of core and by GSI."""
+    n = 6
+    ids = np.arange(n)[::-1].copy()                      # mapped twice, ids would be 0..n-1 again
+    data = Graph.from_edges(n, [0, 1, 2, 3, 4], [1, 2, 3, 4, 5], labels=[0, 1, 0, 1, 0, 1],
+                            meta={"original_ids": ids})
+    query = Graph.from_edges(2, [0], [1], labels=[0, 1])
+    want = GSI(**SHAPE).prepare(data).match(query, collect=True)
+    got = SGSI(**SHAPE).prepare(data).match(query, collect=True)
+    assert got.stats["mode"] == "in-core"
+    assert sorted(map(tuple, got.embeddings.tolist())) == sorted(map(tuple, want.embeddings.tolist()))
+    assert set(got.embeddings.ravel().tolist()) <= set(ids.tolist())
+    strings = Graph.from_edges(n, [0, 1, 2, 3, 4], [1, 2, 3, 4, 5], labels=[0, 1, 0, 1, 0, 1],
+                               meta={"original_ids": np.array([f"v{i}" for i in range(n)], dtype=object)})
+    got = SGSI(**SHAPE).prepare(strings).match(query, collect=True)
+    assert sorted(map(tuple, got.embeddings.tolist())) == [("v0", "v1"), ("v2", "v1"), ("v2", "v3"),
+                                                          ("v4", "v3"), ("v4", "v5")]
+
+
 def test_only_the_segments_a_chunks_rows_reach_are_streamed():
     base = random_graph(120, 360, 1, 1, False, seed=3)
     src, dst, _ = base.edges()
