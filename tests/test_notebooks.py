@@ -112,11 +112,14 @@ def test_results_readme_names_each_sets_run_commit_and_gpu():
     """The run table of results/README.md says, for every set, the commit and GPU model its
     committed reports name (run.medium.json of its last part)."""
     results = NOTEBOOKS.parent / "results"
-    rows = {line.split("(`")[1].split("/`)")[0]: line for line in (results / "README.md").read_text().splitlines()
-            if line.startswith("| ") and "(`" in line and "/`)" in line}
+    rows = {}
+    for line in (results / "README.md").read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and cells[0] in PAPERS:
+            rows[cells[0]] = cells
     for paper in PAPERS:
         meta = json.loads((results / paper / "run.medium.json").read_text())
-        cells = [cell.strip() for cell in rows[paper].strip("|").split("|")]
+        cells = rows[paper]
         assert meta["commit"] in cells[2], (paper, meta["commit"], cells[2])
         assert meta["gpu"].removeprefix("NVIDIA ") in cells[1], (paper, meta["gpu"], cells[1])
 
