@@ -138,3 +138,23 @@ def test_skipped_rows_are_not_drawn_as_unsolved():
     assert not any("unsolved" in t for t in legend_texts(ax))
     by_label = {c.get_label(): c for c in ax.collections}
     assert len(by_label["gsi: both solved"].get_offsets()) == 2 * len(known.points_for(SCALE))
+
+
+def test_figures_name_the_graph_each_point_ran_not_its_nominal_size():
+    """A sweep over stand-in sizes labels each x with the graph that ran at that scale: at tiny
+    both of Fig. 3c's points ran the same 40-vertex stand-in, which the axis then shows."""
+    from experiments import get_experiment
+    from experiments.harness.report import graphs_run
+    from experiments.harness.workloads import SCALES
+
+    experiment = get_experiment("stwig_lin14.fig3_vertices")
+    tiny, medium = SCALES["tiny"], SCALES["medium"]
+    rows = [p.label for p in experiment.points_for(tiny)]
+    assert set(graphs_run(experiment, tiny, rows).values()) == {"40V/120E"}
+    assert graphs_run(experiment, medium, ["vertices=16384"]) == {"vertices=16384": "16,384V/262,144E"}
+    table = pd.DataFrame({"GPU": [1.0, 2.0]}, index=rows)
+    raw = pd.DataFrame({"config": ["GPU", "GPU"], "dataset": rows, "query": ["q", "q"],
+                        "status": ["ok", "ok"], "seconds": [0.001, 0.002]})
+    figure = draw_figure(experiment, tiny, raw, table)
+    labels = [t.get_text() for t in figure.axes[0].get_xticklabels()]
+    assert labels and all("40V/120E" in label for label in labels), labels

@@ -323,6 +323,21 @@ def _log_if_positive(ax, axis: str, values) -> None:
         (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
 
 
+def graphs_run(experiment, scale, rows) -> dict:
+    """Row label -> the size of the data graph its points ran at ``scale`` (``nV/mE`` for a
+    stand-in: the paper's nominal size is not what ran), for rows of one graph each."""
+    from .workloads import graph_size
+
+    here = experiment.scale_for(scale)
+    points = {p.label: p for p in experiment.points_for(scale)}
+    out = {}
+    for row, members in experiment.row_groups(scale).items():
+        sizes = {graph_size(points[m].dataset, here) for m in members if m in points}
+        if row in rows and len(sizes) == 1:
+            out[row] = sizes.pop()
+    return out
+
+
 def draw_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame):
     """The matplotlib Figure of an experiment that reproduces a figure (``experiment.figure``).
 
@@ -397,10 +412,13 @@ def draw_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame):
                             label=None if marked else f"no query solved (drawn at the {limit_ms / 1e3:g} s limit)")
                     marked = True
                     shown.append(np.full(1, limit_ms))
+        run_on = graphs_run(experiment, scale, table.index)
         if experiment.figure == "bars":
-            ax.set_xticks(xs, [str(r) for r in table.index])
+            ax.set_xticks(xs, [f"{r}\n{run_on[r]}" if run_on.get(r) else str(r) for r in table.index])
             ax.set_xlabel(experiment.xlabel or "data graph")
         else:
+            if run_on:                                   # the graph each point ran, under its x
+                ax.set_xticks(xs, [f"{x:g}\n{run_on.get(r, '')}" for x, r in zip(xs, table.index)])
             ax.set_xlabel(experiment.xlabel or "x")
         ax.set_ylabel(ylabel)
         if log:
