@@ -82,7 +82,7 @@ def test_a_benchmark_says_it_runs_in_the_simulator_and_how_long_its_plan_is(tmp_
 def test_make_test_gpu_refuses_without_a_gpu_before_installing(tmp_path):
     if shutil.which("nvidia-smi"):
         pytest.skip("nvidia-smi answers here")
-    done = subprocess.run(["make", "test-gpu", f"VENV={tmp_path / 'venv'}"], cwd=ROOT,
+    done = subprocess.run(["make", "--no-print-directory", "test-gpu", f"VENV={tmp_path / 'venv'}"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == "", (done.stdout, done.stderr)
     assert len(done.stderr.strip().splitlines()) == 1 and "needs an NVIDIA GPU" in done.stderr, done.stderr
