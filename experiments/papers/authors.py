@@ -81,7 +81,42 @@ def authors_configs(engine: str, label: str) -> tuple:
     return (Config.of(label, engine),) if authors_reason(engine) is None else ()
 
 
-class AuthorsBinary(Engine):
+class PrintedSearchBinary(Engine):
+    """An external binary judged on the search time it prints (module docstring): its process
+    gets the limit plus :data:`ALLOWANCE_FACTOR` start-up allowances (``allowance_s``, measured by
+    the subclass) plus :data:`ALLOWANCE_MARGIN_S`."""
+
+    def _reset_allowance(self) -> None:
+        self._allowance_s: float | None = None      # None: not probed yet
+        self._measured = False                       # a run printed its search time
+
+    def _process_limit(self, timeout_s: float | None) -> float | None:
+        if timeout_s is None:
+            return None
+        return timeout_s + ALLOWANCE_FACTOR * self.allowance_s() + ALLOWANCE_MARGIN_S
+
+    def _learn_overhead(self, overhead_s: float) -> None:
+        """A run that printed its search time: the allowance is at least its wall minus that search
+        (after the probe; before one, the first such run replaces the unmeasured default)."""
+        if self._allowance_s is not None:
+            self._allowance_s = max(self._allowance_s, overhead_s) if self._measured else overhead_s
+            self._measured = True
+
+    def _killed(self, process_limit: float, timeout_s: float, stats: dict) -> MatchResult:
+        return MatchResult(self.name, 0, Status.TIMEOUT, stats=stats,
+                           reason=(f"the process was killed at {process_limit:.2f} s (limit {timeout_s:g} s "
+                                   f"+ start-up allowance) before it printed its search time"))
+
+    def _judged(self, count: int, phases: dict, timeout_s: float | None, stats: dict) -> MatchResult:
+        """``ok``, or ``timeout`` (the count kept) when the printed search passed the limit."""
+        status, reason = Status.OK, ""
+        if timeout_s is not None and phases["enumerate"] > timeout_s:
+            status = Status.TIMEOUT
+            reason = f"the binary's search took {phases['enumerate']:.3f} s, past the limit of {timeout_s:g} s"
+        return MatchResult(self.name, count, status, phases=phases, reason=reason, stats=stats)
+
+
+class AuthorsBinary(PrintedSearchBinary):
     """One of the authors' binaries, run once per query by the anchors' ``run.sh`` (module docstring)."""
 
     name = ""
@@ -91,8 +126,7 @@ class AuthorsBinary(Engine):
         self._folder = Path(tempfile.mkdtemp(prefix=f"gpusm-{self.tool}-"))
         self._data_file = self._folder / "data.graph"
         write_graph(data, self._data_file)
-        self._allowance_s: float | None = None      # None: not probed yet
-        self._measured = False                       # a run printed its search time
+        self._reset_allowance()
 
     def allowance_s(self) -> float:
         """Seconds the process needs beside its search on this data graph (start-up, preprocessing, exit).
@@ -131,8 +165,7 @@ class AuthorsBinary(Engine):
         if collect or homomorphic or limit is not None:
             return MatchResult(self.name, 0, Status.UNSUPPORTED,
                                reason="the authors' binaries only count embeddings (no limit, collect or homomorphism)")
-        allowance = self.allowance_s() if timeout_s is not None else None
-        process_limit = None if timeout_s is None else timeout_s + ALLOWANCE_FACTOR * allowance + ALLOWANCE_MARGIN_S
+        process_limit = self._process_limit(timeout_s)
         start = time.perf_counter()
         row, failure = self._run(query, process_limit)
         wall = time.perf_counter() - start
@@ -145,24 +178,15 @@ class AuthorsBinary(Engine):
         if process_limit is not None:
             stats["process_limit_s"] = round(process_limit, 3)
         if outcome == "timeout":
-            return MatchResult(self.name, 0, Status.TIMEOUT, stats=stats,
-                               reason=(f"the process was killed at {process_limit:.2f} s (limit {timeout_s:g} s "
-                                       f"+ start-up allowance) before it printed its search time"))
+            return self._killed(process_limit, timeout_s, stats)
         if outcome == "error" or not row.get("count"):
             return MatchResult(self.name, 0, Status.UNSUPPORTED,
                                reason=f"the binary printed no count (rc {row.get('rc')})")
         phases = {"filter": float(row.get("pre_ms") or 0) / 1e3, "enumerate": float(row.get("join_ms") or 0) / 1e3}
         if row.get("join_ms"):
             stats["startup_ms"] = round(stats["wall_ms"] - float(row.get("pre_ms") or 0) - float(row["join_ms"]), 1)
-            if self._allowance_s is not None:
-                overhead = _overhead_s(row)
-                self._allowance_s = max(self._allowance_s, overhead) if self._measured else overhead
-                self._measured = True
-        status, reason = Status.OK, ""
-        if timeout_s is not None and phases["enumerate"] > timeout_s:
-            status = Status.TIMEOUT
-            reason = f"the binary's search took {phases['enumerate']:.3f} s, past the limit of {timeout_s:g} s"
-        return MatchResult(self.name, int(row["count"]), status, phases=phases, reason=reason, stats=stats)
+            self._learn_overhead(_overhead_s(row))
+        return self._judged(int(row["count"]), phases, timeout_s, stats)
 
     def match_batch(self, queries, **options) -> list[MatchResult]:
         """The base class's, with ``deadline_overrun_s`` the printed search's overrun (none for a killed process)."""

@@ -22,18 +22,18 @@ import signal
 import subprocess
 import tempfile
 import time
+from abc import abstractmethod
 from pathlib import Path
 
 import numpy as np
 
-from common.engine.base import Engine
 from common.engine.registry import register
 from common.engine.result import MatchResult, Status
 from common.graph.io import write_gmatch_binary
 from common.graph.model import Graph
 
 from ..harness.core import Config
-from .authors import ALLOWANCE_FACTOR, ALLOWANCE_MARGIN_S, PROBE_LIMIT_S, UNMEASURED_ALLOWANCE_S, probe_query
+from .authors import PROBE_LIMIT_S, UNMEASURED_ALLOWANCE_S, PrintedSearchBinary, probe_query
 
 
 def work_dir() -> Path:
@@ -175,7 +175,7 @@ def parse_gsi(text: str):
 
 
 # ------------------------------------------------------------------ the engines
-class CompetitorBinary(Engine):
+class CompetitorBinary(PrintedSearchBinary):
     """One competitor's binary, run once per query (module docstring)."""
 
     name = ""
@@ -204,13 +204,13 @@ class CompetitorBinary(Engine):
     def variant(self, query: Graph) -> str:
         return next(iter(self.binaries))
 
+    @abstractmethod
     def write_inputs(self, query: Graph, variant: str) -> list[str]:
         """Write the inputs of one run; the binary's arguments."""
-        raise NotImplementedError
 
+    @abstractmethod
     def parse(self, text: str, query: Graph):
         """(count, search ms) from the binary's output; None where not printed."""
-        raise NotImplementedError
 
     def system_reason(self, query: Graph) -> str:
         return ""
@@ -222,8 +222,7 @@ class CompetitorBinary(Engine):
     def _prepare(self, data) -> None:
         self._folder = Path(tempfile.mkdtemp(prefix=f"gpusm-{self.system}-"))
         self._written: dict = {}
-        self._allowance_s: float | None = None
-        self._measured = False
+        self._reset_allowance()
 
     def _data_file(self, key: str, suffix: str, writer) -> Path:
         """The data graph in one format, written once."""
@@ -269,17 +268,13 @@ class CompetitorBinary(Engine):
         if collect or limit is not None:
             return MatchResult(self.name, 0, Status.UNSUPPORTED,
                                reason=f"{self.name} only counts embeddings (no limit or collect)")
-        process_limit = None
-        if timeout_s is not None:
-            process_limit = timeout_s + ALLOWANCE_FACTOR * self.allowance_s() + ALLOWANCE_MARGIN_S
+        process_limit = self._process_limit(timeout_s)
         count, ms, wall, killed, rc, out = self._run(query, process_limit)
         stats = {"wall_ms": round(wall * 1e3, 1), "binary": str(self.binary(self.variant(query)))}
         if process_limit is not None:
             stats["process_limit_s"] = round(process_limit, 3)
         if killed:
-            return MatchResult(self.name, 0, Status.TIMEOUT, stats=stats,
-                               reason=(f"the process was killed at {process_limit:.2f} s (limit {timeout_s:g} s "
-                                       f"+ start-up allowance) before it printed its search time"))
+            return self._killed(process_limit, timeout_s, stats)
         if count is None:
             tail = out.strip().splitlines()[-1:] or [""]
             return MatchResult(self.name, 0, Status.UNSUPPORTED,
@@ -287,65 +282,56 @@ class CompetitorBinary(Engine):
         phases = {"enumerate": (ms or 0.0) / 1e3}
         if ms is not None:
             stats["startup_ms"] = round(wall * 1e3 - ms, 1)
-            if self._allowance_s is not None:
-                overhead = max(0.0, wall - ms / 1e3)
-                self._allowance_s = max(self._allowance_s, overhead) if self._measured else overhead
-                self._measured = True
-        status, reason = Status.OK, ""
-        if timeout_s is not None and phases["enumerate"] > timeout_s:
-            status = Status.TIMEOUT
-            reason = f"the binary's search took {phases['enumerate']:.3f} s, past the limit of {timeout_s:g} s"
-        return MatchResult(self.name, count, status, phases=phases, reason=reason, stats=stats)
+            self._learn_overhead(max(0.0, wall - ms / 1e3))
+        return self._judged(count, phases, timeout_s, stats)
 
 
-class STMatchAuthors(CompetitorBinary):
+class TextGraphBinary(CompetitorBinary):
+    """A binary that reads ``DATA.graph QUERY.graph`` in the t/v/e text format, with a build per
+    labelling; its unlabelled build expects every vertex to carry :attr:`unlabelled_label`."""
+
+    unlabelled_label = 0
+
+    def variant(self, query):
+        return "labelled" if self.labelled() else "unlabelled"
+
+    def write_inputs(self, query, variant):
+        query_file = self._folder / "query.graph"
+        if variant == "labelled":
+            data = self._data_file("labelled", ".graph", lambda p: write_text_graph(self.data, p))
+            write_text_graph(query, query_file)
+        else:
+            fill = self.unlabelled_label
+            data = self._data_file("unlabelled", ".graph", lambda p: write_text_graph(
+                self.data, p, np.full(self.data.num_vertices, fill, int)))
+            write_text_graph(query, query_file, np.full(query.num_vertices, fill, int))
+        return [str(data), str(query_file)]
+
+
+class STMatchAuthors(TextGraphBinary):
     """STMatch (SC 2022) as the gMatch authors set it up: ``exe DATA.graph QUERY.graph``."""
 
     name, system, env_var = "stmatch-authors", "stmatch", "STMATCH_BIN"
     binaries = {"unlabelled": "stmatch/bin/fig_local_global_unroll.exe", "labelled": "stmatch/bin/table_edge_lb.exe"}
     max_query_vertices = 5          # PAT_SIZE (src/config.h): fixed-size pattern arrays
-
-    def variant(self, query):
-        return "labelled" if self.labelled() else "unlabelled"
+    unlabelled_label = 0            # the unlabelled build sets the pattern's labels to 0
 
     def system_reason(self, query):
         if self.labelled() and max(int(self.data.labels.max()), int(query.labels.max())) >= 32:
             return f"{self.name} keeps a vertex label as a bit of a 32-bit mask: labels must be below 32"
         return ""
 
-    def write_inputs(self, query, variant):
-        if variant == "labelled":
-            data = self._data_file("labelled", ".graph", lambda p: write_text_graph(self.data, p))
-            write_text_graph(query, self._folder / "query.graph")
-        else:                       # one label everywhere (the unlabelled build sets the pattern's to 0)
-            data = self._data_file("unlabelled", ".graph",
-                                   lambda p: write_text_graph(self.data, p, np.zeros(self.data.num_vertices, int)))
-            write_text_graph(query, self._folder / "query.graph", np.zeros(query.num_vertices, int))
-        return [str(data), str(self._folder / "query.graph")]
-
     def parse(self, text, query):
         return parse_stmatch(text)
 
 
-class TDFSAuthors(CompetitorBinary):
+class TDFSAuthors(TextGraphBinary):
     """T-DFS (ICDE 2024) as the gMatch authors set it up: ``exe DATA.graph QUERY.graph``."""
 
     name, system, env_var = "tdfs-authors", "tdfs", "TDFS_BIN"
     binaries = {"unlabelled": "tdfs/bin/table_edge_ulb.exe", "labelled": "tdfs/bin/table_edge_lb.exe"}
     max_query_vertices = 5          # PAT_SIZE (src/config.h)
-
-    def variant(self, query):
-        return "labelled" if self.labelled() else "unlabelled"
-
-    def write_inputs(self, query, variant):
-        if variant == "labelled":
-            data = self._data_file("labelled", ".graph", lambda p: write_text_graph(self.data, p))
-            write_text_graph(query, self._folder / "query.graph")
-        else:                       # the unlabelled build gives every pattern vertex label 1
-            data = self._data_file("unlabelled", ".graph",
-                                   lambda p: write_text_graph(self.data, p, np.ones(self.data.num_vertices, int)))
-            write_text_graph(query, self._folder / "query.graph", np.ones(query.num_vertices, int))
-        return [str(data), str(self._folder / "query.graph")]
+    unlabelled_label = 1            # the unlabelled build gives every pattern vertex label 1
 
     def parse(self, text, query):
         return parse_tdfs(text)
