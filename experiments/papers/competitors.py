@@ -455,6 +455,11 @@ def competitor_configs(engine: str, label: str) -> tuple:
     return (Config.of(label, engine),) if competitor_reason(engine) is None else ()
 
 
+def competitors_note(*engines: str) -> str:
+    """The reasons of those of ``engines`` that cannot run here, one clause each ("" when all can)."""
+    return "; ".join(reason for reason in map(competitor_reason, engines) if reason)
+
+
 for _name, _cls in COMPETITORS.items():
     if _cls.reason_missing() is None:
         register(_name, _cls)
