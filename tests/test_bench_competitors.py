@@ -8,13 +8,15 @@ import time
 
 import pytest
 
+import test_competitors
 from common import create_engine
 from common.graph.generate import rmat
 from common.graph.model import Graph
 from experiments.bench import competitors as bench
 from experiments.harness.workloads import CheckSet
-from test_competitors import DIAMOND, STAR4, stand_in  # noqa: F401  (stand_in: the fixture)
+from test_competitors import DIAMOND, STAR4
 
+stand_in = test_competitors.stand_in          # the fixture: binaries that are stand-in scripts
 CYCLE4 = Graph.from_edges(4, [0, 1, 2, 3], [1, 2, 3, 0], name="c4")
 
 
@@ -83,3 +85,15 @@ def test_the_command_refuses_unknown_sets_and_systems(capsys):
     with pytest.raises(SystemExit):
         bench.main(["--systems", "vf3"])
     assert "unknown system 'vf3'" in capsys.readouterr().err
+
+
+def test_the_device_check_finds_a_binary_that_counts_each_subgraph_once(stand_in, tmp_path, monkeypatch):
+    stand_in("tdfs-authors")
+    table = bench.check_systems(["tdfs-authors"], labelled_queries=1, log=lambda *a, **k: None)
+    assert set(table.verdict) == {"equal"} and len(table) == 7 + 1
+    def per_subgraph(self, text, query):
+        count, ms = bench.competitors.parse_tdfs(text)
+        return count // bench.competitors.automorphisms(query), ms
+    monkeypatch.setattr(bench.competitors.TDFSAuthors, "parse", per_subgraph)
+    table = bench.check_systems(["tdfs-authors"], labelled_queries=0, log=lambda *a, **k: None)
+    assert set(table.verdict) == {"per subgraph"} and len(table) == 7

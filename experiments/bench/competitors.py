@@ -145,6 +145,46 @@ def run_set(name: str, systems, *, timeout_s: float, repeats: int, deadline: flo
     return rows
 
 
+def check_systems(systems, labelled_queries: int = 4, log=print) -> pd.DataFrame:
+    """Each external system against cpu on two small graphs (docs/competitors.md, "To check on a GPU").
+
+    An unlabelled R-MAT with G2Miner's seven patterns and a labelled one with ``labelled_queries``
+    random 4-vertex queries; per (system, query): its count, cpu's, the pattern's automorphisms and the
+    verdict: ``equal``, ``per subgraph`` (the count times the automorphisms is cpu's: the binary
+    counts each subgraph once) or ``differs``.
+    """
+    from common.graph.generate import power_law_labels, query_set, rmat
+
+    plain = rmat(300, 2000, seed=11, name="check-unlabelled")
+    labelled = rmat(300, 2000, seed=11, labels=power_law_labels(300, 4, 1.0, seed=11), name="check-labelled")
+    cases = [(plain, list(competitors.G2MINER_PATTERNS.items()))]
+    if labelled_queries:
+        cases.append((labelled, [(q.name or f"q{i}", q)
+                                 for i, q in enumerate(query_set(labelled, labelled_queries, 4, seed=3).queries)]))
+    lines = []
+    for data, queries in cases:
+        cpu = create_engine("cpu").prepare(data)
+        for system in systems:
+            missing = reason_missing(system)
+            if missing:
+                lines.append({"system": system, "graph": data.name, "query": "*", "verdict": "not built",
+                              "note": missing})
+                continue
+            engine = create_engine(system).prepare(data)
+            for name, query in queries:
+                result = engine.match(query, timeout_s=60.0)
+                line = {"system": system, "graph": data.name, "query": name, "status": str(result.status),
+                        "count": result.count, "note": result.reason[:160]}
+                if result.status is Status.OK:
+                    expected, aut = cpu.match(query).count, competitors.automorphisms(query)
+                    line.update(cpu=expected, automorphisms=aut, verdict=(
+                        "equal" if result.count == expected else
+                        "per subgraph" if result.count * aut == expected else "differs"))
+                lines.append(line)
+            log(f"check: {system} on {data.name} done", file=sys.stderr)
+    return pd.DataFrame(lines)
+
+
 def summary(rows: list[Row]) -> pd.DataFrame:
     """One line per (set, system): outcomes, wrong counts, median time and median ratio to the base."""
     frame = pd.DataFrame([asdict(r) for r in rows])
@@ -182,6 +222,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per finished query (median)")
     parser.add_argument("--max-queries", type=int, default=None, help="the first N queries of each set")
     parser.add_argument("--out", default=None, help="CSV of the per-query rows")
+    parser.add_argument("--check", action="store_true",
+                        help="only check the external systems' counts against cpu on two small graphs")
     args = parser.parse_args(argv)
     sets, systems = args.sets.split(","), args.systems.split(",")
     for bad in [s for s in sets if s not in SETS]:
@@ -190,6 +232,12 @@ def main(argv=None) -> int:
         parser.error(f"unknown system {bad!r}; choose from {', '.join(SYSTEMS)}")
     if args.repeats < 1 or args.timeout_s <= 0:
         parser.error("--repeats must be at least 1 and --timeout-s positive")
+    if args.check:
+        checked = check_systems([s for s in systems if s in BASE])
+        if args.out:
+            checked.to_csv(args.out, index=False)
+        print(checked.to_string(index=False, na_rep=""))
+        return 1 if (checked.get("verdict", pd.Series(dtype=str)) == "differs").any() else 0
     deadline = time.monotonic() + (args.budget_s if args.budget_s else float("inf"))
     rows = [row for name in sets for row in run_set(name, systems, timeout_s=args.timeout_s, repeats=args.repeats,
                                                     deadline=deadline, cpu_timeout_s=args.cpu_timeout_s,

@@ -69,13 +69,14 @@ record() {
     local sys=$1 rc=$2 log=$WORK/logs/$1.log; shift 2
     local b missing=
     for b in "$@"; do [ -x "$b" ] || missing="$missing $b"; done
-    sed -i "/^$sys /d" "$WORK/status.txt"
-    if [ "$rc" = 0 ] && [ -z "$missing" ]; then
-        echo "$sys built $*" >> "$WORK/status.txt"; say "$sys built: $*"
-    else
-        echo "$sys FAILED $(first_error "$log")" >> "$WORK/status.txt"
-        say "$sys FAILED (log $log): $(first_error "$log")"
-    fi
+    local line="$sys built $*"
+    [ "$rc" = 0 ] && [ -z "$missing" ] || line="$sys FAILED $(first_error "$log")"
+    (   # builds of several systems may run at once: one writer of status.txt at a time
+        flock 9
+        sed -i "/^$sys /d" "$WORK/status.txt"
+        echo "$line" >> "$WORK/status.txt"
+    ) 9>"$WORK/status.lock"
+    say "${line/ FAILED / FAILED (log $log): }"
 }
 
 fresh() { rm -rf "$WORK/src/$1"; mkdir -p "$WORK/src"; cp -a "$2" "$WORK/src/$1"; cd "$WORK/src/$1" || exit 2; }
