@@ -455,6 +455,11 @@ def competitor_configs(engine: str, label: str) -> tuple:
     return (Config.of(label, engine),) if competitor_reason(engine) is None else ()
 
 
+def not_built_claim(label: str) -> str:
+    """A claim's reason where ``label``'s column is absent (the same on every host; the notes say why)."""
+    return f"{label} is not built here (make competitors; the experiment's notes name the reason)"
+
+
 def competitors_note(*engines: str) -> str:
     """The reasons of those of ``engines`` that cannot run here, one clause each ("" when all can)."""
     return "; ".join(reason for reason in map(competitor_reason, engines) if reason)
