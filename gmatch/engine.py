@@ -86,6 +86,7 @@ from .enumerate import (
 from .filter import (
     COUNT_COST,
     FILTER_THREADS,
+    QP_BACKWARD,
     QP_CSIZE,
     QP_ROWS,
     QP_SIZES,
@@ -823,8 +824,9 @@ class GMatch(Engine):
                 emb_cap = unique
             else:
                 emb_cap = limit_unique
-        race = None                               # counting the last position races enumerating it
-        if indexed and not collect and limit is None and leaf_step(qp, 0, 0) == LEAF_LAST:
+        race = None                               # counting the last position races enumerating it,
+        if (indexed and not collect and limit is None and leaf_step(qp, 0, 0) == LEAF_LAST
+                and last_backward(qp) >= 2):      # an intersection (one row's length is not raced)
             race = enumerate_last(qp)
         unique, ctrl, emb, timed_out, stats = self._search(
             n, qp, graph, indexed, limit_unique, emb_cap, search_deadline, timer,
@@ -1088,6 +1090,12 @@ class GMatch(Engine):
         return MatchResult(self.name, int(count), status, embeddings=embeddings,
                            phases={} if timer is None else timer.seconds,
                            peak_device_bytes=self.budget.peak, stats=stats)
+
+
+def last_backward(qp) -> int:
+    """How many backward neighbours the last position of parameter block ``qp`` has."""
+    n = int(qp[QP_SIZES, 0])
+    return int(qp.view(np.uint32)[QP_BACKWARD, n - 1]).bit_count()
 
 
 def race_winner(count_s: float, enumerate_s: float) -> str:
