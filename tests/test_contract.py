@@ -281,6 +281,7 @@ def stopped_in_time(name: str, result) -> bool:
             and result.stats["deadline_overrun_s"] >= 0)
 
 
+@pytest.mark.slow_cases("egsm")
 @pytest.mark.parametrize("name", ENGINES)
 def test_a_deadline_is_status_timeout_with_a_lower_bound(name, heavy):
     from common.engine.base import deadline_slack
@@ -385,6 +386,7 @@ def test_statistics_carry_the_required_names_and_only_documented_ones(name, work
             assert len(set(result.embeddings[:, u].tolist())) <= sizes[u] <= frequencies[u], (name, u, sizes)
 
 
+@pytest.mark.slow_cases("egsm", "gmatch", "gsi", "sgsi")
 @pytest.mark.parametrize("name", checks_for("peak"))
 def test_a_querys_peak_device_memory_is_its_own(name, workload):
     """The peak of a query is the same on a fresh engine and after other queries (``collect``,
@@ -401,6 +403,7 @@ def test_a_querys_peak_device_memory_is_its_own(name, workload):
     assert [engine.match(first).peak_device_bytes, engine.match(second).peak_device_bytes] == fresh, name
 
 
+@pytest.mark.slow_cases("egsm", "gmatch", "gsi", "sgsi")
 @pytest.mark.parametrize("name", ENGINES)
 def test_a_batch_answers_as_single_queries_do(name, workload, prepared):
     kinds, expected = workload

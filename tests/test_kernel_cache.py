@@ -29,6 +29,7 @@ def _run_every_gpu_engine_once():
         assert create_engine(name).prepare(data).match(query).count == expected, name
 
 
+@pytest.mark.slow
 def test_every_engine_kernel_is_made_cached_and_has_a_variant_key():
     _run_every_gpu_engine_once()
     records = [r for r in launch.KERNELS if r.py_function.__module__.split(".")[0] in kernel_cache.KERNEL_PACKAGES]
