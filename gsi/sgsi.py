@@ -697,10 +697,12 @@ class SGSI(Engine):
     """
 
     name = "sgsi"
-    supports_edge_labels = True
-    supports_directed = True
-    supports_homomorphic = False
-    supports_disconnected = False
+    limitations = {"homomorphic": "SGSI joins as GSI does (SGSI §4)",
+                   "disconnected": "SGSI joins along query edges from one start vertex (SGSI §4)"}
+    contract_notes = {"simulator_peak": "as GSI's in the simulator: a query's first run peaks higher than its "
+                                        "later runs"}
+    variant_of = "gsi"
+    kernel_packages = ("gsi", "common")
     max_query_vertices = MAX_QUERY_VERTICES
 
     def __init__(self, *, load_balance: bool | str = True, duplicate_removal: bool = True,

@@ -8,41 +8,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from common.cpu.reference import ReferenceMatcher
+from _graphs import random_graph, reference, with_spokes
 from common.engine.result import Status
 from common.graph.model import Graph
 from gsi.engine import GSI
 from gsi.sgsi import SGSI
-from test_gsi import random_graph, walk_query
+from test_gsi import walk_query
 
 
 def hub_graph(n: int, m: int, hub_degree: int, seed: int, directed: bool = False, edge_labels: int = 1) -> Graph:
     """A random labelled graph plus vertex 0 joined to ``hub_degree`` others (a long list)."""
-    base = random_graph(n, m, 4, edge_labels, directed, seed)
-    src, dst, elab = base.edges()
-    rng = np.random.default_rng(seed)
-    spokes = rng.choice(np.arange(1, n), hub_degree, replace=False)
-    src = np.concatenate([src, np.zeros(hub_degree, np.int64)])
-    dst = np.concatenate([dst, spokes])
-    keep = np.unique(np.minimum(src, dst) * n + np.maximum(src, dst), return_index=True)[1] if not directed \
-        else np.unique(src * n + dst, return_index=True)[1]
-    if elab is not None:
-        elab = np.concatenate([elab, rng.integers(0, edge_labels, hub_degree)])[keep]
-    return Graph.from_edges(n, src[keep], dst[keep], base.labels, elab, directed=directed,
-                            name=f"hub{n}_{m}_s{seed}")
+    return with_spokes(random_graph(n, m, 4, edge_labels, directed, seed), hub_degree, seed, edge_labels)
 
 
 GRAPH = hub_graph(400, 1300, 300, seed=5)
 DIRECTED = hub_graph(360, 1500, 250, seed=6, directed=True, edge_labels=2)
-_REF: dict[int, ReferenceMatcher] = {}
 SHAPE = dict(block_threads=32, max_blocks=1)      # one warp: the simulator runs threads in Python
 STREAMED = dict(SHAPE, zero_copy=False)            # segments only: the paper's §6
-
-
-def reference(graph, query, **kw):
-    if id(graph) not in _REF:
-        _REF[id(graph)] = ReferenceMatcher().prepare(graph)
-    return _REF[id(graph)].match(query, **kw)
 
 
 def limit_for_partitions(graph: Graph, k: int) -> int:
@@ -61,6 +43,7 @@ def segment_of(engine: SGSI, part: int, v: int) -> int:
     return next(i for i, s in enumerate(engine.segments[part]) if s.lo <= v <= s.hi)
 
 
+@pytest.mark.slow_cases("2", "3", "8")
 @pytest.mark.parametrize("k", [2, 3, 8])
 def test_counts_under_a_limit_that_forces_k_partitions(k):
     limit = limit_for_partitions(GRAPH, k)
@@ -89,6 +72,7 @@ def test_counts_under_a_limit_that_forces_k_partitions(k):
 @pytest.mark.parametrize("options", [dict(load_balance="histogram"), dict(load_balance=False, duplicate_removal=False),
                                      dict(load_balance=True, w3=33, w1=100), dict(write_cache=False)],
                          ids=["sgsi+", "plain", "layers", "no-cache"])
+@pytest.mark.slow_cases("layers", "no-cache", "sgsi+")
 def test_variants_on_a_hub_spanning_segments(options):
     limit = limit_for_partitions(GRAPH, 3)
     engine = SGSI(device_memory_limit=limit, **options, **STREAMED).prepare(GRAPH)
@@ -98,6 +82,7 @@ def test_variants_on_a_hub_spanning_segments(options):
     assert engine.match(q).count == reference(GRAPH, q).count > 0
 
 
+@pytest.mark.slow
 def test_directed_edge_labels_and_many_partitions():
     limit = limit_for_partitions(DIRECTED, 3)
     engine = SGSI(device_memory_limit=limit, load_balance="histogram", **STREAMED).prepare(DIRECTED)
@@ -219,6 +204,7 @@ def test_counts_with_per_direction_degree_bounds(monkeypatch):
         assert got.status is Status.OK and got.count == want.count > 0, (q.name, got.stats)
 
 
+@pytest.mark.slow
 def test_limit_collect_timeout_and_host_memory():
     limit = limit_for_partitions(GRAPH, 2)
     engine = SGSI(device_memory_limit=limit, **SHAPE).prepare(GRAPH)
@@ -246,6 +232,7 @@ def test_errors_name_the_problem():
     assert homomorphic.status is Status.UNSUPPORTED
 
 
+@pytest.mark.slow
 def test_in_core_when_the_graph_fits_runs_gsis_join_without_streaming():
     from gsi.sgsi import resident_bytes
     q = walk_query(GRAPH, 4, seed=0)
@@ -303,6 +290,7 @@ def test_only_the_segments_a_chunks_rows_reach_are_streamed():
     assert got.stats["bytes_streamed"] > 0 and got.stats["h2d_gbps"] >= 0
 
 
+@pytest.mark.slow
 def test_out_of_core_chunks_split_by_gba_and_new_tables_written_in_parts(monkeypatch):
     import gsi.sgsi as sgsi_module
     # one vertex label, two edge labels: most candidates survive, so a new table outgrows its share

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import experiments_of, get_experiment
+from .catalog import experiments_of, get_experiment
 from .runner import KEY, ROW_FIELDS, SKIPPED, make_worker, read_rows, row_problem
 from .store import FolderLock, RowFile, repair
 from .workloads import get_scale

@@ -98,7 +98,7 @@ class Metric:
         if self.kind == "peak_mb":
             return {q: np.array([float(b) / 2**20]) for q, b in zip(ran["query"], ran["peak_device_bytes"])}
         if self.kind == "stat":
-            values = pd.to_numeric(ran["stats"].map(lambda js: _stat(js, self.stat)), errors="coerce")
+            values = pd.to_numeric(ran["stats"].map(lambda js: stat_value(js, self.stat)), errors="coerce")
             return {row["query"]: (_runs(row, float(v) * self.factor) if self.timed and row.status == "ok"
                                    else np.array([float(v) * self.factor]))
                     for (_, row), v in zip(ran.iterrows(), values) if not pd.isna(v)}
@@ -126,7 +126,7 @@ class Metric:
             return float(solved["peak_device_bytes"].astype(float).mean() / 2**20) if len(solved) else math.nan
         if self.kind == "stat":
             ran = rows[rows.status.isin(("ok", "timeout") if self.partial_runs else ("ok",))]
-            values = pd.to_numeric(ran["stats"].map(lambda js: _stat(js, self.stat)),
+            values = pd.to_numeric(ran["stats"].map(lambda js: stat_value(js, self.stat)),
                                    errors="coerce").dropna()
             return float(values.mean() * self.factor) if len(values) else math.nan
         if self.kind == "speedup":
@@ -141,7 +141,7 @@ class Metric:
         raise ValueError(f"unknown metric {self.kind!r}")
 
 
-def _stat(js: str, key: str):
+def stat_value(js: str, key: str):
     """One statistic from the JSON the runner stores in a row's ``stats`` column."""
     try:
         return json.loads(js).get(key) if isinstance(js, str) and js else None
@@ -762,7 +762,7 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
 
 def plan_set(paper: str, scale: str | Scale) -> list[PlanLine]:
     """The worst case of a paper's whole set, run by one worker (as :func:`run_set` does)."""
-    from .. import experiments_of
+    from .catalog import experiments_of
 
     return plan(experiments_of(paper), scale)
 
@@ -771,18 +771,18 @@ def assign_gpus(worst_s: dict[str, float], gpus: list[str]) -> dict[str, list[st
     """Sets per GPU (a GPU's sets run one after the other), minimising the largest GPU total.
 
     Every assignment is tried (6 sets on 4 GPUs: 4,096); ties go to the smaller sum of squared
-    GPU totals, then to the first found (sets in ``PAPERS`` order, GPUs in the order given), so
+    GPU totals, then to the first found (sets in registration order, GPUs in the order given), so
     the assignment is fixed for a given plan. Every set lands on exactly one GPU.
     """
     from itertools import product
 
-    from .. import PAPERS
+    from .catalog import papers
 
     if not gpus:
         raise ValueError("no GPUs given")
     if len(set(gpus)) != len(gpus):
         raise ValueError(f"GPU listed twice in {gpus}")
-    order = {paper: i for i, paper in enumerate(PAPERS)}
+    order = {paper: i for i, paper in enumerate(papers())}
     papers = sorted(worst_s, key=lambda p: (order.get(p, len(order)), p))
     best, best_score = None, None
     for choice in product(range(len(gpus)), repeat=len(papers)):
@@ -842,7 +842,7 @@ def run_set(paper: str, scale: str | Scale = "small", out_dir: Path | str = "res
     phase that computed the rows) or from this call. The folder is locked for the run: a second run
     into it raises :class:`experiments.harness.store.FolderLocked`.
     """
-    from .. import experiments_of
+    from .catalog import experiments_of
     from .report import write_run_metadata
     from .runner import make_worker
 

@@ -227,7 +227,7 @@ def write_markdown(experiment, scale, raw, table, disagreements, path: Path, com
 
 def spread_table(experiment, raw: pd.DataFrame, scale) -> pd.DataFrame:
     """Per cell, the median over solved queries of the timed runs' relative spread (runner: ``repeat_*_s``)."""
-    from .core import _stat
+    from .core import stat_value
 
     groups = experiment.row_groups(scale)
     table = pd.DataFrame("-", index=list(groups), columns=[c.label for c in experiment.configs], dtype=object)
@@ -235,8 +235,8 @@ def spread_table(experiment, raw: pd.DataFrame, scale) -> pd.DataFrame:
     for row, members in groups.items():
         for config in table.columns:
             here = solved[solved.dataset.isin(members) & (solved.config == config)]
-            low = pd.to_numeric(here["stats"].map(lambda js: _stat(js, "repeat_min_s")), errors="coerce")
-            high = pd.to_numeric(here["stats"].map(lambda js: _stat(js, "repeat_max_s")), errors="coerce")
+            low = pd.to_numeric(here["stats"].map(lambda js: stat_value(js, "repeat_min_s")), errors="coerce")
+            high = pd.to_numeric(here["stats"].map(lambda js: stat_value(js, "repeat_max_s")), errors="coerce")
             spread = ((high - low) / here["seconds"].astype(float)).dropna()
             if len(spread):
                 table.loc[row, config] = f"{100 * float(spread.median()):.0f}%"

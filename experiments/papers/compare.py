@@ -17,7 +17,7 @@ import pandas as pd
 
 from common import BACKEND, Graph, available_engines, create_engine
 from common.cpu.peers import installed_peers
-from common.engine.registry import BUILTIN_ENGINES
+from common.engine.registry import BUILTIN_ENGINES, compared_engines
 from common.graph.generate import power_law_labels, query_set, rmat
 
 
@@ -219,8 +219,8 @@ def _side_by_side_experiments():
     )
 
 
-ENGINES_COMPARED = ("cpu", "gsi", "egsm", "gmatch", "stwig")
-"""The reference and the four GPU engines, in report order."""
+ENGINES_COMPARED = compared_engines()
+"""The reference and the four GPU engines, each algorithm once (no ``variant_of``), in report order."""
 PEERS_COMPARED = tuple(installed_peers())
 """networkx and igraph (common/cpu/peers.py) where installed (extra ``peers``), after gpusm's engines."""
 EXPERIMENTS = _side_by_side_experiments()
