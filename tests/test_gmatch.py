@@ -841,6 +841,7 @@ def test_sample_first_moves_a_spread_sample_to_the_front(rows, width, share):
     assert (out.copy_to_host().reshape(rows, width) == pool.reshape(rows, width)[order]).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("winner", ["count", "enumerate"])
 def test_the_count_or_enumerate_race_counts_every_seed_once(winner, wide, reference_of, monkeypatch):
     """Both plans search the sample, the winner the rest: the count is exact whichever wins, and
