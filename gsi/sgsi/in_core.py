@@ -30,7 +30,6 @@ class InCore:
         self.segments = [[] for _ in lists]
         self._partition_count = sum(1 for rows, _ in lists if rows.size)
 
-
     def _match_in_core(self, query: Graph, *, limit, collect, timeout_s) -> MatchResult:
         # Not incore.match: that maps the embeddings to the data's own ids, and match() here maps them again.
         r = self.incore._search_batch([query], dict(limit=limit, collect=collect, timeout_s=timeout_s,

@@ -206,7 +206,6 @@ class OutOfCore:
             view = self._views[key] = _launch.view(arena, start, stop)
         return view
 
-
     # ------------------------------------------------------------------ match
     def _match_out_of_core(self, query: Graph, *, limit, collect, timeout_s) -> MatchResult:
         """Filter, order and join ``query`` out of core; ``stats`` as :class:`~gsi.sgsi.SGSI` lists."""
@@ -262,7 +261,6 @@ class OutOfCore:
             stats["inplace_gbps"] = stats["bytes_inplace"] / comp / 1e9 if comp > 0 else 0.0
         return MatchResult(self.name, q.count, status, reason=reason, embeddings=embeddings,
                            phases=timer.seconds, peak_device_bytes=self.budget.peak, stats=stats)
-
 
     def _upload_steps(self, q: _Query, plan) -> list:
         """Every join step's linking edges to the device (one copy); per step (vertex, e0, e_hi,
