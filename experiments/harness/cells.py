@@ -174,9 +174,12 @@ def run_on_dask(selection: dict, scale: str, out_dir: Path | str, *, client, iso
 
     scale_obj = get_scale(scale)
     out_dir = Path(out_dir)
-    chosen = {paper: [e for e in experiments_of(paper) if names is None or e.name in names]
+    chosen = {paper: [e for e in experiments_of(paper) if (names is None or e.name in names) and e.runs_at(scale_obj)]
               for paper, names in selection.items()}
+    chosen = {paper: experiments for paper, experiments in chosen.items() if experiments}
     papers = {e.name: paper for paper, experiments in chosen.items() for e in experiments}
+    resumed = {paper: any((out_dir / paper / f"{e.name}.{scale}.csv").exists() for e in experiments)
+               for paper, experiments in chosen.items()}
     locks = [FolderLock(out_dir / paper, command).acquire() for paper in chosen]
     failed = []
     start = time.monotonic()
@@ -218,7 +221,7 @@ def run_on_dask(selection: dict, scale: str, out_dir: Path | str, *, client, iso
     try:
         for paper, experiments in chosen.items():
             outcome = run_set(paper, scale, out_dir, experiments=experiments, budget_s=0.0, isolation="inline",
-                              progress=False, command=command, log=log, started=start)
+                              progress=False, command=command, log=log, started=start, resumed=resumed[paper])
             for reason in outcome.missing.values():
                 log(f"experiments: {reason}")
             for done in outcome.outcomes:
