@@ -91,10 +91,20 @@ MEDIUM_TIMED = dict(MEDIUM, repeats=3)
 """... and for the timing tables IV-IX: 3 timed runs per query (their effects are small)."""
 
 
-def _experiment(name, title, configs, metric, paper=None, *, small=SMALL, medium=MEDIUM, **kw) -> Experiment:
+LARGE = dict(time_limit_s=10.0, queries_per_set=50, max_points=None)
+"""The large scale's setting (headline experiments only): 50 queries, 10 s, the paper's graphs at full size."""
+LARGE_TABLE5_POINTS = tuple(p for p in POINTS if p.label == "WatDiv")
+"""Table V's row at the large scale: WatDiv at its full 109M edges (the paper's largest effects)."""
+LARGE_FIG14_POINTS = tuple(p for p in POINTS if p.label == "gowalla")
+"""Fig. 14's row at the large scale: gowalla at full size (the CPU peers cannot load WatDiv)."""
+
+
+def _experiment(name, title, configs, metric, paper=None, *, small=SMALL, medium=MEDIUM, large=None,
+                **kw) -> Experiment:
     points_at = kw.pop("points_at", {"medium": MEDIUM_POINTS} if "points" not in kw else {})
+    scale_at = {"small": small, "medium": medium} | ({"large": large} if large is not None else {})
     return Experiment(f"{PAPER}.{name}", PAPER, title, tuple(configs), kw.pop("points", POINTS), metric,
-                      TIME_LIMIT_S, MEMORY_CAP, paper_values=paper, scale_at={"small": small, "medium": medium},
+                      TIME_LIMIT_S, MEMORY_CAP, paper_values=paper, scale_at=scale_at,
                       points_at=points_at, **kw)
 
 
@@ -177,7 +187,8 @@ EXPERIMENTS = (
                 Metric("avg_ms", phases=("filter",)),
                 paper_table(_T4, ["c1", "c2", "c3"] + _FILTER_COLS)[_FILTER_COLS], medium=MEDIUM_TIMED),
     _experiment("table5_time", "Table V: join techniques, time (ms)", JOIN, Metric("avg_ms"),
-                paper_table(T5_MS, JOIN_COLUMNS), medium=MEDIUM_TIMED),
+                paper_table(T5_MS, JOIN_COLUMNS), medium=MEDIUM_TIMED, large=LARGE,
+                points_at={"medium": MEDIUM_POINTS, "large": LARGE_TABLE5_POINTS}),
     _experiment("table5_gld", "Table V: join techniques, global-memory loads", instrumented(JOIN),
                 Metric("stat", stat="loads_total", partial_runs=False), paper_table(T5_GLD, JOIN_COLUMNS)),
     _experiment("table6_time", "Table VI: CR vs PCSR, time (ms)", STRUCTURES, Metric("avg_ms"),
@@ -193,7 +204,8 @@ EXPERIMENTS = (
     _experiment("table9_gld", "Table IX: duplicate removal, global-memory loads", instrumented(DUPLICATES),
                 Metric("stat", stat="loads_total", partial_runs=False), paper_table(_T9_GLD, ["with dup", "DR"])),
     _experiment("fig14", "Fig. 14: all engines per dataset, average time (ms)", ALL_ENGINES + CPU_PEERS,
-                Metric("avg_ms"), figure="bars", points_at={"medium": FIG14_POINTS},
+                Metric("avg_ms"), figure="bars", points_at={"medium": FIG14_POINTS, "large": LARGE_FIG14_POINTS},
+                large=LARGE,
                 notes="the paper's competitors are not built; this toolkit's engines stand beside GSI, and the "
                       "CPU peers networkx (VF2) and igraph (LAD) stand in for its CPU matchers (VF3, CFL-Match, "
                       "CBWJ)"),
