@@ -132,7 +132,8 @@ _SIZE_SWEEP = tuple(Point(f"|V(Q)|={k}", ENRON, QuerySpec("induced", size=k, cou
 
 EXPERIMENTS = (
     _experiment("fig8", "Fig. 8: solved queries per dataset", (GSI, EGSM, *AUTHORS), Metric("solved"),
-                figure="bars", large=LARGE_POINTS, notes="CuTS is not built; the paper reports bars only (no printed values); "
+                figure="bars", large=LARGE_POINTS,
+                notes="CuTS is not built; the paper reports bars only (no printed values); "
                 + (AUTHORS_REASON
                    or "EGSM (authors): the authors' binary at the pinned commit (experiments/papers/authors.py), "
                    "the limit on its printed search time (start-up apart)")),
