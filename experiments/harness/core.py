@@ -705,8 +705,8 @@ class PlanLine:
 
     ``query_s`` = runs x repeats x limit, or runs x limit where the scale's repeats share the
     limit (:attr:`~experiments.harness.workloads.Scale.repeats_share_limit`); ``warmup_s`` = one
-    untimed query (the runner's warm-up)
-    untimed query (the runner's warm-up) per configuration (:func:`runner.canonical_options`) and query-set shape that no earlier
+    untimed query (the runner's warm-up) per configuration (:func:`runner.canonical_options`) and
+    query-set shape that no earlier
     experiment of the same worker ran; ``compile_s`` = :data:`COMPILE_ALLOWANCE_S` per compiled variant
     (:func:`runner.config_key`: run-time options aside) not compiled before. Building and
     preparing a job's data graph and a worker restart after a hard kill (which compiles
