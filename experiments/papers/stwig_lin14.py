@@ -47,7 +47,7 @@ SPEEDUP = Metric("speedup", base="GPU")
 
 SMALL = dict(time_limit_s=1.0, queries_per_set=3, max_points=3)
 """The small scale's setting for this paper (sized by the worst-case plan)."""
-MEDIUM = dict(time_limit_s=0.75, queries_per_set=20, max_points=None)
+MEDIUM = dict(time_limit_s=0.25, queries_per_set=20, max_points=None)
 """The medium scale's setting for this paper (sized by the worst-case plan)."""
 LARGE = dict(time_limit_s=10.0, queries_per_set=50, max_points=None)
 """The large scale's setting (Fig. 3a and 3d only): 50 queries, 10 s per query."""
