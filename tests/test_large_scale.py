@@ -128,3 +128,36 @@ def test_repeats_share_the_query_limit(seconds, runs, cut):
     assert len(stats.get("repeat_s", [seconds[0]])) == runs
     assert bool(stats.get("repeats_cut")) == cut
     assert sum(stats.get("repeat_s", [seconds[0]])) <= 10.0
+
+
+def test_a_resumed_run_sums_its_calls_wall_time(tmp_path):
+    from experiments.harness.core import run_set
+
+    names = ["stwig_lin14.fig3a_total"]
+    run_set("stwig_lin14", "tiny", tmp_path, names=names, isolation="inline", progress=False, log=lambda _: None)
+    first = json.loads((tmp_path / "stwig_lin14" / "run.tiny.json").read_text())
+    assert len(first["calls"]) == 1
+    run_set("stwig_lin14", "tiny", tmp_path, names=names, isolation="inline", progress=False, log=lambda _: None)
+    again = json.loads((tmp_path / "stwig_lin14" / "run.tiny.json").read_text())
+    assert len(again["calls"]) == 2
+    assert again["wall_s"] == pytest.approx(sum(c["wall_s"] for c in again["calls"]), abs=0.11)
+    assert again["calls"][0] == first["calls"][0]
+
+
+def test_an_unfinished_tasks_rows_are_recovered_into_every_cell_of_its_group(tmp_path):
+    from experiments.harness.cells import Cell, partial_path, recover_partials
+    from experiments.harness.runner import ROW_FIELDS, read_rows
+    from experiments.harness.store import RowFile
+
+    group = [Cell("p.a", "GPU", "x", 3, frozenset(), 1.0, ("key",)),
+             Cell("p.b", "GPU", "x", 3, frozenset({"q0"}), 1.0, ("key",))]
+    path = partial_path(tmp_path, "large", group)
+    path.parent.mkdir(parents=True)
+    with RowFile(path, ROW_FIELDS) as writer:
+        for q in ("q0", "q1"):
+            writer.write({"experiment": "p.a", "config": "GPU", "engine": "stwig", "dataset": "x", "query": q,
+                          "status": "ok", "count": 1, "seconds": 0.5, "stats": "{}"})
+    assert recover_partials(tmp_path, "large", {"p.a": "paper", "p.b": "paper"}, [group]) == 2
+    assert not path.exists()
+    assert sorted(read_rows(tmp_path / "paper" / "p.a.large.csv")["query"]) == ["q0", "q1"]
+    assert sorted(read_rows(tmp_path / "paper" / "p.b.large.csv")["query"]) == ["q1"]    # q0 was there
