@@ -676,15 +676,70 @@ def check_set(name: str, count: int | None = None, smallest: bool = False) -> Ch
 
 
 # ---------------------------------------------------------------------- gMatch's slow-path families
+@dataclass(frozen=True)
+class QueryFamily:
+    """A seeded family of induced random-walk queries (:func:`heavy_family`): ``num_vertices``
+    vertices, between ``min_edges`` and ``max_edges`` edges, and ``member`` true of the query."""
+
+    num_vertices: int
+    min_edges: int
+    max_edges: int | None
+    member: object = None        # Graph -> bool, None: every query of the size and edge range
+    what: str = ""
+
+    def holds(self, query: Graph) -> bool:
+        """Whether ``query`` belongs to the family."""
+        edges = query.num_edges
+        if query.num_vertices != self.num_vertices or edges < self.min_edges:
+            return False
+        if self.max_edges is not None and edges > self.max_edges:
+            return False
+        return self.member is None or bool(self.member(query))
+
+
+def cycle_length(query: Graph) -> int:
+    """The length of the one cycle of a connected query with as many edges as vertices (the core
+    left once degree-one vertices are peeled off, repeatedly); 0 for a query without that shape."""
+    n = query.num_vertices
+    if query.num_edges != n or not query.is_connected():
+        return 0
+    degree = np.diff(query.offsets).astype(np.int64)
+    alive = np.ones(n, np.bool_)
+    peel = [u for u in range(n) if degree[u] == 1]
+    while peel:
+        u = peel.pop()
+        alive[u] = False
+        for w in query.neighbors[query.offsets[u]:query.offsets[u + 1]]:
+            if alive[w]:
+                degree[w] -= 1
+                if degree[w] == 1:
+                    peel.append(int(w))
+    return int(alive.sum())
+
+
+def no_countable_leaf(query: Graph) -> bool:
+    """Whether gMatch's plan (:func:`gmatch.order.build_plan`, leaves deferred) has no countable
+    leaf: its count mode can only count the last position."""
+    from gmatch.order import build_plan
+
+    return build_plan(query, defer_leaves=True).free_leaves == 0
+
+
 HEAVY_FAMILIES = {
-    "dense12": dict(num_vertices=12, min_edges=18, max_edges=None, cyclic=False),
-    "cyclic8": dict(num_vertices=8, min_edges=8, max_edges=10, cyclic=True),
+    "dense12": QueryFamily(12, 18, None, what="12 vertices, at least 18 edges: a dense query with few "
+                           "embeddings, whose cost is the probe and the candidate graph, not the leaves"),
+    "cyclic8": QueryFamily(8, 8, 10, lambda q: _longest_cycle_at_least(q, 5),
+                           what="8 vertices, 8 to 10 edges and a cycle of at least five vertices: deep "
+                           "levels with wide rows, where leaf counting does not reach the cost"),
+    "pendant-cycle": QueryFamily(8, 8, 8, lambda q: 4 <= cycle_length(q) <= 6,
+                                 what="8 vertices and 8 edges: one cycle of 4 to 6 vertices with pendant "
+                                 "trees (huge counts from few rows: the data-graph probe's worst case)"),
+    "noleaf12": QueryFamily(12, 12, 17, no_countable_leaf,
+                            what="12 vertices, 12 to 17 edges and no countable leaf: count mode "
+                            "counts only the last position"),
 }
-"""Query families that expose gMatch's slow paths on GitHub (induced random-walk queries, seeded):
-``dense12`` has 12 vertices and at least 18 edges (a dense query with few embeddings, where the
-search's cost is the probe and the candidate graph, not the leaves); ``cyclic8`` has 8 vertices, 8
-to 10 edges and a cycle of at least five vertices (a long cycle with pendants: deep levels with
-wide rows, where leaf counting does not reach the cost)."""
+"""Query families that expose gMatch's slow paths on GitHub (induced random-walk queries, seeded;
+each family's ``what`` says which path)."""
 
 
 def _longest_cycle_at_least(query: Graph, length: int) -> bool:
@@ -717,16 +772,12 @@ def heavy_family(data: Graph, family: str, count: int = 50, *, seed: int = 2026,
     if family not in HEAVY_FAMILIES:
         raise ValueError(f"unknown query family {family!r}; choose from {', '.join(HEAVY_FAMILIES)}")
     spec = HEAVY_FAMILIES[family]
-    k = spec["num_vertices"]
     kept: list[Graph] = []
     for draw in range(max_draws * max(count, 1)):
         if len(kept) == count:
             return kept
-        query = random_walk_query(data, k, seed=seed + draw)
-        edges = query.num_edges
-        if edges < spec["min_edges"] or (spec["max_edges"] is not None and edges > spec["max_edges"]):
-            continue
-        if spec["cyclic"] and not _longest_cycle_at_least(query, 5):
+        query = random_walk_query(data, spec.num_vertices, seed=seed + draw)
+        if not spec.holds(query):
             continue
         kept.append(query.replace(name=f"{family}_{len(kept)}",
                                   meta=dict(query.meta, family=family, family_seed=seed)))
