@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _extras import requires
 from common.gpu.runtime import cuda
 
 FULL = 0xFFFFFFFF
@@ -436,6 +437,7 @@ print(json.dumps(report))
 
 @pytest.fixture(scope="module")
 def diagnostics():
+    requires("greenlet")               # the simulator's block threads (on a GPU machine, only these tests need it)
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.run([sys.executable, "-c", _DIAGNOSTICS], cwd=root, env=env,
