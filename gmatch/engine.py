@@ -49,7 +49,7 @@ from common.graph.roots import (
     plan_split,
 )
 
-from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
+from .balance import SEED_WARPS, sample_first, seed_expand_kernel, seed_indices, seed_level0
 from .enumerate import (
     BIG_COUNT,
     C_CAND,
@@ -66,6 +66,7 @@ from .enumerate import (
     C_SEED_LO,
     C_STEALS,
     C_STOP,
+    COUNT_LIMB,
     CTRL_SIZE,
     LEAF_CHECKS,
     LEAF_LAST,
@@ -90,6 +91,7 @@ from .filter import (
     QP_SIZES,
     PartGraphs,
     build_candidate_graph,
+    enumerate_last,
     filter_host,
     filter_kernel,
     label_sorted_adjacency,
@@ -110,8 +112,9 @@ STEALING_SCOPES = {"global": STEAL_GLOBAL, "mailbox": STEAL_MAILBOX, "block": ST
 STACK_LEVELS = (4, 8, 12, 16, 24, MAX_QUERY_VERTICES)   # compiled stack depths
 POOL_START = 1 << 22               # int32 elements of each seed-pool buffer before it grows
 POOL_MAX = 1 << 28                 # a BFS level needing more falls back to the previous level
-PROBE_SEEDS = 1 << 14              # seed-pool target of the probe's BFS stage
-DIRECT_S = 1e-3                    # the probe's first stage: a DFS from the root's label range
+RACE_SHARE = 64                    # the count-or-enumerate race samples one seed in this many
+RACE_MIN_SEEDS = 1 << 14           # ... of a pool of at least this many seeds (else the count plan runs)
+RACE_PATIENCE = 1.0                # the enumeration's sample is stopped at this many times the count's
 HUB_AFTER_S = 0.05                 # seconds of whole search before a hub-rooted query is cut (hub_parts)
 HUB_WHOLE_S = 0.8                  # ... unless its whole launch is predicted to end within this many seconds
 HUB_LOOK_AGAIN = 2.0               # a prediction up to this many times hub_whole_s is made again one slice later,
@@ -197,7 +200,8 @@ class GMatch(Engine):
     max_registers : int or None
         Register cap of the fine kernel; None: the compiler's choice.
     probe_s : float
-        Seconds of the data-graph probe before the candidate graph (``candidate_graph="auto"``).
+        Seconds of the data-graph probe before the candidate graph (``candidate_graph="auto"``):
+        a DFS from the root's label range; ``match_batch`` gives a batch ``probe_s`` per query.
     root_range : (int, int) or None
         Keep only the seeds whose position 0 (:meth:`GMatch.root_vertex`) maps into [lo, hi)
         (:mod:`common.graph.roots`); the parts of a partition add up to the whole count.
@@ -241,7 +245,7 @@ class GMatch(Engine):
                  symmetry_breaking: bool = True, candidate_graph: bool | str = "auto",
                  leaf_counting: bool = True, count_last: bool = True, count_last_cost: int = COUNT_COST,
                  split_groups: bool = True, leaf_checks: bool = True, idle_stats: bool = False,
-                 max_registers: int | None = 64, probe_s: float = 0.005,
+                 max_registers: int | None = 64, probe_s: float = 0.0015,
                  root_range: tuple[int, int] | None = None, branch_part: tuple | None = None,
                  hub_parts: int = 8, hub_after_s: float = HUB_AFTER_S, hub_whole_s: float = HUB_WHOLE_S,
                  batch_queries: int = BATCH_QUERIES,
@@ -573,10 +577,11 @@ class GMatch(Engine):
         return extend
 
     def _search(self, n, qp, graph, indexed, limit_unique, emb_cap, deadline: Deadline, timer,
-                phase="enumerate", label_seeds=None, seed_target=None, keep_whole: Deadline | None = None):
+                phase="enumerate", label_seeds=None, keep_whole: Deadline | None = None, race=None):
         """BFS + DFS, or with ``label_seeds`` = (lo, hi) a DFS straight from the root's label range
         of the vertices sorted by label (no BFS, no host round trip: the small-query probe);
-        ``keep_whole``: :meth:`_dfs`'s; returns (unique count, ctrl row, embeddings device array,
+        ``keep_whole``: :meth:`_dfs`'s; ``race``: the parameter block of another plan over the same
+        seeds (:meth:`_race`); returns (unique count, ctrl row, embeddings device array,
         timed_out, stats)."""
         emb = self.budget.device_array((emb_cap, n), np.int32, "embeddings") if emb_cap else self._d_no_emb
         if label_seeds is not None:
@@ -584,7 +589,7 @@ class GMatch(Engine):
         else:
             with timer.phase(phase):
                 pool, rows, width, timed_out, growths = self._seed_pool(
-                    qp, graph, indexed, deadline, min(self.seed_pool, seed_target or self.seed_pool))
+                    qp, graph, indexed, deadline, self.seed_pool)
             seed_lo, seed_hi = 0, rows
         rows = seed_hi - seed_lo
         stats = {"seeds": rows, "seed_width": width, "seed_pool_bytes": rows * width * 4,
@@ -595,16 +600,74 @@ class GMatch(Engine):
             return rows, ctrl, pool, timed_out, stats
         if rows == 0 or timed_out:
             return 0, ctrl, emb, timed_out, stats
+        sampled = None                            # the race's sample: its winner's control row
+        if race is not None and not emb_cap and not limit_unique and rows >= RACE_MIN_SEEDS:
+            raced = self._race(n, qp, race, graph, pool, rows, width, deadline, timer, phase, stats)
+            if raced is not None:
+                pool, qp, sampled, timed_out = raced
+                seed_lo = int(sampled[C_SEED_HI])
+                if timed_out:
+                    return unique_count(sampled), sampled, emb, True, stats
         with timer.phase(phase):
             timed_out, shape = self._dfs(n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap,
                                          limit_unique, deadline, leaf_step(qp, emb_cap, limit_unique),
                                          keep_whole)
         stats.update(shape)
         stats["max_stack_bytes"] = shape["stack_shared_bytes"] + shape["stack_global_bytes"]
+        ctrl = self._control_row(timer)
+        if sampled is not None:
+            ctrl = add_counts(sampled, ctrl)
+        return unique_count(ctrl), ctrl, emb, timed_out, stats
+
+    def _control_row(self, timer) -> np.ndarray:
+        """A copy of the one-query launch's control row (waits for the launch)."""
         with timer.phase("transfer"):
             download(self._d_ctrls, self._h_ctrl)
-            ctrl = self._h_ctrl[0].copy()
-        return unique_count(ctrl), ctrl, emb, timed_out, stats
+        return self._h_ctrl[0].copy()
+
+    def _race(self, n, qp, other, graph, pool, rows, width, deadline: Deadline, timer, phase, stats):
+        """The count-or-enumerate race over a candidate-graph seed pool (past the paper): plan
+        ``qp`` (counting its last position) and plan ``other`` (enumerating it,
+        :func:`gmatch.filter.enumerate_last`) each search the same sample of the seeds, one in
+        :data:`RACE_SHARE` spread over the pool (:func:`gmatch.balance.sample_first` moves it
+        to the front), ``other`` under a deadline of ``qp``'s time on it; the faster searches
+        the rest. Counting a position reads a whole intersection in one lane, enumerating it
+        tests 32 candidates per warp step, and which is faster depends on the rows' lengths
+        (docs/decisions.md, "gMatch: count or enumerate the last position"). Returns (the
+        reordered pool, the winner's parameter block, the winner's control row over the sample,
+        with its seed range, timed_out), or None where the pool has no room for the reordered
+        copy (the caller runs ``qp``)."""
+        sample = max(1, rows // RACE_SHARE)
+        out = 1 - next(i for i in (0, 1) if self._d_pool[i] is pool)
+        if rows * width > self._seed_cap[out] and not self._grow_pool(out, rows * width):
+            return None
+        dest = self._d_pool[out]
+        with timer.phase(phase):
+            sample_first[grid_blocks(rows * width, SEED_THREADS, self._sms * 32), SEED_THREADS](
+                pool, dest, rows, width, rows // sample, sample)
+        runs = {}
+        for name, plan_qp in (("count", qp), ("enumerate", other)):
+            if name == "enumerate":
+                upload(self._d_qp, other)
+                limit = deadline.earlier(time.perf_counter() + RACE_PATIENCE * runs["count"][0])
+            else:
+                limit = deadline.at
+            begin = time.perf_counter()
+            with timer.phase(phase):
+                timed_out, _ = self._dfs(n, graph, True, dest, 0, sample, width, self._d_no_emb, 0, 0,
+                                         Deadline.at_time(limit), leaf_step(plan_qp, 0, 0))
+                row = self._control_row(timer)
+            runs[name] = (time.perf_counter() - begin, timed_out, row)
+            if name == "count" and timed_out:
+                return dest, qp, row, True
+        (count_s, _, count_row), (enum_s, enum_stopped, enum_row) = runs["count"], runs["enumerate"]
+        winner = "count" if enum_stopped else race_winner(count_s, enum_s)
+        stats.update(race_sample_seeds=sample, race_count_ms=count_s * 1e3,
+                     race_enumerate_ms=None if enum_stopped else enum_s * 1e3, race_winner=winner)
+        if winner == "count":
+            upload(self._d_qp, qp)
+            return dest, qp, count_row, deadline.passed()
+        return dest, other, enum_row, deadline.passed()
 
     # ------------------------------------------------------------------ match
     def _plan(self, query, count_leaves, count_last, timer):
@@ -679,20 +742,15 @@ class GMatch(Engine):
         index_stats = {}
         graph = self._data_graph
         if probe:
-            # most queries finish over the data graph before an index would be built: first a
-            # DFS from the root's label range on a grid sized to it (no BFS, no host round trip;
-            # the fine kernel checks the seeds' LDF/NLF bit) for DIRECT_S, then over a BFS seed
-            # pool (better balanced for hub-heavy roots) for the rest of probe_s
-            probe_end = deadline.earlier(start + self.probe_s)
-            stopped = True
-            if self.granularity == "fine":
-                direct_end = min(probe_end, time.perf_counter() + DIRECT_S)
-                unique, ctrl, _, stopped, stats = self._search(
-                    n, qp, graph, False, 0, 0, Deadline.at_time(direct_end), timer, phase="probe",
-                    label_seeds=self._label_seeds(query, plan))
-            if stopped and time.perf_counter() < probe_end:
-                unique, ctrl, _, stopped, stats = self._search(n, qp, graph, False, 0, 0, Deadline.at_time(probe_end),
-                                                               timer, phase="probe", seed_target=PROBE_SEEDS)
+            # most queries finish over the data graph before an index would be built: a DFS from
+            # the root's label range on a grid sized to it (no BFS, no host round trip; the fine
+            # kernel checks the seeds' LDF/NLF bit; the coarse model: its BFS seed pool) for
+            # probe_s, the probe's whole budget: a query that goes on to the candidate graph has
+            # lost at most that
+            seeds = self._label_seeds(query, plan) if self.granularity == "fine" else None
+            unique, ctrl, _, stopped, stats = self._search(
+                n, qp, graph, False, 0, 0, Deadline.at_time(deadline.earlier(start + self.probe_s)), timer,
+                phase="probe", label_seeds=seeds)
             if not stopped or deadline.passed():
                 status = Status.TIMEOUT if stopped else Status.OK
                 stats.update(probe_finished=not stopped)
@@ -741,9 +799,14 @@ class GMatch(Engine):
                 emb_cap = unique
             else:
                 emb_cap = limit_unique
+        race = None                               # counting the last position races enumerating it
+        if indexed and not collect and limit is None and leaf_step(qp, 0, 0) == LEAF_LAST:
+            race = enumerate_last(qp)
         unique, ctrl, emb, timed_out, stats = self._search(
             n, qp, graph, indexed, limit_unique, emb_cap, search_deadline, timer,
-            keep_whole=deadline if hub_bits is not None and self.hub_whole_s > 0 else None)
+            keep_whole=deadline if hub_bits is not None and self.hub_whole_s > 0 else None, race=race)
+        if stats.get("race_winner") == "enumerate":
+            qp = race
         if hub_bits is not None and timed_out and not deadline.passed():
             return self._match_parts(query, plan, hub_bits, deadline, timer, homomorphic,
                                      time.perf_counter() - whole_start,
@@ -977,6 +1040,28 @@ class GMatch(Engine):
         return MatchResult(self.name, int(count), status, embeddings=embeddings,
                            phases={} if timer is None else timer.seconds,
                            peak_device_bytes=self.budget.peak, stats=stats)
+
+
+def race_winner(count_s: float, enumerate_s: float) -> str:
+    """The plan that searches the rest of the pool after the race's sample, of two that both
+    finished it: "enumerate" where enumerating the last position took less time
+    (``enumerate_s``) than counting it (``count_s``), else "count"."""
+    return "enumerate" if enumerate_s < count_s else "count"
+
+
+def add_counts(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Control row ``second`` with the matches and work counters of ``first`` added: one query
+    searched by two launches over disjoint seed ranges (``first``'s range comes first)."""
+    total = unique_count(first) + unique_count(second)
+    row = second.copy()
+    low = total & ((1 << 64) - 1)
+    row[C_COUNT] = low - (1 << 64) if low >= 1 << 63 else low
+    row[C_COUNT_HI] = min(total >> 64, COUNT_LIMB - 1)
+    row[C_COUNT_BIG] = int(first[C_COUNT_BIG] or second[C_COUNT_BIG] or total >> 64 >= COUNT_LIMB)
+    for slot in (C_ITERS, C_IDLE, C_STEALS, C_GSTEALS):
+        row[slot] += first[slot]
+    row[C_SEED_LO] = first[C_SEED_LO]
+    return row
 
 
 def unique_count(ctrl) -> int:

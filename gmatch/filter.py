@@ -117,6 +117,17 @@ def pack_query(plan: QueryPlan, query: Graph, count_leaves: bool = False,
                  query.neighbors, query.labels)
 
 
+def enumerate_last(qp: np.ndarray) -> np.ndarray:
+    """A copy of parameter block ``qp`` (of a plan that counts its last position, ``count_last``)
+    that enumerates that position instead; the order, seeds and candidate graph are the same."""
+    out = qp.copy()
+    n = out[QP_SIZES, 0]
+    out[QP_SIZES, 2] = n
+    out[QP_SIZES, 3] = n
+    out[QP_SIZES, 5] = 0
+    return out
+
+
 def pack_candidate_graph(qp: np.ndarray, cg: CandidateGraph) -> None:
     """Add the candidate graph's per-position sizes to ``qp``."""
     qp[QP_WORDS] = cg.words

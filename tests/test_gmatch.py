@@ -14,6 +14,7 @@ import pytest
 from common.cpu.reference import ReferenceMatcher
 from common.engine.result import Status
 from common.gpu.backend import BACKEND
+from common.gpu.runtime import cuda
 from common.graph.generate import PATTERNS, pattern, random_walk_query, rmat, uniform_labels
 from common.graph.model import Graph
 from gmatch import GMatch
@@ -797,3 +798,61 @@ def test_simulated_filter_runs_on_the_host(monkeypatch):
     for name in ("query_dense_4_1", "query_dense_4_2"):
         result = gm.match(load_graph(DATA / "yeast" / "queries" / f"{name}.graph"))
         assert result.count == expected[name]
+
+
+# ------------------------------------------------------------------------------ count or enumerate the last position
+@pytest.mark.parametrize("rows, width, share", [(10, 3, 3), (64, 2, 8), (7, 1, 7), (101, 4, 16), (5, 2, 2)])
+def test_sample_first_moves_a_spread_sample_to_the_front(rows, width, share):
+    from gmatch.balance import sample_first
+
+    pool = np.arange(rows * width, dtype=np.int32) * 7 + 1
+    sampled = max(1, rows // share)
+    stride = rows // sampled
+    out = cuda.device_array(rows * width, np.int32)
+    sample_first[2, 32](cuda.to_device(pool), out, rows, width, stride, sampled)
+    first = [i * stride for i in range(sampled)]
+    order = first + [r for r in range(rows) if r not in first]
+    assert (out.copy_to_host().reshape(rows, width) == pool.reshape(rows, width)[order]).all()
+
+
+@pytest.mark.parametrize("winner", ["count", "enumerate"])
+def test_the_count_or_enumerate_race_counts_every_seed_once(winner, wide, reference_of, monkeypatch):
+    """Both plans search the sample, the winner the rest: the count is exact whichever wins, and
+    the statistics name the winner and what it counted."""
+    import gmatch.engine as gmatch_engine
+
+    monkeypatch.setattr(gmatch_engine, "RACE_MIN_SEEDS", 2)
+    monkeypatch.setattr(gmatch_engine, "RACE_SHARE", 2)
+    monkeypatch.setattr(gmatch_engine, "RACE_PATIENCE", 1e6)
+    monkeypatch.setattr(gmatch_engine, "race_winner", lambda count_s, enumerate_s: winner)
+    gm = GMatch(**{**SMALL, "seed_pool": 64}, candidate_graph=True, leaf_counting=False).prepare(wide)
+    raced = 0
+    for name, n, edges, labels in _shapes():
+        query = Graph.from_edges(n, [a for a, _ in edges], [b for _, b in edges], labels, name=name)
+        expected = reference_of(wide, query).count
+        if expected > ENUMERATED_UP_TO:
+            continue
+        result = gm.match(query)
+        assert result.count == expected, name
+        if "race_winner" in result.stats:
+            raced += 1
+            assert result.stats["race_winner"] == winner and result.stats["race_sample_seeds"] >= 1
+            assert result.stats["counted_leaves"] == (1 if winner == "count" else 0)
+    assert raced >= 5
+
+
+def test_two_launches_add_their_counts_past_64_bits():
+    from gmatch.engine import add_counts, unique_count
+    from gmatch.enumerate import C_COUNT, C_COUNT_HI, C_ITERS, CTRL_SIZE
+
+    def row(total, iters):
+        r = np.zeros(CTRL_SIZE, np.int64)
+        low = total & ((1 << 64) - 1)
+        r[C_COUNT] = low - (1 << 64) if low >= 1 << 63 else low
+        r[C_COUNT_HI] = total >> 64
+        r[C_ITERS] = iters
+        return r
+
+    for a, b in [(5, 7), ((1 << 64) - 3, 9), ((1 << 63) + 1, (1 << 63) + 5), (3 << 70, (1 << 64) + 11)]:
+        both = add_counts(row(a, 2), row(b, 3))
+        assert unique_count(both) == a + b and both[C_ITERS] == 5
