@@ -86,6 +86,7 @@ from .enumerate import (
 from .filter import (
     COUNT_COST,
     FILTER_THREADS,
+    QP_BACKWARD,
     QP_CSIZE,
     QP_ROWS,
     QP_SIZES,
@@ -112,6 +113,9 @@ STEALING_SCOPES = {"global": STEAL_GLOBAL, "mailbox": STEAL_MAILBOX, "block": ST
 STACK_LEVELS = (4, 8, 12, 16, 24, MAX_QUERY_VERTICES)   # compiled stack depths
 POOL_START = 1 << 22               # int32 elements of each seed-pool buffer before it grows
 POOL_MAX = 1 << 28                 # a BFS level needing more falls back to the previous level
+DIRECT_SHARE = 0.15                # of probe_s: the probe's first stage, a DFS from the root's label range
+PROBE_SEEDS = 1 << 16              # seed-pool target of the probe's second stage (BFS pool, then DFS)
+LOOK_SHARE = 0.15                  # of probe_s: the second stage goes on past it only where predicted to end in probe_s
 RACE_SHARE = 64                    # the count-or-enumerate race samples one seed in this many
 RACE_MIN_SEEDS = 1 << 14           # ... of a pool of at least this many seeds (else the count plan runs)
 RACE_PATIENCE = 1.0                # the enumeration's sample is stopped at this many times the count's
@@ -200,8 +204,8 @@ class GMatch(Engine):
     max_registers : int or None
         Register cap of the fine kernel; None: the compiler's choice.
     probe_s : float
-        Seconds of the data-graph probe before the candidate graph (``candidate_graph="auto"``):
-        a DFS from the root's label range; ``match_batch`` gives a batch ``probe_s`` per query.
+        Most seconds of the data-graph probe before the candidate graph (``candidate_graph="auto"``;
+        :meth:`GMatch._probe`); ``match_batch`` gives a batch ``probe_s`` per query.
     root_range : (int, int) or None
         Keep only the seeds whose position 0 (:meth:`GMatch.root_vertex`) maps into [lo, hi)
         (:mod:`common.graph.roots`); the parts of a partition add up to the whole count.
@@ -245,7 +249,7 @@ class GMatch(Engine):
                  symmetry_breaking: bool = True, candidate_graph: bool | str = "auto",
                  leaf_counting: bool = True, count_last: bool = True, count_last_cost: int = COUNT_COST,
                  split_groups: bool = True, leaf_checks: bool = True, idle_stats: bool = False,
-                 max_registers: int | None = 64, probe_s: float = 0.0015,
+                 max_registers: int | None = 64, probe_s: float = 0.005,
                  root_range: tuple[int, int] | None = None, branch_part: tuple | None = None,
                  hub_parts: int = 8, hub_after_s: float = HUB_AFTER_S, hub_whole_s: float = HUB_WHOLE_S,
                  batch_queries: int = BATCH_QUERIES,
@@ -493,10 +497,13 @@ class GMatch(Engine):
 
     # ------------------------------------------------------------------ DFS
     def _dfs(self, n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap, limit_unique,
-             deadline: Deadline, leaves: int, keep_whole: Deadline | None = None):
+             deadline: Deadline, leaves: int, keep_whole: Deadline | None = None,
+             probe_until: float | None = None):
         """Run the DFS over seeds [seed_lo, seed_hi) of ``pool`` with the leaf step ``leaves``
         (:func:`leaf_step`); with ``keep_whole`` (a hub query's whole search, ``deadline`` its
-        slice), the launch may run on to ``keep_whole`` (:meth:`_whole_extension`); returns
+        slice), the launch may run on to ``keep_whole`` (:meth:`_whole_extension`); with
+        ``probe_until`` (the probe's second stage, ``deadline`` its look), on to that time
+        (:meth:`_probe_extension`); returns
         (timed_out, launch stats)."""
         watch = int(deadline.active)
         rows = seed_hi - seed_lo
@@ -543,7 +550,30 @@ class GMatch(Engine):
         extend = None
         if keep_whole is not None and self.granularity == "fine":
             extend = self._whole_extension(rows, blocks * warps * self.roots_per_fetch, keep_whole, shape)
+        elif probe_until is not None:
+            in_flight = blocks * warps * self.roots_per_fetch if self.granularity == "fine" else rows
+            extend = self._probe_extension(rows, in_flight, probe_until)
         return self._watch.run(kernel, blocks, warps * 32, args, deadline.at, self._d_stop, extend), shape
+
+    def _probe_extension(self, seeds: int, in_flight: int, until: float):
+        """The watch's ``extend`` for the probe's second stage at its look: on to ``until`` where
+        the seeds taken beyond the first fetch of every warp (``in_flight``) predict the launch's
+        end by then, or where the pool is not much larger than one fetch per warp (a pool the
+        BFS could not grow: little work left); else stop (the candidate graph takes over)."""
+        looked = False
+
+        def extend(elapsed: float) -> float | None:
+            nonlocal looked
+            if looked:
+                return None
+            looked = True
+            if seeds <= 2 * in_flight:
+                return until
+            self._watch.peek(self._d_ctrls[0], self._h_peek)
+            done = max(0, int(self._h_peek[C_SEED]) - in_flight) / (seeds - in_flight)
+            predicted = elapsed / done if done > 0 else math.inf
+            return until if time.perf_counter() - elapsed + predicted <= until else None
+        return extend
 
     def _whole_extension(self, seeds: int, in_flight: int, keep_whole: Deadline, shape: dict):
         """The watch's ``extend`` for a hub query's whole search at the end of its slice: the
@@ -577,10 +607,12 @@ class GMatch(Engine):
         return extend
 
     def _search(self, n, qp, graph, indexed, limit_unique, emb_cap, deadline: Deadline, timer,
-                phase="enumerate", label_seeds=None, keep_whole: Deadline | None = None, race=None):
+                phase="enumerate", label_seeds=None, seed_target=None, keep_whole: Deadline | None = None,
+                race=None, probe_until: float | None = None):
         """BFS + DFS, or with ``label_seeds`` = (lo, hi) a DFS straight from the root's label range
         of the vertices sorted by label (no BFS, no host round trip: the small-query probe);
-        ``keep_whole``: :meth:`_dfs`'s; ``race``: the parameter block of another plan over the same
+        ``seed_target``: the pool's target (default ``seed_pool``); ``keep_whole`` and
+        ``probe_until``: :meth:`_dfs`'s; ``race``: the parameter block of another plan over the same
         seeds (:meth:`_race`); returns (unique count, ctrl row, embeddings device array,
         timed_out, stats)."""
         emb = self.budget.device_array((emb_cap, n), np.int32, "embeddings") if emb_cap else self._d_no_emb
@@ -589,7 +621,7 @@ class GMatch(Engine):
         else:
             with timer.phase(phase):
                 pool, rows, width, timed_out, growths = self._seed_pool(
-                    qp, graph, indexed, deadline, self.seed_pool)
+                    qp, graph, indexed, deadline, min(self.seed_pool, seed_target or self.seed_pool))
             seed_lo, seed_hi = 0, rows
         rows = seed_hi - seed_lo
         stats = {"seeds": rows, "seed_width": width, "seed_pool_bytes": rows * width * 4,
@@ -611,7 +643,7 @@ class GMatch(Engine):
         with timer.phase(phase):
             timed_out, shape = self._dfs(n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap,
                                          limit_unique, deadline, leaf_step(qp, emb_cap, limit_unique),
-                                         keep_whole)
+                                         keep_whole, probe_until)
         stats.update(shape)
         stats["max_stack_bytes"] = shape["stack_shared_bytes"] + shape["stack_global_bytes"]
         ctrl = self._control_row(timer)
@@ -742,15 +774,8 @@ class GMatch(Engine):
         index_stats = {}
         graph = self._data_graph
         if probe:
-            # most queries finish over the data graph before an index would be built: a DFS from
-            # the root's label range on a grid sized to it (no BFS, no host round trip; the fine
-            # kernel checks the seeds' LDF/NLF bit; the coarse model: its BFS seed pool) for
-            # probe_s, the probe's whole budget: a query that goes on to the candidate graph has
-            # lost at most that
-            seeds = self._label_seeds(query, plan) if self.granularity == "fine" else None
-            unique, ctrl, _, stopped, stats = self._search(
-                n, qp, graph, False, 0, 0, Deadline.at_time(deadline.earlier(start + self.probe_s)), timer,
-                phase="probe", label_seeds=seeds)
+            unique, ctrl, stopped, stats = self._probe(query, plan, qp, n, deadline.earlier(start + self.probe_s),
+                                                       timer)
             if not stopped or deadline.passed():
                 status = Status.TIMEOUT if stopped else Status.OK
                 stats.update(probe_finished=not stopped)
@@ -799,8 +824,9 @@ class GMatch(Engine):
                 emb_cap = unique
             else:
                 emb_cap = limit_unique
-        race = None                               # counting the last position races enumerating it
-        if indexed and not collect and limit is None and leaf_step(qp, 0, 0) == LEAF_LAST:
+        race = None                               # counting the last position races enumerating it,
+        if (indexed and not collect and limit is None and leaf_step(qp, 0, 0) == LEAF_LAST
+                and last_backward(qp) >= 2):      # an intersection (one row's length is not raced)
             race = enumerate_last(qp)
         unique, ctrl, emb, timed_out, stats = self._search(
             n, qp, graph, indexed, limit_unique, emb_cap, search_deadline, timer,
@@ -821,6 +847,30 @@ class GMatch(Engine):
                 rows = download(emb, np.empty(min(unique, emb_cap if n > 1 else unique) * n, np.int32))
             embeddings = self._expand(plan, query, rows.reshape(-1, n), limit)
         return self._finish(timer, plan, qp, unique, ctrl, stats, status, indexed, embeddings, limit)
+
+    def _probe(self, query: Graph, plan, qp, n: int, probe_end: float, timer):
+        """The data-graph probe of ``candidate_graph="auto"`` (past the paper): most queries end
+        over the data graph before an index would be built. First a DFS from the root's label
+        range on a grid sized to it for ``DIRECT_S`` (no BFS, no host round trip; the fine kernel
+        checks the seeds' LDF/NLF bit) for ``DIRECT_SHARE`` of ``probe_s``; then a BFS seed pool
+        of ``PROBE_SEEDS`` (better balanced for hub-heavy roots) and a DFS over it, both within
+        ``LOOK_SHARE`` of it, where the launch runs on to ``probe_end`` only if the share of its
+        seeds taken predicts its end by then (:meth:`_probe_extension`). A query that goes on to
+        the candidate graph has lost about ``DIRECT_SHARE + LOOK_SHARE`` of ``probe_s`` to the
+        probe where its pool predicts (docs/decisions.md, "gMatch: the probe's budget").
+        Returns (unique count, ctrl row, stopped, statistics)."""
+        unique, ctrl, stopped, stats = 0, np.zeros(CTRL_SIZE, np.int64), True, {}
+        if self.granularity == "fine":
+            direct_end = min(probe_end, time.perf_counter() + DIRECT_SHARE * self.probe_s)
+            unique, ctrl, _, stopped, stats = self._search(
+                n, qp, self._data_graph, False, 0, 0, Deadline.at_time(direct_end), timer, phase="probe",
+                label_seeds=self._label_seeds(query, plan))
+        if stopped and time.perf_counter() < probe_end:
+            look = min(probe_end, time.perf_counter() + LOOK_SHARE * self.probe_s)
+            unique, ctrl, _, stopped, stats = self._search(
+                n, qp, self._data_graph, False, 0, 0, Deadline.at_time(look), timer, phase="probe",
+                seed_target=PROBE_SEEDS, probe_until=probe_end)
+        return unique, ctrl, stopped, stats
 
     def _has_hub_parts(self, query: Graph) -> bool:
         """Whether ``hub_parts`` would cut the query below its root (a root candidate heavier
@@ -1040,6 +1090,12 @@ class GMatch(Engine):
         return MatchResult(self.name, int(count), status, embeddings=embeddings,
                            phases={} if timer is None else timer.seconds,
                            peak_device_bytes=self.budget.peak, stats=stats)
+
+
+def last_backward(qp) -> int:
+    """How many backward neighbours the last position of parameter block ``qp`` has."""
+    n = int(qp[QP_SIZES, 0])
+    return int(qp.view(np.uint32)[QP_BACKWARD, n - 1]).bit_count()
 
 
 def race_winner(count_s: float, enumerate_s: float) -> str:

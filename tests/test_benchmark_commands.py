@@ -164,3 +164,17 @@ def test_gmatch_split_rows_add_up_to_the_one_launch(hub200):
     assert kept.hub_whole_s.tolist()[1:] == [0.0, 600.0] and kept.equal.all()
     with pytest.raises(ValueError, match="hub_parts=0"):           # the one launch must be one launch
         gmatch_split.measure(data, query, engine=create_engine("gmatch", hub_parts=4))
+
+
+def test_gmatch_heavy_targets_name_the_worst_probe_share_and_count_over_enumerate():
+    import pandas as pd
+
+    from experiments.bench.gmatch_heavy import targets
+
+    rows = [dict(variant=v, query=q, status="ok", wall_ms=w, probe_ms=p, a_search_ms=a, a_process_ms=10.0)
+            for v, q, w, p, a in [("enumerate", "q1", 40.0, 2.0, 50.0), ("count", "q1", 30.0, 6.0, 50.0),
+                                  ("enumerate", "q2", 10.0, 5.0, 5.0), ("count", "q2", 12.0, 5.0, 5.0)]]
+    text = targets(pd.DataFrame(rows))
+    assert "max 20.0% (count q1, 6.0 of 30.0 ms), over 2 runs" in text      # q2 is under 20 ms
+    assert "count / enumerate: median 0.97, max 1.20 (q2); 1 of 2 over 1.0: q2 1.20" in text
+    assert "enumerate / authors' search: median 1.40 over 2; / (search + preprocessing): max 0.67 (q1)" in text

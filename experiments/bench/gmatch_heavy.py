@@ -143,6 +143,9 @@ def _measure(args, data, queries, leaves_of: dict, rows: list) -> None:
                              index_ms=phases.get("index", 0.0), filter_ms=phases.get("filter", 0.0),
                              plan_ms=phases.get("plan", 0.0), wall_ms=wall * 1e3, compile_reruns=reruns,
                              probe_finished=bool(result.stats.get("probe_finished", False)),
+                             race_winner=result.stats.get("race_winner"),
+                             race_count_ms=result.stats.get("race_count_ms"),
+                             race_enumerate_ms=result.stats.get("race_enumerate_ms"),
                              counted=result.stats.get("counted_leaves"),
                              countable_leaves=leaves_of[name],
                              seeds=result.stats.get("seeds"), seed_width=result.stats.get("seed_width"),
@@ -262,7 +265,42 @@ def main(argv=None) -> int:
         if len(bare):
             print(f"{'':>10} {'':>8}  without countable leaves: median ratio {statistics.median(bare):.2f}, "
                   f"max {bare.max():.2f} (over {len(bare)})")
+    print(targets(table))
     return 0
+
+
+#: a probe's share of a query's wall is judged on the queries longer than this (ms)
+PROBE_JUDGED_MS = 20.0
+
+
+def targets(table: pd.DataFrame) -> str:
+    """The gMatch tails' measures, on the wall of ``match()``: the probe's largest share of a
+    query of more than :data:`PROBE_JUDGED_MS`; count mode over enumeration mode per query (both
+    solved); enumeration mode over the authors' search, and over their search plus preprocessing."""
+    lines = ["", "targets (wall of match(); queries both sides solve)"]
+    long = table[(table["wall_ms"] > PROBE_JUDGED_MS) & (table["status"] == "ok")]
+    if len(long):
+        share = long["probe_ms"] / long["wall_ms"]
+        worst = long.loc[share.idxmax()]
+        lines.append(f"  probe share of walls over {PROBE_JUDGED_MS:.0f} ms: max {share.max():.1%} "
+                     f"({worst['variant']} {worst['query']}, {worst['probe_ms']:.1f} of {worst['wall_ms']:.1f} ms), "
+                     f"over {len(long)} runs")
+    walls = table[table["status"] == "ok"].pivot_table(index="query", columns="variant", values="wall_ms",
+                                                       aggfunc="first")
+    if {"count", "enumerate"} <= set(walls.columns):
+        ratio = (walls["count"] / walls["enumerate"]).dropna()
+        if len(ratio):
+            over = ratio[ratio > 1.0].sort_values(ascending=False)
+            lines.append(f"  count / enumerate: median {ratio.median():.2f}, max {ratio.max():.2f} ({ratio.idxmax()}); "
+                         f"{len(over)} of {len(ratio)} over 1.0: "
+                         + ", ".join(f"{q} {r:.2f}" for q, r in over.head(8).items()))
+    enum = table[(table["variant"] == "enumerate") & (table["status"] == "ok") & (table["a_search_ms"] > 0)]
+    if len(enum):
+        search = enum["wall_ms"] / enum["a_search_ms"]
+        both = enum["wall_ms"] / (enum["a_search_ms"] + enum["a_process_ms"].fillna(0))
+        lines.append(f"  enumerate / authors' search: median {search.median():.2f} over {len(enum)}; "
+                     f"/ (search + preprocessing): max {both.max():.2f} ({enum.loc[both.idxmax(), 'query']})")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
