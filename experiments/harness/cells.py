@@ -77,7 +77,7 @@ def cells_of(experiments, scale, out_dir: Path) -> list[Cell]:
         limit = experiment.time_limit_for(scale) * experiment.repeats_for(scale)
         for point in experiment.points_for(scale):
             count = point.queries.count_at(here)
-            for config in experiment.configs:
+            for config in experiment.configs_run():
                 cells.append(Cell(experiment.name, config.label, point.label, count,
                                   frozenset(done.get((config.label, point.label), ())), count * limit,
                                   experiment.run_key(config, point, scale)))

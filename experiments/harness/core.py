@@ -47,11 +47,17 @@ class MissingEngine(RuntimeError):
 
 @dataclass(frozen=True)
 class Config:
-    """One column: an engine (registry name) with constructor options, under a report label."""
+    """One column: an engine (registry name) with constructor options, under a report label.
+
+    ``optional``: the engine comes from an optional package (a CPU peer); where it is not
+    registered the column is not run, yet it stays in the tables and claims, so reports are judged
+    from their rows alone wherever they are read.
+    """
 
     label: str
     engine: str
     options: tuple = ()
+    optional: bool = False
 
     @classmethod
     def of(cls, label: str, engine: str, **options) -> "Config":
@@ -516,8 +522,14 @@ class Experiment:
         return self.memory_cap_at.get(scale.name, self.memory_cap)
 
     def missing_engines(self) -> list[str]:
+        """Engines of required configs that are not registered here (the experiment cannot run)."""
         registered = set(available_engines())
-        return sorted({c.engine for c in self.configs} - registered)
+        return sorted({c.engine for c in self.configs if not c.optional} - registered)
+
+    def configs_run(self) -> tuple:
+        """The configs that run here: all but optional ones whose engine is not registered."""
+        registered = set(available_engines())
+        return tuple(c for c in self.configs if not c.optional or c.engine in registered)
 
     def jobs(self, scale: Scale) -> tuple[list[Job], dict[str, dict[str, int]]]:
         """The runner jobs at ``scale`` and the exact counts known per point (by query name)."""
@@ -528,7 +540,7 @@ class Experiment:
             data = point.dataset.load(scale)
             queries, counts = point.queries.build(data, point.dataset, scale)
             known[point.label] = counts
-            for config in self.configs:
+            for config in self.configs_run():
                 options = tuple(sorted(dict(config.options + point.options).items()))
                 jobs.append(Job(self.name, config.label, config.engine, point.label, data,
                                 tuple(queries), options, time_limit_s=limit,
@@ -745,7 +757,7 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
         missing = tuple(experiment.missing_engines())
         for point in experiment.points_for(scale):
             queries = point.queries.count_at(here)
-            for config in experiment.configs:
+            for config in experiment.configs_run():
                 jobs += 1
                 options = dict(config.options + point.options)
                 if config.engine in missing:           # defaults unknown: every spelling is its own

@@ -17,7 +17,7 @@ import pandas as pd
 
 from common import BACKEND, Graph, available_engines, create_engine
 from common.cpu.peers import installed_peers
-from common.engine.registry import BUILTIN_ENGINES, compared_engines
+from common.engine.registry import BUILTIN_ENGINES, PEER_ENGINES, compared_engines
 from common.graph.generate import power_law_labels, query_set, rmat
 
 
@@ -188,7 +188,8 @@ def _side_by_side_experiments():
     from ..harness.core import Config, Experiment, Metric, Point
     from ..harness.workloads import ENRON, GITHUB, GITHUB_Q, HPRD, HPRD_DENSE_16, YEAST, QuerySpec, yeast_queries
 
-    configs = tuple(Config.of(name, name) for name in (*ENGINES_COMPARED, *PEERS_COMPARED))
+    configs = (*(Config.of(name, name) for name in ENGINES_COMPARED),
+               *(Config(name, name, optional=True) for name in PEERS_COMPARED))
     known = (Point("HPRD dense_16", HPRD, HPRD_DENSE_16),
              *(Point(f"yeast {kind}", YEAST, yeast_queries(kind))
                for kind in ("dense_8", "sparse_8", "dense_16")),
@@ -221,6 +222,6 @@ def _side_by_side_experiments():
 
 ENGINES_COMPARED = compared_engines()
 """The reference and the four GPU engines, each algorithm once (no ``variant_of``), in report order."""
-PEERS_COMPARED = tuple(installed_peers())
-"""networkx and igraph (common/cpu/peers.py) where installed (extra ``peers``), after gpusm's engines."""
+PEERS_COMPARED = tuple(PEER_ENGINES)
+"""networkx and igraph (common/cpu/peers.py), after gpusm's engines; each runs where installed (extra ``peers``)."""
 EXPERIMENTS = _side_by_side_experiments()
