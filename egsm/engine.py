@@ -165,10 +165,12 @@ class EGSM(Engine):
     """
 
     name = "egsm"
-    supports_edge_labels = False
-    supports_directed = False
-    supports_homomorphic = False
-    supports_disconnected = False
+    limitations = {"edge_labels": "EGSM's index holds vertex labels only (EGSM §4)",
+                   "directed": "EGSM matches undirected graphs (EGSM §2)",
+                   "homomorphic": "EGSM's search keeps embeddings injective (EGSM §5)",
+                   "disconnected": "EGSM's matching order follows query edges (EGSM §5.1)"}
+    contract_notes = {"simulator_launch": "the index build is one cooperative launch: the simulator runs it to its end"}
+    kernel_packages = ("egsm", "common")
     max_query_vertices = L.MAXQ
 
     def __init__(self, *, variant: str = "default", wedge_filter: bool | None = None,

@@ -10,29 +10,17 @@
   command).
 
 :func:`experiments_of` and :func:`get_experiment` look the experiments up by paper or name
-(``gpusm experiment --list`` prints them).
+(``gpusm experiment --list`` prints them); the papers register them with the harness
+(:mod:`experiments.harness.catalog`), which never imports the papers.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
+from .harness.catalog import add_source, experiments_of, get_experiment
 
 PAPERS = ("gsi_icde20", "sgsi_tkde22", "egsm_sigmod23", "gmatch_pvldb26", "stwig_lin14", "compare")
 """Modules of :mod:`experiments.papers` with experiments, in ``make experiments`` order."""
 
+add_source("experiments.papers")          # registers the papers' experiments at the first look-up
 
-def experiments_of(paper: str | None = None) -> list:
-    """Every experiment of ``paper`` (all papers when None), in declaration order."""
-    papers = PAPERS if paper is None else (paper,)
-    unknown = set(papers) - set(PAPERS)
-    if unknown:
-        raise ValueError(f"unknown paper {sorted(unknown)[0]!r}; choose one of {PAPERS}")
-    return [e for p in papers for e in import_module(f"experiments.papers.{p}").EXPERIMENTS]
-
-
-def get_experiment(name: str):
-    """The experiment called ``name`` (e.g. ``"gsi_icde20.table4"``)."""
-    for experiment in experiments_of():
-        if experiment.name == name:
-            return experiment
-    raise ValueError(f"unknown experiment {name!r}; `gpusm experiment --list` names them all")
+__all__ = ["PAPERS", "experiments_of", "get_experiment"]

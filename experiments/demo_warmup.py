@@ -15,7 +15,8 @@ import json
 import sys
 
 from common.cli.main import parse_option
-from common.cli.warmup import GPU_ENGINES, warm_engine, warmup
+from common.cli.warmup import warm_engine, warmup
+from common.engine.registry import engine_class, gpu_engines
 
 #: CPU engines whose compiled host code (``numba.njit``) the demo also compiles in parallel
 COMPILED_CPU_ENGINES = ("cpu", "stwig-cpu")
@@ -31,9 +32,8 @@ def compile_in_parallel(engines, size: str, seed: int) -> list[dict]:
     package already has kernels in the cache (then the demo just loads them)."""
     from common.gpu.kernel_cache import cache_dir
 
-    gpu = [e for e in engines if e in GPU_ENGINES]
-    packages = {"sgsi": "gsi"}
-    if all(any((cache_dir() / packages.get(e, e)).glob("*.nbc")) for e in gpu):
+    gpu = [e for e in engines if e in gpu_engines()]
+    if all(any((cache_dir() / engine_class(e).kernel_packages[0]).glob("*.nbc")) for e in gpu):
         return []
     cpu = [e for e in engines if e in COMPILED_CPU_ENGINES]
     first = tuple(job for job in KERNELS_FIRST if job[0] in gpu)

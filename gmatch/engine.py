@@ -237,10 +237,14 @@ class GMatch(Engine):
     """
 
     name = "gmatch"
-    supports_edge_labels = False
-    supports_directed = False
-    supports_homomorphic = False
-    supports_disconnected = False
+    limitations = {"edge_labels": "gMatch's candidate graph holds vertex labels only (gMatch §3)",
+                   "directed": "gMatch matches undirected graphs (gMatch §2)",
+                   "homomorphic": "gMatch's set intersections keep embeddings injective (gMatch §3)",
+                   "disconnected": "gMatch's matching order follows query edges (gMatch §3.2)"}
+    contract_notes = {"simulator_launch": "simulated warps poll the stop flag every 32 iterations of a slow DFS"}
+    kernel_packages = ("gmatch", "common")
+    warmup_variants = ({}, {"candidate_graph": True})   # "auto" takes it only for queries slower than its probe
+    warmup_by_query_size = True                          # stack levels 4, 8, 12, 16
     max_query_vertices = MAX_QUERY_VERTICES
 
     def __init__(self, *, granularity: str = "fine", unroll: int = 1, batch: bool = True,

@@ -169,10 +169,12 @@ class GSI(Engine):
     """
 
     name = "gsi"
-    supports_edge_labels = True
-    supports_directed = True
-    supports_homomorphic = False
-    supports_disconnected = False
+    limitations = {"homomorphic": "GSI's join keeps embeddings injective (GSI §V)",
+                   "disconnected": "GSI joins along query edges from one start vertex (GSI §IV)"}
+    contract_notes = {"simulator_peak": "the simulator's small starting join buffers grow on the first run of a "
+                                        "query (to twice what it needs), so its first run peaks higher than its "
+                                        "later runs"}
+    kernel_packages = ("gsi", "common")
     max_query_vertices = MAX_QUERY_VERTICES
 
     def __init__(self, *, filter: str = "signature", structure: str = "pcsr",

@@ -241,6 +241,7 @@ class STwigCPU(STwigPipeline):
     """
 
     name = "stwig-cpu"
+    variant_of = "stwig"
     uses_device = False
 
     def __init__(self, *, parallel: bool = False, **options):

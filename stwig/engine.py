@@ -91,10 +91,12 @@ class STwigPipeline(Engine):
         Device-memory budget in bytes; device buffers past it give status ``oom``.
     """
 
-    supports_edge_labels = False
-    supports_directed = False
-    supports_homomorphic = True
-    supports_disconnected = False
+    limitations = {"edge_labels": "STwig decomposes vertex-labelled queries (STwig §4)",
+                   "directed": "STwig matches undirected graphs (STwig §2)",
+                   "disconnected": "STwig joins twigs along shared vertices (STwig §5)"}
+    #: why an STwig engine may answer a deadline with OOM: a star's first relation passes
+    #: ``max_relation_bytes`` (4 GiB) about when a 0.5 s deadline falls
+    contract_notes = {"deadline_cap": "the star's first STwig relation passes max_relation_bytes near the deadline"}
     max_query_vertices = MAX_LEAVES + 1
 
     def __init__(self, *, join_order: str = "estimate", max_relation_bytes: int = 4 << 30,
@@ -373,6 +375,10 @@ class STwig(STwigPipeline):
     """
 
     name = "stwig"
+    contract_notes = {**STwigPipeline.contract_notes,
+                      "simulator_peak": "in the simulator, capacity kept from an earlier, larger query counts in a "
+                                        "later query's peak"}
+    kernel_packages = ("stwig", "common")
 
     def __init__(self, *, exploration: str = "cpu", threads_per_block: int = JOIN_THREADS,
                  blocks: int | None = None, **options):

@@ -15,6 +15,7 @@ import common.graph.model
 
 @pytest.mark.parametrize("module", [common.api, common.engine.registry, common.graph.model, common.graph.io,
                                     common.engine.result], ids=lambda m: m.__name__)
+@pytest.mark.slow_cases("common.api")
 def test_docstring_examples(module):
     outcome = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert outcome.failed == 0

@@ -18,6 +18,7 @@ from experiments.bench import dask_scaling, small_queries
 from experiments.profiling import host_costs, host_timeline, kernel_times
 
 
+@pytest.mark.slow
 def test_small_queries_table_counts_and_csv(tmp_path, capsys):
     out = tmp_path / "small.csv"
     assert small_queries.main(["--engines", "cpu", "--workloads", "github", "--out", str(out)]) == 0
@@ -27,6 +28,7 @@ def test_small_queries_table_counts_and_csv(tmp_path, capsys):
     assert "backend:" in printed and "total_vs_cpu" in printed
 
 
+@pytest.mark.slow
 def test_small_queries_interleaved_pass_answers_every_query_with_every_engine(tmp_path, capsys):
     data, queries, known = small_queries.load("github")
     engines = {"a": create_engine("cpu").prepare(data), "b": create_engine("cpu").prepare(data)}
@@ -133,6 +135,7 @@ def test_kernel_times_engine_spec_and_gpu_need(capsys):
     assert "(all kernels)" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_gmatch_split_rows_add_up_to_the_one_launch(hub200):
     """gmatch_split: every split and hub_parts row counts what the one launch counts, a split's
     summed seconds cover its longest part, and the one launch is the ratio's base."""

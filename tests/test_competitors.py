@@ -20,6 +20,8 @@ from experiments.papers import competitors as comp
 
 CYCLE4 = Graph.from_edges(4, [0, 1, 2, 3], [1, 2, 3, 0], name="c4")
 PATH3 = Graph.from_edges(3, [0, 1], [1, 2], name="p3")
+DIAMOND = Graph.from_edges(4, [0, 0, 1, 1, 2], [1, 2, 2, 3, 3], name="diamond")
+STAR4 = Graph.from_edges(4, [0, 0, 0], [1, 2, 3], name="star")
 
 
 def unlabelled(n=40, m=120, seed=3):
@@ -76,9 +78,13 @@ elif kind == "gsi":
     data, query = gsi(args[0]), gsi(args[1])
 elif kind == "beep":
     data, query = text(args[1]), mtx(args[3])
-else:
+elif len(args) == 1:                               # g2miner: tc_gpu_base DATA.bin
+    data, query = csr(args[0]), comp.G2MINER_PATTERNS["triangle"]
+elif args[1].isdigit():                            # clique_gpu_base DATA.bin K
+    data, query = csr(args[0]), comp.G2MINER_PATTERNS[args[1] + "-clique"]
+else:                                              # sgl_gpu_base DATA.bin NAME
     data, query = csr(args[0]), comp.G2MINER_PATTERNS[args[1]]
-count = create_engine("cpu").prepare(data).match(query).count
+count = create_engine("cpu").prepare(data).match(query).count + int(os.environ.get("FAKE_COUNT_OFFSET", "0"))
 if os.environ.get("FAKE_SEARCH_S") == "forever" and query.num_vertices > 2:
     time.sleep(600)
 search = float(os.environ.get("FAKE_SEARCH_S", "0.01")) if query.num_vertices > 2 else 0.0
@@ -91,8 +97,13 @@ elif kind == "tdfs":
 elif kind == "beep":
     print("[info] final count time %f s" % (ms / 1000)); print("------------- Counter = %d" % count)
 elif kind == "g2miner":
-    aut = comp.automorphisms(query)
-    print("runtime [cuda_base] = %f sec" % (ms / 1000)); print("total_num = %d" % (count // aut))
+    unique = count // comp.automorphisms(query)
+    if len(args) == 1:
+        print("runtime [base] = %f sec" % (ms / 1000)); print("total_num_triangles = %d" % unique)
+    elif args[1].isdigit():
+        print("runtime [gpu] = %f sec" % (ms / 1000)); print("num_%s-cliques = %d" % (args[1], unique))
+    else:
+        print("runtime [cuda_base] = %f sec" % (ms / 1000)); print("total_num = %d" % unique)
 else:
     print("result: %d %d" % (count, query.num_vertices)); sys.stderr.write("match used: %d ms\\n" % ms)
 '''
@@ -123,7 +134,8 @@ def stand_in(tmp_path, monkeypatch):
 def test_the_written_inputs_read_back_and_the_count_is_cpus(stand_in, name, data):
     stand_in(name)
     engine = create_engine(name).prepare(data)
-    for query in query_set(data, 2, 4, seed=7).queries:
+    queries = (DIAMOND, STAR4, PATH3) if name == "beep-authors" else query_set(data, 2, 4, seed=7).queries
+    for query in queries:
         expected = create_engine("cpu").prepare(data).match(query).count
         result = engine.match(query, timeout_s=30.0)
         assert (result.status, result.count) == (Status.OK, expected), result.reason
@@ -139,7 +151,8 @@ def test_g2miner_runs_its_named_patterns_and_multiplies_by_the_automorphisms(sta
         assert comp.g2miner_pattern(relabelled) == name
         expected = create_engine("cpu").prepare(data).match(pattern).count
         assert engine.match(relabelled).count == expected
-    assert [comp.automorphisms(p) for p in comp.G2MINER_PATTERNS.values()] == [8, 4, 2, 10]
+    assert [comp.automorphisms(p) for p in comp.G2MINER_PATTERNS.values()] == [6, 24, 120, 8, 4, 2, 10]
+    assert [comp.g2miner_program(n)[0] for n in comp.G2MINER_PATTERNS] == ["tc"] + ["clique"] * 2 + ["sgl"] * 4
 
 
 def test_what_each_binary_cannot_take_is_unsupported_with_the_reason(stand_in):
@@ -156,12 +169,13 @@ def test_what_each_binary_cannot_take_is_unsupported_with_the_reason(stand_in):
     assert "unlabelled graphs only" in create_engine("beep-authors").prepare(lab).match(PATH3).reason
     assert "unlabelled graphs only" in create_engine("g2miner-authors").prepare(lab).match(CYCLE4).reason
     assert "none of them" in create_engine("g2miner-authors").prepare(unlabelled()).match(PATH3).reason
+    assert "central query vertex" in create_engine("beep-authors").prepare(unlabelled()).match(CYCLE4).reason
     elab = Graph.from_edges(3, [0, 1], [1, 2], edge_labels=[1, 2])
     assert "edge labels" in create_engine("tdfs-authors").prepare(elab).match(PATH3).reason
     assert create_engine("gsi-authors").prepare(elab).match(
         Graph.from_edges(2, [0], [1], edge_labels=[2])).count == 2
     for name in comp.COMPETITORS:
-        result = create_engine(name).prepare(unlabelled()).match(CYCLE4, collect=True)
+        result = create_engine(name).prepare(unlabelled()).match(DIAMOND, collect=True)
         assert result.status is Status.UNSUPPORTED and "only counts" in result.reason
 
 
@@ -188,6 +202,8 @@ def test_output_parsers_on_the_binaries_lines():
     assert comp.parse_tdfs("[DEBUG] x\nExecution time (ms): 3.25\nTotal matches: 7\n") == (7, 3.25)
     assert comp.parse_beep("\x1b[0m[info] final count time 0.5 s\n------------- Counter = 9\n") == (9, 500.0)
     assert comp.parse_g2miner("runtime [cuda_base] = 0.25 sec\ntotal_num = 3\n") == (3, 250.0)
+    assert comp.parse_g2miner("runtime [base] = 0.5 sec\ntotal_num_triangles = 4\n") == (4, 500.0)
+    assert comp.parse_g2miner("runtime [gpu] = 1e-3 sec\nnum_5-cliques = 2\n") == (2, 1.0)
     assert comp.parse_gsi("result: 11 4\nmatch used: 8 ms\n") == (11, 8.0)
     assert comp.parse_tdfs("CUDA Error:\n") == (None, None)
 
@@ -198,6 +214,10 @@ def test_a_missing_binary_is_skipped_with_its_reason(tmp_path, monkeypatch):
     for name in comp.COMPETITORS:
         assert "no CUDA toolkit here" in comp.competitor_reason(name)
         assert comp.competitor_configs(name, name) == ()
+    (tmp_path / "status.txt").write_text("stmatch built a b\nbeep FAILED main.cu(9): error: no member x\n")
+    assert comp.build_status() == {"stmatch": "built a b", "beep": "FAILED main.cu(9): error: no member x"}
+    assert comp.competitor_reason("beep-authors").endswith("failed to build it: main.cu(9): error: no member x")
+    assert "no CUDA toolkit here" in comp.competitor_reason("stmatch-authors")
 
 
 def test_the_csr_and_gsi_writers_round_trip(tmp_path):

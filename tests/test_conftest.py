@@ -1,13 +1,10 @@
-"""The suite's own configuration: the simulator-heavy list names tests that exist."""
+"""The suite's own configuration: every id a test's ``slow_cases`` marker names is one of its cases."""
 
-from conftest import COLLECTED, SIMULATOR_HEAVY
+from conftest import SLOW_CASES
 
 
-def test_every_simulator_heavy_entry_names_a_collected_test(request):
-    """A renamed or removed test would leave a stale entry (and its replacement in the fast lane);
-    entries are checked for the files this session collected."""
-    collected = request.config.stash[COLLECTED]
-    files = {nodeid.split("::")[0] for nodeid in collected}
-    stale = sorted(e for e in SIMULATOR_HEAVY if e.split("::")[0] in files and e not in collected)
+def test_every_slow_case_names_a_collected_case(request):
+    """A renamed parameter would leave a stale id (and its case in the fast lane)."""
+    stale = {test: sorted(named - collected) for test, (named, collected) in request.config.stash[SLOW_CASES].items()
+             if named - collected}
     assert not stale, stale
-

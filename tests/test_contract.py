@@ -16,7 +16,8 @@ engine with the ``cpu`` reference on small graphs:
 - ``peak_device_bytes`` of a query is its own, whatever ran before;
 - ``match_batch`` answers as ``match`` does, query by query.
 
-What an engine cannot do is declared once, in :data:`EXCEPTIONS`, with the reason.
+What an engine cannot do is declared once, on its class (``limitations``, ``uses_device``,
+``contract_notes``), with the reason; :func:`declared` reads it.
 """
 
 from __future__ import annotations
@@ -43,64 +44,23 @@ ENGINES = [name for name in available_engines() if name in BUILTIN_ENGINES or na
 KINDS = {"edge_labels": "edge label", "directed": "directed", "homomorphic": "homomorphic",
          "disconnected": "connected"}
 
-#: Per engine, what it declares it cannot do, with the reason. A key of :data:`KINDS` is a query
-#: kind the engine answers ``unsupported`` (the counts check then asserts exactly that); ``oom``
-#: marks an engine that holds no device memory (a device-memory limit is accepted and ignored:
-#: the count stays exact); ``statistics`` marks a peer library that exposes no matching order or
-#: candidate sets; ``simulator_launch`` lets an engine run past its deadline's slack in the CUDA
-#: simulator, where a launch cannot be stopped before it polls the stop flag (the result then
-#: says so); ``simulator_<check>`` is a check the engine fails only in the simulator (a strict
-#: xfail there; on a GPU it must pass); any other key is a check the engine fails today (a strict
-#: xfail: when it starts passing, its line here goes).
-#: Why the STwig engines may answer the deadline test's star with OOM: its first STwig relation
-#: passes ``max_relation_bytes`` (4 GiB) about when the 0.5 s deadline falls, so the host's speed
-#: decides which status comes first; either must come within the deadline's slack.
-STAR_RELATION = "the star's first STwig relation passes max_relation_bytes near the deadline"
-
-EXCEPTIONS: dict[str, dict[str, str]] = {
-    "cpu": {"oom": "a CPU engine: no device memory"},
-    "gsi": {"homomorphic": "GSI's join keeps embeddings injective (GSI §V)",
-            "disconnected": "GSI joins along query edges from one start vertex (GSI §IV)",
-            "simulator_peak": "the simulator's small starting join buffers grow on the first run of a "
-                              "query (to twice what it needs), so its first run peaks higher than its later runs"},
-    "sgsi": {"homomorphic": "SGSI joins as GSI does (SGSI §4)",
-             "disconnected": "SGSI joins along query edges from one start vertex (SGSI §4)",
-             "simulator_peak": "as GSI's in the simulator: a query's first run peaks higher than its later runs"},
-    "egsm": {"edge_labels": "EGSM's index holds vertex labels only (EGSM §4)",
-             "directed": "EGSM matches undirected graphs (EGSM §2)",
-             "homomorphic": "EGSM's search keeps embeddings injective (EGSM §5)",
-             "disconnected": "EGSM's matching order follows query edges (EGSM §5.1)",
-             "simulator_launch": "the index build is one cooperative launch: the simulator runs it to its end"},
-    "gmatch": {"edge_labels": "gMatch's candidate graph holds vertex labels only (gMatch §3)",
-               "directed": "gMatch matches undirected graphs (gMatch §2)",
-               "homomorphic": "gMatch's set intersections keep embeddings injective (gMatch §3)",
-               "disconnected": "gMatch's matching order follows query edges (gMatch §3.2)",
-               "simulator_launch": "simulated warps poll the stop flag every 32 iterations of a slow DFS"},
-    "stwig": {"edge_labels": "STwig decomposes vertex-labelled queries (STwig §4)",
-              "directed": "STwig matches undirected graphs (STwig §2)",
-              "disconnected": "STwig joins twigs along shared vertices (STwig §5)",
-              "deadline_cap": STAR_RELATION,
-              "simulator_peak": "in the simulator, capacity kept from an earlier, larger query counts in a "
-                                "later query's peak"},
-    "stwig-cpu": {"edge_labels": "STwig decomposes vertex-labelled queries (STwig §4)",
-                  "directed": "STwig matches undirected graphs (STwig §2)",
-                  "disconnected": "STwig joins twigs along shared vertices (STwig §5)",
-                  "deadline_cap": STAR_RELATION,
-                  "oom": "a CPU engine: no device memory"},
-    "networkx": {"homomorphic": "networkx's VF2 counts monomorphisms only",
-                 "oom": "a CPU engine: no device memory",
-                 "statistics": "networkx does not expose VF2's order or candidate sets"},
-    "igraph": {"edge_labels": "igraph's LAD (the default method) takes no edge labels",
-               "homomorphic": "igraph's LAD and VF2 count monomorphisms only",
-               "disconnected": "igraph's LAD needs a connected pattern",
-               "oom": "a CPU engine: no device memory",
-               "statistics": "igraph does not expose LAD's order or domains"},
-}
-
-
 def declared(engine: str, check: str) -> str:
-    """The reason ``engine`` gives for ``check`` in :data:`EXCEPTIONS` ('' when it has none)."""
-    return EXCEPTIONS.get(engine, {}).get(check, "")
+    """The reason ``engine``'s class declares for ``check`` ('' when it declares none): a query
+    kind of :data:`KINDS` it answers ``unsupported`` (``Engine.limitations``; the counts check
+    then asserts exactly that); ``oom`` for an engine that holds no device memory (``uses_device``
+    False: a device-memory limit is accepted and ignored, the count stays exact); any other check
+    from ``Engine.contract_notes``: ``statistics`` (a peer library that exposes no matching order
+    or candidate sets), ``deadline_cap`` (may answer the deadline test's star with OOM at its
+    relation cap), ``simulator_launch`` (may run past its deadline's slack in the CUDA simulator,
+    where a launch cannot be stopped before it polls the stop flag; the result then says so),
+    ``simulator_<check>`` (a strict xfail in the simulator only; on a GPU it must pass), any other
+    name a check the engine fails today (a strict xfail: when it starts passing, the note goes)."""
+    cls = engine_class(engine)
+    if check in KINDS:
+        return cls.limitations.get(check, "")
+    if check == "oom":
+        return "" if cls.uses_device else "a CPU engine: no device memory"
+    return cls.contract_notes.get(check, "")
 
 
 def checks_for(check: str):
@@ -281,6 +241,7 @@ def stopped_in_time(name: str, result) -> bool:
             and result.stats["deadline_overrun_s"] >= 0)
 
 
+@pytest.mark.slow_cases("egsm")
 @pytest.mark.parametrize("name", ENGINES)
 def test_a_deadline_is_status_timeout_with_a_lower_bound(name, heavy):
     from common.engine.base import deadline_slack
@@ -385,6 +346,7 @@ def test_statistics_carry_the_required_names_and_only_documented_ones(name, work
             assert len(set(result.embeddings[:, u].tolist())) <= sizes[u] <= frequencies[u], (name, u, sizes)
 
 
+@pytest.mark.slow_cases("egsm", "gmatch", "gsi", "sgsi")
 @pytest.mark.parametrize("name", checks_for("peak"))
 def test_a_querys_peak_device_memory_is_its_own(name, workload):
     """The peak of a query is the same on a fresh engine and after other queries (``collect``,
@@ -401,6 +363,7 @@ def test_a_querys_peak_device_memory_is_its_own(name, workload):
     assert [engine.match(first).peak_device_bytes, engine.match(second).peak_device_bytes] == fresh, name
 
 
+@pytest.mark.slow_cases("egsm", "gmatch", "gsi", "sgsi")
 @pytest.mark.parametrize("name", ENGINES)
 def test_a_batch_answers_as_single_queries_do(name, workload, prepared):
     kinds, expected = workload

@@ -93,6 +93,7 @@ def test_many_partial_counts_carry_past_2_64(name):
     check(result, 32 * 8 ** 20, True)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 def test_gmatch_hub_parts_add_up_past_2_64(star20):
     # the default gMatch cuts the hub-rooted star into parts (their counts are Python ints)
@@ -101,6 +102,7 @@ def test_gmatch_hub_parts_add_up_past_2_64(star20):
     check(result, EXACT, True)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 def test_past_128_bits_cpu_is_exact_and_gmatch_says_overflow():
     # 17^31 > 2^124: past gMatch's 128-bit count; the cpu engine multiplies in Python ints

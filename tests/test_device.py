@@ -51,6 +51,7 @@ def test_exclusive_scan_int64_in_place(n):
     np.testing.assert_array_equal(d.copy_to_host(), _exclusive(a, np.int64))
 
 
+@pytest.mark.slow_cases("5000")
 @pytest.mark.parametrize("n", [33, 1000, 5000])
 def test_exclusive_scan_int32_counts_to_int64_offsets(n):
     a = np.random.default_rng(n + 1).integers(0, 1 << 20, n).astype(np.int32)
@@ -60,6 +61,7 @@ def test_exclusive_scan_int32_counts_to_int64_offsets(n):
     np.testing.assert_array_equal(d_in.copy_to_host(), a)          # input untouched
 
 
+@pytest.mark.slow
 def test_exclusive_scan_int32_in_place_with_a_reused_workspace():
     workspace = ScanWorkspace(5000, np.int32)
     rng = np.random.default_rng(7)

@@ -48,6 +48,7 @@ def engines(data):
     return {v: EGSM(variant=v, wedge_filter_min_edges=0).prepare(data) for v in VARIANTS}
 
 
+@pytest.mark.slow
 def test_variant_counts_equal_reference(engines, reference, queries):
     """Every variant on one of the two queries (alternating), the default and NoF3 on both (the
     wedge filter's comparison): each variant's path counted against the reference at half the
@@ -71,6 +72,7 @@ def test_counts_are_not_trivial(reference, queries):
     assert min(counts) > 0 and len(set(counts)) > 2
 
 
+@pytest.mark.slow
 def test_dense_and_automorphic_patterns():
     # few labels, dense data: cliques and cycles with many automorphic images
     g = rmat(16, 60, seed=7, labels=uniform_labels(16, 2, seed=3), name="dense16")
@@ -84,6 +86,7 @@ def test_dense_and_automorphic_patterns():
         assert engine.match(q).count == want, name
 
 
+@pytest.mark.slow
 def test_clique_query_repeated_labels():
     g = rmat(20, 90, seed=11, labels=uniform_labels(20, 2, seed=5), name="clique20")
     k4 = Graph.from_edges(4, [0, 0, 0, 1, 1, 2], [1, 2, 3, 2, 3, 3], labels=[0, 1, 0, 1])
@@ -92,6 +95,7 @@ def test_clique_query_repeated_labels():
     assert EGSM().prepare(g).match(k4).count == ref
 
 
+@pytest.mark.slow
 def test_query_with_more_than_20_vertices():
     g = rmat(60, 150, seed=21, labels=uniform_labels(60, 6, seed=8), name="rmat60")
     ref = ReferenceMatcher().prepare(g)
@@ -104,6 +108,7 @@ def test_query_with_more_than_20_vertices():
         assert eng.match(q).count == want
 
 
+@pytest.mark.slow
 def test_tiny_queue_forces_bfs_to_dfs_fallback(data, reference, queries, sparse_query):
     # a 64-byte queue holds 16 vertex ids: a later stage overflows and the rest runs depth-first
     for variant, q in (("default", queries[2]), ("BFS", sparse_query)):
@@ -113,6 +118,7 @@ def test_tiny_queue_forces_bfs_to_dfs_fallback(data, reference, queries, sparse_
         assert got.count == reference.match(q).count, (variant, q.name)
 
 
+@pytest.mark.slow
 def test_queue_comes_from_device_memory_limit(data, reference, queries):
     # without queue_bytes, the queue takes half of what the budget has left after prepare
     small = EGSM(queue_bytes=4).prepare(data)
@@ -135,6 +141,7 @@ def _check_embeddings(emb: np.ndarray, data: Graph, query: Graph) -> None:
             assert data.has_edge(int(row[u]), int(row[a]))
 
 
+@pytest.mark.slow
 def test_collect_matches_reference(engines, reference, queries):
     q = queries[2]
     got = engines["default"].match(q, collect=True)
@@ -143,6 +150,7 @@ def test_collect_matches_reference(engines, reference, queries):
     assert sorted(map(tuple, got.embeddings.tolist())) == sorted(map(tuple, want.tolist()))
 
 
+@pytest.mark.slow
 def test_collect_past_initial_buffer(data):
     # more embeddings than the first embeddings buffer (1024 rows): the last stage is rerun
     g = rmat(30, 120, seed=4, labels=np.zeros(30, np.int32), name="unlabelled30")
@@ -169,6 +177,7 @@ def test_no_candidate_gives_zero(data, engines, reference):
     assert engines["default"].match(q).count == 0 == reference.match(q).count
 
 
+@pytest.mark.slow
 def test_deadline_stops_a_running_launch():
     """8-vertex paths with the DFS variant in K_24 on a GPU (24!/16! = 2.9e10 embeddings) and in
     K_12 in the simulator (12!/4! = 2.0e7, hours there, while the smaller clique's index and
@@ -198,6 +207,7 @@ def test_deadline_stops_a_running_launch():
     assert after.status is Status.OK and after.count == reference.match(path3).count
 
 
+@pytest.mark.slow
 def test_unreached_deadline_keeps_counts_exact(engines, reference, queries, data, sparse_query):
     """Every stage (first, BFS, last, the fallback under a tiny queue) runs watched."""
     got = engines["default"].match(queries[2], timeout_s=600)
@@ -243,6 +253,7 @@ def test_grouping_partitions_and_connects():
                 assert all(len(g) == 1 for g in p.groups)
 
 
+@pytest.mark.slow
 def test_look_forward_split_keeps_counts(data, reference, queries):
     # TH1 = 1 splits every level with more than one candidate into chunk records; two blocks
     # share the record pool; a 2-record pool also takes the "pool full" path

@@ -61,6 +61,7 @@ def default_batch(data, pair):
     return EGSM().prepare(data).match_batch(pair, collect=True)
 
 
+@pytest.mark.slow
 def test_batch_equals_one_at_a_time_and_reference(data, mixed):
     cpu = create_engine("cpu").prepare(data)
     engine = EGSM().prepare(data)
@@ -87,6 +88,7 @@ def test_batch_equals_one_at_a_time_and_reference(data, mixed):
                 assert set(_rows(b)) <= set(_rows(cpu.match(q, collect=True)))
 
 
+@pytest.mark.slow
 def test_stats_name_candidate_sizes_and_order(data, mixed):
     engine = EGSM().prepare(data)
     for q, r in zip(mixed, engine.match_batch(mixed)):
@@ -120,6 +122,7 @@ def _trap():
     return data, trap
 
 
+@pytest.mark.slow
 def test_batch_mixes_timeout_limit_and_unsupported():
     data, trap = _trap()
     triangle = Graph.from_edges(3, [0, 1, 2], [1, 2, 0], labels=[0, 0, 0], name="triangle")
@@ -142,6 +145,7 @@ def test_batch_mixes_timeout_limit_and_unsupported():
     assert set(_rows(batch[0])) <= set(_rows(cpu.match(triangle, collect=True)))
 
 
+@pytest.mark.slow
 def test_per_centre_wedge_filter_equals_one_block(data, monkeypatch, pair, wedge_always):
     """The one-block wedge filter leaves the candidate edges that one launch per centre leaves
     (and it does remove some)."""
@@ -163,6 +167,7 @@ def test_per_centre_wedge_filter_equals_one_block(data, monkeypatch, pair, wedge
     assert max(widths) > 1
 
 
+@pytest.mark.slow_cases("total-on-device", "total-on-host")
 @pytest.mark.parametrize("small_scan", [None, 0], ids=["total-on-device", "total-on-host"])
 def test_wedge_filter_skipped_below_min_edges(data, monkeypatch, small_scan, pair, wedge_always):
     """The wedge filter runs on indexes of at least ``wedge_filter_min_edges`` level-3 entries:
@@ -198,6 +203,7 @@ def test_wedge_filter_skipped_below_min_edges(data, monkeypatch, small_scan, pai
         EGSM(wedge_filter_min_edges=-1)
 
 
+@pytest.mark.slow
 def test_batch_larger_than_one_filter_launch(data, monkeypatch):
     # three shared filter launches of two queries (BATCH_MAX = 2): counts and peaks per query
     import egsm.layout as layout
@@ -213,6 +219,7 @@ def test_batch_larger_than_one_filter_launch(data, monkeypatch):
 
 @pytest.mark.parametrize("small_scan, bound, fused", [(0, None, True), (0, 0, True), (None, 0, True),
                                                       (None, None, False)])
+@pytest.mark.slow_cases("0-0-True", "0-None-True", "None-0-True", "None-None-False")
 def test_scan_and_compaction_paths_agree(data, monkeypatch, small_scan, bound, fused, pair, default_batch):
     """Multi-block scans (SMALL_SCAN = 0), exact sizes read back (BOUND_COMPACT_SLOTS = 0:
     the level-3 total and the compacted totals) and one launch per index step
@@ -234,6 +241,7 @@ def test_scan_and_compaction_paths_agree(data, monkeypatch, small_scan, bound, f
             assert a.stats[key] == b.stats[key], key
 
 
+@pytest.mark.slow
 def test_fixed_cost_launches_and_copies(data, kernel_calls):
     """A small query: one filter launch, the index in one launch (six with the wedge filter
     between them, or with ``fused_index=False``), no per-centre wedge-filter launches, one-block

@@ -201,3 +201,27 @@ def test_the_compile_clock_counts_this_backends_compiles_once():
     compiled = compile_clock.seconds
     run()
     assert compiled > before and compile_clock.seconds == compiled
+
+
+def test_limitations_declared_on_the_class_give_its_supports_flags_and_reasons():
+    from common.engine import registry
+    from common.engine.registry import engine_class
+
+    class OnlyConnected(Engine):
+        name = "only-connected"
+        limitations = {"disconnected": "joins along query edges (a paper §1)"}
+
+        def _match(self, query, **options):
+            raise AssertionError("never reached: the query is unsupported")
+
+    assert OnlyConnected.supports_edge_labels and OnlyConnected.supports_homomorphic
+    assert not OnlyConnected.supports_disconnected
+    engine = OnlyConnected().prepare(Graph.from_edges(4, [0, 2], [1, 3]))
+    result = engine.match(Graph.from_edges(4, [0, 2], [1, 3]))
+    assert result.status.value == "unsupported"
+    assert result.reason == "only-connected requires a connected query (joins along query edges (a paper §1))"
+    with pytest.raises(TypeError, match="not query kinds"):
+        type("Bad", (Engine,), {"limitations": {"colour": "no"}, "_match": lambda self, q, **o: None})
+    # the registry's lists follow the declarations
+    assert engine_class("sgsi").variant_of == "gsi" and "sgsi" not in registry.compared_engines()
+    assert set(registry.gpu_engines()) == {n for n in registry.BUILTIN_ENGINES if engine_class(n).uses_device}

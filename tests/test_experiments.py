@@ -218,6 +218,32 @@ def test_every_declared_experiment_builds_its_tiny_workload():
             assert all(q.num_vertices <= max(scale.max_query_vertices, 5) for q in job.queries)
 
 
+def test_the_papers_register_with_the_harness_which_never_imports_them():
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from experiments import PAPERS
+    from experiments.harness import catalog
+
+    harness = Path(catalog.__file__).parent
+    importers = [p.name for p in harness.glob("*.py")
+                 if re.search(r"^\s*(from|import) (experiments\.papers|\.\.papers|\.\. import)", p.read_text(), re.M)]
+    assert importers == []
+    # the harness alone loads no paper; the first look-up imports the package that registers them
+    probe = ("import sys, experiments.harness.core, experiments.harness.cells, experiments.harness.notebook; "
+             "print(sorted(m for m in sys.modules if m.startswith('experiments.papers')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    assert catalog.papers() == PAPERS
+    assert {e.paper for e in catalog.experiments_of()} == set(PAPERS)
+    with pytest.raises(ValueError, match="unknown paper 'no_such_paper'"):
+        catalog.experiments_of("no_such_paper")
+    with pytest.raises(ValueError, match="must name it as its paper"):
+        catalog.register_paper("another", catalog.experiments_of("compare"))
+
+
 def test_real_query_sets_at_small_scale_carry_their_exact_counts():
     from experiments.harness.workloads import GITHUB, GITHUB_Q, YEAST, yeast_queries
 

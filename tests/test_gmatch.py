@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 
+from _graphs import hub_on_a_path, reference
 from common.cpu.reference import ReferenceMatcher
 from common.engine.result import Status
 from common.gpu.runtime import cuda
@@ -74,17 +75,22 @@ def unlabelled():
 
 @pytest.fixture(scope="module")
 def reference_of():
-    cache = {}
-
-    def run(data: Graph, query: Graph, **kw):
-        key = (id(data), query.name, tuple(sorted(kw.items())))
-        if key not in cache:        # the cache holds the graph: its id is not reused while cached
-            cache[key] = (data, ReferenceMatcher().prepare(data).match(query, **kw))
-        return cache[key][1]
-    return run
+    return reference
 
 
 # ------------------------------------------------------------------------------ variants
+@pytest.mark.slow_cases("coarse-candidate-graph",
+                        "coarse-data-graph",
+                        "coarse-naive",
+                        "coarse-unroll-2",
+                        "coarse-unroll-4",
+                        "coarse-unroll-8",
+                        "fine-data-graph",
+                        "fine-enumerate-every-position",
+                        "fine-naive",
+                        "fine-one-root",
+                        "fine-probe-finishes",
+                        "fine-probe-stops")
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_every_variant_equals_the_reference(variant, labelled, unlabelled, reference_of):
     for data, sizes in ((labelled, ((3, 1), (4, 2), (5, 3))), (unlabelled, ((3, 1), (4, 2)))):
@@ -101,6 +107,7 @@ def test_every_variant_equals_the_reference(variant, labelled, unlabelled, refer
                 assert result.stats["candidate_graph"] and "probe" in result.phases
 
 
+@pytest.mark.slow_cases("fine", "unroll-4")
 @pytest.mark.parametrize("options", [dict(), dict(granularity="coarse", unroll=4)], ids=["fine", "unroll-4"])
 def test_patterns_p1_to_p9_on_an_unlabelled_graph(options, unlabelled, reference_of):
     gm = engine(unlabelled, **options)
@@ -149,6 +156,7 @@ def one_seed(data: Graph, **options) -> GMatch:
                      **options}).prepare(data)
 
 
+@pytest.mark.slow
 def test_in_block_work_stealing_moves_work_from_the_one_busy_warp(reference_of):
     data = skewed_graph()
     # wheel: hub (label 1) + a 4-cycle rim of label 0; the hub has the largest degree, so it is
@@ -167,13 +175,7 @@ def test_in_block_work_stealing_moves_work_from_the_one_busy_warp(reference_of):
     assert sorted(map(tuple, collected.embeddings)) == sorted(map(tuple, reference.embeddings))
 
 
-def hub_graph(leaves: int) -> Graph:
-    """A hub (the only vertex of label 1) joined to ``leaves`` label-0 vertices on a path."""
-    src = [0] * leaves + list(range(1, leaves))
-    dst = list(range(1, leaves + 1)) + list(range(2, leaves + 1))
-    return Graph.from_edges(leaves + 1, src, dst, [1] + [0] * leaves, name=f"hub{leaves}")
-
-
+@pytest.mark.slow
 def test_one_hub_row_is_split_between_warps(reference_of):
     """All the work is one task group: the row of a hub (the only seed). Idle warps get the upper
     half of its untouched tasks (in-group split), in the block through shared memory and, with
@@ -186,7 +188,7 @@ def test_one_hub_row_is_split_between_warps(reference_of):
     cases = [(150, edge, "block"), (150, edge, "global"), (80, cherry, "block"), (80, cherry, "global"),
              (1200, edge, "mailbox")]
     for leaves, query, scope in cases:             # the hub is position 0 of both queries
-        data = hub_graph(leaves)
+        data = hub_on_a_path(leaves)
         expected = reference_of(data, query).count
         gm = one_seed(data, blocks=1, warps_per_block=3, work_stealing=scope, candidate_graph=True,
                       probe_s=0, leaf_counting=False)
@@ -196,7 +198,7 @@ def test_one_hub_row_is_split_between_warps(reference_of):
         assert result.stats["steals"] + result.stats["global_steals"] > 0, (query.name, scope)
         if scope == "mailbox":
             assert result.stats["global_steals"] > 0
-    whole_groups = one_seed(hub_graph(150), blocks=1, warps_per_block=3, work_stealing="block",
+    whole_groups = one_seed(hub_on_a_path(150), blocks=1, warps_per_block=3, work_stealing="block",
                             candidate_graph=True, probe_s=0, split_groups=False).match(edge)
     assert whole_groups.count == 150 and whole_groups.stats["steals"] == 0    # one group: nothing to give
 
@@ -218,6 +220,7 @@ def test_a_gift_of_the_last_level_carries_its_checks(reference_of):
         assert result.stats["steals"] + result.stats["global_steals"] > 0, scope
 
 
+@pytest.mark.slow
 def test_stealing_through_the_global_mailbox_across_blocks(reference_of):
     """One seed, several blocks: the other warps post requests in the global mailbox and get half
     of a level's task groups through global memory. The simulator runs blocks one after another,
@@ -314,6 +317,7 @@ def test_candidate_graph_lists_and_bitmaps_are_the_candidate_adjacency(reference
     assert pruned.sizes.tolist() == [3, 3, 3]          # the leaves 3 and 4 are in no triangle
 
 
+@pytest.mark.slow
 def test_candidate_graph_counts_with_multi_word_bitmaps(reference_of):
     data = rmat(50, 160, seed=13, name="rmat50")
     cases = ((dict(), "P2"), (dict(), "P4"),
@@ -360,6 +364,7 @@ def leafy():
     ((2, 2, 3), 3),     # of two leaves labelled 2 the first is counted, the other enumerated
     ((0, 3), 1),        # vertex 0 and the leaf labelled 0 on vertex 1 are symmetric: enumerated
     ((1,), 1)])         # a leaf with its own neighbour's label (vertices 0 and 2 symmetric)
+@pytest.mark.slow_cases("labels0-4", "labels1-3", "labels2-1")
 def test_free_leaves_are_counted_and_equal_enumeration(labels, counted, leafy, reference_of):
     query = star_with_leaves(labels)
     expected = reference_of(leafy, query).count
@@ -408,6 +413,7 @@ def test_each_search_runs_the_kernel_of_its_own_leaf_step(leafy, reference_of, m
     assert set(launched) == {LEAF_ONE}
 
 
+@pytest.mark.slow
 def test_leaf_counting_with_symmetry_limit_and_collect(leafy, reference_of):
     """Counted leaves with limit and collect (which enumerate every leaf) and with a symmetric
     core (a triangle of one label: its restriction stays on the core)."""
@@ -462,6 +468,19 @@ def wide():
 ENUMERATED_UP_TO = 20_000
 
 
+@pytest.mark.slow_cases("K4-0011",
+                        "K4",
+                        "K5-minus-edge",
+                        "diamond",
+                        "house",
+                        "pentagon",
+                        "square-0101",
+                        "square",
+                        "star3",
+                        "tailed-triangle",
+                        "triangle-01",
+                        "triangle",
+                        "wheel4")
 @pytest.mark.parametrize("name, n, edges, labels", _shapes(), ids=[s[0] for s in _shapes()])
 def test_last_position_is_counted_and_equals_enumeration(name, n, edges, labels, wide, reference_of):
     query = Graph.from_edges(n, [a for a, _ in edges], [b for _, b in edges], labels, name=name)
@@ -481,6 +500,7 @@ def test_last_position_is_counted_and_equals_enumeration(name, n, edges, labels,
     assert mixed.count == expected
 
 
+@pytest.mark.slow
 def test_counting_the_last_position_on_random_walk_queries(leafy, reference_of):
     """Random-walk queries of 3-7 vertices (induced: cycles and chords) on a five-label graph,
     over the probe-then-index path of ``candidate_graph="auto"`` too; limit and collect still
@@ -507,6 +527,7 @@ def test_counting_the_last_position_on_random_walk_queries(leafy, reference_of):
 
 
 # ------------------------------------------------------------------------------ shapes
+@pytest.mark.slow
 def test_cliques_and_repeated_labels(reference_of):
     rng = np.random.default_rng(2)
     pairs = [(a, b) for a in range(11) for b in range(a + 1, 11) if rng.random() < 0.6]
@@ -522,6 +543,7 @@ def test_cliques_and_repeated_labels(reference_of):
         assert engine(data, granularity="coarse", unroll=2).match(query).count == expected
 
 
+@pytest.mark.slow
 def test_large_queries_of_22_and_32_vertices(reference_of):
     data = rmat(30, 60, seed=9, labels=uniform_labels(30, 3, seed=10), name="rmat30")
     query22 = random_walk_query(data, 22, seed=4, name="walk22")
@@ -541,6 +563,7 @@ def test_large_queries_of_22_and_32_vertices(reference_of):
     assert result.stats["stack_levels"] == 32
 
 
+@pytest.mark.slow
 def test_count_is_unique_embeddings_times_automorphisms():
     """A 10-leaf star in an 11-leaf star: 11!/1! embeddings (the permutation count, an analytic
     oracle), found as 11 unique ones times |Aut| = 10!."""
@@ -578,6 +601,7 @@ def test_symmetry_breaking_off_enumerates_every_embedding(unlabelled, reference_
 
 
 # ------------------------------------------------------------------------------ collect / limit
+@pytest.mark.slow_cases("unroll-2")
 @pytest.mark.parametrize("options", [dict(), dict(granularity="coarse", unroll=2)], ids=["fine", "unroll-2"])
 def test_collect_returns_every_ordered_embedding(options, labelled, unlabelled, reference_of):
     cases = [(unlabelled, pattern("P4")), (unlabelled, pattern("P2")),
@@ -637,6 +661,7 @@ def path_query(n: int) -> Graph:
 @pytest.mark.parametrize("options", [dict(), dict(work_stealing="mailbox"), dict(work_stealing="block"),
                                      dict(work_stealing=False), dict(granularity="coarse", unroll=2)],
                          ids=["global", "mailbox", "block", "no-stealing", "unroll-2"])
+@pytest.mark.slow_cases("block", "global", "mailbox", "no-stealing", "unroll-2")
 def test_timeout_stops_a_running_launch(options, reference_of):
     """10-vertex paths in K_20 from one-vertex seeds: 20!/10! = 6.7e11 embeddings, minutes on a GPU
     and far longer in the simulator, in a single DFS launch. A 0.3 s timeout must stop it inside
@@ -678,6 +703,7 @@ def test_unsupported_inputs_and_bad_options(labelled):
 
 
 # ------------------------------------------------------------------------------ batches
+@pytest.mark.slow
 def test_batches_equal_one_query_at_a_time(labelled, unlabelled, reference_of):
     """match_batch (one filter and one DFS launch for many queries, blocks split among them)
     gives every query the count, status and statistics keys of a lone match()."""
@@ -700,6 +726,7 @@ def test_batches_equal_one_query_at_a_time(labelled, unlabelled, reference_of):
                 assert alone.stats["candidate_sizes"] == together.stats["candidate_sizes"]
 
 
+@pytest.mark.slow
 def test_a_batch_mixing_unsupported_limited_timed_out_and_heavy_queries(labelled, hubs, reference_of):
     """Per-query meaning in a batch: an unsupported query says why, a limit cuts its own query,
     a query the batch window does not finish is answered alone (its own deadline), and a query
@@ -735,6 +762,7 @@ def test_a_batch_mixing_unsupported_limited_timed_out_and_heavy_queries(labelled
     assert time.perf_counter() - began < 60                         # compiles included
 
 
+@pytest.mark.slow
 def test_batch_falls_back_to_single_queries_where_it_does_not_apply(labelled, reference_of):
     queries = [random_walk_query(labelled, 4, seed=s, name=f"w4-{s}") for s in (1, 2)]
     for options in (dict(candidate_graph=True), dict(granularity="coarse"), dict(batch_queries=1)):
@@ -813,6 +841,7 @@ def test_sample_first_moves_a_spread_sample_to_the_front(rows, width, share):
     assert (out.copy_to_host().reshape(rows, width) == pool.reshape(rows, width)[order]).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("winner", ["count", "enumerate"])
 def test_the_count_or_enumerate_race_counts_every_seed_once(winner, wide, reference_of, monkeypatch):
     """Both plans search the sample, the winner the rest: the count is exact whichever wins, and

@@ -9,24 +9,13 @@ import itertools
 import numpy as np
 import pytest
 
-from common.cpu.reference import ReferenceMatcher
+from _graphs import random_graph, reference, two_hubs
 from common.engine.result import Status
 from common.gpu.budget import DeviceMemoryBudget
 from common.gpu.runtime import cuda
 from common.graph.generate import random_walk_query
 from common.graph.model import Graph
 from gsi.engine import GSI
-
-
-def random_graph(n: int, m: int, num_labels: int, num_edge_labels: int, directed: bool, seed: int) -> Graph:
-    """A seeded random graph with uniform vertex and edge labels (one label per vertex pair)."""
-    rng = np.random.default_rng(seed)
-    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
-    key = src * n + dst if directed else np.minimum(src, dst) * n + np.maximum(src, dst)
-    _, first = np.unique(key, return_index=True)
-    elab = rng.integers(0, num_edge_labels, m)[first] if num_edge_labels > 1 else None
-    return Graph.from_edges(n, src[first], dst[first], rng.integers(0, num_labels, n), elab,
-                            directed=directed, name=f"rand{n}_{m}_s{seed}{'_dir' if directed else ''}")
 
 
 def undirected_view(graph: Graph) -> Graph:
@@ -56,14 +45,6 @@ def walk_query(data: Graph, k: int, seed: int, induced: bool = True) -> Graph:
 
 UNDIRECTED = random_graph(30, 90, 3, 2, False, 1)
 DIRECTED = random_graph(30, 110, 3, 2, True, 2)
-_REF: dict[int, ReferenceMatcher] = {}
-
-
-def reference(graph: Graph, query: Graph, **kw):
-    ref = _REF.get(id(graph))
-    if ref is None:
-        ref = _REF[id(graph)] = ReferenceMatcher().prepare(graph)
-    return ref.match(query, **kw)
 
 
 def queries(graph: Graph, sizes=(4, 5), seeds=(0,)):
@@ -77,6 +58,7 @@ def check_counts(engine: GSI, graph: Graph, qs) -> None:
         assert got.count == want.count, (q.name, engine.__dict__, got.stats)
 
 
+@pytest.mark.slow_cases("undirected")
 @pytest.mark.parametrize("graph", [UNDIRECTED, DIRECTED], ids=["undirected", "directed"])
 def test_default_counts_and_embeddings(graph):
     engine = GSI().prepare(graph)
@@ -129,31 +111,10 @@ def test_sampled_option_combinations(options):
                      queries(graph, sizes=(5,), seeds=(2,)))
 
 
-def hub_graph(directed: bool) -> Graph:
-    """Two hubs of degree ~40 with edge labels: neighbour lists span several 32-element batches,
-    rows share their linking vertex (duplicate removal) and exceed small LB thresholds."""
-    rng = np.random.default_rng(5)
-    n = 48
-    src = list(rng.integers(0, n, 60))
-    dst = list(rng.integers(0, n, 60))
-    elab = list(rng.integers(0, 2, 60))
-    for hub in (0, 1):
-        for v in range(2, n):
-            if rng.random() < 0.9:
-                out = rng.random() < 0.8
-                src.append(hub if out else v)
-                dst.append(v if out else hub)
-                elab.append(0)
-    src, dst, elab = np.array(src), np.array(dst), np.array(elab)
-    key = src * n + dst if directed else np.minimum(src, dst) * n + np.maximum(src, dst)
-    _, first = np.unique(key, return_index=True)
-    return Graph.from_edges(n, src[first], dst[first], rng.integers(0, 3, n), elab[first],
-                            directed=directed)
-
-
+@pytest.mark.slow_cases("undirected")
 @pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
 def test_load_balance_layers_and_duplicate_removal_on_hubs(directed):
-    graph = hub_graph(directed)
+    graph = two_hubs(directed)
     assert graph.max_degree > 32
     qs = queries(graph, sizes=(3,), seeds=(2,) if directed else (2, 3))
     base = GSI(load_balance=False, duplicate_removal=False, instrument=True).prepare(graph)
@@ -174,13 +135,14 @@ def test_load_balance_layers_and_duplicate_removal_on_hubs(directed):
         assert shared > 0                  # duplicate removal skipped some neighbour-list loads
 
 
+@pytest.mark.slow_cases("undirected")
 @pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
 def test_other_linking_edges_in_their_own_launch_equal_fused(directed, monkeypatch):
     """A large table's other linking edges run in a launch after the block kernel (and ``heavy``):
     the same counts as fused into it, on queries with several linking edges per level."""
     from gsi import balance
 
-    graph = hub_graph(directed)
+    graph = two_hubs(directed)
     qs = [q for q in queries(graph, sizes=(3, 4), seeds=(2, 3)) if q.num_edges >= q.num_vertices]
     assert qs, "no query with a cycle (a level with two linking edges)"
     options = dict(load_balance=True, duplicate_removal=False, w3=33, w1=60, fuse_rows=0)
@@ -224,6 +186,7 @@ def test_histogram_thresholds_follow_the_work():
     assert w1h < 4000 * 32
 
 
+@pytest.mark.slow
 def test_slices_under_a_memory_limit_and_oom():
     graph = UNDIRECTED
     q = walk_query(graph, 4, seed=0)
@@ -244,7 +207,7 @@ def test_slices_under_a_memory_limit_and_oom():
     fused = GSI(device_memory_limit=probe.budget.in_use + 450, **small).prepare(graph).match(q, collect=True)
     assert fused.status is Status.OK and sorted(map(tuple, fused.embeddings.tolist())) == want_rows
     # One row's candidate buffer (a hub's neighbours) cannot fit: status oom, never a crash.
-    hub = hub_graph(False)
+    hub = two_hubs(False)
     starved = dict(initial_rows=1, initial_gba=2)
     probe = GSI(**starved).prepare(hub)
     limit = probe.budget.in_use + 8
@@ -265,6 +228,7 @@ def test_one_launch_join_left_out_where_the_limit_leaves_it_no_room():
     assert got.status is Status.OK and got.count == reference(graph, q).count > 0
 
 
+@pytest.mark.slow
 def test_more_than_32_query_vertices():
     # A 33-vertex path with alternating labels (a unique label at its end) in a 36-cycle: two
     # embeddings (the two directions around the cycle), checked by the reference.
@@ -333,7 +297,7 @@ def test_buffer_cap_slices_without_a_limit_and_the_pool_is_trimmed_after(monkeyp
     POOL_KEEP_BYTES goes back to its prepare-time size after the query."""
     import gsi.engine as engine_module
 
-    graph = hub_graph(False)
+    graph = two_hubs(False)
     q = walk_query(graph, 4, seed=0)
     want = reference(graph, q, collect=True)
     assert want.count > 0

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from _graphs import reference
 from common.engine.result import Status
 from gsi.engine import GSI
 from gsi.sgsi import SGSI
-from test_gsi import DIRECTED, UNDIRECTED, reference, walk_query
+from test_gsi import DIRECTED, UNDIRECTED, walk_query
 
 
 @pytest.mark.parametrize("graph", [UNDIRECTED, DIRECTED], ids=["undirected", "directed"])
@@ -44,6 +45,7 @@ def _embeddings(result):
                          [(UNDIRECTED, (3, 5), True, ((4, 1), (5, 2), (6, 0))),
                           (DIRECTED, (2,), False, ((3, 0), (4, 1), (5, 2), (6, 0)))],
                          ids=["undirected", "directed"])
+@pytest.mark.slow_cases("directed", "undirected")
 def test_one_launch_join_stops_where_tables_grow_and_matches_the_level_by_level_join(graph, fuse_rows, reenters,
                                                                                       walks, kernel_calls):
     """Small ``fuse_rows`` (these walks' tables have a few rows) make the one-launch join stop
@@ -79,6 +81,7 @@ def test_one_launch_join_stops_where_tables_grow_and_matches_the_level_by_level_
     assert (reentered > 0) == reenters                # and some came back to one launch
 
 
+@pytest.mark.slow
 def test_one_launch_join_stopped_before_its_first_level(monkeypatch, kernel_calls):
     """A GBA bound of 0 stops the launch before level 0's first edge: the host copies C(u_start)
     from the launch's table and joins level by level, exactly."""
@@ -110,6 +113,7 @@ def test_one_warp_blocks_count_and_collect_exactly(kernel_calls):
         assert kernel in launched
 
 
+@pytest.mark.slow
 def test_buffers_come_from_the_pool_and_results_carry_order_and_candidate_sizes():
     engine = GSI().prepare(UNDIRECTED)
     names = set(engine.budget.live())

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _graphs import random_graph
 from _paths import DATA
 from common.errors import GraphFormatError, InvalidGraphError
 from common.graph.io import (
@@ -50,20 +51,6 @@ def oracle_graph_file(path: Path) -> Graph:
 def oracle_snap_pairs(path: Path) -> list[tuple[int, int]]:
     with gzip.open(path, "rt") as f:
         return [tuple(int(x) for x in line.split()) for line in f if not line.startswith("#")]
-
-
-def random_graph(seed: int, n: int, m: int, *, directed: bool, vlabels: int, elabels: int,
-                 elabel_base: int = 0) -> Graph:
-    rng = np.random.default_rng(seed)
-    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
-    keep = src != dst
-    src, dst = src[keep], dst[keep]
-    if not directed:
-        src, dst = np.minimum(src, dst), np.maximum(src, dst)
-    pairs = np.unique(np.stack([src, dst], axis=1), axis=0)
-    elab = rng.integers(elabel_base, elabel_base + elabels, len(pairs)) if elabels else None
-    return Graph.from_edges(n, pairs[:, 0], pairs[:, 1], rng.integers(1, vlabels + 1, n), elab,
-                            directed=directed)
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -179,14 +166,14 @@ def test_graph_format_round_trip_real_and_edge_labelled(tmp_path, hprd):
     assert load_graph(tmp_path / "h.graph").same_structure(hprd)
     # The writer's layout (vertex lines, then edges sorted with u < v) is the study's own.
     assert (tmp_path / "h.graph").read_bytes() == (DATA / "hprd" / "HPRD.graph").read_bytes()
-    g = random_graph(1, 60, 300, directed=False, vlabels=5, elabels=4)
+    g = random_graph(60, 300, 5, 4, False, 1, label_base=1)
     save_graph(g, tmp_path / "g.graph", "graph")
     back = load_graph(tmp_path / "g.graph")
     assert back.same_structure(g) and back.edge_labels is not None
 
 
 def test_gsi_round_trip_several_directed_labelled_graphs(tmp_path):
-    graphs = [random_graph(s, 30 + s, 150, directed=True, vlabels=4, elabels=3, elabel_base=1)
+    graphs = [random_graph(30 + s, 150, 4, 3, True, s, label_base=1, edge_label_base=1)
               for s in range(3)]
     write_gsi(graphs, tmp_path / "q.g")
     assert detect_format(tmp_path / "q.g") == "gsi"
@@ -255,8 +242,8 @@ def test_gmatch_binary_round_trip_and_layout(tmp_path, hprd):
 
 
 def test_writers_refuse_what_their_format_cannot_hold(tmp_path):
-    directed = random_graph(2, 10, 30, directed=True, vlabels=2, elabels=0)
-    labelled = random_graph(3, 10, 30, directed=False, vlabels=2, elabels=3, elabel_base=1)
+    directed = random_graph(10, 30, 2, 0, True, 2, label_base=1)
+    labelled = random_graph(10, 30, 2, 3, False, 3, label_base=1, edge_label_base=1)
     with pytest.raises(ValueError, match="undirected"):
         write_graph(directed, tmp_path / "d.graph")
     with pytest.raises(ValueError, match="edge labels"):
@@ -275,7 +262,7 @@ def test_gzip_is_detected_by_magic_bytes(tmp_path, hprd):
 
 
 def test_whitespace_variants_parse_identically(tmp_path):
-    g = random_graph(4, 40, 120, directed=False, vlabels=6, elabels=3)
+    g = random_graph(40, 120, 6, 3, False, 4, label_base=1)
     write_graph(g, tmp_path / "plain.graph")
     text = (tmp_path / "plain.graph").read_text()
     variants = {
@@ -327,7 +314,7 @@ def test_daf_multi_graph_file_loads_every_graph(tmp_path):
 def test_query_set_from_folder_file_or_list(tmp_path):
     folder = tmp_path / "qs"
     folder.mkdir()
-    g = random_graph(5, 8, 12, directed=False, vlabels=3, elabels=0)
+    g = random_graph(8, 12, 3, 0, False, 5, label_base=1)
     for i in (10, 2, 1):
         write_graph(g, folder / f"query_dense_16_{i}.graph")
     (folder / ".hidden").write_text("not a graph")
@@ -598,10 +585,10 @@ def test_every_pair_of_formats_round_trips_labels_and_direction(tmp_path, capsys
     from common.graph.io import FORMATS, WRITERS
 
     assert set(HOLDS) == set(FORMATS) == set(WRITERS)
-    samples = [random_graph(11, 30, 90, directed=False, vlabels=4, elabels=3, elabel_base=1),
-               random_graph(12, 30, 90, directed=False, vlabels=4, elabels=0),
-               random_graph(13, 30, 120, directed=True, vlabels=4, elabels=3, elabel_base=1),
-               random_graph(14, 30, 120, directed=True, vlabels=4, elabels=0),
+    samples = [random_graph(30, 90, 4, 3, False, 11, label_base=1, edge_label_base=1),
+               random_graph(30, 90, 4, 0, False, 12, label_base=1),
+               random_graph(30, 120, 4, 3, True, 13, label_base=1, edge_label_base=1),
+               random_graph(30, 120, 4, 0, True, 14, label_base=1),
                _covering(25, 40, directed=True, seed=1), _covering(25, 40, directed=False, seed=2),
                Graph.from_edges(4, [0, 1], [1, 2], name="isolated")]
     assert all(any(not _holds(fmt, g) for g in samples) for fmt in FORMATS if fmt != "gsi")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from common import create_engine
-from common.cli.warmup import GPU_ENGINES
+from common.engine.registry import gpu_engines
 from common.gpu import kernel_cache, launch
 from common.gpu.runtime import simulator_active
 from common.graph.generate import power_law_labels, query_set, rmat
@@ -25,13 +25,14 @@ def _run_every_gpu_engine_once():
     data = rmat(64, 200, seed=3, labels=power_law_labels(64, 3, 1.0, seed=3))
     query = query_set(data, 1, 3, seed=4).queries[0]
     expected = create_engine("cpu").prepare(data).match(query).count
-    for name in GPU_ENGINES:
+    for name in gpu_engines():
         assert create_engine(name).prepare(data).match(query).count == expected, name
 
 
+@pytest.mark.slow
 def test_every_engine_kernel_is_made_cached_and_has_a_variant_key():
     _run_every_gpu_engine_once()
-    records = [r for r in launch.KERNELS if r.py_function.__module__.split(".")[0] in kernel_cache.KERNEL_PACKAGES]
+    records = [r for r in launch.KERNELS if r.py_function.__module__.split(".")[0] in kernel_cache.kernel_packages()]
     packages = {r.py_function.__module__.split(".")[0] for r in records}
     assert {"common", "gsi", "egsm", "gmatch", "stwig"} <= packages
     for record in records:
@@ -45,7 +46,7 @@ def test_every_engine_kernel_is_made_cached_and_has_a_variant_key():
 def test_no_engine_module_makes_a_kernel_outside_common_launch_jit():
     """A kernel made with ``cuda.jit`` directly would not be cached; device functions may be."""
     offenders = []
-    for package in kernel_cache.KERNEL_PACKAGES:
+    for package in kernel_cache.kernel_packages():
         for path in (ROOT / package).rglob("*.py"):
             for number, line in enumerate(path.read_text().splitlines(), 1):
                 if "cuda.jit" in line and "device=True" not in line and not line.lstrip().startswith(("#", "``")) \
@@ -57,7 +58,7 @@ def test_no_engine_module_makes_a_kernel_outside_common_launch_jit():
 def test_the_cache_depends_on_every_source_file_of_the_packages_subpackages_included(monkeypatch, tmp_path):
     """An edit to a device function in a subpackage (common/gpu/device_functions.py) invalidates
     every cached kernel: the packages' digest covers the files below the top level too."""
-    for package in kernel_cache.KERNEL_PACKAGES:
+    for package in kernel_cache.kernel_packages():
         (tmp_path / package / "sub").mkdir(parents=True)
         (tmp_path / package / "top.py").write_text("A = 1\n")
         (tmp_path / package / "sub" / "deep.py").write_text("B = 1\n")

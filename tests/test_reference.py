@@ -44,7 +44,7 @@ def brute_force(data: Graph, query: Graph, homomorphic: bool = False) -> set[tup
             and all(edges.get((f[a], f[b])) == el for a, b, el in qedges)}
 
 
-def random_graph(rng, n: int, p: float, num_labels: int, num_elabels: int, directed: bool) -> Graph:
+def dense_random_graph(rng, n: int, p: float, num_labels: int, num_elabels: int, directed: bool) -> Graph:
     pairs = [(a, b) for a in range(n) for b in range(n) if a != b and (directed or a < b)]
     kept = [pair for pair in pairs if rng.random() < p]
     src = [a for a, _ in kept]
@@ -73,13 +73,13 @@ def random_case(seed: int) -> tuple[Graph, Graph, bool]:
     directed = rng.random() < 0.3
     num_elabels = 2 if rng.random() < 0.3 else 1
     num_labels = int(rng.integers(1, 4))
-    data = random_graph(rng, int(rng.integers(5, 9)), float(rng.uniform(0.3, 0.8)), num_labels,
+    data = dense_random_graph(rng, int(rng.integers(5, 9)), float(rng.uniform(0.3, 0.8)), num_labels,
                         num_elabels, directed)
     k = int(rng.integers(2, 5))
     if rng.random() < 0.6:
         query = sampled_query(rng, data, k)
     else:
-        query = random_graph(rng, k, float(rng.uniform(0.2, 0.9)), num_labels, num_elabels, directed)
+        query = dense_random_graph(rng, k, float(rng.uniform(0.2, 0.9)), num_labels, num_elabels, directed)
     return data, query, bool(rng.random() < 0.25)
 
 

@@ -293,6 +293,7 @@ def tiny(tiny12):
     ("gmatch", dict(seed_pool=8, blocks=2, warps_per_block=2, candidate_graph=False)),
     ("egsm", dict()),
 ])
+@pytest.mark.slow_cases("egsm-options2", "gmatch-options0", "gmatch-options1")
 def test_gpu_engines_split_equals_whole(name, options, tiny):
     data, query = tiny
     reference = create_engine("cpu").prepare(data).match(query).count
@@ -308,6 +309,7 @@ def test_gpu_engines_split_equals_whole(name, options, tiny):
     dict(seed_pool=8, blocks=2, warps_per_block=2, probe_s=0, leaf_counting=False, count_last=False),
     dict(seed_pool=8, blocks=2, warps_per_block=2, probe_s=0, symmetry_breaking=False),
 ])
+@pytest.mark.slow_cases("options1", "options2", "options3", "options4")
 def test_gmatch_branch_parts_equal_whole(options, tiny):
     """Leaf counting, the counted last position, the data-graph probe and its switch to a
     deferred-leaf plan all keep the branch vertex's restriction; the branch vertex of a star
@@ -337,6 +339,7 @@ def test_root_vertex_is_plan_independent(tiny):
             assert egsm_plan(nbr, rel, mode).first_vertex == first_vertex(nbr)
 
 
+@pytest.mark.slow
 def test_gmatch_hub_parts_count_a_hub_root_in_parts(hub200):
     """Past its probe, a count-only query whose root has a hub runs as root ranges and branch
     parts on one engine (alone and after a batch); the parts add up to the reference."""

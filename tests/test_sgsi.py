@@ -1,4 +1,4 @@
-"""SGSI (gsi/sgsi.py): with a device-memory limit that cuts the data graph into 2, 3 and 8
+"""SGSI (gsi/sgsi/): with a device-memory limit that cuts the data graph into 2, 3 and 8
 partitions, counts and embeddings equal in-core GSI's and the reference's, for queries whose
 matches cross partitions; SGSI+ (histogram load balance), the load-balance layers on a hub whose
 list spans segments, directed graphs with edge labels, limit/collect/timeout, and the errors."""
@@ -8,41 +8,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from common.cpu.reference import ReferenceMatcher
+from _graphs import random_graph, reference, with_spokes
 from common.engine.result import Status
 from common.graph.model import Graph
 from gsi.engine import GSI
 from gsi.sgsi import SGSI
-from test_gsi import random_graph, walk_query
+from test_gsi import walk_query
 
 
 def hub_graph(n: int, m: int, hub_degree: int, seed: int, directed: bool = False, edge_labels: int = 1) -> Graph:
     """A random labelled graph plus vertex 0 joined to ``hub_degree`` others (a long list)."""
-    base = random_graph(n, m, 4, edge_labels, directed, seed)
-    src, dst, elab = base.edges()
-    rng = np.random.default_rng(seed)
-    spokes = rng.choice(np.arange(1, n), hub_degree, replace=False)
-    src = np.concatenate([src, np.zeros(hub_degree, np.int64)])
-    dst = np.concatenate([dst, spokes])
-    keep = np.unique(np.minimum(src, dst) * n + np.maximum(src, dst), return_index=True)[1] if not directed \
-        else np.unique(src * n + dst, return_index=True)[1]
-    if elab is not None:
-        elab = np.concatenate([elab, rng.integers(0, edge_labels, hub_degree)])[keep]
-    return Graph.from_edges(n, src[keep], dst[keep], base.labels, elab, directed=directed,
-                            name=f"hub{n}_{m}_s{seed}")
+    return with_spokes(random_graph(n, m, 4, edge_labels, directed, seed), hub_degree, seed, edge_labels)
 
 
 GRAPH = hub_graph(400, 1300, 300, seed=5)
 DIRECTED = hub_graph(360, 1500, 250, seed=6, directed=True, edge_labels=2)
-_REF: dict[int, ReferenceMatcher] = {}
 SHAPE = dict(block_threads=32, max_blocks=1)      # one warp: the simulator runs threads in Python
 STREAMED = dict(SHAPE, zero_copy=False)            # segments only: the paper's §6
-
-
-def reference(graph, query, **kw):
-    if id(graph) not in _REF:
-        _REF[id(graph)] = ReferenceMatcher().prepare(graph)
-    return _REF[id(graph)].match(query, **kw)
 
 
 def limit_for_partitions(graph: Graph, k: int) -> int:
@@ -61,6 +43,7 @@ def segment_of(engine: SGSI, part: int, v: int) -> int:
     return next(i for i, s in enumerate(engine.segments[part]) if s.lo <= v <= s.hi)
 
 
+@pytest.mark.slow_cases("2", "3", "8")
 @pytest.mark.parametrize("k", [2, 3, 8])
 def test_counts_under_a_limit_that_forces_k_partitions(k):
     limit = limit_for_partitions(GRAPH, k)
@@ -89,6 +72,7 @@ def test_counts_under_a_limit_that_forces_k_partitions(k):
 @pytest.mark.parametrize("options", [dict(load_balance="histogram"), dict(load_balance=False, duplicate_removal=False),
                                      dict(load_balance=True, w3=33, w1=100), dict(write_cache=False)],
                          ids=["sgsi+", "plain", "layers", "no-cache"])
+@pytest.mark.slow_cases("layers", "no-cache", "sgsi+")
 def test_variants_on_a_hub_spanning_segments(options):
     limit = limit_for_partitions(GRAPH, 3)
     engine = SGSI(device_memory_limit=limit, **options, **STREAMED).prepare(GRAPH)
@@ -98,6 +82,7 @@ def test_variants_on_a_hub_spanning_segments(options):
     assert engine.match(q).count == reference(GRAPH, q).count > 0
 
 
+@pytest.mark.slow
 def test_directed_edge_labels_and_many_partitions():
     limit = limit_for_partitions(DIRECTED, 3)
     engine = SGSI(device_memory_limit=limit, load_balance="histogram", **STREAMED).prepare(DIRECTED)
@@ -134,7 +119,7 @@ def test_in_place_list_offsets_resident_when_they_fit_else_mapped(monkeypatch):
     """The in-place join finds N(v, p) through per-partition offsets kept on the device when
     they take at most 1/DEGREE_SHARE of the budget, else read from mapped host memory too; both
     count exactly, and only the resident ones take device memory."""
-    import gsi.sgsi as sgsi_module
+    import gsi.sgsi.out_of_core as sgsi_module
     limit = limit_for_partitions(DIRECTED, 3)
     q = walk_query(DIRECTED, 4, seed=0)
     want = reference(DIRECTED, q).count
@@ -207,7 +192,7 @@ def test_degree_bounds_are_exact_when_they_fit_and_bound_every_list_when_not():
 
 
 def test_counts_with_per_direction_degree_bounds(monkeypatch):
-    import gsi.sgsi as sgsi
+    import gsi.sgsi.out_of_core as sgsi
 
     monkeypatch.setattr(sgsi, "DEGREE_SHARE", 1 << 40)  # exact per-partition degrees never fit
     limit = limit_for_partitions(DIRECTED, 3)
@@ -219,6 +204,7 @@ def test_counts_with_per_direction_degree_bounds(monkeypatch):
         assert got.status is Status.OK and got.count == want.count > 0, (q.name, got.stats)
 
 
+@pytest.mark.slow
 def test_limit_collect_timeout_and_host_memory():
     limit = limit_for_partitions(GRAPH, 2)
     engine = SGSI(device_memory_limit=limit, **SHAPE).prepare(GRAPH)
@@ -246,6 +232,7 @@ def test_errors_name_the_problem():
     assert homomorphic.status is Status.UNSUPPORTED
 
 
+@pytest.mark.slow
 def test_in_core_when_the_graph_fits_runs_gsis_join_without_streaming():
     from gsi.sgsi import resident_bytes
     q = walk_query(GRAPH, 4, seed=0)
@@ -303,8 +290,9 @@ def test_only_the_segments_a_chunks_rows_reach_are_streamed():
     assert got.stats["bytes_streamed"] > 0 and got.stats["h2d_gbps"] >= 0
 
 
+@pytest.mark.slow
 def test_out_of_core_chunks_split_by_gba_and_new_tables_written_in_parts(monkeypatch):
-    import gsi.sgsi as sgsi_module
+    import gsi.sgsi.out_of_core as sgsi_module
     # one vertex label, two edge labels: most candidates survive, so a new table outgrows its share
     data = random_graph(120, 360, 1, 2, False, seed=3)
     q = Graph.from_edges(3, [0, 1], [1, 2], [0, 0, 0], [0, 1])
@@ -338,7 +326,7 @@ def test_in_place_chunks_count_then_write_their_rows_in_parts(monkeypatch):
     """With every list read in place a chunk counts each row's survivors, then writes them (no
     GBA): the rows of a new table that outgrows its room are written in parts sized by the exact
     counts, and the embeddings equal the reference's."""
-    import gsi.sgsi as sgsi_module
+    import gsi.sgsi.out_of_core as sgsi_module
     data = random_graph(120, 360, 1, 2, False, seed=3)
     q = Graph.from_edges(4, [0, 1, 2], [1, 2, 3], [0, 0, 0, 0], [0, 1, 0])
     want = reference(data, q, collect=True)
@@ -364,9 +352,9 @@ def test_the_join_before_a_counted_last_step_takes_the_whole_per_row_arena(monke
     seen = []
     chunk = SGSI._chunk_in_place
 
-    def spy(self, level, tb, a, m, fw, fr, top):
+    def spy(self, q, level, tb, a, m, fw, fr, top):
         seen.append((level, m, (self.rows_cap - fr) // self.row_arrays))
-        return chunk(self, level, tb, a, m, fw, fr, top)
+        return chunk(self, q, level, tb, a, m, fw, fr, top)
 
     monkeypatch.setattr(SGSI, "_chunk_in_place", spy)
     engine = SGSI(device_memory_limit=40_000, work_bytes=3000, **SHAPE).prepare(data)
@@ -389,13 +377,13 @@ def test_new_tables_are_grouped_by_the_segment_of_the_next_linking_vertex(monkey
     seen = []
     level = SGSI._level
 
-    def spy(self, step, tb, rows, fw, fr, top, buckets=None):
+    def spy(self, q, step, tb, rows, fw, fr, top, buckets=None):
         width = step + 1
         table = self.d_words[tb:tb + rows * width].copy_to_host().reshape(rows, width)
-        col, part = self._steps[step][3][0][:2]
+        col, part = q.steps[step][3][0][:2]
         keys = np.searchsorted([s.hi for s in self.segments[part]], table[:, col])
         seen.append((step, keys, buckets))
-        return level(self, step, tb, rows, fw, fr, top, buckets)
+        return level(self, q, step, tb, rows, fw, fr, top, buckets)
 
     monkeypatch.setattr(SGSI, "_level", spy)
     engine = SGSI(device_memory_limit=30_000, work_bytes=5_000, **STREAMED).prepare(data)

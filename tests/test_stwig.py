@@ -66,6 +66,7 @@ def prepared(workloads):
              ReferenceMatcher().prepare(data), queries) for data, queries in workloads]
 
 
+@pytest.mark.slow_cases("gpu-False", "gpu-explore-False", "gpu-explore-True")
 @pytest.mark.parametrize("homomorphic", [False, True])
 @pytest.mark.parametrize("engine", list(ENGINES))
 def test_counts_equal_reference(prepared, engine, homomorphic):
@@ -82,6 +83,7 @@ def test_counts_equal_reference(prepared, engine, homomorphic):
 
 @pytest.mark.parametrize("engine", ["gpu", "cpu", "cpu-parallel", "gpu-split2", "cpu-split-deep",
                                     *RESUMING])
+@pytest.mark.slow_cases("gpu-resume-paper", "gpu-resume-split", "gpu-split2", "gpu")
 def test_collected_embeddings_equal_reference(prepared, engine):
     engines, ref, queries = prepared[1]
     for query in queries[::3] if engine in SAMPLED else queries:
@@ -152,6 +154,7 @@ def test_check_twigs_rejects_bad_decompositions():
         check_twigs(query, [*twigs, Twig(4, (3,))])                # D-E twice
 
 
+@pytest.mark.slow_cases("gpu")
 @pytest.mark.parametrize("engine", ["gpu", "cpu"])
 def test_cliques_with_one_label_count_automorphic_copies(engine):
     data = _graph(14, 50, 1, 7)
@@ -166,6 +169,7 @@ def test_cliques_with_one_label_count_automorphic_copies(engine):
             assert matcher.match(clique, homomorphic=homomorphic).count == expected
 
 
+@pytest.mark.slow_cases("gpu")
 @pytest.mark.parametrize("engine", ["gpu", "cpu"])
 def test_star_single_vertex_and_deep_queries(engine):
     data = _graph(40, 60, 2, 11)
@@ -184,6 +188,7 @@ def test_star_single_vertex_and_deep_queries(engine):
     assert len(decompose(path, data.label_frequencies)) >= 5       # >= 4 sub-joins deep
 
 
+@pytest.mark.slow_cases("gpu-resume-split")
 @pytest.mark.parametrize("engine", ["gpu", "cpu", "gpu-resume-split", "cpu-resume-paper"])
 def test_limit_stops_at_limit(prepared, engine):
     engines, ref, queries = prepared[1]

@@ -81,6 +81,7 @@ def _units(join):
     return join.depth, join.units, urow, urec
 
 
+@pytest.mark.slow
 def test_one_launch_split_equals_per_level_launches(workload):
     data, queries, ref = workload
     engines = {}
@@ -174,6 +175,7 @@ def test_engine_uses_the_shared_pool_and_budget(workload):
 @pytest.mark.parametrize("make", [lambda: STwig(**SIM), lambda: STwigCPU(),
                                   lambda: STwig(exploration="gpu", threads_per_block=16, blocks=2)],
                          ids=["stwig", "stwig-cpu", "stwig-gpu-explore"])
+@pytest.mark.slow_cases("stwig-gpu-explore")
 def test_stats_carry_order_and_candidate_sizes(workload, make):
     data, queries, ref = workload
     engine = make().prepare(data)

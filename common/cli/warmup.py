@@ -1,7 +1,7 @@
 """``gpusm warmup``: compile the kernels of gpusm's GPU engines into the disk cache
 (:mod:`common.gpu.kernel_cache`) before anyone waits on them.
 
-Each engine (each of its :data:`ENGINE_VARIANTS`) runs in its own fresh process, all in
+Each GPU engine (each of its ``warmup_variants``, declared on the engine class) runs in its own fresh process, all in
 parallel, over a small built-in workload chosen to take each engine's paths in seconds: a
 labelled R-MAT graph with queries of 3 to 16 vertices (tens to millions of embeddings each;
 counted one at a time and batched, collected, and with a limit), a small unlabelled graph with
@@ -24,18 +24,13 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-#: the engines whose searches run CUDA kernels (the others are CPU engines)
-GPU_ENGINES = ("gsi", "sgsi", "egsm", "gmatch", "stwig")
-_ENGINE_PACKAGES = {"gsi": ("gsi", "common"), "sgsi": ("gsi", "common"), "egsm": ("egsm", "common"),
-                    "gmatch": ("gmatch", "common"), "stwig": ("stwig", "common")}
-
 
 def add_command(sub) -> None:
     """Add ``warmup`` to the ``gpusm`` subparsers."""
     w = sub.add_parser("warmup", help="compile the GPU engines' kernels into the disk cache "
                                       "(later processes load them instead of compiling)")
-    w.add_argument("--engines", nargs="+", choices=GPU_ENGINES, default=list(GPU_ENGINES), metavar="ENGINE",
-                   help=f"engines to warm up (default: all of {', '.join(GPU_ENGINES)})")
+    w.add_argument("--engines", nargs="+", default=None, metavar="ENGINE",
+                   help="engines to warm up (default: every GPU engine: gpusm engines lists them)")
     w.add_argument("--jobs", type=int, default=None,
                    help="processes at once (default: one per engine, at most the CPU count)")
     w.set_defaults(func=cmd_warmup)
@@ -51,7 +46,11 @@ def cmd_warmup(args) -> int:
         print(f"kernel cache (used on a GPU): {cache_dir()}")
         return 0
     began = time.perf_counter()
-    reports = warmup(args.engines, jobs=args.jobs)
+    try:
+        reports = warmup(args.engines, jobs=args.jobs)
+    except ValueError as exc:
+        print(f"gpusm warmup: {exc}", file=sys.stderr)
+        return 2
     print(f"{'engine':<26} {'compiled':>8} {'loaded':>7} {'compile s':>10} {'wall s':>7}  not launched")
     failed = False
     for r in reports:
@@ -67,7 +66,7 @@ def cmd_warmup(args) -> int:
     return 1 if failed else 0
 
 
-def warmup(engines=GPU_ENGINES, jobs: int | None = None, child: str = "common.cli.warmup",
+def warmup(engines=None, jobs: int | None = None, child: str = "common.cli.warmup",
            child_args: tuple = (), kernels_first: tuple = ()) -> list[dict]:
     """Run :func:`warm_engine` for each engine in a fresh process (``jobs`` at once); one report
     per engine (see :func:`warm_engine`), or ``{"engine", "error"}`` for a process that failed.
@@ -78,14 +77,18 @@ def warmup(engines=GPU_ENGINES, jobs: int | None = None, child: str = "common.cl
     interpreted (:data:`KERNELS_FIRST_ENV`): they reach an engine's kernels without first
     compiling its ``numba.njit`` host code, so the kernels compile while the engine's own
     process compiles that host code, and it loads them from the cache when it gets there."""
+    from ..engine.registry import engine_class, gpu_engines
+
     own_workload = child == "common.cli.warmup"
-    unknown = [e for e in engines if e not in GPU_ENGINES] if own_workload else []
+    engines = list(gpu_engines() if engines is None else engines)
+    unknown = [e for e in engines if e not in gpu_engines()] if own_workload else []
     if unknown:
-        raise ValueError(f"not a GPU engine: {', '.join(unknown)} (choose from {', '.join(GPU_ENGINES)})")
+        raise ValueError(f"not a GPU engine: {', '.join(unknown)} (choose from {', '.join(gpu_engines())})")
     if own_workload and not child_args:     # one process per engine variant (and run group)
         work = [(engine, (i, *group), None) for engine in engines
-                for i in range(len(ENGINE_VARIANTS.get(engine, ({},))))
-                for group in (((g,) for g in range(len(QUERY_SIZES) + 1)) if engine in SPLIT_BY_GROUP else ((),))]
+                for i in range(len(engine_class(engine).warmup_variants))
+                for group in (((g,) for g in range(len(QUERY_SIZES) + 1))
+                              if engine_class(engine).warmup_by_query_size else ((),))]
     else:
         work = [(engine, tuple(child_args), None) for engine in engines]
     work += [(engine, (*child_args, *extra), KERNELS_FIRST_ENV) for engine, extra in kernels_first]
@@ -118,14 +121,6 @@ def _repo_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-#: engine options whose kernels the defaults do not reach on the small workload (gMatch's
-#: candidate graph, which "auto" takes only for queries slower than its probe)
-ENGINE_VARIANTS = {"gmatch": ({}, {"candidate_graph": True})}
-
-
-#: engines whose kernels are specialised by query size: one warmup process per run group
-#: (:func:`workload_groups`) instead of one for the whole workload
-SPLIT_BY_GROUP = ("gmatch",)
 #: query sizes of the labelled runs (gMatch's stack levels 4, 8, 12 and 16)
 QUERY_SIZES = (3, 5, 8, 10, 16)
 
@@ -180,18 +175,18 @@ WARMUP_TIMEOUT_S = 10.0
 def warm_engine(name: str, runs=None, variants=None, batched: bool = True) -> dict:
     """Run engine ``name`` over ``runs`` ((data, queries, match keywords) triples; default
     :func:`workload`) with each of ``variants`` (engine options; default
-    :data:`ENGINE_VARIANTS`) in this process, each run of more than one query also batched
+    the engine's ``warmup_variants``) in this process, each run of more than one query also batched
     (``match_batch``) when ``batched``; returns what was compiled: ``engine``,
     ``kernels_compiled``, ``kernels_loaded``, ``compile_seconds``, ``wall_seconds``, ``queries``
     run and ``not_launched`` (the engine's kernels no run launched, by name)."""
-    from ..engine.registry import create_engine
+    from ..engine.registry import create_engine, engine_class
     from ..gpu.compile_clock import compile_clock
     from ..gpu.launch import KERNELS
 
     began = time.perf_counter()
     queries = 0
     runs = workload() if runs is None else runs
-    for engine_options in variants or ENGINE_VARIANTS.get(name, ({},)):
+    for engine_options in variants or engine_class(name).warmup_variants:
         engine = create_engine(name, **engine_options)
         for data, batch, options in runs:
             engine.prepare(data)
@@ -207,7 +202,7 @@ def warm_engine(name: str, runs=None, variants=None, batched: bool = True) -> di
     return {"engine": f"{name} {label}".strip(), "kernels_compiled": counts["kernels_compiled"],
             "kernels_loaded": counts["kernels_loaded"], "compile_seconds": round(compile_clock.seconds, 3),
             "wall_seconds": round(time.perf_counter() - began, 3), "queries": queries,
-            "not_launched": not_launched(KERNELS, _ENGINE_PACKAGES.get(name, ()))}
+            "not_launched": not_launched(KERNELS, engine_class(name).kernel_packages)}
 
 
 def not_launched(records, packages) -> list[str]:
@@ -229,10 +224,12 @@ def not_launched(records, packages) -> list[str]:
 
 def _main(argv: list[str]) -> dict:
     """``python -m common.cli.warmup ENGINE [VARIANT [GROUP]]``: one engine, one of its
-    :data:`ENGINE_VARIANTS` (by position) or all of them, over one run group of
+    ``warmup_variants`` (by position) or all of them, over one run group of
     :func:`workload_groups` or the whole workload."""
+    from ..engine.registry import engine_class
+
     name = argv[0]
-    variants = ENGINE_VARIANTS.get(name, ({},))
+    variants = engine_class(name).warmup_variants
     if len(argv) > 1:
         variants = (variants[int(argv[1])],)
     runs = workload_groups()[int(argv[2])] if len(argv) > 2 else None

@@ -58,9 +58,8 @@ class NetworkXMatcher(Engine):
     """
 
     name = "networkx"
-    supports_edge_labels = True
-    supports_directed = True
-    supports_disconnected = True
+    limitations = {"homomorphic": "networkx's VF2 counts monomorphisms only"}
+    contract_notes = {"statistics": "networkx does not expose VF2's order or candidate sets"}
     uses_device = False
 
     def __init__(self, *, device_memory_limit: int | None = None):
@@ -152,9 +151,11 @@ class IGraphMatcher(Engine):
     """
 
     name = "igraph"
+    limitations = {"edge_labels": "igraph's LAD (the default method) takes no edge labels",
+                   "homomorphic": "igraph's LAD and VF2 count monomorphisms only",
+                   "disconnected": "igraph's LAD needs a connected pattern"}
     supports_edge_labels = True        # vf2 only: lad answers unsupported (unsupported_reason)
-    supports_directed = True
-    supports_disconnected = False
+    contract_notes = {"statistics": "igraph does not expose LAD's order or domains"}
     uses_device = False
     METHODS = ("lad", "vf2")
 

@@ -620,10 +620,7 @@ class ReferenceMatcher(Engine):
     """
 
     name = "cpu"
-    supports_edge_labels = True
-    supports_directed = True
-    supports_homomorphic = True
-    supports_disconnected = True
+    limitations = {}
     max_query_vertices = None
     uses_device = False
 

@@ -34,6 +34,9 @@ from ..gpu.compile_clock import compile_clock
 from ..graph.model import Graph
 from .result import MatchResult, Status
 
+#: the kinds of query an engine may declare in :attr:`Engine.limitations`
+QUERY_KINDS = ("edge_labels", "directed", "homomorphic", "disconnected")
+
 #: times a query that timed out while kernels were compiled for it is run again
 COMPILE_RERUNS = 3
 
@@ -54,6 +57,34 @@ class Engine(ABC):
     supports_disconnected: ClassVar[bool] = False
     max_query_vertices: ClassVar[int | None] = None
     uses_device: ClassVar[bool] = True        # False: a CPU engine (its times are host times)
+    #: query kinds (:data:`QUERY_KINDS`) the engine answers ``unsupported``, each with the reason
+    #: (the paper's section); ``supports_<kind>`` follows from it unless the class sets it itself
+    limitations: ClassVar[dict[str, str]] = {}
+    #: checks of the contract (:mod:`common.engine.check`) the engine passes otherwise or fails, with
+    #: the reason: ``statistics`` (no matching order or candidate sets to report), ``deadline_cap``
+    #: (may stop at a relation cap near the deadline), ``simulator_launch`` (a launch the CUDA
+    #: simulator cannot stop before it polls the stop flag), ``simulator_<check>`` (a check failed
+    #: only in the simulator), or a check's name (a check it fails today)
+    contract_notes: ClassVar[dict[str, str]] = {}
+    #: the engine this one is a variant of (SGSI of GSI, the CPU STwig of STwig): left out of the
+    #: side-by-side comparisons, which run each algorithm once
+    variant_of: ClassVar[str | None] = None
+    #: top-level packages holding the engine's CUDA kernels (the kernel cache keys on their source)
+    kernel_packages: ClassVar[tuple[str, ...]] = ()
+    #: engine options whose kernels the defaults do not reach on ``gpusm warmup``'s workload, each a
+    #: warm-up process of its own (the defaults first)
+    warmup_variants: ClassVar[tuple[dict, ...]] = ({},)
+    #: whether the kernels are specialised by query size (warm-up runs one process per size group)
+    warmup_by_query_size: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        unknown = set(vars(cls).get("limitations", {})) - set(QUERY_KINDS)
+        if unknown:
+            raise TypeError(f"{cls.__name__}.limitations: {sorted(unknown)} are not query kinds {QUERY_KINDS}")
+        for kind in QUERY_KINDS if "limitations" in vars(cls) else ():
+            if f"supports_{kind}" not in vars(cls):
+                setattr(cls, f"supports_{kind}", kind not in cls.limitations)
 
     def __init__(self, *, device_memory_limit: int | str | None = None):
         self.device_memory_limit = None if device_memory_limit is None else memory_bytes(device_memory_limit)
@@ -169,20 +200,25 @@ class Engine(ABC):
         return None
 
     def unsupported_reason(self, query: Graph, *, homomorphic: bool = False) -> str:
-        """Why this engine cannot take ``query`` on the prepared data graph ('' if it can)."""
+        """Why this engine cannot take ``query`` on the prepared data graph ('' if it can); a
+        declared limitation's reason follows in parentheses."""
         data = self.data
-        if (query.has_edge_labels or data.has_edge_labels) and not self.supports_edge_labels:
-            return f"{self.name} does not support edge labels"
-        if data.directed and not self.supports_directed:
-            return f"{self.name} does not support directed graphs"
-        if homomorphic and not self.supports_homomorphic:
-            return f"{self.name} does not support homomorphic matching"
+        kinds = {"edge_labels": ((query.has_edge_labels or data.has_edge_labels), "edge labels"),
+                 "directed": (data.directed, "directed graphs"),
+                 "homomorphic": (homomorphic, "homomorphic matching")}
+        for kind, (asked, what) in kinds.items():
+            if asked and not getattr(self, f"supports_{kind}"):
+                return self._cited(f"{self.name} does not support {what}", kind)
         if self.max_query_vertices is not None and query.num_vertices > self.max_query_vertices:
             return (f"{self.name} takes at most {self.max_query_vertices} query vertices, "
                     f"query has {query.num_vertices}")
         if not self.supports_disconnected and not query.is_connected():
-            return f"{self.name} requires a connected query"
+            return self._cited(f"{self.name} requires a connected query", "disconnected")
         return ""
+
+    def _cited(self, message: str, kind: str) -> str:
+        reason = self.limitations.get(kind)
+        return f"{message} ({reason})" if reason else message
 
     # ------------------------------------------------------------------ for subclasses
     def _prepare(self, data: Graph) -> None:

@@ -52,6 +52,25 @@ def engine_class(name: str) -> type[Engine]:
     return getattr(importlib.import_module(module), qualname)
 
 
+def gpu_engines() -> tuple[str, ...]:
+    """gpusm's own engines whose searches run CUDA kernels (``uses_device``), in registration order."""
+    return tuple(name for name in BUILTIN_ENGINES if engine_class(name).uses_device)
+
+
+def compared_engines() -> tuple[str, ...]:
+    """gpusm's own engines, each algorithm once (no ``variant_of``): the side-by-side comparisons'."""
+    return tuple(name for name in BUILTIN_ENGINES if engine_class(name).variant_of is None)
+
+
+def kernel_packages() -> tuple[str, ...]:
+    """The top-level packages holding gpusm's engines' CUDA kernels (``kernel_packages``),
+    ``common`` first."""
+    packages = ["common"]
+    for name in BUILTIN_ENGINES:
+        packages += [p for p in engine_class(name).kernel_packages if p not in packages]
+    return tuple(packages)
+
+
 def create_engine(name: str, **options) -> Engine:
     """Instantiate a registered engine with its constructor options.
 

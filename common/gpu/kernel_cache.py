@@ -33,13 +33,20 @@ import numpy as np
 
 log = logging.getLogger("gpusm.kernel_cache")
 
-#: the packages whose source every cached kernel depends on (device functions, intrinsics)
-KERNEL_PACKAGES = ("common", "gsi", "egsm", "gmatch", "stwig")
 _ROOT = Path(__file__).resolve().parents[2]            # the repository (the packages' parent)
 
 
 class Uncacheable(Exception):
     """A kernel's closure or globals hold a value :func:`variant_key` cannot describe."""
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_packages() -> tuple[str, ...]:
+    """The packages whose source every cached kernel depends on (device functions, intrinsics):
+    those the engines declare (``Engine.kernel_packages``, :func:`common.engine.registry.kernel_packages`)."""
+    from ..engine.registry import kernel_packages as declared
+
+    return declared()
 
 
 def cache_root() -> Path:
@@ -62,7 +69,7 @@ def packages_digest() -> str:
     """SHA-256 of the source of every kernel package, subpackages included (file paths and
     contents, sorted)."""
     digest = hashlib.sha256()
-    for package in KERNEL_PACKAGES:
+    for package in kernel_packages():
         for path in sorted((_ROOT / package).rglob("*.py")):
             digest.update(f"{path.relative_to(_ROOT).as_posix()}\0".encode())
             digest.update(path.read_bytes())
@@ -86,7 +93,7 @@ def _subfolder(py_file: str) -> str:
     a kernel elsewhere (a test) gets its folder's name and a hash of its path."""
     folder = Path(py_file).resolve().parent
     parts = folder.relative_to(_ROOT).parts if folder.is_relative_to(_ROOT) else ()
-    if parts and parts[0] in KERNEL_PACKAGES:
+    if parts and parts[0] in kernel_packages():
         return "_".join(parts)
     return f"{folder.name}_{hashlib.sha1(str(folder).encode()).hexdigest()[:12]}"
 

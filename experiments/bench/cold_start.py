@@ -34,13 +34,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from common.engine.registry import compared_engines
+
 from ..harness.store import write_rows
 from . import note_simulator
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = "gmatch_test/data.graph"          # GitHub (gMatch's test graph), under data/
 DEFAULT_QUERY = "gmatch_test/queries/Q_3.graph"  # 36.8 million embeddings
-DEFAULT_ENGINES = ("cpu", "gsi", "egsm", "gmatch", "stwig")
+DEFAULT_ENGINES = compared_engines()
 
 _CHILD = """
 import json, sys, time

@@ -41,13 +41,14 @@ from pathlib import Path
 
 import numpy as np
 
+from common.engine.registry import gpu_engines, kernel_packages
 from common.interrupt import command_line, interruptible
 
 from . import note_simulator
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE_FILE = ROOT / "docs" / "baseline.txt"
-ENGINES = ("gsi", "sgsi", "egsm", "gmatch", "stwig")
+ENGINES = gpu_engines()
 GROUPS = ("small", "heavy")
 #: Targets of the gate: a heavy query's worst ratio and a small workload's median ratio.
 HEAVY_WORST = 1.10
@@ -151,7 +152,7 @@ def baseline_default() -> str:
 
 
 #: What a worker imports: the revision's packages (data files are read from the working tree).
-CODE = ("common", "gsi", "egsm", "gmatch", "stwig", "experiments", "pyproject.toml")
+CODE = (*kernel_packages(), "experiments", "pyproject.toml")
 
 
 def export(rev: str, dest: Path) -> Path:

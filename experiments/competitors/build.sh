@@ -27,6 +27,10 @@ GSI_COMMIT=ae9a69232f2856f580bb68fe9daea46782111e88        # pkumod/GSI (GPL-3.0
 PYNAUTY_COMMIT=cb15f520d84ebbda0c4b32bf11fb3deed7ad946b    # pdobsan/pynauty: nauty 2.8.8 (Apache-2.0), for BEEP
 # CUDA 13 removed cudaDeviceProp::clockRate (only printed by T-DFS and GSI): read the attribute
 CLOCK_RATE='s/\([A-Za-z_.]*\)\.clockRate/[]{ int khz = 0; cudaDeviceGetAttribute(\&khz, cudaDevAttrClockRate, 0); return khz; }()/g'
+MEMORY_CLOCK_RATE='s/\([A-Za-z_.]*\)\.memoryClockRate/[]{ int khz = 0; cudaDeviceGetAttribute(\&khz, cudaDevAttrMemoryClockRate, 0); return khz; }()/g'
+# CUDA 13's cudaMemAdvise and cudaMemPrefetchAsync take a cudaMemLocation, not a device number
+MEM_ADVISE='s#cudaMemAdviseSetReadMostly, dev_ /\*ignored\*/)#cudaMemAdviseSetReadMostly, cudaMemLocation{cudaMemLocationTypeDevice, dev_})#'
+MEM_PREFETCH='s#cudaMemPrefetchAsync(gpu_data, N \* sizeof(T), _deviceId, _stream)#cudaMemPrefetchAsync(gpu_data, N * sizeof(T), cudaMemLocation{cudaMemLocationTypeDevice, _deviceId}, 0, _stream)#'
 ALL="stmatch tdfs beep g2miner gsi"
 
 say() { echo "competitors: $*"; }
@@ -37,9 +41,11 @@ if [ "${1:-}" = --extract ]; then
     rm -rf "$SRC" && mkdir -p "$SRC/gmatch" "$SRC/gsi" "$SRC/nauty"
     git --git-dir="$2" archive "$GMATCH_COMMIT" compared_system | tar -x -C "$SRC/gmatch" || die "gMatch $GMATCH_COMMIT"
     rm -rf "$SRC/gmatch/compared_system/EGSM"            # built by the anchors (../shared/anchors)
+    rm -f "$SRC/gmatch/compared_system/TDFS/bliss/libbliss.a"   # prebuilt; the build makes it from bliss/
     git --git-dir="$3" archive "$GSI_COMMIT" | tar -x -C "$SRC/gsi" || die "GSI $GSI_COMMIT"
     git --git-dir="$4" archive "$PYNAUTY_COMMIT" src/nauty2_8_8 | tar -x -C "$SRC/nauty" --strip-components=2 \
         || die "pynauty $PYNAUTY_COMMIT"
+    rm -f "$SRC"/nauty/*.ans "$SRC"/nauty/*.pdf "$SRC"/nauty/*-old   # test answers, papers, old copies: not in nauty.a
     say "sources of gMatch $GMATCH_COMMIT, GSI $GSI_COMMIT, nauty (pynauty $PYNAUTY_COMMIT) in $SRC"
     exit 0
 fi
@@ -52,20 +58,25 @@ mkdir -p "$WORK/logs"
 touch "$WORK/status.txt"
 
 # first_error LOG: the first line of a compiler or linker error in LOG
-first_error() { grep -v '^checking ' "$1" | grep -m1 -E '(error|Error)[: ]|undefined reference|No such file|\*\*\*' || tail -n 1 "$1"; }
+first_error() {
+    local line
+    line=$(grep -v '^checking ' "$1" | grep -m1 -E '(error|Error)[: ]|undefined reference|No such file|\*\*\*')
+    if [ -n "$line" ]; then echo "$line"; else tail -n 1 "$1"; fi
+}
 
 # record SYSTEM RC BINARY...: one line of status.txt per system
 record() {
     local sys=$1 rc=$2 log=$WORK/logs/$1.log; shift 2
     local b missing=
     for b in "$@"; do [ -x "$b" ] || missing="$missing $b"; done
-    sed -i "/^$sys /d" "$WORK/status.txt"
-    if [ "$rc" = 0 ] && [ -z "$missing" ]; then
-        echo "$sys built $*" >> "$WORK/status.txt"; say "$sys built: $*"
-    else
-        echo "$sys FAILED $(first_error "$log")" >> "$WORK/status.txt"
-        say "$sys FAILED (log $log): $(first_error "$log")"
-    fi
+    local line="$sys built $*"
+    [ "$rc" = 0 ] && [ -z "$missing" ] || line="$sys FAILED $(first_error "$log")"
+    (   # builds of several systems may run at once: one writer of status.txt at a time
+        flock 9
+        sed -i "/^$sys /d" "$WORK/status.txt"
+        echo "$line" >> "$WORK/status.txt"
+    ) 9>"$WORK/status.lock"
+    say "${line/ FAILED / FAILED (log $log): }"
 }
 
 fresh() { rm -rf "$WORK/src/$1"; mkdir -p "$WORK/src"; cp -a "$2" "$WORK/src/$1"; cd "$WORK/src/$1" || exit 2; }
@@ -93,19 +104,29 @@ build_beep() {
     cp -a "$SRC/nauty" nauty                                          # the README's download, pinned
     # CCCL 3 (CUDA 13) removed cub::Max: its replacement cuda::maximum<>
     sed -i 's/cub::Max()/cuda::maximum<>{}/g' subgraph_matching/include/common_utils.cuh
+    sed -i "$MEM_ADVISE" subgraph_matching/subgraph_matching.cuh
+    sed -i "$MEM_PREFETCH" include/CGArray.cuh
+    # its one driver call, cuMemGetInfo (a debug print of free memory), through the runtime's
+    # cudaMemGetInfo: no link against the driver library (-lcuda), which a host without a GPU lacks
+    sed -i 's/\bcuMemGetInfo(/cudaMemGetInfo(/g' subgraph_matching/subgraph_matching.cuh
+    sed -i 's/ -lcuda / /' Makefile
     (cd nauty && ./configure && make nauty.a) || return 1
     make ARCH="$ARCH" build/exe/src/main.cu.exe
 }
 
-build_g2miner() {   # the sgl (subgraph listing) GPU kernels gMatch ran (run_cmd.sh): sgl_gpu_base
+build_g2miner() {   # the GPU kernels of gMatch's Table 4 (P1-P4, P9): sgl_gpu_base (run_cmd.sh), tc_gpu_base, clique_gpu_base
     fresh g2miner "$CS/G2Miner"
     # src/sgl/Makefile includes ../common.mk, which the snapshot lacks: pangolin's, one level up
     sed -e "s/compute_70,code=sm_70/compute_$ARCH,code=sm_$ARCH/" -e 's#\.\./\.\./\.\./#../../#g' \
         -e 's#^VPATH=.*#VPATH=../common#' -e 's#^BIN=.*#BIN=../../bin#' src/pangolin/common.mk > src/common.mk
     printf '%%.o: %%.cc\n\t$(CXX) $(CXXFLAGS) $(INCLUDES) -c -o $@ $<\n%%.o: %%.cu\n\t$(NVCC) $(NVFLAGS) $(INCLUDES) -c -o $@ $<\n' \
         >> src/common.mk                                              # and its compile rules
+    sed -i "$MEMORY_CLOCK_RATE" include/cutil_subset.h                # a device-query print; gone in CUDA 13
     mkdir -p bin
-    (cd src/sgl && make sgl_gpu_base)
+    (cd src/sgl && make sgl_gpu_base) || return 1
+    # tc links the driver library (-lcuda) it never calls, absent without a GPU driver: the runtime only
+    (cd src/triangle && make tc_gpu_base CUDA_LIB='-L$(CUDA_HOME)/lib64 -lcudart') || return 1
+    (cd src/clique && make clique_gpu_base)
 }
 
 build_gsi() {
@@ -118,6 +139,9 @@ build_gsi() {
     sed -i "$CLOCK_RATE" match/Match.cu                                  # as T-DFS: clockRate is gone
     # the warp shuffles without a mask were removed for sm_70+: the _sync forms over the full warp
     sed -i -E 's/__shfl(_up|_down|_xor)?\(/__shfl\1_sync(0xffffffff, /g' match/Match.cu
+    # main/run.cpp reaches CCCL through match/Match.h, whose device intrinsics only nvcc's device
+    # pass declares: compile it as CUDA
+    mv main/run.cpp main/run.cu && sed -i 's#main/run\.cpp#main/run.cu#g' Makefile
     make -j"$JOBS" GSI.exe
 }
 
@@ -125,7 +149,7 @@ declare -A BINS=(
     [stmatch]="$WORK/src/stmatch/bin/fig_local_global_unroll.exe $WORK/src/stmatch/bin/table_edge_lb.exe"
     [tdfs]="$WORK/src/tdfs/bin/table_edge_ulb.exe $WORK/src/tdfs/bin/table_edge_lb.exe"
     [beep]="$WORK/src/beep/build/exe/src/main.cu.exe"
-    [g2miner]="$WORK/src/g2miner/bin/sgl_gpu_base"
+    [g2miner]="$WORK/src/g2miner/bin/sgl_gpu_base $WORK/src/g2miner/bin/tc_gpu_base $WORK/src/g2miner/bin/clique_gpu_base"
     [gsi]="$WORK/src/gsi/GSI.exe")
 
 say "nvcc $("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), sm_$ARCH, work $WORK"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import experiments_of
+from .catalog import experiments_of, papers
 from .core import check_counts
 from .report import draw_figure, side_by_side, verdicts, write_figure
 from .runner import read_rows
@@ -137,10 +137,8 @@ def execute_notebooks(paths=None, timeout_s: int = 1200) -> list[Path]:
     import nbformat
     from nbclient import NotebookClient
 
-    from .. import PAPERS
-
     root = Path(__file__).resolve().parents[2] / "notebooks"
-    paths = [Path(p) for p in paths] if paths else [root / f"{paper}.ipynb" for paper in PAPERS]
+    paths = [Path(p) for p in paths] if paths else [root / f"{paper}.ipynb" for paper in papers()]
     for path in paths:
         notebook = nbformat.read(path, as_version=4)
         NotebookClient(notebook, timeout=timeout_s, kernel_name="python3",

@@ -13,7 +13,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from .. import PAPERS, experiments_of
+from .catalog import experiments_of, papers
 from .report import verdicts
 from .runner import read_rows
 from .workloads import get_scale
@@ -53,7 +53,7 @@ def records(results: Path | str = "results", scale: str = "medium") -> dict[str,
     """Per paper, the verdict records of every claim whose experiment has rows under ``results``."""
     results, here = Path(results), get_scale(scale)
     out: dict[str, list[dict]] = {}
-    for paper in PAPERS:
+    for paper in papers():
         for experiment in experiments_of(paper):
             path = results / paper / f"{experiment.name}.{scale}.csv"
             if not experiment.claims or not path.exists():
@@ -74,7 +74,7 @@ def render(results: Path | str = "results", scale: str = "medium") -> str:
     results = Path(results)
     lines = [HEADER.format(scale=scale), "## The runs", "",
              "| set | GPU | commit | wall time | experiments | rows by status |", "|---|---|---|---|---|---|"]
-    for paper in PAPERS:
+    for paper in papers():
         path = results / paper / f"run.{scale}.json"
         if path.exists():
             lines.append(_run_line(paper, json.loads(path.read_text())))

@@ -40,6 +40,15 @@ def work_dir() -> Path:
     return Path(os.environ.get("COMPETITORS_WORK", "/tmp/competitors"))
 
 
+def build_status() -> dict[str, str]:
+    """``status.txt`` of the last ``make competitors``: system -> ``built ...`` or ``FAILED <first error>``."""
+    path = work_dir() / "status.txt"
+    if not path.exists():
+        return {}
+    rows = (line.split(" ", 1) for line in path.read_text().splitlines() if line.strip())
+    return {row[0]: row[1] if len(row) > 1 else "" for row in rows}
+
+
 # ------------------------------------------------------------------ input formats
 def write_text_graph(graph: Graph, path, labels=None) -> None:
     """The ``t N M / v id label degree / e u v`` text the gMatch snapshot's readers take (labels overridable)."""
@@ -105,13 +114,30 @@ def _named(n: int, edges) -> Graph:
     return Graph.from_edges(n, [a for a, _ in edges], [b for _, b in edges])
 
 
+def _clique(n: int) -> Graph:
+    return _named(n, list(itertools.combinations(range(n), 2)))
+
+
 G2MINER_PATTERNS = {
+    "triangle": _clique(3),
+    "4-clique": _clique(4),
+    "5-clique": _clique(5),
     "rectangle": _named(4, [(0, 1), (1, 2), (2, 3), (3, 0)]),
     "diamond": _named(4, [(0, 1), (0, 2), (1, 2), (1, 3), (2, 3)]),
     "house": _named(5, [(0, 1), (1, 2), (2, 3), (3, 0), (2, 4), (3, 4)]),
     "pentagon": _named(5, [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]),
 }
-"""The patterns ``sgl_gpu_base`` has kernels for (src/sgl/gpu_base.cu; any other name runs diamond's)."""
+"""The patterns G2Miner has GPU kernels for: triangles (``tc_gpu_base``), k-cliques
+(``clique_gpu_base``) and the four ``sgl_gpu_base`` names (src/sgl/gpu_base.cu; any other name
+runs diamond's). gMatch's P1-P4 and P9 are among them (its Table 4)."""
+
+G2MINER_PROGRAMS = {"triangle": ("tc", ()), "4-clique": ("clique", ("4",)), "5-clique": ("clique", ("5",))}
+"""Pattern -> (the program's variant, its arguments after the graph); ``sgl`` with the name otherwise."""
+
+
+def g2miner_program(name: str) -> tuple[str, tuple]:
+    """The G2Miner program that lists pattern ``name`` and its arguments after the data file."""
+    return G2MINER_PROGRAMS.get(name, ("sgl", (name,)))
 
 
 def _edge_set(graph: Graph) -> set:
@@ -163,8 +189,10 @@ def parse_beep(text: str):
 
 
 def parse_g2miner(text: str):
-    """sgl/main.cc, gpu_base.cu: ``total_num = N`` and ``runtime [cuda_base] = S sec``."""
-    count, s = _last(r"^total_num = (\d+)\s*$", text), _last(r"^runtime \[cuda_base\] = ([0-9.eE+-]+) sec", text)
+    """main.cc and gpu_base.cu of sgl, triangle and clique: ``total_num = N``, ``total_num_triangles = N``
+    or ``num_K-cliques = N``; ``runtime [cuda_base|base|gpu] = S sec``."""
+    count = _last(r"^(?:total_num|total_num_triangles|num_\d+-cliques) = (\d+)\s*$", text)
+    s = _last(r"^runtime \[[^\]]+\] = ([0-9.eE+-]+) sec", text)
     return (int(count) if count else None), (float(s) * 1e3 if s else None)
 
 
@@ -196,6 +224,9 @@ class CompetitorBinary(PrintedSearchBinary):
         missing = [cls.binary(v) for v in cls.binaries if not cls.binary(v).exists()]
         if not missing:
             return None
+        status = build_status().get(cls.system, "")
+        if status.startswith("FAILED"):
+            return f"the {cls.name} column is skipped: make competitors failed to build it: {status[7:]}"
         if shutil.which("nvcc") is None:
             return f"the {cls.name} column is skipped: no CUDA toolkit here (nvcc not found)"
         return f"the {cls.name} column is skipped: {missing[0]} is not built (run make competitors)"
@@ -346,6 +377,9 @@ class BEEPAuthors(CompetitorBinary):
     def system_reason(self, query):
         if self.labelled():
             return f"{self.name} matches unlabelled graphs only (its readers drop vertex labels)"
+        if query.num_vertices > 1 and int(query.degrees.max()) < query.num_vertices - 1:
+            return (f"{self.name} extends matches from a central query vertex adjacent to all others; "
+                    "the query has none (gMatch Table 4: N/A on P4, P5)")
         return ""
 
     def write_inputs(self, query, variant):
@@ -358,27 +392,32 @@ class BEEPAuthors(CompetitorBinary):
 
 
 class G2MinerAuthors(CompetitorBinary):
-    """G2Miner (OSDI 2022) ``sgl_gpu_base DATA.bin PATTERN``: four named unlabelled patterns.
+    """G2Miner (OSDI 2022): ``sgl_gpu_base DATA.bin PATTERN``, ``tc_gpu_base DATA.bin`` or
+    ``clique_gpu_base DATA.bin K``; the named unlabelled patterns of :data:`G2MINER_PATTERNS`.
 
     It lists each subgraph once (symmetry breaking); the count is that times the pattern's
     automorphisms, the number of embeddings the other engines count.
     """
 
     name, system, env_var = "g2miner-authors", "g2miner", "G2MINER_BIN"
-    binaries = {"": "g2miner/bin/sgl_gpu_base"}
+    binaries = {"sgl": "g2miner/bin/sgl_gpu_base", "tc": "g2miner/bin/tc_gpu_base",
+                "clique": "g2miner/bin/clique_gpu_base"}
     max_query_vertices = 5
 
     def system_reason(self, query):
         if self.labelled():
-            return f"{self.name} (sgl_gpu_base) matches unlabelled graphs only"
+            return f"{self.name} matches unlabelled graphs only"
         if g2miner_pattern(query) is None:
-            return (f"{self.name} (sgl_gpu_base) has kernels for {', '.join(G2MINER_PATTERNS)} only; "
+            return (f"{self.name} has GPU kernels for {', '.join(G2MINER_PATTERNS)} only; "
                     "the query is none of them")
         return ""
 
+    def variant(self, query):
+        return g2miner_program(g2miner_pattern(query))[0]
+
     def write_inputs(self, query, variant):
         data = self._data_file("csr", ".bin", lambda p: write_gmatch_binary(self.data, p))
-        return [str(data), g2miner_pattern(query)]
+        return [str(data), *g2miner_program(g2miner_pattern(query))[1]]
 
     def parse(self, text, query):
         count, ms = parse_g2miner(text)
@@ -414,6 +453,16 @@ def competitor_reason(engine: str) -> str | None:
 def competitor_configs(engine: str, label: str) -> tuple:
     """``(Config(label, engine),)`` where the binary is built, else ``()``."""
     return (Config.of(label, engine),) if competitor_reason(engine) is None else ()
+
+
+def not_built_claim(label: str) -> str:
+    """A claim's reason where ``label``'s column is absent (the same on every host; the notes say why)."""
+    return f"{label} is not built here (make competitors; the experiment's notes name the reason)"
+
+
+def competitors_note(*engines: str) -> str:
+    """The reasons of those of ``engines`` that cannot run here, one clause each ("" when all can)."""
+    return "; ".join(reason for reason in map(competitor_reason, engines) if reason)
 
 
 for _name, _cls in COMPETITORS.items():

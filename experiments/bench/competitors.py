@@ -1,0 +1,253 @@
+"""Every system, ours and theirs, on the same query sets: counts, search times, the ratio to our engine.
+
+Sets: GitHub's P1-P9 on the unlabelled graph (``patterns``), GitHub's 30 random-walk 12-vertex
+queries (``rw12``) and HPRD's 100 dense 16-vertex queries (``hprd``). Systems: gpusm's gMatch,
+GSI and EGSM and the external binaries (:mod:`experiments.papers.competitors`: STMatch, T-DFS,
+BEEP, G2Miner, the authors' GSI; :mod:`experiments.papers.authors`: the authors' EGSM and
+gMatch). Each external system is compared with our engine of the paper it comes from
+(:data:`BASE`): gMatch's for STMatch, T-DFS, BEEP, G2Miner and the authors' gMatch, GSI's for the
+authors' GSI, EGSM's for the authors' EGSM. The time is the one that paper reports: the search
+(``enumerate``) for gMatch's family (§4.5), the whole query for GSI's and EGSM's.
+
+Every count is checked: against the known count in ``data/`` where there is one, else against the
+cpu engine's (when it finishes within the limit), else against the base engine's; the ``check``
+column says which. A query a system cannot take is ``unsupported`` with its reason; a system that
+is not built is one row with the reason (the build's first error where ``make competitors``
+failed). Each system answers its first query untimed (warm-up), then every query is timed
+``--repeats`` times (the median; a query that did not finish is not repeated). ``--timeout-s``
+limits one query, ``--budget-s`` the whole run: past it the remaining queries are ``skipped``.
+
+    python -m experiments.bench.competitors --timeout-s 5 --budget-s 240 --out competitors.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from common.engine.registry import available_engines, create_engine
+from common.engine.result import MatchResult, Status
+
+from ..harness.workloads import check_set
+from ..papers import authors, competitors
+
+SETS = ("patterns", "rw12", "hprd")
+OURS = ("gmatch", "gsi", "egsm")
+BASE = {"stmatch-authors": "gmatch", "tdfs-authors": "gmatch", "beep-authors": "gmatch",
+        "g2miner-authors": "gmatch", "gmatch-authors": "gmatch", "gsi-authors": "gsi", "egsm-authors": "egsm"}
+"""External system -> our engine of the paper it is compared in."""
+SEARCH_PHASES = {"gmatch": ("enumerate",), "gsi": None, "egsm": None}
+"""The phases a paper's time covers (None: all): gMatch reports search time only."""
+SYSTEMS = OURS + tuple(BASE)
+
+
+@dataclass
+class Row:
+    """One (set, system, query): the outcome, the count and its check, the median time."""
+
+    set: str
+    system: str
+    query: str
+    status: str
+    count: int | None = None
+    reference: int | None = None
+    check: str = ""
+    ms: float | None = None
+    runs: int = 0
+    reason: str = ""
+
+
+def base_of(system: str) -> str:
+    return BASE.get(system, system)
+
+
+def reason_missing(system: str) -> str | None:
+    """Why ``system`` cannot run here (None: it can)."""
+    if system in competitors.COMPETITORS:
+        return competitors.competitor_reason(system)
+    if system in authors.BINARIES:
+        return authors.authors_reason(system)
+    return None if system in available_engines() else f"{system} is not an engine here"
+
+
+def paper_ms(result: MatchResult, system: str) -> float:
+    """The time the system's paper reports, in ms (:data:`SEARCH_PHASES`)."""
+    phases = SEARCH_PHASES.get(base_of(system))
+    if phases is None:
+        return result.seconds * 1e3
+    return sum(result.phases.get(p, 0.0) for p in phases) * 1e3
+
+
+def reference_counts(data, queries, timeout_s: float, deadline: float) -> dict:
+    """query name -> (count, source): the known count, else cpu's within ``timeout_s`` (0: none) before the deadline."""
+    cpu = None
+    out = {}
+    for query, known in queries:
+        if known is not None:
+            out[query.name] = (known, "known")
+            continue
+        if timeout_s <= 0 or time.monotonic() > deadline:
+            continue
+        cpu = cpu or create_engine("cpu").prepare(data)
+        result = cpu.match(query, timeout_s=timeout_s)
+        out[query.name] = (result.count, "cpu") if result.status is Status.OK else (None, "")
+    return out
+
+
+def time_query(engine, system: str, query, timeout_s: float, repeats: int) -> tuple[MatchResult, list[float]]:
+    """The first result and the times of up to ``repeats`` runs (one when it did not finish)."""
+    first = engine.match(query, timeout_s=timeout_s)
+    times = [paper_ms(first, system)]
+    while first.status is Status.OK and len(times) < repeats:
+        times.append(paper_ms(engine.match(query, timeout_s=timeout_s), system))
+    return first, times
+
+
+def run_set(name: str, systems, *, timeout_s: float, repeats: int, deadline: float, cpu_timeout_s: float = 2.0,
+            max_queries: int | None = None, set_loader=check_set, log=print) -> list[Row]:
+    """Every system on one set; the rows of :class:`Row`."""
+    chosen = set_loader(name)
+    data, queries = chosen.data, chosen.queries[:max_queries]
+    refs = reference_counts(data, queries, cpu_timeout_s, deadline)
+    rows: list[Row] = []
+    counts = {}                                  # (system, query) -> count of a finished run
+    order = sorted(systems, key=lambda s: s in BASE)           # ours first: the base counts exist
+    for system in order:
+        missing = reason_missing(system)
+        if missing:
+            rows.append(Row(name, system, "*", "not built", reason=missing))
+            continue
+        engine = create_engine(system).prepare(data)
+        warm = next((q for q, _ in queries if not engine.unsupported_reason(q)), None)
+        if warm is not None:
+            engine.match(warm, timeout_s=timeout_s)
+        for query, _ in queries:
+            if time.monotonic() > deadline:
+                rows.append(Row(name, system, query.name, "skipped", reason="the run's time budget is spent"))
+                continue
+            result, times = time_query(engine, system, query, timeout_s, repeats)
+            row = Row(name, system, query.name, str(result.status), reason=result.reason, runs=len(times))
+            if result.status is Status.OK:
+                row.count, row.ms = result.count, float(np.median(times))
+                counts[system, query.name] = result.count
+                row.reference, source = refs.get(query.name, (None, ""))
+                if row.reference is None and (base_of(system), query.name) in counts and base_of(system) != system:
+                    row.reference, source = counts[base_of(system), query.name], f"vs {base_of(system)}"
+                row.check = ("unchecked" if row.reference is None
+                             else f"ok ({source})" if row.count == row.reference else f"WRONG ({source})")
+            rows.append(row)
+        log(f"{name}: {system} done", file=sys.stderr)
+    return rows
+
+
+def check_systems(systems, labelled_queries: int = 4, log=print) -> pd.DataFrame:
+    """Each external system against cpu on two small graphs (docs/competitors.md, "To check on a GPU").
+
+    An unlabelled R-MAT with G2Miner's seven patterns and a labelled one with ``labelled_queries``
+    random 4-vertex queries; per (system, query): its count, cpu's, the pattern's automorphisms and the
+    verdict: ``equal``, ``per subgraph`` (the count times the automorphisms is cpu's: the binary
+    counts each subgraph once) or ``differs``.
+    """
+    from common.graph.generate import power_law_labels, query_set, rmat
+
+    plain = rmat(300, 2000, seed=11, name="check-unlabelled")
+    labelled = rmat(300, 2000, seed=11, labels=power_law_labels(300, 4, 1.0, seed=11), name="check-labelled")
+    cases = [(plain, list(competitors.G2MINER_PATTERNS.items()))]
+    if labelled_queries:
+        cases.append((labelled, [(q.name or f"q{i}", q)
+                                 for i, q in enumerate(query_set(labelled, labelled_queries, 4, seed=3).queries)]))
+    lines = []
+    for data, queries in cases:
+        cpu = create_engine("cpu").prepare(data)
+        for system in systems:
+            missing = reason_missing(system)
+            if missing:
+                lines.append({"system": system, "graph": data.name, "query": "*", "verdict": "not built",
+                              "note": missing})
+                continue
+            engine = create_engine(system).prepare(data)
+            for name, query in queries:
+                result = engine.match(query, timeout_s=60.0)
+                line = {"system": system, "graph": data.name, "query": name, "status": str(result.status),
+                        "count": result.count, "note": result.reason[:160]}
+                if result.status is Status.OK:
+                    expected, aut = cpu.match(query).count, competitors.automorphisms(query)
+                    line.update(cpu=expected, automorphisms=aut, verdict=(
+                        "equal" if result.count == expected else
+                        "per subgraph" if result.count * aut == expected else "differs"))
+                lines.append(line)
+            log(f"check: {system} on {data.name} done", file=sys.stderr)
+    return pd.DataFrame(lines)
+
+
+def summary(rows: list[Row]) -> pd.DataFrame:
+    """One line per (set, system): outcomes, wrong counts, median time and median ratio to the base."""
+    frame = pd.DataFrame([asdict(r) for r in rows])
+    ms = {(r.set, r.system, r.query): r.ms for r in rows if r.ms is not None}
+    lines = []
+    for (set_name, system), group in frame.groupby(["set", "system"], sort=False):
+        if (group.status == "not built").all():
+            lines.append({"set": set_name, "system": system, "note": group.reason.iloc[0]})
+            continue
+        ratios = [ms[set_name, system, q] / ms[set_name, base_of(system), q] for q in group["query"]
+                  if (set_name, system, q) in ms and ms.get((set_name, base_of(system), q))]
+        unsupported = group[group.status == "unsupported"]
+        reasons = sorted(set(unsupported.reason))
+        lines.append({
+            "set": set_name, "system": system, "queries": len(group), "ok": int((group.status == "ok").sum()),
+            "timeout": int((group.status == "timeout").sum()), "unsupported": len(unsupported),
+            "skipped": int((group.status == "skipped").sum()),
+            "wrong": int(group.check.str.startswith("WRONG").sum()),
+            "unchecked": int((group.check == "unchecked").sum()),
+            "median_ms": float(np.median(group.ms.dropna())) if group.ms.notna().any() else None,
+            "ratio_to_base": (round(float(np.median(ratios)), 3) if ratios and system != base_of(system) else None),
+            "base": base_of(system) if system != base_of(system) else "",
+            "note": "; ".join(reasons)[:300]})
+    return pd.DataFrame(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.bench.competitors", description=__doc__.split("\n")[0])
+    parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, of {', '.join(SETS)}")
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated engine names")
+    parser.add_argument("--timeout-s", type=float, default=5.0, help="limit of one query (default 5)")
+    parser.add_argument("--budget-s", type=float, default=None, help="time budget of the whole run")
+    parser.add_argument("--cpu-timeout-s", type=float, default=2.0,
+                        help="limit of the cpu engine's reference count where data/ has none (default 2; 0: none)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per finished query (median)")
+    parser.add_argument("--max-queries", type=int, default=None, help="the first N queries of each set")
+    parser.add_argument("--out", default=None, help="CSV of the per-query rows")
+    parser.add_argument("--check", action="store_true",
+                        help="only check the external systems' counts against cpu on two small graphs")
+    args = parser.parse_args(argv)
+    sets, systems = args.sets.split(","), args.systems.split(",")
+    for bad in [s for s in sets if s not in SETS]:
+        parser.error(f"unknown set {bad!r}; choose from {', '.join(SETS)}")
+    for bad in [s for s in systems if s not in SYSTEMS]:
+        parser.error(f"unknown system {bad!r}; choose from {', '.join(SYSTEMS)}")
+    if args.repeats < 1 or args.timeout_s <= 0:
+        parser.error("--repeats must be at least 1 and --timeout-s positive")
+    if args.check:
+        checked = check_systems([s for s in systems if s in BASE])
+        if args.out:
+            checked.to_csv(args.out, index=False)
+        print(checked.to_string(index=False, na_rep=""))
+        return 1 if (checked.get("verdict", pd.Series(dtype=str)) == "differs").any() else 0
+    deadline = time.monotonic() + (args.budget_s if args.budget_s else float("inf"))
+    rows = [row for name in sets for row in run_set(name, systems, timeout_s=args.timeout_s, repeats=args.repeats,
+                                                    deadline=deadline, cpu_timeout_s=args.cpu_timeout_s,
+                                                    max_queries=args.max_queries)]
+    if args.out:
+        pd.DataFrame([asdict(r) for r in rows]).to_csv(args.out, index=False)
+    table = summary(rows)
+    print(table.to_string(index=False, na_rep=""))
+    return 1 if (table.get("wrong", pd.Series(dtype=int)).fillna(0) > 0).any() else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""experiments/bench/competitors.py: every system on one set, counts checked against the reference,
+unsupported queries and missing systems named, the ratio to the base engine, the time budget;
+with the stand-in binaries of test_competitors (the cpu engine as the base)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import test_competitors
+from common import create_engine
+from common.graph.generate import rmat
+from common.graph.model import Graph
+from experiments.bench import competitors as bench
+from experiments.harness.workloads import CheckSet
+from test_competitors import DIAMOND, STAR4
+
+stand_in = test_competitors.stand_in          # the fixture: binaries that are stand-in scripts
+CYCLE4 = Graph.from_edges(4, [0, 1, 2, 3], [1, 2, 3, 0], name="c4")
+
+
+@pytest.fixture
+def small_set(monkeypatch):
+    """A set of three queries on a small unlabelled graph: DIAMOND's count known, the others not."""
+    data = rmat(40, 160, seed=5, name="u")
+    known = create_engine("cpu").prepare(data).match(DIAMOND).count
+    chosen = CheckSet("tiny", data, [(DIAMOND, known), (STAR4, None), (CYCLE4, None)])
+    for system in ("tdfs-authors", "beep-authors", "stmatch-authors"):
+        monkeypatch.setitem(bench.BASE, system, "cpu")
+    monkeypatch.setitem(bench.SEARCH_PHASES, "cpu", None)
+    return data, lambda name: chosen
+
+
+def _run(loader, systems, deadline=float("inf"), **kw):
+    return bench.run_set("tiny", systems, timeout_s=30.0, repeats=2, deadline=deadline, set_loader=loader,
+                         log=lambda *a, **k: None, **kw)
+
+
+def test_counts_are_checked_against_the_known_then_cpu_and_unsupported_queries_named(stand_in, small_set):
+    data, loader = small_set
+    stand_in("tdfs-authors")
+    stand_in("beep-authors")
+    rows = {(r.system, r.query): r for r in _run(loader, ["tdfs-authors", "cpu", "beep-authors"])}
+    assert rows["tdfs-authors", "diamond"].check == "ok (known)"
+    assert rows["tdfs-authors", "star"].check == "ok (cpu)"
+    assert rows["tdfs-authors", "star"].runs == 2 and rows["tdfs-authors", "star"].ms == pytest.approx(10, abs=1)
+    beep = rows["beep-authors", "c4"]
+    assert beep.status == "unsupported" and "central query vertex" in beep.reason
+    assert rows["cpu", "c4"].count == create_engine("cpu").prepare(data).match(CYCLE4).count
+    table = bench.summary(list(rows.values())).set_index("system")
+    assert table.loc["beep-authors", "unsupported"] == 1 and "central" in table.loc["beep-authors", "note"]
+    assert table.loc["tdfs-authors", "ok"] == 3 and table.loc["tdfs-authors", "wrong"] == 0
+    assert table.loc["tdfs-authors", "base"] == "cpu" and table.loc["tdfs-authors", "ratio_to_base"] > 0
+
+
+def test_a_wrong_count_is_flagged_and_a_missing_system_named(stand_in, small_set, monkeypatch):
+    _, loader = small_set
+    stand_in("tdfs-authors")
+    monkeypatch.setenv("FAKE_COUNT_OFFSET", "1")
+    monkeypatch.setenv("COMPETITORS_WORK", "/nonexistent")
+    monkeypatch.delenv("STMATCH_BIN_UNLABELLED", raising=False)
+    monkeypatch.delenv("STMATCH_BIN_LABELLED", raising=False)
+    rows = _run(loader, ["tdfs-authors", "stmatch-authors"], cpu_timeout_s=0.0)
+    checks = {r.query: r.check for r in rows if r.system == "tdfs-authors"}
+    assert checks["diamond"] == "WRONG (known)"
+    table = bench.summary(rows).set_index("system")
+    assert table.loc["tdfs-authors", "wrong"] >= 1
+    missing = [r for r in rows if r.system == "stmatch-authors"]
+    assert [r.status for r in missing] == ["not built"] and "skipped" in missing[0].reason
+    assert table.loc["stmatch-authors", "note"] == missing[0].reason
+
+
+def test_past_the_budget_the_queries_are_skipped(small_set):
+    _, loader = small_set
+    rows = _run(loader, ["cpu"], deadline=time.monotonic() - 1)
+    assert {r.status for r in rows} == {"skipped"}
+    assert bench.summary(rows).loc[0, "skipped"] == 3
+
+
+def test_the_command_refuses_unknown_sets_and_systems(capsys):
+    with pytest.raises(SystemExit):
+        bench.main(["--sets", "nope"])
+    assert "unknown set 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench.main(["--systems", "vf3"])
+    assert "unknown system 'vf3'" in capsys.readouterr().err
+
+
+def test_the_device_check_finds_a_binary_that_counts_each_subgraph_once(stand_in, tmp_path, monkeypatch):
+    stand_in("tdfs-authors")
+    table = bench.check_systems(["tdfs-authors"], labelled_queries=1, log=lambda *a, **k: None)
+    assert set(table.verdict) == {"equal"} and len(table) == 7 + 1
+    def per_subgraph(self, text, query):
+        count, ms = bench.competitors.parse_tdfs(text)
+        return count // bench.competitors.automorphisms(query), ms
+    monkeypatch.setattr(bench.competitors.TDFSAuthors, "parse", per_subgraph)
+    table = bench.check_systems(["tdfs-authors"], labelled_queries=0, log=lambda *a, **k: None)
+    assert set(table.verdict) == {"per subgraph"} and len(table) == 7
