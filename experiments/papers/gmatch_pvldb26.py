@@ -286,7 +286,8 @@ EXPERIMENTS = (
                 notes="unlabelled R-MAT stand-ins with the scale factors' |V| and |E| shrunk alike (LDBC's own "
                       "graphs are not available offline)"
                       + (f"; {competitor_reason('tdfs-authors')}, so only gMatch's curve is drawn"
-                         if competitor_reason("tdfs-authors") else "; T-DFS: the gMatch authors' copy (make competitors)")),
+                         if competitor_reason("tdfs-authors")
+                         else "; T-DFS: the gMatch authors' copy (make competitors)")),
     _experiment("fig16", "Fig. 16: seed-pool size N with and without stealing", (GMATCH, NO_STEALING),
                 Metric("avg_ms", phases=SEARCH), points=_SEED_POOL_SWEEP, points_at={"medium": _EN_SEED_POOL}),
     _experiment("fig17", "Fig. 17: seed-pool memory vs N", (GMATCH,),
