@@ -94,6 +94,8 @@ build_tdfs() {
     # CUDA 13 removed cudaDeviceProp::clockRate (a statistics print): ask the attribute instead
     sed -i "$CLOCK_RATE" src/Ouroboros/include/Statistics.h
     sed -i 's/cudaSetDevice(1);/cudaSetDevice(0);/' cu_test.cu        # hard-coded second GPU -> the first visible
+    # src/pattern.h uses uint32_t without <cstdint>, which g++ 13's headers no longer pull in: pre-include it
+    sed -i 's/^OPTIONS = /OPTIONS = -include cstdint /' Makefile
     make -C bliss lib                                                 # rebuild the bundled prebuilt libbliss.a
     mkdir -p bin
     make bin/table_edge_ulb.exe bin/table_edge_lb.exe
@@ -136,6 +138,8 @@ build_gsi() {
     sed -i -E "s#^NVCC = nvcc -arch=sm_35 (.*) -G (.*) -I ~/cudaToolkit/cub-1.8.0/#NVCC = nvcc -arch=sm_$ARCH \1 \2#" Makefile
     # its hash() clashes with std::hash under 'using namespace std' on newer g++
     sed -i 's/\bhash(/gsi_hash(/g' graph/Graph.cpp
+    # util/Util.h includes the readline headers but nothing calls readline (nor links it): drop them
+    sed -i '/#include <readline\//d' util/Util.h
     sed -i "$CLOCK_RATE" match/Match.cu                                  # as T-DFS: clockRate is gone
     # the warp shuffles without a mask were removed for sm_70+: the _sync forms over the full warp
     sed -i -E 's/__shfl(_up|_down|_xor)?\(/__shfl\1_sync(0xffffffff, /g' match/Match.cu
