@@ -38,7 +38,7 @@ def run_check(name: str, check: str, contract: Workload) -> None:
 # ---------------------------------------------------------------------- checks
 def test_every_check_is_run_here():
     run = {"declaration", *(f"counts_{kind}" for kind in ("labelled", *KIND_WORDS)), "limit", "collect",
-           "deadline", "oom", "query_size", "bad_input", "statistics", "peak", "batch", "two_engines"}
+           "deadline", "oom", "query_size", "bad_input", "statistics", "peak", "batch", "two_engines", "parts"}
     assert run == set(CHECKS)
 
 
@@ -104,6 +104,11 @@ def test_a_batch_answers_as_single_queries_do(name, contract):
 @pytest.mark.parametrize("name", ENGINES)
 def test_two_engines_of_one_kind_in_one_process_both_answer(name, contract):
     run_check(name, "two_engines", contract)
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_parts_add_up_to_the_whole_query_or_are_refused(name, contract):
+    run_check(name, "parts", contract)
 
 
 # ---------------------------------------------------------------------- check_engine itself

@@ -20,7 +20,11 @@ Each check compares the engine with the ``cpu`` reference on small graphs (:clas
   docs/statistics.md lists;
 - ``peak``: ``peak_device_bytes`` of a query is its own, whatever ran before;
 - ``batch``: ``match_batch`` answers as ``match`` does, query by query;
-- ``two_engines``: two engines of the class prepared on two graphs in one process both answer.
+- ``two_engines``: two engines of the class prepared on two graphs in one process both answer;
+- ``parts``: on a class that declares ``supports_parts``, the parts of a partition of the root's
+  data vertices (and, with ``supports_branch_parts``, of its branch vertex's residue classes) add
+  up to the whole count and their embeddings to the whole set (:mod:`common.engine.part`); any
+  other class refuses a part.
 
 What an engine cannot do is declared once, on its class: ``limitations`` (query kinds answered
 ``unsupported``), ``uses_device`` (False: a device-memory limit is accepted and ignored) and
@@ -42,6 +46,7 @@ import numpy as np
 from ..graph.generate import power_law_labels, query_set, random_walk_query, rmat
 from ..graph.model import Graph
 from .base import QUERY_KINDS, Engine, deadline_slack
+from .part import WHOLE, Part
 from .registry import create_engine, engine_class, instantiate
 from .result import Status
 
@@ -445,6 +450,42 @@ def check_two_engines(cls: type[Engine], w: Workload) -> None:
         assert (b.status, b.count) == (Status.OK, want_other), (query.name, b.reason)
 
 
+def check_parts(cls: type[Engine], w: Workload) -> None:
+    """A class declaring ``supports_parts``: the parts of a partition of the data vertices for its
+    root (``root_range``) and, with ``supports_branch_parts``, of the residue classes of its branch
+    vertex add up to the whole count, and their embeddings to the whole set. Any other class
+    refuses a part with a ValueError saying so."""
+    data, queries, expected = w.labelled
+    engine = w.prepared(cls)
+    query = queries[-1]
+    if not cls.supports_parts:
+        _raises(ValueError, "does not answer parts", lambda: engine.match(query, part=Part(root_range=(0, 1))))
+        assert engine.match(query, part=WHOLE).count == expected[-1]
+        return
+    n = data.num_vertices
+    assert 0 <= engine.root_vertex(query) < query.num_vertices
+    cuts = [Part(root_range=r) for r in ((0, n // 3), (n // 3, n // 2), (n // 2, n))]
+    if cls.supports_branch_parts:
+        assert all(0 <= u < query.num_vertices for u in engine.branch_vertices(query))
+        cuts += [Part(branch_part=(j, 2)) for j in range(2)]
+    else:
+        _raises(ValueError, "takes no branch_part", lambda: engine.match(query, part=Part(branch_part=(0, 2))))
+    whole = engine.match(query, collect=True, part=WHOLE)
+    assert whole.count == expected[-1], whole
+    everything = sorted(map(tuple, whole.embeddings.tolist()))
+    for by_branch in (False, True):
+        chosen = [p for p in cuts if (p.branch_part is not None) == by_branch]
+        if not chosen:
+            continue
+        rows = []
+        for part in chosen:
+            result = engine.match(query, collect=True, part=part)
+            assert result.status is Status.OK and result.count == len(result.embeddings), (part, result)
+            assert engine.match(query, part=part).count == result.count, part
+            rows += map(tuple, result.embeddings.tolist())
+        assert sorted(rows) == everything, f"the parts {chosen} are not the whole query's embeddings"
+
+
 #: Every check by name, in the order :func:`check_engine` runs them.
 CHECKS = {
     "declaration": check_declaration,
@@ -459,6 +500,7 @@ CHECKS = {
     "peak": check_peak,
     "batch": check_batch,
     "two_engines": check_two_engines,
+    "parts": check_parts,
 }
 
 
