@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("names", nargs="*", help="experiment names, e.g. compare.known")
     parser.add_argument("--paper", help="run every experiment of this paper module")
     parser.add_argument("--all", action="store_true", help="run every paper's set")
-    parser.add_argument("--scale", choices=["tiny", "small", "medium", "full"],
+    parser.add_argument("--scale", choices=["tiny", "small", "medium", "large", "full"],
                         help="default: small on a GPU, tiny in the CUDA simulator (no GPU); a larger scale "
                              "in the simulator warns with its plan and asks first")
     parser.add_argument("--yes", "-y", action="store_true",
@@ -140,6 +140,8 @@ def print_plan(selection: dict, scale: str, gpus: list[str] | None) -> dict[str,
     for paper, names in selection.items():
         chosen = [e for e in experiments_of(paper) if names is None or e.name in names]
         lines = plan(chosen, scale)
+        if not lines:                                  # no experiment of the set runs at this scale
+            continue
         worst[paper] = sum(line.worst_s for line in lines)
         spread += sum(line.query_s + line.warmup_s for line in lines)
         compiles += sum(line.compile_s for line in lines)

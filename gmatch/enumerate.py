@@ -1032,14 +1032,11 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             top[u32(wi)] = d + 1
 
     @cuda.jit(device=True)
-    def extend(S, wi, lane, s, d, last, ne, n, low, max_cost, pool, width, G, sq, ctrl, emb,
-               emb_cap, limit_unique, checked):
-        """One warp iteration at level d (Alg. 2): fetch 32 tasks, validate them, ballot; count
-        or write the leaves at the last level (``LEAF_LAST``: count position n - 1 at level
-        n - 2), descend with the valid children, or backtrack once the level is exhausted.
-        Returns (matches this lane counted, lanes without a task)."""
+    def validate_tasks(S, wi, d, g, r, has, s, pool, width, G, sq, checked):
+        """Each lane's task of the 32 fetched (group g, offset r): its data vertex x and whether
+        it extends the partial match (LDF/NLF bit on the data graph, then the edges back to the
+        matched positions, or the parent's checks row at the checked level); (x, ok)."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
-        g, r, has, ng_g, ng_o = next_tasks(S, wi, lane, d)
         x = int32(-1)
         ok = False
         if has:
@@ -1052,6 +1049,65 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                     ok = validate_leaf(G, sq, wi, d, x, g, gskip[u32(wi), u32(d), u32(g)], checks)
                 else:
                     ok = validate(mi, par, wi, s, pool, width, G, sq, d, x, g, gskip[u32(wi), u32(d), u32(g)])
+        return x, ok
+
+    @cuda.jit(device=True)
+    def leaf_step(S, wi, lane, s, d, ok, mask, x, g, ne, n, low, max_cost, pool, width, G, sq, ctrl, emb,
+                  emb_cap, limit_unique):
+        """The valid lanes of the last enumerated level: count (one each, a product of the
+        counted positions, or with ``LEAF_LAST`` the count of position n - 1) or write their
+        matches; (matches this lane counted, whether the warp descends after all, the lanes
+        that do, their ballot): with ``LEAF_LAST`` a lane whose count would read more than
+        ``max_cost`` words goes down and the warp enumerates level n - 1 instead."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
+        found = int64(0)
+        go_down = False
+        if COUNT_LAST:
+            defer = False
+            if ok:
+                if d < n - 1:
+                    found = last_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g, max_cost, ctrl)
+                    if found < 0:
+                        defer = True
+                        found = int64(0)
+                else:
+                    found = int64(1)            # level n - 1: a valid lane is one match
+            deferred = cuda.ballot_sync(FULL, defer)
+            if deferred != 0:
+                go_down = True
+                ok = defer
+                mask = deferred
+        elif LEAVES == LEAF_PRODUCT:
+            if ok:
+                found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g, ctrl)
+        elif LEAVES == LEAF_OUTPUT:
+            found = leaf_output(ok, mask, lane, mi, par, wi, s, pool, width, G, sq, d, x, g, ctrl,
+                                emb, emb_cap, limit_unique)
+        elif ok:
+            found = int64(1)
+        return found, go_down, ok, mask
+
+    @cuda.jit(device=True)
+    def backtrack(S, wi, s, d):
+        """Level d is exhausted: the stack's top goes back to the deepest level with tasks left
+        (below s: the warp is out of work). One lane calls."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
+        t = d - 1
+        while t >= s and cg[u32(wi), u32(t)] >= ng[u32(wi), u32(t)]:
+            t -= 1
+        top[u32(wi)] = t
+
+    @cuda.jit(device=True)
+    def extend(S, wi, lane, s, d, last, ne, n, low, max_cost, pool, width, G, sq, ctrl, emb,
+               emb_cap, limit_unique, checked):
+        """One warp iteration at level d (Alg. 2): fetch 32 tasks (:func:`next_tasks`), validate
+        them (:func:`validate_tasks`), ballot; at the last enumerated level count or write the
+        leaves (:func:`leaf_step`; ``LEAF_LAST``: count position n - 1 at level n - 2), else
+        descend with the valid children (:func:`descend`); backtrack once the level is exhausted
+        (:func:`backtrack`). Returns (matches this lane counted, lanes without a task)."""
+        mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
+        g, r, has, ng_g, ng_o = next_tasks(S, wi, lane, d)
+        x, ok = validate_tasks(S, wi, d, g, r, has, s, pool, width, G, sq, checked)
         mask = cuda.ballot_sync(FULL, ok)
         idle = int64(0)
         if IDLE:
@@ -1063,33 +1119,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         else:
             leaf_level = d == last
         if leaf_level:
-            if COUNT_LAST:
-                # a valid lane at level last = n - 2 adds the count of position n - 1; where that
-                # would read more than max_cost words, its child goes down and the warp
-                # enumerates level n - 1 (a valid lane there is one match)
-                defer = False
-                if ok:
-                    if d < n - 1:
-                        found = last_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g,
-                                             max_cost, ctrl)
-                        if found < 0:
-                            defer = True
-                            found = int64(0)
-                    else:
-                        found = int64(1)
-                deferred = cuda.ballot_sync(FULL, defer)
-                if deferred != 0:
-                    go_down = True
-                    ok = defer
-                    mask = deferred
-            elif LEAVES == LEAF_PRODUCT:
-                if ok:
-                    found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g, ctrl)
-            elif LEAVES == LEAF_OUTPUT:
-                found = leaf_output(ok, mask, lane, mi, par, wi, s, pool, width, G, sq, d, x, g, ctrl,
-                                    emb, emb_cap, limit_unique)
-            elif ok:
-                found = int64(1)
+            found, go_down, ok, mask = leaf_step(S, wi, lane, s, d, ok, mask, x, g, ne, n, low, max_cost, pool,
+                                                 width, G, sq, ctrl, emb, emb_cap, limit_unique)
         else:
             go_down = mask != 0
         cuda.syncwarp()
@@ -1098,16 +1129,105 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             co[u32(wi), u32(d)] = ng_o
         if go_down:
             descend(S, wi, lane, s, d, ok, mask, x, g, pool, width, G, sq, checked)
-        elif lane == 0 and ng_g >= ng[u32(wi), u32(d)]:       # backtrack to the deepest unfinished level
-            t = d - 1
-            while t >= s and cg[u32(wi), u32(t)] >= ng[u32(wi), u32(t)]:
-                t -= 1
-            top[u32(wi)] = t
+        elif lane == 0 and ng_g >= ng[u32(wi), u32(d)]:
+            backtrack(S, wi, s, d)
         return found, idle
+
+    @cuda.jit(device=True)
+    def start_block(qp, sq, ctrl, tid, wi, lane, s, last, top, wstate, waiting):
+        """The block's start: the query's plan to shared memory, its candidate counts to the
+        control row, every warp busy with an empty stack; returns the level whose tasks read
+        checks rows (-1: none)."""
+        load_plan(qp, sq, tid)
+        checked = int32(-1)
+        if CHECKS and last >= s:
+            back_last = qp[QP_BACKWARD, u32(last)]
+            if cuda.popc(back_last) - 1 + cuda.popc(qp[QP_SAME, u32(last)] & ~back_last) <= KC:
+                checked = int32(last)
+        if tid < 32:
+            ctrl[u32(C_CAND + tid)] = qp[QP_CCOUNT, u32(tid)]      # every block of q writes the same values
+        if tid < W:
+            wstate[tid] = B_BUSY
+        if tid == 0:
+            waiting[0] = 0
+            waiting[1] = 0
+        if lane == 0:
+            top[u32(wi)] = s - 1
+            if GLOBAL:
+                cuda.atomic.add(ctrl, C_BUSY, 1)
+        cuda.syncthreads()
+        return checked
+
+    @cuda.jit(device=True)
+    def find_work(S, wi, lane, gid, s, total_warps, pool, width, G, sq, ctrl, seed_lo, seed_hi, mail, xfer,
+                  wstate, waiting, checked):
+        """An empty stack: take the next seeds, else wait for a hand-over (in the grid or the
+        block); False when the search is over for this warp."""
+        if take_seeds(S, wi, lane, s, pool, width, G, sq, ctrl, seed_lo, seed_hi, checked):
+            return True
+        if not STEAL:
+            return False
+        if GLOBAL:
+            return wait_global(S, wi, lane, gid, s, total_warps, mail, ctrl, xfer, waiting, checked)
+        return wait_block(wi, lane, wstate, waiting)
+
+    @cuda.jit(device=True)
+    def share_work(S, wi, lane, gid, s, d, iters, mail, ctrl, xfer, wstate, waiting, checked):
+        """Give half of a level to a waiting warp, if one waits (:func:`find_waiter`): through
+        the mailbox to another SM, or in the block; (hand-overs in the block, to other SMs),
+        counted by lane 0."""
+        lvl, target, remote = int32(-1), int32(-1), int32(0)
+        if lane == 0:
+            lvl, target, remote = find_waiter(S, wi, gid, s, d, iters, mail, ctrl, wstate, waiting)
+        target = cuda.shfl_sync(FULL, target, 0)
+        local_gift = int64(0)
+        remote_gift = int64(0)
+        if target >= 0:                         # warp-uniform: the rest only for a hand-over
+            lvl = cuda.shfl_sync(FULL, lvl, 0)
+            remote = cuda.shfl_sync(FULL, remote, 0)
+            if remote != 0:
+                give_remote(S, wi, lane, s, lvl, target, mail, xfer, checked)
+                if lane == 0:
+                    remote_gift = int64(1)
+            else:
+                give_local(S, wi, lane, s, lvl, target, mail, wstate, checked)
+                if lane == 0:
+                    local_gift = int64(1)
+        return local_gift, remote_gift
+
+    @cuda.jit(device=True)
+    def terminate(ctrl, mail, wstate, waiting, wi, lane, gid, total_warps, done_by_stop, found, iters, idle,
+                  steals, gsteals):
+        """The warp leaves the search: stopped under global stealing, it leaves the busy count
+        (the last one out tells every warp to end); its matches and statistics go to the
+        control row."""
+        if GLOBAL and done_by_stop:
+            verdict = int32(0)
+            if lane == 0:
+                cuda.atomic.exch(mail, MAILBOX + gid, W_EXITED)
+                verdict = leave_busy(mail, ctrl, gid)
+            verdict = cuda.shfl_sync(FULL, verdict, 0)
+            if verdict == 1:
+                broadcast_termination(mail, total_warps, lane)
+        if found != 0:                                  # every lane counted its own matches
+            add_count(ctrl, found)
+        if lane == 0:
+            if not done_by_stop:
+                cuda.atomic.add(ctrl, C_FINISHED, 1)
+            if done_by_stop and STEAL and not GLOBAL:
+                cuda.atomic.exch(wstate, wi, B_EXITED)
+                cuda.atomic.add(waiting, 1, 1)
+            cuda.atomic.add(ctrl, C_ITERS, iters)
+            cuda.atomic.add(ctrl, C_IDLE, idle)
+            cuda.atomic.add(ctrl, C_STEALS, steals)
+            cuda.atomic.add(ctrl, C_GSTEALS, gsteals)
 
     @jit(**cap)
     def fine_dfs(off, ent, bitmap, cset, eg, cands, qps, pool, width, ctrls, emb, emb_cap, watch,
                  halt, mail, xfer, block_query):
+        """The fine-grained DFS (gMatch §3): each warp takes seeds, extends its stack one level
+        per iteration, descends and backtracks, gives work to waiting warps and takes theirs
+        when empty, until the seeds and every stack are exhausted or the search is stopped."""
         # the block's query: its LDF/NLF bits, plan, control row (seed range, limit, counters)
         q = block_query[cuda.blockIdx.x]
         qp = qps[q]
@@ -1142,24 +1262,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         max_cost = qp[QP_SIZES, 4]                 # words a lane may read to count the last position
         last = ne - 1
         s = int32(width)
-        load_plan(qp, sq, tid)
-        checked = int32(-1)                        # the level whose tasks read checks rows, if any
-        if CHECKS and last >= s:
-            back_last = qp[QP_BACKWARD, u32(last)]
-            if cuda.popc(back_last) - 1 + cuda.popc(qp[QP_SAME, u32(last)] & ~back_last) <= KC:
-                checked = int32(last)
-        if tid < 32:
-            ctrl[u32(C_CAND + tid)] = qp[QP_CCOUNT, u32(tid)]      # every block of q writes the same values
-        if tid < W:
-            wstate[tid] = B_BUSY
-        if tid == 0:
-            waiting[0] = 0
-            waiting[1] = 0
-        if lane == 0:
-            top[u32(wi)] = s - 1
-            if GLOBAL:
-                cuda.atomic.add(ctrl, C_BUSY, 1)
-        cuda.syncthreads()
+        checked = start_block(qp, sq, ctrl, tid, wi, lane, s, last, top, wstate, waiting)
 
         found = int64(0)
         iters = int64(0)
@@ -1174,34 +1277,15 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                 break
             d = top[u32(wi)]
             if d < s:                                   # out of work: seeds, else stealing
-                if take_seeds(S, wi, lane, s, pool, width, G, sq, ctrl, seed_lo, seed_hi, checked):
-                    continue
-                if not STEAL:
-                    break
-                if GLOBAL:
-                    if wait_global(S, wi, lane, gid, s, total_warps, mail, ctrl, xfer, waiting, checked):
-                        continue
-                    break
-                if wait_block(wi, lane, wstate, waiting):
+                if find_work(S, wi, lane, gid, s, total_warps, pool, width, G, sq, ctrl, seed_lo, seed_hi, mail,
+                             xfer, wstate, waiting, checked):
                     continue
                 break
             if STEAL:                                   # a waiting warp gets half of a level
-                lvl, target, remote = int32(-1), int32(-1), int32(0)
-                if lane == 0:
-                    lvl, target, remote = find_waiter(S, wi, gid, s, d, iters, mail, ctrl, wstate,
-                                                      waiting)
-                target = cuda.shfl_sync(FULL, target, 0)
-                if target >= 0:                         # warp-uniform: the rest only for a hand-over
-                    lvl = cuda.shfl_sync(FULL, lvl, 0)
-                    remote = cuda.shfl_sync(FULL, remote, 0)
-                    if remote != 0:
-                        give_remote(S, wi, lane, s, lvl, target, mail, xfer, checked)
-                        if lane == 0:
-                            gsteals += 1
-                    else:
-                        give_local(S, wi, lane, s, lvl, target, mail, wstate, checked)
-                        if lane == 0:
-                            steals += 1
+                local_gift, remote_gift = share_work(S, wi, lane, gid, s, d, iters, mail, ctrl, xfer, wstate,
+                                                     waiting, checked)
+                steals += local_gift
+                gsteals += remote_gift
             more, empty = extend(S, wi, lane, s, d, last, ne, n, low, max_cost, pool, width, G,
                                  sq, ctrl, emb, emb_cap, limit_unique, checked)
             found += more
@@ -1211,27 +1295,8 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                     found = int64(0)
             idle += empty
             iters += 1
-
-        if GLOBAL and done_by_stop:
-            verdict = int32(0)
-            if lane == 0:
-                cuda.atomic.exch(mail, MAILBOX + gid, W_EXITED)
-                verdict = leave_busy(mail, ctrl, gid)
-            verdict = cuda.shfl_sync(FULL, verdict, 0)
-            if verdict == 1:
-                broadcast_termination(mail, total_warps, lane)
-        if found != 0:                                  # every lane counted its own matches
-            add_count(ctrl, found)
-        if lane == 0:
-            if not done_by_stop:
-                cuda.atomic.add(ctrl, C_FINISHED, 1)
-            if done_by_stop and STEAL and not GLOBAL:
-                cuda.atomic.exch(wstate, wi, B_EXITED)
-                cuda.atomic.add(waiting, 1, 1)
-            cuda.atomic.add(ctrl, C_ITERS, iters)
-            cuda.atomic.add(ctrl, C_IDLE, idle)
-            cuda.atomic.add(ctrl, C_STEALS, steals)
-            cuda.atomic.add(ctrl, C_GSTEALS, gsteals)
+        terminate(ctrl, mail, wstate, waiting, wi, lane, gid, total_warps, done_by_stop, found, iters, idle,
+                  steals, gsteals)
 
     return fine_dfs
 

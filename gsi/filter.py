@@ -35,9 +35,9 @@ from numba import njit
 from common.gpu.cudasim import FULL_MASK
 from common.gpu.device_functions import hash32_host
 from common.gpu.runtime import cuda, jit
+from common.gpu.scan import block_carry_scan
 from common.graph.model import Graph
 
-from .join import block_carry_scan
 from .pcsr import HASH_SEED
 
 FILTERS = ("label", "degree", "signature")

@@ -30,7 +30,7 @@ import numpy as np
 from common.gpu.cudasim import FULL_MASK
 from common.gpu.device_functions import lower_bound, lower_bound_probes, warp_seek
 from common.gpu.runtime import cuda, jit
-from common.gpu.scan import warp_inclusive_scan
+from common.gpu.scan import block_carry_scan
 
 from .pcsr import CSR, neighbor_range, warp_neighbor_range
 
@@ -410,34 +410,6 @@ def link_row(tab, width, src_row, buf, b, cnt, dst_row, out):
         else:
             out[dst + t] = buf[b + r]
         t += 32
-
-
-@cuda.jit(device=True)
-def block_exclusive_scan(value, wsum, warps):
-    """Block-wide exclusive prefix sum of each thread's int64 ``value``; returns (prefix, block
-    total). ``wsum`` is shared scratch of ``warps`` int64."""
-    lane = cuda.laneid
-    w = cuda.threadIdx.x // 32
-    inc = warp_inclusive_scan(FULL_MASK, value)
-    if lane == 31:
-        wsum[w] = inc
-    cuda.syncthreads()
-    before = np.int64(0)
-    total = np.int64(0)
-    for r in range(warps):
-        if r < w:
-            before += wsum[r]
-        total += wsum[r]
-    cuda.syncthreads()
-    return before + inc - value, total
-
-
-@cuda.jit(device=True)
-def block_carry_scan(value, carry, wsum, warps):
-    """One round of a one-block exclusive scan that goes on from ``carry`` (the total of the
-    earlier rounds): (this thread's offset, the carry after the round)."""
-    before, total = block_exclusive_scan(value, wsum, warps)
-    return carry + before, carry + total
 
 
 @cuda.jit(device=True)

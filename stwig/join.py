@@ -31,7 +31,7 @@ from common.gpu.copies import download, fill, upload
 from common.gpu.grid import grid_blocks
 from common.gpu.pool import BufferPool
 from common.gpu.runtime import cuda, jit, simulator_active
-from common.gpu.scan import exclusive_scan
+from common.gpu.scan import block_exclusive_scan, exclusive_scan
 
 from .order import JoinPlan
 
@@ -399,27 +399,12 @@ def _join_gpu(r1, nr1, l1, lo, hi, ctrl, sel, n_in, queue, cap, budget, depth, u
 #: Units a one-block split launch holds per level (its counts live in shared memory): while the
 #: probe side is this small, every split level runs in one launch (count, block scan, fill).
 SMALL_SPLIT_UNITS = 64 if simulator_active() else 4096
-#: Most threads of a block (the block scan's shared array).
+#: Most threads of a block, and their warps (the block scan's shared array holds one total per warp).
 MAX_BLOCK_THREADS = 1024
+MAX_BLOCK_WARPS = MAX_BLOCK_THREADS // 32
 # Fields of the one-block split's report (int64): levels done, units, buffer set holding them.
 SS_DEPTH, SS_UNITS, SS_SET = range(3)
 SS_FIELDS = 4
-
-
-@cuda.jit(device=True)
-def _block_exclusive_offset(sums, tid, nthreads, mine):
-    """Block-wide scan of the threads' ``mine`` (Hillis-Steele in ``sums``): (this thread's
-    exclusive offset, the block's total). Every thread of the block must call."""
-    sums[tid] = mine
-    cuda.syncthreads()
-    off = 1
-    while off < nthreads:
-        v = sums[tid - off] if tid >= off else 0
-        cuda.syncthreads()
-        sums[tid] += v
-        cuda.syncthreads()
-        off *= 2
-    return sums[tid] - mine, sums[nthreads - 1]
 
 
 @jit
@@ -427,14 +412,16 @@ def _split_small_gpu(units, depth, max_depth, split_rows, r1, nr1, l1, pool, hea
                      keyslot, newcol, homomorphic, rows0, recs0, rows1, recs1, report):
     """Split levels while the units fit SMALL_SPLIT_UNITS, all in one block and one launch:
     per level each thread counts the child units of a run of units (expand_unit), a block
-    scan gives the offsets and the same threads write them (the units and their order are
-    those of the count/scan/fill launches). The units of a level go to buffer set 0 or 1 in
+    scan (:func:`~common.gpu.scan.block_exclusive_scan`, so the block is whole warps) gives the
+    offsets and the same threads write them (the units and their order are those of the
+    count/scan/fill launches). The units of a level go to buffer set 0 or 1 in
     turn (set -1: the R_1 rows); ``report``: levels done, units, set holding them."""
     counts = cuda.shared.array(SMALL_SPLIT_UNITS, numba.int32)
-    sums = cuda.shared.array(MAX_BLOCK_THREADS, numba.int32)
+    wsum = cuda.shared.array(MAX_BLOCK_WARPS, numba.int64)
     st = cuda.local.array(MAX_QUERY_VERTICES, numba.int32)
     tid = cuda.threadIdx.x
     nthreads = cuda.blockDim.x
+    warps = nthreads // 32
     cur = -1
     while units < split_rows and depth < max_depth and units > 0:
         if cur == 0:
@@ -451,7 +438,7 @@ def _split_small_gpu(units, depth, max_depth, split_rows, r1, nr1, l1, pool, hea
             c = min(c, SMALL_SPLIT_UNITS + 1)          # the sum only needs to exceed the cap
             counts[u] = c
             mine += c
-        first, total = _block_exclusive_offset(sums, tid, nthreads, mine)
+        first, total = block_exclusive_scan(mine, wsum, warps)
         if total > SMALL_SPLIT_UNITS:
             break
         for u in range(lo, hi):
@@ -576,7 +563,7 @@ class GpuHashJoin:
             sets.append(self._view(f"small split rows {i}", SMALL_SPLIT_UNITS, np.int32, lambda b: b))
             sets.append(self._records(f"small split records {i}", SMALL_SPLIT_UNITS))
         report = self.pool.get("split report", SS_FIELDS, np.int64)
-        threads = min(self.threads, MAX_BLOCK_THREADS)
+        threads = min((self.threads + 31) // 32 * 32, MAX_BLOCK_THREADS)    # the block scan's whole warps
         _split_small_gpu[1, threads](self.units, self.depth, levels, split_rows, *self._split_args(),
                                      *sets, report)
         got = download(report, self.host_report)

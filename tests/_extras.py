@@ -7,9 +7,9 @@ def requires(*needs: str) -> None:
     """Skip the calling test, naming what is missing, unless every module (or, written
     ``"bin:NAME"``, program on PATH) in ``needs`` is there. With ``GPUSM_REQUIRE_EXTRAS=1`` (set
     by ``make test``, whose environment installs the extras) a missing one fails the test instead,
-    so the extras' tests can never be skipped silently where they are meant to run."""
+    so the extras' tests can never be skipped silently where they are meant to run. Called at
+    a module's top level, it skips (or fails) the whole module."""
     import importlib.util
-    import os
     import shutil
 
     missing = [need for need in needs
@@ -17,7 +17,13 @@ def requires(*needs: str) -> None:
                    else importlib.util.find_spec(need) is None)]
     if not missing:
         return
-    message = f"needs {', '.join(missing)} (an optional extra, or a program on PATH)"
+    unavailable(f"needs {', '.join(missing)} (an optional extra, or a program on PATH)")
+
+
+def unavailable(message: str) -> None:
+    """Skip with ``message`` what this environment lacks; fail under ``GPUSM_REQUIRE_EXTRAS=1``."""
+    import os
+
     if os.environ.get("GPUSM_REQUIRE_EXTRAS") == "1":
         pytest.fail(f"{message}; GPUSM_REQUIRE_EXTRAS=1 says it must be installed here")
-    pytest.skip(message)
+    pytest.skip(message, allow_module_level=True)

@@ -44,12 +44,14 @@ def test_a_missing_binary_is_skipped_with_its_reason(tmp_path, monkeypatch):
     monkeypatch.delenv("GMATCH_BIN", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))                   # no nvcc
     assert "no CUDA toolkit here (nvcc not found)" in authors_reason("gmatch-authors")
-    assert authors_configs("gmatch-authors", "gMatch (authors)") == ()
+    (config,) = authors_configs("gmatch-authors", "gMatch (authors)")   # a column everywhere, run where built
+    assert config.optional and config.engine == "gmatch-authors"
 
 
 def test_the_binarys_count_and_its_own_times_become_the_result(anchors, monkeypatch):
     assert authors_reason("gmatch-authors") is None
-    assert [c.label for c in authors_configs("gmatch-authors", "gMatch (authors)")] == ["gMatch (authors)"]
+    assert [(c.label, c.optional) for c in authors_configs("gmatch-authors", "gMatch (authors)")] == \
+        [("gMatch (authors)", True)]
     monkeypatch.setitem(registry._REGISTRY, "gmatch-authors",      # for this test only
                         f"{GMatchAuthors.__module__}:{GMatchAuthors.__qualname__}")
     data = rmat(60, 200, seed=2, labels=power_law_labels(60, 3, 1.0, seed=2), name="tiny")

@@ -10,6 +10,7 @@ import time
 import pandas as pd
 import pytest
 
+from _extras import requires
 from common.engine.base import Engine
 from common.engine.registry import create_engine
 from common.gpu.runtime import simulator_active
@@ -91,6 +92,7 @@ def test_host_timeline_counts_outermost_calls_and_restores_the_engine():
 
 @pytest.mark.slow
 def test_dask_scaling_table_split_and_plot(tmp_path):
+    requires("dask", "distributed")
     frame = dask_scaling.run("cpu", [2], ["hprd"], ["P1"], 60.0, [1, 3], cluster_kind="local")
     assert set(frame["run"]) == {"local", "dask"}
     assert (frame.exact == frame.queries).all()                 # every count exact or equal to local

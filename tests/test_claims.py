@@ -7,6 +7,7 @@ import math
 import matplotlib
 import numpy as np
 import pandas as pd
+import pytest
 
 matplotlib.use("Agg")
 
@@ -167,6 +168,23 @@ def test_committed_results_readme_is_what_the_reports_generate():
     results = Path(__file__).resolve().parents[1] / "results"
     assert (results / "README.md").read_text() == render(results, "medium"), \
         "results/README.md differs from the reports: run make results-readme"
+
+
+@pytest.mark.slow
+def test_the_results_readme_does_not_depend_on_the_optional_peers_installed():
+    """A fresh process where networkx and igraph cannot be imported renders the committed README."""
+    import subprocess
+    import sys
+
+    from _subprocess import ROOT, python_env
+
+    hide = "import sys; sys.modules['networkx'] = sys.modules['igraph'] = None; "
+    check = ("from common.engine.registry import available_engines; "
+             "assert not {'networkx', 'igraph'} & set(available_engines()); "
+             "from experiments.harness.readme import main; sys.exit(main(['--results', 'results', '--check']))")
+    done = subprocess.run([sys.executable, "-c", hide + check], cwd=ROOT, env=python_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
 
 
 def test_points_that_ran_the_same_graph_and_queries_are_found():

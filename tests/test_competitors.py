@@ -213,7 +213,7 @@ def test_a_missing_binary_is_skipped_with_its_reason(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     for name in comp.COMPETITORS:
         assert "no CUDA toolkit here" in comp.competitor_reason(name)
-        assert comp.competitor_configs(name, name) == ()
+        assert [(c.engine, c.optional) for c in comp.competitor_configs(name, name)] == [(name, True)]
     (tmp_path / "status.txt").write_text("stmatch built a b\nbeep FAILED main.cu(9): error: no member x\n")
     assert comp.build_status() == {"stmatch": "built a b", "beep": "FAILED main.cu(9): error: no member x"}
     assert comp.competitor_reason("beep-authors").endswith("failed to build it: main.cu(9): error: no member x")

@@ -13,15 +13,18 @@ import signal
 import sys
 import time
 
-import distributed
 import numpy as np
 import pytest
 
 import common
+from _extras import requires
 from _paths import DATA
 from common.distributed import match_many, match_split, submit_many
 from common.engine.result import Status
 from common.graph.generate import random_walk_query, rmat, uniform_labels
+
+requires("distributed")            # the Dask extra: every test here runs a LocalCluster
+import distributed  # noqa: E402
 
 pytestmark = pytest.mark.slow       # a Dask LocalCluster of worker processes
 

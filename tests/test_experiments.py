@@ -206,6 +206,19 @@ def test_experiment_needing_a_missing_engine_says_so(tmp_path, capsys):
     assert "compare.known" in capsys.readouterr().out
 
 
+def test_an_optional_config_whose_engine_is_missing_keeps_its_column_and_does_not_run(tmp_path):
+    data = Dataset("toy", 40, 120, vertex_labels=3)
+    experiment = Experiment("test.optional", "testpaper", "an optional peer that is not installed",
+                            (Config.of("ref", "cpu"), Config("peer", "no-such-engine", optional=True)),
+                            (Point("p", data, QuerySpec("induced", size=3, count=2)),), Metric("avg_ms"), 10.0)
+    assert experiment.missing_engines() == [] and [c.label for c in experiment.configs_run()] == ["ref"]
+    outcome = run_experiment(experiment, "tiny", tmp_path, isolation="inline", progress=False)
+    assert set(outcome.raw["config"]) == {"ref"} and len(outcome.raw) == 2
+    assert list(outcome.table.columns) == ["ref", "peer"] and outcome.table["peer"].isna().all()
+    (line,) = plan([experiment], "tiny")
+    assert line.jobs == 1 and line.missing == ()
+
+
 def test_every_declared_experiment_builds_its_tiny_workload():
     scale = get_scale("tiny")
     for experiment in experiments_of():

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from _subprocess import python_env
 from common.gpu.backend import BACKEND
 from common.graph.generate import pattern, rmat
 from common.graph.io import write_graph
@@ -32,7 +33,7 @@ class Running:
     """A command whose stdout and stderr are read as they come."""
 
     def __init__(self, command: list[str], cwd: Path, **options):
-        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+        env = python_env(PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      stdin=subprocess.DEVNULL, **options)
         self.out, self.err = bytearray(), bytearray()
@@ -113,7 +114,7 @@ def test_ctrl_c_in_bench_check_writes_the_rows_and_resume_finishes(tmp_path):
     resume = re.search(r"resume with: python -m experiments.bench.check (.*)$", err, re.M)
     assert resume and "--out check.partial.csv --resume" in resume[1]
     again = subprocess.run([sys.executable, "-m", "experiments.bench.check", *resume[1].split()], cwd=tmp_path,
-                           env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=600)
+                           env=python_env(), capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.count("  cpu ") == 0 and "no wrong count" in again.stdout      # only the rest ran
     assert len(pd.read_csv(tmp_path / "check.partial.csv")) == 16
@@ -156,7 +157,7 @@ def test_the_default_scale_follows_the_backend(tmp_path):
 def test_a_larger_scale_in_the_simulator_warns_and_goes_on_without_a_terminal(tmp_path):
     out = subprocess.run([sys.executable, "-m", "experiments", "--paper", "stwig_lin14", "--scale", "small",
                           "--budget", "0", "--out", str(tmp_path), "--quiet"], stdin=subprocess.DEVNULL,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=600)
+                         env=python_env(), capture_output=True, text=True, timeout=600)
     warning = re.search(r"warning: no GPU, kernels run in the CUDA simulator: --scale small takes about (\d+) min",
                         out.stderr)
     assert warning and "--scale tiny about" in out.stderr, out.stderr
@@ -168,7 +169,7 @@ def test_a_larger_scale_in_the_simulator_asks_at_a_terminal(tmp_path):
     primary, secondary = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "experiments", "--paper", "stwig_lin14", "--scale", "small",
                              "--out", str(tmp_path)], stdin=secondary, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)), text=True)
+                            stderr=subprocess.PIPE, env=python_env(), text=True)
     os.close(secondary)
     os.write(primary, b"n\n")
     _, err = proc.communicate(timeout=300)
@@ -186,7 +187,7 @@ def test_the_simulator_plan_is_within_2x_of_a_tiny_run(tmp_path):
     for out in ("first", "timed"):           # the first fills numba's disk cache (a fresh clone's first run)
         began = time.monotonic()
         subprocess.run([sys.executable, "-m", "experiments", "--paper", "stwig_lin14", "--out", str(tmp_path / out),
-                        "--quiet"], env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, timeout=600,
+                        "--quiet"], env=python_env(), capture_output=True, timeout=600,
                        check=True)
         took = time.monotonic() - began
     assert estimate / 2 <= took <= estimate * 2, (estimate, took)

@@ -6,7 +6,7 @@ import pytest
 
 from common import create_engine
 from experiments import PAPERS, experiments_of
-from experiments.harness.core import assign_gpus, plan_set
+from experiments.harness.core import plan_set
 from experiments.harness.workloads import (
     SHAPES,
     Dataset,
@@ -21,34 +21,32 @@ MEDIUM = get_scale("medium")
 PAPER_SETS = tuple(p for p in PAPERS if p != "compare")
 
 
-def test_medium_plan_fits_forty_minutes_per_gpu_on_two_gpus():
+def test_medium_plan_fits_thirty_minutes_on_one_gpu():
     worst = {paper: sum(line.worst_s for line in plan_set(paper, MEDIUM)) for paper in PAPERS}
-    assignment = assign_gpus(worst, ["0", "1"])
-    assert max(sum(worst[p] for p in papers) for papers in assignment.values()) <= 40 * 60
+    assert sum(worst.values()) <= 30 * 60
     for paper in PAPERS:
         assert all(line.jobs > 0 for line in plan_set(paper, MEDIUM)), paper
 
 
-def test_medium_cells_have_twenty_queries_every_sweep_point_and_judging_limits():
+def test_medium_cells_have_twenty_queries_sweep_ends_and_judging_limits():
     for experiment in experiments_of():
         here = experiment.scale_for(MEDIUM)
         points = experiment.points_for(MEDIUM)
         if experiment.figure == "lines":                       # sweeps keep their end points
-            assert points == experiment.all_points(MEDIUM), experiment.name
+            declared = [p.x for p in experiment.points if p.x is not None]
+            kept = [p.x for p in points]
+            assert declared[0] in kept and declared[-1] in kept, experiment.name
         for point in points:
             spec = point.queries
-            if spec.kind not in ("files", "patterns"):          # query files hold what they hold
+            if spec.kind not in ("files", "patterns") and experiment.paper in PAPER_SETS:
                 assert spec.count_at(here) >= 20, (experiment.name, point.label)
         if experiment.paper in PAPER_SETS:
-            assert 0.5 <= experiment.time_limit_for(MEDIUM) <= 2.0, experiment.name
+            assert 0.25 <= experiment.time_limit_for(MEDIUM) <= 2.0, experiment.name
 
 
-def test_medium_repeats_the_gsi_and_sgsi_timing_tables_three_times():
-    timed = {"gsi_icde20." + n for n in ("table4_time", "table5_time", "table6_time", "table7_time", "table8",
-                                         "table9_time")} | {"sgsi_tkde22.table3_time", "sgsi_tkde22.table4_time"}
-    repeats = {e.name: e.repeats_for(MEDIUM) for e in experiments_of()}
-    assert all(repeats[name] == 3 for name in timed)
-    assert repeats["gsi_icde20.table5_gld"] == 1 and repeats["gsi_icde20.table5_time"] == 3
+def test_medium_repeats_every_query_three_times_within_its_limit():
+    assert all(e.repeats_for(MEDIUM) == 3 for e in experiments_of())
+    assert MEDIUM.repeats_share_limit
     assert all(e.repeats_for(get_scale("small")) == 1 for e in experiments_of())
 
 

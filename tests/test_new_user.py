@@ -3,7 +3,6 @@ benchmarks say they run in the simulator, ``make help``, the generate options' h
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from _subprocess import python_env
 from common.gpu import backend
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,7 +19,7 @@ no_gpu = pytest.mark.skipif(backend.gpu_missing_reason() is None, reason="a GPU 
 
 
 def run(*args, env=None, timeout=120) -> subprocess.CompletedProcess:
-    environment = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    environment = python_env(**(env or {}))
     return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                           env=environment)
 
@@ -133,6 +133,6 @@ def test_dask_hints_install_the_way_the_readme_does(monkeypatch, capsys):
 def test_a_closed_pipe_is_not_an_error():
     command = f"{sys.executable} -m experiments.gpusm match hprd/HPRD.graph hprd/queries --quiet | head -2"
     done = subprocess.run(command, shell=True, cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                          capture_output=True, text=True, timeout=120, env=python_env())
     assert len(done.stdout.splitlines()) == 2
     assert "Broken pipe" not in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -1,4 +1,4 @@
-"""SGSI (gsi/sgsi.py): with a device-memory limit that cuts the data graph into 2, 3 and 8
+"""SGSI (gsi/sgsi/): with a device-memory limit that cuts the data graph into 2, 3 and 8
 partitions, counts and embeddings equal in-core GSI's and the reference's, for queries whose
 matches cross partitions; SGSI+ (histogram load balance), the load-balance layers on a hub whose
 list spans segments, directed graphs with edge labels, limit/collect/timeout, and the errors."""
@@ -119,7 +119,7 @@ def test_in_place_list_offsets_resident_when_they_fit_else_mapped(monkeypatch):
     """The in-place join finds N(v, p) through per-partition offsets kept on the device when
     they take at most 1/DEGREE_SHARE of the budget, else read from mapped host memory too; both
     count exactly, and only the resident ones take device memory."""
-    import gsi.sgsi as sgsi_module
+    import gsi.sgsi.out_of_core as sgsi_module
     limit = limit_for_partitions(DIRECTED, 3)
     q = walk_query(DIRECTED, 4, seed=0)
     want = reference(DIRECTED, q).count
@@ -192,7 +192,7 @@ def test_degree_bounds_are_exact_when_they_fit_and_bound_every_list_when_not():
 
 
 def test_counts_with_per_direction_degree_bounds(monkeypatch):
-    import gsi.sgsi as sgsi
+    import gsi.sgsi.out_of_core as sgsi
 
     monkeypatch.setattr(sgsi, "DEGREE_SHARE", 1 << 40)  # exact per-partition degrees never fit
     limit = limit_for_partitions(DIRECTED, 3)
@@ -292,7 +292,7 @@ def test_only_the_segments_a_chunks_rows_reach_are_streamed():
 
 @pytest.mark.slow
 def test_out_of_core_chunks_split_by_gba_and_new_tables_written_in_parts(monkeypatch):
-    import gsi.sgsi as sgsi_module
+    import gsi.sgsi.out_of_core as sgsi_module
     # one vertex label, two edge labels: most candidates survive, so a new table outgrows its share
     data = random_graph(120, 360, 1, 2, False, seed=3)
     q = Graph.from_edges(3, [0, 1], [1, 2], [0, 0, 0], [0, 1])
@@ -326,7 +326,7 @@ def test_in_place_chunks_count_then_write_their_rows_in_parts(monkeypatch):
     """With every list read in place a chunk counts each row's survivors, then writes them (no
     GBA): the rows of a new table that outgrows its room are written in parts sized by the exact
     counts, and the embeddings equal the reference's."""
-    import gsi.sgsi as sgsi_module
+    import gsi.sgsi.out_of_core as sgsi_module
     data = random_graph(120, 360, 1, 2, False, seed=3)
     q = Graph.from_edges(4, [0, 1, 2], [1, 2, 3], [0, 0, 0, 0], [0, 1, 0])
     want = reference(data, q, collect=True)
@@ -352,9 +352,9 @@ def test_the_join_before_a_counted_last_step_takes_the_whole_per_row_arena(monke
     seen = []
     chunk = SGSI._chunk_in_place
 
-    def spy(self, level, tb, a, m, fw, fr, top):
+    def spy(self, q, level, tb, a, m, fw, fr, top):
         seen.append((level, m, (self.rows_cap - fr) // self.row_arrays))
-        return chunk(self, level, tb, a, m, fw, fr, top)
+        return chunk(self, q, level, tb, a, m, fw, fr, top)
 
     monkeypatch.setattr(SGSI, "_chunk_in_place", spy)
     engine = SGSI(device_memory_limit=40_000, work_bytes=3000, **SHAPE).prepare(data)
@@ -377,13 +377,13 @@ def test_new_tables_are_grouped_by_the_segment_of_the_next_linking_vertex(monkey
     seen = []
     level = SGSI._level
 
-    def spy(self, step, tb, rows, fw, fr, top, buckets=None):
+    def spy(self, q, step, tb, rows, fw, fr, top, buckets=None):
         width = step + 1
         table = self.d_words[tb:tb + rows * width].copy_to_host().reshape(rows, width)
-        col, part = self._steps[step][3][0][:2]
+        col, part = q.steps[step][3][0][:2]
         keys = np.searchsorted([s.hi for s in self.segments[part]], table[:, col])
         seen.append((step, keys, buckets))
-        return level(self, step, tb, rows, fw, fr, top, buckets)
+        return level(self, q, step, tb, rows, fw, fr, top, buckets)
 
     monkeypatch.setattr(SGSI, "_level", spy)
     engine = SGSI(device_memory_limit=30_000, work_bytes=5_000, **STREAMED).prepare(data)

@@ -7,6 +7,7 @@ unless the test is about partial warps or masks.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _extras import unavailable
 from common.gpu.runtime import cuda
 
 FULL = 0xFFFFFFFF
@@ -436,6 +438,8 @@ print(json.dumps(report))
 
 @pytest.fixture(scope="module")
 def diagnostics():
+    if importlib.util.find_spec("greenlet") is None:      # on a GPU, only these tests need the simulator
+        unavailable("needs greenlet, the simulator's threads (a base dependency: make install)")
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.run([sys.executable, "-c", _DIAGNOSTICS], cwd=root, env=env,

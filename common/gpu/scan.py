@@ -1,6 +1,10 @@
 """Device prefix sums: an exclusive scan over int32/int64 device arrays of any length, and the
-warp-level inclusive scan the engines' kernels use (turning per-thread counts into write
-offsets, as GSI's Prealloc-Combine and EGSM's BFS levels do).
+warp- and block-level scans the engines' kernels use (turning per-thread counts into write
+offsets, as GSI's Prealloc-Combine and filter and STwig's split levels do).
+
+:func:`block_exclusive_scan` is the one block-wide scan: a warp scan by ``shfl_up_sync``, the
+warp totals through ``warps`` words of shared memory, two barriers; :func:`block_carry_scan` runs
+it round after round from a carry.
 
 The array scan is the classic three-phase, work-efficient scan: each block scans one tile in
 shared memory (a serial scan of ``SCAN_ITEMS`` items per thread, a warp scan by ``shfl_up_sync``
@@ -42,6 +46,35 @@ def warp_inclusive_scan(mask, value):
             value += up
         delta *= 2
     return value
+
+
+@cuda.jit(device=True)
+def block_exclusive_scan(value, wsum, warps):
+    """Block-wide exclusive prefix sum of each thread's ``value``: (this thread's prefix, the
+    block's total), both int64. Every thread of a block of ``warps`` full warps must call;
+    ``wsum`` is shared scratch of at least ``warps`` elements, free again on return."""
+    lane = cuda.laneid
+    w = cuda.threadIdx.x // 32
+    inc = warp_inclusive_scan(FULL_MASK, value)
+    if lane == 31:
+        wsum[w] = inc
+    cuda.syncthreads()
+    before = np.int64(0)
+    total = np.int64(0)
+    for r in range(warps):
+        if r < w:
+            before += wsum[r]
+        total += wsum[r]
+    cuda.syncthreads()
+    return before + inc - value, total
+
+
+@cuda.jit(device=True)
+def block_carry_scan(value, carry, wsum, warps):
+    """One round of a block-wide exclusive scan that goes on from ``carry`` (the total of the
+    earlier rounds): (this thread's offset, the carry after the round)."""
+    before, total = block_exclusive_scan(value, wsum, warps)
+    return carry + before, carry + total
 
 
 @functools.lru_cache(maxsize=None)
@@ -193,5 +226,5 @@ def exclusive_scan(d_in, d_out=None, stream=0, workspace: ScanWorkspace | None =
     return int(workspace.host_total[0])
 
 
-__all__ = ["SCAN_THREADS", "SCAN_ITEMS", "SCAN_TILE", "ScanWorkspace", "exclusive_scan",
-           "warp_inclusive_scan"]
+__all__ = ["SCAN_THREADS", "SCAN_ITEMS", "SCAN_TILE", "ScanWorkspace", "block_carry_scan",
+           "block_exclusive_scan", "exclusive_scan", "warp_inclusive_scan"]

@@ -9,6 +9,9 @@ cluster. :func:`run_on_dask`:
    built on the client;
 2. reads each experiment's CSV (the store): a cell whose queries are all there is done, and a
    cell's task skips the queries already there, so an interrupted run resumes where it stopped;
+   a task appends each answered query to a partial file (``OUT/.partial/``, one per task) as it
+   goes, and a later run first moves the rows of a task that did not finish into the CSVs, so a
+   call killed in the middle of a long cell loses no finished query;
 3. groups the cells that make identical runs (:meth:`experiments.harness.core.Experiment.run_key`: the
    same engine options, data graph, queries and limits) into one task; its rows go to every
    member's CSV, the copies' ``reason`` naming the run they repeat (as :func:`runner.run_jobs`);
@@ -74,7 +77,7 @@ def cells_of(experiments, scale, out_dir: Path) -> list[Cell]:
         limit = experiment.time_limit_for(scale) * experiment.repeats_for(scale)
         for point in experiment.points_for(scale):
             count = point.queries.count_at(here)
-            for config in experiment.configs:
+            for config in experiment.configs_run():
                 cells.append(Cell(experiment.name, config.label, point.label, count,
                                   frozenset(done.get((config.label, point.label), ())), count * limit,
                                   experiment.run_key(config, point, scale)))
@@ -104,8 +107,12 @@ def _runner(isolation: str):
 
 
 def run_cell(experiment: str, config: str, point: str, scale: str, skip: frozenset = frozenset(),
-             isolation: str = "process") -> tuple[list[dict], str]:
-    """Answer one cell's queries not in ``skip``; its rows (as the CSV holds them: strings) and the GPU's name."""
+             isolation: str = "process", partial: str | None = None) -> tuple[list[dict], str]:
+    """Answer one cell's queries not in ``skip``; its rows (as the CSV holds them: strings) and the GPU's name.
+
+    ``partial``: the file the rows are appended to as they come (a task's partial file: module
+    docstring); the queries already there are not run again, and their rows are returned too.
+    """
     from .report import gpu_name
 
     job, _ = get_experiment(experiment).job_for(config, point, get_scale(scale))
@@ -116,10 +123,34 @@ def run_cell(experiment: str, config: str, point: str, scale: str, skip: frozens
     from .runner import run_jobs
 
     with tempfile.TemporaryDirectory(prefix="gpusm-cell-") as folder:
-        path = Path(folder) / "cell.csv"
+        path = Path(partial) if partial else Path(folder) / "cell.csv"
         run_jobs([job], path, isolation=isolation, progress=False, worker=runner)
         rows = pd.read_csv(path, dtype=str, keep_default_na=False).to_dict("records")
     return rows, gpu_name()
+
+
+def partial_path(out_dir: Path, scale: str, group: list[Cell]) -> Path:
+    """The partial file of the task that runs ``group`` (named after its runs, not its members)."""
+    import hashlib
+
+    key = group[0].run_key or (group[0].experiment, group[0].config, group[0].point)
+    return Path(out_dir) / ".partial" / f"{scale}-{hashlib.sha1(repr(key).encode()).hexdigest()[:16]}.csv"
+
+
+def recover_partials(out_dir: Path, scale: str, papers: dict, groups: list[list[Cell]]) -> int:
+    """Move the rows of tasks an earlier call did not finish (their partial files) into the CSVs of
+    ``groups``' cells; the number of rows recovered."""
+    recovered = 0
+    for group in groups:
+        path = partial_path(out_dir, scale, group)
+        if not path.exists():
+            continue
+        repair(path, ROW_FIELDS, KEY, drop_status=SKIPPED, validate=row_problem)
+        rows = pd.read_csv(path, dtype=str, keep_default_na=False).to_dict("records") if path.stat().st_size else []
+        _write_rows(out_dir, scale, papers, group, rows)
+        recovered += len(rows)
+        path.unlink()
+    return recovered
 
 
 # ---------------------------------------------------------------------- on the client
@@ -174,9 +205,12 @@ def run_on_dask(selection: dict, scale: str, out_dir: Path | str, *, client, iso
 
     scale_obj = get_scale(scale)
     out_dir = Path(out_dir)
-    chosen = {paper: [e for e in experiments_of(paper) if names is None or e.name in names]
+    chosen = {paper: [e for e in experiments_of(paper) if (names is None or e.name in names) and e.runs_at(scale_obj)]
               for paper, names in selection.items()}
+    chosen = {paper: experiments for paper, experiments in chosen.items() if experiments}
     papers = {e.name: paper for paper, experiments in chosen.items() for e in experiments}
+    resumed = {paper: any((out_dir / paper / f"{e.name}.{scale}.csv").exists() for e in experiments)
+               for paper, experiments in chosen.items()}
     locks = [FolderLock(out_dir / paper, command).acquire() for paper in chosen]
     failed = []
     start = time.monotonic()
@@ -188,10 +222,17 @@ def run_on_dask(selection: dict, scale: str, out_dir: Path | str, *, client, iso
                     repair(path, ROW_FIELDS, KEY, drop_status=SKIPPED, validate=row_problem)
         runnable = [e for experiments in chosen.values() for e in experiments if not e.missing_engines()]
         groups = group_cells(cells_of(runnable, scale_obj, out_dir))
+        recovered = recover_partials(out_dir, scale, papers, groups)
+        if recovered:
+            log(f"{recovered} rows of unfinished tasks recovered from {out_dir / '.partial'}")
+            groups = group_cells(cells_of(runnable, scale_obj, out_dir))
         log(f"{len(groups)} tasks ({sum(len(g) for g in groups)} cells) on "
             f"{len(client.scheduler_info()['workers'])} Dask workers")
+        for g in groups:
+            partial_path(out_dir, scale, g).parent.mkdir(parents=True, exist_ok=True)
         futures = {client.submit(run_cell, g[0].experiment, g[0].config, g[0].point, scale,
                                  frozenset.intersection(*(c.done for c in g)), isolation,
+                                 str(partial_path(out_dir, scale, g).resolve()),
                                  pure=False, priority=int(g[0].worst_s)): g for g in groups}
         gpus = set()
         bar = tqdm(total=len(futures), unit="cell", disable=not progress)
@@ -205,6 +246,7 @@ def run_on_dask(selection: dict, scale: str, out_dir: Path | str, *, client, iso
             else:
                 gpus.add(gpu)
                 _write_rows(out_dir, scale, papers, group, rows)
+                partial_path(out_dir, scale, group).unlink(missing_ok=True)
             bar.update(1)
         bar.close()
     finally:
@@ -218,7 +260,7 @@ def run_on_dask(selection: dict, scale: str, out_dir: Path | str, *, client, iso
     try:
         for paper, experiments in chosen.items():
             outcome = run_set(paper, scale, out_dir, experiments=experiments, budget_s=0.0, isolation="inline",
-                              progress=False, command=command, log=log, started=start)
+                              progress=False, command=command, log=log, started=start, resumed=resumed[paper])
             for reason in outcome.missing.values():
                 log(f"experiments: {reason}")
             for done in outcome.outcomes:

@@ -47,11 +47,17 @@ class MissingEngine(RuntimeError):
 
 @dataclass(frozen=True)
 class Config:
-    """One column: an engine (registry name) with constructor options, under a report label."""
+    """One column: an engine (registry name) with constructor options, under a report label.
+
+    ``optional``: the engine comes from an optional package (a CPU peer); where it is not
+    registered the column is not run, yet it stays in the tables and claims, so reports are judged
+    from their rows alone wherever they are read.
+    """
 
     label: str
     engine: str
     options: tuple = ()
+    optional: bool = False
 
     @classmethod
     def of(cls, label: str, engine: str, **options) -> "Config":
@@ -207,7 +213,8 @@ class Evidence:
     ``samples[(row, config)]`` maps a query to the values of its runs in the cell's unit (a time
     phase or timed statistic is scaled run by run as the query's total time); ``ran`` and
     ``unsupported`` count queries per cell; ``timed`` says whether the cells are times (whose
-    comparisons need :data:`~experiments.harness.verdicts.MIN_RUNS` runs per query); ``keys``
+    comparisons need :data:`~experiments.harness.verdicts.MIN_RUNS` runs per query, except of the
+    queries in ``cut``, whose runs filled their limit: :func:`experiments.harness.runner._answer`); ``keys``
     identifies what each row ran (its graphs and queries: :meth:`Experiment.point_key`).
     """
 
@@ -218,6 +225,7 @@ class Evidence:
     timed: bool = False
     counts_solved: bool = False        # the cells are solved counts (samples: 1 solved, 0 not)
     keys: dict = field(default_factory=dict)
+    cut: dict = field(default_factory=dict)    # per cell, queries whose repeats their limit cut short
 
     def side(self, row, column) -> dict:
         return self.samples.get((row, column), {})
@@ -251,8 +259,9 @@ def _gate(ev: Evidence, cells, paired: bool) -> str | None:
     gate = verdicts.too_few(*sizes)
     if gate:
         return gate
-    if ev.timed:
-        runs = min(len(v) for s in sides for v in s.values())
+    if ev.timed:                           # queries whose repeats did not fit their limit aside
+        runs = min((len(v) for cell, s in zip(cells, sides) for q, v in s.items()
+                    if q not in ev.cut.get(cell, ())), default=verdicts.MIN_RUNS)
         if verdicts.too_few_runs(runs):
             return f"{verdicts.INCONCLUSIVE} ({runs} timed run(s) per query; {verdicts.MIN_RUNS} needed)"
     return None
@@ -367,6 +376,7 @@ def _pool(ev: Evidence, rows, columns) -> Evidence:
         pooled.samples[cell] = {f"{r}/{q}": v for r in rows for q, v in ev.side(r, c).items()}
         pooled.ran[cell] = sum(ev.ran.get((r, c), 0) for r in rows)
         pooled.unsupported[cell] = sum(ev.unsupported.get((r, c), 0) for r in rows)
+        pooled.cut[cell] = {f"{r}/{q}" for r in rows for q in ev.cut.get((r, c), ())}
     return pooled
 
 
@@ -480,6 +490,11 @@ class Experiment:
     xlabel: str = ""                                   # lines: what Point.x is, with its unit
     claims: tuple = ()                                 # the paper's claims on this table (Claim)
 
+    def runs_at(self, scale: Scale) -> bool:
+        """Whether this experiment runs at ``scale``: always, except at a scale that experiments opt
+        in to (``large``: the headline experiments, which set it in ``scale_at``)."""
+        return not scale.opt_in or scale.name in self.scale_at
+
     def scale_for(self, scale: Scale) -> Scale:
         """``scale`` with this experiment's overrides for it applied."""
         return replace(scale, **self.scale_at.get(scale.name, {}))
@@ -507,8 +522,14 @@ class Experiment:
         return self.memory_cap_at.get(scale.name, self.memory_cap)
 
     def missing_engines(self) -> list[str]:
+        """Engines of required configs that are not registered here (the experiment cannot run)."""
         registered = set(available_engines())
-        return sorted({c.engine for c in self.configs} - registered)
+        return sorted({c.engine for c in self.configs if not c.optional} - registered)
+
+    def configs_run(self) -> tuple:
+        """The configs that run here: all but optional ones whose engine is not registered."""
+        registered = set(available_engines())
+        return tuple(c for c in self.configs if not c.optional or c.engine in registered)
 
     def jobs(self, scale: Scale) -> tuple[list[Job], dict[str, dict[str, int]]]:
         """The runner jobs at ``scale`` and the exact counts known per point (by query name)."""
@@ -519,12 +540,12 @@ class Experiment:
             data = point.dataset.load(scale)
             queries, counts = point.queries.build(data, point.dataset, scale)
             known[point.label] = counts
-            for config in self.configs:
+            for config in self.configs_run():
                 options = tuple(sorted(dict(config.options + point.options).items()))
                 jobs.append(Job(self.name, config.label, config.engine, point.label, data,
                                 tuple(queries), options, time_limit_s=limit,
                                 device_memory_limit=self.memory_cap_for(scale), repeats=self.repeats_for(scale),
-                                run_key=self.run_key(config, point, scale)))
+                                share_limit=scale.repeats_share_limit, run_key=self.run_key(config, point, scale)))
         return jobs, known
 
     def job_for(self, config_label: str, point_label: str, scale: Scale) -> tuple[Job, dict[str, int]]:
@@ -541,16 +562,18 @@ class Experiment:
         options = tuple(sorted(dict(config.options + point.options).items()))
         job = Job(self.name, config.label, config.engine, point.label, data, tuple(queries), options,
                   time_limit_s=self.time_limit_for(scale), device_memory_limit=self.memory_cap_for(scale),
-                  repeats=self.repeats_for(scale), run_key=self.run_key(config, point, scale))
+                  repeats=self.repeats_for(scale), share_limit=here.repeats_share_limit,
+                  run_key=self.run_key(config, point, scale))
         return job, counts
 
     def run_key(self, config: Config, point: Point, scale: Scale) -> tuple:
         """What makes a (config, point) job's runs identical to another experiment's (runner docstring)."""
         scale = self.scale_for(scale)
         options = canonical_options(config.engine, config.options + point.options)
-        return (config.engine, options, repr(point.dataset), scale.max_edges, scale.real_data,
+        return (config.engine, options, repr(point.dataset), scale.max_edges, scale.real_data, scale.keep_degree,
                 repr(replace(point.queries, count=0)), scale.max_query_vertices,
-                self.time_limit_for(scale), self.memory_cap_for(scale), self.repeats_for(scale))
+                self.time_limit_for(scale), self.memory_cap_for(scale), self.repeats_for(scale),
+                scale.repeats_share_limit)
 
     def point_key(self, point: Point, scale: Scale) -> tuple:
         """What identifies the runs of ``point`` at ``scale``: the graph actually run, the queries
@@ -574,6 +597,7 @@ class Experiment:
                 cell = (row, config.label)
                 evidence.ran[cell] = len(mine)
                 evidence.unsupported[cell] = int((mine.status == "unsupported").sum())
+                evidence.cut[cell] = {q for q, js in zip(mine["query"], mine["stats"]) if stat_value(js, "repeats_cut")}
                 if len(mine):
                     evidence.samples[cell] = self.metric.samples(mine, base)
         return evidence
@@ -691,8 +715,10 @@ of wall time, queries and compiles included, at most 7 s per configuration; docs
 class PlanLine:
     """The worst case of one experiment at a scale: every query runs to its time limit.
 
-    ``query_s`` = runs x repeats x limit; ``warmup_s`` = one untimed query (the runner's warm-up)
-    per configuration (:func:`runner.canonical_options`) and query-set shape that no earlier
+    ``query_s`` = runs x repeats x limit, or runs x limit where the scale's repeats share the
+    limit (:attr:`~experiments.harness.workloads.Scale.repeats_share_limit`); ``warmup_s`` = one
+    untimed query (the runner's warm-up) per configuration (:func:`runner.canonical_options`) and
+    query-set shape that no earlier
     experiment of the same worker ran; ``compile_s`` = :data:`COMPILE_ALLOWANCE_S` per compiled variant
     (:func:`runner.config_key`: run-time options aside) not compiled before. Building and
     preparing a job's data graph and a worker restart after a hard kill (which compiles
@@ -723,7 +749,7 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
     scale = get_scale(scale) if isinstance(scale, str) else scale
     compiled, warmed, done = set(), set(), set()
     lines = []
-    for experiment in experiments:
+    for experiment in at_scale(experiments, scale):
         here = experiment.scale_for(scale)
         limit = experiment.time_limit_for(scale)
         jobs = runs = 0
@@ -731,7 +757,7 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
         missing = tuple(experiment.missing_engines())
         for point in experiment.points_for(scale):
             queries = point.queries.count_at(here)
-            for config in experiment.configs:
+            for config in experiment.configs_run():
                 jobs += 1
                 options = dict(config.options + point.options)
                 if config.engine in missing:           # defaults unknown: every spelling is its own
@@ -753,11 +779,17 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
         compiled |= new_compiles
         warmed |= new_warmups
         repeats = experiment.repeats_for(scale)
+        per_query = limit if here.repeats_share_limit else repeats * limit      # runner._answer
         lines.append(PlanLine(experiment.name, jobs, runs, limit, repeats,
-                              query_s=runs * repeats * limit,
+                              query_s=runs * per_query,
                               warmup_s=len(new_warmups) * limit,
                               compile_s=len(new_compiles) * COMPILE_ALLOWANCE_S, missing=missing))
     return lines
+
+
+def at_scale(experiments, scale: Scale) -> list:
+    """The ``experiments`` that run at ``scale`` (:meth:`Experiment.runs_at`)."""
+    return [e for e in experiments if e.runs_at(scale)]
 
 
 def plan_set(paper: str, scale: str | Scale) -> list[PlanLine]:
@@ -831,7 +863,7 @@ class SetOutcome:
 def run_set(paper: str, scale: str | Scale = "small", out_dir: Path | str = "results", *,
             names: list[str] | None = None, experiments: list | None = None, budget_s: float | None = None,
             isolation: str = "process", progress: bool = True, command: str = "", log=print,
-            started: float | None = None) -> SetOutcome:
+            started: float | None = None, resumed: bool | None = None) -> SetOutcome:
     """Run (or resume) a paper's experiments (or ``names`` of them) in one worker process.
 
     ``experiments`` replaces the paper's declared ones (a set built elsewhere). Runs identical
@@ -840,7 +872,9 @@ def run_set(paper: str, scale: str | Scale = "small", out_dir: Path | str = "res
     ``out_dir/<paper>/run.<scale>.json`` (:func:`report.write_run_metadata`), whose wall time counts
     from ``started`` (a ``time.monotonic()`` value: where the caller's run began, such as the Dask
     phase that computed the rows) or from this call. The folder is locked for the run: a second run
-    into it raises :class:`experiments.harness.store.FolderLocked`.
+    into it raises :class:`experiments.harness.store.FolderLocked`. ``resumed``: whether the run
+    found rows of an earlier call (default: whether a results file of the chosen experiments exists
+    at the start); a resumed run's ``run.<scale>.json`` adds its wall time to the earlier calls'.
     """
     from .catalog import experiments_of
     from .report import write_run_metadata
@@ -848,9 +882,11 @@ def run_set(paper: str, scale: str | Scale = "small", out_dir: Path | str = "res
 
     scale = get_scale(scale) if isinstance(scale, str) else scale
     declared = experiments_of(paper) if experiments is None else list(experiments)
-    chosen = [e for e in declared if names is None or e.name in names]
+    chosen = at_scale([e for e in declared if names is None or e.name in names], scale)
     lock = FolderLock(Path(out_dir) / paper, command).acquire()   # before any work: FolderLocked
     start = time.monotonic() if started is None else started
+    if resumed is None:
+        resumed = any((Path(out_dir) / paper / f"{e.name}.{scale.name}.csv").exists() for e in chosen)
     deadline = None if budget_s is None else time.monotonic() + budget_s
     worker = make_worker(isolation)
     shared: dict = {}
@@ -867,7 +903,7 @@ def run_set(paper: str, scale: str | Scale = "small", out_dir: Path | str = "res
                 log(f"  {exc}")
         result = SetOutcome(paper, outcomes, missing, time.monotonic() - start)
         write_run_metadata(result, scale, Path(out_dir) / paper, command=command, budget_s=budget_s,
-                           worst_s=sum(line.worst_s for line in plan(chosen, scale)))
+                           worst_s=sum(line.worst_s for line in plan(chosen, scale)), resumed=resumed)
     finally:
         worker.stop()
         lock.release()

@@ -530,9 +530,15 @@ def write_reports(experiment, scale, raw, table, disagreements, folder: Path, co
 
 
 def write_run_metadata(outcome, scale, folder: Path, *, command: str = "", budget_s: float | None = None,
-                       worst_s: float | None = None) -> Path:
-    """``run.<scale>.json``: the run context plus, per experiment, its row statuses or why it did not run."""
+                       worst_s: float | None = None, resumed: bool = False) -> Path:
+    """``run.<scale>.json``: the run context plus, per experiment, its row statuses or why it did not run.
+
+    ``calls`` lists every call that wrote the folder's rows (date, commit, GPU, command, wall
+    seconds): a ``resumed`` run (one that found rows there) adds its call to those the file
+    already lists, and ``wall_s`` is their sum, the true wall time of a run spread over calls.
+    """
     folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"run.{scale.name}.json"
     experiments = {}
     for done in outcome.outcomes:
         experiments[done.experiment.name] = {
@@ -542,9 +548,26 @@ def write_run_metadata(outcome, scale, folder: Path, *, command: str = "", budge
             "cut": done.experiment.cuts(scale) or None}
     for name, reason in outcome.missing.items():
         experiments[name] = {"not_run": reason}
-    meta = dict(run_context(scale, command), paper=outcome.paper, wall_s=round(outcome.seconds, 1),
+    context = run_context(scale, command)
+    calls = previous_calls(path) if resumed else []
+    calls.append({key: context.get(key) for key in ("date", "commit", "gpu", "command")}
+                 | {"wall_s": round(outcome.seconds, 1)})
+    meta = dict(context, paper=outcome.paper, wall_s=round(sum(c["wall_s"] or 0.0 for c in calls), 1),
                 budget_s=budget_s, worst_case_s=None if worst_s is None else round(worst_s, 1),
-                experiments=experiments)
-    path = folder / f"run.{scale.name}.json"
+                calls=calls, experiments=experiments)
     write_atomic(path, json.dumps(meta, indent=2) + "\n")
     return path
+
+
+def previous_calls(path: Path) -> list[dict]:
+    """The calls an earlier ``run.<scale>.json`` at ``path`` records (one, from its own fields, when
+    it lists none); none when there is no readable file."""
+    try:
+        previous = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return []
+    if isinstance(previous.get("calls"), list):
+        return [c for c in previous["calls"] if isinstance(c, dict)]
+    if isinstance(previous.get("wall_s"), (int, float)):
+        return [{key: previous.get(key) for key in ("date", "commit", "gpu", "command", "wall_s")}]
+    return []

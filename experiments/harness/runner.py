@@ -73,6 +73,7 @@ class Job:
     time_limit_s: float | None = None
     device_memory_limit: int | None = None
     repeats: int = 1
+    share_limit: bool = False                                # the repeats share the limit (_answer)
     grace_s: float = 30.0
     run_key: tuple = field(default=(), compare=False)         # identical runs share rows; () = never
 
@@ -101,10 +102,27 @@ def _answer(engine, query, job: Job) -> dict:
     ``repeat_min_s`` and ``repeat_max_s`` (seconds of the fastest and slowest run), ``repeat_s``
     (every run's seconds, for the verdicts' bootstrap) and ``repeats``. A run that is not ``ok``
     ends the repeats.
+
+    With ``job.share_limit`` the runs share the limit: a repeat runs only when the seconds of the
+    runs so far plus those of the last one fit in the limit, with what is left of the limit as its
+    own; a repeat that does not finish in it is dropped. The statistics then say ``repeats_cut``
+    when the limit left fewer runs than ``job.repeats`` (the verdicts ask 3 runs only of the
+    queries that fit them).
     """
-    results, walls, reruns = [], [], 0
-    for _ in range(job.repeats):
-        wall, result, again = without_compiles(lambda: engine.match(query, timeout_s=job.time_limit_s))
+    results, walls, reruns, cut = [], [], 0, False
+    limit = job.time_limit_s
+    for index in range(job.repeats):
+        timeout = limit
+        if job.share_limit and index and limit is not None:
+            spent = sum(float(r.seconds) for r in results)
+            if spent + float(results[-1].seconds) > limit:       # one more run would not fit
+                cut = True
+                break
+            timeout = limit - spent
+        wall, result, again = without_compiles(lambda: engine.match(query, timeout_s=timeout))
+        if index and job.share_limit and result.status is not Status.OK:
+            cut = True                                # a repeat cut short by what was left: dropped
+            break
         walls.append(wall)
         results.append(result)
         reruns += again
@@ -118,6 +136,8 @@ def _answer(engine, query, job: Job) -> dict:
     if job.repeats > 1:
         seconds = [float(r.seconds) for r in results]
         stats.update(repeats=len(results), repeat_min_s=min(seconds), repeat_max_s=max(seconds), repeat_s=seconds)
+        if cut:
+            stats.update(repeats_cut=True)
     row.update(wall_s=float(np.median(walls)), stats=pd.Series(stats, dtype=object).to_json())
     return row
 

@@ -13,13 +13,29 @@ A :class:`Scale` shrinks both: ``tiny`` (simulator, seconds: every graph becomes
 vertices, every query 3-4 vertices, two rows per table), ``small`` (a few minutes of GPU time
 per paper: stand-ins capped at about a million edges, 2-3 queries per set, time limits of
 0.5-1 s, two or three rows per table; each paper module narrows it per experiment),
-``medium`` (judges the papers' claims in under an hour on two GPUs: at least 20 queries per set,
-stand-ins capped at 4M edges, limits of 0.5-2 s, every sweep point; each paper module sets its
-``MEDIUM``), ``full`` (the paper's settings).
+``medium`` (the quick set that judges the papers' claims: at most 30 minutes worst case on one
+GPU, at least 20 queries per set, 3 timed runs per query, stand-ins capped at 4M edges, limits of
+0.25-1 s; each paper module sets its ``MEDIUM``), ``large`` (the headline experiments only, each
+opting in with its ``LARGE`` setting: at least 50 queries per set, limits of at least 10 s, 3
+timed runs per query, stand-ins of up to 256M edges with the paper's average degree; at most 8
+GPU-hours worst case), ``full`` (the paper's settings).
+
+At ``medium`` and ``large`` a query's timed runs share its limit (``Scale.repeats_share_limit``):
+a repeat runs only while the runs so far and one more fit in the limit, so a query costs at most
+about one limit however many runs it gets (docs/decisions.md, "Repeats within the limit").
+
+Every stand-in is drawn from its own seed (``Dataset.graph_seed``, derived from the dataset's
+name unless given), so two datasets of a table are never one graph under two names; a
+``with_`` variant (other labels, another size) keeps its dataset's seed. Stand-ins above
+:data:`CACHE_MIN_EDGES` edges are cached on disk (:func:`graph_cache_dir`).
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import os
+import zlib
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 from itertools import zip_longest
@@ -61,6 +77,19 @@ class Scale:
     real_data: bool                  # False: real graphs are replaced by tiny stand-ins too
     max_points: int | None = None    # rows (datasets / sweep values) kept per experiment
     repeats: int | None = None       # timed runs per query (median kept); None: the experiment's own
+    repeats_share_limit: bool = False  # a query's timed runs together stay within about one limit
+    keep_degree: bool = False        # shrunk stand-ins keep the paper's average degree
+    opt_in: bool = False             # only experiments that set this scale (scale_at) run at it
+
+
+LARGE_MAX_EDGES = 64_000_000
+"""The largest stand-in at the ``large`` scale: 64M undirected edges, drawn in about two minutes on the
+device's host (once per machine: :func:`standin_edges` caches it), so that a task that draws one still
+answers queries within a 10-minute device call; one H200 holds far more (docs/decisions.md, "The
+large scale"). The papers' larger graphs are shrunk to it at their average degree."""
+LARGE_MIN_QUERIES = 50
+LARGE_MIN_LIMIT_S = 10.0
+"""What every experiment at the ``large`` scale runs at least: queries per set and seconds per query."""
 
 
 SCALES = {
@@ -70,10 +99,15 @@ SCALES = {
     # fit 7.5 minutes per GPU on four GPUs; each paper module narrows it further (``SMALL``).
     "small": Scale("small", max_edges=1_200_000, queries_per_set=3, max_query_vertices=None,
                    time_limit_s=1.0, real_data=True, max_points=2),
-    # Sized by the worst-case plan (``python -m experiments --all --plan --scale medium --gpus 0,1``)
-    # to fit 40 minutes per GPU on two GPUs; each paper module sets its own ``MEDIUM``.
+    # Sized by the worst-case plan (``python -m experiments --all --plan --scale medium --gpus 0``)
+    # to fit 30 minutes on one GPU; each paper module sets its own ``MEDIUM``.
     "medium": Scale("medium", max_edges=4_000_000, queries_per_set=20, max_query_vertices=None,
-                    time_limit_s=1.0, real_data=True, max_points=None),
+                    time_limit_s=1.0, real_data=True, max_points=None, repeats=3, repeats_share_limit=True),
+    # The headline experiments (each opts in with its ``LARGE``), sized by the worst-case plan
+    # (``python -m experiments --all --plan --scale large --gpus 0,1,2,3``) to at most 8 GPU-hours.
+    "large": Scale("large", max_edges=LARGE_MAX_EDGES, queries_per_set=50, max_query_vertices=None,
+                   time_limit_s=10.0, real_data=True, max_points=None, repeats=3, repeats_share_limit=True,
+                   keep_degree=True, opt_in=True),
     "full": Scale("full", max_edges=None, queries_per_set=None, max_query_vertices=None,
                   time_limit_s=None, real_data=True),
 }
@@ -142,8 +176,13 @@ class Dataset:
     path: str | None = None
     symmetrize: bool = False
     rmat_abcd: tuple = (0.57, 0.19, 0.19, 0.05)
-    seed: int = 1
+    seed: int = 1                             # of the labels
     label_exponent: float = 1.0               # power_law: P(label k) ~ (k+1)^-exponent (0: uniform)
+    graph_seed: int | None = None             # of the stand-in's edges; None: from the name
+
+    def __post_init__(self):
+        if self.graph_seed is None:           # stored, so that with_() variants keep it
+            object.__setattr__(self, "graph_seed", name_seed(self.name))
 
     def load(self, scale: Scale) -> Graph:
         """The graph this experiment runs on at ``scale`` (cached per process).
@@ -151,10 +190,15 @@ class Dataset:
         Only the scale's ``max_edges`` and ``real_data`` shape a graph, so experiments whose
         scales differ elsewhere (per-experiment overrides) share the cached graph.
         """
-        return _load_dataset(self, scale.max_edges, scale.real_data)
+        return _load_dataset(self, scale.max_edges, scale.real_data, scale.keep_degree)
 
     def with_(self, **changes) -> "Dataset":
         return replace(self, **changes)
+
+
+def name_seed(name: str) -> int:
+    """A stand-in's seed from its dataset's name (CRC-32): each dataset its own graph."""
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
 
 
 def _assign_labels(n: int, count: int, distribution: str, seed: int, exponent: float = 1.0) -> np.ndarray:
@@ -165,12 +209,13 @@ def _assign_labels(n: int, count: int, distribution: str, seed: int, exponent: f
     raise ValueError(f"unknown label distribution {distribution!r}")
 
 
-def standin_size(dataset: Dataset, max_edges: int | None) -> tuple[int, int]:
-    """(|V|, |E|) of ``dataset``'s R-MAT stand-in under ``max_edges``."""
+def standin_size(dataset: Dataset, max_edges: int | None, keep_degree: bool = False) -> tuple[int, int]:
+    """(|V|, |E|) of ``dataset``'s R-MAT stand-in under ``max_edges``: with ``keep_degree`` the
+    paper's average degree (|V| shrunk with |E|), else at most degree 6 on the shrunk graph."""
     n, m = dataset.num_vertices, dataset.num_edges
     if max_edges is not None and m > max_edges:
-        # Same average degree where possible, but at most degree 6 on a tiny graph.
-        n = max(int(n * max_edges / m), min(n, max_edges // 3))
+        n = int(n * max_edges / m) if keep_degree else max(int(n * max_edges / m), min(n, max_edges // 3))
+        n = max(n, 2)
         m = max_edges
     return n, min(m, n * (n - 1) // 2)
 
@@ -182,9 +227,9 @@ def graph_key(dataset: Dataset, scale: Scale) -> tuple:
         labels = (dataset.vertex_labels, dataset.label_distribution, dataset.seed, dataset.label_exponent) \
             if dataset.relabel else ()
         return ("file", dataset.path, dataset.symmetrize, labels, dataset.edge_labels)
-    n, m = standin_size(dataset, scale.max_edges)
+    n, m = standin_size(dataset, scale.max_edges, scale.keep_degree)
     labels = min(dataset.vertex_labels, max(1, n // 4))
-    return ("rmat", n, m, dataset.rmat_abcd, dataset.seed, labels,
+    return ("rmat", n, m, dataset.rmat_abcd, dataset.graph_seed, dataset.seed, labels,
             dataset.label_distribution if labels > 1 else "", dataset.label_exponent if labels > 1 else 0,
             dataset.edge_labels)
 
@@ -195,8 +240,50 @@ def graph_size(dataset: Dataset, scale: Scale) -> str:
     return f"{key[1]:,}V/{key[2]:,}E" if key[0] == "rmat" else str(key[1])
 
 
-@lru_cache(maxsize=32)
-def _load_dataset(dataset: Dataset, max_edges: int | None, real_data: bool) -> Graph:
+CACHE_MIN_EDGES = 2_000_000
+"""Stand-ins with more edges than this are kept on disk after they are first drawn (:func:`graph_cache_dir`)."""
+
+
+def graph_cache_dir() -> Path:
+    """Where large stand-ins are cached: ``$GPUSM_GRAPH_CACHE``, else ``.cache/graphs`` in the checkout
+    (ignored by git, so it stays on a machine between runs)."""
+    configured = os.environ.get("GPUSM_GRAPH_CACHE")
+    return Path(configured).expanduser() if configured else Path(__file__).resolve().parents[2] / ".cache" / "graphs"
+
+
+def standin_edges(n: int, m: int, abcd: tuple, seed: int) -> Graph:
+    """The unlabelled R-MAT stand-in of ``n`` vertices and ``m`` edges drawn from ``seed``; above
+    :data:`CACHE_MIN_EDGES` edges read from (or written to) the disk cache, one writer at a time."""
+    a, b, c, d = abcd
+    if m <= CACHE_MIN_EDGES:
+        return rmat(n, m, a, b, c, d, seed=seed)
+    key = hashlib.sha256(repr(("rmat", n, m, tuple(abcd), seed)).encode()).hexdigest()[:20]
+    folder = graph_cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"rmat-{n}-{m}-{key}.npz"
+    with open(folder / f".{path.name}.lock", "w") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)      # another worker drawing it: wait, then read it
+        if path.exists():
+            with np.load(path) as saved:
+                return Graph(saved["offsets"], saved["neighbors"], np.zeros(n, np.int32),
+                             name=f"rmat_n{n}_m{m}_s{seed}", meta=_cached_meta(saved), validate=False)
+        graph = rmat(n, m, a, b, c, d, seed=seed)
+        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
+        np.savez(temp, offsets=graph.offsets, neighbors=graph.neighbors,
+                 meta=np.array(repr(sorted(graph.meta.items()))))
+        os.replace(temp, path)
+    return graph
+
+
+def _cached_meta(saved) -> dict:
+    """The generator's metadata of a cached stand-in (as :func:`standin_edges` saved it)."""
+    import ast
+
+    return dict(ast.literal_eval(str(saved["meta"])))
+
+
+@lru_cache(maxsize=6)
+def _load_dataset(dataset: Dataset, max_edges: int | None, real_data: bool, keep_degree: bool = False) -> Graph:
     real = dataset.path is not None and real_data
     if real:
         path = data_dir() / dataset.path
@@ -205,9 +292,8 @@ def _load_dataset(dataset: Dataset, max_edges: int | None, real_data: bool) -> G
         graph = load_graph(path, symmetrize=dataset.symmetrize)
         origin = f"{dataset.path}"
     else:
-        n, m = standin_size(dataset, max_edges)
-        a, b, c, d = dataset.rmat_abcd
-        graph = rmat(n, m, a, b, c, d, seed=dataset.seed)
+        n, m = standin_size(dataset, max_edges, keep_degree)
+        graph = standin_edges(n, m, dataset.rmat_abcd, dataset.graph_seed)
         origin = f"R-MAT stand-in {n}V/{m}E"
     n = graph.num_vertices
     meta = dict(graph.meta, dataset=dataset.name, origin=origin, stand_in=not real)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from common import BACKEND, Graph, available_engines, create_engine
 from common.cpu.peers import installed_peers
-from common.engine.registry import BUILTIN_ENGINES, compared_engines
+from common.engine.registry import BUILTIN_ENGINES, PEER_ENGINES, compared_engines
 from common.graph.generate import power_law_labels, query_set, rmat
 
 
@@ -188,7 +188,8 @@ def _side_by_side_experiments():
     from ..harness.core import Config, Experiment, Metric, Point
     from ..harness.workloads import ENRON, GITHUB, GITHUB_Q, HPRD, HPRD_DENSE_16, YEAST, QuerySpec, yeast_queries
 
-    configs = tuple(Config.of(name, name) for name in (*ENGINES_COMPARED, *PEERS_COMPARED))
+    configs = (*(Config.of(name, name) for name in ENGINES_COMPARED),
+               *(Config(name, name, optional=True) for name in PEERS_COMPARED))
     known = (Point("HPRD dense_16", HPRD, HPRD_DENSE_16),
              *(Point(f"yeast {kind}", YEAST, yeast_queries(kind))
                for kind in ("dense_8", "sparse_8", "dense_16")),
@@ -203,24 +204,24 @@ def _side_by_side_experiments():
     # mostly have 10^9+ embeddings and run to any limit, so one query of four sets under 1 s.
     small_random = tuple(p for p in random_sets
                          if p.label in ("HPRD random 12", "yeast random 12", "GitHub random 8", "Enron random 8"))
-    # medium: the known sets with 20 queries under 0.4 s (the CPU reference and the peers need up to
-    # seconds on some: they show as unsolved); the random sets of small, 20 queries under 0.4 s.
+    # medium: the known sets with 10 queries under 0.15 s (the CPU reference and the peers need up to
+    # seconds on some: they show as unsolved); the random sets of small, 10 queries under 0.15 s.
     return (
         Experiment("compare.known", "compare", "All engines on the query sets with known counts",
                    configs, known, Metric("avg_ms"), time_limit_s=300.0, figure="scatter",
                    scatter_base="cpu", notes=note,
                    scale_at={"small": dict(time_limit_s=0.4, queries_per_set=2, max_points=None),
-                             "medium": dict(time_limit_s=0.4, queries_per_set=20, max_points=None)}),
+                             "medium": dict(time_limit_s=0.15, queries_per_set=10, max_points=None)}),
         Experiment("compare.random", "compare", "All engines on random 8/12/16-vertex queries",
                    configs, random_sets, Metric("avg_ms"), time_limit_s=300.0, figure="scatter",
                    scatter_base="cpu", notes=note, points_at={"small": small_random, "medium": small_random},
                    scale_at={"small": dict(time_limit_s=1.0, queries_per_set=1, max_points=None),
-                             "medium": dict(time_limit_s=0.4, queries_per_set=20, max_points=None)}),
+                             "medium": dict(time_limit_s=0.15, queries_per_set=10, max_points=None)}),
     )
 
 
 ENGINES_COMPARED = compared_engines()
 """The reference and the four GPU engines, each algorithm once (no ``variant_of``), in report order."""
-PEERS_COMPARED = tuple(installed_peers())
-"""networkx and igraph (common/cpu/peers.py) where installed (extra ``peers``), after gpusm's engines."""
+PEERS_COMPARED = tuple(PEER_ENGINES)
+"""networkx and igraph (common/cpu/peers.py), after gpusm's engines; each runs where installed (extra ``peers``)."""
 EXPERIMENTS = _side_by_side_experiments()

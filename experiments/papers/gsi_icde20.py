@@ -26,11 +26,11 @@ from dataclasses import replace
 
 import pandas as pd
 
-from common.cpu.peers import installed_peers
+from common.engine.registry import PEER_ENGINES
 
 from ..harness.core import Claim, Config, Experiment, Metric, Point, all_of, lower, measured, trend
 from ..harness.workloads import ENRON, GB, Dataset, QuerySpec, scaled_sweep
-from .competitors import competitor_configs, competitor_reason, not_built_claim
+from .competitors import competitor_configs, competitor_reason
 
 PAPER = "gsi_icde20"
 TIME_LIMIT_S = 100.0
@@ -83,7 +83,7 @@ SMALL = dict(time_limit_s=0.5, queries_per_set=3, max_points=2)
 SMALL_SWEEP = dict(SMALL, max_points=3)
 
 
-MEDIUM = dict(time_limit_s=0.5, queries_per_set=20, max_points=None)
+MEDIUM = dict(time_limit_s=0.25, queries_per_set=20, max_points=None)
 """The medium scale's setting for this paper (sized by the worst-case plan): every sweep point."""
 MEDIUM_POINTS = tuple(p for p in POINTS if p.label in ("Enron", "WatDiv"))
 """The tables' rows at the medium scale: the real graph and the 4M-edge WatDiv stand-in (where load
@@ -93,10 +93,20 @@ MEDIUM_TIMED = dict(MEDIUM, repeats=3)
 """... and for the timing tables IV-IX: 3 timed runs per query (their effects are small)."""
 
 
-def _experiment(name, title, configs, metric, paper=None, *, small=SMALL, medium=MEDIUM, **kw) -> Experiment:
+LARGE = dict(time_limit_s=10.0, queries_per_set=50, max_points=None)
+"""The large scale's setting (headline experiments only): 50 queries, 10 s, the paper's graphs at full size."""
+LARGE_TABLE5_POINTS = tuple(p for p in POINTS if p.label == "WatDiv")
+"""Table V's row at the large scale: WatDiv at its full 109M edges (the paper's largest effects)."""
+LARGE_FIG14_POINTS = tuple(p for p in POINTS if p.label == "gowalla")
+"""Fig. 14's row at the large scale: gowalla at full size (the CPU peers cannot load WatDiv)."""
+
+
+def _experiment(name, title, configs, metric, paper=None, *, small=SMALL, medium=MEDIUM, large=None,
+                **kw) -> Experiment:
     points_at = kw.pop("points_at", {"medium": MEDIUM_POINTS} if "points" not in kw else {})
+    scale_at = {"small": small, "medium": medium} | ({"large": large} if large is not None else {})
     return Experiment(f"{PAPER}.{name}", PAPER, title, tuple(configs), kw.pop("points", POINTS), metric,
-                      TIME_LIMIT_S, MEMORY_CAP, paper_values=paper, scale_at={"small": small, "medium": medium},
+                      TIME_LIMIT_S, MEMORY_CAP, paper_values=paper, scale_at=scale_at,
                       points_at=points_at, **kw)
 
 
@@ -146,11 +156,11 @@ ALL_ENGINES = (Config.of("GSI", "gsi", **GSI_PLAIN), Config.of("GSI-opt", "gsi",
                Config.of("EGSM", "egsm", wedge_filter_min_edges=0), Config.of("gMatch", "gmatch"),
                Config.of("STwig", "stwig"),
                Config.of("CPU reference", "cpu"))
-CPU_PEERS = tuple(Config.of(f"{name} (CPU)", name) for name in installed_peers())
-"""The CPU matchers that can be had (networkx VF2, igraph LAD: common/cpu/peers.py), where installed,
-in place of the paper's VF3, CFL-Match and CBWJ."""
+CPU_PEERS = tuple(Config(f"{name} (CPU)", name, optional=True) for name in PEER_ENGINES)
+"""The CPU matchers that can be had (networkx VF2, igraph LAD: common/cpu/peers.py), in place of the
+paper's VF3, CFL-Match and CBWJ; each runs where its package is installed (extra ``peers``)."""
 GSI_AUTHORS = competitor_configs("gsi-authors", "GSI (authors)")
-"""The authors' GSI (pkumod/GSI), where ``make competitors`` built it."""
+"""The authors' GSI (pkumod/GSI), run where ``make competitors`` built it."""
 
 # Fig. 15(a): WatDiv stand-ins of growing size (the paper: watdiv10M ... 210M edges).
 _WATDIV = DATASETS[4]
@@ -173,6 +183,11 @@ EDGE_SWEEP = tuple(Point(f"|E(Q)|={m}", _GOWALLA, QuerySpec("walk", size=12, cou
 VERTEX_SWEEP = tuple(Point(f"|V(Q)|={k}", _GOWALLA, QuerySpec("walk", size=k, count=100, num_edges=2 * k), x=k)
                      for k in (8, 10, 12, 13, 14, 16))
 
+def _three(points) -> tuple:
+    """A sweep's first, middle and last points: the medium scale's (the claims compare the ends)."""
+    return (points[0], points[len(points) // 2], points[-1])
+
+
 EXPERIMENTS = (
     _experiment("table4_candidates", "Table IV: minimum candidate-set size per filter", FILTERS,
                 Metric("stat", stat="min_candidates"),
@@ -181,7 +196,8 @@ EXPERIMENTS = (
                 Metric("avg_ms", phases=("filter",)),
                 paper_table(_T4, ["c1", "c2", "c3"] + _FILTER_COLS)[_FILTER_COLS], medium=MEDIUM_TIMED),
     _experiment("table5_time", "Table V: join techniques, time (ms)", JOIN, Metric("avg_ms"),
-                paper_table(T5_MS, JOIN_COLUMNS), medium=MEDIUM_TIMED),
+                paper_table(T5_MS, JOIN_COLUMNS), medium=MEDIUM_TIMED, large=LARGE,
+                points_at={"medium": MEDIUM_POINTS, "large": LARGE_TABLE5_POINTS}),
     _experiment("table5_gld", "Table V: join techniques, global-memory loads", instrumented(JOIN),
                 Metric("stat", stat="loads_total", partial_runs=False), paper_table(T5_GLD, JOIN_COLUMNS)),
     _experiment("table6_time", "Table VI: CR vs PCSR, time (ms)", STRUCTURES, Metric("avg_ms"),
@@ -197,7 +213,8 @@ EXPERIMENTS = (
     _experiment("table9_gld", "Table IX: duplicate removal, global-memory loads", instrumented(DUPLICATES),
                 Metric("stat", stat="loads_total", partial_runs=False), paper_table(_T9_GLD, ["with dup", "DR"])),
     _experiment("fig14", "Fig. 14: all engines per dataset, average time (ms)", ALL_ENGINES + GSI_AUTHORS + CPU_PEERS,
-                Metric("avg_ms"), figure="bars", points_at={"medium": FIG14_POINTS},
+                Metric("avg_ms"), figure="bars", points_at={"medium": FIG14_POINTS, "large": LARGE_FIG14_POINTS},
+                large=LARGE,
                 notes="the paper's competitors are not built; this toolkit's engines stand beside GSI, and the "
                       "CPU peers networkx (VF2) and igraph (LAD) stand in for its CPU matchers (VF3, CFL-Match, "
                       "CBWJ); "
@@ -207,9 +224,9 @@ EXPERIMENTS = (
                 Metric("avg_ms"), points=SIZE_SWEEP, figure="lines", small=SMALL_SWEEP,
                 xlabel="data-graph edges at full scale (millions; smaller scales shrink every point alike)",
                 points_at={"small": scaled_sweep(SIZE_SWEEP, "small"),
-                           "medium": scaled_sweep(SIZE_SWEEP, "medium")}),
+                           "medium": _three(scaled_sweep(SIZE_SWEEP, "medium"))}),
     _experiment("fig15b", "Fig. 15(b): launch grid capped at k blocks (WatDiv), GSI-opt", ALL_ENGINES[1:2],
-                Metric("avg_ms"), points=SM_SWEEP, figure="lines",
+                Metric("avg_ms"), points=SM_SWEEP, figure="lines", points_at={"medium": _three(SM_SWEEP)},
                 xlabel="blocks of the launch grid (count; the paper: SMs 1..30)",
                 notes="the number of SMs cannot be set; grids capped at k blocks of grid-stride loops stand in "
                       "for k SMs (one resident block per SM), as docs/papers.md proposes"),
@@ -218,15 +235,19 @@ EXPERIMENTS = (
                 notes="the runs of Fig. 14's GSI-opt column (shared)"),
     _experiment("fig16a_vertex_labels", "Fig. 16(a): number of vertex labels (gowalla), GSI-opt",
                 ALL_ENGINES[1:2], Metric("avg_ms"), points=VERTEX_LABEL_SWEEP, figure="lines", small=SMALL_SWEEP,
+                points_at={"medium": _three(VERTEX_LABEL_SWEEP)},
                 xlabel="vertex labels |L_V| (count)"),
     _experiment("fig16a_edge_labels", "Fig. 16(a): number of edge labels (gowalla), GSI-opt",
                 ALL_ENGINES[1:2], Metric("avg_ms"), points=EDGE_LABEL_SWEEP, figure="lines", small=SMALL_SWEEP,
+                points_at={"medium": _three(EDGE_LABEL_SWEEP)},
                 xlabel="edge labels |L_E| (count)"),
     _experiment("fig16b_edges", "Fig. 16(b): |E(Q)| at |V(Q)| = 12 (gowalla), GSI-opt", ALL_ENGINES[1:2],
                 Metric("avg_ms"), points=EDGE_SWEEP, figure="lines", small=SMALL_SWEEP,
+                points_at={"medium": _three(EDGE_SWEEP)},
                 xlabel="query edges |E(Q)| (count)"),
     _experiment("fig16b_vertices", "Fig. 16(b): |V(Q)| at |E(Q)| = 2|V(Q)| (gowalla), GSI-opt",
                 ALL_ENGINES[1:2], Metric("avg_ms"), points=VERTEX_SWEEP, figure="lines", small=SMALL_SWEEP,
+                points_at={"medium": _three(VERTEX_SWEEP)},
                 xlabel="query vertices |V(Q)| (count)"),
 )
 
@@ -263,14 +284,10 @@ CLAIMS = {
     "fig14": (Claim("Fig. 14: GSI answers every dataset's queries in under 1 s on average", measured("GSI"),
                     "shown, not judged: a solved query ends within the limit, which is under 1 s here"),
               Claim("Fig. 14: GSI is faster than the CPU matchers",
-                    all_of(*(lower("GSI", c.label) for c in CPU_PEERS)) if CPU_PEERS else None,
-                    "against networkx/igraph (the paper's VF3, CFL-Match and CBWJ are not built)"
-                    if CPU_PEERS else "no CPU peer is installed (pip install 'gpusm[peers]')"),
+                    all_of(*(lower("GSI", c.label) for c in CPU_PEERS)),
+                    "against networkx/igraph (the paper's VF3, CFL-Match and CBWJ are not built)"),
               Claim("Fig. 14: the authors' GSI is faster than the CPU matchers",
-                    all_of(*(lower("GSI (authors)", c.label) for c in CPU_PEERS))
-                    if CPU_PEERS and GSI_AUTHORS else None,
-                    "against networkx/igraph" if CPU_PEERS and GSI_AUTHORS
-                    else "no CPU peer is installed" if GSI_AUTHORS else not_built_claim("GSI (authors)"))),
+                    all_of(*(lower("GSI (authors)", c.label) for c in CPU_PEERS)), "against networkx/igraph")),
     "fig15a": (Claim("Fig. 15(a): GSI-opt's time grows more slowly than the data (21x from first to last point)",
                      measured("GSI-opt"), "shown, not judged: sub-millisecond times cannot grow 21x here"),),
     "fig15b": (Claim("Fig. 15(b): GSI-opt gets faster with more SMs (here: blocks)", trend("GSI-opt", "down"),

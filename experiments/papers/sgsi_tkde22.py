@@ -33,7 +33,7 @@ from . import gsi_icde20 as gsi
 PAPER = "sgsi_tkde22"
 TIME_LIMIT_S = 100.0
 LARGE_LIMIT_S = 24 * 3600.0
-SMALL_CAPS = {"tiny": 1 << 20, "small": 64 << 20, "medium": 128 << 20}
+SMALL_CAPS = {"tiny": 1 << 20, "small": 64 << 20, "medium": 128 << 20, "large": 1 * GB}
 
 # the paper's SGSI streams segments only (zero_copy=False); both configs time copies and kernels
 # (instrument: Table 7 reads them) in every run, so Tables 5 and 7 share runs at equal overhead
@@ -48,6 +48,8 @@ LARGE = (
     Dataset("WD", 97_000_000, 1_000_000_000, vertex_labels=1000, edge_labels=86),
 )
 LARGE_POINTS = tuple(Point(d.name, d, gsi.QUERIES) for d in LARGE)
+LARGE_TABLE5_POINTS = tuple(p for p in LARGE_POINTS if p.label == "WD")
+"""Table 5's row at the large scale: WD, 1B edges shrunk to 64M at its average degree."""
 _T5 = pd.DataFrame({"SGSI": [56, 210, 596, 282], "SGSI+": [21, 148, 403, 117]},
                    index=[d.name for d in LARGE]) * 1000.0          # seconds -> ms
 _T7_COMP = pd.DataFrame({"SGSI+": [12.9, 111, 323, 76.1]}, index=[d.name for d in LARGE]) * 1000.0
@@ -71,19 +73,35 @@ SMALL = dict(time_limit_s=0.5, queries_per_set=2, max_points=2)
 """The small scale's setting for the in-core tables (sized by the worst-case plan)."""
 SMALL_LARGE = dict(time_limit_s=1.0, queries_per_set=2, max_points=2)
 """... and for the out-of-core ones (several partitions per query: a longer limit)."""
-MEDIUM = dict(time_limit_s=0.5, queries_per_set=20, max_points=1)
+MEDIUM = dict(time_limit_s=0.25, queries_per_set=20, max_points=1)
 """The medium scale's setting for the in-core tables: Enron (GSI's tables run Enron and WatDiv)."""
 MEDIUM_TIMED = dict(MEDIUM, repeats=3)
 """... and for the timing tables 3 and 4: 3 timed runs per query (their effects are small)."""
-MEDIUM_LARGE = dict(time_limit_s=1.0, queries_per_set=20, max_points=None)
+MEDIUM_LARGE = dict(time_limit_s=0.25, queries_per_set=20, max_points=None)
 """... and for the out-of-core tables: every graph; ``MEDIUM_SWEEP`` for the sweeps, every point."""
-MEDIUM_SWEEP = dict(MEDIUM_LARGE, time_limit_s=0.5)
+MEDIUM_SWEEP = dict(MEDIUM_LARGE, time_limit_s=0.25)
+
+
+LARGE_SCALE = dict(time_limit_s=10.0, queries_per_set=50, max_points=None)
+"""The large scale's setting (Table 5 and Fig. 17): 50 queries, 10 s, stand-ins of up to 256M edges
+with the paper's average degree under a 1 GiB device cap (several partitions each)."""
+
+
+def _three(points) -> tuple:
+    """A sweep's first, middle and last points: the medium scale's (the claims compare the ends)."""
+    return (points[0], points[len(points) // 2], points[-1])
+
+
+def _ends(points) -> tuple:
+    """A sweep's first and last points: what its claim compares (the large scale runs only those)."""
+    return (points[0], points[-1])
 
 
 def _experiment(name, title, configs, metric, points, paper=None, *, limit=TIME_LIMIT_S, cap=12 * GB,
-                small=SMALL, medium=MEDIUM, **kw) -> Experiment:
+                small=SMALL, medium=MEDIUM, large=None, **kw) -> Experiment:
+    scale_at = {"small": small, "medium": medium} | ({"large": large} if large is not None else {})
     return Experiment(f"{PAPER}.{name}", PAPER, title, tuple(configs), tuple(points), metric, limit, cap,
-                      paper_values=paper, scale_at={"small": small, "medium": medium}, **kw)
+                      paper_values=paper, scale_at=scale_at, **kw)
 
 
 def _large(name, title, configs, metric, points=LARGE_POINTS, paper=None, *, small=SMALL_LARGE,
@@ -103,21 +121,27 @@ EXPERIMENTS = (
     _experiment("table6_gpu_memory", "Table 6: peak GPU memory of GSI (MiB)", (GSI_INCORE,), Metric("peak_mb"),
                 gsi.POINTS, _T6_GPU.rename(columns={"GSI": "GSI (in-core)"})),
     _large("table5", "Table 5: elapsed time on graphs larger than the GPU (ms)", (SGSI, SGSI_PLUS),
-           Metric("avg_ms"), paper=_T5),
+           Metric("avg_ms"), paper=_T5, large=LARGE_SCALE, points_at={"large": LARGE_TABLE5_POINTS}),
     _large("table7_comp", "Table 7: computation time (ms), SGSI+: summed device time of its kernels",
-           (SGSI_PLUS,), Metric("stat", stat="comp_s", partial_runs=False, factor=1000.0), paper=_T7_COMP),
+           (SGSI_PLUS,), Metric("stat", stat="comp_s", partial_runs=False, factor=1000.0), paper=_T7_COMP,
+           large=LARGE_SCALE, points_at={"large": LARGE_TABLE5_POINTS}),
     _large("table7_comm", "Table 7: communication time (ms), SGSI+: summed device time of its copies",
-           (SGSI_PLUS,), Metric("stat", stat="comm_s", partial_runs=False, factor=1000.0), paper=_T7_COMM),
+           (SGSI_PLUS,), Metric("stat", stat="comm_s", partial_runs=False, factor=1000.0), paper=_T7_COMM,
+           large=LARGE_SCALE, points_at={"large": LARGE_TABLE5_POINTS}),
     _large("fig17_edges", "Fig. 17: data size (WatDiv stand-ins), SGSI vs SGSI+", (SGSI, SGSI_PLUS),
            Metric("avg_ms"), _EDGE_SWEEP, figure="lines", small=dict(SMALL_LARGE, max_points=3),
-           medium=MEDIUM_SWEEP,
-           points_at={"small": scaled_sweep(_EDGE_SWEEP, "small"), "medium": scaled_sweep(_EDGE_SWEEP, "medium")},
+           medium=MEDIUM_SWEEP, large=LARGE_SCALE,
+           points_at={"small": scaled_sweep(_EDGE_SWEEP, "small"),
+                      "medium": _three(scaled_sweep(_EDGE_SWEEP, "medium")),
+                      "large": _ends(scaled_sweep(_EDGE_SWEEP, "large"))},
            xlabel="data-graph edges at full scale (billions; smaller scales shrink every point alike)"),
     _large("fig17_query_size", "Fig. 17: query size (WD), SGSI vs SGSI+", (SGSI, SGSI_PLUS),
            Metric("avg_ms"), _QUERY_SWEEP, figure="lines", small=dict(SMALL_LARGE, max_points=3), medium=MEDIUM_SWEEP,
+           large=LARGE_SCALE, points_at={"medium": _three(_QUERY_SWEEP), "large": _ends(_QUERY_SWEEP)},
            xlabel="query vertices |V(Q)| (count)"),
     _large("fig17_labels", "Fig. 17: number of vertex labels (WD), SGSI vs SGSI+", (SGSI, SGSI_PLUS),
            Metric("avg_ms"), _LABEL_SWEEP, figure="lines", small=dict(SMALL_LARGE, max_points=3), medium=MEDIUM_SWEEP,
+           large=LARGE_SCALE, points_at={"medium": _three(_LABEL_SWEEP), "large": _ends(_LABEL_SWEEP)},
            xlabel="vertex labels |L_V| (count)"),
 )
 

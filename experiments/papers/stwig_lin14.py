@@ -37,7 +37,7 @@ RMAT_ABCD = (0.4, 0.2, 0.2, 0.2)
 def rmat_graph(vertices: int = 16384, labels: int = 16, degree: int = 32) -> Dataset:
     """The paper's R-MAT data graph (§5)."""
     return Dataset(f"R-MAT {vertices // 1024}K L{labels} d{degree}", vertices, vertices * degree // 2,
-                   vertex_labels=labels, label_distribution="uniform", rmat_abcd=RMAT_ABCD)
+                   vertex_labels=labels, label_distribution="uniform", rmat_abcd=RMAT_ABCD, graph_seed=1)
 
 
 QUERIES = QuerySpec("stwig", sizes=(5, 6, 7, 8, 9, 10), count=100)
@@ -47,13 +47,18 @@ SPEEDUP = Metric("speedup", base="GPU")
 
 SMALL = dict(time_limit_s=1.0, queries_per_set=3, max_points=3)
 """The small scale's setting for this paper (sized by the worst-case plan)."""
-MEDIUM = dict(time_limit_s=0.75, queries_per_set=20, max_points=None)
+MEDIUM = dict(time_limit_s=0.25, queries_per_set=20, max_points=None)
 """The medium scale's setting for this paper (sized by the worst-case plan)."""
+LARGE = dict(time_limit_s=10.0, queries_per_set=50, max_points=None)
+"""The large scale's setting (Fig. 3a and 3d only): 50 queries, 10 s per query."""
+LARGE_FIG3D = ("N=5", "N=9")
+"""Fig. 3d's rows at the large scale: the two its claim compares."""
 
 
-def _experiment(name, title, configs, metric, points, paper=None, **kw) -> Experiment:
+def _experiment(name, title, configs, metric, points, paper=None, *, large=False, **kw) -> Experiment:
+    scale_at = {"small": SMALL, "medium": MEDIUM} | ({"large": LARGE} if large else {})
     return Experiment(f"{PAPER}.{name}", PAPER, title, tuple(configs), tuple(points), metric,
-                      TIME_LIMIT_S, paper_values=paper, scale_at={"small": SMALL, "medium": MEDIUM}, **kw)
+                      TIME_LIMIT_S, paper_values=paper, scale_at=scale_at, **kw)
 
 
 def _sweep(name: str, values, make, title: str, xlabel: str, paper=None) -> Experiment:
@@ -61,16 +66,20 @@ def _sweep(name: str, values, make, title: str, xlabel: str, paper=None) -> Expe
     return _experiment(f"fig3_{name}", title, (GPU, CPU), SPEEDUP, points, paper, figure="lines", xlabel=xlabel)
 
 
+FIG3D_POINTS = tuple(Point(f"N={n}", rmat_graph(), QuerySpec("stwig", sizes=(n,), count=100), x=n)
+                     for n in range(5, 11))
+"""Fig. 3d's rows: 100 queries of each size N (the first 20 at the medium scale)."""
+
 EXPERIMENTS = (
     _experiment("fig3a_total", "Fig. 3a: total time (ms), CPU vs GPU", (GPU, CPU), Metric("avg_ms"),
-                (DEFAULT,), figure="bars"),
+                (DEFAULT,), figure="bars", large=True),
     _experiment("fig3a_join_speedup", "Fig. 3a: join-only speedup of the GPU (t_CPU / t_GPU, join phase)",
                 (GPU, CPU), Metric("speedup", base="GPU", phases=("enumerate",)), (DEFAULT,),
-                pd.DataFrame({"CPU": [26.0]}, index=[DEFAULT.label])),
+                pd.DataFrame({"CPU": [26.0]}, index=[DEFAULT.label]), large=True),
     _experiment("fig3a_hash", "Fig. 3a: (copy &) hash time (ms)", (GPU, CPU),
-                Metric("avg_ms", phases=("transfer", "index")), (DEFAULT,), figure="bars"),
+                Metric("avg_ms", phases=("transfer", "index")), (DEFAULT,), figure="bars", large=True),
     _experiment("fig3a_explore", "Fig. 3a: exploration ('other') time (ms)", (GPU, CPU),
-                Metric("avg_ms", phases=("filter",)), (DEFAULT,), figure="bars"),
+                Metric("avg_ms", phases=("filter",)), (DEFAULT,), figure="bars", large=True),
     _sweep("vertices", (16384, 32768, 65536, 131072), lambda n: rmat_graph(vertices=n),
            "§5.2 / Fig. 3c: speedup vs data size (t_CPU / t_GPU)", "data-graph vertices (count)"),
     _sweep("labels", (8, 16, 32, 64), lambda k: rmat_graph(labels=k), "Fig. 3b: speedup vs number of labels",
@@ -78,9 +87,9 @@ EXPERIMENTS = (
     _sweep("degree", (8, 16, 32, 64), lambda d: rmat_graph(degree=d), "Fig. 3c: speedup vs average degree",
            "average degree (edges per vertex)"),
     _experiment("fig3d", "Fig. 3d: speedup vs query size N", (GPU, CPU), SPEEDUP,
-                tuple(Point(f"N={n}", rmat_graph(), QuerySpec("stwig", sizes=(n,), count=20), x=n)
-                      for n in range(5, 11)),
-                pd.DataFrame({"CPU": [15.66]}, index=["N=9"]), figure="lines", xlabel="query size N (vertices)"),
+                FIG3D_POINTS, pd.DataFrame({"CPU": [15.66]}, index=["N=9"]), figure="lines",
+                xlabel="query size N (vertices)", large=True,
+                points_at={"large": tuple(p for p in FIG3D_POINTS if p.label in LARGE_FIG3D)}),
 )
 
 

@@ -1,14 +1,15 @@
-"""Compile gMatch's, EGSM's and GSI's hot kernels for a real GPU on a machine without one, and read their resources.
+"""Compile the engines' hot kernels for a real GPU on a machine without one, and read their resources.
 
 The CUDA simulator accepts code that Numba's CUDA compiler rejects, so a kernel changed without a
 GPU at hand should at least compile. This compiles every variant of gMatch's fine and coarse DFS,
-the filter and the BFS seed expansion, and EGSM's filter, index, wedge-filter and enumeration
-kernels, and GSI's first-edge kernel and one-launch join, to PTX for ``--cc`` (default 9.0,
-Hopper) with NVVM, and with ``ptxas`` (when found) prints registers, spills and shared memory of
-gMatch's fine kernel as the engine builds it (``max_registers=64``), its filter, the EGSM kernels
-and the two GSI kernels. It needs the CUDA toolkit libraries numba-cuda uses
-(``pip install 'numba-cuda[cu12]'``) but no driver: the device functions' compute capability is
-taken from ``--cc``. Not a test (CI has no CUDA toolkit); a developer's check.
+the filter and the BFS seed expansion, EGSM's filter, index, scan, wedge-filter and enumeration
+kernels, GSI's first-edge, heavy-row, counts-and-scan kernels and one-launch join, SGSI's kernels
+and STwig's join kernels, to PTX for ``--cc`` (default 9.0, Hopper) with NVVM, and with ``ptxas``
+(when found) prints registers, spills and shared memory of gMatch's fine kernel as the engine
+builds it (``max_registers=64``), its filter, and every EGSM, GSI, SGSI and STwig kernel. It
+needs the CUDA toolkit libraries numba-cuda uses (``pip install 'numba-cuda[cu12]'``) but no
+driver: the device functions' compute capability is taken from ``--cc``. Not a test (CI has
+no CUDA toolkit); a developer's check.
 
     NUMBA_ENABLE_CUDASIM=0 python -m experiments.profiling.ptx_check
 """
@@ -118,9 +119,11 @@ def main(argv=None) -> int:
     filter_ptx, _ = cuda.compile_ptx(filter_kernel.py_func, (i64(1), i32(1), i32(1), i32(3), u32(2)), cc=cc)
     egsm_ptx = _egsm_ptx(cuda, types, i32, i64, cc)
     gsi_ptx = _gsi_ptx(cuda, types, i32, i64, u32, cc)
+    sgsi_ptx = _compiled(cuda, _sgsi_kernels(), cc)
+    stwig_ptx = _compiled(cuda, _stwig_kernels(), cc)
     print(f"compiled for sm_{cc[0]}{cc[1]}: 18 fine (one counting the last position, one adding one per match), "
           f"6 coarse, 2 seed-expansion kernels and the filter of gMatch, {len(egsm_ptx)} EGSM kernels, "
-          f"{len(gsi_ptx)} GSI kernels")
+          f"{len(gsi_ptx)} GSI kernels, {len(sgsi_ptx)} SGSI kernels, {len(stwig_ptx)} STwig kernels")
     ptxas = _ptxas()
     if ptxas is None:
         print("ptxas not found: no resource report")
@@ -132,6 +135,8 @@ def main(argv=None) -> int:
     reports.append(("filter kernel (a warp per data vertex)", filter_ptx, None))
     reports += [(f"EGSM {name}", ptx, None) for name, ptx in egsm_ptx.items()]
     reports += [(f"GSI {name}", ptx, 64 if name.startswith("fused") else None) for name, ptx in gsi_ptx.items()]
+    reports += [(f"SGSI {name}", ptx, None) for name, ptx in sgsi_ptx.items()]
+    reports += [(f"STwig {name}", ptx, None) for name, ptx in stwig_ptx.items()]
     for name, ptx, max_registers in reports:
         with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
             f.write(ptx)
@@ -149,7 +154,7 @@ def main(argv=None) -> int:
 
 def _egsm_ptx(cuda, types, i32, i64, cc) -> dict:
     """PTX of EGSM's kernels for the argument types the engine passes."""
-    from egsm.cuckoo_trie import count_kernel, fill_kernel, small_index_kernel
+    from egsm.cuckoo_trie import count_kernel, fill_kernel, small_index_kernel, small_scan_kernel
     from egsm.enumerate import extend_kernel
     from egsm.filter import candidate_kernel, prune_all_kernel
 
@@ -161,6 +166,7 @@ def _egsm_ptx(cuda, types, i32, i64, cc) -> dict:
         "fill_kernel": (fill_kernel, (i64(1), i32(1), i64(1), n, i64(1), i32(1), i64(1), i32(1), i32(1))),
         "small_index_kernel": (small_index_kernel, (n, n, i64(1), i64(1), i32(1), i64(1), n, n, i64(1), i32(1),
                                                     i32(1), i64(1), i32(1), i32(1), i64(1), i32(1), i64(1))),
+        "small_scan_kernel": (small_scan_kernel, (i64(1), n, n, i64(1), i64(1), i64(1), n)),
         "prune_all_kernel": (prune_all_kernel, (i64(1), i32(1), i32(1), i64(1), i32(1), i32(1), i64(1), n)),
         "extend_kernel": (extend_kernel, (i64(1), i64(1), i32(1), i64(1), i32(1), i32(1), i32(1), i64(1),
                                           i32(1), n, i64(1), n, n, n, n, n, n, n, n, n, flag, flag, n, flag,
@@ -171,11 +177,12 @@ def _egsm_ptx(cuda, types, i32, i64, cc) -> dict:
 
 
 def _gsi_ptx(cuda, types, i32, i64, u32, cc) -> dict:
-    """PTX of GSI's first-edge kernel (8 warps: the default block) and its one-launch join
-    (``FUSE_WARPS``)."""
+    """PTX of GSI's first-edge, heavy-row and counts-and-scan kernels (8 warps: the default
+    block) and its one-launch join (``FUSE_WARPS``)."""
     from gsi.balance import make_balanced_kernels
     from gsi.engine import FUSE_WARPS
     from gsi.fused import make_fused_kernel
+    from gsi.join import make_kernels as make_join_kernels
 
     n = types.int64
     index = (n, i64(1), i32(1), i32(1), i64(1), i32(1), i32(1))      # DeviceNeighborIndex.args()
@@ -183,12 +190,79 @@ def _gsi_ptx(cuda, types, i32, i64, u32, cc) -> dict:
         "block_first_edge (8 warps)": (make_balanced_kernels(8).block_first_edge,
                              (i32(1), n, n, n, n, n, n, u32(1), n, i64(1), i32(1), i64(1), n, *index, n, n, n, n,
                               i64(1), i64(1), i32(1), n, n, i64(1), n)),
+        "heavy (8 warps)": (make_balanced_kernels(8).heavy, _signature(
+            "i32, n, n, n, n, n, u32, n, i64, i32, i64, n, n, i64, i32, i32, i64, i32, i32, i64, i64, i32, n, n, n, "
+            "i64, n")),
+        "counts_scan (8 warps)": (make_join_kernels(8).counts_scan, _signature(
+            "i32, n, n, n, n, n, n, n, i64, i32, i32, i64, i32, i32, i64, i64, i64, i64, i64, n")),
         f"fused_join ({FUSE_WARPS} warps)": (make_fused_kernel(FUSE_WARPS),
                                             (u32(1), n, n, i32(1), n, n, n, i32(1), n, i32(1), i32(1), n, n, n, n,
                                              n, n, i64(1), i64(1), i32(1), i64(1), i64(1), n, *index, n, i64(1))),
     }
     return {name: cuda.compile_ptx(kernel.py_func, sig, cc=cc)[0]
             for name, (kernel, sig) in signatures.items()}
+
+
+def _signature(spec: str) -> tuple:
+    """Argument types from a compact spec: ``i32``/``i64``/``u32`` 1-D arrays (``i32.2``: 2-D),
+    ``n`` an int64 scalar, ``b`` a boolean (the types the engines' launches pass)."""
+    from numba import typeof, types
+
+    dtypes = {"i32": np.int32, "i64": np.int64, "u32": np.uint32}
+    out = []
+    for item in (part.strip() for part in spec.split(",")):
+        name, _, ndim = item.partition(".")
+        if name == "n":
+            out.append(types.int64)
+        elif name == "b":
+            out.append(types.boolean)
+        else:
+            out.append(typeof(np.zeros((1,) * int(ndim or 1), dtypes[name])))
+    return tuple(out)
+
+
+def _compiled(cuda, kernels: dict, cc) -> dict:
+    """PTX of each (kernel, signature spec) in ``kernels``, by name."""
+    return {name: cuda.compile_ptx(kernel.py_func, _signature(spec), cc=cc)[0]
+            for name, (kernel, spec) in kernels.items()}
+
+
+def _sgsi_kernels() -> dict:
+    """SGSI's kernels (8 warps) with the argument types its out-of-core join passes."""
+    from gsi.sgsi import make_sgsi_kernels
+
+    k = make_sgsi_kernels(8)
+    return {
+        "bounds": (k.bounds, "i32, n, n, n, i32, n, n, i32, n, i32, n, n, i64, i64, i64, i32, i32, i32, i32, i64, n, "
+                             "i64"),
+        "segment_first": (k.segment_first, "i32, n, n, n, n, n, n, n, n, n, u32, n, i64, i32, i64, n, i64, i32, n"),
+        "segment_prep": (k.segment_prep, "i64, i64, i64, n, i64"),
+        "segment_add": (k.segment_add, "i64, i64, n"),
+        "segment_intersect": (k.segment_intersect, "i32, n, n, n, n, n, n, n, i64, i32, i64, i64, i64, n, i64, i32, "
+                                                   "n"),
+        "link_part": (k.link_part, "i32, n, n, n, n, i32, i64, i64, i64, n, i32"),
+        "bucket_count": (k.bucket_count, "i32, n, n, n, n, i32, i64, i64, n, i32, n, n, i64"),
+        "bucket_link": (k.bucket_link, "i32, n, n, n, n, i32, i64, i64, n, i32, n, n, i64, i32"),
+        "in_place_count": (k.in_place_count, "i32, n, n, n, i32, n, n, u32, n, i32, i32, i64, n, n, i64, i64"),
+        "in_place_write": (k.in_place_write, "i32, n, n, n, n, i32, n, n, u32, n, i32, i32, i64, n, i64, n, i32, "
+                                             "i64"),
+    }
+
+
+def _stwig_kernels() -> dict:
+    """STwig's join kernels with the argument types its hash join passes."""
+    from stwig.join import _build_tables_gpu, _expand_units_kernel, _join_gpu, _split_small_gpu
+
+    tables = "i64.2, i64.2, i64.2, i64.2"
+    return {
+        "build_tables": (_build_tables_gpu, "i32, i64.2, i64.2, n, n, i32, i32"),
+        "expand_units": (_expand_units_kernel, f"n, n, i32, i32.2, i32, n, n, i32, i32, {tables}, b, b, i64, i32, "
+                                               "i32.2"),
+        "join": (_join_gpu, f"i32, n, n, n, n, i64, n, n, i64.2, n, n, n, i32, i32.2, n, n, i32, i32, {tables}, b, "
+                            "n, i64, i32"),
+        "split_small": (_split_small_gpu, f"n, n, n, n, i32, n, n, i32, i32, {tables}, b, i32, i32.2, i32, i32.2, "
+                                          "i64"),
+    }
 
 
 if __name__ == "__main__":

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The large scale's proof run: STwig's large set (Figs. 3a and 3d) on the GPUs lent, through Dask.
+#   bash experiments/large_proof.sh            # run (or resume) into results/stwig_lin14/*.large.*
+#   bash experiments/large_proof.sh recheck    # run Fig. 3a's two cells again into a fresh folder and
+#                                              # print both calls' verdicts side by side
+# Resumable: a call killed at its limit keeps every finished query (results/.partial/); run it again.
+# GPUS picks the GPUs (default 0,1,2,3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GPUS=${GPUS:-0,1,2,3}
+PY=${PYTHON:-python}
+if [ "${1:-}" = recheck ]; then
+    OUT=${RECHECK_OUT:-/tmp/gpusm-recheck}
+    rm -rf "$OUT"
+    "$PY" -m experiments stwig_lin14.fig3a_total stwig_lin14.fig3a_join_speedup stwig_lin14.fig3a_hash \
+        --scale large --dask local-cuda --gpus "$GPUS" --out "$OUT" --quiet --yes
+    "$PY" - "$OUT" <<'PY'
+import json, sys
+first = json.load(open("results/stwig_lin14/run.large.json"))["experiments"]
+again = json.load(open(f"{sys.argv[1]}/stwig_lin14/run.large.json"))["experiments"]
+same = True
+for name, entry in again.items():
+    for a, b in zip(first[name]["claims"], entry["claims"]):
+        same &= a["verdict"] == b["verdict"]
+        print(f"{name}: {a['verdict']!r} (committed) / {b['verdict']!r} (again): {b['claim']}")
+print("same verdicts" if same else "VERDICTS DIFFER")
+sys.exit(0 if same else 1)
+PY
+    exit
+fi
+"$PY" -m experiments --paper stwig_lin14 --scale large --dask local-cuda --gpus "$GPUS" --quiet --yes

@@ -1,0 +1,163 @@
+"""The large scale: its settings meet the minimums, its plan fits 8 GPU-hours, every dataset of a
+table is its own graph, a stand-in is cached on disk, repeats share the limit, and a resumed run
+keeps its finished queries and sums its calls' wall time. Graphs are built at tiny sizes only."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from experiments import PAPERS, experiments_of
+from experiments.harness.core import at_scale, plan
+from experiments.harness.workloads import (
+    LARGE_MIN_LIMIT_S,
+    LARGE_MIN_QUERIES,
+    SCALES,
+    Dataset,
+    get_scale,
+    graph_key,
+    standin_edges,
+)
+
+LARGE = get_scale("large")
+HEADLINE = {"gsi_icde20.fig14", "gsi_icde20.table5_time", "sgsi_tkde22.table5", "sgsi_tkde22.fig17_edges",
+            "sgsi_tkde22.fig17_query_size", "sgsi_tkde22.fig17_labels", "egsm_sigmod23.fig8", "egsm_sigmod23.fig9",
+            "egsm_sigmod23.table4", "gmatch_pvldb26.fig9", "gmatch_pvldb26.table4", "gmatch_pvldb26.table5",
+            "stwig_lin14.fig3a_total", "stwig_lin14.fig3d"}
+
+
+def test_the_headline_experiments_run_at_large_with_the_minimums():
+    large = {e.name: e for e in at_scale(experiments_of(), LARGE)}
+    assert HEADLINE <= set(large)
+    for experiment in large.values():
+        assert experiment.time_limit_for(LARGE) >= LARGE_MIN_LIMIT_S, experiment.name
+        assert experiment.repeats_for(LARGE) >= 3, experiment.name
+        here = experiment.scale_for(LARGE)
+        for point in experiment.points_for(LARGE):
+            if point.queries.kind not in ("files", "patterns"):      # a pattern cell is one pattern
+                assert point.queries.count_at(here) >= LARGE_MIN_QUERIES, (experiment.name, point.label)
+    # the papers' query sizes: EGSM's and gMatch's 12-vertex queries (medium runs 8)
+    for name in ("egsm_sigmod23.fig8", "egsm_sigmod23.table4", "gmatch_pvldb26.fig9"):
+        assert {p.queries.size for p in large[name].points_for(LARGE)} == {12}, name
+    assert "compare" not in {e.paper for e in large.values()}
+
+
+def test_the_large_plan_fits_eight_gpu_hours():
+    total = sum(line.worst_s for paper in PAPERS for line in plan(experiments_of(paper), LARGE))
+    assert 0 < total <= 8 * 3600
+
+
+def test_medium_fits_thirty_minutes_on_one_gpu_with_three_runs_per_timed_query():
+    medium = get_scale("medium")
+    lines = [line for paper in PAPERS for line in plan(experiments_of(paper), medium)]
+    assert sum(line.worst_s for line in lines) <= 30 * 60
+    for experiment in experiments_of():
+        if experiment.metric.timed:
+            assert experiment.repeats_for(medium) >= 3, experiment.name
+
+
+@pytest.mark.parametrize("scale", ["small", "medium", "large"])     # tiny shrinks every graph alike
+def test_no_two_datasets_of_an_experiment_are_one_graph(scale):
+    scale = get_scale(scale)
+    for experiment in at_scale(experiments_of(), scale):
+        here = experiment.scale_for(scale)
+        keys = {}
+        for point in experiment.points_for(scale):
+            key = graph_key(point.dataset, here)
+            other = keys.setdefault(key, point.dataset.name)
+            assert other == point.dataset.name, (experiment.name, other, point.dataset.name)
+
+
+def test_datasets_of_one_size_are_different_graphs_and_variants_keep_their_seed():
+    tiny = SCALES["tiny"]
+    a, b = Dataset("pk", 1000, 5000), Dataset("lj", 1000, 5000)
+    ga, gb = a.load(tiny), b.load(tiny)
+    assert ga.num_edges == gb.num_edges
+    assert not np.array_equal(ga.neighbors, gb.neighbors)          # same size, another graph
+    relabelled = a.with_(name="pk-L8", vertex_labels=8)
+    assert relabelled.graph_seed == a.graph_seed
+    assert np.array_equal(relabelled.load(tiny).neighbors, ga.neighbors)
+
+
+def test_large_stand_ins_keep_the_papers_average_degree():
+    from experiments.harness.workloads import standin_size
+
+    fr = Dataset("fr", 65_608_366, 1_806_067_135)
+    n, m = standin_size(fr, LARGE.max_edges, LARGE.keep_degree)
+    assert m == LARGE.max_edges
+    assert 2 * m / n == pytest.approx(2 * fr.num_edges / fr.num_vertices, rel=1e-3)
+
+
+def test_a_large_stand_in_is_cached_on_disk(tmp_path, monkeypatch):
+    import experiments.harness.workloads as workloads
+
+    monkeypatch.setenv("GPUSM_GRAPH_CACHE", str(tmp_path))
+    monkeypatch.setattr(workloads, "CACHE_MIN_EDGES", 100)
+    first = standin_edges(300, 1200, (0.57, 0.19, 0.19, 0.05), 7)
+    assert len(list(tmp_path.glob("*.npz"))) == 1
+    again = standin_edges(300, 1200, (0.57, 0.19, 0.19, 0.05), 7)
+    assert np.array_equal(first.offsets, again.offsets) and np.array_equal(first.neighbors, again.neighbors)
+    other = standin_edges(300, 1200, (0.57, 0.19, 0.19, 0.05), 8)
+    assert not np.array_equal(first.neighbors, other.neighbors)
+
+
+class _Clock:
+    """An engine whose runs take the listed seconds (status ok unless past its timeout)."""
+
+    def __init__(self, seconds):
+        self.seconds = list(seconds)
+
+    def match(self, query, timeout_s=None):
+        from common.engine.result import MatchResult, Status
+
+        took = self.seconds.pop(0)
+        status = Status.OK if timeout_s is None or took <= timeout_s else Status.TIMEOUT
+        return MatchResult("clock", count=1, status=status, phases={"enumerate": took})
+
+
+@pytest.mark.parametrize("seconds, runs, cut", [((1.0, 1.0, 1.0), 3, False), ((4.0, 4.0), 2, True),
+                                                 ((6.0,), 1, True), ((3.0, 3.0, 5.0), 2, True)])
+def test_repeats_share_the_query_limit(seconds, runs, cut):
+    from experiments.harness.runner import Job, _answer
+
+    job = Job("e", "c", "cpu", "d", None, (), time_limit_s=10.0, repeats=3, share_limit=True)
+    row = _answer(_Clock(seconds), None, job)
+    stats = json.loads(row["stats"])
+    assert len(stats.get("repeat_s", [seconds[0]])) == runs
+    assert bool(stats.get("repeats_cut")) == cut
+    assert sum(stats.get("repeat_s", [seconds[0]])) <= 10.0
+
+
+def test_a_resumed_run_sums_its_calls_wall_time(tmp_path):
+    from experiments.harness.core import run_set
+
+    names = ["stwig_lin14.fig3a_total"]
+    run_set("stwig_lin14", "tiny", tmp_path, names=names, isolation="inline", progress=False, log=lambda _: None)
+    first = json.loads((tmp_path / "stwig_lin14" / "run.tiny.json").read_text())
+    assert len(first["calls"]) == 1
+    run_set("stwig_lin14", "tiny", tmp_path, names=names, isolation="inline", progress=False, log=lambda _: None)
+    again = json.loads((tmp_path / "stwig_lin14" / "run.tiny.json").read_text())
+    assert len(again["calls"]) == 2
+    assert again["wall_s"] == pytest.approx(sum(c["wall_s"] for c in again["calls"]), abs=0.11)
+    assert again["calls"][0] == first["calls"][0]
+
+
+def test_an_unfinished_tasks_rows_are_recovered_into_every_cell_of_its_group(tmp_path):
+    from experiments.harness.cells import Cell, partial_path, recover_partials
+    from experiments.harness.runner import ROW_FIELDS, read_rows
+    from experiments.harness.store import RowFile
+
+    group = [Cell("p.a", "GPU", "x", 3, frozenset(), 1.0, ("key",)),
+             Cell("p.b", "GPU", "x", 3, frozenset({"q0"}), 1.0, ("key",))]
+    path = partial_path(tmp_path, "large", group)
+    path.parent.mkdir(parents=True)
+    with RowFile(path, ROW_FIELDS) as writer:
+        for q in ("q0", "q1"):
+            writer.write({"experiment": "p.a", "config": "GPU", "engine": "stwig", "dataset": "x", "query": q,
+                          "status": "ok", "count": 1, "seconds": 0.5, "stats": "{}"})
+    assert recover_partials(tmp_path, "large", {"p.a": "paper", "p.b": "paper"}, [group]) == 2
+    assert not path.exists()
+    assert sorted(read_rows(tmp_path / "paper" / "p.a.large.csv")["query"]) == ["q0", "q1"]
+    assert sorted(read_rows(tmp_path / "paper" / "p.b.large.csv")["query"]) == ["q1"]    # q0 was there
