@@ -244,3 +244,37 @@ def test_warmup_starts_one_process_per_engine_variant(monkeypatch):
     assert sorted(started) == sorted([("gmatch", (v, g)) for v in (0, 1) for g in range(groups)] + [("gsi", (0,))])
     with pytest.raises(ValueError, match="not a GPU engine: cpu"):
         warmup.warmup(["cpu"])
+
+
+def test_the_cached_packages_are_known_without_importing_an_engine():
+    """The kernel cache asks for the kernel packages while an engine module is being imported (a
+    kernel defined at import time on a GPU): answering must not import an engine module (a
+    circular import), and every engine's declared packages lie within the answer."""
+    import subprocess
+    import sys
+
+    from common.engine.registry import BUILTIN_ENGINES, engine_class, kernel_packages
+
+    code = ("import sys; from common.engine.registry import kernel_packages; print(kernel_packages()); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('gsi', 'egsm', 'gmatch', 'stwig')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    packages, imported = done.stdout.splitlines()
+    assert packages == str(kernel_packages()) and imported == "[]"
+    for name in BUILTIN_ENGINES:
+        assert set(engine_class(name).kernel_packages) <= set(kernel_packages()), name
+
+
+def test_every_engine_module_imports_with_the_cuda_target_and_its_kernel_cache():
+    """Outside the simulator every kernel is defined through the on-disk kernel cache at import:
+    importing the engines and the benchmarks that way (no GPU needed to define kernels) must work."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import gsi.engine, gsi.sgsi, egsm.engine, gmatch.engine, stwig.engine, common.cpu.reference\n"
+            "import experiments, experiments.bench.regress, experiments.bench.gmatch_heavy\n"
+            "from common.engine.registry import BUILTIN_ENGINES, create_engine\n"
+            "[create_engine(name) for name in BUILTIN_ENGINES]\nprint('ok')")
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
