@@ -19,6 +19,7 @@ from .gpu.backend import BACKEND  # first: picks GPU or CUDA simulator before nu
 # isort: split
 from .api import match, match_many
 from .engine.base import Engine
+from .engine.check import check_engine
 from .engine.registry import available_engines, create_engine, engine_class, register
 from .engine.result import MatchResult, Status, results_frame
 from .errors import DeviceOutOfMemory, GraphFormatError, InvalidGraphError, UnknownEngineError
@@ -28,7 +29,7 @@ from .graph.model import Graph
 
 __all__ = [
     "__version__", "BACKEND", "Engine", "Graph", "MatchResult", "Status", "GraphFormatError", "InvalidGraphError",
-    "DeviceOutOfMemory", "UnknownEngineError", "available_engines", "create_engine", "engine_class", "match",
-    "match_many", "register", "detect_format", "load_graph", "load_graphs", "load_query_set",
+    "DeviceOutOfMemory", "UnknownEngineError", "available_engines", "check_engine", "create_engine", "engine_class",
+    "match", "match_many", "register", "detect_format", "load_graph", "load_graphs", "load_query_set",
     "read_expected_counts", "save_graph", "from_networkx", "to_networkx", "from_scipy", "results_frame",
 ]

@@ -8,11 +8,12 @@
   once (scattered, or with ``data_on_workers=True`` a path each worker reads); each worker keeps
   an engine per (graph, engine, options) in a small cache (:data:`CACHE_SIZE`). Results carry
   ``stats["dask_worker"]``, ``"dask_gpu"``, ``"dask_pid"``, ``"dask_warm"`` and ``"dask_task_s"``.
-* :func:`match_split` runs one query as tasks over ranges of data vertices for the engine's root
-  (``root_range``, :mod:`common.graph.roots`; ``cpu``, ``gmatch``, ``egsm``), cut by estimated work and
-  submitted heaviest first; a root candidate heavier than a share (a hub) is cut further by the
-  image of the engine's branch vertex, and a branch class holding a hub of its own by that of
-  its third vertex (``branch_part``; ``cpu``, ``gmatch``). Counts add up
+* :func:`match_split` runs one query as parts (:class:`~common.engine.part.Part`, an engine that
+  declares ``supports_parts``), each a task: ranges of data vertices for the engine's root
+  (``root_range``), cut by estimated work (:func:`common.graph.roots.plan_split`) and submitted
+  heaviest first; on an engine that ``supports_branch_parts``, a root candidate heavier than a
+  share (a hub) is cut further by the image of the engine's branch vertex, and a branch class
+  holding a hub of its own by that of its third vertex (``branch_part``). Counts add up
   exactly, embeddings concatenate in part order, the status is the worst part's, and ``limit``
   and ``timeout_s`` hold for the whole (the deadline is the client's wall clock, read on the
   workers: their clocks must agree).
@@ -30,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import hashlib
-import inspect
 import os
 import threading
 import time
@@ -38,11 +38,11 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .engine.part import WHOLE, Part
 from .engine.registry import available_engines, create_engine
 from .engine.result import MatchResult, Status
 from .graph.interop import as_graph
 from .graph.model import Graph
-from .graph.roots import part_stats
 
 #: prepared engines a worker process keeps (one per graph, engine and options)
 CACHE_SIZE = 4
@@ -148,9 +148,9 @@ def _worker_address() -> str:
 
 
 def _run_query(graph, token: str, engine: str, options: dict, query: Graph, kwargs: dict,
-               root_range=None, branch_part=None, deadline: float | None = None) -> MatchResult:
-    """One task: match ``query`` on this worker's prepared engine, restricted to a root range and
-    a branch part where given (``deadline``: epoch seconds)."""
+               part: Part | None = None, deadline: float | None = None) -> MatchResult:
+    """One task: match ``query`` on this worker's prepared engine, its ``part`` where given
+    (``deadline``: epoch seconds)."""
     lock, prepared, warm = _engine_entry(graph, token, engine, options)
     kwargs = dict(kwargs)
     if deadline is not None:
@@ -158,22 +158,12 @@ def _run_query(graph, token: str, engine: str, options: dict, query: Graph, kwar
         if left <= 0:
             result = MatchResult(engine, 0, Status.TIMEOUT, query=query.name,
                                  reason="the deadline passed before this part started")
-            result.stats.update({"root_range": None, "branch_part": None, **part_stats(root_range, branch_part)})
+            result.stats.update({"root_range": None, "branch_part": None, **(part or WHOLE).stats()})
             return _stamp(result, warm)
         kwargs["timeout_s"] = left
     with lock:                            # one query at a time on one prepared engine
-        if root_range is not None:
-            prepared.root_range = root_range
-        if branch_part is not None:
-            prepared.branch_part = branch_part
         began = time.perf_counter()
-        try:
-            result = prepared.match(query, **kwargs)
-        finally:
-            if root_range is not None:
-                prepared.root_range = None
-            if branch_part is not None:
-                prepared.branch_part = None
+        result = prepared.match(query, part=part, **kwargs)
     result.stats["dask_task_s"] = time.perf_counter() - began
     return _stamp(result, warm)
 
@@ -207,24 +197,20 @@ def _stamp(result: MatchResult, warm: bool) -> MatchResult:
 
 def _split_plan(graph, token: str, engine: str, options: dict, query: Graph, parts: int,
                 homomorphic: bool):
-    """On a worker: the root query vertex, the parts (root range, branch part or None;
+    """On a worker: the root query vertex, the parts (:class:`~common.engine.part.Part`;
     :func:`~common.graph.roots.plan_split`) and each part's estimated work (``None`` when the
     engine cannot take the query: the caller runs it whole)."""
     from .graph.roots import plan_split
 
     lock, prepared, _ = _engine_entry(graph, token, engine, options)
-    if not hasattr(prepared, "root_vertex"):
-        raise ValueError(f"engine {engine!r} takes no root_range; split runs need cpu, gmatch or egsm")
     data = prepared.data
     if prepared.unsupported_reason(query, homomorphic=homomorphic) or query.directed != data.directed:
         return None
-    takes = inspect.signature(prepared.root_vertex).parameters
-    mode = {"homomorphic": homomorphic} if "homomorphic" in takes else {}
     with lock:
-        root = prepared.root_vertex(query, **mode)
-        branch = prepared.branch_vertices(query, **mode)[0] if hasattr(prepared, "branch_vertices") else None
+        root = prepared.root_vertex(query, homomorphic=homomorphic)
+        branch = prepared.branch_vertices(query, homomorphic=homomorphic)[0] if prepared.supports_branch_parts else None
     tasks, work = plan_split(data, query, root, branch, parts, homomorphic)
-    return int(root), tasks, work
+    return int(root), [Part(*task) for task in tasks], work
 
 
 # ---------------------------------------------------------------------- client side
@@ -403,7 +389,9 @@ def match_split(data, query, engine: str = "cpu", client=None, parts: int | None
                          f"drop {', '.join(fixed)} from the engine options")
     start = time.time()
     deadline = None if timeout_s is None else start + timeout_s
-    create_engine(engine, **engine_options)
+    if not create_engine(engine, **engine_options).supports_parts:
+        raise ValueError(f"engine {engine!r} does not answer parts of a query (it does not declare "
+                         f"supports_parts): split runs need one that does")
     graph, (q,) = _graphs_for(data, [query], vertex_label, edge_label, data_on_workers)
     shipped, token = _ship(client, data if data_on_workers else graph, data_on_workers)
     parts = default_parts(client) if parts is None else int(parts)
@@ -420,10 +408,8 @@ def match_split(data, query, engine: str = "cpu", client=None, parts: int | None
     root, tasks, work = plan
     futures = [None] * len(tasks)
     for rank, i in enumerate(np.argsort(-np.asarray(work), kind="stable")):    # heaviest first
-        root_range, branch_part = tasks[i]
         futures[i] = client.submit(_run_query, shipped, token, engine, engine_options, q, kwargs,
-                                   root_range=root_range, branch_part=branch_part, deadline=deadline,
-                                   priority=len(tasks) - rank, pure=False)
+                                   part=tasks[i], deadline=deadline, priority=len(tasks) - rank, pure=False)
     index = {f.key: i for i, f in enumerate(futures)}
     done: dict[int, MatchResult] = {}
     pending = set(futures)
@@ -476,8 +462,8 @@ def _combine(engine, query, tasks, root, done, limit, collect, timed_out_waiting
         reasons = [f"{len(tasks) - len(parts)} of {len(tasks)} parts did not finish by the deadline"]
     workers = sorted({str(r.stats.get("dask_worker")) for r in parts})
     stats = {"split_parts": len(tasks), "split_parts_finished": len(parts), "split_root": root,
-             "split_ranges": [list(r) for r, _ in tasks],
-             "split_branch_parts": [part_stats(None, b).get("branch_part") for _, b in tasks], "split_wall_s": wall_s,
+             "split_ranges": [list(part.root_range) for part in tasks],
+             "split_branch_parts": [part.stats().get("branch_part") for part in tasks], "split_wall_s": wall_s,
              "dask_worker": ",".join(workers),
              "part_counts": [r.count for r in parts], "part_workers": [r.stats.get("dask_worker") for r in parts],
              "part_seconds": [r.stats.get("dask_task_s", 0.0) for r in parts]}

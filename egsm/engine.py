@@ -32,6 +32,7 @@ import numpy as np
 
 from common.engine.base import Engine
 from common.engine.deadline import Deadline, Stop
+from common.engine.part import Part
 from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
 from common.gpu.budget import DeviceMemoryBudget
@@ -45,7 +46,6 @@ from common.gpu.timers import PhaseTimer
 from common.gpu.watch import LaunchWatch
 from common.graph.bitmasks import bits, neighbour_masks
 from common.graph.model import Graph
-from common.graph.roots import check_root_range
 
 from . import layout as L
 from .cuckoo_trie import (
@@ -158,8 +158,9 @@ class EGSM(Engine):
     blocks : int or None
         Blocks of the enumeration kernel; None: 4 per SM (1 in the simulator).
     root_range : (int, int) or None
-        Keep only the embeddings whose u0 (:meth:`EGSM.root_vertex`) maps into [lo, hi)
-        (:mod:`common.graph.roots`); C(u0) is restricted right after filter steps 1-2.
+        The :attr:`default_part`'s: keep only the embeddings whose u0 (:meth:`EGSM.root_vertex`)
+        maps into [lo, hi) (:mod:`common.engine.part`; ``match(query, part=...)`` chooses per
+        call); C(u0) is restricted right after filter steps 1-2.
     device_memory_limit : int or None
         Device-memory budget in bytes; every device allocation goes through one ``DeviceMemoryBudget``.
     """
@@ -172,6 +173,7 @@ class EGSM(Engine):
     contract_notes = {"simulator_launch": "the index build is one cooperative launch: the simulator runs it to its end"}
     kernel_packages = ("egsm", "common")
     max_query_vertices = L.MAXQ
+    supports_parts = True                 # root ranges only: no branch parts
 
     def __init__(self, *, variant: str = "default", wedge_filter: bool | None = None,
                  mode: str | None = None, order: str | None = None, load_balance: bool | None = None,
@@ -206,7 +208,7 @@ class EGSM(Engine):
             raise ValueError(f"blocks must be positive, got {blocks}")
         self.queue_bytes = None if queue_bytes is None else int(queue_bytes)
         self.blocks = None if blocks is None else int(blocks)
-        self.root_range = check_root_range(root_range)
+        self.default_part = Part(root_range=root_range)
 
     # ------------------------------------------------------------------ prepare
     def _prepare(self, data: Graph) -> None:
@@ -254,11 +256,11 @@ class EGSM(Engine):
         return download(self.d_ctrl, self.h_ctrl)
 
     # ------------------------------------------------------------------ match
-    def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
+    def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic, part: Part) -> MatchResult:
         return self._match_batch([query], limit=limit, collect=collect, timeout_s=timeout_s,
-                                 homomorphic=homomorphic)[0]
+                                 homomorphic=homomorphic, part=part)[0]
 
-    def _match_batch(self, queries, *, limit, collect, timeout_s, homomorphic) -> list[MatchResult]:
+    def _match_batch(self, queries, *, limit, collect, timeout_s, homomorphic, part: Part) -> list[MatchResult]:
         """Answer checked queries: filter steps 1-2 of up to ``BATCH_MAX`` queries in one launch
         with one copy back of every |C(u)|, then each query's index, grouping and enumeration in
         turn, each with its own deadline (started when its own search starts), peak, status,
@@ -267,18 +269,18 @@ class EGSM(Engine):
         chunk = max(1, min(L.BATCH_MAX, BATCH_MASK_WORDS // max(self.data_n, 1)))
         first = True
         for lo in range(0, len(queries), chunk):
-            part = list(range(lo, min(lo + chunk, len(queries))))
-            searched = [i for i in part if queries[i].num_edges > 0]
-            for i in part:
+            members = list(range(lo, min(lo + chunk, len(queries))))
+            searched = [i for i in members if queries[i].num_edges > 0]
+            for i in members:
                 if queries[i].num_edges == 0:
-                    results[i] = self._single_vertex(queries[i], limit, collect)
+                    results[i] = self._single_vertex(queries[i], limit, collect, part)
             if not searched:
                 continue
             if not first:
                 self.budget.reset_peak()
             first = False
             try:
-                prepared = self._filter_batch([queries[i] for i in searched])
+                prepared = self._filter_batch([queries[i] for i in searched], part)
             except DeviceOutOfMemory as exc:
                 for i in searched:
                     results[i] = MatchResult(self.name, 0, Status.OOM, reason=str(exc))
@@ -294,9 +296,10 @@ class EGSM(Engine):
                     results[i] = MatchResult(self.name, 0, Status.OOM, reason=str(exc))
         return results
 
-    def _filter_batch(self, queries: list[Graph]) -> list[_Query]:
-        """Filter steps 1-2 of every query in one launch; one copy back of all |C(u)| and of
-        the candidates' degree sums (the level-3 bound)."""
+    def _filter_batch(self, queries: list[Graph], part: Part) -> list[_Query]:
+        """Filter steps 1-2 of every query in one launch (C(u0) only inside the part's root
+        range); one copy back of all |C(u)| and of the candidates' degree sums (the level-3
+        bound)."""
         start = time.perf_counter()
         states = []
         metas = np.zeros((len(queries), L.META_SIZE), np.int64)
@@ -316,7 +319,7 @@ class EGSM(Engine):
         candidate_kernel[_blocks(b * n), L.BUILD_THREADS](
             n, b, self.d_offsets, self.d_labels, self.d_nlc_off, self.d_nlc_lab, self.d_nlc_cnt,
             d_metas, masks, d_cand)
-        root_range = check_root_range(self.root_range)
+        root_range = part.root_range
         if root_range is not None:            # u0 only inside the root range
             for k, state in enumerate(states):
                 state.shape = query_shape(state.nbr)
@@ -411,8 +414,8 @@ class EGSM(Engine):
         return self._enumerate(plan, masks, first_edge, card[first_edge], max(rel), nq, limit,
                                collect, deadline, timer, stats, finish)
 
-    def root_vertex(self, query: Graph) -> int:
-        """u0, the query vertex ``root_range`` restricts (the vertex itself for one vertex)."""
+    def root_vertex(self, query: Graph, *, homomorphic: bool = False) -> int:
+        """u0, the query vertex a part's ``root_range`` restricts (the vertex itself for one vertex)."""
         if not query.num_edges:
             return 0
         return query_shape(neighbour_masks(query.offsets, query.neighbors)).first_vertex
@@ -654,14 +657,15 @@ class EGSM(Engine):
                 embeddings = host.reshape(rows, nq)
         return finish(count, status, embeddings)
 
-    def _single_vertex(self, query, limit, collect):
-        """A one-vertex query: every data vertex of its label is an embedding."""
+    def _single_vertex(self, query, limit, collect, part: Part):
+        """A one-vertex query: every data vertex of its label (in the part's root range) is an
+        embedding."""
         timer = PhaseTimer()
         start = time.perf_counter()
         label = int(query.labels[0])
         offsets = self.data.label_offsets
         vertices = self.data.vertices_by_label[offsets[label]:offsets[label + 1]]
-        root_range = check_root_range(self.root_range)
+        root_range = part.root_range
         if root_range is not None:
             vertices = vertices[(vertices >= root_range[0]) & (vertices < root_range[1])]
         timer.add("filter", time.perf_counter() - start)

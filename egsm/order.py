@@ -191,7 +191,7 @@ def query_shape(nbr: np.ndarray) -> Shape:
 
 def first_vertex(nbr: np.ndarray) -> int:
     """u0 of :func:`plan` in every mode, from the query alone (no relation sizes): the vertex
-    ``root_range`` restricts (:mod:`common.graph.roots`)."""
+    a part's ``root_range`` restricts (:mod:`common.engine.part`)."""
     return query_shape(nbr).first_vertex
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from common.engine.base import Engine
 from common.engine.deadline import Deadline
+from common.engine.part import WHOLE, Part, order_branch_vertices
 from common.engine.result import MatchResult, Status
 from common.errors import DeviceOutOfMemory
 from common.gpu.budget import DeviceMemoryBudget
@@ -40,14 +41,7 @@ from common.gpu.runtime import cuda, simulator_active
 from common.gpu.timers import PhaseTimer
 from common.gpu.watch import LaunchWatch
 from common.graph.model import Graph
-from common.graph.roots import (
-    check_branch_part,
-    check_root_range,
-    cuts_below_root,
-    order_branch_vertices,
-    part_stats,
-    plan_split,
-)
+from common.graph.roots import cuts_below_root, plan_split
 
 from .balance import SEED_WARPS, sample_first, seed_expand_kernel, seed_indices, seed_level0
 from .enumerate import (
@@ -207,13 +201,15 @@ class GMatch(Engine):
         Most seconds of the data-graph probe before the candidate graph (``candidate_graph="auto"``;
         :meth:`GMatch._probe`); ``match_batch`` gives a batch ``probe_s`` per query.
     root_range : (int, int) or None
-        Keep only the seeds whose position 0 (:meth:`GMatch.root_vertex`) maps into [lo, hi)
-        (:mod:`common.graph.roots`); the parts of a partition add up to the whole count.
+        The :attr:`default_part`'s (``match(query, part=...)`` chooses per call,
+        :mod:`common.engine.part`): keep only the seeds whose position 0
+        (:meth:`GMatch.root_vertex`) maps into [lo, hi); the parts of a partition add up to the
+        whole count.
     branch_part : (int, int), ((int, int), (int, int)) or None
-        ``(j, m)``: keep only the matches whose branch vertex (the first of
-        :meth:`GMatch.branch_vertices`) maps to a data vertex v with ``v % m == j``; the m parts
-        add up to the whole count. ``((j, m), (k, m2))`` also keeps only those whose second
-        branch vertex maps to a w with ``w % m2 == k`` (:mod:`common.graph.roots`).
+        The :attr:`default_part`'s: ``(j, m)`` keeps only the matches whose branch vertex (the
+        first of :meth:`GMatch.branch_vertices`) maps to a data vertex v with ``v % m == j``; the
+        m parts add up to the whole count. ``((j, m), (k, m2))`` also keeps only those whose
+        second branch vertex maps to a w with ``w % m2 == k``.
     hub_parts : int
         0: off. Else a count-only query that counts positions (``leaf_counting``, ``count_last``),
         still running after the probe, whose root has a candidate heavier than ``1/hub_parts`` of
@@ -246,6 +242,8 @@ class GMatch(Engine):
     warmup_variants = ({}, {"candidate_graph": True})   # "auto" takes it only for queries slower than its probe
     warmup_by_query_size = True                          # stack levels 4, 8, 12, 16
     max_query_vertices = MAX_QUERY_VERTICES
+    supports_parts = True
+    supports_branch_parts = True
 
     def __init__(self, *, granularity: str = "fine", unroll: int = 1, batch: bool = True,
                  work_stealing: str | bool = "global", seed_pool: int = 10**6, roots_per_fetch: int = 4,
@@ -304,8 +302,7 @@ class GMatch(Engine):
         if not float(probe_s) >= 0:
             raise ValueError(f"probe_s must be non-negative, got {probe_s}")
         self.probe_s = float(probe_s)
-        self.root_range = check_root_range(root_range)
-        self.branch_part = check_branch_part(branch_part)
+        self.default_part = Part(root_range, branch_part)
         if int(hub_parts) < 0 or int(hub_parts) == 1:
             raise ValueError(f"hub_parts must be 0 (off) or at least 2, got {hub_parts}")
         self.hub_parts = int(hub_parts)
@@ -706,8 +703,9 @@ class GMatch(Engine):
         return dest, other, enum_row, deadline.passed()
 
     # ------------------------------------------------------------------ match
-    def _plan(self, query, count_leaves, count_last, timer):
-        """Plan the query, upload its parameter block and filter the candidates on the GPU."""
+    def _plan(self, query, count_leaves, count_last, timer, part: Part):
+        """Plan the query, upload its parameter block and filter the candidates on the GPU (of
+        ``part``'s root range and branch classes)."""
         begin = time.perf_counter()
         plan = build_plan(query, self.symmetry_breaking, defer_leaves=count_leaves)
         qp = pack_query(plan, query, count_leaves=count_leaves, count_last=count_last,
@@ -716,13 +714,11 @@ class GMatch(Engine):
         with timer.phase("filter"):
             upload(self._d_qp, qp)
             self._filter(self._d_qps, self._d_cands)
-            root_range = check_root_range(self.root_range)
-            if root_range is not None:            # position 0 only inside the root range
-                clear_bit_outside(self._d_cand, 0, *root_range)
-            levels = check_branch_part(self.branch_part)
-            if levels is not None:                # each branch vertex, wherever this plan puts it
-                for position, part in zip(self._branch_positions(plan, query), levels):
-                    clear_bit_outside(self._d_cand, position, 0, self.data.num_vertices, part=part)
+            if part.root_range is not None:       # position 0 only inside the root range
+                clear_bit_outside(self._d_cand, 0, *part.root_range)
+            if part.branch_part is not None:      # each branch vertex, wherever this plan puts it
+                for position, level in zip(self._branch_positions(plan, query), part.branch_part):
+                    clear_bit_outside(self._d_cand, position, 0, self.data.num_vertices, part=level)
         return plan, qp
 
     def _filter(self, d_qps, d_cands) -> None:
@@ -743,12 +739,12 @@ class GMatch(Engine):
         label = int(query.labels[int(plan.order[0])])
         return int(self._label_start[label]), int(self._label_start[label + 1])
 
-    def root_vertex(self, query: Graph) -> int:
-        """The query vertex at position 0 (the one ``root_range`` restricts)."""
+    def root_vertex(self, query: Graph, *, homomorphic: bool = False) -> int:
+        """The query vertex at position 0 (the one a part's ``root_range`` restricts)."""
         return int(build_plan(query, self.symmetry_breaking).order[0])
 
-    def branch_vertices(self, query: Graph) -> tuple[int, ...]:
-        """The query vertices ``branch_part``'s levels restrict: positions 1, 2 of the plan
+    def branch_vertices(self, query: Graph, *, homomorphic: bool = False) -> tuple[int, ...]:
+        """The query vertices a part's ``branch_part`` levels restrict: positions 1, 2 of the plan
         without leaf deferral (the last position for a shorter query), found by vertex in every
         plan of the query."""
         return order_branch_vertices(build_plan(query, self.symmetry_breaking).order)
@@ -757,11 +753,12 @@ class GMatch(Engine):
         """Where ``plan`` puts the branch vertices (:meth:`branch_vertices`)."""
         return [int(np.flatnonzero(plan.order == v)[0]) for v in self.branch_vertices(query)]
 
-    def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic,
-               probe_first: bool = True, part=None) -> MatchResult:
-        """One query; ``probe_first=False`` skips the data-graph probe (a batch already tried it);
-        ``part`` = (:class:`gmatch.filter.PartGraphs`, i): the query is part i of a split one,
-        whose candidate graph a host thread builds."""
+    def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic, part: Part,
+               probe_first: bool = True, hub_part=None) -> MatchResult:
+        """One query (its ``part``); ``probe_first=False`` skips the data-graph probe (a batch
+        already tried it); ``hub_part`` = (:class:`gmatch.filter.PartGraphs`, i): the query is
+        hub part i of a split one (``part`` its root range and branch classes), whose candidate
+        graph a host thread builds."""
         start = time.perf_counter()
         deadline = Deadline(timeout_s, start)
         self._begin_query()
@@ -773,7 +770,7 @@ class GMatch(Engine):
         count_last = counting and self.count_last
         probe = (indexed and self.candidate_graph == "auto" and limit is None and not collect
                  and self.probe_s > 0 and probe_first)
-        plan, qp = self._plan(query, count_leaves and not probe, count_last and not probe, timer)
+        plan, qp = self._plan(query, count_leaves and not probe, count_last and not probe, timer, part)
         aut = plan.automorphisms
         index_stats = {}
         graph = self._data_graph
@@ -783,27 +780,27 @@ class GMatch(Engine):
             if not stopped or deadline.passed():
                 status = Status.TIMEOUT if stopped else Status.OK
                 stats.update(probe_finished=not stopped)
-                return self._finish(timer, plan, qp, unique, ctrl, stats, status, False)
+                return self._finish(timer, plan, qp, unique, ctrl, stats, status, False, part=part)
         # still running after a probe (its own, or its batch's): a query that counts positions and
         # whose root has a hub candidate is searched whole for hub_after_s, then, if still
         # running (and not kept whole), counted as its parts
-        hub = (count_leaves or count_last) and (probe or not probe_first) and self._has_hub_parts(query)
+        hub = (count_leaves or count_last) and (probe or not probe_first) and self._has_hub_parts(query, part)
         search_deadline = deadline
         if hub:
             whole_start = time.perf_counter()
             search_deadline = Deadline.at_time(deadline.earlier(whole_start + self.hub_after_s))
         if probe and (count_leaves or count_last):    # countable leaves go last: a new order
-            plan, qp = self._plan(query, count_leaves, count_last, timer)
+            plan, qp = self._plan(query, count_leaves, count_last, timer, part)
         hub_bits = None                           # the filter bits the parts' candidate graphs are cut from
         if indexed:
             begin = time.perf_counter()
-            if part is not None:
+            if hub_part is not None:
                 try:
-                    cg = part[0].graph(part[1], deadline.remaining())
+                    cg = hub_part[0].graph(hub_part[1], deadline.remaining())
                 except TimeoutError:
                     timer.add("index", time.perf_counter() - begin)
                     return self._finish(timer, plan, qp, 0, np.zeros(CTRL_SIZE, np.int64), {},
-                                        Status.TIMEOUT, indexed)
+                                        Status.TIMEOUT, indexed, part=part)
                 graph, index_stats = self._upload_candidate_graph(qp, cg)
             else:
                 bits = self._d_cand.copy_to_host()
@@ -850,7 +847,7 @@ class GMatch(Engine):
             with timer.phase("transfer"):
                 rows = download(emb, np.empty(min(unique, emb_cap if n > 1 else unique) * n, np.int32))
             embeddings = self._expand(plan, query, rows.reshape(-1, n), limit)
-        return self._finish(timer, plan, qp, unique, ctrl, stats, status, indexed, embeddings, limit)
+        return self._finish(timer, plan, qp, unique, ctrl, stats, status, indexed, embeddings, limit, part=part)
 
     def _probe(self, query: Graph, plan, qp, n: int, probe_end: float, timer):
         """The data-graph probe of ``candidate_graph="auto"`` (past the paper): most queries end
@@ -876,11 +873,11 @@ class GMatch(Engine):
                 seed_target=PROBE_SEEDS, probe_until=probe_end)
         return unique, ctrl, stopped, stats
 
-    def _has_hub_parts(self, query: Graph) -> bool:
+    def _has_hub_parts(self, query: Graph, part: Part) -> bool:
         """Whether ``hub_parts`` would cut the query below its root (a root candidate heavier
         than a share of the work); the parts themselves are planned only once the whole search
         is cut (:meth:`_match_parts`)."""
-        if self.hub_parts < 2 or self.root_range is not None or self.branch_part is not None:
+        if self.hub_parts < 2 or not part.whole:
             return False
         return cuts_below_root(self.data, query, self.root_vertex(query), self.hub_parts)
 
@@ -906,16 +903,15 @@ class GMatch(Engine):
                 if deadline.passed():
                     status, reason = Status.TIMEOUT, "the deadline passed between hub parts"
                     break
-                self.root_range, self.branch_part = root_range, branch_part
                 part = self._match(query, limit=None, collect=False, timeout_s=deadline.remaining(),
-                                   homomorphic=homomorphic, probe_first=False, part=(graphs, i))
+                                   homomorphic=homomorphic, part=Part(root_range, branch_part),
+                                   probe_first=False, hub_part=(graphs, i))
                 parts.append(part)
                 count += part.count
                 if part.status is not Status.OK:
                     status, reason = part.status, part.reason
                     break
         finally:
-            self.root_range = self.branch_part = None
             graphs.stop()
         phases = dict(timer.seconds)
         for part in parts:
@@ -932,20 +928,20 @@ class GMatch(Engine):
                            peak_device_bytes=self.budget.peak, stats=stats)
 
     # ------------------------------------------------------------------ batches
-    def _match_batch(self, queries, *, limit, collect, timeout_s, homomorphic):
+    def _match_batch(self, queries, *, limit, collect, timeout_s, homomorphic, part: Part):
         """Small queries in batches (past the paper): one filter launch, one DFS launch whose
         blocks each serve one query (in-block work stealing only), one copy of every query's
         control row back. A batch runs for at most ``probe_s`` per query (and never past
         ``timeout_s``); a query not finished by then is answered alone with its own full
         deadline, as :meth:`match` does past its probe (the batch was its probe). Batches are the
-        probe of ``candidate_graph="auto"`` for many queries at once: ``collect``, ``root_range``,
-        ``branch_part``, the coarse model, ``candidate_graph`` True or False, ``probe_s=0`` and
+        probe of ``candidate_graph="auto"`` for many queries at once: ``collect``, a part of the
+        queries, the coarse model, ``candidate_graph`` True or False, ``probe_s=0`` and
         ``batch_queries=1`` answer one query at a time."""
         if (collect or self.granularity != "fine" or self.batch_queries < 2 or len(queries) < 2
-                or self.data.num_vertices == 0 or self.root_range is not None or self.branch_part is not None
+                or self.data.num_vertices == 0 or not part.whole
                 or self.candidate_graph != "auto" or self.probe_s == 0):
             return super()._match_batch(queries, limit=limit, collect=collect, timeout_s=timeout_s,
-                                        homomorphic=homomorphic)
+                                        homomorphic=homomorphic, part=part)
         results: list[MatchResult] = [None] * len(queries)
         size = self._batch_size()
         for first in range(0, len(queries), size):
@@ -964,7 +960,7 @@ class GMatch(Engine):
             self.budget.reset_peak()
             try:
                 results[i] = self._match(queries[i], limit=limit, collect=False, timeout_s=left,
-                                         homomorphic=homomorphic, probe_first=False)
+                                         homomorphic=homomorphic, part=part, probe_first=False)
             except DeviceOutOfMemory as exc:
                 results[i] = MatchResult(self.name, 0, Status.OOM, reason=str(exc))
             results[i].stats["batch_tried"] = True
@@ -1045,9 +1041,9 @@ class GMatch(Engine):
             results.append(result)
         return results
     def _finish(self, timer, plan, qp, unique, ctrl, stats, status, indexed, embeddings=None,
-                limit=None) -> MatchResult:
-        """The result of a search: count (unique embeddings x |Aut(Q)|, cut at ``limit``) and
-        statistics."""
+                limit=None, part: Part = WHOLE) -> MatchResult:
+        """The result of a search of ``part``: count (unique embeddings x |Aut(Q)|, cut at
+        ``limit``) and statistics."""
         aut = plan.automorphisms
         reason = ""
         if ctrl[C_COUNT_BIG] and status in (Status.OK, Status.TIMEOUT):
@@ -1069,7 +1065,7 @@ class GMatch(Engine):
                      granularity=self.granularity, unroll=self.unroll,
                      batch=self.batch, work_stealing=self.work_stealing, seed_pool=self.seed_pool,
                      candidate_graph=indexed)
-        stats.update(part_stats(self.root_range, self.branch_part))
+        stats.update(part.stats())
         if self.idle_stats or self.granularity == "coarse":
             stats.update(idle_lanes=int(ctrl[C_IDLE]),
                          idle_rate=(ctrl[C_IDLE] / (32.0 * iters)) if iters else 0.0)

@@ -35,11 +35,11 @@ import numba
 import numpy as np
 from numba import njit
 
+from common.engine.part import branch_outside_mask, check_branch_part, outside_mask
 from common.gpu.cudasim import FULL_MASK
 from common.gpu.runtime import cuda, jit, simulator_active
 from common.graph.bitmasks import lowest_bit
 from common.graph.model import Graph
-from common.graph.roots import branch_outside_mask, check_branch_part, outside_mask
 from common.graph.sorted_ranges import lower_bound
 
 from .order import MAX_QUERY_VERTICES, QueryPlan

@@ -26,6 +26,7 @@ from common import (
     UnknownEngineError,
     __version__,
     available_engines,
+    check_engine,
     create_engine,
     detect_format,
     engine_class,
@@ -53,7 +54,7 @@ def engines() -> list[str]:
 __all__ = [
     "__version__", "BACKEND", "Engine", "Graph", "MatchResult", "Status",
     "GraphFormatError", "InvalidGraphError", "DeviceOutOfMemory", "UnknownEngineError",
-    "engines", "available_engines", "create_engine", "engine_class", "register",
+    "engines", "available_engines", "create_engine", "engine_class", "register", "check_engine",
     "match", "match_many", "results_frame",
     "load_graph", "load_graphs", "load_query_set", "read_expected_counts", "save_graph", "detect_format",
     "from_networkx", "to_networkx", "from_scipy", "data_dir", "find_input",

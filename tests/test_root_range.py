@@ -1,4 +1,4 @@
-"""Root ranges and branch parts (common/graph/roots.py): the counts of ``cpu``, ``gmatch`` and
+"""Parts of a query (common/engine/part.py, planned by common/graph/roots.py): the counts of ``cpu``, ``gmatch`` and
 ``egsm`` over a partition of the data vertices add up to the whole count, the embeddings of the
 parts are the whole set, every part's root image lies in its range, and ``limit`` holds per part;
 the residue classes of the branch vertex (``cpu``, ``gmatch``), alone and inside a root range,
@@ -17,6 +17,7 @@ import pytest
 import common
 from _paths import DATA
 from common.engine.deadline import Deadline
+from common.engine.part import WHOLE, Part, check_branch_part, check_root_range
 from common.engine.registry import create_engine
 from common.engine.result import Status
 from common.gpu.timers import PhaseTimer
@@ -25,8 +26,6 @@ from common.graph.bitmasks import neighbour_masks
 from common.graph.generate import random_walk_query, rmat
 from common.graph.model import Graph
 from common.graph.roots import (
-    check_branch_part,
-    check_root_range,
     cuts_below_root,
     label_degree_candidates,
     plan_split,
@@ -48,20 +47,18 @@ def rows(embeddings) -> list[tuple]:
 
 def split_and_compare(engine, query, ranges, whole_count=None):
     """Run ``query`` over every range on one prepared engine; check the parts against the whole."""
-    engine.root_range = None
-    whole = engine.match(query, collect=True)
+    whole = engine.match(query, collect=True, part=WHOLE)
     assert whole.status is Status.OK
     root = engine.root_vertex(query)
     total, parts = 0, []
     for lo, hi in ranges:
-        engine.root_range = (lo, hi)
-        counted = engine.match(query)
-        listed = engine.match(query, collect=True)
+        part = Part(root_range=(lo, hi))
+        counted = engine.match(query, part=part)
+        listed = engine.match(query, collect=True, part=part)
         assert counted.status is Status.OK and counted.count == listed.count
         assert np.all((listed.embeddings[:, root] >= lo) & (listed.embeddings[:, root] < hi))
         total += counted.count
         parts.append(listed.embeddings)
-    engine.root_range = None
     assert total == whole.count
     if whole_count is not None:
         assert total == whole_count
@@ -74,16 +71,15 @@ def branch_split_and_compare(engine, query, parts: int, root_range=None, whole_c
     the ``below`` classes of its second branch vertex (inside ``root_range`` when given); the
     parts' counts and embeddings must be the whole's and, without symmetry breaking, each part's
     count the whole's embeddings in its classes."""
-    engine.root_range, engine.branch_part = root_range, None
-    whole = engine.match(query, collect=True)
+    whole = engine.match(query, collect=True, part=Part(root_range))
     assert whole.status is Status.OK
     first, second = engine.branch_vertices(query)
     total, listed_parts = 0, []
     for j in range(parts):
         for k in range(below):
-            engine.branch_part = (j, parts) if below == 1 else ((j, parts), (k, below))
-            counted = engine.match(query)
-            listed = engine.match(query, collect=True)
+            part = Part(root_range, (j, parts) if below == 1 else ((j, parts), (k, below)))
+            counted = engine.match(query, part=part)
+            listed = engine.match(query, collect=True, part=part)
             assert counted.status is Status.OK and counted.count == listed.count
             assert counted.stats["branch_part"] == ([[j, parts]] if below == 1 else [[j, parts], [k, below]])
             if not getattr(engine, "symmetry_breaking", False):    # else a class holds canonical matches
@@ -93,7 +89,6 @@ def branch_split_and_compare(engine, query, parts: int, root_range=None, whole_c
                 assert counted.count == np.sum(inside)
             total += counted.count
             listed_parts.append(listed.embeddings)
-    engine.root_range, engine.branch_part = None, None
     assert total == whole.count
     if whole_count is not None:
         assert total == whole_count
@@ -119,6 +114,8 @@ def test_check_root_range():
             check_root_range(bad)
     with pytest.raises(ValueError, match="root_range"):
         create_engine("cpu", root_range=(4, 1))
+    with pytest.raises(ValueError, match="root_range"):
+        Part(root_range="4:1")
 
 
 def test_check_branch_part():
@@ -132,6 +129,29 @@ def test_check_branch_part():
             check_branch_part(bad)
     with pytest.raises(ValueError, match="branch_part"):
         create_engine("gmatch", branch_part=(2, 1))
+    assert Part("3:9", "2/5,0/2") == Part((3, 9), [(2, 5), (0, 2)])
+    assert Part("3:9", "2/5").stats() == {"root_range": [3, 9], "branch_part": [[2, 5]]}
+    assert Part().whole and Part().stats() == {} and not Part(branch_part=(0, 2)).whole
+
+
+def test_a_part_is_refused_by_an_engine_that_does_not_declare_it(tiny12):
+    """Only an engine that declares ``supports_parts`` takes a part (``supports_branch_parts``: a
+    branch part); the whole query is every engine's; a part that is not a Part is a TypeError."""
+    query = random_walk_query(tiny12, 3, seed=1)
+    gsi = create_engine("gsi").prepare(tiny12)
+    assert not gsi.supports_parts and gsi.match(query, part=WHOLE).count == gsi.match(query).count > 0
+    with pytest.raises(ValueError, match="gsi does not answer parts of a query"):
+        gsi.match(query, part=Part(root_range=(0, 4)))
+    with pytest.raises(ValueError, match="gsi does not answer parts of a query"):
+        gsi.root_vertex(query)
+    egsm = create_engine("egsm").prepare(tiny12)
+    assert egsm.supports_parts and not egsm.supports_branch_parts
+    with pytest.raises(ValueError, match="egsm takes no branch_part"):
+        egsm.match(query, part=Part(branch_part=(0, 2)))
+    with pytest.raises(TypeError, match="part must be a common.engine.part.Part"):
+        egsm.match(query, part=(0, 4))
+    with pytest.raises(TypeError, match="declares supports_parts but does not define root_vertex"):
+        type("Rootless", (common.Engine,), {"supports_parts": True, "_match": lambda self, q, **o: None})
 
 
 def test_split_tasks_cut_a_hub_below_the_root():
@@ -262,9 +282,7 @@ def test_cpu_branch_parts_equal_whole_on_real_data(folder, data_file, name):
     branch_split_and_compare(engine, query, 3, whole_count=expected(folder, name))
     half = (0, data.num_vertices // 2)                    # a root range cut again below its root
     inside = branch_split_and_compare(engine, query, 2, root_range=half)
-    engine.root_range = half
-    assert inside == engine.match(query).count
-    engine.root_range = None
+    assert inside == engine.match(query, part=Part(root_range=half)).count
     branch_split_and_compare(engine, query, 2, whole_count=expected(folder, name), below=3)
 
 
@@ -272,12 +290,11 @@ def test_cpu_limit_and_empty_range():
     data = common.load_graph(DATA / "hprd" / "HPRD.graph")
     query = common.load_graph(DATA / "hprd" / "queries" / "query_dense_16_2.graph")
     engine = create_engine("cpu", root_range=(0, data.num_vertices)).prepare(data)
-    assert engine.match(query).count == 80
-    engine.root_range = (5, 5)
-    assert engine.match(query).count == 0
-    engine.root_range = (0, data.num_vertices // 2)
-    half = engine.match(query).count
-    limited = engine.match(query, limit=1, collect=True)
+    assert engine.match(query).count == 80                 # the default part: the constructor's
+    assert engine.match(query, part=Part(root_range=(5, 5))).count == 0
+    first_half = Part(root_range=(0, data.num_vertices // 2))
+    half = engine.match(query, part=first_half).count
+    limited = engine.match(query, limit=1, collect=True, part=first_half)
     assert half >= 1 and limited.status is Status.LIMIT and limited.count == 1
     assert limited.embeddings[0, engine.root_vertex(query)] < data.num_vertices // 2
 
@@ -352,7 +369,7 @@ def test_gmatch_hub_parts_count_a_hub_root_in_parts(hub200):
         result = engine.match(query)
         assert result.status is Status.OK and result.count == reference > 0
         assert result.stats["hub_parts"] > 1 and sum(result.stats["part_counts"]) == reference
-        assert engine.root_range is None and engine.branch_part is None
+        assert engine.default_part.whole
         assert "hub_parts" not in engine.match(query, collect=True).stats      # collect: one search
     batched = engine.match_batch(queries)
     assert [r.count for r in batched] == [cpu.match(q).count for q in queries]
@@ -451,7 +468,7 @@ def test_gmatch_part_graphs_are_the_device_filters_parts(hub200):
     a build told to stop returns None."""
     query = random_walk_query(hub200, 5, seed=2)
     engine = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2).prepare(hub200)
-    plan, _ = engine._plan(query, True, True, PhaseTimer())
+    plan, _ = engine._plan(query, True, True, PhaseTimer(), WHOLE)
     whole = engine._d_cand.copy_to_host()
     tasks, _ = plan_split(hub200, query, engine.root_vertex(query), engine.branch_vertices(query)[0], 4)
     tasks.append((tasks[0][0], ((0, 2), (1, 3))))          # and a part cut at both branch vertices
@@ -460,15 +477,13 @@ def test_gmatch_part_graphs_are_the_device_filters_parts(hub200):
     graphs = PartGraphs(hub200, whole, plan, tasks, at, 1 << 30, label_sorted_adjacency(hub200))
     try:
         for i, (root_range, branch_part) in enumerate(tasks):
-            engine.root_range, engine.branch_part = root_range, branch_part
-            engine._plan(query, True, True, PhaseTimer())
+            engine._plan(query, True, True, PhaseTimer(), Part(root_range, branch_part))
             device = engine._d_cand.copy_to_host()
             assert np.array_equal(part_bits(whole, root_range, branch_part, at), device)
             built, fresh = graphs.graph(i, None), build_candidate_graph(hub200, device, plan)
             for field in ("cand_set", "sizes", "offsets", "entries", "bitmap"):
                 assert np.array_equal(getattr(built, field), getattr(fresh, field)), field
     finally:
-        engine.root_range = engine.branch_part = None
         graphs.stop()
     assert build_candidate_graph(hub200, whole, plan) is not None
     assert build_candidate_graph(hub200, whole, plan, stop=np.ones(1, np.int64)) is None

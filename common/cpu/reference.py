@@ -34,16 +34,9 @@ from numba import njit
 
 from ..engine.base import Engine
 from ..engine.deadline import Deadline, Stop
+from ..engine.part import Part, branch_outside_mask, order_branch_vertices, outside_mask
 from ..engine.result import MatchResult, Status
 from ..graph.model import Graph
-from ..graph.roots import (
-    branch_outside_mask,
-    check_branch_part,
-    check_root_range,
-    order_branch_vertices,
-    outside_mask,
-    part_stats,
-)
 from ..graph.sorted_ranges import lower_bound
 
 FILTERS = ("label", "degree", "nlf", "refine")
@@ -608,11 +601,12 @@ class ReferenceMatcher(Engine):
     chunk_steps : int
         Search steps per compiled call: the granularity of ``timeout_s``.
     root_range : (int, int) or None
-        Keep the embeddings whose first vertex of the order (:meth:`root_vertex`, chosen from the
-        unrestricted candidates) maps into [lo, hi) (:mod:`common.graph.roots`).
+        The :attr:`default_part`'s: keep the embeddings whose first vertex of the order
+        (:meth:`root_vertex`, chosen from the unrestricted candidates) maps into [lo, hi)
+        (:mod:`common.engine.part`; ``match(query, part=...)`` chooses per call).
     branch_part : (int, int), ((int, int), (int, int)) or None
-        ``(j, m)``: keep the embeddings whose second vertex of the order (the first of
-        :meth:`branch_vertices`) maps to a data vertex v with ``v % m == j``;
+        The :attr:`default_part`'s: ``(j, m)`` keeps the embeddings whose second vertex of the
+        order (the first of :meth:`branch_vertices`) maps to a data vertex v with ``v % m == j``;
         ``((j, m), (k, m2))`` also keeps only those whose third vertex maps to a w with
         ``w % m2 == k``.
     device_memory_limit : int or None
@@ -623,6 +617,8 @@ class ReferenceMatcher(Engine):
     limitations = {}
     max_query_vertices = None
     uses_device = False
+    supports_parts = True
+    supports_branch_parts = True
 
     def __init__(self, *, filter: str = "refine", order: str = "ri", chunk_steps: int = 1 << 22,
                  root_range: tuple[int, int] | None = None, branch_part: tuple | None = None,
@@ -637,8 +633,7 @@ class ReferenceMatcher(Engine):
         self.filter = filter
         self.order = order
         self.chunk_steps = int(chunk_steps)
-        self.root_range = check_root_range(root_range)
-        self.branch_part = check_branch_part(branch_part)
+        self.default_part = Part(root_range, branch_part)
         self._arrays: _DataArrays | None = None
 
     def _prepare(self, data: Graph) -> None:
@@ -667,27 +662,25 @@ class ReferenceMatcher(Engine):
         return (cand, *_candidate_lists(cand, q_labels, g.vertices_by_label, g.label_offsets))
 
     def root_vertex(self, query: Graph, *, homomorphic: bool = False) -> int:
-        """The query vertex that ``root_range`` restricts: the first of the matching order."""
+        """The query vertex a part's ``root_range`` restricts: the first of the matching order."""
         _, cl_off, _ = self.candidates(query, homomorphic=homomorphic)
         return matching_order(query, np.diff(cl_off), self.order)[0]
 
     def branch_vertices(self, query: Graph, *, homomorphic: bool = False) -> tuple[int, ...]:
-        """The query vertices that ``branch_part``'s levels restrict: the second and third of
+        """The query vertices a part's ``branch_part`` levels restrict: the second and third of
         the matching order (the last for a shorter query)."""
         _, cl_off, _ = self.candidates(query, homomorphic=homomorphic)
         return order_branch_vertices(matching_order(query, np.diff(cl_off), self.order))
 
-    def _restrict(self, cand: np.ndarray, order, query: Graph):
-        """Drop the root's candidates outside ``root_range`` and the branch vertices' outside
-        ``branch_part``, refine again (fewer candidates can only remove others) and rebuild the
-        lists."""
+    def _restrict(self, cand: np.ndarray, order, query: Graph, part: Part):
+        """Drop the root's candidates outside the part's ``root_range`` and the branch vertices'
+        outside its ``branch_part``, refine again (fewer candidates can only remove others) and
+        rebuild the lists."""
         g = self._arrays
-        root_range = check_root_range(self.root_range)
-        branch_part = check_branch_part(self.branch_part)
-        if root_range is not None:
-            cand[order[0], outside_mask(g.n, root_range)] = 0
-        for u, part in zip(order_branch_vertices(order), branch_part or ()):
-            cand[u, branch_outside_mask(g.n, part)] = 0
+        if part.root_range is not None:
+            cand[order[0], outside_mask(g.n, part.root_range)] = 0
+        for u, level in zip(order_branch_vertices(order), part.branch_part or ()):
+            cand[u, branch_outside_mask(g.n, level)] = 0
         q_labels = _own(query.labels, np.int32)
         if self.filter == "refine":
             use_el = bool(g.has_edge_labels or query.has_edge_labels)
@@ -695,7 +688,7 @@ class ReferenceMatcher(Engine):
                     q_labels, *_query_arcs(query))
         return (cand, *_candidate_lists(cand, q_labels, g.vertices_by_label, g.label_offsets))
 
-    def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
+    def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic, part: Part) -> MatchResult:
         start = time.perf_counter()
         deadline = Deadline(timeout_s, start)
         g = self._arrays
@@ -710,8 +703,8 @@ class ReferenceMatcher(Engine):
         try:
             deadline.check()
             order = matching_order(query, sizes, self.order, deadline)
-            if self.root_range is not None or self.branch_part is not None:   # the order comes first
-                cand, cl_off, cl = self._restrict(cand, order, query)
+            if not part.whole:                                                # the order comes first
+                cand, cl_off, cl = self._restrict(cand, order, query, part)
                 sizes = np.diff(cl_off)
             bw_off, bw_p, bw_dir, bw_el = _backward_constraints(query, order)
             qv = np.asarray(order, dtype=np.int64)
@@ -728,7 +721,7 @@ class ReferenceMatcher(Engine):
 
         stats = {"filter": self.filter, "order": order, "candidate_sizes": sizes.tolist(),
                  "multiplied_levels": nq - tail}
-        stats.update(part_stats(self.root_range, self.branch_part))
+        stats.update(part.stats())
         chunks: list[np.ndarray] = []
         status, count, calls = Status.OK, 0, 0
         if sizes.min() > 0 and (homomorphic or nq <= g.n):

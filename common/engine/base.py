@@ -7,6 +7,12 @@ query set, and whose :meth:`Engine.match` answers one query. Subclasses implemen
 an engine cannot take becomes status ``unsupported`` and a device-memory overflow becomes
 status ``oom``, never a crash.
 
+An engine that declares ``supports_parts`` answers a part of a query per call,
+``match(query, part=Part(root_range=(lo, hi)))`` (:mod:`common.engine.part`: the split protocol of
+``common.distributed.match_split``), and names the query vertex a part restricts
+(:meth:`Engine.root_vertex`; with ``supports_branch_parts`` also :meth:`Engine.branch_vertices`);
+its ``_match`` and ``_match_batch`` take the call's ``part``. Any other engine refuses a part.
+
 A GPU engine allocates every device array through one
 ``common.gpu.budget.DeviceMemoryBudget(self.device_memory_limit)`` kept as ``self.budget`` and created
 in ``_prepare`` (so that the limit emulates the papers' 11/12/24 GB cards and overflowing it
@@ -32,6 +38,7 @@ import numpy as np
 from ..errors import DeviceOutOfMemory
 from ..gpu.compile_clock import compile_clock
 from ..graph.model import Graph
+from .part import WHOLE, Part
 from .result import MatchResult, Status
 
 #: the kinds of query an engine may declare in :attr:`Engine.limitations`
@@ -76,6 +83,12 @@ class Engine(ABC):
     warmup_variants: ClassVar[tuple[dict, ...]] = ({},)
     #: whether the kernels are specialised by query size (warm-up runs one process per size group)
     warmup_by_query_size: ClassVar[bool] = False
+    #: whether ``match`` answers a part of a query (``part=Part(root_range=...)``, :mod:`.part`);
+    #: such an engine names its root with :meth:`root_vertex`
+    supports_parts: ClassVar[bool] = False
+    #: whether its parts may also cut below the root (``Part(branch_part=...)``,
+    #: :meth:`branch_vertices`)
+    supports_branch_parts: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -85,12 +98,20 @@ class Engine(ABC):
         for kind in QUERY_KINDS if "limitations" in vars(cls) else ():
             if f"supports_{kind}" not in vars(cls):
                 setattr(cls, f"supports_{kind}", kind not in cls.limitations)
+        if cls.supports_branch_parts and not cls.supports_parts:
+            raise TypeError(f"{cls.__name__}: supports_branch_parts needs supports_parts")
+        for flag, method in (("supports_parts", "root_vertex"), ("supports_branch_parts", "branch_vertices")):
+            if getattr(cls, flag) and getattr(cls, method) is getattr(Engine, method):
+                raise TypeError(f"{cls.__name__} declares {flag} but does not define {method}()")
 
     def __init__(self, *, device_memory_limit: int | str | None = None):
         self.device_memory_limit = None if device_memory_limit is None else memory_bytes(device_memory_limit)
         self.data: Graph | None = None
         self.budget = None                       # a GPU engine's DeviceMemoryBudget (set in _prepare)
         self.prepare_error: str | None = None    # why prepare() could not fit (every match is oom)
+        #: the part a ``match`` without ``part=`` answers (an engine that supports parts sets it
+        #: from its options ``root_range`` and ``branch_part``)
+        self.default_part: Part = WHOLE
 
     # ------------------------------------------------------------------ public API
     def prepare(self, data: Graph) -> "Engine":
@@ -106,24 +127,28 @@ class Engine(ABC):
         return self
 
     def match(self, query: Graph, *, limit: int | None = None, collect: bool = False,
-              timeout_s: float | None = None, homomorphic: bool = False) -> MatchResult:
-        """Count (and with ``collect``, list) the embeddings of ``query`` in the prepared data graph.
+              timeout_s: float | None = None, homomorphic: bool = False, part: Part | None = None) -> MatchResult:
+        """Count (and with ``collect``, list) the embeddings of ``query`` in the prepared data graph
+        (with ``part``, an engine that ``supports_parts``: those of that part, :mod:`.part`; None:
+        :attr:`default_part`).
 
         Embeddings name data vertices by the input's own ids: a graph whose ids were compacted on
         reading (SNAP lists, networkx graphs) carries them in ``meta["original_ids"]``.
         """
         return self.match_batch([query], limit=limit, collect=collect, timeout_s=timeout_s,
-                                homomorphic=homomorphic)[0]
+                                homomorphic=homomorphic, part=part)[0]
 
     def match_batch(self, queries, *, limit: int | None = None, collect: bool = False,
-                    timeout_s: float | None = None, homomorphic: bool = False) -> list[MatchResult]:
-        """:meth:`match` for each query, in order; ``limit``, ``collect`` and ``timeout_s`` hold per
-        query. An engine that overrides ``_match_batch`` answers many small queries together
-        (shared launches and copies); the others answer them one at a time."""
+                    timeout_s: float | None = None, homomorphic: bool = False,
+                    part: Part | None = None) -> list[MatchResult]:
+        """:meth:`match` for each query, in order; ``limit``, ``collect``, ``timeout_s`` and
+        ``part`` hold per query. An engine that overrides ``_match_batch`` answers many small
+        queries together (shared launches and copies); the others answer them one at a time."""
         if self.data is None:
             raise RuntimeError(f"{type(self).__name__}.match() called before prepare(data)")
         queries = list(queries)
         limit = self._checked_arguments(limit, timeout_s)
+        part = self._checked_part(part)
         results: list[MatchResult | None] = []
         pending: list[int] = []
         for i, query in enumerate(queries):
@@ -132,6 +157,8 @@ class Engine(ABC):
                 pending.append(i)
         if pending:
             options = dict(limit=limit, collect=collect, timeout_s=timeout_s, homomorphic=homomorphic)
+            if self.supports_parts:
+                options["part"] = part
             before = compile_clock.seconds
             started = time.perf_counter()
             answered = self._search_batch([queries[i] for i in pending], options)
@@ -173,6 +200,30 @@ class Engine(ABC):
         if timeout_s is not None and not timeout_s > 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
         return limit
+
+    def _checked_part(self, part) -> Part | None:
+        """The part a call answers: ``part``, else :attr:`default_part`; a TypeError for anything
+        but a :class:`~.part.Part`, a ValueError for a part this engine does not declare it takes."""
+        if part is None:
+            return self.default_part
+        if not isinstance(part, Part):
+            raise TypeError(f"part must be a common.engine.part.Part, got {type(part).__name__}")
+        if not part.whole and not self.supports_parts:
+            raise ValueError(f"{self.name} does not answer parts of a query (it does not declare supports_parts); "
+                             f"match it whole")
+        if part.branch_part is not None and not self.supports_branch_parts:
+            raise ValueError(f"{self.name} takes no branch_part (it does not declare supports_branch_parts): "
+                             f"only a root_range")
+        return part
+
+    def root_vertex(self, query: Graph, *, homomorphic: bool = False) -> int:
+        """The query vertex a part's ``root_range`` restricts (an engine that ``supports_parts``)."""
+        raise ValueError(f"{self.name} does not answer parts of a query (it does not declare supports_parts)")
+
+    def branch_vertices(self, query: Graph, *, homomorphic: bool = False) -> tuple[int, ...]:
+        """The query vertices a part's ``branch_part`` levels restrict, in level order (an engine
+        that ``supports_branch_parts``)."""
+        raise ValueError(f"{self.name} takes no branch_part (it does not declare supports_branch_parts)")
 
     def _answer_without_search(self, query: Graph, collect: bool, homomorphic: bool) -> MatchResult | None:
         """The checks every engine needs: a bad query raises; an answer known without a search
@@ -230,18 +281,19 @@ class Engine(ABC):
 
     @abstractmethod
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
-        """Answer one query; the base class has already checked it (see :meth:`match`)."""
+        """Answer one query; the base class has already checked it (see :meth:`match`). An engine
+        that ``supports_parts`` also takes ``part``, the :class:`~.part.Part` to answer."""
 
-    def _match_batch(self, queries: list[Graph], *, limit, collect, timeout_s, homomorphic) -> list[MatchResult]:
-        """Answer checked queries (see :meth:`match_batch`); by default one at a time, each with
-        its own peak and its own out-of-memory status."""
+    def _match_batch(self, queries: list[Graph], **options) -> list[MatchResult]:
+        """Answer checked queries (see :meth:`match_batch`; ``options``: ``limit``, ``collect``,
+        ``timeout_s``, ``homomorphic`` and, for an engine that ``supports_parts``, ``part``); by
+        default one at a time, each with its own peak and its own out-of-memory status."""
         out = []
         for i, query in enumerate(queries):
             if i and self.budget is not None:
                 self.budget.reset_peak()
             try:
-                out.append(self._match(query, limit=limit, collect=collect, timeout_s=timeout_s,
-                                       homomorphic=homomorphic))
+                out.append(self._match(query, **options))
             except DeviceOutOfMemory as exc:
                 out.append(MatchResult(self.name, 0, Status.OOM, reason=str(exc)))
         return out

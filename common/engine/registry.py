@@ -99,7 +99,13 @@ def create_engine(name: str, **options) -> Engine:
     >>> engine.match(Graph.from_edges(2, [0], [1], labels=[0, 1])).count
     2
     """
-    cls = engine_class(name)
+    return instantiate(engine_class(name), options, name)
+
+
+def instantiate(cls: type[Engine], options: dict, name: str | None = None) -> Engine:
+    """:func:`create_engine` for a class, registered or not (``name``: how errors name it;
+    default ``cls.name``): an unknown option or one of the wrong type is a ValueError naming it."""
+    name = cls.name if name is None else name
     names = option_names(cls)
     unknown = [key for key in options if key not in names]
     if unknown:

@@ -134,7 +134,7 @@ def _clear_bit_kernel(masks, bit, keep, lo, hi, modulus, residue, counter, index
 def clear_bit_outside(d_masks, bit: int, lo: int, hi: int, counter=None, index: int = -1,
                       part: tuple[int, int] = (0, 1)) -> None:
     """Clear bit ``bit`` of ``d_masks[v]`` for every v outside ``[lo, hi)`` (a root range,
-    :mod:`common.graph.roots`) or, with ``part=(j, m)`` (a branch part), with ``v % m != j``,
+    :mod:`common.engine.part`) or, with ``part=(j, m)`` (a branch part), with ``v % m != j``,
     subtracting one from ``counter[index]`` per bit cleared when given."""
     if d_masks.size == 0:
         return

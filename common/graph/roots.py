@@ -1,67 +1,15 @@
-"""Root ranges: restrict a search to the embeddings whose root lies in a range of data vertices,
-and cut the root's candidates into ranges of similar estimated work.
+"""Where a query's work lies below its root, and how to cut it into parts of similar estimated
+work: the graph side of the split protocol (:mod:`common.engine.part`).
 
-An engine that takes ``root_range=(lo, hi)`` (``cpu``, ``gmatch``, ``egsm``) counts only the
-embeddings whose image of its *root*, the first query vertex it matches, is a data vertex id in
-``[lo, hi)`` (gMatch with symmetry breaking: the automorphic images of the canonical matches
-whose root lies there). The root is chosen from the query (and, for ``cpu``, from the
-unrestricted candidate sizes) and never from the range, so the counts of a partition of
-``[0, |V(G)|)`` add up to the whole count and the parts' embeddings to the whole set; ``limit``,
-``collect`` and the statuses keep their meaning for each part. Each such engine names its root
-with ``root_vertex(query)``. ``root_range`` only acts in ``match``: it may be changed on a
-prepared engine between two queries.
-
-A root whose work no range can cut (one hub holding most of the matches) is cut below it:
-``branch_part=(j, m)`` (``cpu``, ``gmatch``) keeps, in the same sense, the embeddings whose
-*branch vertex*, the second query vertex of the engine's order, maps to a data vertex ``v`` with
-``v % m == j``; ``branch_part=((j, m), (k, m2))`` also keeps only those whose third vertex maps
-to a ``w`` with ``w % m2 == k`` (a hub below the hub). Each engine names these vertices with
-``branch_vertices(query)``. All restrictions combine; :func:`split_tasks` cuts a query into
-such parts.
+A part is a range of data vertices for the engine's root (``root_range``) times, below a hub
+root, residue classes of its branch vertices (``branch_part``). :func:`split_tasks` plans them
+as ``(root_range, branch_part or None)`` pairs from each root candidate's estimated work
+(:func:`root_work`, :func:`branch_work`); :func:`plan_split` does it for one query.
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-#: levels below the root that ``branch_part`` can cut (the second and third vertex of an order)
-BRANCH_LEVELS = 2
-
-
-def order_branch_vertices(order) -> tuple[int, ...]:
-    """The vertices of a matching order that ``branch_part``'s levels restrict: its second and
-    third (the last for a shorter order)."""
-    return tuple(int(order[min(i, len(order) - 1)]) for i in range(1, BRANCH_LEVELS + 1))
-
-
-def _int_pair(value, name: str, sep: str, form: str) -> tuple[int, int]:
-    """Two ints from a pair or a string of two numbers joined by ``sep``; else a ValueError
-    naming the option and its ``form``."""
-    pair = value.split(sep) if isinstance(value, str) else value
-    try:
-        a, b = (int(x) for x in pair)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be {form} with whole numbers, got {value!r}") from None
-    return a, b
-
-
-def check_root_range(value) -> tuple[int, int] | None:
-    """``None``, or ``(lo, hi)`` as two ints with 0 <= lo <= hi, from a pair or a 'lo:hi' string
-    (the command line's ``-o root_range=lo:hi``); anything else is a ValueError."""
-    if value is None:
-        return None
-    lo, hi = _int_pair(value, "root_range", ":", "(lo, hi) or 'lo:hi'")
-    if not 0 <= lo <= hi:
-        raise ValueError(f"root_range must satisfy 0 <= lo <= hi, got {value!r}")
-    return lo, hi
-
-
-def outside_mask(n: int, root_range: tuple[int, int]) -> np.ndarray:
-    """Boolean array over the data vertices ``0..n-1``: True outside ``[lo, hi)``."""
-    lo, hi = root_range
-    out = np.ones(n, dtype=bool)
-    out[min(lo, n):min(hi, n)] = False
-    return out
 
 
 def _work(weights) -> np.ndarray:
@@ -161,50 +109,6 @@ def cuts_below_root(data, query, root: int, parts: int, homomorphic: bool = Fals
     candidates, weights = root_work(data, query, root, homomorphic)
     _, work, share = _ranges_and_share(candidates, weights, data.num_vertices, parts)
     return share > 0 and bool((work > share).any())
-
-
-def check_branch_part(value) -> tuple[tuple[int, int], ...] | None:
-    """``None``, or the residue classes of the branch vertices as a tuple of ``(j, m)`` pairs
-    with 0 <= j < m, one per level (at most :data:`BRANCH_LEVELS`), from ``(j, m)``, a sequence
-    of such pairs, or a string 'j/m' or 'j/m,k/m2' (the command line's ``-o branch_part=j/m``);
-    anything else is a ValueError."""
-    if value is None:
-        return None
-    form = "(j, m), ((j, m), (k, m2)), 'j/m' or 'j/m,k/m2'"
-    if isinstance(value, str):
-        levels = value.split(",")
-    else:
-        try:
-            levels = [value] if all(isinstance(x, (int, np.integer)) for x in value) else list(value)
-        except TypeError:
-            raise ValueError(f"branch_part must be {form} with whole numbers, got {value!r}") from None
-    if not 1 <= len(levels) <= BRANCH_LEVELS:
-        raise ValueError(f"branch_part takes 1 to {BRANCH_LEVELS} levels, got {value!r}")
-    out = []
-    for level in levels:
-        j, m = _int_pair(level, "branch_part", "/", form)
-        if not 0 <= j < m:
-            raise ValueError(f"branch_part must satisfy 0 <= j < m at every level, got {value!r}")
-        out.append((j, m))
-    return tuple(out)
-
-
-def part_stats(root_range, branch_part) -> dict:
-    """A part's restrictions as its result's statistics hold them (lists; only those set)."""
-    stats = {}
-    root_range, levels = check_root_range(root_range), check_branch_part(branch_part)
-    if root_range is not None:
-        stats["root_range"] = list(root_range)
-    if levels is not None:
-        stats["branch_part"] = [list(level) for level in levels]
-    return stats
-
-
-def branch_outside_mask(n: int, part: tuple[int, int]) -> np.ndarray:
-    """Boolean array over the data vertices ``0..n-1``: True where ``v % m != j`` (one level of
-    a ``branch_part``)."""
-    j, m = part
-    return np.arange(n) % m != j
 
 
 def split_tasks(candidates: np.ndarray, weights: np.ndarray, n: int, parts: int,

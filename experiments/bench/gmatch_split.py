@@ -8,9 +8,8 @@ configuration answered once untimed first:
 * **split into k parts** (``--parts``): the parts :func:`common.graph.roots.plan_split` plans
   (root ranges by estimated work, a hub's range cut into branch parts and a branch class
   holding a hub of its own cut again; ``--no-branch`` for root ranges only), each answered
-  once untimed and once timed on the same engine by setting its ``root_range`` and
-  ``branch_part``: the summed seconds (what one GPU spends) and the longest
-  part (what a cluster cannot beat);
+  once untimed and once timed on the same engine (``match(query, part=...)``): the summed
+  seconds (what one GPU spends) and the longest part (what a cluster cannot beat);
 * **hub_parts=k** (``--hub-parts``): one ``match`` call of an engine made with ``hub_parts=k``
   and each ``hub_after_s`` of ``--hub-after-s`` and ``hub_whole_s`` of ``--hub-whole-s``
   (default: the engine's, what a user's call does), best of ``--repeats``, with the whole
@@ -33,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from common.engine.part import WHOLE, Part
 from common.engine.registry import create_engine
 from common.engine.result import Status
 from common.gpu.runtime import backend_label
@@ -43,9 +43,9 @@ from . import note_simulator
 from .dask_scaling import heavy_queries
 
 
-def _timed(engine, query, timeout_s):
-    """(host seconds, result) of one ``match``."""
-    return clocked(lambda: engine.match(query, timeout_s=timeout_s))
+def _timed(engine, query, timeout_s, part=None):
+    """(host seconds, result) of one ``match`` (of ``part``, where given)."""
+    return clocked(lambda: engine.match(query, timeout_s=timeout_s, part=part))
 
 
 def _label(row) -> str:
@@ -68,9 +68,8 @@ def measure(data, query, *, parts=(4, 16), hub_parts=(4,), hub_after_s=(None,), 
     engine = engine or create_engine("gmatch", **{**options, "hub_parts": 0}).prepare(data)
     if engine.hub_parts:
         raise ValueError("the one launch needs an engine with hub_parts=0")
-    engine.root_range = engine.branch_part = None
-    engine.match(query, timeout_s=timeout_s)
-    runs = [_timed(engine, query, timeout_s) for _ in range(repeats)]
+    engine.match(query, timeout_s=timeout_s, part=WHOLE)
+    runs = [_timed(engine, query, timeout_s, WHOLE) for _ in range(repeats)]
     whole_s, whole = min(runs, key=lambda run: run[0])
     rows = [dict(query=query.name, run="one launch", k=1, parts=1, branch_parts=0, hub_after_s=None,
                  hub_whole_s=None, whole_predicted_s=None, whole_looks=None, seconds=whole_s, largest_part_s=whole_s,
@@ -80,16 +79,12 @@ def measure(data, query, *, parts=(4, 16), hub_parts=(4,), hub_after_s=(None,), 
     for k in parts:
         tasks, _ = plan_split(data, query, root, below, k)
         seconds, count, statuses = [], 0, set()
-        try:
-            for root_range, branch_part in tasks:
-                engine.root_range, engine.branch_part = root_range, branch_part
-                engine.match(query, timeout_s=timeout_s)
-                took, part = _timed(engine, query, timeout_s)
-                seconds.append(took)
-                count += part.count
-                statuses.add(part.status.value)
-        finally:
-            engine.root_range = engine.branch_part = None
+        for task in tasks:
+            engine.match(query, timeout_s=timeout_s, part=Part(*task))
+            took, part = _timed(engine, query, timeout_s, Part(*task))
+            seconds.append(took)
+            count += part.count
+            statuses.add(part.status.value)
         status = Status.OK.value if statuses == {Status.OK.value} else ",".join(sorted(statuses))
         rows.append(dict(query=query.name, run="split", k=k, parts=len(tasks),
                          branch_parts=sum(1 for _, b in tasks if b), hub_after_s=None, hub_whole_s=None,
