@@ -556,6 +556,13 @@ class GMatch(Engine):
             extend = self._probe_extension(rows, in_flight, probe_until)
         return self._watch.run(kernel, blocks, warps * 32, args, deadline.at, self._d_stop, extend), shape
 
+    def _predicted_s(self, seeds: int, in_flight: int, elapsed: float) -> float:
+        """A running launch's predicted seconds from launch to end: the seeds taken beyond the
+        first fetch of every warp (``in_flight``) read as the share done after ``elapsed``."""
+        self._watch.peek(self._d_ctrls[0], self._h_peek)
+        done = max(0, int(self._h_peek[C_SEED]) - in_flight) / (seeds - in_flight)
+        return elapsed / done if done > 0 else math.inf
+
     def _probe_extension(self, seeds: int, in_flight: int, until: float):
         """The watch's ``extend`` for the probe's second stage at its look: on to ``until`` where
         the seeds taken beyond the first fetch of every warp (``in_flight``) predict the launch's
@@ -570,9 +577,7 @@ class GMatch(Engine):
             looked = True
             if seeds <= 2 * in_flight:
                 return until
-            self._watch.peek(self._d_ctrls[0], self._h_peek)
-            done = max(0, int(self._h_peek[C_SEED]) - in_flight) / (seeds - in_flight)
-            predicted = elapsed / done if done > 0 else math.inf
+            predicted = self._predicted_s(seeds, in_flight, elapsed)
             return until if time.perf_counter() - elapsed + predicted <= until else None
         return extend
 
@@ -594,9 +599,7 @@ class GMatch(Engine):
             nonlocal looks, kept
             if kept or looks == 2 or seeds <= 2 * in_flight:    # keep_whole has passed, or no prediction
                 return None
-            self._watch.peek(self._d_ctrls[0], self._h_peek)
-            done = max(0, int(self._h_peek[C_SEED]) - in_flight) / (seeds - in_flight)
-            predicted = elapsed / done if done > 0 else math.inf
+            predicted = self._predicted_s(seeds, in_flight, elapsed)
             looks += 1
             shape.update(hub_whole_predicted_s=predicted, hub_whole_looks=looks)
             if predicted <= self.hub_whole_s * (1.0 if looks == 1 else HUB_SECOND_BOUND):
@@ -852,7 +855,7 @@ class GMatch(Engine):
     def _probe(self, query: Graph, plan, qp, n: int, probe_end: float, timer):
         """The data-graph probe of ``candidate_graph="auto"`` (past the paper): most queries end
         over the data graph before an index would be built. First a DFS from the root's label
-        range on a grid sized to it for ``DIRECT_S`` (no BFS, no host round trip; the fine kernel
+        range on a grid sized to it (no BFS, no host round trip; the fine kernel
         checks the seeds' LDF/NLF bit) for ``DIRECT_SHARE`` of ``probe_s``; then a BFS seed pool
         of ``PROBE_SEEDS`` (better balanced for hub-heavy roots) and a DFS over it, both within
         ``LOOK_SHARE`` of it, where the launch runs on to ``probe_end`` only if the share of its
