@@ -4,7 +4,8 @@ Files follow the pipeline: ``order.py`` (RI order, automorphisms, symmetry break
 ``filter.py`` (LDF/NLF candidate bits, the candidate graph with bitmaps) -> ``balance.py``
 (BFS seed pool) -> ``enumerate.py`` (fine-grained warp DFS with shared-memory stacks, batch
 exploration and work stealing in and across blocks; the coarse-grained Naive/Unroll-k baseline)
--> ``engine.py`` (:class:`GMatch`, registry name "gmatch").
+-> ``engine.py`` (:class:`GMatch`, registry name "gmatch"), whose options are grouped in the
+validated records of ``options.py``.
 """
 
 from .engine import GMatch

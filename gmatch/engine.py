@@ -71,7 +71,6 @@ from .enumerate import (
     STEAL_BLOCK,
     STEAL_GLOBAL,
     STEAL_MAILBOX,
-    STEAL_NONE,
     coarse_kernel,
     fine_kernel,
     start_search,
@@ -93,6 +92,14 @@ from .filter import (
     pack_candidate_graph,
     pack_query,
 )
+from .options import (
+    STEALING_SCOPES,
+    CountingOptions,
+    HubOptions,
+    IndexOptions,
+    SearchOptions,
+    option_attributes,
+)
 from .order import MAX_QUERY_VERTICES, all_automorphisms, build_plan
 
 SHARED_BUDGET = 46 * 1024          # static shared memory a fine-kernel block may use
@@ -102,8 +109,6 @@ CHECKS_BYTES = 32 * LEAF_CHECKS * 4   # the last level's checks rows per warp
 SIM = simulator_active()
 START_BLOCKS, START_THREADS = (1, 32) if SIM else (32, 256)
 SEED_THREADS = 32 if SIM else 32 * SEED_WARPS
-STEALING_SCOPES = {"global": STEAL_GLOBAL, "mailbox": STEAL_MAILBOX, "block": STEAL_BLOCK,
-                   False: STEAL_NONE}
 STACK_LEVELS = (4, 8, 12, 16, 24, MAX_QUERY_VERTICES)   # compiled stack depths
 POOL_START = 1 << 22               # int32 elements of each seed-pool buffer before it grows
 POOL_MAX = 1 << 28                 # a BFS level needing more falls back to the previous level
@@ -148,6 +153,7 @@ def fine_warps(levels: int) -> int:
     return max(1, min(8, SHARED_BUDGET // (levels * LEVEL_BYTES + CHECKS_BYTES + 12)))
 
 
+@option_attributes
 class GMatch(Engine):
     """gMatch: fine-grained warp DFS (or its coarse-grained baselines) over a prepared data graph.
 
@@ -230,6 +236,22 @@ class GMatch(Engine):
         Queries per launch of ``match_batch``.
     device_memory_limit : int or None
         Device-memory budget in bytes.
+
+    Attributes
+    ----------
+    search : gmatch.options.SearchOptions
+        ``granularity`` .. ``max_registers``, ``batch_queries``: how the DFS is launched.
+    counting : gmatch.options.CountingOptions
+        ``symmetry_breaking``, ``leaf_counting``, ``count_last``, ``count_last_cost``.
+    index : gmatch.options.IndexOptions
+        ``candidate_graph``, ``probe_s``.
+    hubs : gmatch.options.HubOptions
+        ``hub_parts``, ``hub_after_s``, ``hub_whole_s``.
+    default_part : common.engine.part.Part
+        ``root_range``, ``branch_part``.
+
+    Each option is also a read-only attribute of its own name (``engine.probe_s`` is
+    ``engine.index.probe_s``); the records are validated where the constructor builds them.
     """
 
     name = "gmatch"
@@ -257,64 +279,17 @@ class GMatch(Engine):
                  batch_queries: int = BATCH_QUERIES,
                  device_memory_limit: int | None = None):
         super().__init__(device_memory_limit=device_memory_limit)
-        if granularity not in ("fine", "coarse"):
-            raise ValueError(f"granularity must be 'fine' or 'coarse', got {granularity!r}")
-        if unroll not in (1, 2, 4, 8):
-            raise ValueError(f"unroll must be 1, 2, 4 or 8, got {unroll}")
-        if granularity == "fine" and unroll != 1:
-            raise ValueError("unroll applies to the coarse model only (granularity='coarse')")
-        if int(seed_pool) < 1:
-            raise ValueError(f"seed_pool must be positive, got {seed_pool}")
-        if not 1 <= int(roots_per_fetch) <= 32:
-            raise ValueError(f"roots_per_fetch must be in 1..32, got {roots_per_fetch}")
-        if warps_per_block is not None and not 1 <= int(warps_per_block) <= 32:
-            raise ValueError(f"warps_per_block must be in 1..32, got {warps_per_block}")
-        if blocks is not None and int(blocks) < 1:
-            raise ValueError(f"blocks must be positive, got {blocks}")
-        if work_stealing is True:
-            work_stealing = "global"
-        if work_stealing not in STEALING_SCOPES:
-            raise ValueError("work_stealing must be 'global', 'mailbox', 'block' or False, "
-                             f"got {work_stealing!r}")
-        if candidate_graph not in ("auto", True, False):
-            raise ValueError(f"candidate_graph must be 'auto', True or False, got {candidate_graph!r}")
-        if max_registers is not None and not 16 <= int(max_registers) <= 255:
-            raise ValueError(f"max_registers must be in 16..255, got {max_registers}")
-        self.granularity = granularity
-        self.unroll = int(unroll)
-        self.batch = bool(batch)
-        self.work_stealing = work_stealing if granularity == "fine" else False
-        self.seed_pool = int(seed_pool)
-        self.roots_per_fetch = int(roots_per_fetch)
-        self.warps_per_block = None if warps_per_block is None else int(warps_per_block)
-        self.blocks = None if blocks is None else int(blocks)
-        self.symmetry_breaking = bool(symmetry_breaking)
-        self.candidate_graph = candidate_graph
-        self.leaf_counting = bool(leaf_counting)
-        self.count_last = bool(count_last)
-        if int(count_last_cost) < 0:
-            raise ValueError(f"count_last_cost must be non-negative, got {count_last_cost}")
-        self.count_last_cost = int(count_last_cost)
-        self.split_groups = bool(split_groups)
-        self.leaf_checks = bool(leaf_checks)
-        self.idle_stats = bool(idle_stats)
-        self.max_registers = None if max_registers is None else int(max_registers)
-        if not float(probe_s) >= 0:
-            raise ValueError(f"probe_s must be non-negative, got {probe_s}")
-        self.probe_s = float(probe_s)
+        self.search = SearchOptions(granularity=granularity, unroll=unroll, batch=batch,
+                                    work_stealing=work_stealing, seed_pool=seed_pool,
+                                    roots_per_fetch=roots_per_fetch, warps_per_block=warps_per_block,
+                                    blocks=blocks, split_groups=split_groups, leaf_checks=leaf_checks,
+                                    idle_stats=idle_stats, max_registers=max_registers,
+                                    batch_queries=batch_queries)
+        self.counting = CountingOptions(symmetry_breaking=symmetry_breaking, leaf_counting=leaf_counting,
+                                        count_last=count_last, count_last_cost=count_last_cost)
+        self.index = IndexOptions(candidate_graph=candidate_graph, probe_s=probe_s)
+        self.hubs = HubOptions(hub_parts=hub_parts, hub_after_s=hub_after_s, hub_whole_s=hub_whole_s)
         self.default_part = Part(root_range, branch_part)
-        if int(hub_parts) < 0 or int(hub_parts) == 1:
-            raise ValueError(f"hub_parts must be 0 (off) or at least 2, got {hub_parts}")
-        self.hub_parts = int(hub_parts)
-        if not float(hub_after_s) >= 0:
-            raise ValueError(f"hub_after_s must be non-negative, got {hub_after_s}")
-        self.hub_after_s = float(hub_after_s)
-        if not float(hub_whole_s) >= 0:
-            raise ValueError(f"hub_whole_s must be non-negative, got {hub_whole_s}")
-        self.hub_whole_s = float(hub_whole_s)
-        if int(batch_queries) < 1:
-            raise ValueError(f"batch_queries must be positive, got {batch_queries}")
-        self.batch_queries = int(batch_queries)
 
     # ------------------------------------------------------------------ prepare
     def _prepare(self, data: Graph) -> None:
@@ -346,7 +321,7 @@ class GMatch(Engine):
                                                      "vertices by label")
         self._d_levels = budget.zeros(MAX_QUERY_VERTICES + 1, np.int64, "BFS level counters")
         self._d_level = [self._d_levels[i:i + 1] for i in range(MAX_QUERY_VERTICES + 1)]   # sliced once
-        start = max(nv + 1, min(32 * self.seed_pool, POOL_START, 4 * (nv + data.num_edges),
+        start = max(nv + 1, min(32 * self.search.seed_pool, POOL_START, 4 * (nv + data.num_edges),
                                 (budget.limit or 1 << 40) // 32))
         self._seed_start = start
         self._d_no_emb = budget.device_array((1, MAX_QUERY_VERTICES), np.int32, "no embeddings")
@@ -394,9 +369,9 @@ class GMatch(Engine):
                                                     + cg.bitmap.nbytes + cg.cand_set.nbytes)}
 
     def _use_candidate_graph(self) -> bool:
-        if self.candidate_graph == "auto":
+        if self.index.candidate_graph == "auto":
             return self._labelled
-        return bool(self.candidate_graph)
+        return bool(self.index.candidate_graph)
 
     # ------------------------------------------------------------------ launch shapes
     def _fine_shape(self, n: int, seeds: int, kernel, args, fit_to_seeds: bool = False):
@@ -404,20 +379,20 @@ class GMatch(Engine):
         grid with global stealing (idle blocks are fed by stealing), else, or with
         ``fit_to_seeds`` (the probe's label-range stage), no more blocks than the seeds fill."""
         levels = stack_levels(n)
-        warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
+        warps = self.search.warps_per_block or (2 if SIM else fine_warps(levels))
         resident, resources = resident_blocks(kernel, args, warps * 32)
-        if self.blocks:
-            return levels, warps, self.blocks, resources
-        needed = math.ceil(seeds / (warps * self.roots_per_fetch))
-        if self.work_stealing in ("global", "mailbox") and not fit_to_seeds:
+        if self.search.blocks:
+            return levels, warps, self.search.blocks, resources
+        needed = math.ceil(seeds / (warps * self.search.roots_per_fetch))
+        if self.search.work_stealing in ("global", "mailbox") and not fit_to_seeds:
             needed = resident
         return levels, warps, max(1, min(resident, needed)), resources
 
     def _coarse_shape(self, seeds: int) -> tuple[int, int]:
-        warps = self.warps_per_block or (2 if SIM else 8)
-        if self.blocks:
-            return warps, self.blocks
-        return warps, grid_blocks(seeds, warps * self.unroll, self._sms)
+        warps = self.search.warps_per_block or (2 if SIM else 8)
+        if self.search.blocks:
+            return warps, self.search.blocks
+        return warps, grid_blocks(seeds, warps * self.search.unroll, self._sms)
 
     # ------------------------------------------------------------------ BFS seed pool
     def _begin_query(self) -> None:
@@ -506,15 +481,16 @@ class GMatch(Engine):
         ``probe_until`` (the probe's second stage, ``deadline`` its look), on to that time
         (:meth:`_probe_extension`); returns
         (timed_out, launch stats)."""
+        opt = self.search
         watch = int(deadline.active)
         rows = seed_hi - seed_lo
-        if self.granularity == "fine":
-            scope = STEALING_SCOPES[self.work_stealing]
+        if opt.granularity == "fine":
+            scope = STEALING_SCOPES[opt.work_stealing]
             levels = stack_levels(n)
-            warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
-            kernel = fine_kernel(levels, warps, self.batch, scope, self.roots_per_fetch, indexed,
-                                 self.idle_stats, self.max_registers, leaves, self.split_groups,
-                                 self.leaf_checks)
+            warps = opt.warps_per_block or (2 if SIM else fine_warps(levels))
+            kernel = fine_kernel(levels, warps, opt.batch, scope, opt.roots_per_fetch, indexed,
+                                 opt.idle_stats, opt.max_registers, leaves, opt.split_groups,
+                                 opt.leaf_checks)
             global_scope = scope in (STEAL_GLOBAL, STEAL_MAILBOX)
             args = (*graph[:5], self._d_cands, self._d_qps, pool, width, self._d_ctrls, emb, emb_cap,
                     watch, self._d_stop, self._d_mail, self._d_xfer, self._d_block_query)
@@ -531,8 +507,8 @@ class GMatch(Engine):
         else:
             global_scope = False
             warps, blocks = self._coarse_shape(rows)
-            kernel = coarse_kernel(warps, self.unroll, indexed)
-            capacity = max(self.unroll * max(self._max_degree, 1), 32)
+            kernel = coarse_kernel(warps, opt.unroll, indexed)
+            capacity = max(opt.unroll * max(self._max_degree, 1), 32)
             need = (blocks * warps, n, capacity)
             fc = (self.pool.get("coarse feasible sets", need, np.int32),
                   self.pool.get("coarse parent indices", need, np.int32))
@@ -549,10 +525,10 @@ class GMatch(Engine):
             kernel[blocks, warps * 32](*args)
             return False, shape
         extend = None
-        if keep_whole is not None and self.granularity == "fine":
-            extend = self._whole_extension(rows, blocks * warps * self.roots_per_fetch, keep_whole, shape)
+        if keep_whole is not None and opt.granularity == "fine":
+            extend = self._whole_extension(rows, blocks * warps * opt.roots_per_fetch, keep_whole, shape)
         elif probe_until is not None:
-            in_flight = blocks * warps * self.roots_per_fetch if self.granularity == "fine" else rows
+            in_flight = blocks * warps * opt.roots_per_fetch if opt.granularity == "fine" else rows
             extend = self._probe_extension(rows, in_flight, probe_until)
         return self._watch.run(kernel, blocks, warps * 32, args, deadline.at, self._d_stop, extend), shape
 
@@ -602,11 +578,11 @@ class GMatch(Engine):
             predicted = self._predicted_s(seeds, in_flight, elapsed)
             looks += 1
             shape.update(hub_whole_predicted_s=predicted, hub_whole_looks=looks)
-            if predicted <= self.hub_whole_s * (1.0 if looks == 1 else HUB_SECOND_BOUND):
+            if predicted <= self.hubs.hub_whole_s * (1.0 if looks == 1 else HUB_SECOND_BOUND):
                 kept = True
                 return keep_whole.earlier(math.inf)
-            if looks == 1 and predicted <= HUB_LOOK_AGAIN * self.hub_whole_s:
-                return keep_whole.earlier(time.perf_counter() + self.hub_after_s)
+            if looks == 1 and predicted <= HUB_LOOK_AGAIN * self.hubs.hub_whole_s:
+                return keep_whole.earlier(time.perf_counter() + self.hubs.hub_after_s)
             return None
         return extend
 
@@ -625,7 +601,7 @@ class GMatch(Engine):
         else:
             with timer.phase(phase):
                 pool, rows, width, timed_out, growths = self._seed_pool(
-                    qp, graph, indexed, deadline, min(self.seed_pool, seed_target or self.seed_pool))
+                    qp, graph, indexed, deadline, min(self.search.seed_pool, seed_target or self.search.seed_pool))
             seed_lo, seed_hi = 0, rows
         rows = seed_hi - seed_lo
         stats = {"seeds": rows, "seed_width": width, "seed_pool_bytes": rows * width * 4,
@@ -710,9 +686,9 @@ class GMatch(Engine):
         """Plan the query, upload its parameter block and filter the candidates on the GPU (of
         ``part``'s root range and branch classes)."""
         begin = time.perf_counter()
-        plan = build_plan(query, self.symmetry_breaking, defer_leaves=count_leaves)
+        plan = build_plan(query, self.counting.symmetry_breaking, defer_leaves=count_leaves)
         qp = pack_query(plan, query, count_leaves=count_leaves, count_last=count_last,
-                        max_cost=self.count_last_cost)
+                        max_cost=self.counting.count_last_cost)
         timer.add("plan", time.perf_counter() - begin)
         with timer.phase("filter"):
             upload(self._d_qp, qp)
@@ -744,13 +720,13 @@ class GMatch(Engine):
 
     def root_vertex(self, query: Graph, *, homomorphic: bool = False) -> int:
         """The query vertex at position 0 (the one a part's ``root_range`` restricts)."""
-        return int(build_plan(query, self.symmetry_breaking).order[0])
+        return int(build_plan(query, self.counting.symmetry_breaking).order[0])
 
     def branch_vertices(self, query: Graph, *, homomorphic: bool = False) -> tuple[int, ...]:
         """The query vertices a part's ``branch_part`` levels restrict: positions 1, 2 of the plan
         without leaf deferral (the last position for a shorter query), found by vertex in every
         plan of the query."""
-        return order_branch_vertices(build_plan(query, self.symmetry_breaking).order)
+        return order_branch_vertices(build_plan(query, self.counting.symmetry_breaking).order)
 
     def _branch_positions(self, plan, query: Graph) -> list[int]:
         """Where ``plan`` puts the branch vertices (:meth:`branch_vertices`)."""
@@ -768,17 +744,17 @@ class GMatch(Engine):
         timer = PhaseTimer()
         n = query.num_vertices
         indexed = self._use_candidate_graph() and n > 1
-        counting = indexed and self.granularity == "fine" and limit is None and not collect
-        count_leaves = counting and self.leaf_counting
-        count_last = counting and self.count_last
-        probe = (indexed and self.candidate_graph == "auto" and limit is None and not collect
-                 and self.probe_s > 0 and probe_first)
+        counting = indexed and self.search.granularity == "fine" and limit is None and not collect
+        count_leaves = counting and self.counting.leaf_counting
+        count_last = counting and self.counting.count_last
+        probe = (indexed and self.index.candidate_graph == "auto" and limit is None and not collect
+                 and self.index.probe_s > 0 and probe_first)
         plan, qp = self._plan(query, count_leaves and not probe, count_last and not probe, timer, part)
         aut = plan.automorphisms
         index_stats = {}
         graph = self._data_graph
         if probe:
-            unique, ctrl, stopped, stats = self._probe(query, plan, qp, n, deadline.earlier(start + self.probe_s),
+            unique, ctrl, stopped, stats = self._probe(query, plan, qp, n, deadline.earlier(start + self.index.probe_s),
                                                        timer)
             if not stopped or deadline.passed():
                 status = Status.TIMEOUT if stopped else Status.OK
@@ -791,7 +767,7 @@ class GMatch(Engine):
         search_deadline = deadline
         if hub:
             whole_start = time.perf_counter()
-            search_deadline = Deadline.at_time(deadline.earlier(whole_start + self.hub_after_s))
+            search_deadline = Deadline.at_time(deadline.earlier(whole_start + self.hubs.hub_after_s))
         if probe and (count_leaves or count_last):    # countable leaves go last: a new order
             plan, qp = self._plan(query, count_leaves, count_last, timer, part)
         hub_bits = None                           # the filter bits the parts' candidate graphs are cut from
@@ -808,7 +784,7 @@ class GMatch(Engine):
             else:
                 bits = self._d_cand.copy_to_host()
                 if hub:
-                    if self.hub_after_s <= 0:
+                    if self.hubs.hub_after_s <= 0:
                         timer.add("index", time.perf_counter() - begin)
                         return self._match_parts(query, plan, bits, deadline, timer, homomorphic)
                     hub_bits = bits
@@ -834,7 +810,7 @@ class GMatch(Engine):
             race = enumerate_last(qp)
         unique, ctrl, emb, timed_out, stats = self._search(
             n, qp, graph, indexed, limit_unique, emb_cap, search_deadline, timer,
-            keep_whole=deadline if hub_bits is not None and self.hub_whole_s > 0 else None, race=race)
+            keep_whole=deadline if hub_bits is not None and self.hubs.hub_whole_s > 0 else None, race=race)
         if stats.get("race_winner") == "enumerate":
             qp = race
         if hub_bits is not None and timed_out and not deadline.passed():
@@ -864,13 +840,13 @@ class GMatch(Engine):
         probe where its pool predicts (docs/decisions.md, "gMatch: the probe's budget").
         Returns (unique count, ctrl row, stopped, statistics)."""
         unique, ctrl, stopped, stats = 0, np.zeros(CTRL_SIZE, np.int64), True, {}
-        if self.granularity == "fine":
-            direct_end = min(probe_end, time.perf_counter() + DIRECT_SHARE * self.probe_s)
+        if self.search.granularity == "fine":
+            direct_end = min(probe_end, time.perf_counter() + DIRECT_SHARE * self.index.probe_s)
             unique, ctrl, _, stopped, stats = self._search(
                 n, qp, self._data_graph, False, 0, 0, Deadline.at_time(direct_end), timer, phase="probe",
                 label_seeds=self._label_seeds(query, plan))
         if stopped and time.perf_counter() < probe_end:
-            look = min(probe_end, time.perf_counter() + LOOK_SHARE * self.probe_s)
+            look = min(probe_end, time.perf_counter() + LOOK_SHARE * self.index.probe_s)
             unique, ctrl, _, stopped, stats = self._search(
                 n, qp, self._data_graph, False, 0, 0, Deadline.at_time(look), timer, phase="probe",
                 seed_target=PROBE_SEEDS, probe_until=probe_end)
@@ -880,9 +856,9 @@ class GMatch(Engine):
         """Whether ``hub_parts`` would cut the query below its root (a root candidate heavier
         than a share of the work); the parts themselves are planned only once the whole search
         is cut (:meth:`_match_parts`)."""
-        if self.hub_parts < 2 or not part.whole:
+        if self.hubs.hub_parts < 2 or not part.whole:
             return False
-        return cuts_below_root(self.data, query, self.root_vertex(query), self.hub_parts)
+        return cuts_below_root(self.data, query, self.root_vertex(query), self.hubs.hub_parts)
 
     def _match_parts(self, query: Graph, plan, bits: np.ndarray, deadline: Deadline, timer,
                      homomorphic, whole_s: float = 0.0, whole_prediction: dict | None = None) -> MatchResult:
@@ -896,7 +872,7 @@ class GMatch(Engine):
         memory) stops the rest, and its status is the result's."""
         begin = time.perf_counter()                   # host work: the planning and the builds' queueing
         tasks, _ = plan_split(self.data, query, self.root_vertex(query), self.branch_vertices(query)[0],
-                              self.hub_parts)
+                              self.hubs.hub_parts)
         graphs = PartGraphs(self.data, bits, plan, tasks, self._branch_positions(plan, query),
                             self._max_bitmap_bytes(), self._sorted_adjacency())
         timer.add("index", time.perf_counter() - begin)
@@ -940,9 +916,9 @@ class GMatch(Engine):
         probe of ``candidate_graph="auto"`` for many queries at once: ``collect``, a part of the
         queries, the coarse model, ``candidate_graph`` True or False, ``probe_s=0`` and
         ``batch_queries=1`` answer one query at a time."""
-        if (collect or self.granularity != "fine" or self.batch_queries < 2 or len(queries) < 2
+        if (collect or self.search.granularity != "fine" or self.search.batch_queries < 2 or len(queries) < 2
                 or self.data.num_vertices == 0 or not part.whole
-                or self.candidate_graph != "auto" or self.probe_s == 0):
+                or self.index.candidate_graph != "auto" or self.index.probe_s == 0):
             return super()._match_batch(queries, limit=limit, collect=collect, timeout_s=timeout_s,
                                         homomorphic=homomorphic, part=part)
         results: list[MatchResult] = [None] * len(queries)
@@ -974,7 +950,7 @@ class GMatch(Engine):
         for the candidate bits (B x |V| words)."""
         per_query = 4 * max(1, self.data.num_vertices)
         room = (self.budget.limit - self.budget.in_use) // 8 if self.budget.limit is not None else 1 << 30
-        return max(1, min(self.batch_queries, BLOCK_QUERY_SLOTS, room // per_query))
+        return max(1, min(self.search.batch_queries, BLOCK_QUERY_SLOTS, room // per_query))
 
     def _run_batch(self, queries, limit, timeout_s) -> list[MatchResult]:
         """One batched launch over ``queries``; a query it did not finish gets status timeout,
@@ -988,7 +964,7 @@ class GMatch(Engine):
         control = np.zeros((count, CTRL_SIZE), np.int64)
         for b, query in enumerate(queries):
             n = query.num_vertices
-            plan = build_plan(query, self.symmetry_breaking)
+            plan = build_plan(query, self.counting.symmetry_breaking)
             qps[b] = pack_query(plan, query)
             lo, hi = self._label_seeds(query, plan)
             limit_unique = 0 if limit is None else -(-limit // plan.automorphisms)
@@ -998,10 +974,11 @@ class GMatch(Engine):
             plans.append(plan)
         timer.add("plan", time.perf_counter() - start)
         levels = stack_levels(max(q.num_vertices for q in queries))
-        warps = self.warps_per_block or (2 if SIM else fine_warps(levels))
-        kernel = fine_kernel(levels, warps, self.batch, STEAL_BLOCK, self.roots_per_fetch, False,
-                             self.idle_stats, self.max_registers, LEAF_ONE if limit is None else LEAF_OUTPUT,
-                             self.split_groups, self.leaf_checks)
+        opt = self.search
+        warps = opt.warps_per_block or (2 if SIM else fine_warps(levels))
+        kernel = fine_kernel(levels, warps, opt.batch, STEAL_BLOCK, opt.roots_per_fetch, False,
+                             opt.idle_stats, opt.max_registers, LEAF_ONE if limit is None else LEAF_OUTPUT,
+                             opt.split_groups, opt.leaf_checks)
         pool = self.pool
         d_qps = pool.upload("batch query plans", qps)
         d_cands = pool.get("batch candidate bits", (count, max(1, self.data.num_vertices)), np.uint32)
@@ -1014,10 +991,10 @@ class GMatch(Engine):
                 self._d_no_emb, 0, 1, d_halt, self._d_mail, self._d_xfer, self._d_block_query)
         resident, _ = resident_blocks(kernel, args, warps * 32)
         seeds = control[:, C_SEED_HI] - control[:, C_SEED_LO]
-        block_query = _blocks_per_query(seeds, max(resident, count), warps * self.roots_per_fetch)
+        block_query = _blocks_per_query(seeds, max(resident, count), warps * self.search.roots_per_fetch)
         d_block_query = pool.upload("batch block-to-query map", block_query)
         args = (*args[:16], d_block_query)
-        window = self.probe_s * count
+        window = self.index.probe_s * count
         deadline = start + (window if timeout_s is None else min(window, timeout_s))
         with timer.phase("enumerate"):
             self._watch.run(kernel, block_query.size, warps * 32, args, deadline, d_halt)
@@ -1065,11 +1042,11 @@ class GMatch(Engine):
                      unique_embeddings=unique, counted_leaves=plan.size - int(qp[QP_SIZES, 2]),
                      warp_iterations=iters,
                      steals=int(ctrl[C_STEALS]), global_steals=int(ctrl[C_GSTEALS]),
-                     granularity=self.granularity, unroll=self.unroll,
-                     batch=self.batch, work_stealing=self.work_stealing, seed_pool=self.seed_pool,
+                     granularity=self.search.granularity, unroll=self.search.unroll, batch=self.search.batch,
+                     work_stealing=self.search.work_stealing, seed_pool=self.search.seed_pool,
                      candidate_graph=indexed)
         stats.update(part.stats())
-        if self.idle_stats or self.granularity == "coarse":
+        if self.search.idle_stats or self.search.granularity == "coarse":
             stats.update(idle_lanes=int(ctrl[C_IDLE]),
                          idle_rate=(ctrl[C_IDLE] / (32.0 * iters)) if iters else 0.0)
         result = self._result(timer, total, status, embeddings, stats)
@@ -1081,7 +1058,7 @@ class GMatch(Engine):
         n = plan.size
         by_vertex = np.empty_like(unique_rows)
         by_vertex[:, plan.order] = unique_rows
-        sigmas = all_automorphisms(query) if self.symmetry_breaking else np.arange(n)[None, :]
+        sigmas = all_automorphisms(query) if self.counting.symmetry_breaking else np.arange(n)[None, :]
         if sigmas.shape[0] != plan.automorphisms:
             raise AssertionError("automorphism count disagrees with the stabiliser chain")
         out = np.concatenate([by_vertex[:, sigma] for sigma in sigmas]) if by_vertex.size else by_vertex

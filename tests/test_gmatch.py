@@ -703,6 +703,46 @@ def test_unsupported_inputs_and_bad_options(labelled):
             GMatch(**bad)
 
 
+@pytest.mark.parametrize("bad,needle", [
+    (dict(max_registers=8), "max_registers must be in 16..255, got 8"),
+    (dict(batch_queries=0), "batch_queries must be positive, got 0"),
+    (dict(candidate_graph="yes"), "candidate_graph must be 'auto', True or False, got 'yes'"),
+    (dict(probe_s=-1), "probe_s must be non-negative, got -1"),
+    (dict(probe_s=float("nan")), "probe_s must be non-negative, got nan"),
+    (dict(hub_parts=1), "hub_parts must be 0 (off) or at least 2, got 1"),
+    (dict(hub_after_s=-0.5), "hub_after_s must be non-negative, got -0.5"),
+    (dict(hub_whole_s=-2), "hub_whole_s must be non-negative, got -2"),
+])
+def test_a_bad_option_names_itself(bad, needle):
+    with pytest.raises(ValueError) as error:
+        GMatch(**bad)
+    assert str(error.value) == needle
+
+
+def test_options_are_grouped_in_read_only_records():
+    """Each keyword lands, normalised, in its record and reads back under its own name; the
+    records are frozen and the flat names cannot be set past the constructor."""
+    from dataclasses import FrozenInstanceError, fields
+
+    from gmatch.options import RECORDS
+    gm = GMatch(granularity="coarse", unroll=4, work_stealing=True, seed_pool=7.0, blocks=3,
+                symmetry_breaking=0, probe_s=1, hub_parts=0, batch_queries=2.0)
+    assert (gm.search.granularity, gm.search.unroll, gm.search.work_stealing) == ("coarse", 4, False)
+    assert gm.search.seed_pool == 7 and type(gm.search.seed_pool) is int and gm.search.blocks == 3
+    assert gm.counting.symmetry_breaking is False and gm.index.probe_s == 1.0 and type(gm.probe_s) is float
+    assert gm.hubs.hub_parts == 0 and gm.search.batch_queries == 2
+    assert GMatch(work_stealing=True).work_stealing == "global"
+    for record, options in RECORDS.items():
+        for field in fields(options):
+            assert getattr(gm, field.name) == getattr(getattr(gm, record), field.name)
+    names = [field.name for options in RECORDS.values() for field in fields(options)]
+    assert len(names) == len(set(names)) == 22
+    with pytest.raises(AttributeError):
+        gm.probe_s = 0.5
+    with pytest.raises(FrozenInstanceError):
+        gm.index.probe_s = 0.5
+
+
 # ------------------------------------------------------------------------------ batches
 @pytest.mark.slow
 def test_batches_equal_one_query_at_a_time(labelled, unlabelled, reference_of):
