@@ -123,6 +123,7 @@ HUB_WHOLE_S = 0.8                  # ... unless its whole launch is predicted to
 HUB_LOOK_AGAIN = 2.0               # a prediction up to this many times hub_whole_s is made again one slice later,
 HUB_SECOND_BOUND = 1.5             # ... and then kept whole within this many times hub_whole_s
 WHOLE_PREDICTION = ("hub_whole_predicted_s", "hub_whole_looks")   # statistics of a whole search's prediction
+PROBE_STATS = ("probe_direct_ms", "probe_look_ms", "probe_pool_ms", "probe_past_end_ms")   # the probe's stages
 BLOCK_QUERY_SLOTS = 1 << 16        # blocks a launch may have (block -> query map entries)
 BATCH_QUERIES = 256                # queries per batched launch (at most the resident blocks)
 
@@ -599,13 +600,17 @@ class GMatch(Engine):
         if label_seeds is not None:
             pool, (seed_lo, seed_hi), width, timed_out, growths = self._d_vertices_by_label, label_seeds, 1, False, 0
         else:
+            begin = time.perf_counter()
             with timer.phase(phase):
                 pool, rows, width, timed_out, growths = self._seed_pool(
                     qp, graph, indexed, deadline, min(self.search.seed_pool, seed_target or self.search.seed_pool))
+            pool_ms = 1e3 * (time.perf_counter() - begin)
             seed_lo, seed_hi = 0, rows
         rows = seed_hi - seed_lo
         stats = {"seeds": rows, "seed_width": width, "seed_pool_bytes": rows * width * 4,
                  "seed_pool_growths": growths, "max_stack_bytes": 0, "steal_buffer_bytes": 0}
+        if label_seeds is None:
+            stats["seed_pool_ms"] = pool_ms
         ctrl = np.zeros(CTRL_SIZE, dtype=np.int64)
         if n == 1:
             ctrl[C_COUNT] = rows
@@ -751,11 +756,12 @@ class GMatch(Engine):
                  and self.index.probe_s > 0 and probe_first)
         plan, qp = self._plan(query, count_leaves and not probe, count_last and not probe, timer, part)
         aut = plan.automorphisms
-        index_stats = {}
+        index_stats, probe_stats = {}, {}
         graph = self._data_graph
         if probe:
             unique, ctrl, stopped, stats = self._probe(query, plan, qp, n, deadline.earlier(start + self.index.probe_s),
                                                        timer)
+            probe_stats = {key: stats[key] for key in PROBE_STATS}
             if not stopped or deadline.passed():
                 status = Status.TIMEOUT if stopped else Status.OK
                 stats.update(probe_finished=not stopped)
@@ -786,7 +792,8 @@ class GMatch(Engine):
                 if hub:
                     if self.hubs.hub_after_s <= 0:
                         timer.add("index", time.perf_counter() - begin)
-                        return self._match_parts(query, plan, bits, deadline, timer, homomorphic)
+                        return self._match_parts(query, plan, bits, deadline, timer, homomorphic,
+                                                 probe_stats=probe_stats)
                     hub_bits = bits
                 graph, index_stats = self._upload_candidate_graph(qp, self._build_candidate_graph(plan, bits))
             if graph is None:                     # bitmaps too large: search the data graph
@@ -816,8 +823,10 @@ class GMatch(Engine):
         if hub_bits is not None and timed_out and not deadline.passed():
             return self._match_parts(query, plan, hub_bits, deadline, timer, homomorphic,
                                      time.perf_counter() - whole_start,
-                                     {key: stats[key] for key in WHOLE_PREDICTION if key in stats})
+                                     {key: stats[key] for key in WHOLE_PREDICTION if key in stats},
+                                     probe_stats)
         stats.update(index_stats)
+        stats.update(probe_stats)
         status = Status.TIMEOUT if timed_out else Status.OK
         if status is Status.OK and limit is not None and unique * aut >= limit:
             status = Status.LIMIT
@@ -838,18 +847,28 @@ class GMatch(Engine):
         seeds taken predicts its end by then (:meth:`_probe_extension`). A query that goes on to
         the candidate graph has lost about ``DIRECT_SHARE + LOOK_SHARE`` of ``probe_s`` to the
         probe where its pool predicts (docs/decisions.md, "gMatch: the probe's budget").
-        Returns (unique count, ctrl row, stopped, statistics)."""
+        Returns (unique count, ctrl row, stopped, statistics); the statistics name each stage's
+        wall time, the look's seed pool time and how far the probe ran past ``probe_end``
+        (:data:`PROBE_STATS`)."""
         unique, ctrl, stopped, stats = 0, np.zeros(CTRL_SIZE, np.int64), True, {}
+        stages = dict.fromkeys(PROBE_STATS, 0.0)
+        begin = time.perf_counter()
         if self.search.granularity == "fine":
-            direct_end = min(probe_end, time.perf_counter() + DIRECT_SHARE * self.index.probe_s)
+            direct_end = min(probe_end, begin + DIRECT_SHARE * self.index.probe_s)
             unique, ctrl, _, stopped, stats = self._search(
                 n, qp, self._data_graph, False, 0, 0, Deadline.at_time(direct_end), timer, phase="probe",
                 label_seeds=self._label_seeds(query, plan))
-        if stopped and time.perf_counter() < probe_end:
-            look = min(probe_end, time.perf_counter() + LOOK_SHARE * self.index.probe_s)
+        looked = time.perf_counter()
+        stages["probe_direct_ms"] = 1e3 * (looked - begin)
+        if stopped and looked < probe_end:
+            look = min(probe_end, looked + LOOK_SHARE * self.index.probe_s)
             unique, ctrl, _, stopped, stats = self._search(
                 n, qp, self._data_graph, False, 0, 0, Deadline.at_time(look), timer, phase="probe",
                 seed_target=PROBE_SEEDS, probe_until=probe_end)
+            stages["probe_look_ms"] = 1e3 * (time.perf_counter() - looked)
+            stages["probe_pool_ms"] = stats.get("seed_pool_ms", 0.0)
+        stages["probe_past_end_ms"] = max(0.0, 1e3 * (time.perf_counter() - probe_end))
+        stats.update(stages)
         return unique, ctrl, stopped, stats
 
     def _has_hub_parts(self, query: Graph, part: Part) -> bool:
@@ -861,14 +880,16 @@ class GMatch(Engine):
         return cuts_below_root(self.data, query, self.root_vertex(query), self.hubs.hub_parts)
 
     def _match_parts(self, query: Graph, plan, bits: np.ndarray, deadline: Deadline, timer,
-                     homomorphic, whole_s: float = 0.0, whole_prediction: dict | None = None) -> MatchResult:
+                     homomorphic, whole_s: float = 0.0, whole_prediction: dict | None = None,
+                     probe_stats: dict | None = None) -> MatchResult:
         """Count ``query`` as its ``hub_parts`` (:func:`common.graph.roots.plan_split`: root
         ranges and branch parts), one after another, each with its own candidate graph cut from
         the whole query's filter ``bits`` (:class:`gmatch.filter.PartGraphs`); the phases are
         this call's (its probe, the abandoned whole search of ``whole_s`` seconds, the parts'
         planning as ``index``) plus the parts' (a part's ``index`` is its wait for its graph and
         the upload), the statistics those of its longest part and the whole search's prediction
-        (``whole_prediction``, :data:`WHOLE_PREDICTION`); a part that stops (timeout, out of
+        (``whole_prediction``, :data:`WHOLE_PREDICTION`) and the probe's stages (``probe_stats``,
+        :data:`PROBE_STATS`); a part that stops (timeout, out of
         memory) stops the rest, and its status is the result's."""
         begin = time.perf_counter()                   # host work: the planning and the builds' queueing
         tasks, _ = plan_split(self.data, query, self.root_vertex(query), self.branch_vertices(query)[0],
@@ -900,6 +921,7 @@ class GMatch(Engine):
         for key in ("root_range", "branch_part"):
             stats.pop(key, None)
         stats.update(whole_prediction or {})
+        stats.update(probe_stats or {})
         stats.update(hub_parts=len(tasks), hub_parts_finished=len(parts), hub_whole_seconds=whole_s,
                      part_counts=[r.count for r in parts],
                      part_seconds=[sum(r.phases.values()) for r in parts])

@@ -177,7 +177,11 @@ def test_gmatch_heavy_targets_name_the_worst_probe_share_and_count_over_enumerat
     rows = [dict(variant=v, query=q, status="ok", wall_ms=w, probe_ms=p, a_search_ms=a, a_process_ms=10.0)
             for v, q, w, p, a in [("enumerate", "q1", 40.0, 2.0, 50.0), ("count", "q1", 30.0, 6.0, 50.0),
                                   ("enumerate", "q2", 10.0, 5.0, 5.0), ("count", "q2", 12.0, 5.0, 5.0)]]
+    assert "probe past its end" not in targets(pd.DataFrame(rows))         # a table without the stages
+    for row, past in zip(rows, (0.0, 1.5, 9.0, 0.0)):
+        row.update(probe_direct_ms=0.5, probe_look_ms=past + 3.0, probe_pool_ms=1.0, probe_past_end_ms=past)
     text = targets(pd.DataFrame(rows))
     assert "max 20.0% (count q1, 6.0 of 30.0 ms), over 2 runs" in text      # q2 is under 20 ms
+    assert "probe past its end: max 1.5 ms (count q1: direct 0.5, look 4.5 of which seed pool 1.0 ms)" in text
     assert "count / enumerate: median 0.97, max 1.20 (q2); 1 of 2 over 1.0: q2 1.20" in text
     assert "enumerate / authors' search: median 1.40 over 2; / (search + preprocessing): max 0.67 (q1)" in text

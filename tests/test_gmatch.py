@@ -106,6 +106,10 @@ def test_every_variant_equals_the_reference(variant, labelled, unlabelled, refer
                 assert result.stats["probe_finished"] and not result.stats["candidate_graph"]
             if variant == "fine-probe-stops" and data is labelled:
                 assert result.stats["candidate_graph"] and "probe" in result.phases
+                stages = result.stats["probe_direct_ms"] + result.stats["probe_look_ms"]
+                assert stages >= 1e3 * result.phases["probe"] > 0            # the stages hold the phase
+                assert 0 <= result.stats["probe_pool_ms"] <= result.stats["probe_look_ms"]
+                assert result.stats["probe_past_end_ms"] >= 0
 
 
 @pytest.mark.slow_cases("fine", "unroll-4")

@@ -39,6 +39,7 @@ import pandas as pd
 from common.engine.registry import create_engine, engine_class
 from common.engine.result import Status
 from common.interrupt import command_line, csv_rows, interruptible
+from gmatch.engine import PROBE_STATS
 from gmatch.order import build_plan
 
 from ..harness.timing import without_compiles
@@ -143,6 +144,7 @@ def _measure(args, data, queries, leaves_of: dict, rows: list) -> None:
                              index_ms=phases.get("index", 0.0), filter_ms=phases.get("filter", 0.0),
                              plan_ms=phases.get("plan", 0.0), wall_ms=wall * 1e3, compile_reruns=reruns,
                              probe_finished=bool(result.stats.get("probe_finished", False)),
+                             **{key: result.stats.get(key) for key in PROBE_STATS},
                              race_winner=result.stats.get("race_winner"),
                              race_count_ms=result.stats.get("race_count_ms"),
                              race_enumerate_ms=result.stats.get("race_enumerate_ms"),
@@ -285,6 +287,11 @@ def targets(table: pd.DataFrame) -> str:
         lines.append(f"  probe share of walls over {PROBE_JUDGED_MS:.0f} ms: max {share.max():.1%} "
                      f"({worst['variant']} {worst['query']}, {worst['probe_ms']:.1f} of {worst['wall_ms']:.1f} ms), "
                      f"over {len(long)} runs")
+        if "probe_past_end_ms" in long and long["probe_past_end_ms"].notna().any():
+            past = long.loc[long["probe_past_end_ms"].idxmax()]
+            lines.append(f"  probe past its end: max {past['probe_past_end_ms']:.1f} ms ({past['variant']} "
+                         f"{past['query']}: direct {past['probe_direct_ms']:.1f}, look {past['probe_look_ms']:.1f} "
+                         f"of which seed pool {past['probe_pool_ms']:.1f} ms)")
     walls = table[table["status"] == "ok"].pivot_table(index="query", columns="variant", values="wall_ms",
                                                        aggfunc="first")
     if {"count", "enumerate"} <= set(walls.columns):
