@@ -34,6 +34,18 @@ def test_per_query_frame_holds_each_timed_run():
     assert row["status[old]"] == "timeout" and row["runs_ms[old]"] == ""
 
 
+def test_peaks_are_each_querys_largest_and_summarised_as_the_worst_growth():
+    grows = _run(1, [("ok", 1, 1.0)], [("ok", 1, 1.0)], query="a")
+    grows.runs["new"] = [dict(grows.runs["new"][0], peak=p) for p in (3 << 20, 6 << 20)]
+    grows.runs["old"] = [dict(grows.runs["old"][0], peak=2 << 20)]
+    same = _run(1, [("ok", 1, 1.0)], [("ok", 1, 1.0)], query="b")       # answers without a peak
+    assert grows.peak("new") == 6 << 20 and same.peak("new") == 0
+    row = summarise([grows, same], "new", "old", 5.0)[0].iloc[0]
+    assert row["new_peak_mb"] == pytest.approx(6.0) and row["peak_ratio_worst"] == pytest.approx(3.0)
+    assert per_query_frame([grows], ["new", "old"]).iloc[0]["peak_mb[old]"] == pytest.approx(2.0)
+    assert "6.0" in regress.render(summarise([grows], "new", "old", 5.0)[0], "new", "old")
+
+
 def test_count_problems_name_wrong_and_disagreeing_counts():
     assert count_problems(_run(10, [("ok", 10, 1.0)], [("ok", 10, 1.0)]), ("new", "old")) == []
     wrong = count_problems(_run(10, [("ok", 11, 1.0)], [("ok", 10, 1.0)]), ("new", "old"))

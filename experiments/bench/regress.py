@@ -298,6 +298,10 @@ class QueryRun:
     def counts(self, label: str) -> set:
         return {a["count"] for a in self.runs.get(label, []) if a["status"] == "ok"}
 
+    def peak(self, label: str) -> int:
+        """The largest peak device memory (bytes) of the revision's timed runs (0: none)."""
+        return max((a.get("peak", 0) for a in self.runs.get(label, [])), default=0)
+
 
 def memory_share(revisions: int, reserve: int = 3 << 30, spare: float = 0.15) -> int | None:
     """Equal device memory per revision's engines: the GPU's free memory less a ``spare`` fraction
@@ -483,6 +487,8 @@ def summarise(results: list[QueryRun], new: str, old: str, limit_s: float):
             if any(r.status(new) == "ok" for _, _, r in compared) else math.nan,
             "over_limit_new": sum(r.status(new) != "ok" for r in runs),
             "over_limit_old": sum(r.status(old) != "ok" for r in runs),
+            "new_peak_mb": max((r.peak(new) for r in runs), default=0) / 2**20,
+            "peak_ratio_worst": max((r.peak(new) / r.peak(old) for r in runs if r.peak(old)), default=math.nan),
             "exact_checked": exact,
             "counts": ("not run" if all(r.error for r in runs) else "ok" if not bad else f"{len(bad)} wrong"),
         })
@@ -515,20 +521,23 @@ def per_query_frame(results: list[QueryRun], labels):
                                                 if a["status"] == "ok")
             counts = sorted(r.counts(label)) or [a["count"] for a in r.runs.get(label, [])][:1]
             row[f"count[{label}]"] = counts[0] if counts else None
+            row[f"peak_mb[{label}]"] = r.peak(label) / 2**20
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def render(table, new_label: str, old_label: str) -> str:
     lines = [f"new = {new_label}, old = {old_label}; ratio = new/old median wall of match(); "
-             "'>' = a bound (one side over the limit)",
+             "'>' = a bound (one side over the limit); peak = the largest peak device memory of a query "
+             "(new, MiB) and the worst new/old ratio of a query's peak",
              f"{'engine':7s} {'workload':18s} {'group':5s} {'q':>4s} {'cmp':>4s} {'median':>7s} {'worst':>8s} "
-             f"{'worst query':22s} {'new ms':>8s} {'lim new/old':>11s} {'counts':>8s}"]
+             f"{'worst query':22s} {'new ms':>8s} {'lim new/old':>11s} {'peak MiB':>9s} {'peak x':>6s} {'counts':>8s}"]
     for row in table.itertuples():
         worst = f"{'>' if row.worst_is_bound else ''}{row.worst:.2f}"
         lines.append(f"{row.engine:7s} {row.workload:18s} {row.group:5s} {row.queries:4d} {row.compared:4d} "
                      f"{row.median:7.2f} {worst:>8s} {row.worst_query[:22]:22s} {row.new_ms_median:8.2f} "
-                     f"{row.over_limit_new:5d}/{row.over_limit_old:<5d} {row.counts:>8s}")
+                     f"{row.over_limit_new:5d}/{row.over_limit_old:<5d} {row.new_peak_mb:9.1f} "
+                     f"{row.peak_ratio_worst:6.2f} {row.counts:>8s}")
     return "\n".join(lines)
 
 
