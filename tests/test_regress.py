@@ -2,6 +2,7 @@
 
 import math
 import subprocess
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -90,6 +91,49 @@ def test_whole_run_of_two_revisions(tmp_path):
         assert list(frame[column]) == [3, 80]
     summary = pd.read_csv(tmp_path / "regress_summary.csv")
     assert summary.loc[0, "counts"] == "ok" and summary.loc[0, "compared"] == 2
+
+
+def test_gpu_tasks_put_heavy_groups_first_and_pass_the_other_options_on():
+    assert regress.gpu_tasks(["gsi", "egsm"], ["small", "heavy"]) == [
+        ("gsi", "heavy"), ("egsm", "heavy"), ("gsi", "small"), ("egsm", "small")]
+    argv = ["--gpus", "0,1", "--engines=gsi", "--repeats", "2", "--out", "x", "--groups", "small", "--per-query"]
+    assert regress._without_options(argv, ("--gpus", "--engines", "--groups", "--out")) == [
+        "--repeats", "2", "--per-query"]
+
+
+def test_runs_on_gpus_each_see_one_gpu_and_join_into_one_table(tmp_path, monkeypatch, capsys):
+    seen = []
+
+    def fake_run(command, cwd, env, stdout, stderr):
+        engine = command[command.index("--engines") + 1]
+        folder = Path(command[command.index("--out") + 1])
+        seen.append((engine, env["CUDA_VISIBLE_DEVICES"], command.count("--gpus")))
+        wrong = engine == "egsm"
+        summarise([_run(1, [("ok", 2 if wrong else 1, 1.0)], [("ok", 1, 1.0)], query=f"{engine}-q")],
+                  "new", "old", 5.0)[0].assign(engine=engine).to_csv(folder / "regress_summary.csv", index=False)
+        (folder / "labels.json").write_text('["abc(new)", "def"]')
+        return subprocess.CompletedProcess(command, 1 if wrong else 0)
+
+    monkeypatch.setattr(regress.subprocess, "run", fake_run)
+    code = regress.main(["--gpus", "0,1", "--engines", "gsi,egsm", "--groups", "small", "--baseline", "HEAD",
+                         "--out", str(tmp_path)])
+    text = capsys.readouterr().out
+    assert code == 1 and sorted(e for e, _, _ in seen) == ["egsm", "gsi"]
+    assert all(gpu in ("0", "1") and gpus == 0 for _, gpu, gpus in seen)     # children run on one GPU
+    assert "new = abc(new), old = def" in text and "FAILED OR COUNT PROBLEMS: egsm small (exit 1" in text
+    assert list(pd.read_csv(tmp_path / "regress_summary.csv")["engine"]) == ["gsi", "egsm"]
+
+
+@pytest.mark.slow
+def test_a_gate_on_two_gpus_runs_and_joins(tmp_path):
+    """The cpu engine through --gpus: one child run, its summary joined."""
+    code = regress.main(["--gpus", "0,1", "--baseline", "HEAD", "--engines", "cpu", "--groups", "small",
+                         "--workloads", "hprd-dense16", "--max-queries", "2", "--repeats", "1",
+                         "--out", str(tmp_path)])
+    assert code == 0
+    summary = pd.read_csv(tmp_path / "regress_summary.csv")
+    assert list(summary["engine"]) == ["cpu"] and summary.loc[0, "counts"] == "ok"
+    assert (tmp_path / "cpu-small" / "regress_queries.csv").exists()
 
 
 def test_unknown_group_is_refused(capsys):

@@ -22,6 +22,11 @@ median wall of ``match()``, the worst query and the count check; a CSV of every 
 timed run's wall (``--out``).
 Exit status 1 on a wrong or disagreeing count. docs/decisions.md ("The regression gate's run
 shape") says why the revisions share one run and, by default, hold the card in turns.
+
+``--gpus 0,1,2,3`` spreads the gate over GPUs of one host: each (engine, group) is one run of
+this command on one GPU (``CUDA_VISIBLE_DEVICES``), both revisions in it as on one GPU, the GPUs
+taking the next pair as they finish, heavy groups first; the summaries join into one table
+(:func:`run_on_gpus`).
 """
 
 from __future__ import annotations
@@ -541,6 +546,85 @@ def render(table, new_label: str, old_label: str) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------- several GPUs
+def gpu_tasks(engines, groups) -> list[tuple[str, str]]:
+    """The (engine, group) runs of a gate spread over GPUs, heavy groups first (the longest
+    runs start first, so the GPUs finish close together)."""
+    order = sorted(groups, key=lambda g: g != "heavy")
+    return [(engine, group) for group in order for engine in engines]
+
+
+def _without_options(argv: list[str], names) -> list[str]:
+    """``argv`` without the options ``names`` and their values (``--x v`` and ``--x=v``)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in names:
+            skip = True
+        elif not any(arg.startswith(f"{name}=") for name in names):
+            kept.append(arg)
+    return kept
+
+
+def run_on_gpus(argv: list[str], gpus: list[str], engines, groups, out: Path) -> int:
+    """Run the gate once per (engine, group) (:func:`gpu_tasks`), each on one of ``gpus`` with
+    ``CUDA_VISIBLE_DEVICES`` set, as many at once as there are GPUs, into ``out/ENGINE-GROUP``;
+    print one summary table of them all. Exit status 1 when any run's counts are wrong or a run
+    failed."""
+    import concurrent.futures
+    import queue
+
+    import pandas as pd
+
+    base = _without_options(argv, ("--gpus", "--engines", "--groups", "--out"))
+    free: queue.Queue = queue.Queue()
+    for gpu in gpus:
+        free.put(gpu)
+
+    def run(task: tuple[str, str]) -> tuple[tuple[str, str], int, Path]:
+        engine, group = task
+        folder = out / f"{engine}-{group}"
+        folder.mkdir(parents=True, exist_ok=True)
+        gpu = free.get()
+        try:
+            env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
+            with open(folder / "output.log", "w") as log:
+                code = subprocess.run([sys.executable, "-m", "experiments.bench.regress", *base,
+                                       "--engines", engine, "--groups", group, "--out", str(folder)],
+                                      cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+        finally:
+            free.put(gpu)
+        print(f"  {engine} {group} on GPU {gpu}: exit {code} ({folder / 'output.log'})", flush=True)
+        return task, code, folder
+
+    tasks = gpu_tasks(engines, groups)
+    print(f"regress on GPUs {','.join(gpus)}: {len(tasks)} runs (engine, group)", flush=True)
+    with concurrent.futures.ThreadPoolExecutor(len(gpus)) as pool:
+        done = list(pool.map(run, tasks))
+    tables, labels, failed = [], None, []
+    for (engine, group), code, folder in done:
+        summary = folder / "regress_summary.csv"
+        if summary.exists() and summary.stat().st_size > 1:
+            tables.append(pd.read_csv(summary).fillna({"worst_query": ""}))
+        if labels is None and (folder / "labels.json").exists():
+            labels = json.loads((folder / "labels.json").read_text())
+        if code:
+            failed.append(f"{engine} {group} (exit {code}; {folder / 'output.log'})")
+    if not tables:
+        print("no run finished:", "; ".join(failed))
+        return 1
+    table = pd.concat(tables, ignore_index=True)
+    table.to_csv(out / "regress_summary.csv", index=False)
+    print()
+    print(render(table, *(labels or ("new", "old"))))
+    for line in verdicts(table):
+        print("over target:", line)
+    for line in failed:
+        print("FAILED OR COUNT PROBLEMS:", line)
+    return 1 if failed else 0
+
+
 # ---------------------------------------------------------------------- command line
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.bench.regress", description=__doc__.split("\n\n")[0])
@@ -571,6 +655,9 @@ def main(argv=None) -> int:
                         help="bytes per revision's engines in every mode (default: none; --mode share: an equal "
                              "share of the free memory)")
     parser.add_argument("--out", type=Path, default=None, help="folder for the CSVs and worker logs")
+    parser.add_argument("--gpus", default=None,
+                        help="comma-separated GPUs of this host: each (engine, group) runs on one of them, "
+                             "as many at once as GPUs (run_on_gpus)")
     args = parser.parse_args(argv)
     note_simulator(parser.prog, args, timeout_s=args.limit_s)
 
@@ -586,6 +673,11 @@ def main(argv=None) -> int:
     baseline = args.baseline or baseline_default()
     out = args.out or Path(tempfile.mkdtemp(prefix="gpusm-regress-"))
     out.mkdir(parents=True, exist_ok=True)
+    gpus = [g for g in (args.gpus or "").split(",") if g]
+    if len(gpus) > 1:
+        return run_on_gpus(list(sys.argv[1:] if argv is None else argv), gpus, engines, groups, out)
+    if gpus:                                   # one GPU: the workers see that one
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpus[0]
     with tempfile.TemporaryDirectory(prefix="gpusm-regress-") as tmp:
         tmp = Path(tmp)
         old_label, old_tree = resolve(baseline, tmp / "old")
@@ -650,6 +742,7 @@ def main(argv=None) -> int:
         with __import__("pandas").option_context("display.width", 200, "display.max_rows", 500):
             print(frame[cols].round(1).to_string(index=False))
     table.to_csv(out / "regress_summary.csv", index=False)
+    (out / "labels.json").write_text(json.dumps([new_label, old_label]))
     print()
     print(render(table, new_label, old_label))
     for line in verdicts(table):
