@@ -621,7 +621,12 @@ class GMatch(Engine):
         if race is not None and not emb_cap and not limit_unique and rows >= RACE_MIN_SEEDS:
             raced = self._race(n, qp, race, graph, pool, rows, width, deadline, timer, phase, stats)
             if raced is not None:
-                pool, qp, sampled, timed_out = raced
+                pool, winner, sampled, timed_out = raced
+                if winner is race and keep_whole is not None:
+                    # enumeration won: hub parts count positions, so the rest runs as one launch
+                    # to the query's deadline, as in enumeration mode
+                    deadline, keep_whole = keep_whole, None
+                qp = winner
                 seed_lo = int(sampled[C_SEED_HI])
                 if timed_out:
                     return unique_count(sampled), sampled, emb, True, stats
