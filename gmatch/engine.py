@@ -626,6 +626,7 @@ class GMatch(Engine):
                     # enumeration won: hub parts count positions, so the rest runs as one launch
                     # to the query's deadline, as in enumeration mode
                     deadline, keep_whole = keep_whole, None
+                    timed_out = deadline.passed()
                 qp = winner
                 seed_lo = int(sampled[C_SEED_HI])
                 if timed_out:

@@ -916,6 +916,36 @@ def test_the_count_or_enumerate_race_counts_every_seed_once(winner, wide, refere
     assert raced >= 5
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("winner", ["count", "enumerate"])
+def test_a_hub_query_whose_race_enumeration_wins_runs_whole(winner, hub200, reference_of, monkeypatch):
+    """Hub parts count positions: where enumerating the last position wins the race, the rest of
+    a hub query runs as one launch to the query's deadline (no parts); where counting wins, a
+    whole search past ``hub_after_s`` is cut into parts. The seed pool and the race are given all
+    the time they need (the simulator builds them slower than any ``hub_after_s`` a GPU needs)."""
+    import gmatch.engine as gmatch_engine
+    from common.engine.deadline import Deadline
+
+    monkeypatch.setattr(gmatch_engine, "RACE_MIN_SEEDS", 2)
+    monkeypatch.setattr(gmatch_engine, "RACE_SHARE", 64)
+    monkeypatch.setattr(gmatch_engine, "RACE_PATIENCE", 1e6)
+    monkeypatch.setattr(gmatch_engine, "race_winner", lambda count_s, enumerate_s: winner)
+    race = GMatch._race
+    monkeypatch.setattr(GMatch, "_race", lambda self, n, qp, other, graph, pool, rows, width, deadline, *rest:
+                        race(self, n, qp, other, graph, pool, rows, width, Deadline(None), *rest))
+    seed_pool = GMatch._seed_pool
+    monkeypatch.setattr(GMatch, "_seed_pool", lambda self, qp, graph, indexed, deadline, target:
+                        seed_pool(self, qp, graph, indexed, Deadline(None), target))
+    query = random_walk_query(hub200, 5, seed=2, name="walk5-2")       # two backward neighbours last
+    gm = GMatch(seed_pool=1024, blocks=2, warps_per_block=2, probe_s=1e-6, leaf_counting=False,
+                hub_parts=4, hub_after_s=1e-3, hub_whole_s=1e-9).prepare(hub200)
+    result = gm.match(query)
+    assert result.status is Status.OK and result.count == reference_of(hub200, query).count
+    assert ("hub_parts" in result.stats) is (winner == "count")
+    if winner == "enumerate":
+        assert result.stats["race_winner"] == "enumerate" and result.stats["counted_leaves"] == 0
+
+
 def test_two_launches_add_their_counts_past_64_bits():
     from gmatch.engine import add_counts, unique_count
     from gmatch.enumerate import C_COUNT, C_COUNT_HI, C_ITERS, CTRL_SIZE
