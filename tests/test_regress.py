@@ -104,17 +104,21 @@ def test_gpu_tasks_put_heavy_groups_first_and_pass_the_other_options_on():
 def test_runs_on_gpus_each_see_one_gpu_and_join_into_one_table(tmp_path, monkeypatch, capsys):
     seen = []
 
-    def fake_run(command, cwd, env, stdout, stderr):
-        engine = command[command.index("--engines") + 1]
-        folder = Path(command[command.index("--out") + 1])
-        seen.append((engine, env["CUDA_VISIBLE_DEVICES"], command.count("--gpus")))
-        wrong = engine == "egsm"
-        summarise([_run(1, [("ok", 2 if wrong else 1, 1.0)], [("ok", 1, 1.0)], query=f"{engine}-q")],
-                  "new", "old", 5.0)[0].assign(engine=engine).to_csv(folder / "regress_summary.csv", index=False)
-        (folder / "labels.json").write_text('["abc(new)", "def"]')
-        return subprocess.CompletedProcess(command, 1 if wrong else 0)
+    class Child:                                  # a run of one (engine, group) that ends at once
+        def __init__(self, command, cwd, env, stdout, stderr):
+            engine = command[command.index("--engines") + 1]
+            folder = Path(command[command.index("--out") + 1])
+            seen.append((engine, env["CUDA_VISIBLE_DEVICES"], command.count("--gpus")))
+            self.wrong = engine == "egsm"
+            summarise([_run(1, [("ok", 2 if self.wrong else 1, 1.0)], [("ok", 1, 1.0)], query=f"{engine}-q")],
+                      "new", "old", 5.0)[0].assign(engine=engine).to_csv(folder / "regress_summary.csv",
+                                                                          index=False)
+            (folder / "labels.json").write_text('["abc(new)", "def"]')
 
-    monkeypatch.setattr(regress.subprocess, "run", fake_run)
+        def wait(self, timeout=None):
+            return 1 if self.wrong else 0
+
+    monkeypatch.setattr(regress.subprocess, "Popen", Child)
     code = regress.main(["--gpus", "0,1", "--engines", "gsi,egsm", "--groups", "small", "--baseline", "HEAD",
                          "--out", str(tmp_path)])
     text = capsys.readouterr().out
@@ -122,6 +126,60 @@ def test_runs_on_gpus_each_see_one_gpu_and_join_into_one_table(tmp_path, monkeyp
     assert all(gpu in ("0", "1") and gpus == 0 for _, gpu, gpus in seen)     # children run on one GPU
     assert "new = abc(new), old = def" in text and "FAILED OR COUNT PROBLEMS: egsm small (exit 1" in text
     assert list(pd.read_csv(tmp_path / "regress_summary.csv")["engine"]) == ["gsi", "egsm"]
+
+
+def test_runs_on_gpus_past_the_stop_are_interrupted_or_not_started(tmp_path, monkeypatch, capsys):
+    signals = []
+
+    class Child:                                  # a run that is still going at the stop
+        def __init__(self, command, cwd, env, stdout, stderr):
+            self.folder = Path(command[command.index("--out") + 1])
+            self.engine = command[command.index("--engines") + 1]
+
+        def wait(self, timeout=None):
+            if not signals:
+                raise subprocess.TimeoutExpired("regress", timeout)
+            summarise([_run(1, [("ok", 1, 1.0)], [("ok", 1, 2.0)], query="q")], "new", "old",
+                      5.0)[0].assign(engine=self.engine).to_csv(self.folder / "regress_summary.csv", index=False)
+            return regress.INTERRUPTED
+
+        def send_signal(self, sig):
+            signals.append(sig)
+
+    monkeypatch.setattr(regress.subprocess, "Popen", Child)
+    code = regress.main(["--gpus", "0,1", "--engines", "gsi", "--groups", "small", "--baseline", "HEAD",
+                         "--stop-after-s", "0.01", "--out", str(tmp_path)])
+    text = capsys.readouterr().out
+    assert code == 1 and signals == [regress.signal.SIGINT]
+    assert "FAILED OR COUNT PROBLEMS: gsi small (stopped 130" in text and " 0.50 " in text   # its finished part
+    code = regress.main(["--gpus", "0,1", "--engines", "gsi,egsm", "--groups", "small", "--baseline", "HEAD",
+                         "--stop-after-s", "0", "--out", str(tmp_path / "none")])
+    text = capsys.readouterr().out
+    assert code == 1 and "no run finished" in text and "egsm small (not started" in text
+
+
+def test_an_interrupted_gate_saves_the_summary_of_its_finished_workloads(tmp_path, monkeypatch):
+    def measure(workers, engines, loads, *, results, **options):
+        results.append(_run(1, [("ok", 1, 1.0)], [("ok", 1, 1.0)], query="q", workload="w"))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(regress, "measure", measure)
+    class Worker:                                 # no process: measure is replaced
+        def __init__(self, label, tree, log):
+            self.proc = self
+
+        def kill(self):
+            pass
+
+        close = kill
+
+    monkeypatch.setattr(regress, "Worker", Worker)
+    monkeypatch.setattr(regress, "workloads", lambda groups, workdir, max_queries: [])
+    with pytest.raises(SystemExit) as stopped:
+        regress.main(["--baseline", "HEAD", "--engines", "gsi", "--groups", "small", "--out", str(tmp_path)])
+    assert stopped.value.code == regress.INTERRUPTED
+    assert list(pd.read_csv(tmp_path / "regress_summary.csv")["workload"]) == ["w"]
+    assert (tmp_path / "labels.json").exists()
 
 
 @pytest.mark.slow

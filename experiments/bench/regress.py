@@ -35,6 +35,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -47,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from common.engine.registry import gpu_engines, kernel_packages
-from common.interrupt import command_line, interruptible
+from common.interrupt import INTERRUPTED, command_line, interruptible
 
 from . import note_simulator
 
@@ -64,6 +65,8 @@ FAMILY_QUERIES = 12
 #: Deadline of a workload's ``before`` query: short enough that every engine times out on it.
 BEFORE_S = 0.25
 SMALL_MEDIAN = 1.05
+#: Seconds a run interrupted by ``--stop-after-s`` has to save its finished workloads.
+STOP_GRACE_S = 60.0
 
 
 # ---------------------------------------------------------------------- workloads
@@ -567,32 +570,48 @@ def _without_options(argv: list[str], names) -> list[str]:
     return kept
 
 
-def run_on_gpus(argv: list[str], gpus: list[str], engines, groups, out: Path) -> int:
+def run_on_gpus(argv: list[str], gpus: list[str], engines, groups, out: Path,
+                stop_after_s: float | None = None) -> int:
     """Run the gate once per (engine, group) (:func:`gpu_tasks`), each on one of ``gpus`` with
     ``CUDA_VISIBLE_DEVICES`` set, as many at once as there are GPUs, into ``out/ENGINE-GROUP``;
-    print one summary table of them all. Exit status 1 when any run's counts are wrong or a run
-    failed."""
+    print one summary table of them all. With ``stop_after_s``, runs still going that long after
+    the start are interrupted (Ctrl-C: each keeps its finished workloads) and runs not started
+    by then are not started. Exit status 1 when any run's counts are wrong or a run failed or
+    was stopped."""
     import concurrent.futures
     import queue
 
     import pandas as pd
 
-    base = _without_options(argv, ("--gpus", "--engines", "--groups", "--out"))
+    base = _without_options(argv, ("--gpus", "--engines", "--groups", "--out", "--stop-after-s"))
     free: queue.Queue = queue.Queue()
     for gpu in gpus:
         free.put(gpu)
+    stop_at = None if stop_after_s is None else time.monotonic() + stop_after_s
 
-    def run(task: tuple[str, str]) -> tuple[tuple[str, str], int, Path]:
+    def run(task: tuple[str, str]) -> tuple[tuple[str, str], int | None, Path]:
         engine, group = task
         folder = out / f"{engine}-{group}"
         folder.mkdir(parents=True, exist_ok=True)
         gpu = free.get()
         try:
+            if stop_at is not None and time.monotonic() >= stop_at:
+                print(f"  {engine} {group}: not started (--stop-after-s)", flush=True)
+                return task, None, folder
             env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
             with open(folder / "output.log", "w") as log:
-                code = subprocess.run([sys.executable, "-m", "experiments.bench.regress", *base,
-                                       "--engines", engine, "--groups", group, "--out", str(folder)],
-                                      cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+                child = subprocess.Popen([sys.executable, "-m", "experiments.bench.regress", *base,
+                                          "--engines", engine, "--groups", group, "--out", str(folder)],
+                                         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+                try:
+                    code = child.wait(None if stop_at is None else max(0.0, stop_at - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    child.send_signal(signal.SIGINT)       # keeps its finished workloads
+                    try:
+                        code = child.wait(STOP_GRACE_S)
+                    except subprocess.TimeoutExpired:
+                        child.kill()
+                        code = child.wait()
         finally:
             free.put(gpu)
         print(f"  {engine} {group} on GPU {gpu}: exit {code} ({folder / 'output.log'})", flush=True)
@@ -607,10 +626,13 @@ def run_on_gpus(argv: list[str], gpus: list[str], engines, groups, out: Path) ->
         summary = folder / "regress_summary.csv"
         if summary.exists() and summary.stat().st_size > 1:
             tables.append(pd.read_csv(summary).fillna({"worst_query": ""}))
-        if labels is None and (folder / "labels.json").exists():
+        if labels is None and code is not None and (folder / "labels.json").exists():
             labels = json.loads((folder / "labels.json").read_text())
-        if code:
-            failed.append(f"{engine} {group} (exit {code}; {folder / 'output.log'})")
+        if code is None:
+            failed.append(f"{engine} {group} (not started: --stop-after-s)")
+        elif code:
+            failed.append(f"{engine} {group} ({'stopped' if code == INTERRUPTED else 'exit'} {code}; "
+                          f"{folder / 'output.log'})")
     if not tables:
         print("no run finished:", "; ".join(failed))
         return 1
@@ -658,6 +680,9 @@ def main(argv=None) -> int:
     parser.add_argument("--gpus", default=None,
                         help="comma-separated GPUs of this host: each (engine, group) runs on one of them, "
                              "as many at once as GPUs (run_on_gpus)")
+    parser.add_argument("--stop-after-s", type=float, default=None,
+                        help="with --gpus: interrupt the runs still going this long after the start, each "
+                             "keeping its finished workloads, and start no more")
     args = parser.parse_args(argv)
     note_simulator(parser.prog, args, timeout_s=args.limit_s)
 
@@ -675,7 +700,8 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     gpus = [g for g in (args.gpus or "").split(",") if g]
     if len(gpus) > 1:
-        return run_on_gpus(list(sys.argv[1:] if argv is None else argv), gpus, engines, groups, out)
+        return run_on_gpus(list(sys.argv[1:] if argv is None else argv), gpus, engines, groups, out,
+                           args.stop_after_s)
     if gpus:                                   # one GPU: the workers see that one
         os.environ["CUDA_VISIBLE_DEVICES"] = gpus[0]
     with tempfile.TemporaryDirectory(prefix="gpusm-regress-") as tmp:
@@ -712,6 +738,9 @@ def main(argv=None) -> int:
             tally.done = len({(r.engine, r.workload) for r in results})
             if results:
                 per_query_frame(results, labels).to_csv(out / "regress_queries.csv", index=False)
+                summarise(results, new_label, old_label, args.limit_s)[0].to_csv(out / "regress_summary.csv",
+                                                                                index=False)
+                (out / "labels.json").write_text(json.dumps([new_label, old_label]))
                 tally.note = f"queries in {out / 'regress_queries.csv'}"
 
         with interruptible(command_line("python -m experiments.bench.regress", argv), save=save,
