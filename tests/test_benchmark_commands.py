@@ -185,3 +185,33 @@ def test_gmatch_heavy_targets_name_the_worst_probe_share_and_count_over_enumerat
     assert "probe past its end: max 1.5 ms (count q1: direct 0.5, look 4.5 of which seed pool 1.0 ms)" in text
     assert "count / enumerate: median 0.97, max 1.20 (q2); 1 of 2 over 1.0: q2 1.20" in text
     assert "enumerate / authors' search: median 1.40 over 2; / (search + preprocessing): max 0.67 (q1)" in text
+
+
+def test_gmatch_heavy_takes_the_median_of_interleaved_repeats(rmat40, monkeypatch, capsys):
+    """Each variant answers each query ``--repeats`` times, the variants taking turns; the row is
+    the median run's, every run's wall listed, the count exact."""
+    import argparse
+
+    from common.graph.generate import random_walk_query
+    from experiments.bench import gmatch_heavy
+
+    cpu = create_engine("cpu").prepare(rmat40)
+    assert gmatch_heavy.median_run([(3.0, "c", 0), (1.0, "a", 0), (2.0, "b", 0)])[1] == "b"
+    assert gmatch_heavy.median_run([(2.0, "b", 0), (1.0, "a", 0)])[1] == "a"      # the lower middle
+    small = "seed_pool=8+blocks=2+warps_per_block=2"
+    monkeypatch.setattr(gmatch_heavy, "VARIANTS", {"enumerate": gmatch_heavy.variant_options(
+        small + "+leaf_counting=False+count_last=False"), "count": gmatch_heavy.variant_options(small)})
+    queries = [("walks", f"walk{k}", random_walk_query(rmat40, k, seed=k, name=f"walk{k}"), None, None)
+               for k in (3, 4)]
+    args = argparse.Namespace(variants="enumerate,count", repeats=3, timeout=60.0, label="t")
+    rows: list = []
+    gmatch_heavy._measure(args, rmat40, queries, {}, rows)
+    assert [(r["variant"], r["query"]) for r in rows] == [(v, q) for q in ("walk3", "walk4")
+                                                         for v in ("enumerate", "count")]
+    for row, (_, _, query, _, _) in zip(rows, [q for q in queries for _ in range(2)]):
+        walls = [float(w) for w in row["wall_runs_ms"].split()]
+        assert len(walls) == 3 and row["wall_ms"] == pytest.approx(sorted(walls)[1], abs=0.01)
+        assert row["status"] == "ok" and row["count"] == cpu.match(query).count
+    with pytest.raises(SystemExit):
+        gmatch_heavy.main(["--repeats", "0"])
+    assert "--repeats must be at least 1" in capsys.readouterr().err

@@ -9,7 +9,7 @@ warm-up did not take) is run again (``compile_reruns``).
 
 Per query and variant (``--variants``; default ``enumerate`` = every position enumerated, the
 paper's search over the candidate graph, and ``count`` = gpusm's defaults, counting the leaves and
-the last position): our search time (the ``enumerate`` phase plus the data-graph ``probe``), the
+the last position), the median of ``--repeats`` runs with the variants taking turns: our search time (the ``enumerate`` phase plus the data-graph ``probe``), the
 probe alone, the candidate-graph build (``index``) and the wall time of ``match()``. With
 ``--authors`` the authors' binary (``make authors``; :mod:`experiments.papers.authors`) runs beside it in
 the same process on the same GPU: its ``# Processing`` time (search) and ``# Preparation`` time
@@ -119,21 +119,45 @@ def run_authors(queries, data, timeout: float, path: Path | None) -> pd.DataFram
     return table
 
 
-def _measure(args, data, queries, leaves_of: dict, rows: list) -> None:
-    """Every variant on every query; one row appended to ``rows`` per answer."""
+def _prepared(args, data, queries) -> dict:
+    """Each variant's engine, prepared on ``data`` and warmed on a query of every size: the
+    probe's kernels and, through a second engine without the probe, the candidate graph's."""
+    engines = {}
     for variant in args.variants.split(","):
         options = supported(variant_options(variant))
         engine = create_engine("gmatch", **options).prepare(data)
         indexed = create_engine("gmatch", **{**options, "probe_s": 0}).prepare(data)
-        for size in sorted({q.num_vertices for _, _, q, _, _ in queries}):     # compile first
+        for size in sorted({q.num_vertices for _, _, q, _, _ in queries}):
             warm = next(q for _, _, q, _, _ in queries if q.num_vertices == size)
-            for prepared in (engine, indexed):   # the probe's kernels and the candidate graph's
+            for prepared in (engine, indexed):
                 prepared.match(warm, timeout_s=args.timeout)
                 prepared.match(warm, limit=10)
-        for workload, name, query, count, authors_ms in queries:
-            if name not in leaves_of:
-                leaves_of[name] = build_plan(query, defer_leaves=True).free_leaves
-            wall, result, reruns = without_compiles(lambda: engine.match(query, timeout_s=args.timeout))
+        engines[variant] = engine
+    return engines
+
+
+def median_run(runs: list[tuple]) -> tuple:
+    """The run of median wall among ``(wall, result, reruns)`` runs (the lower of two middles)."""
+    return sorted(runs, key=lambda run: run[0])[(len(runs) - 1) // 2]
+
+
+def _measure(args, data, queries, leaves_of: dict, rows: list) -> None:
+    """Every variant on every query ``--repeats`` times, the variants taking turns on a query
+    (the first one further on each round, so neither always follows the other); one row per
+    variant and query, from its run of median wall (every run's wall in ``wall_runs_ms``)."""
+    engines = _prepared(args, data, queries)
+    variants = list(engines)
+    for workload, name, query, count, authors_ms in queries:
+        if name not in leaves_of:
+            leaves_of[name] = build_plan(query, defer_leaves=True).free_leaves
+        runs: dict[str, list] = {variant: [] for variant in variants}
+        for r in range(args.repeats):
+            k = r % len(variants)
+            for variant in variants[k:] + variants[:k]:
+                runs[variant].append(without_compiles(
+                    lambda: engines[variant].match(query, timeout_s=args.timeout)))
+        for variant in variants:
+            wall, result, reruns = median_run(runs[variant])
             phases = {k: v * 1e3 for k, v in result.phases.items()}
             search = phases.get("enumerate", 0.0) + phases.get("probe", 0.0)
             rows.append(dict(label=args.label, variant=variant, workload=workload, query=name,
@@ -142,7 +166,9 @@ def _measure(args, data, queries, leaves_of: dict, rows: list) -> None:
                              recorded_authors_ms=authors_ms, search_ms=search,
                              dfs_ms=phases.get("enumerate", 0.0), probe_ms=phases.get("probe", 0.0),
                              index_ms=phases.get("index", 0.0), filter_ms=phases.get("filter", 0.0),
-                             plan_ms=phases.get("plan", 0.0), wall_ms=wall * 1e3, compile_reruns=reruns,
+                             plan_ms=phases.get("plan", 0.0), wall_ms=wall * 1e3,
+                             wall_runs_ms=" ".join(f"{1e3 * run[0]:.2f}" for run in runs[variant]),
+                             peak_mb=result.peak_device_bytes / 2**20, compile_reruns=reruns,
                              probe_finished=bool(result.stats.get("probe_finished", False)),
                              **{key: result.stats.get(key) for key in PROBE_STATS},
                              race_winner=result.stats.get("race_winner"),
@@ -156,7 +182,7 @@ def _measure(args, data, queries, leaves_of: dict, rows: list) -> None:
                              blocks=result.stats.get("blocks"),
                              warps_per_block=result.stats.get("warps_per_block")))
             print(f"{args.label:>8} {variant:>10} {name:>12} {result.status.value:>7} {result.count:>16,} "
-                  f"search {search:9.1f} ms (probe {phases.get('probe', 0.0):.1f}, index "
+                  f"wall {wall * 1e3:9.1f} ms (probe {phases.get('probe', 0.0):.1f}, index "
                   f"{phases.get('index', 0.0):.1f}, dfs {phases.get('enumerate', 0.0):.1f})", flush=True)
 
 
@@ -168,6 +194,8 @@ def main(argv=None) -> int:
     parser.add_argument("--family-count", type=int, default=50, help="queries per generated family")
     parser.add_argument("--solved-only", action="store_true",
                         help="rw12: only the queries the authors' recorded build finishes")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="timed runs of each variant on a query, the variants taking turns; the median is kept")
     parser.add_argument("--variants", default="enumerate,count",
                         help=f"comma list of {list(VARIANTS)} or options such as max_registers=64")
     parser.add_argument("--queries", help="comma list of query names (default: all)")
@@ -180,6 +208,8 @@ def main(argv=None) -> int:
     parser.add_argument("--label", default="", help="a name for this run in the tables (e.g. a commit)")
     parser.add_argument("--out", type=Path, help="CSV of every row")
     args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {args.repeats}")
     note_simulator(parser.prog, args, timeout_s=args.timeout)
 
     data = check_set("github", 0).data
