@@ -9,8 +9,9 @@ warm-up did not take) is run again (``compile_reruns``).
 
 Per query and variant (``--variants``; default ``enumerate`` = every position enumerated, the
 paper's search over the candidate graph, and ``count`` = gpusm's defaults, counting the leaves and
-the last position), the median of ``--repeats`` runs with the variants taking turns: our search time (the ``enumerate`` phase plus the data-graph ``probe``), the
-probe alone, the candidate-graph build (``index``) and the wall time of ``match()``. With
+the last position), the median of ``--repeats`` runs with the variants taking turns: our search
+time (the ``enumerate`` phase plus the data-graph ``probe``), the probe alone, the
+candidate-graph build (``index``) and the wall time of ``match()``. With
 ``--authors`` the authors' binary (``make authors``; :mod:`experiments.papers.authors`) runs beside it in
 the same process on the same GPU: its ``# Processing`` time (search) and ``# Preparation`` time
 (process); without it the recorded H200 times of ``authors_gmatch_h200.csv`` are used where there
