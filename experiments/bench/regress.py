@@ -625,7 +625,7 @@ def run_on_gpus(argv: list[str], gpus: list[str], engines, groups, out: Path,
     for (engine, group), code, folder in done:
         summary = folder / "regress_summary.csv"
         if summary.exists() and summary.stat().st_size > 1:
-            tables.append(pd.read_csv(summary).fillna({"worst_query": ""}))
+            tables.append(pd.read_csv(summary, dtype={"worst_query": str}).fillna({"worst_query": ""}))
         if labels is None and code is not None and (folder / "labels.json").exists():
             labels = json.loads((folder / "labels.json").read_text())
         if code is None:
