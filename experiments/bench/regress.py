@@ -534,6 +534,17 @@ def per_query_frame(results: list[QueryRun], labels):
     return pd.DataFrame(rows)
 
 
+def write_tables(out: Path, results: list[QueryRun], labels: list[str], limit_s: float):
+    """Write the per-query CSV, the summary (new ``labels[0]`` against old ``labels[1]``) and the
+    labels into ``out``; returns (summary, per-query frame, count problems)."""
+    table, problems = summarise(results, labels[0], labels[1], limit_s)
+    frame = per_query_frame(results, labels)
+    frame.to_csv(out / "regress_queries.csv", index=False)
+    table.to_csv(out / "regress_summary.csv", index=False)
+    (out / "labels.json").write_text(json.dumps(labels[:2]))
+    return table, frame, problems
+
+
 def render(table, new_label: str, old_label: str) -> str:
     lines = [f"new = {new_label}, old = {old_label}; ratio = new/old median wall of match(); "
              "'>' = a bound (one side over the limit); peak = the largest peak device memory of a query "
@@ -737,10 +748,7 @@ def main(argv=None) -> int:
         def save(tally) -> None:               # Ctrl-C: the finished (engine, workload)s
             tally.done = len({(r.engine, r.workload) for r in results})
             if results:
-                per_query_frame(results, labels).to_csv(out / "regress_queries.csv", index=False)
-                summarise(results, new_label, old_label, args.limit_s)[0].to_csv(out / "regress_summary.csv",
-                                                                                index=False)
-                (out / "labels.json").write_text(json.dumps([new_label, old_label]))
+                write_tables(out, results, labels, args.limit_s)
                 tally.note = f"queries in {out / 'regress_queries.csv'}"
 
         with interruptible(command_line("python -m experiments.bench.regress", argv), save=save,
@@ -761,17 +769,13 @@ def main(argv=None) -> int:
                     w.close()
                 for log in logs:
                     log.close()
-    table, problems = summarise(results, new_label, old_label, args.limit_s)
+    table, frame, problems = write_tables(out, results, labels, args.limit_s)
     for label, _ in others:
         problems += [p for r in results for p in count_problems(r, (label, old_label))]
-    frame = per_query_frame(results, labels)
-    frame.to_csv(out / "regress_queries.csv", index=False)
     if args.per_query:
         cols = ["engine", "query"] + [f"ms[{label}]" for label in labels]
         with __import__("pandas").option_context("display.width", 200, "display.max_rows", 500):
             print(frame[cols].round(1).to_string(index=False))
-    table.to_csv(out / "regress_summary.csv", index=False)
-    (out / "labels.json").write_text(json.dumps([new_label, old_label]))
     print()
     print(render(table, new_label, old_label))
     for line in verdicts(table):
