@@ -141,3 +141,31 @@ def test_committed_medium_notebooks_execute_from_the_committed_csvs(paper, monke
     assert "not run at scale" not in printed and "COUNT DISAGREEMENTS" not in printed
     if any(e.claims for e in experiments_of(paper)):          # the comparison states no claim
         assert any(v in printed for v in ("held", "did not hold", "direction only", "inconclusive", "not testable"))
+
+
+def test_a_notebook_shows_the_large_set_after_its_own_with_only_the_large_experiments(tmp_path, monkeypatch):
+    """show_larger_sets: a set that has run at a larger scale is shown after the notebook's own, its
+    header from its own run.<scale>.json, only the experiments that run at that scale."""
+    from experiments import get_experiment
+    from experiments.harness.core import run_set
+    from experiments.harness.notebook import show_larger_sets
+
+    experiment = get_experiment("stwig_lin14.fig3a_hash")
+    run_set("stwig_lin14", "tiny", tmp_path, experiments=[experiment], isolation="inline", progress=False,
+            log=lambda line: None)
+    assert show_larger_sets("stwig_lin14", tmp_path, "medium") == {}
+    folder = tmp_path / "stwig_lin14"
+    for path in list(folder.glob("*.tiny.*")):                 # the same rows, named as a large run's
+        path.rename(path.with_name(path.name.replace(".tiny.", ".large.")))
+    meta = json.loads((folder / "run.large.json").read_text())
+    meta["commit"] = "abc1234"
+    (folder / "run.large.json").write_text(json.dumps(meta))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        shown = show_larger_sets("stwig_lin14", tmp_path, "medium")
+    printed = out.getvalue()
+    assert list(shown) == ["large"] and experiment.name in shown["large"]
+    assert "# The large set" in printed and "commit: abc1234; scale: large" in printed
+    assert "## stwig_lin14.fig3a_hash" in printed and "## stwig_lin14.fig3d" in printed
+    assert "stwig_lin14.fig3_degree" not in printed                 # a sweep that does not run at large
+    assert show_larger_sets("stwig_lin14", tmp_path, "large") == {}

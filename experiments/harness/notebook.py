@@ -15,7 +15,7 @@ from .catalog import experiments_of, papers
 from .core import check_counts
 from .report import draw_figure, side_by_side, verdicts, write_figure
 from .runner import read_rows
-from .workloads import get_scale
+from .workloads import SCALES, get_scale
 
 
 def _display(obj) -> None:
@@ -110,6 +110,8 @@ def show_paper(paper: str, results: Path | str = "results", scale: str = "small"
     tables = paper_outputs(paper, results, scale)
     print(run_header(paper, results, scale))
     for experiment in experiments_of(paper):
+        if not experiment.runs_at(get_scale(scale)):          # not part of this set (large: headline ones)
+            continue
         print(f"\n## {experiment.name}: {experiment.title}")
         if experiment.name not in tables:
             print(f"(not run at scale {scale}: make experiment-... SCALE={scale} writes {folder}/)")
@@ -129,6 +131,18 @@ def show_paper(paper: str, results: Path | str = "results", scale: str = "small"
         if experiment.figure:
             _display_figure(draw_from_rows(experiment, folder, scale))
     return tables
+
+
+def show_larger_sets(paper: str, results: Path | str = "results", shown: str = "small") -> dict[str, dict]:
+    """Display, after the ``shown`` set, every larger set of ``paper`` that has run (a ``run.<scale>.json``
+    under ``results``), e.g. the large set of the headline experiments; their tables by scale."""
+    order = list(SCALES)
+    larger = [s for s in order[order.index(shown) + 1:] if (Path(results) / paper / f"run.{s}.json").exists()]
+    shown_sets = {}
+    for scale in larger:
+        print(f"\n# The {scale} set")
+        shown_sets[scale] = show_paper(paper, results, scale)
+    return shown_sets
 
 
 def execute_notebooks(paths=None, timeout_s: int = 1200) -> list[Path]:

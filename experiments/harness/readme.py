@@ -16,7 +16,7 @@ from pathlib import Path
 from .catalog import experiments_of, papers
 from .report import verdicts
 from .runner import read_rows
-from .workloads import get_scale
+from .workloads import SCALES, get_scale
 
 HEADER = """# Results: the experiment sets at `SCALE={scale}`
 
@@ -70,24 +70,38 @@ def _cell(text: str) -> str:
 
 
 def render(results: Path | str = "results", scale: str = "medium") -> str:
-    """The text of results/README.md for the reports under ``results``."""
+    """The text of results/README.md for the reports under ``results``: the ``scale`` set, then each
+    larger set that has run (the large set of the headline experiments)."""
     results = Path(results)
-    lines = [HEADER.format(scale=scale), "## The runs", "",
+    lines = [HEADER.format(scale=scale)] + _set_lines(results, scale, "")
+    order = list(SCALES)
+    for larger in order[order.index(scale) + 1:]:
+        if any((results / paper / f"run.{larger}.json").exists() for paper in papers()):
+            lines += ["", f"# The `{larger}` set", "",
+                      f"The headline experiments at `--scale {larger}` (reports `<paper>/<experiment>.{larger}.md`), "
+                      "judged by the same rules.", ""] + _set_lines(results, larger, f" ({larger})")
+    return "\n".join(lines) + "\n"
+
+
+def _set_lines(results: Path, scale: str, suffix: str) -> list[str]:
+    """The runs, the verdict tally and each paper's claims of one set; ``suffix`` follows each set's name."""
+    lines = [f"## The runs{suffix}", "",
              "| set | GPU | commit | wall time | experiments | rows by status |", "|---|---|---|---|---|---|"]
     for paper in papers():
         path = results / paper / f"run.{scale}.json"
         if path.exists():
-            lines.append(_run_line(paper, json.loads(path.read_text())))
+            lines.append(_run_line(paper + suffix, json.loads(path.read_text())))
     found = records(results, scale)
     tally = Counter(r["verdict"].split(" (")[0] for rs in found.values() for r in rs)
-    lines += ["", "## Verdicts", "", "| verdict | claims |", "|---|---|"]
+    lines += ["", f"## Verdicts{suffix}", "", "| verdict | claims |", "|---|---|"]
     lines += [f"| {v} | {n} |" for v, n in sorted(tally.items())]
     for paper, rows in found.items():
-        lines += ["", f"## {paper}", "", "| experiment | claim | verdict | measured | why |", "|---|---|---|---|---|"]
+        lines += ["", f"## {paper}{suffix}", "", "| experiment | claim | verdict | measured | why |",
+                  "|---|---|---|---|---|"]
         for r in rows:
             lines.append(f"| `{r['experiment'].split('.', 1)[1]}` | {_cell(r['claim'])} | **{r['verdict']}** "
                          f"| {_cell(r['measured'])} | {_cell(r['why'])} |")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main(argv=None) -> int:
