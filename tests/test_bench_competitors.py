@@ -97,3 +97,19 @@ def test_the_device_check_finds_a_binary_that_counts_each_subgraph_once(stand_in
     monkeypatch.setattr(bench.competitors.TDFSAuthors, "parse", per_subgraph)
     table = bench.check_systems(["tdfs-authors"], labelled_queries=0, log=lambda *a, **k: None)
     assert set(table.verdict) == {"per subgraph"} and len(table) == 7
+
+
+def test_a_start_up_probe_that_hangs_ends_with_the_budget(stand_in, small_set, monkeypatch):
+    """An external system whose one-edge start-up probe never returns is killed when the run's budget
+    ends (not at the probe's default limit); the queries past the budget are skipped."""
+    _, loader = small_set
+    stand_in("tdfs-authors")
+    monkeypatch.setenv("FAKE_PROBE_HANGS", "1")
+    began = time.monotonic()
+    rows = _run(loader, ["tdfs-authors"], deadline=began + 3.0)
+    assert time.monotonic() - began < 30.0                   # the probe's default limit is 120 s
+    assert [r.status for r in rows] == ["skipped"] * 3
+    engine = create_engine("tdfs-authors", probe_limit_s=1.0)
+    assert engine.probe_limit_s == 1.0
+    with pytest.raises(ValueError, match="probe_limit_s must be positive"):
+        create_engine("tdfs-authors", probe_limit_s=0)

@@ -85,6 +85,8 @@ elif args[1].isdigit():                            # clique_gpu_base DATA.bin K
 else:                                              # sgl_gpu_base DATA.bin NAME
     data, query = csr(args[0]), comp.G2MINER_PATTERNS[args[1]]
 count = create_engine("cpu").prepare(data).match(query).count + int(os.environ.get("FAKE_COUNT_OFFSET", "0"))
+if os.environ.get("FAKE_PROBE_HANGS") and query.num_vertices == 2:       # the one-edge start-up probe
+    time.sleep(600)
 if os.environ.get("FAKE_SEARCH_S") == "forever" and query.num_vertices > 2:
     time.sleep(600)
 search = float(os.environ.get("FAKE_SEARCH_S", "0.01")) if query.num_vertices > 2 else 0.0

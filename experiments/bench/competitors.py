@@ -35,6 +35,7 @@ from common.engine.result import MatchResult, Status
 
 from ..harness.workloads import check_set
 from ..papers import authors, competitors
+from ..papers.authors import PROBE_LIMIT_S
 
 SETS = ("patterns", "rw12", "hprd")
 OURS = ("gmatch", "gsi", "egsm")
@@ -44,6 +45,8 @@ BASE = {"stmatch-authors": "gmatch", "tdfs-authors": "gmatch", "beep-authors": "
 SEARCH_PHASES = {"gmatch": ("enumerate",), "gsi": None, "egsm": None}
 """The phases a paper's time covers (None: all): gMatch reports search time only."""
 SYSTEMS = OURS + tuple(BASE)
+CHECK_LIMIT_S = 30.0
+"""The check's limit of one query and of an external system's start-up probe (graphs of 300 vertices)."""
 
 
 @dataclass
@@ -122,7 +125,11 @@ def run_set(name: str, systems, *, timeout_s: float, repeats: int, deadline: flo
         if missing:
             rows.append(Row(name, system, "*", "not built", reason=missing))
             continue
-        engine = create_engine(system).prepare(data)
+        if time.monotonic() > deadline:
+            rows += [Row(name, system, q.name, "skipped", reason="the run's time budget is spent") for q, _ in queries]
+            continue
+        options = {"probe_limit_s": min(PROBE_LIMIT_S, max(1.0, deadline - time.monotonic()))} if system in BASE else {}
+        engine = create_engine(system, **options).prepare(data)
         warm = next((q for q, _ in queries if not engine.unsupported_reason(q)), None)
         if warm is not None:
             engine.match(warm, timeout_s=timeout_s)
@@ -141,6 +148,8 @@ def run_set(name: str, systems, *, timeout_s: float, repeats: int, deadline: flo
                 row.check = ("unchecked" if row.reference is None
                              else f"ok ({source})" if row.count == row.reference else f"WRONG ({source})")
             rows.append(row)
+            log(f"{name}: {system} {row.query} {row.status} {row.ms if row.ms is not None else '-'} ms "
+                f"{row.check} {row.reason[:120]}".rstrip(), file=sys.stderr)
         log(f"{name}: {system} done", file=sys.stderr)
     return rows
 
@@ -170,9 +179,9 @@ def check_systems(systems, labelled_queries: int = 4, log=print) -> pd.DataFrame
                 lines.append({"system": system, "graph": data.name, "query": "*", "verdict": "not built",
                               "note": missing})
                 continue
-            engine = create_engine(system).prepare(data)
+            engine = create_engine(system, probe_limit_s=CHECK_LIMIT_S).prepare(data)
             for name, query in queries:
-                result = engine.match(query, timeout_s=60.0)
+                result = engine.match(query, timeout_s=CHECK_LIMIT_S)
                 line = {"system": system, "graph": data.name, "query": name, "status": str(result.status),
                         "count": result.count, "note": result.reason[:160]}
                 if result.status is Status.OK:
@@ -181,6 +190,7 @@ def check_systems(systems, labelled_queries: int = 4, log=print) -> pd.DataFrame
                         "equal" if result.count == expected else
                         "per subgraph" if result.count * aut == expected else "differs"))
                 lines.append(line)
+                log("check: " + " ".join(f"{k}={v}" for k, v in line.items()), file=sys.stderr)
             log(f"check: {system} on {data.name} done", file=sys.stderr)
     return pd.DataFrame(lines)
 

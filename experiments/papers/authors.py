@@ -85,7 +85,16 @@ def authors_configs(engine: str, label: str) -> tuple:
 class PrintedSearchBinary(Engine):
     """An external binary judged on the search time it prints (module docstring): its process
     gets the limit plus :data:`ALLOWANCE_FACTOR` start-up allowances (``allowance_s``, measured by
-    the subclass) plus :data:`ALLOWANCE_MARGIN_S`."""
+    the subclass) plus :data:`ALLOWANCE_MARGIN_S`.
+
+    ``probe_limit_s`` bounds the start-up probe's process (default :data:`PROBE_LIMIT_S`); a caller with
+    a time budget (the competitors' bench) passes what is left of it, so no probe outlives the budget."""
+
+    def __init__(self, *, probe_limit_s: float = PROBE_LIMIT_S, **options):
+        super().__init__(**options)
+        if not probe_limit_s > 0:
+            raise ValueError(f"probe_limit_s must be positive, got {probe_limit_s!r}")
+        self.probe_limit_s = float(probe_limit_s)
 
     def _reset_allowance(self) -> None:
         self._allowance_s: float | None = None      # None: not probed yet
@@ -141,7 +150,7 @@ class AuthorsBinary(PrintedSearchBinary):
             self._allowance_s = UNMEASURED_ALLOWANCE_S
             probe = probe_query(self.data)
             if probe is not None:
-                row, _ = self._run(probe, PROBE_LIMIT_S)
+                row, _ = self._run(probe, self.probe_limit_s)
                 if row is not None and row.get("count") and row.get("join_ms"):
                     self._allowance_s, self._measured = _overhead_s(row), True
         return self._allowance_s

@@ -33,7 +33,7 @@ from common.graph.io import write_gmatch_binary
 from common.graph.model import Graph
 
 from ..harness.core import Config
-from .authors import PROBE_LIMIT_S, UNMEASURED_ALLOWANCE_S, PrintedSearchBinary, probe_query
+from .authors import UNMEASURED_ALLOWANCE_S, PrintedSearchBinary, probe_query
 
 
 def work_dir() -> Path:
@@ -290,7 +290,7 @@ class CompetitorBinary(PrintedSearchBinary):
             self._allowance_s = UNMEASURED_ALLOWANCE_S
             probe = probe_query(self.data)
             if probe is not None and not self.unsupported_reason(probe):
-                count, ms, wall, killed, _, _ = self._run(probe, PROBE_LIMIT_S)
+                count, ms, wall, killed, _, _ = self._run(probe, self.probe_limit_s)
                 if count is not None and ms is not None and not killed:
                     self._allowance_s, self._measured = max(0.0, wall - ms / 1e3), True
         return self._allowance_s
