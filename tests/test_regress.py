@@ -276,3 +276,24 @@ def test_a_workloads_before_query_runs_before_every_run():
     regress.measure(workers, ["cpu"], [load], repeats=2, limit_s=1.0, progress=lambda _: None)
     matches = [op for _, op in log if op not in ("prepare", "drop")]
     assert matches == ["match", "t.graph", "t.graph", "t.graph"] * 2   # compile, warm, 2 timed; per revision
+
+
+def test_a_gate_continued_with_skip_done_measures_only_the_pairs_left(tmp_path, capsys):
+    """An earlier run's finished (engine, workload)s are left out; the rest is measured into the new
+    folder; with nothing left the command says so; the earlier folder cannot be the new --out."""
+    first, second, third = tmp_path / "first", tmp_path / "second", tmp_path / "third"
+    common = ["--baseline", "HEAD", "--engines", "cpu", "--groups", "small", "--max-queries", "1",
+              "--repeats", "1"]
+    assert regress.main([*common, "--workloads", "hprd-dense16", "--out", str(first)]) == 0
+    assert regress.done_pairs(tmp_path) == {("cpu", "hprd-dense16")}
+    assert regress.main([*common, "--workloads", "hprd-dense16,yeast-dense8", "--skip-done", str(first),
+                         "--out", str(second)]) == 0
+    assert list(pd.read_csv(second / "regress_summary.csv")["workload"]) == ["yeast-dense8"]
+    assert regress.done_pairs(tmp_path) == {("cpu", "hprd-dense16"), ("cpu", "yeast-dense8")}
+    capsys.readouterr()
+    assert regress.main([*common, "--workloads", "hprd-dense16,yeast-dense8", "--skip-done", str(tmp_path),
+                         "--out", str(third)]) == 0
+    assert "nothing left to measure" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        regress.main([*common, "--skip-done", str(first), "--out", str(first)])
+    assert "give a new --out" in capsys.readouterr().err

@@ -333,18 +333,19 @@ MODES = ("turns", "interleave", "share")
 
 def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: int, limit_s: float,
             warm_s: float | None = None, options: dict | None = None, mode: str = "turns",
-            progress=print, results: list | None = None) -> list[QueryRun]:
+            progress=print, results: list | None = None, skip=frozenset()) -> list[QueryRun]:
     """Warm, then time every query of every workload on every engine.
 
     ``mode`` "turns" (the default): the revisions hold the card in turns, each (engine, workload)
     answered by one revision's engines alone, prepared and then dropped, the first revision one
     further on per workload; "interleave" and "share": every revision prepared at once, the
     queries alternating between them (see :func:`_measure_workload`). Each finished (engine,
-    workload) is appended to ``results`` (a caller's list, kept when interrupted)."""
+    workload) is appended to ``results`` (a caller's list, kept when interrupted); the (engine,
+    workload) pairs in ``skip`` are left out (measured by an earlier run, :func:`done_pairs`)."""
     results = [] if results is None else results
     for engine in engines:
         for li, wl in enumerate(loads):
-            if not wl.queries:
+            if not wl.queries or (engine, wl.name) in skip:
                 continue
             began = time.perf_counter()
             if mode == "turns":
@@ -560,6 +561,20 @@ def render(table, new_label: str, old_label: str) -> str:
     return "\n".join(lines)
 
 
+def done_pairs(folder: Path) -> set[tuple[str, str]]:
+    """The (engine, workload) pairs an earlier run under ``folder`` finished: the rows of every
+    ``regress_summary.csv`` in it or below it (one per (engine, workload); an interrupted run
+    writes its finished ones)."""
+    import pandas as pd
+
+    pairs: set[tuple[str, str]] = set()
+    for summary in sorted(Path(folder).rglob("regress_summary.csv")):
+        if summary.stat().st_size > 1:
+            frame = pd.read_csv(summary, usecols=["engine", "workload"])
+            pairs |= set(zip(frame.engine, frame.workload))
+    return pairs
+
+
 # ---------------------------------------------------------------------- several GPUs
 def gpu_tasks(engines, groups) -> list[tuple[str, str]]:
     """The (engine, group) runs of a gate spread over GPUs, heavy groups first (the longest
@@ -691,6 +706,9 @@ def main(argv=None) -> int:
     parser.add_argument("--gpus", default=None,
                         help="comma-separated GPUs of this host: each (engine, group) runs on one of them, "
                              "as many at once as GPUs (run_on_gpus)")
+    parser.add_argument("--skip-done", type=Path, default=None, metavar="FOLDER",
+                        help="leave out the (engine, workload) pairs an earlier run under FOLDER finished (its "
+                             "regress_summary.csv files): a gate continued in another call; give a new --out")
     parser.add_argument("--stop-after-s", type=float, default=None,
                         help="with --gpus: interrupt the runs still going this long after the start, each "
                              "keeping its finished workloads, and start no more")
@@ -709,6 +727,11 @@ def main(argv=None) -> int:
     baseline = args.baseline or baseline_default()
     out = args.out or Path(tempfile.mkdtemp(prefix="gpusm-regress-"))
     out.mkdir(parents=True, exist_ok=True)
+    if args.skip_done is not None and not args.skip_done.is_dir():
+        parser.error(f"--skip-done: {args.skip_done} is not a folder")
+    skip = done_pairs(args.skip_done) if args.skip_done is not None else set()
+    if args.skip_done is not None and args.out is not None and args.out.resolve() == args.skip_done.resolve():
+        parser.error("--skip-done: give a new --out (the earlier run's tables stay where they are)")
     gpus = [g for g in (args.gpus or "").split(",") if g]
     if len(gpus) > 1:
         return run_on_gpus(list(sys.argv[1:] if argv is None else argv), gpus, engines, groups, out,
@@ -757,9 +780,12 @@ def main(argv=None) -> int:
             try:
                 print(f"mode {args.mode}; device_memory_limit per revision: "
                       f"{share if share is not None else 'none'}", flush=True)
+                if skip:
+                    print(f"skipping {len(skip)} (engine, workload) pairs finished under {args.skip_done}",
+                          flush=True)
                 measure(workers, engines, loads, repeats=args.repeats, limit_s=args.limit_s,
                         warm_s=args.warm_s, options=options, mode=args.mode,
-                        progress=lambda s: print(s, flush=True), results=results)
+                        progress=lambda s: print(s, flush=True), results=results, skip=skip)
             except KeyboardInterrupt:          # not the query in flight: stop the workers now
                 for w in workers:
                     w.proc.kill()
@@ -769,6 +795,9 @@ def main(argv=None) -> int:
                     w.close()
                 for log in logs:
                     log.close()
+    if not results:
+        print(f"nothing left to measure: every (engine, workload) asked for finished under {args.skip_done}")
+        return 0
     table, frame, problems = write_tables(out, results, labels, args.limit_s)
     for label, _ in others:
         problems += [p for r in results for p in count_problems(r, (label, old_label))]
