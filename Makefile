@@ -28,7 +28,7 @@ help:
 	@echo 'make experiment-plan  the worst-case seconds per experiment, set and GPU'
 	@echo 'make authors          build the EGSM and gMatch authors'"'"' binaries (docs/authors.md; needs nvcc)'
 	@echo 'make competitors      build STMatch, T-DFS, BEEP, G2Miner and the authors'"'"' GSI (docs/competitors.md; needs nvcc)'
-	@echo 'make results-readme   regenerate results/README.md from the committed reports'
+	@echo 'make results-readme   restate the committed reports'"'"' verdicts from their rows, regenerate results/README.md'
 	@echo 'make notebooks        re-execute the paper notebooks on results/'
 	@echo 'make clean            remove .venv and build outputs'
 	@echo 'After make demo, run source .venv/bin/activate so that gpusm and python -m experiments are found.'

@@ -170,6 +170,54 @@ def test_committed_results_readme_is_what_the_reports_generate():
         "results/README.md differs from the reports: run make results-readme"
 
 
+def test_committed_reports_state_the_verdicts_their_rows_give():
+    """Every committed report (each set's <experiment>.<scale>.md and run.<scale>.json) states the
+    verdicts today's rules give on its rows, as results/README.md does."""
+    from pathlib import Path
+
+    from experiments.harness.readme import refresh_reports, run_scales
+
+    results = Path(__file__).resolve().parents[1] / "results"
+    assert "medium" in run_scales(results)
+    stale = [str(p) for scale in run_scales(results) for p in refresh_reports(results, scale, write=False)]
+    assert not stale, f"reports whose verdicts differ from their rows (run make results-readme): {stale}"
+
+
+def test_a_stale_report_is_refreshed_from_its_rows(tmp_path):
+    """refresh_reports rewrites a report's claims section and its run.<scale>.json claims from the
+    rows, keeps the rest of the report, and redraws the figure; a fresh report is left alone."""
+    import json
+
+    from experiments import get_experiment
+    from experiments.harness.core import run_set
+    from experiments.harness.readme import refresh_reports
+
+    experiment = get_experiment("stwig_lin14.fig3a_hash")
+    run_set("stwig_lin14", "tiny", tmp_path, experiments=[experiment], isolation="inline", progress=False,
+            log=lambda line: None)
+    folder = tmp_path / "stwig_lin14"
+    report, meta_path = folder / f"{experiment.name}.tiny.md", folder / "run.tiny.json"
+    figure = report.with_suffix(".png")
+    assert refresh_reports(tmp_path, "tiny") == []
+    fresh_report, fresh_meta = report.read_text(), json.loads(meta_path.read_text())
+    report.write_text(fresh_report.replace("| claim | verdict | measured | why |", "| claim | verdict | why |"))
+    stale_meta = json.loads(meta_path.read_text())
+    stale_meta["experiments"][experiment.name]["claims"] = [{"claim": "old", "verdict": "held"}]
+    meta_path.write_text(json.dumps(stale_meta))
+    figure.unlink()
+    figure.write_bytes(b"")
+    assert refresh_reports(tmp_path, "tiny", write=False) == [report, meta_path]
+    assert refresh_reports(tmp_path, "tiny") == [report, meta_path]
+    assert report.read_text() == fresh_report
+    assert json.loads(meta_path.read_text())["experiments"][experiment.name]["claims"] == \
+        fresh_meta["experiments"][experiment.name]["claims"]
+    assert figure.read_bytes()[:4] == b"\x89PNG"
+    assert refresh_reports(tmp_path, "tiny") == []
+    with pytest.raises(ValueError, match="has no .* section"):
+        from experiments.harness.report import replace_claims_section
+        replace_claims_section("# a report\n\n## Measured\n", ["x"])
+
+
 @pytest.mark.slow
 def test_the_results_readme_does_not_depend_on_the_optional_peers_installed():
     """A fresh process where networkx and igraph cannot be imported renders the committed README."""

@@ -1,8 +1,11 @@
 """results/README.md, generated from the committed reports: every paper's claims judged from the
 raw per-query CSVs by :mod:`experiments.harness.verdicts`, and each set's run from ``run.<scale>.json``.
 
-``python -m experiments.harness.readme`` rewrites it (``make results-readme``); ``--check`` exits 1
-when the committed file differs from what the reports generate.
+``python -m experiments.harness.readme`` (``make results-readme``) first brings every committed
+report in line with the rows it was made from (:func:`refresh_reports`: the claims section of each
+``<experiment>.<scale>.md``, the claims in ``run.<scale>.json`` and the verdicts in each figure's
+footer, judged by today's rules), then rewrites README.md; ``--check`` exits 1 when a report or
+README.md differs from what the rows generate.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 from .catalog import experiments_of, papers
-from .report import verdicts
+from .report import claims_section, replace_claims_section, verdicts, write_figure
 from .runner import read_rows
 from .workloads import SCALES, get_scale
 
@@ -65,6 +68,51 @@ def records(results: Path | str = "results", scale: str = "medium") -> dict[str,
     return out
 
 
+def refresh_reports(results: Path | str = "results", scale: str = "medium", write: bool = True) -> list[Path]:
+    """The reports of ``scale`` under ``results`` whose verdicts differ from what their rows give by
+    today's rules (the claims section of the ``.md``, the claims of ``run.<scale>.json``); with
+    ``write``, rewrite them, and redraw those experiments' figures with their run's GPU and commit."""
+    results, here = Path(results), get_scale(scale)
+    stale: list[Path] = []
+    for paper in papers():
+        meta_path = results / paper / f"run.{scale}.json"
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else None
+        meta_changed = False
+        for experiment in experiments_of(paper):
+            csv = results / paper / f"{experiment.name}.{scale}.csv"
+            report = csv.with_suffix(".md")
+            if not csv.exists() or not report.exists():
+                continue
+            raw = read_rows(csv)
+            raw = raw[raw.experiment == experiment.name]
+            table = experiment.table(raw, here)
+            evidence = experiment.evidence(raw, here, table)
+            text = report.read_text()
+            fresh = replace_claims_section(text, claims_section(experiment, evidence))
+            entry = (meta or {}).get("experiments", {}).get(experiment.name)
+            records = verdicts(experiment, evidence)
+            if entry is not None and "claims" in entry and entry["claims"] != records:
+                entry["claims"], meta_changed = records, True
+            if fresh == text:
+                continue
+            stale.append(report)
+            if write:
+                report.write_text(fresh)
+                figure = csv.with_suffix(".png")
+                if figure.exists():
+                    write_figure(experiment, here, raw, table, figure, context=meta)
+        if meta_changed:
+            stale.append(meta_path)
+            if write:
+                meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+    return stale
+
+
+def run_scales(results: Path | str = "results") -> list[str]:
+    """The scales, smallest first, of which some paper has a ``run.<scale>.json`` under ``results``."""
+    return [s for s in SCALES if any((Path(results) / p / f"run.{s}.json").exists() for p in papers())]
+
+
 def _cell(text: str) -> str:
     return (text or "-").replace("|", "\\|").replace("\n", " ")
 
@@ -112,11 +160,16 @@ def main(argv=None) -> int:
                         help="exit 1 if README.md differs from what the reports generate")
     args = parser.parse_args(argv)
     path = Path(args.results) / "README.md"
+    stale = [p for scale in run_scales(args.results) for p in refresh_reports(args.results, scale, not args.check)]
     text = render(args.results, args.scale)
     if args.check:
         same = path.exists() and path.read_text() == text
         print(f"{path}: {'up to date' if same else 'differs from the reports (make results-readme)'}")
-        return 0 if same else 1
+        for report in stale:
+            print(f"{report}: its verdicts differ from what its rows give (make results-readme)")
+        return 0 if same and not stale else 1
+    for report in stale:
+        print(f"refreshed {report}")
     path.write_text(text)
     print(f"wrote {path}")
     return 0

@@ -246,6 +246,18 @@ def spread_table(experiment, raw: pd.DataFrame, scale) -> pd.DataFrame:
 CLAIMS_HEADING = "## The paper's claims"
 
 
+def replace_claims_section(text: str, section: list[str]) -> str:
+    """A report's text with its claims section (from :data:`CLAIMS_HEADING` to the next ``## ``
+    heading) replaced by ``section``; a ValueError when the report has none."""
+    lines = text.split("\n")
+    try:
+        start = lines.index(CLAIMS_HEADING)
+    except ValueError:
+        raise ValueError(f"the report has no {CLAIMS_HEADING!r} section") from None
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return "\n".join(lines[:start] + section + lines[end:])
+
+
 def claims_section(experiment, evidence) -> list[str]:
     """The paper's claims on this table with their verdicts (:mod:`experiments.harness.verdicts`),
     what was measured and why."""
@@ -498,14 +510,17 @@ def _draw_boxes(experiment, scale, raw: pd.DataFrame):
     return fig
 
 
-def write_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame, path: Path) -> Path | None:
-    """A PNG of :func:`draw_figure` for experiments that reproduce a figure (``experiment.figure``)."""
+def write_figure(experiment, scale, raw: pd.DataFrame, table: pd.DataFrame, path: Path,
+                 context: dict | None = None) -> Path | None:
+    """A PNG of :func:`draw_figure` for experiments that reproduce a figure (``experiment.figure``);
+    its footer names the run's GPU and commit (``context``: a ``run.<scale>.json``'s, default this
+    process's) and the claims' verdicts."""
     if experiment.figure is None:
         return None
     import matplotlib.pyplot as plt
 
     fig = draw_figure(experiment, scale, raw, table)
-    context = run_context(scale, "")
+    context = context or run_context(scale, "")
     notes = [f"{context['gpu']}, commit {context['commit']}, scale {scale.name}"]
     evidence = experiment.evidence(raw, scale, table)
     notes += [f"paper: {c['claim']} -> {c['verdict']}" for c in verdicts(experiment, evidence)]
