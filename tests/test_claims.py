@@ -81,6 +81,11 @@ def test_magnitude_bands():
     ev = _evidence({("x", "A"): _queries(1.0), ("x", "B"): _queries(40.0, seed=1)}, timed=True)
     assert lower("A", "B", factor=26.0)(ev)[0] == "held"
     assert lower("A", "B", factor=702.3)(ev)[0] == "direction only"
+    measured = lower("A", "B", factor=26.0)(ev)[1]            # A / B as measured, and B / A as printed
+    ratio = float(measured.split(": ", 1)[1].split("x")[0])
+    printed_way = float(measured.split("(B / A: ")[1].split("x)")[0])
+    assert ratio < 0.1 and printed_way == pytest.approx(1 / ratio, rel=0.01)
+    assert "(B / A" not in lower("A", "B")(ev)[1]                # no printed factor: only A / B
 
 
 def test_compare_is_seeded_and_paired():

@@ -324,6 +324,8 @@ def _judge_rows(ev: Evidence, parts, factor=None, invert=False) -> tuple[str, st
         outcomes.append(_outcome(comparison, want))
         texts.append(f"{label}: " + (f"{_cell_text(ev, a)} against {_cell_text(ev, b)}" if ev.counts_solved
                                      else _factor_text(comparison)))
+        if invert and factor is not None and b is not None and comparison.ratio > 0 and not ev.counts_solved:
+            texts[-1] += f" ({b[1]} / {a[1]}: {1 / comparison.ratio:.3g}x)"
         ratios.append(1 / comparison.ratio if invert else comparison.ratio)
     if not outcomes:
         return (gates[0] if gates else verdicts.not_testable("the cells it compares were not measured")), \
