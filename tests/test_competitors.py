@@ -85,7 +85,7 @@ elif args[1].isdigit():                            # clique_gpu_base DATA.bin K
 else:                                              # sgl_gpu_base DATA.bin NAME
     data, query = csr(args[0]), comp.G2MINER_PATTERNS[args[1]]
 count = create_engine("cpu").prepare(data).match(query).count + int(os.environ.get("FAKE_COUNT_OFFSET", "0"))
-if os.environ.get("FAKE_PROBE_HANGS") and query.num_vertices == 2:       # the one-edge start-up probe
+if os.environ.get("FAKE_PROBE_HANGS") and query.num_vertices <= 3:       # a start-up probe (an edge, a path)
     time.sleep(600)
 if os.environ.get("FAKE_SEARCH_S") == "forever" and query.num_vertices > 2:
     time.sleep(600)
@@ -233,3 +233,53 @@ def test_the_csr_and_gsi_writers_round_trip(tmp_path):
     comp.write_gmatch_binary(data, tmp_path / "d.bin")
     n, m = struct.unpack_from("<ii", (tmp_path / "d.bin").read_bytes())
     assert (n, m) == (data.num_vertices, data.num_edges)
+
+
+@pytest.mark.parametrize("name", ["stmatch-authors", "tdfs-authors"])
+def test_stmatch_and_tdfs_refuse_two_vertex_queries_and_probe_with_a_path(stand_in, name):
+    """Their search loop never ends on a two-vertex pattern: such a query is unsupported with the
+    reason, and the start-up probe is a 3-vertex path of the data graph (it has matches)."""
+    stand_in(name)
+    data = labelled()
+    engine = create_engine(name).prepare(data)
+    edge = Graph.from_edges(2, [0], [1], labels=[int(data.labels[0])] * 2)
+    assert "two-vertex pattern" in engine.unsupported_reason(edge)
+    probe = engine.startup_probe()
+    assert probe.num_vertices == 3 and probe.num_edges == 2 and not engine.unsupported_reason(probe)
+    assert create_engine("cpu").prepare(data).match(probe).count > 0
+    assert engine.allowance_s() < 5.0                       # measured on the path (5 s: not measured)
+    assert comp.path_probe(Graph.from_edges(4, [0, 2], [1, 3])) is None    # no vertex with two neighbours
+
+
+def test_stmatch_refuses_a_data_graph_past_its_slot_capacity(stand_in):
+    stand_in("stmatch-authors")
+    stand_in("tdfs-authors")
+    star = Graph.from_edges(5001, [0] * 5000, list(range(1, 5001)), name="star")
+    engine = create_engine("stmatch-authors").prepare(star)
+    reason = engine.unsupported_reason(Graph.from_edges(3, [0, 0], [1, 2]))
+    assert "GRAPH_DEGREE" in reason and "largest degree is 5,000" in reason and "hold 4,096" in reason
+    tdfs = create_engine("tdfs-authors").prepare(star)
+    assert not tdfs.unsupported_reason(Graph.from_edges(3, [0, 0], [1, 2]))
+
+
+def test_stmatch_runs_the_smallest_build_that_holds_the_largest_degree(tmp_path, monkeypatch):
+    """make competitors builds STMatch once per GRAPH_DEGREE; the engine picks the smallest build
+    whose slots hold the data graph's largest degree, and names the builds when none does."""
+    monkeypatch.setenv("COMPETITORS_WORK", str(tmp_path))
+    for variant in ("LABELLED", "UNLABELLED"):
+        monkeypatch.delenv(f"STMATCH_BIN_{variant}", raising=False)
+    folder = tmp_path / "src" / "stmatch" / "bin"
+    folder.mkdir(parents=True)
+    for degree in (4096, 16384):
+        for config in ("fig_local_global_unroll", "table_edge_lb"):
+            (folder / f"{config}_d{degree}.exe").write_text("")
+    cls = comp.COMPETITORS["stmatch-authors"]
+    assert sorted(cls.built_degrees("unlabelled")) == [4096, 16384] and cls.reason_missing() is None
+    path = Graph.from_edges(3, [0, 0], [1, 2])
+    for leaves, degree in ((100, 4096), (5000, 16384)):
+        star = Graph.from_edges(leaves + 1, [0] * leaves, list(range(1, leaves + 1)))
+        engine = cls().prepare(star)
+        assert engine.binary_for("unlabelled") == folder / f"fig_local_global_unroll_d{degree}.exe"
+        assert not engine.unsupported_reason(path)
+    star = Graph.from_edges(20001, [0] * 20000, list(range(1, 20001)))
+    assert "hold 4,096, 16,384" in cls().prepare(star).unsupported_reason(path)

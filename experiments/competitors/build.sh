@@ -81,11 +81,28 @@ record() {
 
 fresh() { rm -rf "$WORK/src/$1"; mkdir -p "$WORK/src"; cp -a "$2" "$WORK/src/$1"; cd "$WORK/src/$1" || exit 2; }
 
-build_stmatch() {   # two configurations of the authors' config_for_ae: unlabelled and labelled
+# STMatch copies a neighbour list into a stack slot of GRAPH_DEGREE vertices (src/config.h), fixed at
+# compile time; gMatch's authors sized it to each graph's largest degree. One build per degree of
+# STMATCH_DEGREES, side by side in copies of the tree, named bin/<config>_d<DEGREE>.exe; the engine
+# takes the smallest that holds the data graph's largest degree. The stack is 4 x 2,624 warps x 15
+# slots x 8 (unroll) x GRAPH_DEGREE bytes: 5.2 GB at 4,096, 82.5 GB at 65,536.
+STMATCH_DEGREES=${STMATCH_DEGREES:-4096 16384 65536}
+
+build_stmatch() {   # two configurations of the authors' config_for_ae (unlabelled, labelled) per degree
     fresh stmatch "$CS/STMatch"
     sed -i "s/-arch=compute_86/-arch=sm_$ARCH/" Makefile            # compute_86 only (PTX): native sm_90
     mkdir -p bin
-    make bin/fig_local_global_unroll.exe bin/table_edge_lb.exe
+    local degree rc=0
+    for degree in $STMATCH_DEGREES; do
+        (   rm -rf "../stmatch_d$degree" && cp -a . "../stmatch_d$degree" && cd "../stmatch_d$degree" &&
+            sed -i "s/GRAPH_DEGREE = [0-9]*;/GRAPH_DEGREE = $degree;/" src/config.h &&
+            make bin/fig_local_global_unroll.exe bin/table_edge_lb.exe > "build.log" 2>&1 &&
+            mv bin/fig_local_global_unroll.exe "../stmatch/bin/fig_local_global_unroll_d$degree.exe" &&
+            mv bin/table_edge_lb.exe "../stmatch/bin/table_edge_lb_d$degree.exe" ) &
+    done
+    for degree in $STMATCH_DEGREES; do wait -n || rc=1; done
+    for degree in $STMATCH_DEGREES; do cat "../stmatch_d$degree/build.log" 2>/dev/null; done
+    return $rc
 }
 
 build_tdfs() {
@@ -149,8 +166,10 @@ build_gsi() {
     make -j"$JOBS" GSI.exe
 }
 
+STMATCH_BINS=$(for d in $STMATCH_DEGREES; do
+    echo "$WORK/src/stmatch/bin/fig_local_global_unroll_d$d.exe $WORK/src/stmatch/bin/table_edge_lb_d$d.exe"; done)
 declare -A BINS=(
-    [stmatch]="$WORK/src/stmatch/bin/fig_local_global_unroll.exe $WORK/src/stmatch/bin/table_edge_lb.exe"
+    [stmatch]="$STMATCH_BINS"
     [tdfs]="$WORK/src/tdfs/bin/table_edge_ulb.exe $WORK/src/tdfs/bin/table_edge_lb.exe"
     [beep]="$WORK/src/beep/build/exe/src/main.cu.exe"
     [g2miner]="$WORK/src/g2miner/bin/sgl_gpu_base $WORK/src/g2miner/bin/tc_gpu_base $WORK/src/g2miner/bin/clique_gpu_base"

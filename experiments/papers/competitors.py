@@ -231,6 +231,11 @@ class CompetitorBinary(PrintedSearchBinary):
             return f"the {cls.name} column is skipped: no CUDA toolkit here (nvcc not found)"
         return f"the {cls.name} column is skipped: {missing[0]} is not built (run make competitors)"
 
+    def binary_for(self, variant: str) -> Path:
+        """The binary this engine runs for ``variant`` on its data graph (a subclass with builds per
+        data graph chooses among them)."""
+        return self.binary(variant)
+
     # -------------------------------------------------------------- for subclasses
     def variant(self, query: Graph) -> str:
         return next(iter(self.binaries))
@@ -269,7 +274,7 @@ class CompetitorBinary(PrintedSearchBinary):
     def _run(self, query: Graph, process_limit_s: float | None):
         """One run: (count, search ms, wall s, killed, output)."""
         variant = self.variant(query)
-        argv = [str(self.binary(variant))] + self.write_inputs(query, variant)
+        argv = [str(self.binary_for(variant))] + self.write_inputs(query, variant)
         start = time.perf_counter()
         process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                    cwd=self._folder, start_new_session=True)
@@ -284,11 +289,15 @@ class CompetitorBinary(PrintedSearchBinary):
         count, ms = self.parse(out or "", query)
         return count, ms, wall, killed, process.returncode, out or ""
 
+    def startup_probe(self) -> Graph | None:
+        """The query of the start-up probe: one edge (:func:`~experiments.papers.authors.probe_query`)."""
+        return probe_query(self.data)
+
     def allowance_s(self) -> float:
-        """Start-up seconds beside the search, measured on a one-edge probe (or the first printed run)."""
+        """Start-up seconds beside the search, measured on a tiny probe query (or the first printed run)."""
         if self._allowance_s is None:
             self._allowance_s = UNMEASURED_ALLOWANCE_S
-            probe = probe_query(self.data)
+            probe = self.startup_probe()
             if probe is not None and not self.unsupported_reason(probe):
                 count, ms, wall, killed, _, _ = self._run(probe, self.probe_limit_s)
                 if count is not None and ms is not None and not killed:
@@ -301,7 +310,7 @@ class CompetitorBinary(PrintedSearchBinary):
                                reason=f"{self.name} only counts embeddings (no limit or collect)")
         process_limit = self._process_limit(timeout_s)
         count, ms, wall, killed, rc, out = self._run(query, process_limit)
-        stats = {"wall_ms": round(wall * 1e3, 1), "binary": str(self.binary(self.variant(query)))}
+        stats = {"wall_ms": round(wall * 1e3, 1), "binary": str(self.binary_for(self.variant(query)))}
         if process_limit is not None:
             stats["process_limit_s"] = round(process_limit, 3)
         if killed:
@@ -317,11 +326,49 @@ class CompetitorBinary(PrintedSearchBinary):
         return self._judged(count, phases, timeout_s, stats)
 
 
+def path_probe(data: Graph) -> Graph | None:
+    """A 3-vertex path query over the data graph's rarest edge label pair and its rarest-labelled
+    neighbour there (None where no vertex has two neighbours)."""
+    edge = probe_query(data)
+    if edge is None:
+        return None
+    labels = data.labels.astype(np.int64)
+    a, b = (int(x) for x in edge.labels)
+    frequency = np.bincount(labels)
+    for u in np.flatnonzero(labels == a):
+        for v in data.neighbors_of(int(u)):
+            if labels[v] != b:
+                continue
+            ends = [(int(w), int(x)) for x in (u, v) for w in data.neighbors_of(int(x)) if w not in (u, v)]
+            if ends:
+                w, x = min(ends, key=lambda e: frequency[labels[e[0]]])
+                third = int(labels[w])
+                middle = 0 if x == u else 1           # the path's middle: the end w hangs from
+                return Graph.from_edges(3, [middle, middle], [1 - middle, 2], labels=[a, b, third],
+                                        name="startup-probe")
+    return None
+
+
 class TextGraphBinary(CompetitorBinary):
     """A binary that reads ``DATA.graph QUERY.graph`` in the t/v/e text format, with a build per
-    labelling; its unlabelled build expects every vertex to carry :attr:`unlabelled_label`."""
+    labelling; its unlabelled build expects every vertex to carry :attr:`unlabelled_label`.
+
+    Both such binaries (STMatch and T-DFS, one code base) leave their search loop only from the
+    first level of a pattern of three or more vertices: on a two-vertex pattern the last level's
+    step lowers the level below zero and the loop never ends (``match`` in ``src/gpu_match.cu``).
+    Two-vertex queries are unsupported, and the start-up probe is a 3-vertex path."""
 
     unlabelled_label = 0
+    min_query_vertices = 3
+
+    def system_reason(self, query):
+        if query.num_vertices < self.min_query_vertices:
+            return (f"{self.name} takes at least {self.min_query_vertices} query vertices: its search loop "
+                    "never ends on a two-vertex pattern (src/gpu_match.cu, match)")
+        return ""
+
+    def startup_probe(self):
+        return path_probe(self.data)
 
     def variant(self, query):
         return "labelled" if self.labelled() else "unlabelled"
@@ -340,17 +387,49 @@ class TextGraphBinary(CompetitorBinary):
 
 
 class STMatchAuthors(TextGraphBinary):
-    """STMatch (SC 2022) as the gMatch authors set it up: ``exe DATA.graph QUERY.graph``."""
+    """STMatch (SC 2022) as the gMatch authors set it up: ``exe DATA.graph QUERY.graph``.
+
+    A stack slot holds GRAPH_DEGREE vertices (src/config.h), fixed at compile time and sized by the
+    gMatch authors to each graph's largest degree: ``make competitors`` builds one binary per degree
+    of ``STMATCH_DEGREES`` (``<config>_d<DEGREE>.exe``) and the engine runs the smallest that holds
+    the data graph's largest degree."""
 
     name, system, env_var = "stmatch-authors", "stmatch", "STMATCH_BIN"
-    binaries = {"unlabelled": "stmatch/bin/fig_local_global_unroll.exe", "labelled": "stmatch/bin/table_edge_lb.exe"}
+    binaries = {"unlabelled": "stmatch/bin/fig_local_global_unroll_d4096.exe",
+                "labelled": "stmatch/bin/table_edge_lb_d4096.exe"}
     max_query_vertices = 5          # PAT_SIZE (src/config.h): fixed-size pattern arrays
     unlabelled_label = 0            # the unlabelled build sets the pattern's labels to 0
+    default_degree = 4096           # GRAPH_DEGREE of a binary whose name does not say (an override)
+
+    @classmethod
+    def built_degrees(cls, variant: str) -> dict[int, Path]:
+        """GRAPH_DEGREE -> binary, of the builds of ``variant`` beside the default one."""
+        path = cls.binary(variant)
+        named = re.fullmatch(r"(.*)_d(\d+)\.exe", path.name)
+        if named is None:
+            return {cls.default_degree: path}
+        found = {int(m.group(1)): p for p in path.parent.glob(f"{named.group(1)}_d*.exe")
+                 if (m := re.fullmatch(re.escape(named.group(1)) + r"_d(\d+)\.exe", p.name))}
+        return found or {int(named.group(2)): path}
+
+    def graph_degree(self, variant: str) -> int | None:
+        """The smallest built GRAPH_DEGREE that holds the data graph's largest degree (None: none does)."""
+        return min((d for d in self.built_degrees(variant) if d >= self.data.max_degree), default=None)
+
+    def binary_for(self, variant):
+        degree = self.graph_degree(variant)
+        return self.binary(variant) if degree is None else self.built_degrees(variant)[degree]
 
     def system_reason(self, query):
         if self.labelled() and max(int(self.data.labels.max()), int(query.labels.max())) >= 32:
             return f"{self.name} keeps a vertex label as a bit of a 32-bit mask: labels must be below 32"
-        return ""
+        variant = self.variant(query)
+        if self.graph_degree(variant) is None:
+            built = ", ".join(f"{d:,}" for d in sorted(self.built_degrees(variant)))
+            return (f"{self.name} copies a neighbour list into a stack slot of GRAPH_DEGREE vertices (src/config.h), "
+                    f"fixed at build: this data graph's largest degree is {self.data.max_degree:,}, the builds here "
+                    f"hold {built} (make competitors with STMATCH_DEGREES)")
+        return super().system_reason(query)
 
     def parse(self, text, query):
         return parse_stmatch(text)
