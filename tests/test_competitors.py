@@ -245,10 +245,15 @@ def test_stmatch_and_tdfs_refuse_two_vertex_queries_and_probe_with_a_path(stand_
     edge = Graph.from_edges(2, [0], [1], labels=[int(data.labels[0])] * 2)
     assert "two-vertex pattern" in engine.unsupported_reason(edge)
     probe = engine.startup_probe()
-    assert probe.num_vertices == 3 and probe.num_edges == 2 and not engine.unsupported_reason(probe)
+    assert probe.num_vertices == 3 and probe.num_edges == 2 and not engine.unsupported_reason(probe)  # a path
     assert create_engine("cpu").prepare(data).match(probe).count > 0
     assert engine.allowance_s() < 5.0                       # measured on the path (5 s: not measured)
     assert comp.path_probe(Graph.from_edges(4, [0, 2], [1, 3])) is None    # no vertex with two neighbours
+    plain = unlabelled()
+    triangle = comp.three_vertex_probe(plain)                              # unlabelled: a triangle
+    assert triangle.num_edges == 3 and create_engine("cpu").prepare(plain).match(triangle).count > 0
+    square = Graph.from_edges(4, [0, 1, 2, 3], [1, 2, 3, 0])
+    assert comp.three_vertex_probe(square).num_edges == 2                  # no triangle: a path
 
 
 def test_stmatch_refuses_a_data_graph_past_its_slot_capacity(stand_in):
