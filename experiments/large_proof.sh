@@ -4,7 +4,7 @@
 #   bash experiments/large_proof.sh recheck    # run Fig. 3a's two cells again into a fresh folder and
 #                                              # print both calls' verdicts side by side
 # Resumable: a call killed at its limit keeps every finished query (results/.partial/); run it again.
-# GPUS picks the GPUs (default 0,1,2,3).
+# GPUS picks the GPUs (default 0,1,2,3); PAPERS the sets (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GPUS=${GPUS:-0,1,2,3}
@@ -28,4 +28,12 @@ sys.exit(0 if same else 1)
 PY
     exit
 fi
-"$PY" -m experiments --paper stwig_lin14 --scale large --dask local-cuda --gpus "$GPUS" --quiet --yes
+# PAPERS picks the sets (default stwig_lin14, the proof; "all" runs every paper's large set, the large run)
+PAPERS=${PAPERS:-stwig_lin14}
+if [ "$PAPERS" = all ]; then
+    "$PY" -m experiments --all --scale large --dask local-cuda --gpus "$GPUS" --quiet --yes
+else
+    for paper in $PAPERS; do
+        "$PY" -m experiments --paper "$paper" --scale large --dask local-cuda --gpus "$GPUS" --quiet --yes
+    done
+fi

@@ -161,3 +161,29 @@ def test_an_unfinished_tasks_rows_are_recovered_into_every_cell_of_its_group(tmp
     assert not path.exists()
     assert sorted(read_rows(tmp_path / "paper" / "p.a.large.csv")["query"]) == ["q0", "q1"]
     assert sorted(read_rows(tmp_path / "paper" / "p.b.large.csv")["query"]) == ["q1"]    # q0 was there
+
+
+@pytest.mark.parametrize("papers, calls", [(None, [["--paper", "stwig_lin14"]]),
+                                           ("gsi_icde20 egsm_sigmod23", [["--paper", "gsi_icde20"],
+                                                                         ["--paper", "egsm_sigmod23"]]),
+                                           ("all", [["--all"]])])
+def test_the_large_run_script_runs_the_sets_asked_for_through_dask(tmp_path, papers, calls):
+    """experiments/large_proof.sh: STwig's proof by default, PAPERS="a b" one set after the other,
+    PAPERS=all every paper's large set; each through Dask on GPUS, resumable (--yes, --quiet)."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    log = tmp_path / "calls"
+    fake = tmp_path / "python"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, PYTHON=str(fake), GPUS="0,1")
+    env.pop("PAPERS", None)
+    if papers is not None:
+        env["PAPERS"] = papers
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run(["bash", str(root / "experiments" / "large_proof.sh")], env=env, check=True, timeout=60)
+    lines = log.read_text().splitlines()
+    assert [line.split()[2:2 + len(c)] for line, c in zip(lines, calls)] == calls and len(lines) == len(calls)
+    assert all("--scale large --dask local-cuda --gpus 0,1 --quiet --yes" in line for line in lines)
