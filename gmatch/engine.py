@@ -123,7 +123,8 @@ HUB_WHOLE_S = 0.8                  # ... unless its whole launch is predicted to
 HUB_LOOK_AGAIN = 2.0               # a prediction up to this many times hub_whole_s is made again one slice later,
 HUB_SECOND_BOUND = 1.5             # ... and then kept whole within this many times hub_whole_s
 WHOLE_PREDICTION = ("hub_whole_predicted_s", "hub_whole_looks")   # statistics of a whole search's prediction
-PROBE_STATS = ("probe_direct_ms", "probe_look_ms", "probe_pool_ms", "probe_past_end_ms")   # the probe's stages
+PROBE_STATS = ("probe_direct_ms", "probe_look_ms", "probe_pool_ms", "probe_past_end_ms",   # the probe's stages,
+               "probe_pool_rows", "probe_pool_growths")                                   # and the look's pool
 BLOCK_QUERY_SLOTS = 1 << 16        # blocks a launch may have (block -> query map entries)
 BATCH_QUERIES = 256                # queries per batched launch (at most the resident blocks)
 
@@ -854,8 +855,8 @@ class GMatch(Engine):
         the candidate graph has lost about ``DIRECT_SHARE + LOOK_SHARE`` of ``probe_s`` to the
         probe where its pool predicts (docs/decisions.md, "gMatch: the probe's budget").
         Returns (unique count, ctrl row, stopped, statistics); the statistics name each stage's
-        wall time, the look's seed pool time and how far the probe ran past ``probe_end``
-        (:data:`PROBE_STATS`)."""
+        wall time, the look's seed pool (time, rows, growths of its buffers) and how far the probe
+        ran past ``probe_end`` (:data:`PROBE_STATS`)."""
         unique, ctrl, stopped, stats = 0, np.zeros(CTRL_SIZE, np.int64), True, {}
         stages = dict.fromkeys(PROBE_STATS, 0.0)
         begin = time.perf_counter()
@@ -873,6 +874,8 @@ class GMatch(Engine):
                 seed_target=PROBE_SEEDS, probe_until=probe_end)
             stages["probe_look_ms"] = 1e3 * (time.perf_counter() - looked)
             stages["probe_pool_ms"] = stats.get("seed_pool_ms", 0.0)
+            stages["probe_pool_rows"] = stats.get("seeds", 0)
+            stages["probe_pool_growths"] = stats.get("seed_pool_growths", 0)
         stages["probe_past_end_ms"] = max(0.0, 1e3 * (time.perf_counter() - probe_end))
         stats.update(stages)
         return unique, ctrl, stopped, stats

@@ -183,6 +183,9 @@ def test_gmatch_heavy_targets_name_the_worst_probe_share_and_count_over_enumerat
     text = targets(pd.DataFrame(rows))
     assert "max 20.0% (count q1, 6.0 of 30.0 ms), over 2 runs" in text      # q2 is under 20 ms
     assert "probe past its end: max 1.5 ms (count q1: direct 0.5, look 4.5 of which seed pool 1.0 ms)" in text
+    for row in rows:
+        row.update(probe_pool_rows=70000, probe_pool_growths=2)
+    assert "seed pool 1.0 ms, 70,000 rows, 2 buffer growths)" in targets(pd.DataFrame(rows))
     assert "count / enumerate: median 0.97, max 1.20 (q2); 1 of 2 over 1.0: q2 1.20" in text
     assert "enumerate / authors' search: median 1.40 over 2; / (search + preprocessing): max 0.67 (q1)" in text
 

@@ -109,6 +109,7 @@ def test_every_variant_equals_the_reference(variant, labelled, unlabelled, refer
                 stages = result.stats["probe_direct_ms"] + result.stats["probe_look_ms"]
                 assert stages >= 1e3 * result.phases["probe"] > 0            # the stages hold the phase
                 assert 0 <= result.stats["probe_pool_ms"] <= result.stats["probe_look_ms"]
+                assert result.stats["probe_pool_rows"] >= 0 and result.stats["probe_pool_growths"] >= 0
                 assert result.stats["probe_past_end_ms"] >= 0
 
 

@@ -322,7 +322,9 @@ def targets(table: pd.DataFrame) -> str:
             past = long.loc[long["probe_past_end_ms"].idxmax()]
             lines.append(f"  probe past its end: max {past['probe_past_end_ms']:.1f} ms ({past['variant']} "
                          f"{past['query']}: direct {past['probe_direct_ms']:.1f}, look {past['probe_look_ms']:.1f} "
-                         f"of which seed pool {past['probe_pool_ms']:.1f} ms)")
+                         f"of which seed pool {past['probe_pool_ms']:.1f} ms"
+                         + (f", {past['probe_pool_rows']:,.0f} rows, {past['probe_pool_growths']:.0f} buffer growths"
+                            if pd.notna(past.get("probe_pool_rows")) else "") + ")")
     walls = table[table["status"] == "ok"].pivot_table(index="query", columns="variant", values="wall_ms",
                                                        aggfunc="first")
     if {"count", "enumerate"} <= set(walls.columns):
