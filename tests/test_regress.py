@@ -74,6 +74,26 @@ def test_summary_rows_and_verdicts():
     assert any("h: worst ratio 2.00" in m and "(c)" in m for m in misses)
 
 
+def test_a_noise_copy_gives_each_row_its_spread_and_a_miss_within_it_says_so():
+    """With a second copy of the baseline the summary has its median and worst ratio to the
+    baseline, the rendered table shows them, and a miss no larger than the copy's is within the noise."""
+    runs = [_run(1, [("ok", 1, 1.3)], [("ok", 1, 1.0)], query="a"),
+            _run(1, [("ok", 1, 1.0)], [("ok", 1, 1.0)], query="b"),
+            _run(1, [("ok", 1, 1.2)], [("ok", 1, 1.0)], query="c", workload="v")]
+    for run, copy in zip(runs, (1.0, 1.4, 1.05)):
+        run.runs["copy"] = [{"status": "ok", "count": 1, "wall": copy, "seconds": copy}]
+    table, _ = summarise(runs, "new", "old", 5.0, noise="copy")
+    row = table.set_index("workload").loc["w"]
+    assert row["noise_median"] == pytest.approx(1.2) and row["noise_worst"] == pytest.approx(1.4)
+    misses = verdicts(table)
+    assert any(m.startswith("gsi w: worst ratio 1.30") and "within the noise" in m for m in misses)
+    assert any(m.startswith("gsi v: worst ratio 1.20") and "beyond the noise" in m for m in misses)
+    assert "1.20/1.40" in regress.render(table, "new", "old")
+    plain, _ = summarise(runs, "new", "old", 5.0)
+    assert plain["noise_worst"].isna().all() and "copy" not in regress.render(plain, "new", "old")
+    assert not any("noise" in m for m in verdicts(plain))
+
+
 @pytest.mark.slow
 def test_whole_run_of_two_revisions(tmp_path):
     """HEAD against itself with the cpu engine: both workers answer, counts equal the known ones."""
