@@ -173,3 +173,14 @@ def test_readme_python_block_runs(block, tmp_path):
         assert "[['a' 'b' 'c']\n ['b' 'a' 'c']]" in done.stdout
         counts = re.findall(r"query_dense_16_\d\s+ok\s+(\d+)", done.stdout)
         assert counts == ["3", "80"], done.stdout
+
+
+def test_the_docs_say_what_is_in_the_places_meant_for_it():
+    """docs/performance.md holds one current table per workload (at most 400 lines; older runs are
+    in git history); docs/design.md and the README carry no commit-stamped measurements."""
+    assert len((ROOT / "docs" / "performance.md").read_text().splitlines()) <= 400
+    commit = re.compile(r"(?<![0-9a-zA-Z_/.-])[0-9a-f]{7}(?![0-9a-zA-Z_])")
+    for name in ("README.md", "docs/design.md"):
+        stamped = [line for line in (ROOT / name).read_text().splitlines()
+                   if commit.search(line) and re.search(r"[a-f]", commit.search(line).group())]
+        assert not stamped, f"{name} names commits: {stamped[:3]}"
