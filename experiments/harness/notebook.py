@@ -13,7 +13,7 @@ import pandas as pd
 
 from .catalog import experiments_of, papers
 from .core import check_counts
-from .report import draw_figure, side_by_side, verdicts, write_figure
+from .report import draw_figure, run_scales, side_by_side, verdicts, write_figure
 from .runner import read_rows
 from .workloads import SCALES, get_scale
 
@@ -137,7 +137,7 @@ def show_larger_sets(paper: str, results: Path | str = "results", shown: str = "
     """Display, after the ``shown`` set, every larger set of ``paper`` that has run (a ``run.<scale>.json``
     under ``results``), e.g. the large set of the headline experiments; their tables by scale."""
     order = list(SCALES)
-    larger = [s for s in order[order.index(shown) + 1:] if (Path(results) / paper / f"run.{s}.json").exists()]
+    larger = [s for s in run_scales(results, [paper]) if order.index(s) > order.index(shown)]
     shown_sets = {}
     for scale in larger:
         print(f"\n# The {scale} set")

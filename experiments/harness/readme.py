@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 from .catalog import experiments_of, papers
-from .report import claims_section, replace_claims_section, verdicts, write_figure
+from .report import claims_section, replace_claims_section, run_scales, verdicts, write_figure
 from .runner import read_rows
 from .workloads import SCALES, get_scale
 
@@ -108,11 +108,6 @@ def refresh_reports(results: Path | str = "results", scale: str = "medium", writ
     return stale
 
 
-def run_scales(results: Path | str = "results") -> list[str]:
-    """The scales, smallest first, of which some paper has a ``run.<scale>.json`` under ``results``."""
-    return [s for s in SCALES if any((Path(results) / p / f"run.{s}.json").exists() for p in papers())]
-
-
 def _cell(text: str) -> str:
     return (text or "-").replace("|", "\\|").replace("\n", " ")
 
@@ -123,8 +118,8 @@ def render(results: Path | str = "results", scale: str = "medium") -> str:
     results = Path(results)
     lines = [HEADER.format(scale=scale)] + _set_lines(results, scale, "")
     order = list(SCALES)
-    for larger in order[order.index(scale) + 1:]:
-        if any((results / paper / f"run.{larger}.json").exists() for paper in papers()):
+    for larger in run_scales(results):
+        if order.index(larger) > order.index(scale):
             lines += ["", f"# The `{larger}` set", "",
                       f"The headline experiments at `--scale {larger}` (reports `<paper>/<experiment>.{larger}.md`), "
                       "judged by the same rules.", ""] + _set_lines(results, larger, f" ({larger})")

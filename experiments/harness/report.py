@@ -544,6 +544,16 @@ def write_reports(experiment, scale, raw, table, disagreements, folder: Path, co
     return files
 
 
+def run_scales(results: Path | str = "results", paper_names=None) -> list[str]:
+    """The scales, smallest first, at which any of ``paper_names`` (default: every paper) has a
+    ``run.<scale>.json`` under ``results``."""
+    from .catalog import papers
+    from .workloads import SCALES
+
+    names = papers() if paper_names is None else list(paper_names)
+    return [s for s in SCALES if any((Path(results) / p / f"run.{s}.json").exists() for p in names)]
+
+
 def write_run_metadata(outcome, scale, folder: Path, *, command: str = "", budget_s: float | None = None,
                        worst_s: float | None = None, resumed: bool = False) -> Path:
     """``run.<scale>.json``: the run context plus, per experiment, its row statuses or why it did not run.

@@ -424,20 +424,24 @@ class STMatchAuthors(TextGraphBinary):
                  if (m := re.fullmatch(re.escape(named.group(1)) + r"_d(\d+)\.exe", p.name))}
         return found or {int(named.group(2)): path}
 
+    def _prepare(self, data) -> None:
+        super()._prepare(data)
+        self._builds = {variant: self.built_degrees(variant) for variant in self.binaries}   # once, not per query
+
     def graph_degree(self, variant: str) -> int | None:
         """The smallest built GRAPH_DEGREE that holds the data graph's largest degree (None: none does)."""
-        return min((d for d in self.built_degrees(variant) if d >= self.data.max_degree), default=None)
+        return min((d for d in self._builds[variant] if d >= self.data.max_degree), default=None)
 
     def binary_for(self, variant):
         degree = self.graph_degree(variant)
-        return self.binary(variant) if degree is None else self.built_degrees(variant)[degree]
+        return self.binary(variant) if degree is None else self._builds[variant][degree]
 
     def system_reason(self, query):
         if self.labelled() and max(int(self.data.labels.max()), int(query.labels.max())) >= 32:
             return f"{self.name} keeps a vertex label as a bit of a 32-bit mask: labels must be below 32"
         variant = self.variant(query)
         if self.graph_degree(variant) is None:
-            built = ", ".join(f"{d:,}" for d in sorted(self.built_degrees(variant)))
+            built = ", ".join(f"{d:,}" for d in sorted(self._builds[variant]))
             return (f"{self.name} copies a neighbour list into a stack slot of GRAPH_DEGREE vertices (src/config.h), "
                     f"fixed at build: this data graph's largest degree is {self.data.max_degree:,}, the builds here "
                     f"hold {built} (make competitors with STMATCH_DEGREES)")
