@@ -58,9 +58,11 @@ def text(path):
     labels, edges = comp.read_text_graph(path)
     return Graph.from_edges(len(labels), [a for a, _ in edges], [b for _, b in edges], labels=labels)
 
-def gsi(path):
+def gsi(path):                                     # directed: every edge must come both ways
     labels, edges = comp.read_gsi_graph(path)
     assert min(labels) >= 1 and min(e[2] for e in edges) >= 1
+    assert sorted(edges) == sorted((b, a, lab) for a, b, lab in edges)
+    edges = [e for e in edges if e[0] < e[1]]
     elab = [e[2] for e in edges]
     return Graph.from_edges(len(labels), [e[0] for e in edges], [e[1] for e in edges], labels=labels,
                             edge_labels=None if set(elab) == {{1}} else elab)
@@ -70,6 +72,7 @@ def mtx(path):
     n, _, nnz = map(int, rows[0].split())
     pairs = [tuple(map(int, r.split())) for r in rows[1:] if r.strip()]
     assert len(pairs) == nnz and all((b, a) in pairs for a, b in pairs)
+    assert pairs == sorted(pairs)                  # CSRCOO::from_edgelist asserts rows sorted by source
     return Graph.from_edges(n, [a for a, b in pairs if a < b], [b for a, b in pairs if a < b])
 
 if kind in ("stmatch", "tdfs"):
@@ -130,7 +133,7 @@ def stand_in(tmp_path, monkeypatch):
     return make
 
 
-@pytest.mark.parametrize("name, data", [("stmatch-authors", labelled()), ("stmatch-authors", unlabelled()),
+@pytest.mark.parametrize("name, data", [("stmatch-authors", unlabelled()),
                                         ("tdfs-authors", labelled()), ("tdfs-authors", unlabelled()),
                                         ("beep-authors", unlabelled()), ("gsi-authors", labelled())])
 def test_the_written_inputs_read_back_and_the_count_is_cpus(stand_in, name, data):
@@ -166,7 +169,8 @@ def test_what_each_binary_cannot_take_is_unsupported_with_the_reason(stand_in):
     assert "at most 5 query vertices" in create_engine("tdfs-authors").prepare(unlabelled()).match(big).reason
     wide = rmat(40, 120, seed=3, labels=np.arange(40) % 40, name="wide")
     q = query_set(wide, 1, 3, seed=1).queries[0]
-    assert "below 32" in create_engine("stmatch-authors").prepare(wide).match(q).reason
+    assert "unlabelled graphs only" in create_engine("stmatch-authors").prepare(wide).match(q).reason
+    assert create_engine("stmatch-authors").prepare(unlabelled()).match(PATH3).status is Status.OK
     assert create_engine("tdfs-authors").prepare(wide).match(q).status is not Status.UNSUPPORTED
     assert "unlabelled graphs only" in create_engine("beep-authors").prepare(lab).match(PATH3).reason
     assert "unlabelled graphs only" in create_engine("g2miner-authors").prepare(lab).match(CYCLE4).reason
@@ -226,7 +230,13 @@ def test_the_csr_and_gsi_writers_round_trip(tmp_path):
     data = labelled()
     comp.write_gsi_graph(data, tmp_path / "d.g")
     labels, edges = comp.read_gsi_graph(tmp_path / "d.g")
-    assert labels == (data.labels + 1).tolist() and len(edges) == data.num_edges
+    assert labels == (data.labels + 1).tolist() and len(edges) == 2 * data.num_edges
+    src, dst, _ = data.edges()
+    assert {(a, b) for a, b, _ in edges} == {*zip(src.tolist(), dst.tolist()), *zip(dst.tolist(), src.tolist())}
+    comp.write_mtx_query(DIAMOND, tmp_path / "q.mtx")
+    rows = (tmp_path / "q.mtx").read_text().split("\n")
+    arcs = [tuple(map(int, r.split())) for r in rows[1:] if r]
+    assert rows[0] == "4 4 10" and arcs == sorted(arcs) and len(set(arcs)) == 10
     comp.write_text_graph(data, tmp_path / "d.graph")
     labels, edges = comp.read_text_graph(tmp_path / "d.graph")
     assert labels == data.labels.tolist() and len(edges) == data.num_edges
@@ -238,14 +248,16 @@ def test_the_csr_and_gsi_writers_round_trip(tmp_path):
 @pytest.mark.parametrize("name", ["stmatch-authors", "tdfs-authors"])
 def test_stmatch_and_tdfs_refuse_two_vertex_queries_and_probe_with_a_path(stand_in, name):
     """Their search loop never ends on a two-vertex pattern: such a query is unsupported with the
-    reason, and the start-up probe is a 3-vertex path of the data graph (it has matches)."""
+    reason, and the start-up probe has three vertices (on a labelled graph, T-DFS's, a path of the data
+    graph; STMatch runs on unlabelled graphs only: a triangle) with matches."""
     stand_in(name)
-    data = labelled()
+    data = labelled() if name == "tdfs-authors" else unlabelled()
     engine = create_engine(name).prepare(data)
     edge = Graph.from_edges(2, [0], [1], labels=[int(data.labels[0])] * 2)
     assert "two-vertex pattern" in engine.unsupported_reason(edge)
     probe = engine.startup_probe()
-    assert probe.num_vertices == 3 and probe.num_edges == 2 and not engine.unsupported_reason(probe)  # a path
+    assert probe.num_vertices == 3 and probe.num_edges == (2 if name == "tdfs-authors" else 3)
+    assert not engine.unsupported_reason(probe)
     assert create_engine("cpu").prepare(data).match(probe).count > 0
     assert engine.allowance_s() < 5.0                       # measured on the path (5 s: not measured)
     assert comp.path_probe(Graph.from_edges(4, [0, 2], [1, 3])) is None    # no vertex with two neighbours
@@ -288,3 +300,12 @@ def test_stmatch_runs_the_smallest_build_that_holds_the_largest_degree(tmp_path,
         assert not engine.unsupported_reason(path)
     star = Graph.from_edges(20001, [0] * 20000, list(range(1, 20001)))
     assert "hold 4,096, 16,384" in cls().prepare(star).unsupported_reason(path)
+
+
+def test_a_crash_is_reported_by_the_line_that_names_it():
+    out = ("n = 300\nmain.cu.exe: CSRCOO.cuh:59: static CSRCOO from_edgelist(...): "
+           "Assertion `src >= csr.rowPtr_.size()' "
+           "failed.\n  with EdgeList = std::vector<std::pair<unsigned int, unsigned int> >\n")
+    assert comp.failure_line(out).startswith("main.cu.exe: CSRCOO.cuh:59")
+    assert comp.failure_line("a\nlast words\n") == "last words"
+    assert comp.failure_line("") == ""

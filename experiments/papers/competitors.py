@@ -77,13 +77,15 @@ def read_text_graph(path) -> tuple[list[int], list[tuple[int, int]]]:
 
 def write_gsi_graph(graph: Graph, path) -> None:
     """GSI's ``.g`` (io/IO.cpp): ``t # 0``, ``N M VL EL``, ``v id label``, ``e u v label``, ``t # -1``;
-    labels shifted by one (GSI's labels start at 1), each undirected edge once."""
+    labels shifted by one (GSI's labels start at 1). GSI's edges are directed (``Graph::addEdge``
+    adds one out- and one in-neighbour), so each undirected edge is written in both directions, for
+    the data graph and the query alike: a directed embedding of that query is an undirected one."""
     src, dst, elab = graph.edges()
     elab = np.zeros(len(src), dtype=np.int64) if elab is None else elab
     vl, el = graph.labels.astype(np.int64) + 1, np.asarray(elab, dtype=np.int64) + 1
-    lines = ["t # 0", f"{graph.num_vertices} {graph.num_edges} {int(vl.max(initial=1))} {int(el.max(initial=1))}"]
+    lines = ["t # 0", f"{graph.num_vertices} {2 * graph.num_edges} {int(vl.max(initial=1))} {int(el.max(initial=1))}"]
     lines += [f"v {v} {int(lab)}" for v, lab in enumerate(vl)]
-    lines += [f"e {int(u)} {int(v)} {int(lab)}" for u, v, lab in zip(src, dst, el)]
+    lines += [f"e {int(a)} {int(b)} {int(lab)}" for u, v, lab in zip(src, dst, el) for a, b in ((u, v), (v, u))]
     Path(path).write_text("\n".join(lines + ["t # -1"]) + "\n")
 
 
@@ -102,10 +104,12 @@ def read_gsi_graph(path) -> tuple[list[int], list[tuple[int, int, int]]]:
 
 
 def write_mtx_query(query: Graph, path) -> None:
-    """BEEP's query (README): ``n n 2m`` then every edge in both directions, 0-based."""
+    """BEEP's query (README): ``n n 2m`` then every edge in both directions, 0-based, sorted by source
+    (``CSRCOO::from_edgelist`` asserts that order)."""
     src, dst, _ = query.edges()
+    arcs = sorted((int(a), int(b)) for u, v in zip(src, dst) for a, b in ((u, v), (v, u)))
     rows = [f"{query.num_vertices} {query.num_vertices} {2 * query.num_edges}"]
-    rows += [f"{int(a)} {int(b)}" for u, v in zip(src, dst) for a, b in ((u, v), (v, u))]
+    rows += [f"{a} {b}" for a, b in arcs]
     Path(path).write_text("\n".join(rows) + "\n")
 
 
@@ -318,14 +322,21 @@ class CompetitorBinary(PrintedSearchBinary):
         if killed:
             return self._killed(process_limit, timeout_s, stats)
         if count is None:
-            tail = out.strip().splitlines()[-1:] or [""]
             return MatchResult(self.name, 0, Status.UNSUPPORTED,
-                               reason=f"the binary printed no count (rc {rc}): {tail[0][-200:]}")
+                               reason=f"the binary printed no count (rc {rc}): {failure_line(out)}")
         phases = {"enumerate": (ms or 0.0) / 1e3}
         if ms is not None:
             stats["startup_ms"] = round(wall * 1e3 - ms, 1)
             self._learn_overhead(max(0.0, wall - ms / 1e3))
         return self._judged(count, phases, timeout_s, stats)
+
+
+def failure_line(output: str, width: int = 200) -> str:
+    """The line of a binary's output that says why it stopped: the last that names an assertion, an
+    error or an exception (else its last line), cut to ``width`` characters from its start."""
+    lines = output.strip().splitlines() or [""]
+    named = [line for line in lines if re.search(r"assert|error|what\(\)|abort|exception", line, re.I)]
+    return (named or lines)[-1].strip()[:width]
 
 
 def three_vertex_probe(data: Graph) -> Graph | None:
@@ -437,8 +448,9 @@ class STMatchAuthors(TextGraphBinary):
         return self.binary(variant) if degree is None else self._builds[variant][degree]
 
     def system_reason(self, query):
-        if self.labelled() and max(int(self.data.labels.max()), int(query.labels.max())) >= 32:
-            return f"{self.name} keeps a vertex label as a bit of a 32-bit mask: labels must be below 32"
+        if self.labelled():
+            return (f"{self.name} runs on unlabelled graphs only: its labelled build's counts differ from cpu's "
+                    "(docs/competitors.md, the check); gMatch compares it on unlabelled graphs (Table 4)")
         variant = self.variant(query)
         if self.graph_degree(variant) is None:
             built = ", ".join(f"{d:,}" for d in sorted(self._builds[variant]))
