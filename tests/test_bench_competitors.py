@@ -29,6 +29,7 @@ def small_set(monkeypatch):
     for system in ("tdfs-authors", "beep-authors", "stmatch-authors"):
         monkeypatch.setitem(bench.BASE, system, "cpu")
     monkeypatch.setitem(bench.SEARCH_PHASES, "cpu", None)
+    monkeypatch.setattr(bench, "REPEAT_S", 1e9)               # every query timed --repeats times
     return data, lambda name: chosen
 
 
@@ -113,3 +114,14 @@ def test_a_start_up_probe_that_hangs_ends_with_the_budget(stand_in, small_set, m
     assert engine.probe_limit_s == 1.0
     with pytest.raises(ValueError, match="probe_limit_s must be positive"):
         create_engine("tdfs-authors", probe_limit_s=0)
+
+
+def test_each_query_is_answered_by_every_system_before_the_next(stand_in, small_set, monkeypatch):
+    """A budget that ends mid-set leaves whole rows: the systems take each query in turn."""
+    _, loader = small_set
+    stand_in("tdfs-authors")
+    monkeypatch.setattr(bench, "REPEAT_S", 0.0)               # one timed run a query
+    rows = [r for r in _run(loader, ["tdfs-authors", "cpu"]) if r.status == "ok"]
+    assert [(r.query, r.system) for r in rows] == [(q, s) for q in ("diamond", "star", "c4")
+                                                   for s in ("cpu", "tdfs-authors")]
+    assert {r.runs for r in rows} == {1}

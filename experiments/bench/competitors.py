@@ -14,8 +14,10 @@ cpu engine's (when it finishes within the limit), else against the base engine's
 column says which. A query a system cannot take is ``unsupported`` with its reason; a system that
 is not built is one row with the reason (the build's first error where ``make competitors``
 failed). Each system answers its first query untimed (warm-up), then every query is timed
-``--repeats`` times (the median; a query that did not finish is not repeated). ``--timeout-s``
-limits one query, ``--budget-s`` the whole run: past it the remaining queries are ``skipped``.
+``--repeats`` times (the median; a query that did not finish is not repeated, nor one whose runs
+have taken :data:`REPEAT_S`), each query by every system before the next. ``--timeout-s`` limits
+one query, ``--budget-s`` the whole run, each set an equal share of what is left: past a set's
+share its remaining queries are ``skipped``.
 
     python -m experiments.bench.competitors --timeout-s 5 --budget-s 240 --out competitors.csv
 """
@@ -45,6 +47,8 @@ BASE = {"stmatch-authors": "gmatch", "tdfs-authors": "gmatch", "beep-authors": "
 SEARCH_PHASES = {"gmatch": ("enumerate",), "gsi": None, "egsm": None}
 """The phases a paper's time covers (None: all): gMatch reports search time only."""
 SYSTEMS = OURS + tuple(BASE)
+REPEAT_S = 2.0
+"""A query's timed runs stop repeating once they have taken this long (its median is of fewer runs)."""
 CHECK_LIMIT_S = 30.0
 """The check's limit of one query and of an external system's start-up probe (graphs of 300 vertices)."""
 
@@ -103,39 +107,46 @@ def reference_counts(data, queries, timeout_s: float, deadline: float) -> dict:
 
 
 def time_query(engine, system: str, query, timeout_s: float, repeats: int) -> tuple[MatchResult, list[float]]:
-    """The first result and the times of up to ``repeats`` runs (one when it did not finish)."""
+    """The first result and the times of up to ``repeats`` runs (one when it did not finish; no more
+    once the runs have taken :data:`REPEAT_S`)."""
+    began = time.perf_counter()
     first = engine.match(query, timeout_s=timeout_s)
     times = [paper_ms(first, system)]
-    while first.status is Status.OK and len(times) < repeats:
+    while first.status is Status.OK and len(times) < repeats and time.perf_counter() - began < REPEAT_S:
         times.append(paper_ms(engine.match(query, timeout_s=timeout_s), system))
     return first, times
 
 
 def run_set(name: str, systems, *, timeout_s: float, repeats: int, deadline: float, cpu_timeout_s: float = 2.0,
             max_queries: int | None = None, set_loader=check_set, log=print) -> list[Row]:
-    """Every system on one set; the rows of :class:`Row`."""
+    """Every system on one set; the rows of :class:`Row`. Every system is prepared and warmed
+    first, then each query is answered by every system in turn (ours first: the base counts exist),
+    so that a budget that ends mid-set leaves whole rows of the queries it reached."""
     chosen = set_loader(name)
     data, queries = chosen.data, chosen.queries[:max_queries]
     refs = reference_counts(data, queries, cpu_timeout_s, deadline)
     rows: list[Row] = []
     counts = {}                                  # (system, query) -> count of a finished run
-    order = sorted(systems, key=lambda s: s in BASE)           # ours first: the base counts exist
-    for system in order:
+    engines = {}
+    skipped = "the run's time budget is spent"
+    for system in sorted(systems, key=lambda s: s in BASE):
         missing = reason_missing(system)
         if missing:
             rows.append(Row(name, system, "*", "not built", reason=missing))
             continue
         if time.monotonic() > deadline:
-            rows += [Row(name, system, q.name, "skipped", reason="the run's time budget is spent") for q, _ in queries]
+            rows += [Row(name, system, q.name, "skipped", reason=skipped) for q, _ in queries]
             continue
         options = {"probe_limit_s": min(PROBE_LIMIT_S, max(1.0, deadline - time.monotonic()))} if system in BASE else {}
         engine = create_engine(system, **options).prepare(data)
         warm = next((q for q, _ in queries if not engine.unsupported_reason(q)), None)
         if warm is not None:
             engine.match(warm, timeout_s=timeout_s)
-        for query, _ in queries:
+        engines[system] = engine
+    for query, _ in queries:
+        for system, engine in engines.items():
             if time.monotonic() > deadline:
-                rows.append(Row(name, system, query.name, "skipped", reason="the run's time budget is spent"))
+                rows.append(Row(name, system, query.name, "skipped", reason=skipped))
                 continue
             result, times = time_query(engine, system, query, timeout_s, repeats)
             row = Row(name, system, query.name, str(result.status), reason=result.reason, runs=len(times))
@@ -150,7 +161,7 @@ def run_set(name: str, systems, *, timeout_s: float, repeats: int, deadline: flo
             rows.append(row)
             log(f"{name}: {system} {row.query} {row.status} {row.ms if row.ms is not None else '-'} ms "
                 f"{row.check} {row.reason[:120]}".rstrip(), file=sys.stderr)
-        log(f"{name}: {system} done", file=sys.stderr)
+    log(f"{name}: done", file=sys.stderr)
     return rows
 
 
@@ -250,9 +261,11 @@ def main(argv=None) -> int:
         print(checked.to_string(index=False, na_rep=""))
         return 1 if (checked.get("verdict", pd.Series(dtype=str)) == "differs").any() else 0
     deadline = time.monotonic() + (args.budget_s if args.budget_s else float("inf"))
-    rows = [row for name in sets for row in run_set(name, systems, timeout_s=args.timeout_s, repeats=args.repeats,
-                                                    deadline=deadline, cpu_timeout_s=args.cpu_timeout_s,
-                                                    max_queries=args.max_queries)]
+    rows = []
+    for i, name in enumerate(sets):              # each set an equal share of the budget left
+        share = time.monotonic() + (deadline - time.monotonic()) / (len(sets) - i)
+        rows += run_set(name, systems, timeout_s=args.timeout_s, repeats=args.repeats, deadline=share,
+                        cpu_timeout_s=args.cpu_timeout_s, max_queries=args.max_queries)
     if args.out:
         pd.DataFrame([asdict(r) for r in rows]).to_csv(args.out, index=False)
     table = summary(rows)
