@@ -125,3 +125,10 @@ def test_each_query_is_answered_by_every_system_before_the_next(stand_in, small_
     assert [(r.query, r.system) for r in rows] == [(q, s) for q in ("diamond", "star", "c4")
                                                    for s in ("cpu", "tdfs-authors")]
     assert {r.runs for r in rows} == {1}
+
+
+def test_gmatchs_search_time_is_its_probe_and_its_dfs():
+    from common.engine.result import MatchResult, Status
+    result = MatchResult("gmatch", 1, Status.OK, phases={"filter": 0.004, "probe": 0.002, "enumerate": 0.001})
+    assert bench.paper_ms(result, "tdfs-authors") == pytest.approx(3.0)      # its base is gMatch
+    assert bench.paper_ms(result, "gsi") == pytest.approx(7.0)               # GSI's paper: the whole query

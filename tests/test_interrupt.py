@@ -6,6 +6,7 @@ done, and expect exit 130 within seconds, no traceback, the finished rows and a 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pty
 import re
@@ -99,6 +100,7 @@ def test_ctrl_c_in_a_folder_run_of_gpusm_match_prints_the_finished_rows(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("greenlet") is None, reason="the CUDA simulator needs greenlet")
 def test_ctrl_c_in_bench_check_writes_the_rows_and_resume_finishes(tmp_path):
     command = [sys.executable, "-m", "experiments.bench.check", "--engines", "cpu,gsi", "--sets", "hprd",
                "--queries", "8", "--smallest"]
