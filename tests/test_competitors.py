@@ -99,8 +99,9 @@ if kind == "stmatch":
     print("%s\\t%f\\t%d" % (args[1], ms, count)); print("Result: %d" % count); print("Time: %d" % ms)
 elif kind == "tdfs":
     print("Execution time (ms): %f" % ms); print("Total matches: %d" % count)
-elif kind == "beep":
-    print("[info] final count time %f s" % (ms / 1000)); print("------------- Counter = %d" % count)
+elif kind == "beep":                               # each subgraph once (nauty's symmetry breaking)
+    unique = count // comp.automorphisms(query)
+    print("[info] final count time %f s" % (ms / 1000)); print("------------- Counter = %d" % unique)
 elif kind == "g2miner":
     unique = count // comp.automorphisms(query)
     if len(args) == 1:

@@ -60,7 +60,8 @@ touch "$WORK/status.txt"
 # first_error LOG: the first line of a compiler or linker error in LOG
 first_error() {
     local line
-    line=$(grep -v '^checking ' "$1" | grep -m1 -E '(error|Error)[: ]|undefined reference|No such file|\*\*\*')
+    line=$(grep -m1 '^self-test failed' "$1") ||
+        line=$(grep -v '^checking ' "$1" | grep -m1 -E '(error|Error)[: ]|undefined reference|No such file|\*\*\*')
     if [ -n "$line" ]; then echo "$line"; else tail -n 1 "$1"; fi
 }
 
@@ -163,7 +164,15 @@ build_gsi() {
     # main/run.cpp reaches CCCL through match/Match.h, whose device intrinsics only nvcc's device
     # pass declares: compile it as CUDA
     mv main/run.cpp main/run.cu && sed -i 's#main/run\.cpp#main/run.cu#g' Makefile
-    make -j"$JOBS" GSI.exe
+    make -j"$JOBS" GSI.exe || return 1
+    # where a GPU is at hand, the build must find its own sample query (a directed triangle) in its
+    # own sample data graph (the same triangle): a build whose kernels do not run counts 0 rows
+    nvidia-smi -L >/dev/null 2>&1 || return 0
+    local rows
+    rows=$(timeout 60 ./GSI.exe data/data.g data/triangle.g /dev/null 0 2>&1 | sed -n 's/^result: \([0-9]*\) .*/\1/p' | tail -n 1)
+    [ -n "$rows" ] && [ "$rows" -gt 0 ] && return 0
+    echo "self-test failed: GSI.exe finds ${rows:-no result} rows of its own data/triangle.g in its own data/data.g (a triangle)"
+    return 1
 }
 
 STMATCH_BINS=$(for d in $STMATCH_DEGREES; do

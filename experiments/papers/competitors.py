@@ -476,7 +476,11 @@ class TDFSAuthors(TextGraphBinary):
 
 
 class BEEPAuthors(CompetitorBinary):
-    """BEEP (ICPP 2023): ``exe -g DATA.graph -t QUERY.mtx -d 0 -m sgm``; unlabelled only."""
+    """BEEP (ICPP 2023): ``exe -g DATA.graph -t QUERY.mtx -d 0 -m sgm``; unlabelled only.
+
+    It breaks the query's symmetry with nauty's automorphism group and prints each subgraph once;
+    the count is that times the query's automorphisms, as for G2Miner.
+    """
 
     name, system, env_var = "beep-authors", "beep", "BEEP_BIN"
     binaries = {"": "beep/build/exe/src/main.cu.exe"}
@@ -495,7 +499,8 @@ class BEEPAuthors(CompetitorBinary):
         return ["-g", str(data), "-t", str(self._folder / "query.mtx"), "-d", "0", "-m", "sgm"]
 
     def parse(self, text, query):
-        return parse_beep(text)
+        count, ms = parse_beep(text)
+        return (None if count is None else count * automorphisms(query)), ms
 
 
 class G2MinerAuthors(CompetitorBinary):
