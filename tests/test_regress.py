@@ -95,16 +95,21 @@ def test_a_noise_copy_gives_each_row_its_spread_and_a_miss_within_it_says_so():
 
 
 @pytest.mark.slow
-def test_whole_run_of_two_revisions(tmp_path):
-    """HEAD against itself with the cpu engine: both workers answer, counts equal the known ones."""
+@pytest.mark.parametrize("processes", [1, 2])
+def test_whole_run_of_two_revisions(tmp_path, processes):
+    """HEAD against itself with the cpu engine: both workers answer, counts equal the known ones;
+    with two processes per revision each query has both processes' runs."""
     if subprocess.run(["git", "-C", str(regress.ROOT), "rev-parse", "HEAD"], capture_output=True).returncode:
         pytest.fail("tests need the repository's git history (a clone, not an export)")
     code = regress.main(["--baseline", "HEAD", "--engines", "cpu", "--groups", "small",
                          "--workloads", "hprd-dense16", "--max-queries", "2", "--repeats", "1",
-                         "--out", str(tmp_path)])
+                         "--processes", str(processes), "--out", str(tmp_path)])
     assert code == 0
+    assert len(list(tmp_path.glob("worker-*.log"))) == 2 * processes
     frame = pd.read_csv(tmp_path / "regress_queries.csv")
     assert list(frame["query"]) == ["query_dense_16_1", "query_dense_16_2"]
+    runs = [c for c in frame.columns if c.startswith("runs_ms[")]
+    assert all(len(str(v).split()) == processes for c in runs for v in frame[c])
     count_columns = [c for c in frame.columns if c.startswith("count[")]
     assert len(count_columns) == 2
     for column in count_columns:
@@ -287,6 +292,26 @@ def test_by_default_the_revisions_hold_the_card_in_turns():
                 holder = None
     prepares = [label for label, op in log if op == "prepare"]
     assert prepares == ["new", "old", "old", "new"]
+
+
+def test_several_processes_per_revision_take_turns_and_pool_their_runs():
+    """--processes 2: four workers, two per revision, each holding the card alone in its turn; a
+    query's runs of both processes of a revision are pooled (2 x repeats) and the summary still
+    compares the two revisions."""
+    log = []
+    workers = [_Holder("new", log), _Holder("old", log), _Holder("new", log), _Holder("old", log)]
+    load = regress.Workload("w", "small", "data", [(f"q{i}", f"q{i}.graph", 1) for i in range(3)])
+    runs = regress.measure(workers, ["cpu"], [load], repeats=2, limit_s=1.0, progress=lambda _: None)
+    assert len(runs) == 3 and all(len(r.runs["new"]) == len(r.runs["old"]) == 4 for r in runs)
+    assert [label for label, op in log if op == "prepare"] == ["new", "old", "new", "old"]
+    table, _ = regress.summarise(runs, "new", "old", 1.0)
+    assert table.iloc[0]["median"] == pytest.approx(1.0)
+
+
+def test_processes_above_one_need_the_turns_mode(capsys):
+    with pytest.raises(SystemExit):
+        regress.main(["--processes", "2", "--mode", "interleave", "--baseline", "HEAD"])
+    assert "--processes" in capsys.readouterr().err
 
 
 def test_a_workloads_before_query_runs_before_every_run():

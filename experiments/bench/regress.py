@@ -17,6 +17,10 @@ family on GitHub, :data:`experiments.harness.workloads.HEAVY_FAMILIES`, no known
 revisions must agree). A query neither revision finishes is left out of the ratios; one only
 one finishes counts with the limit as the other's time (a lower bound, marked ``>``).
 
+``--processes K`` measures each revision in K worker processes, each holding the card in its
+turn, and pools their runs: a query's median over K processes (docs/decisions.md, "The gate's
+processes per revision").
+
 Output: per engine and workload the queries compared, median and worst ratio new/old of the
 median wall of ``match()``, the worst query and the count check; a CSV of every query with each
 timed run's wall (``--out``).
@@ -343,6 +347,7 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
     workload) is appended to ``results`` (a caller's list, kept when interrupted); the (engine,
     workload) pairs in ``skip`` are left out (measured by an earlier run, :func:`done_pairs`)."""
     results = [] if results is None else results
+    labels = list(dict.fromkeys(w.label for w in workers))    # several processes may share a revision
     for engine in engines:
         for li, wl in enumerate(loads):
             if not wl.queries or (engine, wl.name) in skip:
@@ -361,10 +366,11 @@ def measure(workers: list[Worker], engines, loads: list[Workload], *, repeats: i
                     runs = got
                     continue
                 for run, more in zip(runs, got):
-                    run.runs.update(more.runs)
+                    for label, answers in more.runs.items():     # a revision's processes pooled
+                        run.runs.setdefault(label, []).extend(answers)
                     run.error = "; ".join(e for e in (run.error, more.error) if e)
             results += runs
-            table, _ = summarise(runs, workers[0].label, workers[1].label, limit_s)
+            table, _ = summarise(runs, labels[0], labels[1], limit_s)
             row = table.iloc[0]
             progress(f"  {engine:7s} {wl.name:18s} {len(wl.queries):4d} queries  "
                      f"{time.perf_counter() - began:6.1f} s  median {row['median']:.2f} worst {row['worst']:.2f} "
@@ -728,6 +734,10 @@ def main(argv=None) -> int:
     parser.add_argument("--device-memory-limit", type=int, default=None,
                         help="bytes per revision's engines in every mode (default: none; --mode share: an equal "
                              "share of the free memory)")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="worker processes per revision (--mode turns): each measures every workload in "
+                             "its turn and a query's median pools their runs, so that one process's state "
+                             "(allocations, pool growth, clocks) does not decide a verdict")
     parser.add_argument("--out", type=Path, default=None, help="folder for the CSVs and worker logs")
     parser.add_argument("--gpus", default=None,
                         help="comma-separated GPUs of this host: each (engine, group) runs on one of them, "
@@ -750,6 +760,8 @@ def main(argv=None) -> int:
     for g in groups:
         if g not in GROUPS:
             parser.error(f"unknown group {g!r}; choose from {', '.join(GROUPS)}")
+    if args.processes < 1 or (args.processes > 1 and args.mode != "turns"):
+        parser.error("--processes must be at least 1, and above 1 only with --mode turns")
     baseline = args.baseline or baseline_default()
     out = args.out or Path(tempfile.mkdtemp(prefix="gpusm-regress-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -789,8 +801,9 @@ def main(argv=None) -> int:
         trees = [(new_label, new_tree), (old_label, old_tree), *others]
         share = args.device_memory_limit or (memory_share(len(trees)) if args.mode == "share" else None)
         options = {} if share is None else {"device_memory_limit": share}
-        logs = [open(out / f"worker-{i}.log", "w") for i in range(len(trees))]
-        workers = [Worker(label, tree, log) for (label, tree), log in zip(trees, logs)]
+        spawned = [tree for _ in range(args.processes) for tree in trees]   # the revisions in turn, K times
+        logs = [open(out / f"worker-{i}.log", "w") for i in range(len(spawned))]
+        workers = [Worker(label, tree, log) for (label, tree), log in zip(spawned, logs)]
         labels = [label for label, _ in trees]
         results: list[QueryRun] = []
 
