@@ -132,3 +132,12 @@ def test_gmatchs_search_time_is_its_probe_and_its_dfs():
     result = MatchResult("gmatch", 1, Status.OK, phases={"filter": 0.004, "probe": 0.002, "enumerate": 0.001})
     assert bench.paper_ms(result, "tdfs-authors") == pytest.approx(3.0)      # its base is gMatch
     assert bench.paper_ms(result, "gsi") == pytest.approx(7.0)               # GSI's paper: the whole query
+
+
+def test_a_sets_queries_get_their_share_of_the_budget_after_its_warm_ups(small_set):
+    """With the budget left shared among a huge number of sets, this set's queries get almost
+    nothing: its engines are prepared and warmed, and every query is skipped for the budget."""
+    _, loader = small_set
+    rows = _run(loader, ["cpu"], deadline=time.monotonic() + 600, sets_left=10**9)
+    assert [r.status for r in rows] == ["skipped"] * 3 and "budget" in rows[0].reason
+    assert {r.status for r in _run(loader, ["cpu"], deadline=time.monotonic() + 600, sets_left=1)} == {"ok"}

@@ -16,8 +16,8 @@ is not built is one row with the reason (the build's first error where ``make co
 failed). Each system answers its first query untimed (warm-up), then every query is timed
 ``--repeats`` times (the median; a query that did not finish is not repeated, nor one whose runs
 have taken :data:`REPEAT_S`), each query by every system before the next. ``--timeout-s`` limits
-one query, ``--budget-s`` the whole run, each set an equal share of what is left: past a set's
-share its remaining queries are ``skipped``.
+one query, ``--budget-s`` the whole run, each set's queries an equal share of what is left after
+its warm-ups: past a set's share its remaining queries are ``skipped``.
 
     python -m experiments.bench.competitors --timeout-s 5 --budget-s 240 --out competitors.csv
 """
@@ -120,10 +120,12 @@ def time_query(engine, system: str, query, timeout_s: float, repeats: int) -> tu
 
 
 def run_set(name: str, systems, *, timeout_s: float, repeats: int, deadline: float, cpu_timeout_s: float = 2.0,
-            max_queries: int | None = None, set_loader=check_set, log=print) -> list[Row]:
+            max_queries: int | None = None, set_loader=check_set, log=print, sets_left: int = 1) -> list[Row]:
     """Every system on one set; the rows of :class:`Row`. Every system is prepared and warmed
     first, then each query is answered by every system in turn (ours first: the base counts exist),
-    so that a budget that ends mid-set leaves whole rows of the queries it reached."""
+    so that a budget that ends mid-set leaves whole rows of the queries it reached; the queries get
+    ``1 / sets_left`` of the time left before ``deadline`` once the warm-ups (compiles, start-up
+    probes) are done."""
     chosen = set_loader(name)
     data, queries = chosen.data, chosen.queries[:max_queries]
     refs = reference_counts(data, queries, cpu_timeout_s, deadline)
@@ -145,6 +147,7 @@ def run_set(name: str, systems, *, timeout_s: float, repeats: int, deadline: flo
         if warm is not None:
             engine.match(warm, timeout_s=timeout_s)
         engines[system] = engine
+    deadline = time.monotonic() + max(0.0, deadline - time.monotonic()) / sets_left
     for query, _ in queries:
         for system, engine in engines.items():
             if time.monotonic() > deadline:
@@ -264,10 +267,9 @@ def main(argv=None) -> int:
         return 1 if (checked.get("verdict", pd.Series(dtype=str)) == "differs").any() else 0
     deadline = time.monotonic() + (args.budget_s if args.budget_s else float("inf"))
     rows = []
-    for i, name in enumerate(sets):              # each set an equal share of the budget left
-        share = time.monotonic() + (deadline - time.monotonic()) / (len(sets) - i)
-        rows += run_set(name, systems, timeout_s=args.timeout_s, repeats=args.repeats, deadline=share,
-                        cpu_timeout_s=args.cpu_timeout_s, max_queries=args.max_queries)
+    for i, name in enumerate(sets):              # each set's queries an equal share of the budget left
+        rows += run_set(name, systems, timeout_s=args.timeout_s, repeats=args.repeats, deadline=deadline,
+                        cpu_timeout_s=args.cpu_timeout_s, max_queries=args.max_queries, sets_left=len(sets) - i)
     if args.out:
         pd.DataFrame([asdict(r) for r in rows]).to_csv(args.out, index=False)
     table = summary(rows)
