@@ -168,6 +168,8 @@ def test_what_each_binary_cannot_take_is_unsupported_with_the_reason(stand_in):
     lab = labelled()
     assert "at most 5 query vertices" in create_engine("stmatch-authors").prepare(unlabelled()).match(big).reason
     assert "at most 5 query vertices" in create_engine("tdfs-authors").prepare(unlabelled()).match(big).reason
+    path13 = Graph.from_edges(13, list(range(12)), list(range(1, 13)))
+    assert "at most 12 query vertices" in create_engine("gsi-authors").prepare(unlabelled()).match(path13).reason
     wide = rmat(40, 120, seed=3, labels=np.arange(40) % 40, name="wide")
     q = query_set(wide, 1, 3, seed=1).queries[0]
     assert "unlabelled graphs only" in create_engine("stmatch-authors").prepare(wide).match(q).reason

@@ -544,6 +544,7 @@ class GSIAuthors(CompetitorBinary):
     name, system, env_var = "gsi-authors", "gsi", "GSI_BIN"
     supports_edge_labels = True
     binaries = {"": "gsi/GSI.exe"}
+    max_query_vertices = 12         # match/Match.cu asserts qsize <= 12 (its per-query arrays)
 
     def write_inputs(self, query, variant):
         data = self._data_file("g", ".g", lambda p: write_gsi_graph(self.data, p))
