@@ -270,8 +270,8 @@ def main(argv=None) -> int:
     for i, name in enumerate(sets):              # each set's queries an equal share of the budget left
         rows += run_set(name, systems, timeout_s=args.timeout_s, repeats=args.repeats, deadline=deadline,
                         cpu_timeout_s=args.cpu_timeout_s, max_queries=args.max_queries, sets_left=len(sets) - i)
-    if args.out:
-        pd.DataFrame([asdict(r) for r in rows]).to_csv(args.out, index=False)
+        if args.out:                             # after every set: a run killed later keeps these rows
+            pd.DataFrame([asdict(r) for r in rows]).to_csv(args.out, index=False)
     table = summary(rows)
     print(table.to_string(index=False, na_rep=""))
     return 1 if (table.get("wrong", pd.Series(dtype=int)).fillna(0) > 0).any() else 0
