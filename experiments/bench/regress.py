@@ -18,8 +18,8 @@ revisions must agree). A query neither revision finishes is left out of the rati
 one finishes counts with the limit as the other's time (a lower bound, marked ``>``).
 
 ``--processes K`` measures each revision in K worker processes, each holding the card in its
-turn, and pools their runs: a query's median over K processes (docs/decisions.md, "The gate's
-processes per revision").
+turn, and pools their runs: a query's median over K processes (docs/decisions.md, "The regression
+gate's run shape", processes per revision).
 
 Output: per engine and workload the queries compared, median and worst ratio new/old of the
 median wall of ``match()``, the worst query and the count check; a CSV of every query with each
