@@ -114,6 +114,7 @@ POOL_START = 1 << 22               # int32 elements of each seed-pool buffer bef
 POOL_MAX = 1 << 28                 # a BFS level needing more falls back to the previous level
 DIRECT_SHARE = 0.15                # of probe_s: the probe's first stage, a DFS from the root's label range
 PROBE_SEEDS = 1 << 16              # seed-pool target of the probe's second stage (BFS pool, then DFS)
+PROBE_POOL_ROWS = 1 << 20          # ... whose BFS keeps the previous level where one holds more rows
 LOOK_SHARE = 0.15                  # of probe_s: the second stage goes on past it only where predicted to end in probe_s
 RACE_SHARE = 64                    # the count-or-enumerate race samples one seed in this many
 RACE_MIN_SEEDS = 1 << 14           # ... of a pool of at least this many seeds (else the count plan runs)
@@ -420,10 +421,11 @@ class GMatch(Engine):
         self._seed_cap[index] = elements
         return True
 
-    def _seed_pool(self, qp, graph, indexed: bool, deadline: Deadline, target: int):
+    def _seed_pool(self, qp, graph, indexed: bool, deadline: Deadline, target: int, bounded: bool = False):
         """Fill the pool breadth-first until it holds ``target`` partial matches (at most one
-        position short of the last enumerated one, ``qp``'s ne); returns (device buffer, rows,
-        width, timed_out, pool growths)."""
+        position short of the last enumerated one, ``qp``'s ne); ``bounded`` (the probe's pool):
+        no level of more than :data:`PROBE_POOL_ROWS` rows, the buffers never grown
+        (:mod:`gmatch.balance`); returns (device buffer, rows, width, timed_out, pool growths)."""
         ne = int(qp[QP_SIZES, 2])
         fill(self._d_levels, 0)
         cur_i = 0
@@ -450,10 +452,12 @@ class GMatch(Engine):
             blocks = grid_blocks(rows * 32, SEED_THREADS, self._sms * 64)
             while True:
                 capacity = self._seed_cap[out_i] // (width + 1)
+                if bounded:
+                    capacity = min(capacity, PROBE_POOL_ROWS)
                 expand[blocks, SEED_THREADS](*graph, self._d_qp, self._d_pool[cur_i], rows, width,
-                                             self._d_pool[out_i], capacity, counter)
+                                             self._d_pool[out_i], capacity, counter, int(bounded))
                 nxt = int(download(counter, self._h_word)[0])
-                if nxt <= capacity or not self._grow_pool(out_i, nxt * (width + 1)):
+                if nxt <= capacity or bounded or not self._grow_pool(out_i, nxt * (width + 1)):
                     break
                 growths += 1
                 fill(counter, 0)
@@ -604,7 +608,8 @@ class GMatch(Engine):
             begin = time.perf_counter()
             with timer.phase(phase):
                 pool, rows, width, timed_out, growths = self._seed_pool(
-                    qp, graph, indexed, deadline, min(self.search.seed_pool, seed_target or self.search.seed_pool))
+                    qp, graph, indexed, deadline, min(self.search.seed_pool, seed_target or self.search.seed_pool),
+                    bounded=seed_target is not None)
             pool_ms = 1e3 * (time.perf_counter() - begin)
             seed_lo, seed_hi = 0, rows
         rows = seed_hi - seed_lo

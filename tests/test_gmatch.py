@@ -935,8 +935,8 @@ def test_a_hub_query_whose_race_enumeration_wins_runs_whole(winner, hub200, refe
     monkeypatch.setattr(GMatch, "_race", lambda self, n, qp, other, graph, pool, rows, width, deadline, *rest:
                         race(self, n, qp, other, graph, pool, rows, width, Deadline(None), *rest))
     seed_pool = GMatch._seed_pool
-    monkeypatch.setattr(GMatch, "_seed_pool", lambda self, qp, graph, indexed, deadline, target:
-                        seed_pool(self, qp, graph, indexed, Deadline(None), target))
+    monkeypatch.setattr(GMatch, "_seed_pool", lambda self, qp, graph, indexed, deadline, target, **kw:
+                        seed_pool(self, qp, graph, indexed, Deadline(None), target, **kw))
     query = random_walk_query(hub200, 5, seed=2, name="walk5-2")       # two backward neighbours last
     gm = GMatch(seed_pool=1024, blocks=2, warps_per_block=2, probe_s=1e-6, leaf_counting=False,
                 hub_parts=4, hub_after_s=1e-3, hub_whole_s=1e-9).prepare(hub200)
@@ -962,3 +962,31 @@ def test_two_launches_add_their_counts_past_64_bits():
     for a, b in [(5, 7), ((1 << 64) - 3, 9), ((1 << 63) + 1, (1 << 63) + 5), (3 << 70, (1 << 64) + 11)]:
         both = add_counts(row(a, 2), row(b, 3))
         assert unique_count(both) == a + b and both[C_ITERS] == 5
+
+
+def test_the_probes_pool_keeps_the_level_before_one_past_its_rows(labelled, unlabelled, reference_of, monkeypatch):
+    """The probe's bounded BFS pool (gmatch.balance): a level of more rows than PROBE_POOL_ROWS
+    is discarded whole, the pool is the level before it, no buffer grows; counts stay exact."""
+    import gmatch.engine as gmatch_engine
+    from common.engine.deadline import Deadline
+    from common.engine.part import WHOLE
+    from common.gpu.timers import PhaseTimer
+
+    gm = GMatch(warps_per_block=2, blocks=2, probe_s=0).prepare(unlabelled)
+    query = random_walk_query(unlabelled, 5, seed=2, name="walk5")
+    gm._begin_query()
+    _, qp = gm._plan(query, False, False, PhaseTimer(), WHOLE)
+    _, rows, width, _, _ = gm._seed_pool(qp, gm._data_graph, False, Deadline(None), 10**6)
+    sizes = gm._d_levels.copy_to_host()[:width]              # rows of widths 1, 2, ... of the free BFS
+    assert width >= 2 and sizes[width - 1] == rows and sizes[1] > 1
+    monkeypatch.setattr(gmatch_engine, "PROBE_POOL_ROWS", int(sizes[1]) - 1)
+    pool, rows, width, timed_out, growths = gm._seed_pool(qp, gm._data_graph, False, Deadline(None), 10**6,
+                                                          bounded=True)
+    assert (rows, width, timed_out, growths) == (int(sizes[0]), 1, False, 0)
+    assert sorted(pool.copy_to_host()[:rows].tolist()) == sorted(set(pool.copy_to_host()[:rows].tolist()))
+    monkeypatch.setattr(gmatch_engine, "PROBE_POOL_ROWS", 1)  # every probe pool stops at its first level
+    for data in (labelled, unlabelled):
+        gm = GMatch(warps_per_block=2, blocks=2, probe_s=1e-3).prepare(data)
+        for k, seed in ((4, 2), (5, 3)):
+            q = random_walk_query(data, k, seed=seed)
+            assert gm.match(q).count == reference_of(data, q).count
