@@ -16,8 +16,8 @@ CHOICES where the paper is silent:
   previous level is used as the pool (fewer, larger seeds; stealing then balances).
 * a bounded pool (the data-graph probe's, past the paper) never grows: its launch is told to
   ``stop_past`` its capacity, whose warps leave once the level holds more rows than that, and the
-  level is discarded as above, so that one level fanning out over hubs costs no more than the
-  capacity's rows.
+  fill ends unfinished (the probe hands the query to the candidate graph), so that one level
+  fanning out over hubs costs no more than the capacity's rows.
 """
 
 from __future__ import annotations
@@ -54,17 +54,21 @@ def seed_level0(cand_mask, out, capacity, counter):
 @jit
 def sample_first(src, dst, rows, width, stride, sampled):
     """dst <- the pool ``src`` (``rows`` seeds of ``width``) reordered: first the sample (seeds
-    0, stride, 2 * stride, ... : ``sampled`` of them), then every other seed in its order. The
-    count-or-enumerate race (:meth:`gmatch.engine.GMatch._race`) runs both plans on the sample
-    and the faster on the rest."""
+    0, stride, 2 * stride, ... : ``sampled`` of them) as two halves, the even multiples of
+    ``stride`` then the odd ones, each spread over the whole pool; then every other seed in its
+    order. The count-or-enumerate race (:meth:`gmatch.engine.GMatch._race`) runs one plan on
+    each half and the faster on the rest."""
     inner = sampled * (stride - 1)            # the unsampled seeds between sampled ones
+    half = (sampled + 1) // 2                 # the first half: the even multiples
     i = cuda.grid(1)
     step = cuda.gridsize(1)
     while i < rows * width:
         j = i // width
         c = i - j * width
-        if j < sampled:
-            r = j * stride
+        if j < half:
+            r = 2 * j * stride
+        elif j < sampled:
+            r = (2 * (j - half) + 1) * stride
         elif j - sampled < inner:
             k = j - sampled
             r = (k // (stride - 1)) * stride + k % (stride - 1) + 1

@@ -875,7 +875,7 @@ def test_simulated_filter_runs_on_the_host(monkeypatch):
 
 # ------------------------------------------------------------------------------ count or enumerate the last position
 @pytest.mark.parametrize("rows, width, share", [(10, 3, 3), (64, 2, 8), (7, 1, 7), (101, 4, 16), (5, 2, 2)])
-def test_sample_first_moves_a_spread_sample_to_the_front(rows, width, share):
+def test_sample_first_moves_a_spread_sample_to_the_front_in_two_halves(rows, width, share):
     from gmatch.balance import sample_first
 
     pool = np.arange(rows * width, dtype=np.int32) * 7 + 1
@@ -883,9 +883,35 @@ def test_sample_first_moves_a_spread_sample_to_the_front(rows, width, share):
     stride = rows // sampled
     out = cuda.device_array(rows * width, np.int32)
     sample_first[2, 32](cuda.to_device(pool), out, rows, width, stride, sampled)
-    first = [i * stride for i in range(sampled)]
+    half = (sampled + 1) // 2                                  # the even multiples, then the odd ones
+    first = [2 * k * stride for k in range(half)] + [(2 * k + 1) * stride for k in range(sampled - half)]
     order = first + [r for r in range(rows) if r not in first]
     assert (out.copy_to_host().reshape(rows, width) == pool.reshape(rows, width)[order]).all()
+
+
+@pytest.mark.slow
+def test_an_enumeration_stopped_in_the_race_is_searched_again_by_the_count_plan(wide, reference_of, monkeypatch):
+    """The enumeration's half of the race's sample runs under a deadline of the count plan's time
+    on its own half; stopped there (no patience at all), its partial count is dropped and the
+    count plan searches that half again with the rest: every seed is still counted once."""
+    import gmatch.engine as gmatch_engine
+
+    monkeypatch.setattr(gmatch_engine, "RACE_MIN_SEEDS", 2)
+    monkeypatch.setattr(gmatch_engine, "RACE_SHARE", 2)
+    monkeypatch.setattr(gmatch_engine, "RACE_PATIENCE", 0.0)
+    gm = GMatch(**{**SMALL, "seed_pool": 64}, candidate_graph=True, leaf_counting=False).prepare(wide)
+    raced = 0
+    for name, n, edges, labels in _shapes():
+        query = Graph.from_edges(n, [a for a, _ in edges], [b for _, b in edges], labels, name=name)
+        expected = reference_of(wide, query).count
+        if expected > ENUMERATED_UP_TO:
+            continue
+        result = gm.match(query)
+        assert result.count == expected, name
+        if "race_winner" in result.stats:
+            raced += 1
+            assert result.stats["race_winner"] == "count" and result.stats["race_enumerate_ms"] is None, name
+    assert raced >= 5
 
 
 @pytest.mark.slow
@@ -964,9 +990,10 @@ def test_two_launches_add_their_counts_past_64_bits():
         assert unique_count(both) == a + b and both[C_ITERS] == 5
 
 
-def test_the_probes_pool_keeps_the_level_before_one_past_its_rows(labelled, unlabelled, reference_of, monkeypatch):
+def test_a_probe_pool_level_past_its_rows_ends_the_probe(labelled, unlabelled, reference_of, monkeypatch):
     """The probe's bounded BFS pool (gmatch.balance): a level of more rows than PROBE_POOL_ROWS
-    is discarded whole, the pool is the level before it, no buffer grows; counts stay exact."""
+    stops the fill unfinished (no buffer grows) and the probe hands the query to the candidate
+    graph; counts stay exact."""
     import gmatch.engine as gmatch_engine
     from common.engine.deadline import Deadline
     from common.engine.part import WHOLE
@@ -976,17 +1003,20 @@ def test_the_probes_pool_keeps_the_level_before_one_past_its_rows(labelled, unla
     query = random_walk_query(unlabelled, 5, seed=2, name="walk5")
     gm._begin_query()
     _, qp = gm._plan(query, False, False, PhaseTimer(), WHOLE)
-    _, rows, width, _, _ = gm._seed_pool(qp, gm._data_graph, False, Deadline(None), 10**6)
+    _, rows, width, stopped, _, overflowed = gm._seed_pool(qp, gm._data_graph, False, Deadline(None), 10**6)
     sizes = gm._d_levels.copy_to_host()[:width]              # rows of widths 1, 2, ... of the free BFS
-    assert width >= 2 and sizes[width - 1] == rows and sizes[1] > 1
+    assert width >= 2 and sizes[width - 1] == rows and sizes[1] > 1 and not (stopped or overflowed)
     monkeypatch.setattr(gmatch_engine, "PROBE_POOL_ROWS", int(sizes[1]) - 1)
-    pool, rows, width, timed_out, growths = gm._seed_pool(qp, gm._data_graph, False, Deadline(None), 10**6,
-                                                          bounded=True)
-    assert (rows, width, timed_out, growths) == (int(sizes[0]), 1, False, 0)
-    assert sorted(pool.copy_to_host()[:rows].tolist()) == sorted(set(pool.copy_to_host()[:rows].tolist()))
-    monkeypatch.setattr(gmatch_engine, "PROBE_POOL_ROWS", 1)  # every probe pool stops at its first level
+    _, rows, width, stopped, growths, overflowed = gm._seed_pool(qp, gm._data_graph, False, Deadline(None), 10**6,
+                                                                 bounded=True)
+    assert (rows, width, stopped, growths, overflowed) == (int(sizes[0]), 1, True, 0, True)
+    monkeypatch.setattr(gmatch_engine, "PROBE_POOL_ROWS", 1)  # every probe pool overflows at its first level
+    monkeypatch.setattr(gmatch_engine, "DIRECT_SHARE", 0.0)   # the first stage ends at once: the look runs
     for data in (labelled, unlabelled):
-        gm = GMatch(warps_per_block=2, blocks=2, probe_s=1e-3).prepare(data)
+        gm = GMatch(warps_per_block=2, blocks=2, probe_s=1.0).prepare(data)
         for k, seed in ((4, 2), (5, 3)):
             q = random_walk_query(data, k, seed=seed)
-            assert gm.match(q).count == reference_of(data, q).count
+            result = gm.match(q)
+            assert result.count == reference_of(data, q).count
+            if data is labelled:                                 # the probe runs before a candidate graph
+                assert result.stats["probe_pool_overflow"] and not result.stats.get("probe_finished", False)
