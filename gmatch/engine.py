@@ -115,7 +115,7 @@ POOL_MAX = 1 << 28                 # a BFS level needing more falls back to the 
 DIRECT_SHARE = 0.15                # of probe_s: the probe's first stage, a DFS from the root's label range
 PROBE_SEEDS = 1 << 16              # seed-pool target of the probe's second stage (BFS pool, then DFS)
 PROBE_POOL_ROWS = 1 << 20          # ... whose BFS stops the probe at a level of more rows
-LOOK_SHARE = 0.15                  # of probe_s: the second stage goes on past it only where predicted to end in probe_s
+LOOK_SHARE = 0.15                  # of probe_s: the second stage's look (on to probe_s where two looks predict its end)
 RACE_SHARE = 32                    # the count-or-enumerate race samples one seed in this many (half per plan)
 RACE_MIN_SEEDS = 1 << 14           # ... of a pool of at least this many seeds (else the count plan runs)
 RACE_PATIENCE = 1.0                # the enumeration's sample is stopped at this many times the count's
@@ -550,21 +550,29 @@ class GMatch(Engine):
         return elapsed / done if done > 0 else math.inf
 
     def _probe_extension(self, seeds: int, in_flight: int, until: float):
-        """The watch's ``extend`` for the probe's second stage at its look: on to ``until`` where
-        the seeds taken beyond the first fetch of every warp (``in_flight``) predict the launch's
-        end by then, or where the pool is not much larger than one fetch per warp (a pool the
-        BFS could not grow: little work left); else stop (the candidate graph takes over)."""
-        looked = False
+        """The watch's ``extend`` for the probe's second stage at its look: where the seeds taken
+        beyond the first fetch of every warp (``in_flight``) predict the launch's end by
+        ``until``, it looks again after as long again since the launch and runs on to ``until``
+        only if that second prediction agrees; a pool not much larger than one fetch per warp (a
+        pool the BFS could not grow: little work left) runs on to ``until``; else stop (the
+        candidate graph takes over)."""
+        looks, final = 0, False
 
         def extend(elapsed: float) -> float | None:
-            nonlocal looked
-            if looked:
+            nonlocal looks, final
+            now = time.perf_counter()
+            if final or now >= until:
                 return None
-            looked = True
+            looks += 1
             if seeds <= 2 * in_flight:
+                final = True
                 return until
-            predicted = self._predicted_s(seeds, in_flight, elapsed)
-            return until if time.perf_counter() - elapsed + predicted <= until else None
+            if now - elapsed + self._predicted_s(seeds, in_flight, elapsed) > until:
+                return None
+            if looks == 1 and now + elapsed < until:
+                return now + elapsed
+            final = True
+            return until
         return extend
 
     def _whole_extension(self, seeds: int, in_flight: int, keep_whole: Deadline, shape: dict):
@@ -867,7 +875,7 @@ class GMatch(Engine):
         checks the seeds' LDF/NLF bit) for ``DIRECT_SHARE`` of ``probe_s``; then a BFS seed pool
         of ``PROBE_SEEDS`` (better balanced for hub-heavy roots) and a DFS over it, both within
         ``LOOK_SHARE`` of it, where the launch runs on to ``probe_end`` only if the share of its
-        seeds taken predicts its end by then (:meth:`_probe_extension`). A query that goes on to
+        seeds taken predicts its end by then at two looks (:meth:`_probe_extension`). A query that goes on to
         the candidate graph has lost about ``DIRECT_SHARE + LOOK_SHARE`` of ``probe_s`` to the
         probe where its pool predicts (docs/decisions.md, "gMatch: the probe's budget").
         Returns (unique count, ctrl row, stopped, statistics); the statistics name each stage's

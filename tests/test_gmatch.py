@@ -1020,3 +1020,33 @@ def test_a_probe_pool_level_past_its_rows_ends_the_probe(labelled, unlabelled, r
             assert result.count == reference_of(data, q).count
             if data is labelled:                                 # the probe runs before a candidate graph
                 assert result.stats["probe_pool_overflow"] and not result.stats.get("probe_finished", False)
+
+
+@pytest.mark.parametrize("predictions, small_pool, answers", [
+    ((0.001, 0.001), False, ["again", "until", None]),   # two looks agree: on to the probe's end
+    ((0.001, 1000.0), False, ["again", None]),            # the second look disagrees: stop there
+    ((1000.0,), False, [None]),                           # the first look predicts no end in time: stop
+    ((), True, ["until", None]),                          # a pool the BFS could not grow: on to the end
+])
+def test_the_probe_runs_on_past_its_look_only_where_two_looks_predict_its_end(predictions, small_pool, answers):
+    """gMatch's probe (docs/decisions.md, "gMatch: a data-graph probe before the candidate graph"):
+    its second stage runs on past its look to ``until`` only where the share of seeds taken
+    predicts the end by then at the look and again after as long again since the launch."""
+    gm = GMatch()
+    made = iter(predictions)
+    gm._predicted_s = lambda seeds, in_flight, elapsed: next(made)
+    in_flight = 1000
+    until = time.perf_counter() + 60.0
+    extend = gm._probe_extension(1500 if small_pool else 10**6, in_flight, until)
+    elapsed = 0.5
+    for answer in answers:
+        now = time.perf_counter()
+        got = extend(elapsed)
+        if answer is None:
+            assert got is None
+        elif answer == "until":
+            assert got == until
+        else:                                             # looks again after as long again since the launch
+            assert now + elapsed <= got < min(until, time.perf_counter() + elapsed + 1.0)
+        elapsed *= 2
+    assert next(made, None) is None                       # every prediction was asked for
