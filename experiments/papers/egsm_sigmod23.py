@@ -19,7 +19,7 @@ graphs have more than 10^9 embeddings and run to the limit, so the solved counts
 
 At the ``medium`` scale (``MEDIUM``) the tables keep Enron and GitHub (real), DBLP and Gowalla
 (full-size stand-ins; Table 4's five variants DBLP, Enron and GitHub), Fig. 9 also Patents
-(a 4M-edge stand-in), with 20 queries, a 0.5 s limit, and every point of the Fig. 11 sweeps. The
+(a 4M-edge stand-in), with 20 queries, a 0.25 s limit, and every point of the Fig. 11 sweeps. The
 query sizes shrink with the limit (``MEDIUM_QUERY_SIZE``): 8-vertex induced queries for the
 tables and Figs. 8-10, and Fig. 11(a/b)'s sweep at 8 vertices (6 for |Σ| < 8), because a
 12-vertex induced query on these graphs has 10^9-10^12 embeddings and hardly any finishes within the limit;

@@ -14,7 +14,7 @@ filters; Fig. 14 puts this toolkit's other engines beside GSI, and the authors' 
 built by ``make competitors``: :mod:`experiments.papers.competitors`) where it is built.
 
 ``SMALL`` keeps Enron and gowalla with 3 queries and a 0.5 s limit, each sweep's first 3 points.
-``MEDIUM`` keeps Enron and WatDiv (a 4M-edge stand-in), 20 queries, 0.5 s and 3 timed runs per
+``MEDIUM`` keeps Enron and WatDiv (a 4M-edge stand-in), 20 queries, 0.25 s and 3 timed runs per
 query, every sweep point; Fig. 14 adds the CPU peers networkx and igraph beside the reference;
 Fig. 15(b) caps the launch grid at 1..132 blocks (``max_blocks``) in place of 1..30 SMs; Fig. 17
 draws GSI-opt's per-query times and result sizes as box plots.
