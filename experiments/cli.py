@@ -7,8 +7,11 @@ one after the other), each writing its log to ``OUT/<paper>/run.log``; ``--dask 
 (or ``local``, or a scheduler's address) runs the cells of the chosen sets as Dask tasks, one
 GPU per worker, resumable through the store (:mod:`experiments.harness.cells`; with ``--gpus`` the
 local cluster takes those GPUs); ``--plan`` prints the
-worst-case seconds per experiment, per set and per GPU instead of running. The exit status is
-non-zero if any set failed (an engine not built, a count disagreement, a crashed set).
+worst-case seconds per experiment, per set and per GPU instead of running. A run into an ``--out``
+that holds rows measured under other settings (time limit, repeats, memory cap, options), or rows
+that record none, stops before any query with one line naming them; ``--rerun-changed`` sets them
+aside and runs them again. The exit status is non-zero if any set failed (an engine not built, a
+count disagreement, a crashed set, rows of other settings).
 
 ``add_arguments`` and ``run`` are what ``gpusm experiment`` needs to offer the same options
 (``run(args, command="gpusm " + shlex.join(sys.argv[1:]))``).
@@ -62,6 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--dask", metavar="CLUSTER", help="run the cells as Dask tasks: local-cuda (one worker per "
                         "GPU, --gpus picks them), local (CPU processes), or a scheduler address")
     parser.add_argument("--dask-workers", type=int, help="--dask local: number of worker processes (default 2)")
+    parser.add_argument("--rerun-changed", action="store_true",
+                        help="rows already in --out measured under other settings (time limit, repeats, memory "
+                             "cap, options) or recording none: set them aside in <file>.discarded and run them "
+                             "again (default: stop with an error naming them)")
     parser.add_argument("--plan", action="store_true", help="print the worst-case plan and exit")
     parser.add_argument("--isolation", default="process", choices=["process", "inline"],
                         help="process: each engine in a worker with a hard time limit per query")
@@ -179,7 +186,7 @@ def _gpu_refusal(dask: str | None, gpus: list[str] | None) -> str | None:
 
 
 def launch(papers: list[str], gpus: list[str], scale: str, out: str, budget_s: float | None,
-           launcher: str) -> int:
+           launcher: str, rerun_changed: bool = False) -> int:
     """Run each set as ``python -m experiments --paper P`` pinned to its GPU; non-zero if any failed."""
     from .harness.core import assign_gpus, plan_set
     from .harness.report import LAUNCHER_ENV
@@ -202,6 +209,8 @@ def launch(papers: list[str], gpus: list[str], scale: str, out: str, budget_s: f
                        "--out", out, "--quiet", "--yes"]
             if budget_s is not None:
                 command += ["--budget", f"{max(0.0, budget_s - (time.monotonic() - start)):.0f}"]
+            if rerun_changed:
+                command += ["--rerun-changed"]
             env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu, PYTHONUNBUFFERED="1")
             env[LAUNCHER_ENV] = launcher
             began = time.monotonic()
@@ -267,6 +276,7 @@ def run(args, command: str | None = None) -> int:
     ``python -m experiments ...``).
     """
     from .harness.core import run_set
+    from .harness.runner import SettingsChanged
     from .harness.store import FolderLocked
 
     command = command or f"python -m experiments {shlex.join(sys.argv[1:])}".strip()
@@ -311,7 +321,11 @@ def run(args, command: str | None = None) -> int:
             return 2
         try:
             return run_on_dask(selection, args.scale, args.out, client=client, isolation=args.isolation,
-                               command=command, progress=not args.quiet, log=lambda line: print(line, flush=True))
+                               command=command, progress=not args.quiet, log=lambda line: print(line, flush=True),
+                               rerun_changed=getattr(args, "rerun_changed", False))
+        except SettingsChanged as exc:         # rows of other settings: nothing ran, nothing changed
+            print(f"experiments: error: {exc}", file=sys.stderr)
+            return 2
         finally:
             client.close()
             if cluster is not None:
@@ -319,15 +333,21 @@ def run(args, command: str | None = None) -> int:
     if gpus:
         if any(names is not None for names in selection.values()):
             raise SystemExit("--gpus runs whole sets: give --all or --paper, not experiment names")
-        return launch(list(selection), gpus, args.scale, args.out, args.budget, command)
+        return launch(list(selection), gpus, args.scale, args.out, args.budget, command,
+                      rerun_changed=getattr(args, "rerun_changed", False))
     failed = False
     for paper, names in selection.items():
         try:
             outcome = run_set(paper, args.scale, args.out, names=names, budget_s=args.budget,
                               isolation=args.isolation, progress=not args.quiet, command=command,
-                              log=lambda line: print(line, flush=True))
+                              log=lambda line: print(line, flush=True),
+                              rerun_changed=getattr(args, "rerun_changed", False))
         except FolderLocked as exc:           # another run writes there: say who, touch nothing
             print(f"experiments: {exc}", file=sys.stderr)
+            failed = True
+            continue
+        except SettingsChanged as exc:        # rows of other settings there: refused before any query
+            print(f"experiments: error: {exc}", file=sys.stderr)
             failed = True
             continue
         except Exception:                     # one broken set must not stop the others

@@ -4,7 +4,8 @@
 #   bash experiments/large_proof.sh recheck    # run Fig. 3a's two cells again into a fresh folder and
 #                                              # print both calls' verdicts side by side
 # Resumable: a call killed at its limit keeps every finished query (results/.partial/); run it again.
-# GPUS picks the GPUs (default 0,1,2,3); PAPERS the sets (below).
+# GPUS picks the GPUs (default 0,1,2,3); PAPERS the sets (below); RERUN_CHANGED=1 sets aside the rows of
+# results/ measured under other settings (or recording none) and runs them again (--rerun-changed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GPUS=${GPUS:-0,1,2,3}
@@ -31,9 +32,10 @@ fi
 # PAPERS picks the sets (default stwig_lin14, the proof; "all" runs every paper's large set, the large run)
 PAPERS=${PAPERS:-stwig_lin14}
 if [ "$PAPERS" = all ]; then
-    "$PY" -m experiments --all --scale large --dask local-cuda --gpus "$GPUS" --quiet --yes
+    "$PY" -m experiments --all --scale large --dask local-cuda --gpus "$GPUS" --quiet --yes ${RERUN_CHANGED:+--rerun-changed}
 else
     for paper in $PAPERS; do
-        "$PY" -m experiments --paper "$paper" --scale large --dask local-cuda --gpus "$GPUS" --quiet --yes
+        "$PY" -m experiments --paper "$paper" --scale large --dask local-cuda --gpus "$GPUS" --quiet --yes \
+            ${RERUN_CHANGED:+--rerun-changed}
     done
 fi

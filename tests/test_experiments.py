@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import replace
 
@@ -31,7 +32,14 @@ from experiments.harness.core import (
     run_experiment,
     run_set,
 )
-from experiments.harness.runner import SKIPPED, Job, read_rows, run_jobs
+from experiments.harness.runner import (
+    SKIPPED,
+    Job,
+    SettingsChanged,
+    SettingsChangedWarning,
+    read_rows,
+    run_jobs,
+)
 from experiments.harness.workloads import Dataset, QuerySpec, get_scale
 
 
@@ -111,6 +119,93 @@ def test_inline_run_resumes_without_redoing_queries(tmp_path, workload):
     assert dict(zip(rows["query"], rows["count"])) == _counts(data, queries)
     assert (rows.status == "ok").all()
     assert len(run_jobs([full], out, isolation="inline", progress=False)) == 3
+
+
+def _asking(worker):
+    """``worker`` that records the indices of the queries it is asked to answer."""
+    asked = []
+    answer = worker.ask
+    worker.ask = lambda job, index: asked.append((job.time_limit_s, index)) or answer(job, index)
+    return worker, asked
+
+
+def _limits(rows) -> list:
+    return [json.loads(stats)["settings"]["time_limit_s"] for stats in rows["stats"]]
+
+
+def test_a_resume_under_the_same_settings_skips_the_done_rows(tmp_path, workload):
+    from experiments.harness.runner import make_worker
+
+    data, queries = workload
+    worker, asked = _asking(make_worker("inline"))
+    out = tmp_path / "rows.csv"
+    run_jobs([Job("t", "cpu", "cpu", "tiny", data, tuple(queries[:2]), time_limit_s=0.5)], out,
+             progress=False, worker=worker)
+    rows = run_jobs([Job("t", "cpu", "cpu", "tiny", data, tuple(queries), time_limit_s=0.5)], out,
+                    progress=False, worker=worker)
+    assert asked == [(0.5, 0), (0.5, 1), (0.5, 2)]               # the resume asked only for the new query
+    assert rows["query"].tolist() == [q.name for q in queries] and _limits(rows) == [0.5] * 3
+    settings = json.loads(rows["stats"][0])["settings"]
+    assert settings == {"time_limit_s": 0.5, "repeats": 1, "share_limit": False, "device_memory_limit": None,
+                        "options": {}}
+
+
+def test_a_resume_under_another_time_limit_refuses_then_reruns_the_old_rows(tmp_path, workload):
+    from experiments.harness.runner import make_worker
+
+    data, queries = workload
+    worker, asked = _asking(make_worker("inline"))
+    out = tmp_path / "rows.csv"
+    run_jobs([Job("t", "cpu", "cpu", "tiny", data, tuple(queries[:2]), time_limit_s=0.5)], out,
+             progress=False, worker=worker)
+    before = out.read_bytes()
+    today = Job("t", "cpu", "cpu", "tiny", data, tuple(queries), time_limit_s=0.25)
+    with pytest.raises(SettingsChanged) as refused:
+        run_jobs([today], out, progress=False, worker=worker)
+    message = str(refused.value)
+    assert message == (f"{out}: 2 row(s) of experiment t, config cpu, dataset tiny were measured with "
+                       "time_limit_s=0.5 (this run: 0.25); refusing to mix them with this run's: pass a fresh "
+                       "--out, or --rerun-changed to set them aside and run them again")
+    assert out.read_bytes() == before and len(asked) == 2          # nothing ran, nothing was written
+    with pytest.warns(SettingsChangedWarning, match="2 row"):
+        rows = run_jobs([today], out, progress=False, worker=worker, rerun_changed=True)
+    assert asked[2:] == [(0.25, 0), (0.25, 1), (0.25, 2)]        # the old rows' queries ran again
+    assert rows["query"].tolist() == [q.name for q in queries] and _limits(rows) == [0.25] * 3
+    aside = (tmp_path / "rows.csv.discarded").read_text()
+    assert aside.count("measured with time_limit_s=0.5 (this run: 0.25)") == 2
+    assert aside.count('""time_limit_s"":0.5') == 2
+
+
+def test_other_repeats_memory_cap_or_options_are_refused_too(tmp_path, workload):
+    data, queries = workload
+    out = tmp_path / "rows.csv"
+    base = Job("t", "cpu", "cpu", "tiny", data, tuple(queries[:1]), time_limit_s=30)
+    run_jobs([base], out, isolation="inline", progress=False)
+    for changed, said in ((replace(base, repeats=3), "repeats=1 (this run: 3)"),
+                          (replace(base, device_memory_limit=2**20), "device_memory_limit=null (this run: 1048576)"),
+                          (replace(base, options=(("filter", "label"),)), 'options={} (this run: {"filter":"label"})')):
+        with pytest.raises(SettingsChanged, match=re.escape(said)):
+            run_jobs([changed], out, isolation="inline", progress=False)
+    # the default spelled out is the same configuration (canonical options): reused
+    assert len(run_jobs([replace(base, options=(("filter", "refine"),))], out, isolation="inline",
+                        progress=False)) == 1
+
+
+def test_rows_without_recorded_settings_are_refused_then_rerun(tmp_path, workload):
+    data, queries = workload
+    out = tmp_path / "rows.csv"
+    job = Job("t", "cpu", "cpu", "tiny", data, tuple(queries[:2]), time_limit_s=0.25)
+    run_jobs([job], out, isolation="inline", progress=False)
+    old = read_rows(out)                                          # as a file from before settings were recorded
+    old["stats"] = [json.dumps({k: v for k, v in json.loads(js).items() if k != "settings"}) for js in old["stats"]]
+    old.assign(seconds=9.0).to_csv(out, index=False)
+    with pytest.raises(SettingsChanged, match=r"2 row\(s\) of experiment t, config cpu, dataset tiny were measured "
+                                              r"with no recorded settings .*this run: time_limit_s=0.25, repeats=1"):
+        run_jobs([job], out, isolation="inline", progress=False)
+    assert (read_rows(out)["seconds"] == 9.0).all()
+    with pytest.warns(SettingsChangedWarning):
+        rows = run_jobs([job], out, isolation="inline", progress=False, rerun_changed=True)
+    assert len(rows) == 2 and (rows["seconds"] < 9.0).all() and _limits(rows) == [0.25, 0.25]
 
 
 def test_a_timed_run_that_compiled_is_run_again(tmp_path, workload, monkeypatch):

@@ -187,3 +187,25 @@ def test_the_large_run_script_runs_the_sets_asked_for_through_dask(tmp_path, pap
     lines = log.read_text().splitlines()
     assert [line.split()[2:2 + len(c)] for line, c in zip(lines, calls)] == calls and len(lines) == len(calls)
     assert all("--scale large --dask local-cuda --gpus 0,1 --quiet --yes" in line for line in lines)
+
+
+@pytest.mark.parametrize("rerun", [None, "1"])
+def test_the_large_run_script_passes_rerun_changed_only_when_asked(tmp_path, rerun):
+    """RERUN_CHANGED=1 adds --rerun-changed (rows of results/ measured under other settings are set
+    aside and run again); without it a resumed run stops on them."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    log = tmp_path / "calls"
+    fake = tmp_path / "python"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, PYTHON=str(fake), GPUS="0", PAPERS="all")
+    env.pop("RERUN_CHANGED", None)
+    if rerun is not None:
+        env["RERUN_CHANGED"] = rerun
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run(["bash", str(root / "experiments" / "large_proof.sh")], env=env, check=True, timeout=60)
+    (line,) = log.read_text().splitlines()
+    assert ("--rerun-changed" in line.split()) == (rerun is not None), line

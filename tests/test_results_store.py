@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import multiprocessing as mp
 import os
 import socket
@@ -16,7 +17,7 @@ import pytest
 
 from experiments.cli import main as experiments_main
 from experiments.harness.core import run_set
-from experiments.harness.runner import KEY, ROW_FIELDS, SKIPPED, read_rows
+from experiments.harness.runner import KEY, ROW_FIELDS, SKIPPED, SettingsChanged, SettingsChangedWarning, read_rows
 from experiments.harness.store import LOCK_NAME, DamagedRowWarning, FolderLock, FolderLocked, repair
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,6 +123,72 @@ def test_resume_after_the_last_line_is_cut_reruns_it(tmp_path, finished, cut):
     assert _summary(rows) == _summary(reference) and len(rows) == len(reference)
     assert not outcome.failed and path.read_bytes().endswith(b"\n")
     assert (path.parent / (path.name + ".damaged")).exists()
+
+
+# ---------------------------------------------------------------------- settings of a resumed run
+def _copy(finished, tmp_path, stats=None) -> Path:
+    """The reference run's CSV under ``tmp_path``, each row's stats rewritten by ``stats(dict)``."""
+    source, _ = finished
+    path = tmp_path / "gsi_icde20" / source.name
+    path.parent.mkdir()
+    if stats is None:
+        path.write_bytes(source.read_bytes())
+    else:
+        rows = read_rows(source)
+        rows["stats"] = [json.dumps(stats(json.loads(js))) for js in rows["stats"]]
+        rows.to_csv(path, index=False)
+    return path
+
+
+def _limit(stats: dict, limit: float) -> dict:
+    return dict(stats, settings=dict(stats["settings"], time_limit_s=limit))
+
+
+def test_a_resumed_set_under_the_same_settings_runs_nothing_again(tmp_path, finished):
+    path = _copy(finished, tmp_path)
+    before = path.read_bytes()
+    assert {json.loads(js)["settings"]["time_limit_s"] for js in read_rows(path)["stats"]} == {100.0}
+    outcome = run_set("gsi_icde20", "tiny", tmp_path, names=[NAME], isolation="inline", progress=False,
+                      log=lambda line: None)
+    assert not outcome.failed and path.read_bytes() == before        # every row reused, none appended
+
+
+def test_rows_of_another_time_limit_stop_the_command_in_one_line_until_rerun_changed(tmp_path, finished, capsys):
+    _, reference = finished
+    path = _copy(finished, tmp_path, lambda stats: _limit(stats, 0.5))
+    before = path.read_bytes()
+    command = [NAME, "--scale", "tiny", "--out", str(tmp_path), "--quiet", "--isolation", "inline"]
+    assert experiments_main(command) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"experiments: error: {path}: ") and "Traceback" not in err[0]
+    assert (f"of experiment {NAME}, config GSI-, dataset Enron were measured with time_limit_s=0.5 "
+            "(this run: 100.0)") in err[0]
+    assert "(and 7 more cell(s))" in err[0] and "fresh --out, or --rerun-changed" in err[0]
+    assert path.read_bytes() == before                               # nothing ran, nothing was written
+    with pytest.warns(SettingsChangedWarning, match=f"{len(reference)} row"):
+        assert experiments_main(command + ["--rerun-changed"]) == 0
+    rows = read_rows(path)
+    assert _summary(rows) == _summary(reference) and len(rows) == len(reference)
+    assert {json.loads(js)["settings"]["time_limit_s"] for js in rows["stats"]} == {100.0}
+    aside = (path.parent / (path.name + ".discarded")).read_text()
+    assert aside.count("measured with time_limit_s=0.5 (this run: 100.0)") == len(reference)
+
+
+def test_an_old_file_without_settings_is_refused_by_the_set_and_by_dask_before_any_task(tmp_path, finished):
+    from _extras import requires
+
+    path = _copy(finished, tmp_path, lambda stats: {k: v for k, v in stats.items() if k != "settings"})
+    before = path.read_bytes()
+    with pytest.raises(SettingsChanged, match=rf"{path}: 2 row\(s\) of experiment {NAME}, config GSI-, dataset "
+                                              r"Enron were measured with no recorded settings"):
+        run_set("gsi_icde20", "tiny", tmp_path, names=[NAME], isolation="inline", progress=False,
+                log=lambda line: None)
+    requires("distributed")
+    from experiments.harness.cells import run_on_dask
+
+    with pytest.raises(SettingsChanged, match="no recorded settings"):   # raised before the client is used
+        run_on_dask({"gsi_icde20": [NAME]}, "tiny", tmp_path, client=None, progress=False, log=lambda line: None)
+    assert path.read_bytes() == before and not (tmp_path / "gsi_icde20" / LOCK_NAME).exists()
 
 
 # ---------------------------------------------------------------------- the folder lock

@@ -7,8 +7,10 @@ cluster. :func:`run_on_dask`:
 
 1. lists the cells (experiment, configuration, point) of the chosen sets; no data graph is
    built on the client;
-2. reads each experiment's CSV (the store): a cell whose queries are all there is done, and a
-   cell's task skips the queries already there, so an interrupted run resumes where it stopped;
+2. reads each experiment's CSV (the store), after checking that its rows were measured under
+   this run's settings (:meth:`experiments.harness.core.Experiment.check_settings`): a cell whose
+   queries are all there is done, and a cell's task skips the queries already there, so an
+   interrupted run resumes where it stopped;
    a task appends each answered query to a partial file (``OUT/.partial/``, one per task) as it
    goes, and a later run first moves the rows of a task that did not finish into the CSVs, so a
    call killed in the middle of a long cell loses no finished query;
@@ -194,10 +196,12 @@ def _write_rows(out_dir: Path, scale_name: str, papers: dict, group: list[Cell],
 
 
 def run_on_dask(selection: dict, scale: str, out_dir: Path | str, *, client, isolation: str = "process",
-                command: str = "", progress: bool = True, log=print) -> int:
+                command: str = "", progress: bool = True, log=print, rerun_changed: bool = False) -> int:
     """Run ``selection`` (paper -> experiment names or None) as cell tasks on ``client``; write the
     reports (module docstring). The exit status: non-zero if a task failed, a count disagreed or an
-    engine is missing."""
+    engine is missing. Rows already in the CSVs but measured under other settings raise
+    :class:`~experiments.harness.runner.SettingsChanged` before any task, or with ``rerun_changed``
+    are set aside and run again (:meth:`experiments.harness.core.Experiment.check_settings`)."""
     import distributed
     from tqdm.auto import tqdm
 
@@ -221,6 +225,9 @@ def run_on_dask(selection: dict, scale: str, out_dir: Path | str, *, client, iso
                 if path.exists():
                     repair(path, ROW_FIELDS, KEY, drop_status=SKIPPED, validate=row_problem)
         runnable = [e for experiments in chosen.values() for e in experiments if not e.missing_engines()]
+        for experiment in runnable:             # rows of other settings: refused, or run again
+            experiment.check_settings(scale_obj, out_dir, rerun_changed)
+        # (a partial file is named after its run key, which holds the settings: what it recovers matches)
         groups = group_cells(cells_of(runnable, scale_obj, out_dir))
         recovered = recover_partials(out_dir, scale, papers, groups)
         if recovered:

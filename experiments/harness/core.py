@@ -36,7 +36,7 @@ import pandas as pd
 from common.engine.registry import available_engines
 
 from . import verdicts
-from .runner import SKIPPED, Job, canonical_options, config_key, run_jobs
+from .runner import SKIPPED, Job, canonical_options, check_settings, config_key, measurement_settings, run_jobs
 from .store import FolderLock
 from .workloads import Dataset, QuerySpec, Scale, get_scale, graph_key
 
@@ -577,6 +577,28 @@ class Experiment:
                 self.time_limit_for(scale), self.memory_cap_for(scale), self.repeats_for(scale),
                 scale.repeats_share_limit)
 
+    def settings(self, config: Config, point: Point, scale: Scale) -> dict:
+        """What a (config, point) cell's rows are measured under at ``scale`` (:attr:`Job.settings`,
+        without building the job's graph)."""
+        return measurement_settings(config.engine, config.options + point.options, self.time_limit_for(scale),
+                                    self.memory_cap_for(scale), self.repeats_for(scale),
+                                    self.scale_for(scale).repeats_share_limit)
+
+    def check_settings(self, scale: Scale, out_dir: Path | str, rerun_changed: bool = False) -> int:
+        """Check that the rows already in this experiment's CSV under ``out_dir`` were measured under
+        this run's settings (:func:`experiments.harness.runner.check_settings`: raises
+        :class:`~experiments.harness.runner.SettingsChanged`, or with ``rerun_changed`` sets them
+        aside); the file is made whole first. Returns the number of rows set aside."""
+        from .runner import _drop_skipped
+
+        path = Path(out_dir) / self.paper / f"{self.name}.{scale.name}.csv"
+        if not path.exists():
+            return 0
+        _drop_skipped(path)
+        expected = {(self.name, config.label, point.label): self.settings(config, point, scale)
+                    for point in self.points_for(scale) for config in self.configs_run()}
+        return check_settings(path, expected, rerun_changed)
+
     def point_key(self, point: Point, scale: Scale) -> tuple:
         """What identifies the runs of ``point`` at ``scale``: the graph actually run, the queries
         actually built and the point's engine options (two points with equal keys ran the same)."""
@@ -681,11 +703,13 @@ class Outcome:
 
 def run_experiment(experiment: Experiment, scale: str | Scale = "small", out_dir: Path | str = "results",
                    *, isolation: str = "process", progress: bool = True, command: str = "",
-                   deadline: float | None = None, worker=None, shared: dict | None = None) -> Outcome:
+                   deadline: float | None = None, worker=None, shared: dict | None = None,
+                   rerun_changed: bool = False) -> Outcome:
     """Run (or resume) ``experiment`` at ``scale`` and write its reports under ``out_dir/<paper>/``.
 
-    ``deadline``, ``worker`` and ``shared`` go to :func:`experiments.harness.runner.run_jobs` (budget,
-    a worker and the rows of identical runs shared by a set's experiments).
+    ``deadline``, ``worker``, ``shared`` and ``rerun_changed`` go to
+    :func:`experiments.harness.runner.run_jobs` (budget, a worker, the rows of identical runs shared
+    by a set's experiments, and what to do with rows measured under other settings).
     """
     from .report import write_reports
 
@@ -698,7 +722,8 @@ def run_experiment(experiment: Experiment, scale: str | Scale = "small", out_dir
     with FolderLock(folder, command):
         jobs, known = experiment.jobs(scale)
         raw = run_jobs(jobs, folder / f"{experiment.name}.{scale.name}.csv", isolation=isolation,
-                       progress=progress, deadline=deadline, worker=worker, shared=shared)
+                       progress=progress, deadline=deadline, worker=worker, shared=shared,
+                       rerun_changed=rerun_changed)
         raw = raw[raw.experiment == experiment.name]
         table = experiment.table(raw, scale)
         disagreements = check_counts(raw, known)
@@ -865,7 +890,8 @@ class SetOutcome:
 def run_set(paper: str, scale: str | Scale = "small", out_dir: Path | str = "results", *,
             names: list[str] | None = None, experiments: list | None = None, budget_s: float | None = None,
             isolation: str = "process", progress: bool = True, command: str = "", log=print,
-            started: float | None = None, resumed: bool | None = None) -> SetOutcome:
+            started: float | None = None, resumed: bool | None = None,
+            rerun_changed: bool = False) -> SetOutcome:
     """Run (or resume) a paper's experiments (or ``names`` of them) in one worker process.
 
     ``experiments`` replaces the paper's declared ones (a set built elsewhere). Runs identical
@@ -877,6 +903,9 @@ def run_set(paper: str, scale: str | Scale = "small", out_dir: Path | str = "res
     into it raises :class:`experiments.harness.store.FolderLocked`. ``resumed``: whether the run
     found rows of an earlier call (default: whether a results file of the chosen experiments exists
     at the start); a resumed run's ``run.<scale>.json`` adds its wall time to the earlier calls'.
+    Before anything runs, every chosen experiment's rows are checked against this run's settings
+    (:meth:`Experiment.check_settings`): rows measured under others raise
+    :class:`~experiments.harness.runner.SettingsChanged`, or with ``rerun_changed`` run again.
     """
     from .catalog import experiments_of
     from .report import write_run_metadata
@@ -894,12 +923,16 @@ def run_set(paper: str, scale: str | Scale = "small", out_dir: Path | str = "res
     shared: dict = {}
     outcomes, missing = [], {}
     try:
+        for experiment in chosen:              # before any query: a mixed table is refused up front
+            if not experiment.missing_engines():
+                experiment.check_settings(scale, out_dir, rerun_changed)
         for experiment in chosen:
             log(f"[{time.monotonic() - start:7.1f} s] {experiment.name}")
             try:
                 outcomes.append(run_experiment(experiment, scale, out_dir, isolation=isolation,
                                                progress=progress, command=command,
-                                               deadline=deadline, worker=worker, shared=shared))
+                                               deadline=deadline, worker=worker, shared=shared,
+                                               rerun_changed=rerun_changed))
             except MissingEngine as exc:
                 missing[experiment.name] = str(exc)
                 log(f"  {exc}")

@@ -13,6 +13,14 @@ exits at once, quietly. The engine's own ``timeout_s`` is the
 job's limit; the hard limit catches what it cannot. One worker (:func:`make_worker`) can serve a
 whole paper's set, so kernels compile once. ``isolation="inline"`` runs in this process (tests).
 
+Settings: every row records, in its ``stats`` JSON under ``settings``, what it was measured under
+beyond its key (:func:`measurement_settings`: time limit, repeats, whether they share the limit,
+device-memory cap, engine options). A resumed run reuses a row only if those equal the job's: a
+row measured under others, or one that records none (a file written before rows recorded them),
+stops the run with :class:`SettingsChanged` naming the file, the cell and the setting, unless
+``rerun_changed`` sets such rows aside in ``<file>.discarded`` and runs their queries again
+(:func:`check_settings`; docs/decisions.md, "A resumed run never mixes settings").
+
 Shared runs: jobs carry a ``run_key`` (engine, non-default options, data graph, query set,
 limits); with a ``shared`` dict a later experiment copies an identical earlier row instead of
 running the query again. Budget: past ``deadline`` every remaining pair is a ``skipped`` row that
@@ -23,11 +31,14 @@ process, so compiles are never charged to a query.
 
 from __future__ import annotations
 
+import csv
+import json
 import multiprocessing as mp
 import os
 import threading
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from multiprocessing import connection
 from pathlib import Path
@@ -38,7 +49,7 @@ import pandas as pd
 
 from common.engine.result import Status
 
-from .store import RowFile, repair
+from .store import RowFile, repair, set_aside
 from .timing import without_compiles
 
 ROW_FIELDS = ("experiment", "config", "engine", "dataset", "query", "status", "count", "seconds",
@@ -51,6 +62,17 @@ KEY = ("experiment", "config", "dataset", "query")
 
 SKIPPED = "skipped"
 """Status of a row that was not run because the budget ran out (redone on resume)."""
+
+SETTINGS = "settings"
+"""Key of a row's ``stats`` JSON that holds the settings it was measured under (module docstring)."""
+
+
+class SettingsChanged(RuntimeError):
+    """A results file holds rows measured under other settings than the run's (:func:`check_settings`)."""
+
+
+class SettingsChangedWarning(UserWarning):
+    """Rows measured under other settings were set aside; their queries run again."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +98,12 @@ class Job:
     share_limit: bool = False                                # the repeats share the limit (_answer)
     grace_s: float = 30.0
     run_key: tuple = field(default=(), compare=False)         # identical runs share rows; () = never
+
+    @property
+    def settings(self) -> dict:
+        """What the job's rows are measured under beyond their key (:func:`measurement_settings`)."""
+        return measurement_settings(self.engine, self.options, self.time_limit_s, self.device_memory_limit,
+                                    self.repeats, self.share_limit)
 
     @property
     def engine_options(self) -> dict:
@@ -175,6 +203,104 @@ def config_key(engine: str, options) -> tuple:
     """An engine configuration as compiled: the engine and its non-default, non-run-time options."""
     runtime = RUNTIME_OPTIONS.get(engine, ())
     return engine, tuple((k, v) for k, v in canonical_options(engine, options) if k not in runtime)
+
+
+def _plain(value):
+    """A JSON value for an option that has none (a numpy scalar's Python value, else its repr)."""
+    return value.item() if hasattr(value, "item") else repr(value)
+
+
+def measurement_settings(engine: str, options, time_limit_s, device_memory_limit, repeats: int,
+                         share_limit: bool) -> dict:
+    """The settings a row is measured under beyond its key, as its ``stats`` JSON stores them: the
+    time limit, ``repeats``, ``share_limit``, the device-memory cap and the engine options as
+    :func:`canonical_options` spells them (so two spellings of one configuration are equal)."""
+    try:
+        options = canonical_options(engine, options)
+    except ValueError:                           # an engine not registered here: its options as given
+        options = tuple(sorted((k, v) for k, v in dict(options).items() if k != "device_memory_limit"))
+    settings = {"time_limit_s": time_limit_s, "repeats": int(repeats), "share_limit": bool(share_limit),
+                "device_memory_limit": device_memory_limit, "options": dict(options)}
+    return json.loads(json.dumps(settings, default=_plain))
+
+
+def with_settings(stats, settings: dict) -> str:
+    """A row's ``stats`` JSON (a string, or None / NaN for none) with ``settings`` recorded in it."""
+    values = {}
+    if isinstance(stats, str) and stats:
+        try:
+            values = json.loads(stats)
+        except ValueError:
+            values = {"stats_text": stats}
+    values[SETTINGS] = settings
+    return json.dumps(values, separators=(",", ":"), default=_plain)
+
+
+def recorded_settings(stats) -> dict | None:
+    """The settings a row's ``stats`` JSON records (None: it records none)."""
+    try:
+        values = json.loads(stats) if isinstance(stats, str) and stats else {}
+    except ValueError:
+        return None
+    found = values.get(SETTINGS) if isinstance(values, dict) else None
+    return found if isinstance(found, dict) else None
+
+
+def _text(value) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def settings_change(recorded: dict | None, current: dict) -> str | None:
+    """How a row's ``recorded`` settings differ from ``current`` (None: they do not), in words."""
+    if recorded is None:
+        return ("no recorded settings (written before rows recorded them; this run: "
+                f"time_limit_s={_text(current.get('time_limit_s'))}, repeats={_text(current.get('repeats'))})")
+    changed = [f"{name}={_text(recorded.get(name))} (this run: {_text(current.get(name))})"
+               for name in dict.fromkeys([*current, *recorded]) if recorded.get(name) != current.get(name)]
+    return ", ".join(changed) or None
+
+
+def check_settings(out_csv: Path, expected: dict, rerun_changed: bool = False) -> int:
+    """Compare the settings recorded with the rows of ``out_csv`` with ``expected`` ((experiment,
+    config, dataset) -> :func:`measurement_settings`); rows of other cells are left alone.
+
+    A row whose settings differ, or that records none, raises :class:`SettingsChanged` (one line:
+    the file, the first such cell, the setting old and new, what to do), or with ``rerun_changed``
+    is set aside in ``<file>.discarded`` (a :class:`SettingsChangedWarning`), so its query runs
+    again. The file must be whole (:func:`_drop_skipped`). Returns the number of rows set aside.
+    """
+    path = Path(out_csv)
+    if not expected or not path.exists() or path.stat().st_size == 0:
+        return 0
+
+    def change(row: dict) -> str | None:
+        current = expected.get((row["experiment"], row["config"], row["dataset"]))
+        return None if current is None else settings_change(recorded_settings(row["stats"]), current)
+
+    if rerun_changed:
+        def reason(row: dict) -> str | None:
+            why = change(row)
+            return None if why is None else f"measured with {why}"
+
+        aside = set_aside(path, ROW_FIELDS, reason, suffix=".discarded")
+        if aside:
+            warnings.warn(f"{path}: {len(aside)} row(s) measured under other settings (or none recorded) set "
+                          f"aside in {path.name}.discarded; their queries run again", SettingsChangedWarning,
+                          stacklevel=2)
+        return len(aside)
+    stale: dict[tuple, list] = {}
+    with path.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            why = change(row)
+            if why is not None:
+                stale.setdefault((row["experiment"], row["config"], row["dataset"]), []).append(why)
+    if not stale:
+        return 0
+    (experiment, config, dataset), whys = next(iter(stale.items()))
+    more = f" (and {len(stale) - 1} more cell(s))" if len(stale) > 1 else ""
+    raise SettingsChanged(f"{path}: {len(whys)} row(s) of experiment {experiment}, config {config}, dataset "
+                          f"{dataset} were measured with {whys[0]}{more}; refusing to mix them with this run's: "
+                          "pass a fresh --out, or --rerun-changed to set them aside and run them again")
 
 
 def _prepare(job: Job, warmed: set):
@@ -390,8 +516,13 @@ def _drop_skipped(out_csv: Path) -> list[tuple[int, str]]:
 
 
 def run_jobs(jobs: Iterable[Job], out_csv: Path, *, isolation: str = "process", progress: bool = True,
-             deadline: float | None = None, worker=None, shared: dict | None = None) -> pd.DataFrame:
+             deadline: float | None = None, worker=None, shared: dict | None = None,
+             rerun_changed: bool = False) -> pd.DataFrame:
     """Answer every (job, query) pair not yet in ``out_csv``; append rows as they come; return all rows.
+
+    A row already there is reused only if it was measured under the job's settings; otherwise the
+    run stops with :class:`SettingsChanged`, or with ``rerun_changed`` sets it aside and runs its
+    query again (:func:`check_settings`).
 
     With ``progress`` a tqdm bar shows queries done, solved, elapsed time and ETA. Past
     ``deadline`` (``time.monotonic()``), pairs become ``skipped`` rows (module docstring). A
@@ -406,6 +537,9 @@ def run_jobs(jobs: Iterable[Job], out_csv: Path, *, isolation: str = "process", 
     out_csv = Path(out_csv)
     out_csv.parent.mkdir(parents=True, exist_ok=True)
     _drop_skipped(out_csv)
+    settings = {id(job): job.settings for job in jobs}
+    check_settings(out_csv, {(job.experiment, job.config, job.dataset): settings[id(job)] for job in jobs},
+                   rerun_changed)
     done = {tuple(str(v) for v in key) for key in read_rows(out_csv)[list(KEY)].itertuples(index=False)}
     todo = {id(job): [i for i, q in enumerate(job.queries)
                       if (job.experiment, job.config, job.dataset, q.name) not in done]
@@ -435,7 +569,8 @@ def run_jobs(jobs: Iterable[Job], out_csv: Path, *, isolation: str = "process", 
                         else:
                             shared[key] = dict(row, experiment=job.experiment, config=job.config)
                     row.update(experiment=job.experiment, config=job.config, dataset=job.dataset,
-                               query=query.name, engine=job.engine)
+                               query=query.name, engine=job.engine,
+                               stats=with_settings(row.get("stats"), settings[id(job)]))
                     writer.write(row)
                     solved += row["status"] == "ok"
                     bar.set_postfix(solved=solved)

@@ -8,6 +8,8 @@
   :class:`DamagedRowWarning` naming the file and line; its query then runs again. ``skipped``
   rows are dropped too (their pairs run again). The file is rewritten through a temporary file
   and :func:`os.replace`, so a crash leaves the old file or the new one, never half of one.
+- :func:`set_aside` moves the rows a given function names to ``<file>.discarded`` (the runner's rows
+  measured under other settings, when asked to run them again), rewriting the file atomically.
 - :func:`write_rows` writes a finished table (a benchmark's per-query rows) whole, through a
   temporary file and a rename.
 - :class:`FolderLock` keeps two runs out of one output folder: the second one raises
@@ -140,6 +142,33 @@ def repair(path: Path, fields: tuple, key: tuple, drop_status: str | None = None
                           "its query runs again", DamagedRowWarning, stacklevel=3)
     write_atomic(path, "".join(good))
     return [(line, problem) for line, problem, _ in damaged]
+
+
+def set_aside(path: Path, fields: tuple, reason, suffix: str = ".discarded") -> list[tuple[int, str]]:
+    """Move the records for which ``reason(row: dict)`` names a reason to ``<path><suffix>`` (each
+    after a ``# <file>:<line>: <reason>`` line) and rewrite ``path`` without them, through
+    :func:`write_atomic`; return the (line, reason) pairs moved. ``path`` must be whole (:func:`repair`)."""
+    path = Path(path)
+    if not path.exists() or path.stat().st_size == 0:
+        return []
+    with path.open(newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader)
+        kept, moved, line = [_format(header, header)], [], reader.line_num
+        for record in reader:
+            start, line = line + 1, reader.line_num
+            why = reason(dict(zip(header, record))) if len(record) == len(fields) else None
+            if why is None:
+                kept.append(_format(header, record))
+            else:
+                moved.append((start, why, _format(header, record)))
+    if not moved:
+        return []
+    with path.with_name(path.name + suffix).open("a", newline="") as handle:
+        for start, why, text in moved:
+            handle.write(f"# {path.name}:{start}: {why}\n{text}")
+    write_atomic(path, "".join(kept))
+    return [(start, why) for start, why, _ in moved]
 
 
 class RowFile:

@@ -555,6 +555,13 @@ class GSIAuthors(CompetitorBinary):
         return parse_gsi(text)
 
 
+GSI_AUTHORS_NOTE = ("GSI (authors): pkumod/GSI (make competitors) built as its Makefile builds it, with nvcc -G "
+                    "(device code unoptimised; built without it, it finds no row on sm_90: its warps share "
+                    "shared memory without __syncwarp); its printed match time (rows written to /dev/null), "
+                    "the limit on it (start-up apart)")
+"""What the reports say of the authors' GSI column where it is built."""
+
+
 COMPETITORS = {cls.name: cls for cls in (STMatchAuthors, TDFSAuthors, BEEPAuthors, G2MinerAuthors, GSIAuthors)}
 
 

@@ -18,9 +18,9 @@ Table 4 as the issue list asks, though the paper leaves EGSM out of its small qu
 tables (``SMALL_PATTERNS``) keep pk's P1-P9 on a 100K-edge stand-in with a 0.5 s limit.
 
 At the ``medium`` scale (``MEDIUM``, ``MEDIUM_PATTERNS``) the Category-1 tables keep db, en and gw
-(the paper's headline speedups are on db and gw) with 20 queries and a 0.5 s limit; the
-pattern tables keep every stand-in (at most 4M edges) with a 1 s limit (0.5 s for Table 5's
-five variants); Fig. 14's appendix sweeps run on en with 20 queries per point: (a) sparse vs
+(the paper's headline speedups are on db and gw) with 20 queries and a 0.25 s limit; the
+pattern tables keep every stand-in (at most 4M edges) with a 0.25 s limit (Table 5's five
+variants too); Fig. 14's appendix sweeps run on en with 20 queries per point: (a) sparse vs
 dense 12-vertex queries, (b/c) sizes 8/12/16, (d/e) 8 and 32 labels (the paper's two label
 counts are stripped), (f) Zipf label skew alpha = 0, 1, 2 over 16 labels with
 10-vertex queries; Figs. 16 and 17 keep en. The paper runs the sweeps on db and gw; their
