@@ -218,3 +218,32 @@ def test_gmatch_heavy_takes_the_median_of_interleaved_repeats(rmat40, monkeypatc
     with pytest.raises(SystemExit):
         gmatch_heavy.main(["--repeats", "0"])
     assert "--repeats must be at least 1" in capsys.readouterr().err
+
+
+def test_gmatch_heavy_does_not_repeat_a_run_that_did_not_finish(rmat40, monkeypatch):
+    """A variant whose first run timed out answers that query once; the other variant still runs
+    ``--repeats`` times."""
+    import argparse
+
+    from common.engine.result import MatchResult
+    from common.graph.generate import random_walk_query
+    from experiments.bench import gmatch_heavy
+
+    class Answers:
+        def __init__(self, status):
+            self.status, self.calls = status, 0
+
+        def match(self, query, timeout_s=None):
+            self.calls += 1
+            return MatchResult(engine="gmatch", count=5, status=self.status, query=query.name)
+
+    engines = {"enumerate": Answers("timeout"), "count": Answers("ok")}
+    monkeypatch.setattr(gmatch_heavy, "_prepared", lambda args, data, queries: engines)
+    query = random_walk_query(rmat40, 3, seed=1, name="walk3")
+    args = argparse.Namespace(variants="enumerate,count", repeats=3, timeout=1.0, label="t")
+    rows: list = []
+    gmatch_heavy._measure(args, rmat40, [("walks", "walk3", query, None, None)], {"walk3": 0}, rows)
+    assert (engines["enumerate"].calls, engines["count"].calls) == (1, 3)
+    runs = {row["variant"]: row["wall_runs_ms"].split() for row in rows}
+    assert len(runs["enumerate"]) == 1 and len(runs["count"]) == 3
+    assert {row["variant"]: row["status"] for row in rows} == {"enumerate": "timeout", "count": "ok"}

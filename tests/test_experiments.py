@@ -133,7 +133,9 @@ def _limits(rows) -> list:
     return [json.loads(stats)["settings"]["time_limit_s"] for stats in rows["stats"]]
 
 
-def test_a_resume_under_the_same_settings_skips_the_done_rows(tmp_path, workload):
+def _two_rows_at_half_a_second(tmp_path, workload):
+    """The first two queries answered into ``rows.csv`` at a 0.5 s limit by an asking worker:
+    (data, queries, worker, asked, out)."""
     from experiments.harness.runner import make_worker
 
     data, queries = workload
@@ -141,6 +143,11 @@ def test_a_resume_under_the_same_settings_skips_the_done_rows(tmp_path, workload
     out = tmp_path / "rows.csv"
     run_jobs([Job("t", "cpu", "cpu", "tiny", data, tuple(queries[:2]), time_limit_s=0.5)], out,
              progress=False, worker=worker)
+    return data, queries, worker, asked, out
+
+
+def test_a_resume_under_the_same_settings_skips_the_done_rows(tmp_path, workload):
+    data, queries, worker, asked, out = _two_rows_at_half_a_second(tmp_path, workload)
     rows = run_jobs([Job("t", "cpu", "cpu", "tiny", data, tuple(queries), time_limit_s=0.5)], out,
                     progress=False, worker=worker)
     assert asked == [(0.5, 0), (0.5, 1), (0.5, 2)]               # the resume asked only for the new query
@@ -151,13 +158,7 @@ def test_a_resume_under_the_same_settings_skips_the_done_rows(tmp_path, workload
 
 
 def test_a_resume_under_another_time_limit_refuses_then_reruns_the_old_rows(tmp_path, workload):
-    from experiments.harness.runner import make_worker
-
-    data, queries = workload
-    worker, asked = _asking(make_worker("inline"))
-    out = tmp_path / "rows.csv"
-    run_jobs([Job("t", "cpu", "cpu", "tiny", data, tuple(queries[:2]), time_limit_s=0.5)], out,
-             progress=False, worker=worker)
+    data, queries, worker, asked, out = _two_rows_at_half_a_second(tmp_path, workload)
     before = out.read_bytes()
     today = Job("t", "cpu", "cpu", "tiny", data, tuple(queries), time_limit_s=0.25)
     with pytest.raises(SettingsChanged) as refused:

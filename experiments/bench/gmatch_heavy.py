@@ -143,9 +143,10 @@ def median_run(runs: list[tuple]) -> tuple:
 
 
 def _measure(args, data, queries, leaves_of: dict, rows: list) -> None:
-    """Every variant on every query ``--repeats`` times, the variants taking turns on a query
-    (the first one further on each round, so neither always follows the other); one row per
-    variant and query, from its run of median wall (every run's wall in ``wall_runs_ms``)."""
+    """Every variant on every query ``--repeats`` times (once where its first run did not finish),
+    the variants taking turns on a query (the first one further on each round, so neither always
+    follows the other); one row per variant and query, from its run of median wall (every run's
+    wall in ``wall_runs_ms``)."""
     engines = _prepared(args, data, queries)
     variants = list(engines)
     for workload, name, query, count, authors_ms in queries:
@@ -155,6 +156,8 @@ def _measure(args, data, queries, leaves_of: dict, rows: list) -> None:
         for r in range(args.repeats):
             k = r % len(variants)
             for variant in variants[k:] + variants[:k]:
+                if runs[variant] and runs[variant][0][1].status is not Status.OK:
+                    continue                    # a run that did not finish is not repeated
                 runs[variant].append(without_compiles(
                     lambda: engines[variant].match(query, timeout_s=args.timeout)))
         for variant in variants:

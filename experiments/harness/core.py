@@ -36,7 +36,16 @@ import pandas as pd
 from common.engine.registry import available_engines
 
 from . import verdicts
-from .runner import SKIPPED, Job, canonical_options, check_settings, config_key, measurement_settings, run_jobs
+from .runner import (
+    SKIPPED,
+    Job,
+    canonical_options,
+    check_settings,
+    config_key,
+    drop_skipped,
+    measurement_settings,
+    run_jobs,
+)
 from .store import FolderLock
 from .workloads import Dataset, QuerySpec, Scale, get_scale, graph_key
 
@@ -536,7 +545,7 @@ class Experiment:
     def jobs(self, scale: Scale) -> tuple[list[Job], dict[str, dict[str, int]]]:
         """The runner jobs at ``scale`` and the exact counts known per point (by query name)."""
         scale = self.scale_for(scale)
-        limit = self.time_limit_for(scale)
+        under = self.measured_under(scale)
         jobs, known = [], {}
         for point in self.points_for(scale):
             data = point.dataset.load(scale)
@@ -545,9 +554,7 @@ class Experiment:
             for config in self.configs_run():
                 options = tuple(sorted(dict(config.options + point.options).items()))
                 jobs.append(Job(self.name, config.label, config.engine, point.label, data,
-                                tuple(queries), options, time_limit_s=limit,
-                                device_memory_limit=self.memory_cap_for(scale), repeats=self.repeats_for(scale),
-                                share_limit=scale.repeats_share_limit, run_key=self.run_key(config, point, scale)))
+                                tuple(queries), options, **under, run_key=self.run_key(config, point, scale)))
         return jobs, known
 
     def job_for(self, config_label: str, point_label: str, scale: Scale) -> tuple[Job, dict[str, int]]:
@@ -563,9 +570,7 @@ class Experiment:
         queries, counts = point.queries.build(data, point.dataset, here)
         options = tuple(sorted(dict(config.options + point.options).items()))
         job = Job(self.name, config.label, config.engine, point.label, data, tuple(queries), options,
-                  time_limit_s=self.time_limit_for(scale), device_memory_limit=self.memory_cap_for(scale),
-                  repeats=self.repeats_for(scale), share_limit=here.repeats_share_limit,
-                  run_key=self.run_key(config, point, scale))
+                  **self.measured_under(scale), run_key=self.run_key(config, point, scale))
         return job, counts
 
     def run_key(self, config: Config, point: Point, scale: Scale) -> tuple:
@@ -577,24 +582,27 @@ class Experiment:
                 self.time_limit_for(scale), self.memory_cap_for(scale), self.repeats_for(scale),
                 scale.repeats_share_limit)
 
+    def measured_under(self, scale: Scale) -> dict:
+        """The :class:`Job` fields every cell of this experiment is measured under at ``scale``."""
+        return {"time_limit_s": self.time_limit_for(scale), "device_memory_limit": self.memory_cap_for(scale),
+                "repeats": self.repeats_for(scale), "share_limit": self.scale_for(scale).repeats_share_limit}
+
     def settings(self, config: Config, point: Point, scale: Scale) -> dict:
         """What a (config, point) cell's rows are measured under at ``scale`` (:attr:`Job.settings`,
         without building the job's graph)."""
-        return measurement_settings(config.engine, config.options + point.options, self.time_limit_for(scale),
-                                    self.memory_cap_for(scale), self.repeats_for(scale),
-                                    self.scale_for(scale).repeats_share_limit)
+        under = self.measured_under(scale)
+        return measurement_settings(config.engine, config.options + point.options, under["time_limit_s"],
+                                    under["device_memory_limit"], under["repeats"], under["share_limit"])
 
     def check_settings(self, scale: Scale, out_dir: Path | str, rerun_changed: bool = False) -> int:
         """Check that the rows already in this experiment's CSV under ``out_dir`` were measured under
         this run's settings (:func:`experiments.harness.runner.check_settings`: raises
         :class:`~experiments.harness.runner.SettingsChanged`, or with ``rerun_changed`` sets them
         aside); the file is made whole first. Returns the number of rows set aside."""
-        from .runner import _drop_skipped
-
         path = Path(out_dir) / self.paper / f"{self.name}.{scale.name}.csv"
         if not path.exists():
             return 0
-        _drop_skipped(path)
+        drop_skipped(path)
         expected = {(self.name, config.label, point.label): self.settings(config, point, scale)
                     for point in self.points_for(scale) for config in self.configs_run()}
         return check_settings(path, expected, rerun_changed)

@@ -267,7 +267,7 @@ def check_settings(out_csv: Path, expected: dict, rerun_changed: bool = False) -
     A row whose settings differ, or that records none, raises :class:`SettingsChanged` (one line:
     the file, the first such cell, the setting old and new, what to do), or with ``rerun_changed``
     is set aside in ``<file>.discarded`` (a :class:`SettingsChangedWarning`), so its query runs
-    again. The file must be whole (:func:`_drop_skipped`). Returns the number of rows set aside.
+    again. The file must be whole (:func:`drop_skipped`). Returns the number of rows set aside.
     """
     path = Path(out_csv)
     if not expected or not path.exists() or path.stat().st_size == 0:
@@ -507,7 +507,7 @@ def row_problem(row: dict) -> str | None:
     return f"line break inside {broken[0]}" if broken else None
 
 
-def _drop_skipped(out_csv: Path) -> list[tuple[int, str]]:
+def drop_skipped(out_csv: Path) -> list[tuple[int, str]]:
     """Make ``out_csv`` whole and drop its ``skipped`` rows (their pairs run again), atomically.
 
     Damaged rows are set aside with a warning (:func:`experiments.harness.store.repair`); returns them.
@@ -536,7 +536,7 @@ def run_jobs(jobs: Iterable[Job], out_csv: Path, *, isolation: str = "process", 
     jobs = list(jobs)
     out_csv = Path(out_csv)
     out_csv.parent.mkdir(parents=True, exist_ok=True)
-    _drop_skipped(out_csv)
+    drop_skipped(out_csv)
     settings = {id(job): job.settings for job in jobs}
     check_settings(out_csv, {(job.experiment, job.config, job.dataset): settings[id(job)] for job in jobs},
                    rerun_changed)
