@@ -14,6 +14,10 @@ CHOICES where the paper is silent:
 * the pool is two ping-pong buffers that grow when a level needs more room (the engine's
   ``_grow_pool``); a level past the largest buffer or the memory budget is discarded and the
   previous level is used as the pool (fewer, larger seeds; stealing then balances).
+* a bounded pool (the data-graph probe's, past the paper) never grows: its launch is told to
+  ``stop_past`` its capacity, whose warps leave once the level holds more rows than that, and the
+  fill ends unfinished (the probe hands the query to the candidate graph), so that one level
+  fanning out over hubs costs no more than the capacity's rows.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import functools
 
 from numba import int8, int32, int64
 
+from common.gpu.cudasim import FULL_MASK as FULL
 from common.gpu.runtime import cuda, jit
 
 from .enumerate import SQ_ROWS, load_plan, search_functions, warp_append
@@ -49,17 +54,21 @@ def seed_level0(cand_mask, out, capacity, counter):
 @jit
 def sample_first(src, dst, rows, width, stride, sampled):
     """dst <- the pool ``src`` (``rows`` seeds of ``width``) reordered: first the sample (seeds
-    0, stride, 2 * stride, ... : ``sampled`` of them), then every other seed in its order. The
-    count-or-enumerate race (:meth:`gmatch.engine.GMatch._race`) runs both plans on the sample
-    and the faster on the rest."""
+    0, stride, 2 * stride, ... : ``sampled`` of them) as two halves, the even multiples of
+    ``stride`` then the odd ones, each spread over the whole pool; then every other seed in its
+    order. The count-or-enumerate race (:meth:`gmatch.engine.GMatch._race`) runs one plan on
+    each half and the faster on the rest."""
     inner = sampled * (stride - 1)            # the unsampled seeds between sampled ones
+    half = (sampled + 1) // 2                 # the first half: the even multiples
     i = cuda.grid(1)
     step = cuda.gridsize(1)
     while i < rows * width:
         j = i // width
         c = i - j * width
-        if j < sampled:
-            r = j * stride
+        if j < half:
+            r = 2 * j * stride
+        elif j < sampled:
+            r = (2 * (j - half) + 1) * stride
         elif j - sampled < inner:
             k = j - sampled
             r = (k // (stride - 1)) * stride + k % (stride - 1) + 1
@@ -86,11 +95,12 @@ def seed_expand_kernel(indexed: bool):
     CHECK_BIT = not indexed
 
     @jit
-    def seed_expand(off, ent, bitmap, cset, eg, cand, qp, inp, rows, d, out, capacity, counter):
+    def seed_expand(off, ent, bitmap, cset, eg, cand, qp, inp, rows, d, out, capacity, counter, stop_past):
         """Extend each of the ``rows`` partial matches of width d in ``inp`` by position d into
         ``out`` (width d + 1); one warp per row, 32 candidates per step. The row is the whole
         partial match (a stack of seed width d), so the DFS's task-group and check functions
-        serve unchanged."""
+        serve unchanged. With ``stop_past`` a warp takes no further row once ``counter`` has
+        passed ``capacity`` (the level is incomplete and the caller discards it)."""
         G = (off, ent, bitmap, cset, eg, cand)
         sq = cuda.shared.array((SQ_ROWS, 32), int32)
         seed = cuda.shared.array((SEED_WARPS, 32, 1), int32)
@@ -103,6 +113,12 @@ def seed_expand_kernel(indexed: bool):
         warps = cuda.gridsize(1) // 32
         row = int64(warp)
         while row < rows:
+            if stop_past:                   # one read, broadcast: the warp leaves together
+                past = int32(0)
+                if lane == 0 and counter[0] > capacity:
+                    past = int32(1)
+                if cuda.shfl_sync(FULL, past, 0):
+                    break
             if lane == 0:
                 seed[w, d - 1, 0] = int32(row)
             cuda.syncwarp()

@@ -114,8 +114,9 @@ POOL_START = 1 << 22               # int32 elements of each seed-pool buffer bef
 POOL_MAX = 1 << 28                 # a BFS level needing more falls back to the previous level
 DIRECT_SHARE = 0.15                # of probe_s: the probe's first stage, a DFS from the root's label range
 PROBE_SEEDS = 1 << 16              # seed-pool target of the probe's second stage (BFS pool, then DFS)
-LOOK_SHARE = 0.15                  # of probe_s: the second stage goes on past it only where predicted to end in probe_s
-RACE_SHARE = 64                    # the count-or-enumerate race samples one seed in this many
+PROBE_POOL_ROWS = 1 << 20          # ... whose BFS stops the probe at a level of more rows
+LOOK_SHARE = 0.15                  # of probe_s: the second stage's look (on to probe_s where two looks predict its end)
+RACE_SHARE = 32                    # the count-or-enumerate race samples one seed in this many (half per plan)
 RACE_MIN_SEEDS = 1 << 14           # ... of a pool of at least this many seeds (else the count plan runs)
 RACE_PATIENCE = 1.0                # the enumeration's sample is stopped at this many times the count's
 HUB_AFTER_S = 0.05                 # seconds of whole search before a hub-rooted query is cut (hub_parts)
@@ -124,7 +125,7 @@ HUB_LOOK_AGAIN = 2.0               # a prediction up to this many times hub_whol
 HUB_SECOND_BOUND = 1.5             # ... and then kept whole within this many times hub_whole_s
 WHOLE_PREDICTION = ("hub_whole_predicted_s", "hub_whole_looks")   # statistics of a whole search's prediction
 PROBE_STATS = ("probe_direct_ms", "probe_look_ms", "probe_pool_ms", "probe_past_end_ms",   # the probe's stages,
-               "probe_pool_rows", "probe_pool_growths")                                   # and the look's pool
+               "probe_pool_rows", "probe_pool_growths", "probe_pool_overflow")            # and the look's pool
 BLOCK_QUERY_SLOTS = 1 << 16        # blocks a launch may have (block -> query map entries)
 BATCH_QUERIES = 256                # queries per batched launch (at most the resident blocks)
 
@@ -420,10 +421,13 @@ class GMatch(Engine):
         self._seed_cap[index] = elements
         return True
 
-    def _seed_pool(self, qp, graph, indexed: bool, deadline: Deadline, target: int):
+    def _seed_pool(self, qp, graph, indexed: bool, deadline: Deadline, target: int, bounded: bool = False):
         """Fill the pool breadth-first until it holds ``target`` partial matches (at most one
-        position short of the last enumerated one, ``qp``'s ne); returns (device buffer, rows,
-        width, timed_out, pool growths)."""
+        position short of the last enumerated one, ``qp``'s ne); ``bounded`` (the probe's pool):
+        the buffers never grow, and a level of more than :data:`PROBE_POOL_ROWS` rows ends the
+        fill unfinished (:mod:`gmatch.balance`); returns (device buffer, rows, width, stopped,
+        pool growths, overflowed), ``stopped`` where the deadline passed or the bounded pool
+        overflowed."""
         ne = int(qp[QP_SIZES, 2])
         fill(self._d_levels, 0)
         cur_i = 0
@@ -444,25 +448,29 @@ class GMatch(Engine):
         expand = seed_expand_kernel(indexed)
         while width < ne - 1 and 0 < rows < target:
             if deadline.passed():
-                return self._d_pool[cur_i], rows, width, True, growths
+                return self._d_pool[cur_i], rows, width, True, growths, False
             out_i = 1 - cur_i
             counter = self._d_level[width]
             blocks = grid_blocks(rows * 32, SEED_THREADS, self._sms * 64)
             while True:
                 capacity = self._seed_cap[out_i] // (width + 1)
+                if bounded:
+                    capacity = min(capacity, PROBE_POOL_ROWS)
                 expand[blocks, SEED_THREADS](*graph, self._d_qp, self._d_pool[cur_i], rows, width,
-                                             self._d_pool[out_i], capacity, counter)
+                                             self._d_pool[out_i], capacity, counter, int(bounded))
                 nxt = int(download(counter, self._h_word)[0])
-                if nxt <= capacity or not self._grow_pool(out_i, nxt * (width + 1)):
+                if nxt <= capacity or bounded or not self._grow_pool(out_i, nxt * (width + 1)):
                     break
                 growths += 1
                 fill(counter, 0)
             if nxt > capacity:
+                if bounded:
+                    return self._d_pool[cur_i], rows, width, True, growths, True
                 break                                        # too large: keep the previous level
             cur_i = out_i
             rows = nxt
             width += 1
-        return self._d_pool[cur_i], rows, width, False, growths
+        return self._d_pool[cur_i], rows, width, False, growths, False
 
     def _steal_buffers(self, total_warps: int, levels: int) -> None:
         """The mailbox + warp states and the global hand-over records for ``total_warps`` warps
@@ -542,21 +550,29 @@ class GMatch(Engine):
         return elapsed / done if done > 0 else math.inf
 
     def _probe_extension(self, seeds: int, in_flight: int, until: float):
-        """The watch's ``extend`` for the probe's second stage at its look: on to ``until`` where
-        the seeds taken beyond the first fetch of every warp (``in_flight``) predict the launch's
-        end by then, or where the pool is not much larger than one fetch per warp (a pool the
-        BFS could not grow: little work left); else stop (the candidate graph takes over)."""
-        looked = False
+        """The watch's ``extend`` for the probe's second stage at its look: where the seeds taken
+        beyond the first fetch of every warp (``in_flight``) predict the launch's end by
+        ``until``, it looks again after as long again since the launch and runs on to ``until``
+        only if that second prediction agrees; a pool not much larger than one fetch per warp (a
+        pool the BFS could not grow: little work left) runs on to ``until``; else stop (the
+        candidate graph takes over)."""
+        looks, final = 0, False
 
         def extend(elapsed: float) -> float | None:
-            nonlocal looked
-            if looked:
+            nonlocal looks, final
+            now = time.perf_counter()
+            if final or now >= until:
                 return None
-            looked = True
+            looks += 1
             if seeds <= 2 * in_flight:
+                final = True
                 return until
-            predicted = self._predicted_s(seeds, in_flight, elapsed)
-            return until if time.perf_counter() - elapsed + predicted <= until else None
+            if now - elapsed + self._predicted_s(seeds, in_flight, elapsed) > until:
+                return None
+            if looks == 1 and now + elapsed < until:
+                return now + elapsed
+            final = True
+            return until
         return extend
 
     def _whole_extension(self, seeds: int, in_flight: int, keep_whole: Deadline, shape: dict):
@@ -599,17 +615,20 @@ class GMatch(Engine):
         timed_out, stats)."""
         emb = self.budget.device_array((emb_cap, n), np.int32, "embeddings") if emb_cap else self._d_no_emb
         if label_seeds is not None:
-            pool, (seed_lo, seed_hi), width, timed_out, growths = self._d_vertices_by_label, label_seeds, 1, False, 0
+            pool, (seed_lo, seed_hi), width = self._d_vertices_by_label, label_seeds, 1
+            timed_out, growths, overflowed = False, 0, False
         else:
             begin = time.perf_counter()
             with timer.phase(phase):
-                pool, rows, width, timed_out, growths = self._seed_pool(
-                    qp, graph, indexed, deadline, min(self.search.seed_pool, seed_target or self.search.seed_pool))
+                pool, rows, width, timed_out, growths, overflowed = self._seed_pool(
+                    qp, graph, indexed, deadline, min(self.search.seed_pool, seed_target or self.search.seed_pool),
+                    bounded=seed_target is not None)
             pool_ms = 1e3 * (time.perf_counter() - begin)
             seed_lo, seed_hi = 0, rows
         rows = seed_hi - seed_lo
         stats = {"seeds": rows, "seed_width": width, "seed_pool_bytes": rows * width * 4,
-                 "seed_pool_growths": growths, "max_stack_bytes": 0, "steal_buffer_bytes": 0}
+                 "seed_pool_growths": growths, "seed_pool_overflow": overflowed, "max_stack_bytes": 0,
+                 "steal_buffer_bytes": 0}
         if label_seeds is None:
             stats["seed_pool_ms"] = pool_ms
         ctrl = np.zeros(CTRL_SIZE, dtype=np.int64)
@@ -652,16 +671,20 @@ class GMatch(Engine):
     def _race(self, n, qp, other, graph, pool, rows, width, deadline: Deadline, timer, phase, stats):
         """The count-or-enumerate race over a candidate-graph seed pool (past the paper): plan
         ``qp`` (counting its last position) and plan ``other`` (enumerating it,
-        :func:`gmatch.filter.enumerate_last`) each search the same sample of the seeds, one in
-        :data:`RACE_SHARE` spread over the pool (:func:`gmatch.balance.sample_first` moves it
-        to the front), ``other`` under a deadline of ``qp``'s time on it; the faster searches
-        the rest. Counting a position reads a whole intersection in one lane, enumerating it
-        tests 32 candidates per warp step, and which is faster depends on the rows' lengths
+        :func:`gmatch.filter.enumerate_last`) each search one half of a sample of the seeds, one
+        in :data:`RACE_SHARE` spread over the pool (:func:`gmatch.balance.sample_first` moves
+        the two halves, each spread over the pool, to the front), ``other`` under a deadline of
+        ``qp``'s time on its half; the faster searches the rest. Both halves' counts are kept,
+        so the race costs the loser's extra time on its half, not a discarded sample; an
+        enumeration stopped by that deadline is discarded and its half searched again by ``qp``.
+        Counting a position reads a whole intersection in one lane, enumerating it tests 32
+        candidates per warp step, and which is faster depends on the rows' lengths
         (docs/decisions.md, "gMatch: count or enumerate the last position"). Returns (the
-        reordered pool, the winner's parameter block, the winner's control row over the sample,
-        with its seed range, timed_out), or None where the pool has no room for the reordered
-        copy (the caller runs ``qp``)."""
-        sample = max(1, rows // RACE_SHARE)
+        reordered pool, the winner's parameter block, the control row over the searched part
+        of the sample, with its seed range, timed_out), or None where the pool has no room for
+        the reordered copy (the caller runs ``qp``)."""
+        sample = max(2, rows // RACE_SHARE)
+        half = (sample + 1) // 2                  # the count plan's half; the enumeration's: the rest
         out = 1 - next(i for i in (0, 1) if self._d_pool[i] is pool)
         if rows * width > self._seed_cap[out] and not self._grow_pool(out, rows * width):
             return None
@@ -670,7 +693,7 @@ class GMatch(Engine):
             sample_first[grid_blocks(rows * width, SEED_THREADS, self._sms * 32), SEED_THREADS](
                 pool, dest, rows, width, rows // sample, sample)
         runs = {}
-        for name, plan_qp in (("count", qp), ("enumerate", other)):
+        for name, plan_qp, lo, hi in (("count", qp, 0, half), ("enumerate", other, half, sample)):
             if name == "enumerate":
                 upload(self._d_qp, other)
                 limit = deadline.earlier(time.perf_counter() + RACE_PATIENCE * runs["count"][0])
@@ -678,20 +701,21 @@ class GMatch(Engine):
                 limit = deadline.at
             begin = time.perf_counter()
             with timer.phase(phase):
-                timed_out, _ = self._dfs(n, graph, True, dest, 0, sample, width, self._d_no_emb, 0, 0,
+                timed_out, _ = self._dfs(n, graph, True, dest, lo, hi, width, self._d_no_emb, 0, 0,
                                          Deadline.at_time(limit), leaf_step(plan_qp, 0, 0))
                 row = self._control_row(timer)
             runs[name] = (time.perf_counter() - begin, timed_out, row)
             if name == "count" and timed_out:
                 return dest, qp, row, True
         (count_s, _, count_row), (enum_s, enum_stopped, enum_row) = runs["count"], runs["enumerate"]
-        winner = "count" if enum_stopped else race_winner(count_s, enum_s)
+        winner = "count" if enum_stopped else race_winner(count_s * (sample - half) / half, enum_s)
         stats.update(race_sample_seeds=sample, race_count_ms=count_s * 1e3,
                      race_enumerate_ms=None if enum_stopped else enum_s * 1e3, race_winner=winner)
+        searched = count_row if enum_stopped else add_counts(count_row, enum_row)
         if winner == "count":
             upload(self._d_qp, qp)
-            return dest, qp, count_row, deadline.passed()
-        return dest, other, enum_row, deadline.passed()
+            return dest, qp, searched, deadline.passed()
+        return dest, other, searched, deadline.passed()
 
     # ------------------------------------------------------------------ match
     def _plan(self, query, count_leaves, count_last, timer, part: Part):
@@ -851,7 +875,7 @@ class GMatch(Engine):
         checks the seeds' LDF/NLF bit) for ``DIRECT_SHARE`` of ``probe_s``; then a BFS seed pool
         of ``PROBE_SEEDS`` (better balanced for hub-heavy roots) and a DFS over it, both within
         ``LOOK_SHARE`` of it, where the launch runs on to ``probe_end`` only if the share of its
-        seeds taken predicts its end by then (:meth:`_probe_extension`). A query that goes on to
+        seeds taken predicts its end by then at two looks (:meth:`_probe_extension`). A query that goes on to
         the candidate graph has lost about ``DIRECT_SHARE + LOOK_SHARE`` of ``probe_s`` to the
         probe where its pool predicts (docs/decisions.md, "gMatch: the probe's budget").
         Returns (unique count, ctrl row, stopped, statistics); the statistics name each stage's
@@ -876,6 +900,7 @@ class GMatch(Engine):
             stages["probe_pool_ms"] = stats.get("seed_pool_ms", 0.0)
             stages["probe_pool_rows"] = stats.get("seeds", 0)
             stages["probe_pool_growths"] = stats.get("seed_pool_growths", 0)
+            stages["probe_pool_overflow"] = stats.get("seed_pool_overflow", False)
         stages["probe_past_end_ms"] = max(0.0, 1e3 * (time.perf_counter() - probe_end))
         stats.update(stages)
         return unique, ctrl, stopped, stats

@@ -875,7 +875,7 @@ def test_simulated_filter_runs_on_the_host(monkeypatch):
 
 # ------------------------------------------------------------------------------ count or enumerate the last position
 @pytest.mark.parametrize("rows, width, share", [(10, 3, 3), (64, 2, 8), (7, 1, 7), (101, 4, 16), (5, 2, 2)])
-def test_sample_first_moves_a_spread_sample_to_the_front(rows, width, share):
+def test_sample_first_moves_a_spread_sample_to_the_front_in_two_halves(rows, width, share):
     from gmatch.balance import sample_first
 
     pool = np.arange(rows * width, dtype=np.int32) * 7 + 1
@@ -883,9 +883,35 @@ def test_sample_first_moves_a_spread_sample_to_the_front(rows, width, share):
     stride = rows // sampled
     out = cuda.device_array(rows * width, np.int32)
     sample_first[2, 32](cuda.to_device(pool), out, rows, width, stride, sampled)
-    first = [i * stride for i in range(sampled)]
+    half = (sampled + 1) // 2                                  # the even multiples, then the odd ones
+    first = [2 * k * stride for k in range(half)] + [(2 * k + 1) * stride for k in range(sampled - half)]
     order = first + [r for r in range(rows) if r not in first]
     assert (out.copy_to_host().reshape(rows, width) == pool.reshape(rows, width)[order]).all()
+
+
+@pytest.mark.slow
+def test_an_enumeration_stopped_in_the_race_is_searched_again_by_the_count_plan(wide, reference_of, monkeypatch):
+    """The enumeration's half of the race's sample runs under a deadline of the count plan's time
+    on its own half; stopped there (no patience at all), its partial count is dropped and the
+    count plan searches that half again with the rest: every seed is still counted once."""
+    import gmatch.engine as gmatch_engine
+
+    monkeypatch.setattr(gmatch_engine, "RACE_MIN_SEEDS", 2)
+    monkeypatch.setattr(gmatch_engine, "RACE_SHARE", 2)
+    monkeypatch.setattr(gmatch_engine, "RACE_PATIENCE", 0.0)
+    gm = GMatch(**{**SMALL, "seed_pool": 64}, candidate_graph=True, leaf_counting=False).prepare(wide)
+    raced = 0
+    for name, n, edges, labels in _shapes():
+        query = Graph.from_edges(n, [a for a, _ in edges], [b for _, b in edges], labels, name=name)
+        expected = reference_of(wide, query).count
+        if expected > ENUMERATED_UP_TO:
+            continue
+        result = gm.match(query)
+        assert result.count == expected, name
+        if "race_winner" in result.stats:
+            raced += 1
+            assert result.stats["race_winner"] == "count" and result.stats["race_enumerate_ms"] is None, name
+    assert raced >= 5
 
 
 @pytest.mark.slow
@@ -935,8 +961,8 @@ def test_a_hub_query_whose_race_enumeration_wins_runs_whole(winner, hub200, refe
     monkeypatch.setattr(GMatch, "_race", lambda self, n, qp, other, graph, pool, rows, width, deadline, *rest:
                         race(self, n, qp, other, graph, pool, rows, width, Deadline(None), *rest))
     seed_pool = GMatch._seed_pool
-    monkeypatch.setattr(GMatch, "_seed_pool", lambda self, qp, graph, indexed, deadline, target:
-                        seed_pool(self, qp, graph, indexed, Deadline(None), target))
+    monkeypatch.setattr(GMatch, "_seed_pool", lambda self, qp, graph, indexed, deadline, target, **kw:
+                        seed_pool(self, qp, graph, indexed, Deadline(None), target, **kw))
     query = random_walk_query(hub200, 5, seed=2, name="walk5-2")       # two backward neighbours last
     gm = GMatch(seed_pool=1024, blocks=2, warps_per_block=2, probe_s=1e-6, leaf_counting=False,
                 hub_parts=4, hub_after_s=1e-3, hub_whole_s=1e-9).prepare(hub200)
@@ -962,3 +988,65 @@ def test_two_launches_add_their_counts_past_64_bits():
     for a, b in [(5, 7), ((1 << 64) - 3, 9), ((1 << 63) + 1, (1 << 63) + 5), (3 << 70, (1 << 64) + 11)]:
         both = add_counts(row(a, 2), row(b, 3))
         assert unique_count(both) == a + b and both[C_ITERS] == 5
+
+
+def test_a_probe_pool_level_past_its_rows_ends_the_probe(labelled, unlabelled, reference_of, monkeypatch):
+    """The probe's bounded BFS pool (gmatch.balance): a level of more rows than PROBE_POOL_ROWS
+    stops the fill unfinished (no buffer grows) and the probe hands the query to the candidate
+    graph; counts stay exact."""
+    import gmatch.engine as gmatch_engine
+    from common.engine.deadline import Deadline
+    from common.engine.part import WHOLE
+    from common.gpu.timers import PhaseTimer
+
+    gm = GMatch(warps_per_block=2, blocks=2, probe_s=0).prepare(unlabelled)
+    query = random_walk_query(unlabelled, 5, seed=2, name="walk5")
+    gm._begin_query()
+    _, qp = gm._plan(query, False, False, PhaseTimer(), WHOLE)
+    _, rows, width, stopped, _, overflowed = gm._seed_pool(qp, gm._data_graph, False, Deadline(None), 10**6)
+    sizes = gm._d_levels.copy_to_host()[:width]              # rows of widths 1, 2, ... of the free BFS
+    assert width >= 2 and sizes[width - 1] == rows and sizes[1] > 1 and not (stopped or overflowed)
+    monkeypatch.setattr(gmatch_engine, "PROBE_POOL_ROWS", int(sizes[1]) - 1)
+    _, rows, width, stopped, growths, overflowed = gm._seed_pool(qp, gm._data_graph, False, Deadline(None), 10**6,
+                                                                 bounded=True)
+    assert (rows, width, stopped, growths, overflowed) == (int(sizes[0]), 1, True, 0, True)
+    monkeypatch.setattr(gmatch_engine, "PROBE_POOL_ROWS", 1)  # every probe pool overflows at its first level
+    monkeypatch.setattr(gmatch_engine, "DIRECT_SHARE", 0.0)   # the first stage ends at once: the look runs
+    for data in (labelled, unlabelled):
+        gm = GMatch(warps_per_block=2, blocks=2, probe_s=1.0).prepare(data)
+        for k, seed in ((4, 2), (5, 3)):
+            q = random_walk_query(data, k, seed=seed)
+            result = gm.match(q)
+            assert result.count == reference_of(data, q).count
+            if data is labelled:                                 # the probe runs before a candidate graph
+                assert result.stats["probe_pool_overflow"] and not result.stats.get("probe_finished", False)
+
+
+@pytest.mark.parametrize("predictions, small_pool, answers", [
+    ((0.001, 0.001), False, ["again", "until", None]),   # two looks agree: on to the probe's end
+    ((0.001, 1000.0), False, ["again", None]),            # the second look disagrees: stop there
+    ((1000.0,), False, [None]),                           # the first look predicts no end in time: stop
+    ((), True, ["until", None]),                          # a pool the BFS could not grow: on to the end
+])
+def test_the_probe_runs_on_past_its_look_only_where_two_looks_predict_its_end(predictions, small_pool, answers):
+    """gMatch's probe (docs/decisions.md, "gMatch: a data-graph probe before the candidate graph"):
+    its second stage runs on past its look to ``until`` only where the share of seeds taken
+    predicts the end by then at the look and again after as long again since the launch."""
+    gm = GMatch()
+    made = iter(predictions)
+    gm._predicted_s = lambda seeds, in_flight, elapsed: next(made)
+    in_flight = 1000
+    until = time.perf_counter() + 60.0
+    extend = gm._probe_extension(1500 if small_pool else 10**6, in_flight, until)
+    elapsed = 0.5
+    for answer in answers:
+        now = time.perf_counter()
+        got = extend(elapsed)
+        if answer is None:
+            assert got is None
+        elif answer == "until":
+            assert got == until
+        else:                                             # looks again after as long again since the launch
+            assert now + elapsed <= got < min(until, time.perf_counter() + elapsed + 1.0)
+        elapsed *= 2
+    assert next(made, None) is None                       # every prediction was asked for

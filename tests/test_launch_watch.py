@@ -92,3 +92,15 @@ def test_flag_must_be_one_int64_word():
         flag = cuda.to_device(bad)
         with pytest.raises(ValueError, match="one-element int64"):
             watch.run(spin, 1, 1, (flag, 10, done), time.perf_counter() + 600, flag)
+
+
+@pytest.mark.parametrize("pause, now, deadline, expected", [
+    (1e-3, 10.0, 10.0004, 4e-4),     # a pause would overrun the deadline: sleep up to it
+    (1e-3, 10.0, 10.5, 1e-3),        # the deadline is far: the whole pause
+    (1e-3, 10.0, 9.0, 0.0),          # the deadline has passed: no sleep before acting on it
+    (1e-3, 10.0, None, 1e-3),        # the flag is raised: the whole pause
+])
+def test_the_watch_never_sleeps_past_a_deadline_it_has_yet_to_act_on(pause, now, deadline, expected):
+    from common.gpu.watch import sleep_for
+
+    assert sleep_for(pause, now, deadline) == pytest.approx(expected)

@@ -16,6 +16,13 @@ FIRST_PAUSE_S = 2e-5    # then sleeps this long between event queries, doubling 
 MAX_PAUSE_S = 1e-3      # up to this
 
 
+def sleep_for(pause: float, now: float, deadline: float | None) -> float:
+    """How long the watch sleeps between event queries: ``pause``, but never past a ``deadline``
+    still to be acted on (None once the flag is raised), so that a deadline is met to within a
+    query's cost rather than a whole pause."""
+    return pause if deadline is None else max(0.0, min(pause, deadline - now))
+
+
 class LaunchWatch:
     """Stops a running kernel launch at a host deadline (the engines' ``timeout_s``).
 
@@ -129,7 +136,7 @@ class LaunchWatch:
                 self._raise(flag)
                 raised = True
             if now > spin_until:             # a short launch is caught while spinning
-                time.sleep(pause)
+                time.sleep(sleep_for(pause, now, None if raised else deadline))
                 pause = min(2 * pause, MAX_PAUSE_S)
         if raised:
             self._side.synchronize()        # the flag has landed before the caller clears it

@@ -109,7 +109,7 @@ def main(argv=None) -> int:
             sig = (*graph(indexed), u32(1), i32(2), i32(1), int64, int64, int64, i64(1), i32(2), int64, int64,
                    int64, i64(1), i32(3), i32(3))
             cuda.compile_ptx(coarse_kernel(8, unroll, indexed).py_func, sig, cc=cc)
-        sig = (*graph(indexed), u32(1), i32(2), i32(1), int64, int64, i32(1), int64, i64(1))
+        sig = (*graph(indexed), u32(1), i32(2), i32(1), int64, int64, i32(1), int64, i64(1), int64)
         cuda.compile_ptx(seed_expand_kernel(indexed).py_func, sig, cc=cc)
     sig = (*graph(True), u32(2), i32(3), i32(1), int64, i64(2), i32(2), int64, int64, i64(1), i32(1), i32(2), i32(1))
     count_last_ptx, _ = cuda.compile_ptx(fine_kernel(12, 8, True, STEAL_GLOBAL, 4, True, False, 64, LEAF_LAST).py_func,
