@@ -61,6 +61,7 @@ def text(path):
 def gsi(path):                                     # directed: every edge must come both ways
     labels, edges = comp.read_gsi_graph(path)
     assert min(labels) >= 1 and min(e[2] for e in edges) >= 1
+    labels = comp.gsi_label_bit(labels).tolist()   # GSI compares a label's signature bit, never the label
     assert sorted(edges) == sorted((b, a, lab) for a, b, lab in edges)
     edges = [e for e in edges if e[0] < e[1]]
     elab = [e[2] for e in edges]
@@ -234,6 +235,9 @@ def test_the_csr_and_gsi_writers_round_trip(tmp_path):
     comp.write_gsi_graph(data, tmp_path / "d.g")
     labels, edges = comp.read_gsi_graph(tmp_path / "d.g")
     assert labels == (data.labels + 1).tolist() and len(edges) == 2 * data.num_edges
+    ids = comp.GSILabelIds(data.label_frequencies)
+    comp.write_gsi_graph(data, tmp_path / "d.g", ids(data.labels))
+    assert comp.read_gsi_graph(tmp_path / "d.g")[0] == ids(data.labels).tolist()
     src, dst, _ = data.edges()
     assert {(a, b) for a, b, _ in edges} == {*zip(src.tolist(), dst.tolist()), *zip(dst.tolist(), src.tolist())}
     comp.write_mtx_query(DIAMOND, tmp_path / "q.mtx")
@@ -312,3 +316,46 @@ def test_a_crash_is_reported_by_the_line_that_names_it():
     assert comp.failure_line(out).startswith("main.cu.exe: CSRCOO.cuh:59")
     assert comp.failure_line("a\nlast words\n") == "last words"
     assert comp.failure_line("") == ""
+
+
+def test_gsi_label_ids_give_each_label_of_the_data_its_own_signature_bit_while_bits_last():
+    """GSI tells labels apart by one bit of 32 (a hash of the id): the ids written give the data
+    graph's labels bits of their own, all of them up to 32 labels, the 31 most frequent past that;
+    the labels left share the last bit, and a query label on a bit another label has is named."""
+    ten = comp.GSILabelIds(np.ones(10))
+    assert len(set(comp.gsi_label_bit(np.arange(1, 11)).tolist())) < 10      # labels + 1 would share bits
+    assert len(set(comp.gsi_label_bit(ten(np.arange(10))).tolist())) == 10
+    assert ten.shared(np.arange(12)) == []                # labels absent from the data: a bit of their own
+    forty = comp.GSILabelIds(np.arange(40, 0, -1))        # label 0 the most frequent
+    ids = forty(np.arange(45))
+    assert len(set(ids.tolist())) == 45 and (comp.gsi_label_bit(ids) == [forty.bit(i) for i in range(45)]).all()
+    assert len(set(comp.gsi_label_bit(ids[:31]).tolist())) == 31
+    assert forty.shared(np.arange(45)) == list(range(31, 45))
+    full = comp.GSILabelIds(np.ones(32))
+    assert full.shared(np.arange(32)) == [] and full.shared([5, 32]) == [32]
+
+
+def test_gsi_counts_exactly_or_says_why_not(stand_in):
+    """With the stand-in comparing labels as GSI does (by their signature bit), the count is cpu's
+    on ten labels (whose ids plus one would share bits); on forty, a query on the 31 most frequent
+    labels is answered exactly and one with a label of the shared bit is unsupported, with the reason."""
+    stand_in("gsi-authors")
+    cpu = create_engine("cpu")
+    ten = labelled(60, 240, labels=10)
+    engine = create_engine("gsi-authors").prepare(ten)
+    for query in query_set(ten, 4, 4, seed=2).queries:
+        result = engine.match(query, timeout_s=30.0)
+        assert (result.status, result.count) == (Status.OK, cpu.prepare(ten).match(query).count), result.reason
+    labels = np.random.default_rng(5).permutation(np.repeat(np.arange(40), [2] * 31 + [1] * 9))
+    forty = rmat(len(labels), 400, seed=5, labels=labels, name="forty")
+    engine = create_engine("gsi-authors").prepare(forty)
+    src, dst, _ = forty.edges()
+    frequent = next((u, v) for u, v in zip(src.tolist(), dst.tolist()) if max(forty.labels[[u, v]]) < 31)
+    rare = next((u, v) for u, v in zip(src.tolist(), dst.tolist()) if max(forty.labels[[u, v]]) >= 31)
+    for (u, v), supported in ((frequent, True), (rare, False)):
+        edge = Graph.from_edges(2, [0], [1], labels=forty.labels[[u, v]].tolist())
+        result = engine.match(edge, timeout_s=30.0)
+        if supported:
+            assert (result.status, result.count) == (Status.OK, cpu.prepare(forty).match(edge).count)
+        else:
+            assert result.status is Status.UNSUPPORTED and "signature bit" in result.reason
