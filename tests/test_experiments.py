@@ -37,6 +37,7 @@ from experiments.harness.runner import (
     Job,
     SettingsChanged,
     SettingsChangedWarning,
+    hard_limit,
     read_rows,
     run_jobs,
 )
@@ -69,6 +70,22 @@ class SlowEngine(Engine):
 
 
 register("slow-test", SlowEngine)
+
+
+class SlowStartEngine(SlowEngine):
+    """Reference counts after a start-up outside the limit of 1.5 s per run, which it declares."""
+
+    name = "slow-start-test"
+
+    def wall_beyond_limit_s(self) -> float:
+        return 2.0
+
+    def _match(self, query, *, limit, collect, timeout_s, homomorphic):
+        time.sleep(1.5)
+        return self.reference.match(query)
+
+
+register("slow-start-test", SlowStartEngine)
 
 
 class FirstTimedRunCompiles(Engine):
@@ -235,6 +252,17 @@ def test_worker_process_turns_hang_and_crash_into_rows(tmp_path, workload):
     # a fresh worker answers the queries after the killed ones
     for q in (queries[1], queries[2]):
         assert rows.loc[q.name, "status"] == "ok" and rows.loc[q.name, "count"] == expected[q.name]
+
+
+@pytest.mark.slow
+def test_the_hard_limit_grows_by_the_start_up_an_engine_declares(tmp_path, workload):
+    """A run 1.5 s past a 0.2 s limit by design (declared: 2 s) is waited for and answered, where
+    the hard limit alone (0.3 + 1 s) would kill it."""
+    data, queries = workload
+    job = Job("t", "slow-start", "slow-start-test", "tiny", data, (queries[1],), time_limit_s=0.2, grace_s=1.0)
+    assert hard_limit(job) < 1.5 < hard_limit(job, 2.0)
+    rows = run_jobs([job], tmp_path / "rows.csv", progress=False)
+    assert rows.status.tolist() == ["ok"] and rows["count"].tolist() == [_counts(data, [queries[1]])[queries[1].name]]
 
 
 def test_failed_prepare_is_an_error_row(tmp_path, workload):

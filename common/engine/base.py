@@ -267,6 +267,13 @@ class Engine(ABC):
             return self._cited(f"{self.name} requires a connected query", "disconnected")
         return ""
 
+    def wall_beyond_limit_s(self) -> float:
+        """Seconds one :meth:`match` may take past its ``timeout_s`` by design, outside the search
+        the limit bounds (an external binary's start-up: :mod:`experiments.papers.authors`); a
+        harness waiting on a worker adds them to its hard limit. None here: every phase of these
+        engines honours the deadline."""
+        return 0.0
+
     def _cited(self, message: str, kind: str) -> str:
         reason = self.limitations.get(kind)
         return f"{message} ({reason})" if reason else message

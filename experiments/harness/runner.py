@@ -8,10 +8,12 @@ set aside with a warning and run again (:mod:`experiments.harness.store`).
 Isolation: with ``isolation="process"`` (the default) the engines live in a ``spawn``-ed worker
 process that prepares each job's data graph once; the parent waits for each answer at most
 ``hard_limit(job)`` seconds, so a query that hangs or crashes the worker becomes a ``timeout`` or
-``error`` row and a fresh worker takes the next query. A worker whose parent dies (a killed run)
-exits at once, quietly. The engine's own ``timeout_s`` is the
-job's limit; the hard limit catches what it cannot. One worker (:func:`make_worker`) can serve a
-whole paper's set, so kernels compile once. ``isolation="inline"`` runs in this process (tests).
+``error`` row and a fresh worker takes the next query; an engine whose runs take time past the
+limit by design (an external binary's start-up) says how much once prepared, and the hard limit
+grows by it. A worker whose parent dies (a killed run) exits at once, quietly. The engine's own
+``timeout_s`` is the job's limit; the hard limit catches what it cannot. One worker
+(:func:`make_worker`) can serve a whole paper's set, so kernels compile once.
+``isolation="inline"`` runs in this process (tests).
 
 Settings: every row records, in its ``stats`` JSON under ``settings``, what it was measured under
 beyond its key (:func:`measurement_settings`: time limit, repeats, whether they share the limit,
@@ -113,11 +115,13 @@ class Job:
         return options
 
 
-def hard_limit(job: Job) -> float | None:
-    """Seconds the parent waits for one answer before killing the worker (None = forever)."""
+def hard_limit(job: Job, beyond_s: float = 0.0) -> float | None:
+    """Seconds the parent waits for one answer before killing the worker (None = forever):
+    ``beyond_s`` is the prepared engine's :meth:`~common.engine.base.Engine.wall_beyond_limit_s`,
+    room each of the job's runs may take past its limit by design (an external binary's start-up)."""
     if job.time_limit_s is None:
         return None
-    return job.repeats * (1.5 * job.time_limit_s) + job.grace_s
+    return job.repeats * (1.5 * job.time_limit_s + beyond_s) + job.grace_s
 
 
 # ---------------------------------------------------------------------- one query, one engine
@@ -343,7 +347,7 @@ def _serve(conn) -> None:
                 engine = None
                 register(job.engine, target)
                 engine = _prepare(job, warmed)
-                reply = ("ready", None)
+                reply = ("ready", engine.wall_beyond_limit_s())
             else:
                 reply = ("row", _answer(engine, job.queries[message[1]], job))
         except BaseException:                # report any failure to the parent and go on
@@ -375,6 +379,7 @@ class _Worker:
         self.process = None
         self.conn = None
         self.job = None           # the job the live process has prepared
+        self.beyond_s = 0.0       # its engine's wall_beyond_limit_s
 
     def _spawn(self) -> None:
         context = mp.get_context("spawn")
@@ -398,7 +403,7 @@ class _Worker:
             if kind != "error":
                 self.stop()
             return payload
-        self.job = job
+        self.job, self.beyond_s = job, float(payload or 0.0)
         return None
 
     def _receive(self, seconds: float | None):
@@ -419,7 +424,7 @@ class _Worker:
             if failure is not None:
                 return "error", f"prepare failed: {failure}"
         self.conn.send(("query", index))
-        kind, payload = self._receive(hard_limit(job))
+        kind, payload = self._receive(hard_limit(job, self.beyond_s))
         if kind == "timeout":
             self.job = None
         return kind, payload

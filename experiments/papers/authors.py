@@ -103,7 +103,12 @@ class PrintedSearchBinary(Engine):
     def _process_limit(self, timeout_s: float | None) -> float | None:
         if timeout_s is None:
             return None
-        return timeout_s + ALLOWANCE_FACTOR * self.allowance_s() + ALLOWANCE_MARGIN_S
+        return timeout_s + self.wall_beyond_limit_s()
+
+    def wall_beyond_limit_s(self) -> float:
+        """The process's room beyond the limit: :data:`ALLOWANCE_FACTOR` start-up allowances plus
+        :data:`ALLOWANCE_MARGIN_S` (the allowance measured now if it was not yet)."""
+        return ALLOWANCE_FACTOR * self.allowance_s() + ALLOWANCE_MARGIN_S
 
     def _learn_overhead(self, overhead_s: float) -> None:
         """A run that printed its search time: the allowance is at least its wall minus that search
