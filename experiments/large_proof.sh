@@ -5,7 +5,8 @@
 #                                              # print both calls' verdicts side by side
 # Resumable: a call killed at its limit keeps every finished query (results/.partial/); run it again.
 # GPUS picks the GPUs (default 0,1,2,3); PAPERS the sets (below); RERUN_CHANGED=1 sets aside the rows of
-# results/ measured under other settings (or recording none) and runs them again (--rerun-changed).
+# results/ measured under other settings (or recording none) and runs them again (--rerun-changed);
+# BUILD=0 skips building the authors' and competitors' binaries (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GPUS=${GPUS:-0,1,2,3}
@@ -31,6 +32,15 @@ PY
 fi
 # PAPERS picks the sets (default stwig_lin14, the proof; "all" runs every paper's large set, the large run)
 PAPERS=${PAPERS:-stwig_lin14}
+# The authors' and the competitors' columns: built first where there is a CUDA toolkit (BUILD=0 skips
+# it, e.g. on a resumed call whose machine built them); without one their columns name the reason.
+if [ "${BUILD:-1}" != 0 ] && [ "$PAPERS" != stwig_lin14 ]; then
+    if command -v nvcc >/dev/null 2>&1; then
+        make authors competitors || echo "large_proof: a build failed; its columns name the first error"
+    else
+        echo "large_proof: no CUDA toolkit (nvcc): the authors' and competitors' columns are not built"
+    fi
+fi
 if [ "$PAPERS" = all ]; then
     "$PY" -m experiments --all --scale large --dask local-cuda --gpus "$GPUS" --quiet --yes ${RERUN_CHANGED:+--rerun-changed}
 else

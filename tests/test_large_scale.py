@@ -178,7 +178,7 @@ def test_the_large_run_script_runs_the_sets_asked_for_through_dask(tmp_path, pap
     fake = tmp_path / "python"
     fake.write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
     fake.chmod(0o755)
-    env = dict(os.environ, PYTHON=str(fake), GPUS="0,1")
+    env = dict(os.environ, PYTHON=str(fake), GPUS="0,1", BUILD="0")
     env.pop("PAPERS", None)
     if papers is not None:
         env["PAPERS"] = papers
@@ -201,7 +201,7 @@ def test_the_large_run_script_passes_rerun_changed_only_when_asked(tmp_path, rer
     fake = tmp_path / "python"
     fake.write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
     fake.chmod(0o755)
-    env = dict(os.environ, PYTHON=str(fake), GPUS="0", PAPERS="all")
+    env = dict(os.environ, PYTHON=str(fake), GPUS="0", PAPERS="all", BUILD="0")
     env.pop("RERUN_CHANGED", None)
     if rerun is not None:
         env["RERUN_CHANGED"] = rerun
@@ -209,3 +209,32 @@ def test_the_large_run_script_passes_rerun_changed_only_when_asked(tmp_path, rer
     subprocess.run(["bash", str(root / "experiments" / "large_proof.sh")], env=env, check=True, timeout=60)
     (line,) = log.read_text().splitlines()
     assert ("--rerun-changed" in line.split()) == (rerun is not None), line
+
+
+@pytest.mark.parametrize("toolkit, build", [(True, None), (True, "0"), (False, None)])
+def test_the_large_run_script_builds_the_binaries_of_the_columns_first(tmp_path, toolkit, build):
+    """PAPERS other than STwig's proof: make authors competitors first where nvcc is found (BUILD=0
+    skips it), else one line saying their columns are not built; the sets run either way."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    log = tmp_path / "calls"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, present in (("python", True), ("make", True), ("nvcc", toolkit)):
+        if present:
+            (bin_dir / name).write_text(f'#!/bin/sh\necho "{name} $@" >> {log}\n')
+            (bin_dir / name).chmod(0o755)
+    env = dict(os.environ, PYTHON=str(bin_dir / "python"), GPUS="0", PAPERS="all",
+               PATH=f"{bin_dir}:/usr/bin:/bin")
+    env.pop("BUILD", None)
+    if build is not None:
+        env["BUILD"] = build
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(["bash", str(root / "experiments" / "large_proof.sh")], env=env, check=True, timeout=60,
+                          capture_output=True, text=True)
+    lines = log.read_text().splitlines()
+    built = toolkit and build is None
+    assert (lines[0] == "make authors competitors") == built and lines[-1].startswith("python -m experiments --all")
+    assert ("not built" in done.stdout) == (not toolkit)
