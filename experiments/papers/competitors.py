@@ -184,7 +184,10 @@ class GSILabelIds:
         return self._stream(self._rest_bit, index + 1)[index]
 
     def __call__(self, labels) -> np.ndarray:
-        return np.array([self.id_of(label) for label in np.asarray(labels).tolist()], dtype=np.int64)
+        """The ids of an array of labels (a table over the labels up to the largest)."""
+        labels = np.asarray(labels, dtype=np.int64)
+        table = np.array([self.id_of(label) for label in range(int(labels.max(initial=-1)) + 1)], dtype=np.int64)
+        return table[labels]
 
     def shared(self, labels) -> list[int]:
         """The labels among ``labels`` whose bit another label of the data graph has."""
