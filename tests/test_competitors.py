@@ -17,6 +17,7 @@ from common.engine.result import Status
 from common.graph.generate import power_law_labels, query_set, rmat
 from common.graph.model import Graph
 from experiments.papers import competitors as comp
+from experiments.papers import gsi_filter
 
 CYCLE4 = Graph.from_edges(4, [0, 1, 2, 3], [1, 2, 3, 0], name="c4")
 PATH3 = Graph.from_edges(3, [0, 1], [1, 2], name="p3")
@@ -61,12 +62,11 @@ def text(path):
 def gsi(path):                                     # directed: every edge must come both ways
     labels, edges = comp.read_gsi_graph(path)
     assert min(labels) >= 1 and min(e[2] for e in edges) >= 1
-    labels = comp.gsi_label_bit(labels).tolist()   # GSI compares a label's signature bit, never the label
     assert sorted(edges) == sorted((b, a, lab) for a, b, lab in edges)
     edges = [e for e in edges if e[0] < e[1]]
-    elab = [e[2] for e in edges]
+    elab = [e[2] - 1 for e in edges]               # vertex labels: the ids as written
     return Graph.from_edges(len(labels), [e[0] for e in edges], [e[1] for e in edges], labels=labels,
-                            edge_labels=None if set(elab) == {{1}} else elab)
+                            edge_labels=elab)
 
 def mtx(path):
     rows = open(path).read().split("\\n")
@@ -88,7 +88,12 @@ elif args[1].isdigit():                            # clique_gpu_base DATA.bin K
     data, query = csr(args[0]), comp.G2MINER_PATTERNS[args[1] + "-clique"]
 else:                                              # sgl_gpu_base DATA.bin NAME
     data, query = csr(args[0]), comp.G2MINER_PATTERNS[args[1]]
-count = create_engine("cpu").prepare(data).match(query).count + int(os.environ.get("FAKE_COUNT_OFFSET", "0"))
+if kind == "gsi":                                  # labels compared by their signature bit, as GSI does
+    from experiments.papers.gsi_filter import gsi_filter_count, gsi_signatures
+    count = gsi_filter_count(data, query, query.labels, gsi_signatures(data, data.labels))
+else:
+    count = create_engine("cpu").prepare(data).match(query).count
+count += int(os.environ.get("FAKE_COUNT_OFFSET", "0"))
 if os.environ.get("FAKE_PROBE_HANGS") and query.num_vertices <= 3:       # a start-up probe (an edge, a path)
     time.sleep(600)
 if os.environ.get("FAKE_SEARCH_S") == "forever" and query.num_vertices > 2:
@@ -235,9 +240,10 @@ def test_the_csr_and_gsi_writers_round_trip(tmp_path):
     comp.write_gsi_graph(data, tmp_path / "d.g")
     labels, edges = comp.read_gsi_graph(tmp_path / "d.g")
     assert labels == (data.labels + 1).tolist() and len(edges) == 2 * data.num_edges
-    ids = comp.GSILabelIds(data.label_frequencies)
-    comp.write_gsi_graph(data, tmp_path / "d.g", ids(data.labels))
-    assert comp.read_gsi_graph(tmp_path / "d.g")[0] == ids(data.labels).tolist()
+    ids = gsi_filter.GSILabelIds(data.label_frequencies)
+    comp.write_gsi_edges(data, tmp_path / "e.g")
+    comp.write_gsi_graph(data, tmp_path / "d2.g", ids(data.labels), edge_lines=tmp_path / "e.g")
+    assert comp.read_gsi_graph(tmp_path / "d2.g") == (ids(data.labels).tolist(), edges)
     src, dst, _ = data.edges()
     assert {(a, b) for a, b, _ in edges} == {*zip(src.tolist(), dst.tolist()), *zip(dst.tolist(), src.tolist())}
     comp.write_mtx_query(DIAMOND, tmp_path / "q.mtx")
@@ -318,44 +324,69 @@ def test_a_crash_is_reported_by_the_line_that_names_it():
     assert comp.failure_line("") == ""
 
 
-def test_gsi_label_ids_give_each_label_of_the_data_its_own_signature_bit_while_bits_last():
-    """GSI tells labels apart by one bit of 32 (a hash of the id): the ids written give the data
-    graph's labels bits of their own, all of them up to 32 labels, the 31 most frequent past that;
-    the labels left share the last bit, and a query label on a bit another label has is named."""
-    ten = comp.GSILabelIds(np.ones(10))
-    assert len(set(comp.gsi_label_bit(np.arange(1, 11)).tolist())) < 10      # labels + 1 would share bits
-    assert len(set(comp.gsi_label_bit(ten(np.arange(10))).tolist())) == 10
+def test_gsi_label_ids_give_kept_labels_bits_of_their_own_then_the_data_graphs_while_bits_last():
+    """GSI tells labels apart by one bit of 32 (a hash of the id): the ids written give the kept
+    labels (a query's), then the data graph's most frequent, bits of their own; past 32 labels the
+    rest share a bit no kept label has, and a label on a bit another label has is named."""
+    ten = gsi_filter.GSILabelIds(np.ones(10))
+    assert len(set(gsi_filter.gsi_label_bit(np.arange(1, 11)).tolist())) < 10      # labels + 1 would share bits
+    assert len(set(gsi_filter.gsi_label_bit(ten(np.arange(10))).tolist())) == 10
     assert ten.shared(np.arange(12)) == []                # labels absent from the data: a bit of their own
-    forty = comp.GSILabelIds(np.arange(40, 0, -1))        # label 0 the most frequent
+    forty = gsi_filter.GSILabelIds(np.arange(40, 0, -1))  # label 0 the most frequent
     ids = forty(np.arange(45))
-    assert len(set(ids.tolist())) == 45 and (comp.gsi_label_bit(ids) == [forty.bit(i) for i in range(45)]).all()
-    assert len(set(comp.gsi_label_bit(ids[:31]).tolist())) == 31
+    assert len(set(ids.tolist())) == 45 and (gsi_filter.gsi_label_bit(ids) == [forty.bit(i) for i in range(45)]).all()
+    assert len(set(gsi_filter.gsi_label_bit(ids[:31]).tolist())) == 31
     assert forty.shared(np.arange(45)) == list(range(31, 45))
-    full = comp.GSILabelIds(np.ones(32))
+    kept = gsi_filter.GSILabelIds(np.arange(40, 0, -1), kept=[39, 35, 2])
+    assert kept.shared([39, 35, 2, 0, 1]) == [] and len(kept.shared(np.arange(40))) == 40 - 31
+    assert gsi_filter.GSILabelIds(np.ones(40), kept=np.arange(33)).shared(np.arange(33)) != []
+    full = gsi_filter.GSILabelIds(np.ones(32))
     assert full.shared(np.arange(32)) == [] and full.shared([5, 32]) == [32]
 
 
-def test_gsi_counts_exactly_or_says_why_not(stand_in):
-    """With the stand-in comparing labels as GSI does (by their signature bit), the count is cpu's
-    on ten labels (whose ids plus one would share bits); on forty, a query on the 31 most frequent
-    labels is answered exactly and one with a label of the shared bit is unsupported, with the reason."""
+def test_gsi_counts_exactly_on_labels_it_would_confuse(stand_in):
+    """With the stand-in comparing labels as GSI does (their signature bit, the neighbour counters),
+    the count is cpu's on ten labels (whose ids plus one would share bits) and on forty (more than
+    GSI's 32 bits), queries with rare labels included: each query's labels get bits of their own."""
     stand_in("gsi-authors")
     cpu = create_engine("cpu")
     ten = labelled(60, 240, labels=10)
-    engine = create_engine("gsi-authors").prepare(ten)
-    for query in query_set(ten, 4, 4, seed=2).queries:
-        result = engine.match(query, timeout_s=30.0)
-        assert (result.status, result.count) == (Status.OK, cpu.prepare(ten).match(query).count), result.reason
     labels = np.random.default_rng(5).permutation(np.repeat(np.arange(40), [2] * 31 + [1] * 9))
     forty = rmat(len(labels), 400, seed=5, labels=labels, name="forty")
-    engine = create_engine("gsi-authors").prepare(forty)
     src, dst, _ = forty.edges()
-    frequent = next((u, v) for u, v in zip(src.tolist(), dst.tolist()) if max(forty.labels[[u, v]]) < 31)
-    rare = next((u, v) for u, v in zip(src.tolist(), dst.tolist()) if max(forty.labels[[u, v]]) >= 31)
-    for (u, v), supported in ((frequent, True), (rare, False)):
-        edge = Graph.from_edges(2, [0], [1], labels=forty.labels[[u, v]].tolist())
-        result = engine.match(edge, timeout_s=30.0)
-        if supported:
-            assert (result.status, result.count) == (Status.OK, cpu.prepare(forty).match(edge).count)
-        else:
-            assert result.status is Status.UNSUPPORTED and "signature bit" in result.reason
+    rare = [Graph.from_edges(2, [0], [1], labels=forty.labels[[u, v]].tolist())
+            for u, v in zip(src.tolist(), dst.tolist()) if max(forty.labels[[u, v]]) >= 31][:2]
+    for data, queries in ((ten, query_set(ten, 4, 4, seed=2).queries),
+                          (forty, query_set(forty, 3, 3, seed=2).queries + rare)):
+        engine = create_engine("gsi-authors").prepare(data)
+        for query in queries:
+            result = engine.match(query, timeout_s=30.0)
+            assert (result.status, result.count) == (Status.OK, cpu.prepare(data).match(query).count), result.reason
+
+
+def test_the_gsi_filter_emulation_gives_the_authors_binarys_counts():
+    """GSI Fig. 14's medium Enron queries written with labels + 1: the counts the authors' GSI printed
+    on an H200 (bf66661's run; cpu's in parentheses) are the emulation's; with the engine's ids, cpu's."""
+    from experiments.harness.workloads import SCALES
+    from experiments.papers.gsi_icde20 import DATASETS, QUERIES
+
+    printed = {"walk_12_0": 72, "walk_12_3": 15, "walk_12_7": 918, "walk_12_14": 2,   # (72, 10, 612, 1,
+               "walk_12_16": 66}                                                   # 51)
+    data = DATASETS[0].load(SCALES["medium"])
+    queries = {q.name: q for q in QUERIES.build(data, DATASETS[0], SCALES["medium"])[0]}
+    plus_one = gsi_filter.gsi_signatures(data, data.labels.astype(np.int64) + 1)
+    cpu = create_engine("cpu").prepare(data)
+    for name, count in printed.items():
+        query = queries[name]
+        assert gsi_filter.gsi_filter_count(data, query, query.labels.astype(np.int64) + 1, plus_one) == count, name
+        ids = gsi_filter.GSILabelIds(data.label_frequencies, kept=np.unique(query.labels))
+        chosen = gsi_filter.gsi_signatures(data, ids(data.labels))
+        assert gsi_filter.gsi_filter_count(data, query, ids(query.labels), chosen) == cpu.match(query).count, name
+
+
+def test_the_gsi_filter_command_prints_cpus_count_for_the_engines_ids(capsys):
+    from experiments.bench import gsi_filter as command
+
+    assert command.main(["--scale", "tiny", "--queries", "2"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert len(rows) == 4 and all(row[2] == row[4] and int(row[3]) >= int(row[2]) for row in rows)

@@ -34,6 +34,7 @@ from common.graph.model import Graph
 
 from ..harness.core import Config
 from .authors import UNMEASURED_ALLOWANCE_S, PrintedSearchBinary, probe_query
+from .gsi_filter import GSILabelIds
 
 
 def work_dir() -> Path:
@@ -75,124 +76,37 @@ def read_text_graph(path) -> tuple[list[int], list[tuple[int, int]]]:
     return labels, edges
 
 
-def write_gsi_graph(graph: Graph, path, vertex_ids=None) -> None:
+def write_gsi_graph(graph: Graph, path, vertex_ids=None, edge_lines=None) -> None:
     """GSI's ``.g`` (io/IO.cpp): ``t # 0``, ``N M VL EL``, ``v id label``, ``e u v label``, ``t # -1``;
     vertex labels written as ``vertex_ids`` gives them (default: shifted by one, as GSI's labels
-    start at 1; :class:`GSILabelIds`), edge labels shifted by one. GSI's edges are directed
-    (``Graph::addEdge`` adds one out- and one in-neighbour), so each undirected edge is written in
-    both directions, for the data graph and the query alike: a directed embedding of that query is
-    an undirected one."""
-    src, dst, elab = graph.edges()
-    elab = np.zeros(len(src), dtype=np.int64) if elab is None else elab
+    start at 1; :class:`~experiments.papers.gsi_filter.GSILabelIds`), edge labels shifted by one.
+    GSI's edges are directed (``Graph::addEdge`` adds one out- and one in-neighbour), so each
+    undirected edge is written in both directions, for the data graph and the query alike: a
+    directed embedding of that query is an undirected one. ``edge_lines``: a file of the ``e``
+    lines written earlier by :func:`write_gsi_edges`, copied instead of written again."""
     vl = graph.labels.astype(np.int64) + 1 if vertex_ids is None else np.asarray(vertex_ids, dtype=np.int64)
-    el = np.asarray(elab, dtype=np.int64) + 1
-    lines = ["t # 0", f"{graph.num_vertices} {2 * graph.num_edges} {int(vl.max(initial=1))} {int(el.max(initial=1))}"]
-    lines += [f"v {v} {int(lab)}" for v, lab in enumerate(vl)]
-    lines += [f"e {int(a)} {int(b)} {int(lab)}" for u, v, lab in zip(src, dst, el) for a, b in ((u, v), (v, u))]
-    Path(path).write_text("\n".join(lines + ["t # -1"]) + "\n")
+    _, _, elab = graph.edges()
+    el_max = 1 if elab is None or len(elab) == 0 else int(np.max(elab)) + 1
+    head = ["t # 0", f"{graph.num_vertices} {2 * graph.num_edges} {int(vl.max(initial=1))} {el_max}"]
+    with open(path, "w") as out:
+        out.write("\n".join(head + [f"v {v} {int(lab)}" for v, lab in enumerate(vl)]) + "\n")
+        if edge_lines is None:
+            out.write(_gsi_edge_text(graph))
+        else:
+            with open(edge_lines) as lines:
+                shutil.copyfileobj(lines, out)
+        out.write("t # -1\n")
 
 
-GSI_LABEL_BITS = 32      # util/Util.h VLEN: a vertex label is one bit of 32 in GSI's signature
-GSI_HASH_SEED = 17       # util/Util.h HASHSEED
+def write_gsi_edges(graph: Graph, path) -> None:
+    """The ``e`` lines of :func:`write_gsi_graph` alone (the part of a data file no label choice changes)."""
+    Path(path).write_text(_gsi_edge_text(graph))
 
 
-def gsi_label_bit(ids) -> np.ndarray:
-    """The signature bit of each ``.g`` vertex-label id, as graph/Graph.cpp buildSignature sets it:
-    MurmurHash2 (Appleby's, 32-bit) of the id's four bytes with seed :data:`GSI_HASH_SEED`, mod
-    :data:`GSI_LABEL_BITS`."""
-    m, mask = np.uint64(0x5BD1E995), np.uint64(0xFFFFFFFF)
-    k = np.asarray(ids, dtype=np.int64).astype(np.uint64) & mask
-    h = np.full(k.shape, GSI_HASH_SEED ^ 4, dtype=np.uint64)
-    k = (k * m) & mask
-    k ^= k >> np.uint64(24)
-    k = (k * m) & mask
-    h = ((h * m) & mask) ^ k
-    h ^= h >> np.uint64(13)
-    h = (h * m) & mask
-    h ^= h >> np.uint64(15)
-    return (h % np.uint64(GSI_LABEL_BITS)).astype(np.int64)
-
-
-class GSILabelIds:
-    """The ``.g`` id of every vertex label, chosen so that the authors' GSI counts exactly where it can.
-
-    GSI keeps a data vertex as a query vertex's candidate when the one signature bit of its label
-    id (:func:`gsi_label_bit`) equals the query vertex's, and its join never compares labels again
-    (match/Match.cu ``filter_kernel``, whose comment leaves the exact check as a TODO): a label
-    that shares its bit with another label of the data graph lets that label's vertices match too,
-    and the count grows past the exact one. Labels are ids, so the writer picks them: the labels of
-    the data graph, most frequent first, each get a bit of their own while bits last (all of them
-    where there are at most 32 labels; 31 where there are more, the rest sharing the last bit with
-    every label absent from the data graph). :meth:`shared` names a query's labels whose bit
-    another label of the data graph has: the count of such a query would not be exact.
-    """
-
-    def __init__(self, frequencies):
-        frequencies = np.asarray(frequencies)
-        ranked = np.argsort(-frequencies, kind="stable")
-        present = [int(label) for label in ranked if frequencies[label] > 0]
-        private = present if len(present) <= GSI_LABEL_BITS else present[:GSI_LABEL_BITS - 1]
-        self._streams: dict[int, list[int]] = {}
-        self._scanned = 0
-        bits = self._bits_in_order(len(private))
-        self._rest_bit = next((b for b in range(GSI_LABEL_BITS) if b not in bits[:len(private)]), None)
-        self._ids = {label: self._stream(bit)[0] for label, bit in zip(private, bits)}
-        self._bit = dict(zip(private, bits))
-        self._known = len(frequencies)
-        rest = [label for label in range(self._known) if label not in self._ids]
-        self._rest_index = {label: i for i, label in enumerate(rest)}
-        self._holders = {}                      # bit -> present labels on it
-        for label in present:
-            self._holders.setdefault(self.bit(label), set()).add(label)
-
-    def _scan(self, upto: int) -> None:
-        """Extend every bit's stream of ids (increasing) with the ids up to ``upto``."""
-        if upto <= self._scanned:
-            return
-        ids = np.arange(self._scanned + 1, upto + 1)
-        for label_id, bit in zip(ids.tolist(), gsi_label_bit(ids).tolist()):
-            self._streams.setdefault(bit, []).append(label_id)
-        self._scanned = upto
-
-    def _stream(self, bit: int, length: int = 1) -> list[int]:
-        while len(self._streams.get(bit, [])) < length:
-            self._scan(max(4 * GSI_LABEL_BITS, 2 * self._scanned, 2 * GSI_LABEL_BITS * length))
-        return self._streams[bit]
-
-    def _bits_in_order(self, count: int) -> list[int]:
-        """The first ``count`` distinct bits in the order the ids 1, 2, ... reach them."""
-        order: list[int] = []
-        while len(order) < min(count, GSI_LABEL_BITS):
-            self._scan(max(4 * GSI_LABEL_BITS, 2 * self._scanned))
-            firsts = sorted((stream[0], bit) for bit, stream in self._streams.items())
-            order = [bit for _, bit in firsts]
-        return order[:count]
-
-    def bit(self, label: int) -> int:
-        if label in self._bit:
-            return self._bit[label]
-        return self._rest_bit if self._rest_bit is not None else int(gsi_label_bit([self.id_of(label)])[0])
-
-    def id_of(self, label: int) -> int:
-        """The ``.g`` id of ``label`` (labels beyond the data graph's follow its absent ones)."""
-        label = int(label)
-        if label in self._ids:
-            return self._ids[label]
-        index = self._rest_index.get(label, len(self._rest_index) + label - self._known)
-        if self._rest_bit is None:                  # every bit held: ids past the private ones
-            return max(self._ids.values()) + 1 + index
-        return self._stream(self._rest_bit, index + 1)[index]
-
-    def __call__(self, labels) -> np.ndarray:
-        """The ids of an array of labels (a table over the labels up to the largest)."""
-        labels = np.asarray(labels, dtype=np.int64)
-        table = np.array([self.id_of(label) for label in range(int(labels.max(initial=-1)) + 1)], dtype=np.int64)
-        return table[labels]
-
-    def shared(self, labels) -> list[int]:
-        """The labels among ``labels`` whose bit another label of the data graph has."""
-        return sorted(label for label in set(np.asarray(labels).tolist())
-                      if self._holders.get(self.bit(label), set()) - {label})
+def _gsi_edge_text(graph: Graph) -> str:
+    src, dst, elab = graph.edges()
+    el = (np.zeros(len(src), dtype=np.int64) if elab is None else np.asarray(elab, dtype=np.int64)) + 1
+    return "".join(f"e {int(a)} {int(b)} {int(lab)}\n" for u, v, lab in zip(src, dst, el) for a, b in ((u, v), (v, u)))
 
 
 def read_gsi_graph(path) -> tuple[list[int], list[tuple[int, int, int]]]:
@@ -654,21 +568,31 @@ class GSIAuthors(CompetitorBinary):
 
     def _prepare(self, data) -> None:
         super()._prepare(data)
-        self._label_ids = GSILabelIds(data.label_frequencies)
+        self._written_for = None                # the query labels the data file's ids were chosen for
+
+    def _label_ids(self, query) -> GSILabelIds:
+        """The ids of this query's run: its labels on bits of their own (docs/competitors.md)."""
+        return GSILabelIds(self.data.label_frequencies, kept=np.unique(query.labels))
 
     def system_reason(self, query):
-        shared = self._label_ids.shared(query.labels)
-        if shared:
-            return (f"{self.name} checks a vertex label only through one signature bit of 32 and never again "
-                    f"(match/Match.cu filter_kernel), so its count is not exact where a query label shares its "
-                    f"bit with another label of the data graph: this data graph has "
-                    f"{int((self.data.label_frequencies > 0).sum())} labels and the query's "
-                    f"{', '.join(map(str, shared[:5]))} share one (docs/competitors.md)")
+        shared = self._label_ids(query).shared(query.labels)
+        if shared:                              # more distinct labels than GSI's 32 bits
+            return (f"{self.name} tells vertex labels apart by one signature bit of 32 and never compares them "
+                    f"again (match/Match.cu filter_kernel): the query's labels {', '.join(map(str, shared[:5]))} "
+                    f"cannot each have a bit of their own, so its count would not be exact")
         return ""
 
     def write_inputs(self, query, variant):
-        data = self._data_file("g", ".g", lambda p: write_gsi_graph(self.data, p, self._label_ids(self.data.labels)))
-        write_gsi_graph(query, self._folder / "query.g", self._label_ids(query.labels))
+        """The query, and the data graph with ids chosen for the query's labels: its vertex lines
+        rewritten where the query's labels differ from the last run's, its edge lines written once."""
+        ids = self._label_ids(query)
+        data = self._folder / "data.g"
+        kept = tuple(np.unique(query.labels).tolist())
+        if self._written_for != kept:
+            edges = self._data_file("g-edges", ".g", lambda p: write_gsi_edges(self.data, p))
+            write_gsi_graph(self.data, data, ids(self.data.labels), edge_lines=edges)
+            self._written_for = kept
+        write_gsi_graph(query, self._folder / "query.g", ids(query.labels))
         return [str(data), str(self._folder / "query.g"), os.devnull, "0"]
 
     def parse(self, text, query):
@@ -678,9 +602,8 @@ class GSIAuthors(CompetitorBinary):
 GSI_AUTHORS_NOTE = ("GSI (authors): pkumod/GSI (make competitors) built as its Makefile builds it, with nvcc -G "
                     "(device code unoptimised; built without it, it finds no row on sm_90: its warps share "
                     "shared memory without __syncwarp); its printed match time (rows written to /dev/null), "
-                    "the limit on it (start-up apart); it compares vertex labels by one hash bit of 32, so a "
-                    "query with a label sharing its bit with another label of the data graph is unsupported "
-                    "(its count would not be exact; docs/competitors.md)")
+                    "the limit on it (start-up apart); it tells vertex labels apart by one hash bit of 32, so "
+                    "each query's labels are written as ids with bits of their own (docs/competitors.md)")
 """What the reports say of the authors' GSI column where it is built."""
 
 
