@@ -87,26 +87,34 @@ def write_gsi_graph(graph: Graph, path, vertex_ids=None, edge_lines=None) -> Non
     vl = graph.labels.astype(np.int64) + 1 if vertex_ids is None else np.asarray(vertex_ids, dtype=np.int64)
     _, _, elab = graph.edges()
     el_max = 1 if elab is None or len(elab) == 0 else int(np.max(elab)) + 1
-    head = ["t # 0", f"{graph.num_vertices} {2 * graph.num_edges} {int(vl.max(initial=1))} {el_max}"]
     with open(path, "w") as out:
-        out.write("\n".join(head + [f"v {v} {int(lab)}" for v, lab in enumerate(vl)]) + "\n")
+        out.write(f"t # 0\n{graph.num_vertices} {2 * graph.num_edges} {int(vl.max(initial=1))} {el_max}\n")
+        for lo in range(0, len(vl), _LINES_PER_WRITE):
+            out.write("".join(f"v {v} {lab}\n" for v, lab in enumerate(vl[lo:lo + _LINES_PER_WRITE].tolist(), lo)))
         if edge_lines is None:
-            out.write(_gsi_edge_text(graph))
+            _write_gsi_edges(graph, out)
         else:
             with open(edge_lines) as lines:
                 shutil.copyfileobj(lines, out)
         out.write("t # -1\n")
 
 
+_LINES_PER_WRITE = 1 << 20      # lines formatted per write (a large graph's file is not built in memory)
+
+
 def write_gsi_edges(graph: Graph, path) -> None:
     """The ``e`` lines of :func:`write_gsi_graph` alone (the part of a data file no label choice changes)."""
-    Path(path).write_text(_gsi_edge_text(graph))
+    with open(path, "w") as out:
+        _write_gsi_edges(graph, out)
 
 
-def _gsi_edge_text(graph: Graph) -> str:
+def _write_gsi_edges(graph: Graph, out) -> None:
     src, dst, elab = graph.edges()
     el = (np.zeros(len(src), dtype=np.int64) if elab is None else np.asarray(elab, dtype=np.int64)) + 1
-    return "".join(f"e {int(a)} {int(b)} {int(lab)}\n" for u, v, lab in zip(src, dst, el) for a, b in ((u, v), (v, u)))
+    for lo in range(0, len(src), _LINES_PER_WRITE):
+        rows = zip(src[lo:lo + _LINES_PER_WRITE].tolist(), dst[lo:lo + _LINES_PER_WRITE].tolist(),
+                   el[lo:lo + _LINES_PER_WRITE].tolist())
+        out.write("".join(f"e {u} {v} {lab}\ne {v} {u} {lab}\n" for u, v, lab in rows))
 
 
 def read_gsi_graph(path) -> tuple[list[int], list[tuple[int, int, int]]]:
