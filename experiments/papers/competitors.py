@@ -85,8 +85,7 @@ def write_gsi_graph(graph: Graph, path, vertex_ids=None, edge_lines=None) -> Non
     directed embedding of that query is an undirected one. ``edge_lines``: a file of the ``e``
     lines written earlier by :func:`write_gsi_edges`, copied instead of written again."""
     vl = graph.labels.astype(np.int64) + 1 if vertex_ids is None else np.asarray(vertex_ids, dtype=np.int64)
-    _, _, elab = graph.edges()
-    el_max = 1 if elab is None or len(elab) == 0 else int(np.max(elab)) + 1
+    el_max = 1 if graph.edge_labels is None else int(graph.edge_labels.max()) + 1
     with open(path, "w") as out:
         out.write(f"t # 0\n{graph.num_vertices} {2 * graph.num_edges} {int(vl.max(initial=1))} {el_max}\n")
         for lo in range(0, len(vl), _LINES_PER_WRITE):
@@ -578,24 +577,13 @@ class GSIAuthors(CompetitorBinary):
         super()._prepare(data)
         self._written_for = None                # the query labels the data file's ids were chosen for
 
-    def _label_ids(self, query) -> GSILabelIds:
-        """The ids of this query's run: its labels on bits of their own (docs/competitors.md)."""
-        return GSILabelIds(self.data.label_frequencies, kept=np.unique(query.labels))
-
-    def system_reason(self, query):
-        shared = self._label_ids(query).shared(query.labels)
-        if shared:                              # more distinct labels than GSI's 32 bits
-            return (f"{self.name} tells vertex labels apart by one signature bit of 32 and never compares them "
-                    f"again (match/Match.cu filter_kernel): the query's labels {', '.join(map(str, shared[:5]))} "
-                    f"cannot each have a bit of their own, so its count would not be exact")
-        return ""
-
     def write_inputs(self, query, variant):
-        """The query, and the data graph with ids chosen for the query's labels: its vertex lines
-        rewritten where the query's labels differ from the last run's, its edge lines written once."""
-        ids = self._label_ids(query)
-        data = self._folder / "data.g"
+        """The query, and the data graph with ids that give the query's labels signature bits of
+        their own (at most 12 labels: ``max_query_vertices``; docs/competitors.md): its vertex
+        lines rewritten where the query's labels differ from the last run's, its edge lines once."""
         kept = tuple(np.unique(query.labels).tolist())
+        ids = GSILabelIds(self.data.label_frequencies, kept=kept)
+        data = self._folder / "data.g"
         if self._written_for != kept:
             edges = self._data_file("g-edges", ".g", lambda p: write_gsi_edges(self.data, p))
             write_gsi_graph(self.data, data, ids(self.data.labels), edge_lines=edges)
