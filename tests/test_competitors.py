@@ -43,6 +43,8 @@ from common.graph.model import Graph
 from experiments.papers import competitors as comp
 kind, args = {kind!r}, sys.argv[1:]
 time.sleep(float(os.environ.get("FAKE_STARTUP_S", "0")))
+if os.environ.get("FAKE_STARTS"):                  # one line per process started
+    open(os.environ["FAKE_STARTS"], "a").write(" ".join(args) + "\\n")
 
 def csr(path):
     raw = open(path, "rb").read()
@@ -59,8 +61,8 @@ def text(path):
     labels, edges = comp.read_text_graph(path)
     return Graph.from_edges(len(labels), [a for a, _ in edges], [b for _, b in edges], labels=labels)
 
-def gsi(path):                                     # directed: every edge must come both ways
-    labels, edges = comp.read_gsi_graph(path)
+def gsi(path, index=0):                            # directed: every edge must come both ways
+    labels, edges = comp.read_gsi_graphs(path)[index]
     assert min(labels) >= 1 and min(e[2] for e in edges) >= 1
     assert sorted(edges) == sorted((b, a, lab) for a, b, lab in edges)
     edges = [e for e in edges if e[0] < e[1]]
@@ -90,16 +92,23 @@ else:                                              # sgl_gpu_base DATA.bin NAME
     data, query = csr(args[0]), comp.G2MINER_PATTERNS[args[1]]
 if kind == "gsi":                                  # labels compared by their signature bit, as GSI does
     from experiments.papers.gsi_filter import gsi_filter_count, gsi_signatures
+    graphs = comp.read_gsi_graphs(args[1])           # main/run.cpp matches every query of the file
+    copies = len(graphs)
+    assert all(g == graphs[0] for g in graphs)
     count = gsi_filter_count(data, query, query.labels, gsi_signatures(data, data.labels))
 else:
+    copies = 1
     count = create_engine("cpu").prepare(data).match(query).count
 count += int(os.environ.get("FAKE_COUNT_OFFSET", "0"))
 if os.environ.get("FAKE_PROBE_HANGS") and query.num_vertices <= 3:       # a start-up probe (an edge, a path)
     time.sleep(600)
 if os.environ.get("FAKE_SEARCH_S") == "forever" and query.num_vertices > 2:
     time.sleep(600)
-search = float(os.environ.get("FAKE_SEARCH_S", "0.01")) if query.num_vertices > 2 else 0.0
-time.sleep(search)
+searches = [float(t) for t in os.environ.get("FAKE_SEARCH_S", "0.01").split(",")]
+searches = [searches[i % len(searches)] if query.num_vertices > 2 else 0.0 for i in range(copies)]
+search = searches[0]
+if kind != "gsi":
+    time.sleep(search)
 ms = search * 1000
 if kind == "stmatch":
     print("%s\\t%f\\t%d" % (args[1], ms, count)); print("Result: %d" % count); print("Time: %d" % ms)
@@ -117,7 +126,11 @@ elif kind == "g2miner":
     else:
         print("runtime [cuda_base] = %f sec" % (ms / 1000)); print("total_num = %d" % unique)
 else:
-    print("result: %d %d" % (count, query.num_vertices)); sys.stderr.write("match used: %d ms\\n" % ms)
+    for search in searches:                        # each query in turn, its lines flushed as it ends
+        time.sleep(search)
+        print("result: %d %d" % (count, query.num_vertices), flush=True)
+        sys.stderr.write("query used: %d ms\\n" % (search * 1000)); sys.stderr.flush()
+    sys.stderr.write("match used: %d ms\\n" % (sum(searches) * 1000))
 '''
 
 
@@ -212,6 +225,43 @@ def test_the_limit_is_on_the_printed_search_start_up_apart(stand_in, monkeypatch
     assert result.status is Status.TIMEOUT and "killed" in result.reason
 
 
+def test_gsi_runs_a_querys_repeats_in_one_process_each_judged_on_its_printed_time(stand_in, monkeypatch, tmp_path):
+    """The authors' GSI loads the data graph once per process and matches every query of its query
+    file: a query's repeats are one process over that many copies, each run its own printed time."""
+    stand_in("gsi-authors")
+    data = labelled()
+    engine = create_engine("gsi-authors").prepare(data)
+    query = query_set(data, 1, 4, seed=5).queries[0]
+    expected = create_engine("cpu").prepare(data).match(query).count
+    engine.allowance_s()                                 # the start-up probe's process, before counting
+    starts = tmp_path / "starts.txt"
+    monkeypatch.setenv("FAKE_STARTS", str(starts))
+    monkeypatch.setenv("FAKE_SEARCH_S", "0.05,0.02,0.03")
+    runs = engine.match_repeats(query, 3, timeout_s=1.0)
+    assert len(starts.read_text().splitlines()) == 1
+    assert [r.status for r in runs] == [Status.OK] * 3 and [r.count for r in runs] == [expected] * 3
+    assert [r.phases["enumerate"] for r in runs] == [0.05, 0.02, 0.03]
+    assert all(r.stats["runs_in_one_process"] == 3 and r.query == query.name for r in runs)
+    monkeypatch.setenv("FAKE_SEARCH_S", "0.05,0.6,0.05")           # the second copy passes the limit
+    runs = engine.match_repeats(query, 3, timeout_s=0.3)
+    assert [r.status for r in runs] == [Status.OK, Status.TIMEOUT] and "search took 0.600 s" in runs[1].reason
+    monkeypatch.setenv("FAKE_SEARCH_S", "forever")                  # killed before any copy ended
+    runs = engine.match_repeats(query, 3, timeout_s=0.2)
+    assert [r.status for r in runs] == [Status.TIMEOUT] and "killed" in runs[0].reason
+    assert len(starts.read_text().splitlines()) == 3
+    with pytest.raises(ValueError, match="repeats"):
+        engine.match_repeats(query, 0)
+    path13 = Graph.from_edges(13, list(range(12)), list(range(1, 13)))
+    assert [r.status for r in engine.match_repeats(path13, 3)] == [Status.UNSUPPORTED]
+
+
+def test_an_engine_without_repeats_in_one_call_repeats_match():
+    data = labelled()
+    query = query_set(data, 1, 4, seed=5).queries[0]
+    runs = create_engine("cpu").prepare(data).match_repeats(query, 2, timeout_s=10)
+    assert len(runs) == 2 and all(r.status is Status.OK and r.query == query.name for r in runs)
+
+
 def test_output_parsers_on_the_binaries_lines():
     assert comp.parse_stmatch("q.graph\t12.500000\t42\nResult: 42\nTime: 12\n") == (42, 12.5)
     assert comp.parse_tdfs("[DEBUG] x\nExecution time (ms): 3.25\nTotal matches: 7\n") == (7, 3.25)
@@ -220,6 +270,8 @@ def test_output_parsers_on_the_binaries_lines():
     assert comp.parse_g2miner("runtime [base] = 0.5 sec\ntotal_num_triangles = 4\n") == (4, 500.0)
     assert comp.parse_g2miner("runtime [gpu] = 1e-3 sec\nnum_5-cliques = 2\n") == (2, 1.0)
     assert comp.parse_gsi("result: 11 4\nmatch used: 8 ms\n") == (11, 8.0)
+    assert comp.parse_gsi_runs("result: 11 4\nquery used: 8 ms\nresult: 11 4\nquery used: 3 ms\nresult: 11 4\n"
+                               "match used: 12 ms\n") == [(11, 8.0), (11, 3.0)]
     assert comp.parse_tdfs("CUDA Error:\n") == (None, None)
 
 
@@ -244,6 +296,8 @@ def test_the_csr_and_gsi_writers_round_trip(tmp_path):
     comp.write_gsi_edges(data, tmp_path / "e.g")
     comp.write_gsi_graph(data, tmp_path / "d2.g", ids(data.labels), edge_lines=tmp_path / "e.g")
     assert comp.read_gsi_graph(tmp_path / "d2.g") == (ids(data.labels).tolist(), edges)
+    comp.write_gsi_graph(data, tmp_path / "d3.g", ids(data.labels), edge_lines=tmp_path / "e.g", copies=3)
+    assert comp.read_gsi_graphs(tmp_path / "d3.g") == [(ids(data.labels).tolist(), edges)] * 3
     src, dst, _ = data.edges()
     assert {(a, b) for a, b, _ in edges} == {*zip(src.tolist(), dst.tolist()), *zip(dst.tolist(), src.tolist())}
     comp.write_mtx_query(DIAMOND, tmp_path / "q.mtx")

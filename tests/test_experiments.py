@@ -16,6 +16,7 @@ import pytest
 from common import create_engine
 from common.engine.base import Engine
 from common.engine.registry import register
+from common.engine.result import MatchResult
 from common.graph.generate import power_law_labels, query_set, rmat
 from experiments import experiments_of, get_experiment
 from experiments.harness.core import (
@@ -105,6 +106,49 @@ class FirstTimedRunCompiles(Engine):
             numba.njit(lambda x: x + 1)(self.calls)
         return self.reference.match(query, limit=limit, collect=collect, timeout_s=timeout_s)
 
+
+class RepeatsInOneCall(Engine):
+    """Reference counts; a query's repeats in one call, whose runs take the seconds of
+    ``RUN_SECONDS`` (a class attribute the test sets) in turn."""
+
+    name = "one-call-repeats-test"
+    supports_disconnected = True
+    repeats_in_one_call = True
+    RUN_SECONDS: tuple = ()
+    CALLS: list = []
+
+    def _prepare(self, data):
+        self.reference = create_engine("cpu").prepare(data)
+
+    def _match(self, query, *, limit, collect, timeout_s, homomorphic):
+        return self.reference.match(query, timeout_s=timeout_s)
+
+    def _match_repeats(self, query, repeats, *, timeout_s):
+        type(self).CALLS.append((query.name, repeats))
+        count = self.reference.match(query).count
+        return [MatchResult(self.name, count, phases={"enumerate": s}) for s in self.RUN_SECONDS[:repeats]]
+
+
+register("one-call-repeats-test", RepeatsInOneCall)
+
+
+@pytest.mark.parametrize("seconds, kept", [((0.2, 0.3, 0.4), 3),      # the third fits what is left (0.5)
+                                           ((0.3, 0.4, 0.5), 2),      # 0.7 spent + 0.4 > 1: not asked
+                                           ((0.2, 0.2, 0.7), 2)])     # asked, past what was left (0.6)
+def test_an_engine_that_repeats_in_one_call_is_asked_once_and_its_runs_share_the_limit(
+        tmp_path, workload, monkeypatch, seconds, kept):
+    data, queries = workload
+    monkeypatch.setattr(RepeatsInOneCall, "RUN_SECONDS", seconds)
+    monkeypatch.setattr(RepeatsInOneCall, "CALLS", [])
+    job = Job("t", "one-call", "one-call-repeats-test", "tiny", data, tuple(queries[:2]), time_limit_s=1.0,
+              repeats=3, share_limit=True)
+    rows = run_jobs([job], tmp_path / "rows.csv", isolation="inline", progress=False)
+    assert (rows["status"] == "ok").all(), rows["reason"].tolist()
+    assert RepeatsInOneCall.CALLS == [(q.name, 3) for q in queries[:2]]
+    assert dict(zip(rows["query"], rows["count"])) == _counts(data, queries[:2])
+    for stats in rows["stats"]:
+        stats = json.loads(stats)
+        assert stats["repeat_s"] == list(seconds[:kept]) and stats.get("repeats_cut", False) == (kept < 3)
 
 
 def _device_name() -> str:

@@ -89,6 +89,9 @@ class Engine(ABC):
     #: whether its parts may also cut below the root (``Part(branch_part=...)``,
     #: :meth:`branch_vertices`)
     supports_branch_parts: ClassVar[bool] = False
+    #: whether :meth:`match_repeats` times a query's runs in one call for less than a :meth:`match`
+    #: each (an external binary that loads the data graph once per process), by :meth:`_match_repeats`
+    repeats_in_one_call: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -100,7 +103,8 @@ class Engine(ABC):
                 setattr(cls, f"supports_{kind}", kind not in cls.limitations)
         if cls.supports_branch_parts and not cls.supports_parts:
             raise TypeError(f"{cls.__name__}: supports_branch_parts needs supports_parts")
-        for flag, method in (("supports_parts", "root_vertex"), ("supports_branch_parts", "branch_vertices")):
+        for flag, method in (("supports_parts", "root_vertex"), ("supports_branch_parts", "branch_vertices"),
+                             ("repeats_in_one_call", "_match_repeats")):
             if getattr(cls, flag) and getattr(cls, method) is getattr(Engine, method):
                 raise TypeError(f"{cls.__name__} declares {flag} but does not define {method}()")
 
@@ -179,6 +183,32 @@ class Engine(ABC):
             result.query = query.name
             result.embeddings = to_original_ids(self.data, result.embeddings)
         return results
+
+    def match_repeats(self, query: Graph, repeats: int, *, timeout_s: float | None = None) -> list[MatchResult]:
+        """``repeats`` timed runs of ``query`` (its count, as :meth:`match`), each judged against
+        ``timeout_s``, in order; the list ends after the first run that is not ``ok``. One
+        :meth:`match` per run, or one call of the engine's own for them all where it declares
+        :attr:`repeats_in_one_call`."""
+        if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
+            raise ValueError(f"repeats must be a whole number of runs, at least 1, got {repeats!r}")
+        if not self.repeats_in_one_call:
+            runs = []
+            while len(runs) < repeats and (not runs or runs[-1].status is Status.OK):
+                runs.append(self.match(query, timeout_s=timeout_s))
+            return runs
+        if self.data is None:
+            raise RuntimeError(f"{type(self).__name__}.match_repeats() called before prepare(data)")
+        self._checked_arguments(None, timeout_s)
+        known = self._answer_without_search(query, False, False)
+        if known is not None:
+            return [known]
+        runs = self._match_repeats(query, int(repeats), timeout_s=timeout_s)
+        ended = next((i + 1 for i, run in enumerate(runs) if run.status is not Status.OK), len(runs))
+        if not 1 <= ended <= repeats:
+            raise RuntimeError(f"{self.name}._match_repeats gave {len(runs)} runs for {repeats}")
+        for run in runs[:ended]:
+            run.query = query.name
+        return runs[:ended]
 
     def _search_batch(self, queries: list, options: dict) -> list[MatchResult]:
         """``_match_batch`` with the peak reset first and an overflow as status oom."""
@@ -290,6 +320,11 @@ class Engine(ABC):
     def _match(self, query: Graph, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         """Answer one query; the base class has already checked it (see :meth:`match`). An engine
         that ``supports_parts`` also takes ``part``, the :class:`~.part.Part` to answer."""
+
+    def _match_repeats(self, query: Graph, repeats: int, *, timeout_s) -> list[MatchResult]:
+        """The runs of :meth:`match_repeats` for an engine that declares :attr:`repeats_in_one_call`
+        (the query already checked): up to ``repeats`` results, each judged against ``timeout_s``."""
+        raise NotImplementedError
 
     def _match_batch(self, queries: list[Graph], **options) -> list[MatchResult]:
         """Answer checked queries (see :meth:`match_batch`; ``options``: ``limit``, ``collect``,

@@ -424,7 +424,8 @@ def check_peak(cls: type[Engine], w: Workload) -> None:
 
 
 def check_batch(cls: type[Engine], w: Workload) -> None:
-    """``match_batch`` answers as ``match`` does, query by query, with ``limit`` per query."""
+    """``match_batch`` answers as ``match`` does, query by query, with ``limit`` per query;
+    ``match_repeats`` gives one such answer per run."""
     _, queries, expected = w.labelled
     engine = w.prepared(cls)
     batch = engine.match_batch(queries, collect=True)
@@ -435,6 +436,8 @@ def check_batch(cls: type[Engine], w: Workload) -> None:
         assert sorted(map(tuple, result.embeddings.tolist())) == sorted(map(tuple, single.embeddings.tolist()))
     limited = engine.match_batch(queries, limit=1)
     assert [(r.status, r.count) for r in limited] == [(Status.LIMIT, 1)] * len(queries), limited
+    runs = engine.match_repeats(queries[0], 2)
+    assert [(r.status, r.count, r.query) for r in runs] == [(Status.OK, expected[0], queries[0].name)] * 2, runs
 
 
 def check_two_engines(cls: type[Engine], w: Workload) -> None:

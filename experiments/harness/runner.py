@@ -34,6 +34,7 @@ process, so compiles are never charged to a query.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import multiprocessing as mp
 import os
@@ -143,6 +144,7 @@ def _answer(engine, query, job: Job) -> dict:
     """
     results, walls, reruns, cut = [], [], 0, False
     limit = job.time_limit_s
+    timed_run = _timed_runs(engine, query, job)
     for index in range(job.repeats):
         timeout = limit
         if job.share_limit and index and limit is not None:
@@ -151,7 +153,7 @@ def _answer(engine, query, job: Job) -> dict:
                 cut = True
                 break
             timeout = limit - spent
-        wall, result, again = without_compiles(lambda: engine.match(query, timeout_s=timeout))
+        wall, result, again = timed_run(timeout)
         if index and job.share_limit and result.status is not Status.OK:
             cut = True                                # a repeat cut short by what was left: dropped
             break
@@ -172,6 +174,32 @@ def _answer(engine, query, job: Job) -> dict:
             stats.update(repeats_cut=True)
     row.update(wall_s=float(np.median(walls)), stats=pd.Series(stats, dtype=object).to_json())
     return row
+
+
+def _timed_runs(engine, query, job: Job):
+    """The query's next timed run, ``(wall, result, compile reruns)``, each time the function returned
+    is called with that run's limit: a :meth:`~common.engine.base.Engine.match` each, or, for an
+    engine that ``repeats_in_one_call``, the runs of one ``match_repeats`` over the job's repeats
+    (every run's wall is that call's), each judged again against its own limit."""
+    if not engine.repeats_in_one_call:
+        return lambda timeout: without_compiles(lambda: engine.match(query, timeout_s=timeout))
+    runs: list = []
+    called = False
+
+    def next_run(timeout):
+        nonlocal called
+        if not called:
+            called, started = True, time.perf_counter()
+            answered = engine.match_repeats(query, job.repeats, timeout_s=job.time_limit_s)
+            runs.extend((time.perf_counter() - started, result) for result in answered)
+        wall, result = runs.pop(0)          # the caller stops at the first run that is not ok
+        if timeout is not None and result.status is Status.OK and result.seconds > timeout:
+            result = dataclasses.replace(result, status=Status.TIMEOUT,
+                                         reason=f"the run took {result.seconds:.3f} s, past what was left of "
+                                                f"the limit ({timeout:.3f} s)")
+        return wall, result, 0
+
+    return next_run
 
 
 RUNTIME_OPTIONS = {"gsi": ("instrument", "write_cache", "duplicate_removal", "filter", "max_blocks"),

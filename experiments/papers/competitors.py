@@ -76,25 +76,27 @@ def read_text_graph(path) -> tuple[list[int], list[tuple[int, int]]]:
     return labels, edges
 
 
-def write_gsi_graph(graph: Graph, path, vertex_ids=None, edge_lines=None) -> None:
+def write_gsi_graph(graph: Graph, path, vertex_ids=None, edge_lines=None, copies: int = 1) -> None:
     """GSI's ``.g`` (io/IO.cpp): ``t # 0``, ``N M VL EL``, ``v id label``, ``e u v label``, ``t # -1``;
     vertex labels written as ``vertex_ids`` gives them (default: shifted by one, as GSI's labels
     start at 1; :class:`~experiments.papers.gsi_filter.GSILabelIds`), edge labels shifted by one.
     GSI's edges are directed (``Graph::addEdge`` adds one out- and one in-neighbour), so each
     undirected edge is written in both directions, for the data graph and the query alike: a
     directed embedding of that query is an undirected one. ``edge_lines``: a file of the ``e``
-    lines written earlier by :func:`write_gsi_edges`, copied instead of written again."""
+    lines written earlier by :func:`write_gsi_edges`, copied instead of written again. ``copies``:
+    the graph that many times (``t # 0``, ``t # 1``, ...), as a query file of several queries."""
     vl = graph.labels.astype(np.int64) + 1 if vertex_ids is None else np.asarray(vertex_ids, dtype=np.int64)
     el_max = 1 if graph.edge_labels is None else int(graph.edge_labels.max()) + 1
     with open(path, "w") as out:
-        out.write(f"t # 0\n{graph.num_vertices} {2 * graph.num_edges} {int(vl.max(initial=1))} {el_max}\n")
-        for lo in range(0, len(vl), _LINES_PER_WRITE):
-            out.write("".join(f"v {v} {lab}\n" for v, lab in enumerate(vl[lo:lo + _LINES_PER_WRITE].tolist(), lo)))
-        if edge_lines is None:
-            _write_gsi_edges(graph, out)
-        else:
-            with open(edge_lines) as lines:
-                shutil.copyfileobj(lines, out)
+        for copy in range(copies):
+            out.write(f"t # {copy}\n{graph.num_vertices} {2 * graph.num_edges} {int(vl.max(initial=1))} {el_max}\n")
+            for lo in range(0, len(vl), _LINES_PER_WRITE):
+                out.write("".join(f"v {v} {lab}\n" for v, lab in enumerate(vl[lo:lo + _LINES_PER_WRITE].tolist(), lo)))
+            if edge_lines is None:
+                _write_gsi_edges(graph, out)
+            else:
+                with open(edge_lines) as lines:
+                    shutil.copyfileobj(lines, out)
         out.write("t # -1\n")
 
 
@@ -118,16 +120,23 @@ def _write_gsi_edges(graph: Graph, out) -> None:
 
 def read_gsi_graph(path) -> tuple[list[int], list[tuple[int, int, int]]]:
     """GSI's reading (IO::input): (vertex labels, edges with labels) of the first graph."""
-    labels, edges = [], []
+    return read_gsi_graphs(path)[0]
+
+
+def read_gsi_graphs(path) -> list[tuple[list[int], list[tuple[int, int, int]]]]:
+    """(vertex labels, edges with labels) of every graph of a ``.g`` file, up to ``t # -1``."""
+    graphs = []
     for line in Path(path).read_text().splitlines():
         f = line.split()
-        if f[0] == "t" and f[2] == "-1" or f[0] == "t" and (labels or edges):
-            break
-        if f[0] == "v":
-            labels.append(int(f[2]))
+        if f[0] == "t":
+            if f[2] == "-1":
+                break
+            graphs.append(([], []))
+        elif f[0] == "v":
+            graphs[-1][0].append(int(f[2]))
         elif f[0] == "e":
-            edges.append((int(f[1]), int(f[2]), int(f[3])))
-    return labels, edges
+            graphs[-1][1].append((int(f[1]), int(f[2]), int(f[3])))
+    return graphs
 
 
 def write_mtx_query(query: Graph, path) -> None:
@@ -227,6 +236,14 @@ def parse_g2miner(text: str):
     return (int(count) if count else None), (float(s) * 1e3 if s else None)
 
 
+def parse_gsi_runs(text: str) -> list[tuple[int, float]]:
+    """(count, search ms) of each query of one process, in order: its ``result: ROWS COLS`` lines
+    (stdout) beside the ``query used: T ms`` lines the build adds (stderr)."""
+    counts = re.findall(r"^result: (\d+) \d+\s*$", text, re.M)
+    times = re.findall(r"^query used: (\d+) ms\s*$", text, re.M)
+    return [(int(c), float(t)) for c, t in zip(counts, times)]
+
+
 def parse_gsi(text: str):
     """io/IO.cpp and main/run.cpp: ``result: ROWS COLS`` (stdout) and ``match used: T ms`` (stderr)."""
     count, ms = _last(r"^result: (\d+) \d+\s*$", text), _last(r"^match used: (\d+) ms\s*$", text)
@@ -303,9 +320,16 @@ class CompetitorBinary(PrintedSearchBinary):
         return self.data.num_vertices > 0 and int(self.data.labels.min()) != int(self.data.labels.max())
 
     def _run(self, query: Graph, process_limit_s: float | None):
-        """One run: (count, search ms, wall s, killed, output)."""
+        """One run: (count, search ms, wall s, killed, return code, output)."""
         variant = self.variant(query)
-        argv = [str(self.binary_for(variant))] + self.write_inputs(query, variant)
+        out, wall, killed, rc = self._launch([str(self.binary_for(variant))] + self.write_inputs(query, variant),
+                                             process_limit_s)
+        count, ms = self.parse(out, query)
+        return count, ms, wall, killed, rc, out
+
+    def _launch(self, argv: list[str], process_limit_s: float | None):
+        """The binary's process, killed (its whole session) at ``process_limit_s``: (output, wall s,
+        killed, return code)."""
         start = time.perf_counter()
         process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                    cwd=self._folder, start_new_session=True)
@@ -316,9 +340,7 @@ class CompetitorBinary(PrintedSearchBinary):
             os.killpg(process.pid, signal.SIGKILL)
             out, _ = process.communicate()
             killed = True
-        wall = time.perf_counter() - start
-        count, ms = self.parse(out or "", query)
-        return count, ms, wall, killed, process.returncode, out or ""
+        return out or "", time.perf_counter() - start, killed, process.returncode
 
     def startup_probe(self) -> Graph | None:
         """The query of the start-up probe: three vertices (:func:`three_vertex_probe`), as every
@@ -566,10 +588,16 @@ class G2MinerAuthors(CompetitorBinary):
 
 
 class GSIAuthors(CompetitorBinary):
-    """GSI (ICDE 2020), pkumod/GSI: ``GSI.exe DATA.g QUERY.g OUT 0``; vertex and edge labels."""
+    """GSI (ICDE 2020), pkumod/GSI: ``GSI.exe DATA.g QUERY.g OUT 0``; vertex and edge labels.
+
+    Its ``main/run.cpp`` loads the data graph once and matches every query of the query file in
+    turn, so a query's timed repeats are one process over a file holding the query that many
+    times (:meth:`_match_repeats`); the build prints each query's time (``query used: T ms``,
+    timed as its ``match used`` times them all)."""
 
     name, system, env_var = "gsi-authors", "gsi", "GSI_BIN"
     supports_edge_labels = True
+    repeats_in_one_call = True
     binaries = {"": "gsi/GSI.exe"}
     max_query_vertices = 12         # match/Match.cu asserts qsize <= 12 (its per-query arrays)
 
@@ -577,10 +605,11 @@ class GSIAuthors(CompetitorBinary):
         super()._prepare(data)
         self._written_for = None                # the query labels the data file's ids were chosen for
 
-    def write_inputs(self, query, variant):
-        """The query, and the data graph with ids that give the query's labels signature bits of
-        their own (at most 12 labels: ``max_query_vertices``; docs/competitors.md): its vertex
-        lines rewritten where the query's labels differ from the last run's, its edge lines once."""
+    def write_inputs(self, query, variant, copies: int = 1):
+        """The query (``copies`` times over), and the data graph with ids that give the query's
+        labels signature bits of their own (at most 12 labels: ``max_query_vertices``;
+        docs/competitors.md): its vertex lines rewritten where the query's labels differ from the
+        last run's, its edge lines once."""
         kept = tuple(np.unique(query.labels).tolist())
         ids = GSILabelIds(self.data.label_frequencies, kept=kept)
         data = self._folder / "data.g"
@@ -588,11 +617,37 @@ class GSIAuthors(CompetitorBinary):
             edges = self._data_file("g-edges", ".g", lambda p: write_gsi_edges(self.data, p))
             write_gsi_graph(self.data, data, ids(self.data.labels), edge_lines=edges)
             self._written_for = kept
-        write_gsi_graph(query, self._folder / "query.g", ids(query.labels))
+        write_gsi_graph(query, self._folder / "query.g", ids(query.labels), copies=copies)
         return [str(data), str(self._folder / "query.g"), os.devnull, "0"]
 
     def parse(self, text, query):
         return parse_gsi(text)
+
+    def _match_repeats(self, query, repeats, *, timeout_s):
+        """One process over ``repeats`` copies of the query, killed at ``repeats`` limits plus the
+        start-up room; each copy judged on its printed time (``startup_ms``: the process's wall
+        less every copy's search)."""
+        process_limit = None if timeout_s is None else repeats * timeout_s + self.wall_beyond_limit_s()
+        argv = [str(self.binary_for(""))] + self.write_inputs(query, "", copies=repeats)
+        out, wall, killed, rc = self._launch(argv, process_limit)
+        runs = parse_gsi_runs(out)
+        stats = {"wall_ms": round(wall * 1e3, 1), "binary": str(self.binary_for("")), "runs_in_one_process": repeats}
+        if process_limit is not None:
+            stats["process_limit_s"] = round(process_limit, 3)
+        if runs:
+            searched_s = sum(ms for _, ms in runs) / 1e3
+            stats["startup_ms"] = round((wall - searched_s) * 1e3, 1)
+            if len(runs) == repeats:
+                self._learn_overhead(max(0.0, wall - searched_s))
+        judged = [self._judged(count, {"enumerate": ms / 1e3}, timeout_s, dict(stats)) for count, ms in runs]
+        if killed and len(runs) < repeats:
+            judged.append(self._killed(process_limit, timeout_s, dict(stats)))
+        elif not judged:
+            reason = f"the binary printed no count and time per query (rc {rc}): {failure_line(out)}"
+            if re.search(r"^match used:", out, re.M):
+                reason = "the binary prints no time per query (query used: T ms): rebuild it with make competitors"
+            judged.append(MatchResult(self.name, 0, Status.UNSUPPORTED, reason=reason))
+        return judged
 
 
 GSI_AUTHORS_NOTE = ("GSI (authors): pkumod/GSI (make competitors) built as its Makefile builds it, with nvcc -G "

@@ -6,7 +6,7 @@ the filter and the BFS seed expansion, EGSM's filter, index, scan, wedge-filter 
 kernels, GSI's first-edge, heavy-row, counts-and-scan kernels and one-launch join, SGSI's kernels
 and STwig's join kernels, to PTX for ``--cc`` (default 9.0, Hopper) with NVVM, and with ``ptxas``
 (when found) prints registers, spills and shared memory of gMatch's fine kernel as the engine
-builds it (``max_registers=64``), its filter, and every EGSM, GSI, SGSI and STwig kernel. It
+builds it (``max_registers=64``), its seed expansion and filter, and every EGSM, GSI, SGSI and STwig kernel. It
 needs the CUDA toolkit libraries numba-cuda uses (``pip install 'numba-cuda[cu12]'``) but no
 driver: the device functions' compute capability is taken from ``--cc``. Not a test (CI has
 no CUDA toolkit); a developer's check.
@@ -95,7 +95,7 @@ def main(argv=None) -> int:
     def graph(indexed):                   # (off, ent, bitmap, cset, eg) as the engine passes them
         return (i32(1) if indexed else i64(1), i32(1), u32(1), i32(1), i32(1))
 
-    fine_ptx = {}
+    fine_ptx, seed_ptx = {}, {}
     for indexed in (False, True):
         for scope in (STEAL_GLOBAL, STEAL_MAILBOX, STEAL_BLOCK, STEAL_NONE):
             for batch in (True, False):
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
                    int64, i64(1), i32(3), i32(3))
             cuda.compile_ptx(coarse_kernel(8, unroll, indexed).py_func, sig, cc=cc)
         sig = (*graph(indexed), u32(1), i32(2), i32(1), int64, int64, i32(1), int64, i64(1), int64)
-        cuda.compile_ptx(seed_expand_kernel(indexed).py_func, sig, cc=cc)
+        seed_ptx[indexed], _ = cuda.compile_ptx(seed_expand_kernel(indexed).py_func, sig, cc=cc)
     sig = (*graph(True), u32(2), i32(3), i32(1), int64, i64(2), i32(2), int64, int64, i64(1), i32(1), i32(2), i32(1))
     count_last_ptx, _ = cuda.compile_ptx(fine_kernel(12, 8, True, STEAL_GLOBAL, 4, True, False, 64, LEAF_LAST).py_func,
                                          sig, cc=cc)
@@ -132,6 +132,8 @@ def main(argv=None) -> int:
                for indexed, ptx in fine_ptx.items()]
     reports.append(("fine kernel (candidate graph, 12 levels, 8 warps, count_last)", count_last_ptx, 64))
     reports.append(("fine kernel (candidate graph, 12 levels, 8 warps, every position enumerated)", count_one_ptx, 64))
+    reports += [(f"seed expansion ({'candidate graph' if indexed else 'data graph'}, a warp per row)", ptx, None)
+                for indexed, ptx in seed_ptx.items()]
     reports.append(("filter kernel (a warp per data vertex)", filter_ptx, None))
     reports += [(f"EGSM {name}", ptx, None) for name, ptx in egsm_ptx.items()]
     reports += [(f"GSI {name}", ptx, 64 if name.startswith("fused") else None) for name, ptx in gsi_ptx.items()]
