@@ -28,6 +28,7 @@ from experiments.harness.core import (
     Point,
     assign_gpus,
     check_counts,
+    format_plan,
     plan,
     plan_set,
     run_experiment,
@@ -42,7 +43,7 @@ from experiments.harness.runner import (
     read_rows,
     run_jobs,
 )
-from experiments.harness.workloads import Dataset, QuerySpec, get_scale
+from experiments.harness.workloads import Dataset, QuerySpec, get_scale, standin_size
 
 
 @pytest.fixture(scope="module")
@@ -463,6 +464,53 @@ def test_plan_counts_runs_limits_warmups_and_compiles_once_per_worker():
     assert two.warmup_s == 0 and two.compile_s == 0           # filter="refine" is cpu's default
     assert (three_.jobs, three_.runs, three_.worst_s) == (1, 0, 0.0)
     assert one.worst_s == one.query_s + one.warmup_s + one.compile_s
+
+
+class StartsAProcess(RepeatsInOneCall):
+    """An engine whose runs each take a declared start-up beside the limit: 1 s + 1 s per 1,000 edges."""
+
+    name = "starts-a-process-test"
+    repeats_in_one_call = False
+
+    @classmethod
+    def planned_start_up_s(cls, num_edges):
+        return 1.0 + num_edges / 1000
+
+
+class StartsOnceAQuery(StartsAProcess):
+    name = "starts-once-a-query-test"
+    repeats_in_one_call = True
+
+
+class CannotSay(StartsAProcess):
+    name = "cannot-say-test"
+
+    @classmethod
+    def planned_start_up_s(cls, num_edges):
+        return None
+
+
+register("starts-a-process-test", StartsAProcess)
+register("starts-once-a-query-test", StartsOnceAQuery)
+register("cannot-say-test", CannotSay)
+
+
+def test_plan_counts_the_start_up_an_engine_declares_and_names_those_that_cannot_say():
+    dataset = Dataset("toy", 500, 2000, vertex_labels=3)            # 2,000 edges: 3 s a process
+    point = Point("toy-4", dataset, QuerySpec("induced", size=4, count=3))
+    q = get_scale("tiny").queries_per_set
+    edges = standin_size(dataset, get_scale("tiny").max_edges)[1]
+    per_run = 1.0 + edges / 1000
+    separate = _toy("separate", (Config.of("p", "starts-a-process-test"),), (point,), limit=1.0, repeats=3)
+    one_call = _toy("one-call", (Config.of("o", "starts-once-a-query-test"),), (point,), limit=1.0, repeats=3)
+    unknown = _toy("unknown", (Config.of("u", "cannot-say-test"), Config.of("cpu", "cpu")), (point,),
+                   limit=1.0, repeats=3)
+    first, second, third = plan([separate, one_call, unknown], "tiny")
+    assert first.start_up_s == pytest.approx(per_run * (2 + 3 * q))    # warm-up, probe, 3 runs a query
+    assert first.worst_s == pytest.approx(first.query_s + first.warmup_s + first.compile_s + first.start_up_s)
+    assert second.start_up_s == pytest.approx(per_run * (2 + q))      # a query's runs in one process
+    assert third.start_up_s == 0.0 and third.not_estimated == ("cannot-say-test",)
+    assert "start-up of cannot-say-test not estimated" in format_plan("testpaper", [first, third])
 
 
 def test_assign_gpus_puts_every_set_on_exactly_one_gpu_and_balances():

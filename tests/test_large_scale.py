@@ -106,6 +106,8 @@ def test_a_large_stand_in_is_cached_on_disk(tmp_path, monkeypatch):
 class _Clock:
     """An engine whose runs take the listed seconds (status ok unless past its timeout)."""
 
+    repeats_in_one_call = False
+
     def __init__(self, seconds):
         self.seconds = list(seconds)
 

@@ -304,6 +304,14 @@ class Engine(ABC):
         engines honours the deadline."""
         return 0.0
 
+    @classmethod
+    def planned_start_up_s(cls, num_edges: int) -> float | None:
+        """Seconds a worst-case plan counts for each run beside its limit on a data graph of
+        ``num_edges`` edges, before anything is measured: none here (every phase honours the
+        deadline); None for an engine that cannot say (an external binary whose start-up grows
+        with the graph it loads and is not modelled)."""
+        return 0.0
+
     def _cited(self, message: str, kind: str) -> str:
         reason = self.limitations.get(kind)
         return f"{message} ({reason})" if reason else message

@@ -47,7 +47,7 @@ from .runner import (
     run_jobs,
 )
 from .store import FolderLock
-from .workloads import Dataset, QuerySpec, Scale, get_scale, graph_key
+from .workloads import Dataset, QuerySpec, Scale, get_scale, graph_key, standin_size
 
 
 class MissingEngine(RuntimeError):
@@ -757,7 +757,11 @@ class PlanLine:
     experiment of the same worker ran; ``compile_s`` = :data:`COMPILE_ALLOWANCE_S` per compiled variant
     (:func:`runner.config_key`: run-time options aside) not compiled before. Building and
     preparing a job's data graph and a worker restart after a hard kill (which compiles
-    again) are not counted.
+    again) are not counted. ``start_up_s``: what an engine that runs beside its limit by design
+    (an external binary's process) says it takes per run on the point's data graph
+    (:meth:`~common.engine.base.Engine.planned_start_up_s`), over its warm-up, start-up probe and
+    every timed run (one per query where it ``repeats_in_one_call``); ``not_estimated``: the
+    engines that cannot say, whose start-up the line leaves out.
     """
 
     experiment: str
@@ -769,10 +773,12 @@ class PlanLine:
     warmup_s: float
     compile_s: float
     missing: tuple = ()       # engines not built: the experiment will not run
+    start_up_s: float = 0.0
+    not_estimated: tuple = ()
 
     @property
     def worst_s(self) -> float:
-        return self.query_s + self.warmup_s + self.compile_s
+        return self.query_s + self.warmup_s + self.compile_s + self.start_up_s
 
 
 def plan(experiments, scale: str | Scale) -> list[PlanLine]:
@@ -781,13 +787,17 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
     A run that an earlier experiment already made (same ``run_key``, same query) costs nothing;
     ``runs`` counts the runs actually made. Only query files are read; no data graph is built.
     """
+    from common.engine.registry import engine_class
+
     scale = get_scale(scale) if isinstance(scale, str) else scale
     compiled, warmed, done = set(), set(), set()
     lines = []
     for experiment in at_scale(experiments, scale):
         here = experiment.scale_for(scale)
         limit = experiment.time_limit_for(scale)
+        repeats = experiment.repeats_for(scale)
         jobs = runs = 0
+        start_up, not_estimated = 0.0, set()
         new_compiles, new_warmups = set(), set()
         missing = tuple(experiment.missing_engines())
         for point in experiment.points_for(scale):
@@ -805,6 +815,13 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
                 fresh = [i for i in range(queries) if run_key is None or (run_key, i) not in done]
                 done |= {(run_key, i) for i in fresh if run_key is not None}
                 runs += len(fresh)
+                if fresh and config.engine not in missing:
+                    cls = engine_class(config.engine)
+                    per_run = cls.planned_start_up_s(standin_size(point.dataset, here.max_edges, here.keep_degree)[1])
+                    if per_run is None:
+                        not_estimated.add(config.engine)
+                    elif per_run:               # a warm-up and a probe, then the timed runs
+                        start_up += per_run * (2 + len(fresh) * (1 if cls.repeats_in_one_call else repeats))
                 if fresh:
                     # the runner warms up once per query size: a query set's shape stands for it
                     spec = point.queries
@@ -813,12 +830,12 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
                     new_warmups |= {shaped} - warmed
         compiled |= new_compiles
         warmed |= new_warmups
-        repeats = experiment.repeats_for(scale)
         per_query = limit if here.repeats_share_limit else repeats * limit      # runner._answer
         lines.append(PlanLine(experiment.name, jobs, runs, limit, repeats,
                               query_s=runs * per_query,
                               warmup_s=len(new_warmups) * limit,
-                              compile_s=len(new_compiles) * COMPILE_ALLOWANCE_S, missing=missing))
+                              compile_s=len(new_compiles) * COMPILE_ALLOWANCE_S, missing=missing,
+                              start_up_s=start_up, not_estimated=tuple(sorted(not_estimated))))
     return lines
 
 
@@ -868,15 +885,20 @@ def assign_gpus(worst_s: dict[str, float], gpus: list[str]) -> dict[str, list[st
 def format_plan(paper: str, lines: list[PlanLine]) -> str:
     """The plan of one set as a text table, with its total."""
     header = f"{'experiment':40s} {'jobs':>5s} {'runs':>5s} {'limit':>6s} {'query s':>8s} " \
-             f"{'warm-up':>8s} {'compile':>8s} {'worst s':>8s}"
+             f"{'warm-up':>8s} {'compile':>8s} {'start-up':>8s} {'worst s':>8s}"
     out = [f"{paper}:", header]
     for line in lines:
-        note = f"  (needs {', '.join(line.missing)}: not built)" if line.missing else ""
+        notes = [f"needs {', '.join(line.missing)}: not built"] if line.missing else []
+        if line.not_estimated:
+            notes.append(f"start-up of {', '.join(line.not_estimated)} not estimated")
+        note = f"  ({'; '.join(notes)})" if notes else ""
         out.append(f"{line.experiment:40s} {line.jobs:5d} {line.runs:5d} {line.limit_s:6g} "
-                   f"{line.query_s:8.1f} {line.warmup_s:8.1f} {line.compile_s:8.0f} {line.worst_s:8.1f}{note}")
+                   f"{line.query_s:8.1f} {line.warmup_s:8.1f} {line.compile_s:8.0f} {line.start_up_s:8.1f} "
+                   f"{line.worst_s:8.1f}{note}")
     out.append(f"{'total':40s} {sum(p.jobs for p in lines):5d} {sum(p.runs for p in lines):5d} {'':6s} "
                f"{sum(p.query_s for p in lines):8.1f} {sum(p.warmup_s for p in lines):8.1f} "
-               f"{sum(p.compile_s for p in lines):8.0f} {sum(p.worst_s for p in lines):8.1f}")
+               f"{sum(p.compile_s for p in lines):8.0f} {sum(p.start_up_s for p in lines):8.1f} "
+               f"{sum(p.worst_s for p in lines):8.1f}")
     return "\n".join(out)
 
 

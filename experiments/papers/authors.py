@@ -96,6 +96,11 @@ class PrintedSearchBinary(Engine):
             raise ValueError(f"probe_limit_s must be positive, got {probe_limit_s!r}")
         self.probe_limit_s = float(probe_limit_s)
 
+    @classmethod
+    def planned_start_up_s(cls, num_edges: int) -> float | None:
+        """Not modelled: the process loads the data graph, in a time of its own per binary."""
+        return None
+
     def _reset_allowance(self) -> None:
         self._allowance_s: float | None = None      # None: not probed yet
         self._measured = False                       # a run printed its search time

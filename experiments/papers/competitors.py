@@ -623,6 +623,15 @@ class GSIAuthors(CompetitorBinary):
     def parse(self, text, query):
         return parse_gsi(text)
 
+    #: the process's seconds beside its search: (fixed, per million data edges), fitted to its
+    #: start-up on the H200 (docs/decisions.md, "The authors' GSI: a query's repeats in one process")
+    START_UP_MODEL = (0.3, 2.5)
+
+    @classmethod
+    def planned_start_up_s(cls, num_edges: int) -> float:
+        fixed, per_million = cls.START_UP_MODEL
+        return fixed + per_million * num_edges / 1e6
+
     def _match_repeats(self, query, repeats, *, timeout_s):
         """One process over ``repeats`` copies of the query, killed at ``repeats`` limits plus the
         start-up room; each copy judged on its printed time (``startup_ms``: the process's wall
