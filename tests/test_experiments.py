@@ -130,7 +130,12 @@ class RepeatsInOneCall(Engine):
         return [MatchResult(self.name, count, phases={"enumerate": s}) for s in self.RUN_SECONDS[:repeats]]
 
 
-register("one-call-repeats-test", RepeatsInOneCall)
+def _register(monkeypatch, *classes):
+    """The test engines in the registry for one test only (other tests list the registered names)."""
+    from common.engine import registry
+
+    for cls in classes:
+        monkeypatch.setitem(registry._REGISTRY, cls.name, f"{__name__}:{cls.__qualname__}")
 
 
 @pytest.mark.parametrize("seconds, kept", [((0.2, 0.3, 0.4), 3),      # the third fits what is left (0.5)
@@ -139,6 +144,7 @@ register("one-call-repeats-test", RepeatsInOneCall)
 def test_an_engine_that_repeats_in_one_call_is_asked_once_and_its_runs_share_the_limit(
         tmp_path, workload, monkeypatch, seconds, kept):
     data, queries = workload
+    _register(monkeypatch, RepeatsInOneCall)
     monkeypatch.setattr(RepeatsInOneCall, "RUN_SECONDS", seconds)
     monkeypatch.setattr(RepeatsInOneCall, "CALLS", [])
     job = Job("t", "one-call", "one-call-repeats-test", "tiny", data, tuple(queries[:2]), time_limit_s=1.0,
@@ -490,12 +496,10 @@ class CannotSay(StartsAProcess):
         return None
 
 
-register("starts-a-process-test", StartsAProcess)
-register("starts-once-a-query-test", StartsOnceAQuery)
-register("cannot-say-test", CannotSay)
 
 
-def test_plan_counts_the_start_up_an_engine_declares_and_names_those_that_cannot_say():
+def test_plan_counts_the_start_up_an_engine_declares_and_names_those_that_cannot_say(monkeypatch):
+    _register(monkeypatch, StartsAProcess, StartsOnceAQuery, CannotSay)
     dataset = Dataset("toy", 500, 2000, vertex_labels=3)            # 2,000 edges: 3 s a process
     point = Point("toy-4", dataset, QuerySpec("induced", size=4, count=3))
     q = get_scale("tiny").queries_per_set
