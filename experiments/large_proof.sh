@@ -6,7 +6,8 @@
 # Resumable: a call killed at its limit keeps every finished query (results/.partial/); run it again.
 # GPUS picks the GPUs (default 0,1,2,3); PAPERS the sets (below); RERUN_CHANGED=1 sets aside the rows of
 # results/ measured under other settings (or recording none) and runs them again (--rerun-changed);
-# BUILD=0 skips building the authors' and competitors' binaries (below).
+# BUILD=0 skips building the authors' and competitors' binaries (below); GPUSM_COMMIT names the commit of
+# a tree whose git metadata does not match it (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GPUS=${GPUS:-0,1,2,3}
@@ -29,6 +30,14 @@ print("same verdicts" if same else "VERDICTS DIFFER")
 sys.exit(0 if same else 1)
 PY
     exit
+fi
+# Every report names the commit measured (experiments/harness/report.py, commit()): a tree that differs
+# from its git HEAD (uncommitted changes, or a device host's copy of a checkout whose .git is stale) must
+# say which commit it is, GPUSM_COMMIT=<hash>, or the reports would name a dirty or wrong commit.
+if [ -z "${GPUSM_COMMIT:-}" ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null || echo unknown)" ]; then
+    echo "large_proof: this tree differs from its git HEAD ($(git rev-parse --short HEAD 2>/dev/null || echo no git)):" \
+         "commit it, or set GPUSM_COMMIT to the commit it is (a device host's copy of .git may be stale)" >&2
+    exit 2
 fi
 # PAPERS picks the sets (default stwig_lin14, the proof; "all" runs every paper's large set, the large run)
 PAPERS=${PAPERS:-stwig_lin14}

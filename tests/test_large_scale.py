@@ -180,7 +180,7 @@ def test_the_large_run_script_runs_the_sets_asked_for_through_dask(tmp_path, pap
     fake = tmp_path / "python"
     fake.write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
     fake.chmod(0o755)
-    env = dict(os.environ, PYTHON=str(fake), GPUS="0,1", BUILD="0")
+    env = dict(os.environ, PYTHON=str(fake), GPUS="0,1", BUILD="0", GPUSM_COMMIT="test")
     env.pop("PAPERS", None)
     if papers is not None:
         env["PAPERS"] = papers
@@ -203,7 +203,7 @@ def test_the_large_run_script_passes_rerun_changed_only_when_asked(tmp_path, rer
     fake = tmp_path / "python"
     fake.write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
     fake.chmod(0o755)
-    env = dict(os.environ, PYTHON=str(fake), GPUS="0", PAPERS="all", BUILD="0")
+    env = dict(os.environ, PYTHON=str(fake), GPUS="0", PAPERS="all", BUILD="0", GPUSM_COMMIT="test")
     env.pop("RERUN_CHANGED", None)
     if rerun is not None:
         env["RERUN_CHANGED"] = rerun
@@ -228,7 +228,7 @@ def test_the_large_run_script_builds_the_binaries_of_the_columns_first(tmp_path,
         if present:
             (bin_dir / name).write_text(f'#!/bin/sh\necho "{name} $@" >> {log}\n')
             (bin_dir / name).chmod(0o755)
-    env = dict(os.environ, PYTHON=str(bin_dir / "python"), GPUS="0", PAPERS="all",
+    env = dict(os.environ, PYTHON=str(bin_dir / "python"), GPUS="0", PAPERS="all", GPUSM_COMMIT="test",
                PATH=f"{bin_dir}:/usr/bin:/bin")
     env.pop("BUILD", None)
     if build is not None:
@@ -240,3 +240,35 @@ def test_the_large_run_script_builds_the_binaries_of_the_columns_first(tmp_path,
     built = toolkit and build is None
     assert (lines[0] == "make authors competitors") == built and lines[-1].startswith("python -m experiments --all")
     assert ("not built" in done.stdout) == (not toolkit)
+
+
+def test_the_large_run_script_refuses_a_tree_that_differs_from_its_head_unless_told_its_commit(tmp_path):
+    """A device host's copy of a checkout can carry a stale .git: the reports would name a wrong or
+    dirty commit. The script stops (exit 2, one line naming GPUSM_COMMIT) unless GPUSM_COMMIT is set."""
+    import os
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    repo = tmp_path / "checkout"
+    (repo / "experiments").mkdir(parents=True)
+    shutil.copy(root / "experiments" / "large_proof.sh", repo / "experiments" / "large_proof.sh")
+    (repo / "engine.py").write_text("measured = 1\n")
+    git = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t")
+    for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "c"]):
+        subprocess.run(["git", "-C", str(repo), *args], env=git, check=True)
+    log = tmp_path / "calls"
+    fake = tmp_path / "python"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, PYTHON=str(fake), GPUS="0", BUILD="0")
+    env.pop("GPUSM_COMMIT", None)
+    script = ["bash", str(repo / "experiments" / "large_proof.sh")]
+    assert subprocess.run(script, env=env, timeout=60).returncode == 0            # clean: runs
+    (repo / "engine.py").write_text("measured = 2\n")                              # changed since HEAD
+    done = subprocess.run(script, env=env, timeout=60, capture_output=True, text=True)
+    assert done.returncode == 2 and "GPUSM_COMMIT" in done.stderr and len(log.read_text().splitlines()) == 1
+    assert subprocess.run(script, env=dict(env, GPUSM_COMMIT="abc1234"), timeout=60).returncode == 0
+    assert len(log.read_text().splitlines()) == 2
