@@ -444,3 +444,34 @@ def test_the_gsi_filter_command_prints_cpus_count_for_the_engines_ids(capsys):
     assert command.main(["--scale", "tiny", "--queries", "2"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
     assert len(rows) == 4 and all(row[2] == row[4] and int(row[3]) >= int(row[2]) for row in rows)
+
+
+def test_start_up_rows_sit_beside_their_graphs_edges_and_fit_a_line(tmp_path, capsys):
+    """experiments.bench.start_up: each row's start-up beside its data graph's edges at the row's
+    scale, and per engine seconds = fixed + per million edges through the graphs' medians."""
+    import json
+
+    import pandas as pd
+
+    from experiments.bench import start_up
+    from experiments.harness.workloads import SCALES, standin_size
+    from experiments.papers.gsi_icde20 import DATASETS
+
+    medium = SCALES["medium"]
+    edges = {d.name: standin_size(d, medium.max_edges, medium.keep_degree)[1] for d in DATASETS}
+    rows = []
+    for name in ("Enron", "gowalla", "WatDiv"):
+        seconds = 0.5 + 2.0 * edges[name] / 1e6
+        for spread in (-0.1, 0.0, 0.1):
+            stats = json.dumps({"startup_ms": 1e3 * (seconds + spread)})
+            rows.append(dict(engine="gsi-authors", dataset=name, stats=stats))
+        rows.append(dict(engine="gsi", dataset=name, stats=json.dumps({"order": [0, 1]})))
+    (tmp_path / "gsi_icde20").mkdir()
+    pd.DataFrame(rows).to_csv(tmp_path / "gsi_icde20" / "gsi_icde20.fig14.medium.csv", index=False)
+    pd.DataFrame(rows).to_csv(tmp_path / "gsi_icde20" / "no_such.fig99.medium.csv", index=False)
+    found = start_up.start_up_rows([tmp_path])
+    assert set(found.engine) == {"gsi-authors"} and len(found) == 9
+    assert dict(zip(found.dataset, found.edges)) == {name: edges[name] for name in ("Enron", "gowalla", "WatDiv")}
+    (line,) = start_up.fit(found).itertuples()
+    assert line.fixed_s == pytest.approx(0.5, abs=1e-3) and line.per_million_edges_s == pytest.approx(2.0, abs=1e-3)
+    assert start_up.main(["--results", str(tmp_path)]) == 0 and "gsi-authors" in capsys.readouterr().out
