@@ -178,6 +178,12 @@ def _measure(args, data, queries, leaves_of: dict, rows: list) -> None:
                              race_winner=result.stats.get("race_winner"),
                              race_count_ms=result.stats.get("race_count_ms"),
                              race_enumerate_ms=result.stats.get("race_enumerate_ms"),
+                             race_sample_seeds=result.stats.get("race_sample_seeds"),
+                             seed_pool_ms=result.stats.get("seed_pool_ms"),
+                             hub_parts=result.stats.get("hub_parts"),
+                             hub_whole_ms=None if result.stats.get("hub_whole_seconds") is None
+                             else 1e3 * result.stats["hub_whole_seconds"],
+                             order=" ".join(map(str, result.stats.get("order", []))),
                              counted=result.stats.get("counted_leaves"),
                              countable_leaves=leaves_of[name],
                              seeds=result.stats.get("seeds"), seed_width=result.stats.get("seed_width"),
