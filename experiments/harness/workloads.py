@@ -120,7 +120,7 @@ SIMULATOR_OVERRUN_S = 2.0
 """Seconds past its time limit a query on a real-size graph (``small`` and up) runs in the
 simulator: there nearly every query times out, and the deadline is checked between kernel
 launches, each of which takes seconds in the simulator (:func:`simulator_seconds`)."""
-SIMULATOR_SET_S = 2.5
+SIMULATOR_SET_S = 1.5
 """Seconds a set spends in the simulator outside its experiments: the worker's start and imports."""
 SIMULATOR_EXPERIMENT_S = 0.6
 """Seconds an experiment spends in the simulator outside its queries: its data graphs and query
