@@ -186,16 +186,11 @@ class Engine(ABC):
 
     def match_repeats(self, query: Graph, repeats: int, *, timeout_s: float | None = None) -> list[MatchResult]:
         """``repeats`` timed runs of ``query`` (its count, as :meth:`match`), each judged against
-        ``timeout_s``, in order; the list ends after the first run that is not ``ok``. One
-        :meth:`match` per run, or one call of the engine's own for them all where it declares
-        :attr:`repeats_in_one_call`."""
+        ``timeout_s``, in order; the list ends after the first run that is not ``ok``
+        (:meth:`_match_repeats`: one :meth:`match` per run, or one call of the engine's own for
+        them all where it declares :attr:`repeats_in_one_call`)."""
         if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
             raise ValueError(f"repeats must be a whole number of runs, at least 1, got {repeats!r}")
-        if not self.repeats_in_one_call:
-            runs = []
-            while len(runs) < repeats and (not runs or runs[-1].status is Status.OK):
-                runs.append(self.match(query, timeout_s=timeout_s))
-            return runs
         if self.data is None:
             raise RuntimeError(f"{type(self).__name__}.match_repeats() called before prepare(data)")
         self._checked_arguments(None, timeout_s)
@@ -330,9 +325,13 @@ class Engine(ABC):
         that ``supports_parts`` also takes ``part``, the :class:`~.part.Part` to answer."""
 
     def _match_repeats(self, query: Graph, repeats: int, *, timeout_s) -> list[MatchResult]:
-        """The runs of :meth:`match_repeats` for an engine that declares :attr:`repeats_in_one_call`
-        (the query already checked): up to ``repeats`` results, each judged against ``timeout_s``."""
-        raise NotImplementedError
+        """The runs of :meth:`match_repeats` (the query already checked): up to ``repeats`` results,
+        each judged against ``timeout_s``; here one :meth:`match` each until one is not ``ok``. An
+        engine that declares :attr:`repeats_in_one_call` answers them in one call of its own."""
+        runs = []
+        while len(runs) < repeats and (not runs or runs[-1].status is Status.OK):
+            runs.append(self.match(query, timeout_s=timeout_s))
+        return runs
 
     def _match_batch(self, queries: list[Graph], **options) -> list[MatchResult]:
         """Answer checked queries (see :meth:`match_batch`; ``options``: ``limit``, ``collect``,

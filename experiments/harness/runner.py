@@ -183,16 +183,15 @@ def _timed_runs(engine, query, job: Job):
     (every run's wall is that call's), each judged again against its own limit."""
     if not engine.repeats_in_one_call:
         return lambda timeout: without_compiles(lambda: engine.match(query, timeout_s=timeout))
-    runs: list = []
-    called = False
+    runs = None
 
     def next_run(timeout):
-        nonlocal called
-        if not called:
-            called, started = True, time.perf_counter()
+        nonlocal runs
+        if runs is None:
+            started = time.perf_counter()
             answered = engine.match_repeats(query, job.repeats, timeout_s=job.time_limit_s)
-            runs.extend((time.perf_counter() - started, result) for result in answered)
-        wall, result = runs.pop(0)          # the caller stops at the first run that is not ok
+            runs = iter([(time.perf_counter() - started, result) for result in answered])
+        wall, result = next(runs)           # the caller stops at the first run that is not ok
         if timeout is not None and result.status is Status.OK and result.seconds > timeout:
             result = dataclasses.replace(result, status=Status.TIMEOUT,
                                          reason=f"the run took {result.seconds:.3f} s, past what was left of "
