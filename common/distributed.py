@@ -48,7 +48,7 @@ from .graph.model import Graph
 CACHE_SIZE = 4
 #: worst first: the status of a split run is the worst of its parts'
 _SEVERITY = {Status.OK: 0, Status.LIMIT: 1, Status.TIMEOUT: 2, Status.OVERFLOW: 3, Status.OOM: 4,
-             Status.UNSUPPORTED: 5}
+             Status.UNSUPPORTED: 5, Status.ERROR: 6}
 #: seconds the client waits past a split run's deadline for parts still running (they stop
 #: themselves at the deadline; this covers the transfer of their results)
 DEADLINE_GRACE_S = 5.0

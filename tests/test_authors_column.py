@@ -76,6 +76,7 @@ sleep "$FAKE_STARTUP_S"
 read -r _ nv _ < "$q"
 search=0; [ "$nv" -gt 2 ] && search=$FAKE_SEARCH_S
 [ "$search" = forever ] && exec sleep 600
+[ "$search" = crash ] && { echo "an illegal memory access was encountered" >&2; exit 1; }
 echo "# Preparation, time (ms): 20(host), 0(kernel)"
 sleep "$search"
 ms=$(awk -v s="$search" 'BEGIN { printf "%d", s * 1000 }')
@@ -180,3 +181,11 @@ def test_without_a_probe_the_first_printed_search_measures_the_allowance(slow_st
     assert engine.allowance_s() == 5.0                                     # nothing measured yet
     assert engine.match(query, timeout_s=0.5).status is Status.OK
     assert 0.2 <= engine.allowance_s() < 5.0
+
+
+def test_a_binary_that_crashes_is_an_error_not_unsupported(slow_starter, monkeypatch):
+    engine, query = slow_starter
+    engine.allowance_s()                                     # the probe (one edge) does not crash
+    monkeypatch.setenv("FAKE_SEARCH_S", "crash")
+    result = engine.match(query, timeout_s=0.5)
+    assert result.status is Status.ERROR and "no count" in result.reason, result

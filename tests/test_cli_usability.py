@@ -78,6 +78,14 @@ def test_unsupported_query_exits_4(capsys, tmp_path):
     assert json.loads(out)[0]["status"] == "unsupported" and code == EXIT_UNSUPPORTED == 4
 
 
+def test_an_error_exits_4_even_where_partial_answers_are_allowed():
+    from common.cli.main import match_exit_code
+    from common.engine.result import Status
+    assert match_exit_code({Status.OK, Status.ERROR}) == EXIT_UNSUPPORTED
+    assert match_exit_code({Status.TIMEOUT, Status.ERROR}, allow_partial=True) == EXIT_UNSUPPORTED
+    assert match_exit_code({Status.UNSUPPORTED, Status.TIMEOUT}, allow_partial=True) == 0
+
+
 def test_folder_of_queries_shows_progress(capsys, tmp_path):
     folder = tmp_path / "q"
     folder.mkdir()

@@ -100,6 +100,8 @@ else:
     copies = 1
     count = create_engine("cpu").prepare(data).match(query).count
 count += int(os.environ.get("FAKE_COUNT_OFFSET", "0"))
+if os.environ.get("FAKE_CRASH") and query.num_vertices > 3:                # not the start-up probe
+    sys.stderr.write("an illegal memory access was encountered\\n"); sys.exit(134)
 if os.environ.get("FAKE_PROBE_HANGS") and query.num_vertices <= 3:       # a start-up probe (an edge, a path)
     time.sleep(600)
 if os.environ.get("FAKE_SEARCH_S") == "forever" and query.num_vertices > 2:
@@ -223,6 +225,20 @@ def test_the_limit_is_on_the_printed_search_start_up_apart(stand_in, monkeypatch
     monkeypatch.setenv("FAKE_SEARCH_S", "forever")
     result = engine.match(query, timeout_s=0.3)
     assert result.status is Status.TIMEOUT and "killed" in result.reason
+
+
+@pytest.mark.parametrize("name, data", [("stmatch-authors", unlabelled()), ("gsi-authors", labelled())])
+def test_a_binary_that_crashes_is_an_error_naming_its_last_words_not_unsupported(stand_in, monkeypatch, name, data):
+    stand_in(name)
+    engine = create_engine(name).prepare(data)
+    query = query_set(data, 1, 4, seed=5).queries[0]
+    engine.allowance_s()                                 # the start-up probe (a path) does not crash
+    monkeypatch.setenv("FAKE_CRASH", "1")
+    for result in (engine.match(query, timeout_s=1.0), *engine.match_repeats(query, 2, timeout_s=1.0)):
+        assert result.status is Status.ERROR and "illegal memory access" in result.reason, result
+        assert "rc 134" in result.reason
+    monkeypatch.delenv("FAKE_CRASH")
+    assert engine.match(query, timeout_s=1.0).status is Status.OK
 
 
 def test_gsi_runs_a_querys_repeats_in_one_process_each_judged_on_its_printed_time(stand_in, monkeypatch, tmp_path):

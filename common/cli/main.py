@@ -231,13 +231,16 @@ EXIT_CODES = f"""exit codes:
   {EXIT_USAGE}  bad command line or input (file missing or malformed, unknown engine or option)
   {EXIT_PARTIAL}  a query timed out, ran out of device memory or overflowed the engine's count
      (its count is a lower bound)
-  {EXIT_UNSUPPORTED}  an engine could not take a query (status unsupported)
+  {EXIT_UNSUPPORTED}  an engine could not take a query (status unsupported) or failed on it (status error:
+     an external binary crashed)
   {EXIT_LOST}  match --dask: the cluster lost queries (named on stderr; the answered ones are printed)
-  match --allow-partial turns {EXIT_PARTIAL} and {EXIT_UNSUPPORTED} into {EXIT_OK}."""
+  match --allow-partial turns {EXIT_PARTIAL} and {EXIT_UNSUPPORTED} into {EXIT_OK}, except for an error."""
 
 
 def match_exit_code(statuses, allow_partial: bool = False) -> int:
     """The exit status of ``gpusm match`` for the statuses its queries ended with (EXIT_CODES)."""
+    if Status.ERROR in statuses:
+        return EXIT_UNSUPPORTED
     if allow_partial:
         return EXIT_OK
     if statuses & {Status.TIMEOUT, Status.OOM, Status.OVERFLOW}:

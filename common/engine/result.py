@@ -17,6 +17,7 @@ class Status(str, Enum):
     OOM = "oom"                  # device-memory budget exceeded: count is a lower bound
     OVERFLOW = "overflow"        # the count passed the engine's counters: count is a lower bound
     UNSUPPORTED = "unsupported"  # the engine cannot take this query (``reason`` says why)
+    ERROR = "error"              # the run failed without a count (a crash; ``reason`` says how)
 
     def __str__(self) -> str:
         return self.value

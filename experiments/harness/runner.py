@@ -519,7 +519,7 @@ def make_worker(isolation: str = "process"):
     return _Worker() if isolation == "process" else _Inline()
 
 
-STATUSES = (*(str(s) for s in Status), "error", SKIPPED)
+STATUSES = (*(str(s) for s in Status), SKIPPED)
 NUMERIC = ("count", "seconds", "filter_s", "index_s", "plan_s", "enumerate_s", "transfer_s", "wall_s",
            "peak_device_bytes")
 

@@ -190,7 +190,7 @@ class AuthorsBinary(PrintedSearchBinary):
         row, failure = self._run(query, process_limit)
         wall = time.perf_counter() - start
         if row is None:
-            return MatchResult(self.name, 0, Status.UNSUPPORTED, reason=failure)
+            return MatchResult(self.name, 0, Status.ERROR, reason=failure)
         outcome = row.get("correct", "")
         if outcome == "unsupported":
             return MatchResult(self.name, 0, Status.UNSUPPORTED, reason=f"run.sh: unsupported (rc {row.get('rc')})")
@@ -200,7 +200,7 @@ class AuthorsBinary(PrintedSearchBinary):
         if outcome == "timeout":
             return self._killed(process_limit, timeout_s, stats)
         if outcome == "error" or not row.get("count"):
-            return MatchResult(self.name, 0, Status.UNSUPPORTED,
+            return MatchResult(self.name, 0, Status.ERROR,
                                reason=f"the binary printed no count (rc {row.get('rc')})")
         phases = {"filter": float(row.get("pre_ms") or 0) / 1e3, "enumerate": float(row.get("join_ms") or 0) / 1e3}
         if row.get("join_ms"):

@@ -371,7 +371,7 @@ class CompetitorBinary(PrintedSearchBinary):
         if killed:
             return self._killed(process_limit, timeout_s, stats)
         if count is None:
-            return MatchResult(self.name, 0, Status.UNSUPPORTED,
+            return MatchResult(self.name, 0, Status.ERROR,
                                reason=f"the binary printed no count (rc {rc}): {failure_line(out)}")
         phases = {"enumerate": (ms or 0.0) / 1e3}
         if ms is not None:
@@ -655,7 +655,7 @@ class GSIAuthors(CompetitorBinary):
             reason = f"the binary printed no count and time per query (rc {rc}): {failure_line(out)}"
             if re.search(r"^match used:", out, re.M):
                 reason = "the binary prints no time per query (query used: T ms): rebuild it with make competitors"
-            judged.append(MatchResult(self.name, 0, Status.UNSUPPORTED, reason=reason))
+            judged.append(MatchResult(self.name, 0, Status.ERROR, reason=reason))
         return judged
 
 
