@@ -158,6 +158,34 @@ def test_an_engine_that_repeats_in_one_call_is_asked_once_and_its_runs_share_the
         assert stats["repeat_s"] == list(seconds[:kept]) and stats.get("repeats_cut", False) == (kept < 3)
 
 
+class CountsItsRuns(Engine):
+    """Reference counts; every ``match`` call's query name in ``CALLS``."""
+
+    name = "counts-its-runs-test"
+    supports_disconnected = True
+    CALLS: list = []
+
+    def _prepare(self, data):
+        self.reference = create_engine("cpu").prepare(data)
+
+    def _match(self, query, *, limit, collect, timeout_s, homomorphic):
+        type(self).CALLS.append(query.name)
+        return self.reference.match(query, timeout_s=timeout_s)
+
+
+@pytest.mark.parametrize("helps", [True, False])
+def test_the_runner_warms_up_only_an_engine_a_warm_up_helps(tmp_path, workload, monkeypatch, helps):
+    data, queries = workload
+    _register(monkeypatch, CountsItsRuns)
+    monkeypatch.setattr(CountsItsRuns, "CALLS", [])
+    monkeypatch.setattr(CountsItsRuns, "warm_up_helps", helps)
+    job = Job("t", "counted", "counts-its-runs-test", "tiny", data, tuple(queries[:2]), time_limit_s=5.0)
+    rows = run_jobs([job], tmp_path / "rows.csv", isolation="inline", progress=False)
+    assert dict(zip(rows["query"], rows["count"])) == _counts(data, queries[:2])
+    timed = [q.name for q in queries[:2]]
+    assert CountsItsRuns.CALLS == ([queries[0].name] if helps else []) + timed
+
+
 def _device_name() -> str:
     """What the reports must name: the simulator as such, or the GPU the driver reports."""
     from common.gpu.backend import BACKEND
@@ -488,6 +516,11 @@ class StartsOnceAQuery(StartsAProcess):
     repeats_in_one_call = True
 
 
+class StartsWithoutWarmUp(StartsAProcess):
+    name = "starts-without-warm-up-test"
+    warm_up_helps = False
+
+
 class CannotSay(StartsAProcess):
     name = "cannot-say-test"
 
@@ -499,7 +532,7 @@ class CannotSay(StartsAProcess):
 
 
 def test_plan_counts_the_start_up_an_engine_declares_and_names_those_that_cannot_say(monkeypatch):
-    _register(monkeypatch, StartsAProcess, StartsOnceAQuery, CannotSay)
+    _register(monkeypatch, StartsAProcess, StartsOnceAQuery, CannotSay, StartsWithoutWarmUp)
     dataset = Dataset("toy", 500, 2000, vertex_labels=3)            # 2,000 edges: 3 s a process
     point = Point("toy-4", dataset, QuerySpec("induced", size=4, count=3))
     q = get_scale("tiny").queries_per_set
@@ -515,6 +548,10 @@ def test_plan_counts_the_start_up_an_engine_declares_and_names_those_that_cannot
     assert second.start_up_s == pytest.approx(per_run * (2 + q))      # a query's runs in one process
     assert third.start_up_s == 0.0 and third.not_estimated == ("cannot-say-test",)
     assert "start-up of cannot-say-test not estimated" in format_plan("testpaper", [first, third])
+    (cold,) = plan([_toy("cold", (Config.of("w", "starts-without-warm-up-test"),), (point,), limit=1.0,
+                         repeats=3)], "tiny")
+    assert cold.start_up_s == pytest.approx(per_run * (1 + 3 * q))     # a probe, no warm-up
+    assert cold.warmup_s == 0 and first.warmup_s == 1.0
 
 
 def test_assign_gpus_puts_every_set_on_exactly_one_gpu_and_balances():

@@ -92,6 +92,9 @@ class Engine(ABC):
     #: whether :meth:`match_repeats` times a query's runs in one call for less than a :meth:`match`
     #: each (an external binary that loads the data graph once per process), by :meth:`_match_repeats`
     repeats_in_one_call: ClassVar[bool] = False
+    #: whether an untimed first run makes later runs faster (kernels compiled or loaded, pools grown):
+    #: the harness and the benches warm such an engine up once per query size before timing it
+    warm_up_helps: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -13,7 +13,8 @@ Every count is checked: against the known count in ``data/`` where there is one,
 cpu engine's (when it finishes within the limit), else against the base engine's; the ``check``
 column says which. A query a system cannot take is ``unsupported`` with its reason; a system that
 is not built is one row with the reason (the build's first error where ``make competitors``
-failed). Each system answers its first query untimed (warm-up), then every query is timed
+failed). Each system that a warm-up helps answers its first query untimed (not the external
+binaries: a fresh process each run), then every query is timed
 ``--repeats`` times (the median; a query that did not finish is not repeated, nor one whose runs
 have taken :data:`REPEAT_S`; a system that times its repeats in one call, as the authors' GSI in one
 process, gives them all, or the first where one did not finish), each query by every system
@@ -148,8 +149,9 @@ def run_set(name: str, systems, *, timeout_s: float, repeats: int, deadline: flo
             continue
         options = {"probe_limit_s": min(PROBE_LIMIT_S, max(1.0, deadline - time.monotonic()))} if system in BASE else {}
         engine = create_engine(system, **options).prepare(data)
+        engine.wall_beyond_limit_s()             # an external binary's start-up probe, before the timing
         warm = next((q for q, _ in queries if not engine.unsupported_reason(q)), None)
-        if warm is not None:
+        if warm is not None and engine.warm_up_helps:
             engine.match(warm, timeout_s=timeout_s)
         engines[system] = engine
     deadline = time.monotonic() + max(0.0, deadline - time.monotonic()) / sets_left

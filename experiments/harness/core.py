@@ -753,14 +753,15 @@ class PlanLine:
     ``query_s`` = runs x repeats x limit, or runs x limit where the scale's repeats share the
     limit (:attr:`~experiments.harness.workloads.Scale.repeats_share_limit`); ``warmup_s`` = one
     untimed query (the runner's warm-up) per configuration (:func:`runner.canonical_options`) and
-    query-set shape that no earlier
-    experiment of the same worker ran; ``compile_s`` = :data:`COMPILE_ALLOWANCE_S` per compiled variant
-    (:func:`runner.config_key`: run-time options aside) not compiled before. Building and
+    query-set shape that no earlier experiment of the same worker ran, for an engine that a warm-up
+    helps (:attr:`~common.engine.base.Engine.warm_up_helps`); ``compile_s`` =
+    :data:`COMPILE_ALLOWANCE_S` per compiled variant (:func:`runner.config_key`: run-time options
+    aside) not compiled before. Building and
     preparing a job's data graph and a worker restart after a hard kill (which compiles
     again) are not counted. ``start_up_s``: what an engine that runs beside its limit by design
     (an external binary's process) says it takes per run on the point's data graph
-    (:meth:`~common.engine.base.Engine.planned_start_up_s`), over its warm-up, start-up probe and
-    every timed run (one per query where it ``repeats_in_one_call``); ``not_estimated``: the
+    (:meth:`~common.engine.base.Engine.planned_start_up_s`), over its start-up probe, its warm-up if
+    it has one and every timed run (one per query where it ``repeats_in_one_call``); ``not_estimated``: the
     engines that cannot say, whose start-up the line leaves out.
     """
 
@@ -815,19 +816,21 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
                 fresh = [i for i in range(queries) if run_key is None or (run_key, i) not in done]
                 done |= {(run_key, i) for i in fresh if run_key is not None}
                 runs += len(fresh)
+                warms = True                    # an engine not here: as one that warms up
                 if fresh and config.engine not in missing:
                     cls = engine_class(config.engine)
+                    warms = cls.warm_up_helps
                     per_run = cls.planned_start_up_s(standin_size(point.dataset, here.max_edges, here.keep_degree)[1])
                     if per_run is None:
                         not_estimated.add(config.engine)
-                    elif per_run:               # a warm-up and a probe, then the timed runs
-                        start_up += per_run * (2 + len(fresh) * (1 if cls.repeats_in_one_call else repeats))
+                    elif per_run:               # a start-up probe (and a warm-up where it helps), the timed runs
+                        start_up += per_run * (1 + warms + len(fresh) * (1 if cls.repeats_in_one_call else repeats))
                 if fresh:
                     # the runner warms up once per query size: a query set's shape stands for it
                     spec = point.queries
                     shaped = (*warm_key, spec.kind, spec.size, spec.sizes, spec.names)
                     new_compiles |= {compile_key} - compiled
-                    new_warmups |= {shaped} - warmed
+                    new_warmups |= ({shaped} - warmed) if warms else set()
         compiled |= new_compiles
         warmed |= new_warmups
         per_query = limit if here.repeats_share_limit else repeats * limit      # runner._answer

@@ -336,10 +336,13 @@ def check_settings(out_csv: Path, expected: dict, rerun_changed: bool = False) -
 
 def _prepare(job: Job, warmed: set):
     """The job's engine, prepared on its data graph and warmed up on the first query of every
-    query size it has not answered yet (some engines compile a kernel per query size)."""
+    query size it has not answered yet (some engines compile a kernel per query size), where a
+    warm-up helps it (:attr:`~common.engine.base.Engine.warm_up_helps`)."""
     from common import create_engine
 
     engine = create_engine(job.engine, **job.engine_options).prepare(job.data)
+    if not engine.warm_up_helps:
+        return engine
     config = (job.engine, canonical_options(job.engine, job.options))
     for query in job.queries:
         key = (*config, query.num_vertices)

@@ -90,6 +90,10 @@ class PrintedSearchBinary(Engine):
     ``probe_limit_s`` bounds the start-up probe's process (default :data:`PROBE_LIMIT_S`); a caller with
     a time budget (the competitors' bench) passes what is left of it, so no probe outlives the budget."""
 
+    #: a fresh process every run: nothing of a first run carries over but the operating system's
+    #: file cache, and the search time it prints leaves out the load; a warm-up is a wasted process
+    warm_up_helps = False
+
     def __init__(self, *, probe_limit_s: float = PROBE_LIMIT_S, **options):
         super().__init__(**options)
         if not probe_limit_s > 0:
