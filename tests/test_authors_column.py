@@ -87,7 +87,7 @@ echo "# Subgraph Matching Finished, time (ms): $((ms + 20))(host), 0(kernel)"
 
 STAND_IN_RUN_SH = r"""#!/usr/bin/env bash
 # the anchors' run.sh in brief: ENGINE DATA QUERY_DIR EXPECTED OUT.csv TIMEOUT_S, gMatch's output only
-q=$(ls "$3"/* | head -n 1); log=$(mktemp)
+q=$(ls "$3"/* | head -n 1); mkdir -p "$LOGDIR"; log=$LOGDIR/q.log
 t0=$(date +%s%N)
 timeout -k 1 "$6" "$GMATCH_BIN" -d "$2" -q "$q" > "$log" 2>&1 < /dev/null; rc=$?
 wall=$(( ($(date +%s%N) - t0) / 1000000 ))
@@ -98,7 +98,6 @@ join=$(num '^# Processing, time \(ms\): ([0-9]+)\(host\).*$')
 case $rc in 124|137) correct=timeout;; 0) correct=noexp;; *) correct=error;; esac
 echo "engine,dataset,query,count,expected,correct,rc,wall_ms,pre_ms,join_ms" > "$5"
 echo "$1,data,q,$count,,$correct,$rc,$wall,$pre,$join" >> "$5"
-rm -f "$log"
 """
 
 ANCHORS_RUN_SH = ROOT / "experiments" / "anchors" / "run.sh"
@@ -189,3 +188,4 @@ def test_a_binary_that_crashes_is_an_error_not_unsupported(slow_starter, monkeyp
     monkeypatch.setenv("FAKE_SEARCH_S", "crash")
     result = engine.match(query, timeout_s=0.5)
     assert result.status is Status.ERROR and "no count" in result.reason, result
+    assert result.reason.endswith(": an illegal memory access was encountered")       # the log's line

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -80,6 +81,14 @@ def authors_configs(engine: str, label: str) -> tuple:
     """``(Config(label, engine),)``, optional: a column on every host (so the claims and the
     generated results README do not depend on the host), run where the binary is built."""
     return (Config(label, engine, optional=True),)
+
+
+def failure_line(output: str, width: int = 200) -> str:
+    """The line of a binary's output that says why it stopped: the last that names an assertion, an
+    error or an exception (else its last line), cut to ``width`` characters from its start."""
+    lines = output.strip().splitlines() or [""]
+    named = [line for line in lines if re.search(r"assert|error|what\(\)|abort|exception", line, re.I)]
+    return (named or lines)[-1].strip()[:width]
 
 
 class PrintedSearchBinary(Engine):
@@ -177,7 +186,9 @@ class AuthorsBinary(PrintedSearchBinary):
         write_graph(query, queries / "q.graph")
         out = self._folder / "out.csv"
         out.unlink(missing_ok=True)
-        env = dict(os.environ, LOGDIR="none", DATASET="data")
+        logs = self._folder / "logs"                 # run.sh's per-query output: q.log
+        shutil.rmtree(logs, ignore_errors=True)
+        env = dict(os.environ, LOGDIR=str(logs), DATASET="data")
         limit_s = f"{process_limit_s:.3f}" if process_limit_s is not None else "86400"
         done = subprocess.run(["bash", str(anchors_dir() / "run.sh"), self.tool, str(self._data_file),
                                str(queries), "-", str(out), limit_s], env=env, capture_output=True, text=True)
@@ -204,8 +215,11 @@ class AuthorsBinary(PrintedSearchBinary):
         if outcome == "timeout":
             return self._killed(process_limit, timeout_s, stats)
         if outcome == "error" or not row.get("count"):
+            log = self._folder / "logs" / "q.log"
+            said = failure_line(log.read_text(errors="replace")) if log.exists() else ""
+            said = f": {said}" if said else ""
             return MatchResult(self.name, 0, Status.ERROR,
-                               reason=f"the binary printed no count (rc {row.get('rc')})")
+                               reason=f"the binary printed no count (rc {row.get('rc')}){said}")
         phases = {"filter": float(row.get("pre_ms") or 0) / 1e3, "enumerate": float(row.get("join_ms") or 0) / 1e3}
         if row.get("join_ms"):
             stats["startup_ms"] = round(stats["wall_ms"] - float(row.get("pre_ms") or 0) - float(row["join_ms"]), 1)

@@ -33,7 +33,7 @@ from common.graph.io import write_gmatch_binary
 from common.graph.model import Graph
 
 from ..harness.core import Config
-from .authors import UNMEASURED_ALLOWANCE_S, PrintedSearchBinary, probe_query
+from .authors import UNMEASURED_ALLOWANCE_S, PrintedSearchBinary, failure_line, probe_query
 from .gsi_filter import GSILabelIds
 
 
@@ -378,14 +378,6 @@ class CompetitorBinary(PrintedSearchBinary):
             stats["startup_ms"] = round(wall * 1e3 - ms, 1)
             self._learn_overhead(max(0.0, wall - ms / 1e3))
         return self._judged(count, phases, timeout_s, stats)
-
-
-def failure_line(output: str, width: int = 200) -> str:
-    """The line of a binary's output that says why it stopped: the last that names an assertion, an
-    error or an exception (else its last line), cut to ``width`` characters from its start."""
-    lines = output.strip().splitlines() or [""]
-    named = [line for line in lines if re.search(r"assert|error|what\(\)|abort|exception", line, re.I)]
-    return (named or lines)[-1].strip()[:width]
 
 
 def three_vertex_probe(data: Graph) -> Graph | None:
