@@ -141,3 +141,35 @@ def test_a_sets_queries_get_their_share_of_the_budget_after_its_warm_ups(small_s
     rows = _run(loader, ["cpu"], deadline=time.monotonic() + 600, sets_left=10**9)
     assert [r.status for r in rows] == ["skipped"] * 3 and "budget" in rows[0].reason
     assert {r.status for r in _run(loader, ["cpu"], deadline=time.monotonic() + 600, sets_left=1)} == {"ok"}
+
+
+class CompilesPerQuerySize:
+    """An engine whose first run of each query size compiles (seconds on the compile clock) and takes
+    ``COMPILE_MS`` longer; its other runs take ``RUN_MS``."""
+
+    COMPILE_MS, RUN_MS = 900.0, 2.0
+    repeats_in_one_call = False
+
+    def __init__(self):
+        self.sizes = set()
+
+    def match(self, query, timeout_s=None):
+        from common.engine.result import MatchResult
+        from common.gpu.compile_clock import compile_clock
+
+        ms = self.RUN_MS
+        if query.num_vertices not in self.sizes:
+            self.sizes.add(query.num_vertices)
+            compile_clock.seconds += self.COMPILE_MS / 1e3
+            ms += self.COMPILE_MS
+        return MatchResult("gsi", 1, phases={"enumerate": ms / 1e3})
+
+
+def test_a_run_that_compiled_is_run_again_and_not_timed():
+    """The warm-up reaches one query size; the first run of another size compiles a kernel: it is not
+    the engine's time, even when its length stops the repeats (as on P5, the first 5-vertex pattern)."""
+    engine = CompilesPerQuerySize()
+    first, times = bench.time_query(engine, "gsi", DIAMOND, timeout_s=5.0, repeats=3)
+    assert times == [pytest.approx(CompilesPerQuerySize.RUN_MS)] * 3 and first.count == 1
+    first, times = bench.time_query(engine, "gsi", CYCLE4, timeout_s=5.0, repeats=3)   # the same size
+    assert times == [pytest.approx(CompilesPerQuerySize.RUN_MS)] * 3
