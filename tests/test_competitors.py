@@ -491,3 +491,33 @@ def test_start_up_rows_sit_beside_their_graphs_edges_and_fit_a_line(tmp_path, ca
     (line,) = start_up.fit(found).itertuples()
     assert line.fixed_s == pytest.approx(0.5, abs=1e-3) and line.per_million_edges_s == pytest.approx(2.0, abs=1e-3)
     assert start_up.main(["--results", str(tmp_path)]) == 0 and "gsi-authors" in capsys.readouterr().out
+
+
+def test_every_competitor_declares_its_start_up_for_the_plan_growing_with_the_graph():
+    for cls in comp.COMPETITORS.values():
+        small, large = cls.planned_start_up_s(10**5), cls.planned_start_up_s(4 * 10**6)
+        assert 0 < small < large, cls.name
+    assert comp.STMatchAuthors.planned_start_up_s(4 * 10**6) == pytest.approx(5.5)      # measured 5.4 s
+
+
+def test_engines_on_the_same_data_graph_share_its_files_and_its_start_up_allowance(stand_in, monkeypatch, tmp_path):
+    """A harness worker prepares an engine per job, and a paper's points share data graphs: the
+    data file is written once and the start-up probe runs once per graph (and build) in a process."""
+    stand_in("tdfs-authors")
+    data = unlabelled()
+    query = query_set(data, 1, 4, seed=5).queries[0]
+    starts = tmp_path / "starts.txt"
+    monkeypatch.setenv("FAKE_STARTS", str(starts))
+    first = create_engine("tdfs-authors").prepare(data)
+    assert first.match(query, timeout_s=5.0).status is Status.OK
+    assert len(starts.read_text().splitlines()) == 2                    # the probe, the query
+    written = {path: path.stat().st_mtime_ns for path in first._folder.glob("data-*")}
+    second = create_engine("tdfs-authors").prepare(unlabelled())         # the same graph, another object
+    assert second._folder == first._folder and second.allowance_s() == first.allowance_s()
+    assert second.match(query, timeout_s=5.0).status is Status.OK
+    assert len(starts.read_text().splitlines()) == 3                    # no second probe
+    assert {path: path.stat().st_mtime_ns for path in first._folder.glob("data-*")} == written
+    other = create_engine("tdfs-authors").prepare(unlabelled(seed=4))
+    assert other._folder != first._folder
+    other.allowance_s()
+    assert len(starts.read_text().splitlines()) == 4                    # its own probe

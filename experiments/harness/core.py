@@ -756,12 +756,12 @@ class PlanLine:
     query-set shape that no earlier experiment of the same worker ran, for an engine that a warm-up
     helps (:attr:`~common.engine.base.Engine.warm_up_helps`); ``compile_s`` =
     :data:`COMPILE_ALLOWANCE_S` per compiled variant (:func:`runner.config_key`: run-time options
-    aside) not compiled before. Building and
-    preparing a job's data graph and a worker restart after a hard kill (which compiles
-    again) are not counted. ``start_up_s``: what an engine that runs beside its limit by design
-    (an external binary's process) says it takes per run on the point's data graph
-    (:meth:`~common.engine.base.Engine.planned_start_up_s`), over its start-up probe, its warm-up if
-    it has one and every timed run (one per query where it ``repeats_in_one_call``); ``not_estimated``: the
+    aside) not compiled before. Building and preparing a job's data graph and a worker restart
+    after a hard kill (which compiles again) are not counted. ``start_up_s``: what an engine that
+    runs beside its limit by design (an external binary's process) says it takes per run on the
+    point's data graph (:meth:`~common.engine.base.Engine.planned_start_up_s`), over its start-up
+    probe (one per data graph: :func:`experiments.papers.authors.graph_inputs`), its warm-up if it
+    has one and every timed run (one per query where it ``repeats_in_one_call``); ``not_estimated``: the
     engines that cannot say, whose start-up the line leaves out.
     """
 
@@ -791,7 +791,7 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
     from common.engine.registry import engine_class
 
     scale = get_scale(scale) if isinstance(scale, str) else scale
-    compiled, warmed, done = set(), set(), set()
+    compiled, warmed, done, probed = set(), set(), set(), set()
     lines = []
     for experiment in at_scale(experiments, scale):
         here = experiment.scale_for(scale)
@@ -823,8 +823,10 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
                     per_run = cls.planned_start_up_s(standin_size(point.dataset, here.max_edges, here.keep_degree)[1])
                     if per_run is None:
                         not_estimated.add(config.engine)
-                    elif per_run:               # a start-up probe (and a warm-up where it helps), the timed runs
-                        start_up += per_run * (1 + warms + len(fresh) * (1 if cls.repeats_in_one_call else repeats))
+                    elif per_run:               # a probe per data graph, a warm-up where it helps, the timed runs
+                        probe = (config.engine, point.dataset.name) not in probed
+                        probed.add((config.engine, point.dataset.name))
+                        start_up += per_run * (probe + warms + len(fresh) * (1 if cls.repeats_in_one_call else repeats))
                 if fresh:
                     # the runner warms up once per query size: a query set's shape stands for it
                     spec = point.queries

@@ -22,13 +22,16 @@ a binary's path, as in ``run.sh``.
 
 from __future__ import annotations
 
+import atexit
 import csv
+import hashlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -91,6 +94,47 @@ def failure_line(output: str, width: int = 200) -> str:
     return (named or lines)[-1].strip()[:width]
 
 
+def graph_digest(graph: Graph) -> str:
+    """A digest of a graph's arrays: the same data graph, whatever object holds it."""
+    digest = hashlib.blake2b(digest_size=16)
+    for array in (graph.offsets, graph.neighbors, graph.labels, graph.edge_labels):
+        digest.update(b"-" if array is None else np.ascontiguousarray(array).tobytes())
+    digest.update(b"directed" if graph.directed else b"undirected")
+    return digest.hexdigest()
+
+
+@dataclass
+class GraphInputs:
+    """What a process keeps of one data graph for one binary across the engines prepared on it (a
+    harness worker prepares one per job, and a paper's points share graphs): the folder its input
+    files are written in, those files, and the start-up allowance measured on it."""
+
+    folder: Path
+    written: dict = field(default_factory=dict)
+    allowance_s: float | None = None        # None: not probed yet
+    measured: bool = False                  # a run printed its search time
+
+
+_GRAPH_INPUTS: dict[tuple, GraphInputs] = {}
+
+
+def graph_inputs(system: str, graph: Graph, binaries=()) -> GraphInputs:
+    """The :class:`GraphInputs` of ``system`` (run through the files ``binaries``: another build, or
+    one rebuilt since, measures its own allowance) on ``graph`` in this process, made on first use;
+    the folders are removed when the process exits."""
+    builds = tuple((str(path), Path(path).stat().st_mtime_ns if Path(path).exists() else None) for path in binaries)
+    key = (system, builds, graph_digest(graph))
+    if key not in _GRAPH_INPUTS or not _GRAPH_INPUTS[key].folder.is_dir():
+        _GRAPH_INPUTS[key] = GraphInputs(Path(tempfile.mkdtemp(prefix=f"gpusm-{system}-")))
+    return _GRAPH_INPUTS[key]
+
+
+@atexit.register
+def _remove_graph_inputs() -> None:
+    for inputs in _GRAPH_INPUTS.values():
+        shutil.rmtree(inputs.folder, ignore_errors=True)
+
+
 class PrintedSearchBinary(Engine):
     """An external binary judged on the search time it prints (module docstring): its process
     gets the limit plus :data:`ALLOWANCE_FACTOR` start-up allowances (``allowance_s``, measured by
@@ -114,9 +158,27 @@ class PrintedSearchBinary(Engine):
         """Not modelled: the process loads the data graph, in a time of its own per binary."""
         return None
 
-    def _reset_allowance(self) -> None:
-        self._allowance_s: float | None = None      # None: not probed yet
-        self._measured = False                       # a run printed its search time
+    def _share_inputs(self, system: str, binaries) -> None:
+        """Take the folder, written files and allowance this process keeps for ``system``'s
+        ``binaries`` on the data graph (:func:`graph_inputs`)."""
+        self._inputs = graph_inputs(system, self.data, binaries)
+        self._folder = self._inputs.folder
+
+    @property
+    def _allowance_s(self) -> float | None:
+        return self._inputs.allowance_s
+
+    @_allowance_s.setter
+    def _allowance_s(self, seconds: float | None) -> None:
+        self._inputs.allowance_s = seconds
+
+    @property
+    def _measured(self) -> bool:
+        return self._inputs.measured
+
+    @_measured.setter
+    def _measured(self, measured: bool) -> None:
+        self._inputs.measured = measured
 
     def _process_limit(self, timeout_s: float | None) -> float | None:
         if timeout_s is None:
@@ -156,10 +218,11 @@ class AuthorsBinary(PrintedSearchBinary):
     tool = ""
 
     def _prepare(self, data) -> None:
-        self._folder = Path(tempfile.mkdtemp(prefix=f"gpusm-{self.tool}-"))
+        self._share_inputs(self.tool, (binary(self.name), anchors_dir() / "run.sh"))
         self._data_file = self._folder / "data.graph"
-        write_graph(data, self._data_file)
-        self._reset_allowance()
+        if "data" not in self._inputs.written:
+            write_graph(data, self._data_file)
+            self._inputs.written["data"] = self._data_file
 
     def allowance_s(self) -> float:
         """Seconds the process needs beside its search on this data graph (start-up, preprocessing, exit).

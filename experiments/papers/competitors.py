@@ -20,7 +20,6 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from abc import abstractmethod
 from pathlib import Path
@@ -259,6 +258,18 @@ class CompetitorBinary(PrintedSearchBinary):
     binaries: dict = {}            # variant -> path under COMPETITORS_WORK/src
     env_var = ""
     max_query_vertices = None
+    #: the process's seconds beside its search, (fixed, per million data edges), for the worst-case
+    #: plan; None: not estimated. The competitors' fixed part is the CUDA context and process (the
+    #: authors' GSI's, 0.3 s), their per-million part the one large graph they have run on here (gMatch
+    #: Table 4's 4M-edge pk stand-in, medium, H200: STMatch 5.4 s, T-DFS 4.1, BEEP 2.9, G2Miner 0.42)
+    START_UP_MODEL: tuple[float, float] | None = None
+
+    @classmethod
+    def planned_start_up_s(cls, num_edges: int) -> float | None:
+        if cls.START_UP_MODEL is None:
+            return None
+        fixed, per_million = cls.START_UP_MODEL
+        return fixed + per_million * num_edges / 1e6
 
     @classmethod
     def binary(cls, variant: str = "") -> Path:
@@ -304,17 +315,16 @@ class CompetitorBinary(PrintedSearchBinary):
         return super().unsupported_reason(query, homomorphic=homomorphic) or self.system_reason(query)
 
     def _prepare(self, data) -> None:
-        self._folder = Path(tempfile.mkdtemp(prefix=f"gpusm-{self.system}-"))
-        self._written: dict = {}
-        self._reset_allowance()
+        self._share_inputs(self.system, [self.binary(variant) for variant in self.binaries])
 
     def _data_file(self, key: str, suffix: str, writer) -> Path:
-        """The data graph in one format, written once."""
-        if key not in self._written:
+        """The data graph in one format, written once in this process."""
+        written = self._inputs.written
+        if key not in written:
             path = self._folder / f"data-{key}{suffix}"
             writer(path)
-            self._written[key] = path
-        return self._written[key]
+            written[key] = path
+        return written[key]
 
     def labelled(self) -> bool:
         return self.data.num_vertices > 0 and int(self.data.labels.min()) != int(self.data.labels.max())
@@ -457,6 +467,7 @@ class STMatchAuthors(TextGraphBinary):
     gMatch authors to each graph's largest degree: ``make competitors`` builds one binary per degree
     of ``STMATCH_DEGREES`` (``<config>_d<DEGREE>.exe``) and the engine runs the smallest that holds
     the data graph's largest degree."""
+    START_UP_MODEL = (0.3, 1.3)
 
     name, system, env_var = "stmatch-authors", "stmatch", "STMATCH_BIN"
     binaries = {"unlabelled": "stmatch/bin/fig_local_global_unroll_d4096.exe",
@@ -506,6 +517,7 @@ class STMatchAuthors(TextGraphBinary):
 
 class TDFSAuthors(TextGraphBinary):
     """T-DFS (ICDE 2024) as the gMatch authors set it up: ``exe DATA.graph QUERY.graph``."""
+    START_UP_MODEL = (0.3, 1.0)
 
     name, system, env_var = "tdfs-authors", "tdfs", "TDFS_BIN"
     binaries = {"unlabelled": "tdfs/bin/table_edge_ulb.exe", "labelled": "tdfs/bin/table_edge_lb.exe"}
@@ -522,6 +534,7 @@ class BEEPAuthors(CompetitorBinary):
     It breaks the query's symmetry with nauty's automorphism group and prints each subgraph once;
     the count is that times the query's automorphisms, as for G2Miner.
     """
+    START_UP_MODEL = (0.3, 0.65)
 
     name, system, env_var = "beep-authors", "beep", "BEEP_BIN"
     binaries = {"": "beep/build/exe/src/main.cu.exe"}
@@ -551,6 +564,7 @@ class G2MinerAuthors(CompetitorBinary):
     It lists each subgraph once (symmetry breaking); the count is that times the pattern's
     automorphisms, the number of embeddings the other engines count.
     """
+    START_UP_MODEL = (0.3, 0.03)
 
     name, system, env_var = "g2miner-authors", "g2miner", "G2MINER_BIN"
     binaries = {"sgl": "g2miner/bin/sgl_gpu_base", "tc": "g2miner/bin/tc_gpu_base",
@@ -593,10 +607,6 @@ class GSIAuthors(CompetitorBinary):
     binaries = {"": "gsi/GSI.exe"}
     max_query_vertices = 12         # match/Match.cu asserts qsize <= 12 (its per-query arrays)
 
-    def _prepare(self, data) -> None:
-        super()._prepare(data)
-        self._written_for = None                # the query labels the data file's ids were chosen for
-
     def write_inputs(self, query, variant, copies: int = 1):
         """The query (``copies`` times over), and the data graph with ids that give the query's
         labels signature bits of their own (at most 12 labels: ``max_query_vertices``;
@@ -605,24 +615,19 @@ class GSIAuthors(CompetitorBinary):
         kept = tuple(np.unique(query.labels).tolist())
         ids = GSILabelIds(self.data.label_frequencies, kept=kept)
         data = self._folder / "data.g"
-        if self._written_for != kept:
+        if self._inputs.written.get("data.g labels") != kept:      # the labels its ids were chosen for
             edges = self._data_file("g-edges", ".g", lambda p: write_gsi_edges(self.data, p))
             write_gsi_graph(self.data, data, ids(self.data.labels), edge_lines=edges)
-            self._written_for = kept
+            self._inputs.written["data.g labels"] = kept
         write_gsi_graph(query, self._folder / "query.g", ids(query.labels), copies=copies)
         return [str(data), str(self._folder / "query.g"), os.devnull, "0"]
 
     def parse(self, text, query):
         return parse_gsi(text)
 
-    #: the process's seconds beside its search: (fixed, per million data edges), fitted to its
-    #: start-up on the H200 (docs/decisions.md, "The authors' GSI: a query's repeats in one process")
+    #: fitted to its start-up on the H200 on three graphs (docs/decisions.md, "The authors' GSI: a
+    #: query's repeats in one process")
     START_UP_MODEL = (0.3, 2.5)
-
-    @classmethod
-    def planned_start_up_s(cls, num_edges: int) -> float:
-        fixed, per_million = cls.START_UP_MODEL
-        return fixed + per_million * num_edges / 1e6
 
     def _match_repeats(self, query, repeats, *, timeout_s):
         """One process over ``repeats`` copies of the query, killed at ``repeats`` limits plus the
