@@ -21,6 +21,7 @@ from common.graph.generate import power_law_labels, query_set, rmat
 from experiments import experiments_of, get_experiment
 from experiments.harness.core import (
     COMPILE_ALLOWANCE_S,
+    ColumnCut,
     Config,
     Experiment,
     Metric,
@@ -578,6 +579,37 @@ def test_small_scale_fits_four_gpus_of_seven_and_a_half_minutes():
     assert max(sum(worst[p] for p in papers) for papers in assignment.values()) <= 450.0
     for paper in PAPERS:                                        # every experiment still runs something
         assert all(line.jobs > 0 for line in plan_set(paper, "small"))
+
+
+def test_a_column_cut_runs_a_column_on_some_datasets_only_and_the_report_says_so(tmp_path):
+    """At a scale, ``column_cuts_at`` keeps a column to some datasets: no job, no plan line, no Dask
+    cell elsewhere; its other cells read "not run at this scale" and the cut line says why."""
+    from experiments.harness.cells import cells_of
+
+    small, large = Dataset("toy", 500, 2000, vertex_labels=3), Dataset("big", 800, 3000, vertex_labels=3)
+    spec = QuerySpec("induced", size=3, count=3)
+    points = (Point("toy", small, spec), Point("big", large, spec))
+    configs = (Config.of("cpu", "cpu"), Config.of("cpu-label", "cpu", filter="label"))
+    cut = ColumnCut(("cpu-label",), ("toy",), "its start-up on the big graph")
+    experiment = Experiment("test.cut", "testpaper", "Cut", configs, points, Metric("avg_ms"), time_limit_s=60.0,
+                            column_cuts_at={"tiny": (cut,)})
+    tiny = get_scale("tiny")
+    jobs, _ = experiment.jobs(tiny)
+    assert sorted((j.config, j.dataset) for j in jobs) == [("cpu", "big"), ("cpu", "toy"), ("cpu-label", "toy")]
+    assert experiment.cut_cells(tiny) == {("big", "cpu-label")}
+    with pytest.raises(ValueError, match="no cell"):
+        experiment.job_for("cpu-label", "big", tiny)
+    (line,) = plan([experiment], "tiny")
+    assert line.jobs == 3
+    assert len(cells_of([experiment], tiny, tmp_path)) == 3
+    assert "cpu-label run on toy only (its start-up on the big graph)" in experiment.cuts(tiny)
+    assert len(experiment.jobs(get_scale("small"))[0]) == 4                 # other scales: every cell
+    outcome = run_experiment(experiment, "tiny", tmp_path, isolation="inline", progress=False)
+    assert outcome.table.loc["toy"].notna().all() and pd.isna(outcome.table.loc["big", "cpu-label"])
+    markdown = (tmp_path / "testpaper" / "test.cut.tiny.md").read_text()
+    measured, solved = markdown.split("## Measured")[1], markdown.split("## Solved queries per cell")[1]
+    assert "| big | " in measured and measured.split("| big | ")[1].split("\n")[0].endswith("not run at this scale |")
+    assert solved.split("| big | ")[1].split("\n")[0].endswith("not run at this scale |")
 
 
 def test_budget_skips_pairs_reports_them_as_not_run_and_resume_redoes_them(tmp_path):

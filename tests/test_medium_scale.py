@@ -28,6 +28,15 @@ def test_medium_plan_fits_thirty_minutes_on_one_gpu():
         assert all(line.jobs > 0 for line in plan_set(paper, MEDIUM)), paper
 
 
+def test_with_every_external_binary_the_medium_plan_fits_ninety_minutes(monkeypatch):
+    """The external columns (each query a process that loads the graph) add about 55 minutes of
+    start-up, most of it gMatch Table 4's 270 one-pattern processes on 4M-edge stand-ins."""
+    from test_large_scale import with_every_external_binary
+
+    with_every_external_binary(monkeypatch)
+    assert sum(line.worst_s for paper in PAPERS for line in plan_set(paper, MEDIUM)) <= 90 * 60
+
+
 def test_medium_cells_have_twenty_queries_sweep_ends_and_judging_limits():
     for experiment in experiments_of():
         here = experiment.scale_for(MEDIUM)

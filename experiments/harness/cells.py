@@ -80,6 +80,8 @@ def cells_of(experiments, scale, out_dir: Path) -> list[Cell]:
         for point in experiment.points_for(scale):
             count = point.queries.count_at(here)
             for config in experiment.configs_run():
+                if not experiment.runs_cell(config.label, point, scale):
+                    continue
                 cells.append(Cell(experiment.name, config.label, point.label, count,
                                   frozenset(done.get((config.label, point.label), ())), count * limit,
                                   experiment.run_key(config, point, scale)))

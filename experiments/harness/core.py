@@ -464,6 +464,16 @@ def measured(*columns):
 
 
 @dataclass(frozen=True)
+class ColumnCut:
+    """At one scale, columns (config labels) that run on some datasets only (``datasets``: names;
+    empty: on none), and ``why``: their other cells read ``not run at this scale``."""
+
+    configs: tuple
+    datasets: tuple
+    why: str
+
+
+@dataclass(frozen=True)
 class Experiment:
     """A paper's table or figure (module docstring).
 
@@ -478,7 +488,8 @@ class Experiment:
     kept, spread reported), unless the scale (with ``scale_at``) sets ``repeats``.
     ``rows`` maps point labels to table rows
     when a row pools several points (e.g. one pattern on several datasets); by default each
-    point is a row.
+    point is a row. ``column_cuts_at`` maps a scale name to :class:`ColumnCut` records: columns
+    that run on some datasets only at that scale.
     """
 
     name: str
@@ -500,6 +511,7 @@ class Experiment:
     scale_at: dict = field(default_factory=dict)       # scale name -> {Scale field: value} (override)
     xlabel: str = ""                                   # lines: what Point.x is, with its unit
     claims: tuple = ()                                 # the paper's claims on this table (Claim)
+    column_cuts_at: dict = field(default_factory=dict)  # scale name -> tuple of ColumnCut
 
     def runs_at(self, scale: Scale) -> bool:
         """Whether this experiment runs at ``scale``: always, except at a scale that experiments opt
@@ -542,6 +554,29 @@ class Experiment:
         registered = set(available_engines())
         return tuple(c for c in self.configs if not c.optional or c.engine in registered)
 
+    def runs_cell(self, config_label: str, point: Point, scale: Scale) -> bool:
+        """Whether the column ``config_label`` runs at ``point`` at ``scale`` (``column_cuts_at``)."""
+        return not any(config_label in cut.configs and point.dataset.name not in cut.datasets
+                       for cut in self.column_cuts_at.get(scale.name, ()))
+
+    def cells_run(self, scale: Scale) -> list[tuple[Point, Config]]:
+        """The (point, config) cells that run here at ``scale``, points first."""
+        return [(point, config) for point in self.points_for(scale) for config in self.configs_run()
+                if self.runs_cell(config.label, point, scale)]
+
+    def cut_cells(self, scale: Scale) -> set[tuple[str, str]]:
+        """(point label, config label) of the cells ``column_cuts_at`` leaves out at ``scale``."""
+        return {(p.label, c.label) for p in self.points_for(scale) for c in self.configs
+                if not self.runs_cell(c.label, p, scale)}
+
+    def cut_table(self, scale: Scale) -> pd.DataFrame:
+        """Per table cell (row group x column), whether ``column_cuts_at`` leaves out all its points."""
+        cut = self.cut_cells(scale)
+        groups = self.row_groups(scale)
+        return pd.DataFrame([[all((m, c.label) in cut for m in members) for c in self.configs]
+                             for members in groups.values()],
+                            index=list(groups), columns=[c.label for c in self.configs], dtype=bool)
+
     def jobs(self, scale: Scale) -> tuple[list[Job], dict[str, dict[str, int]]]:
         """The runner jobs at ``scale`` and the exact counts known per point (by query name)."""
         scale = self.scale_for(scale)
@@ -552,6 +587,8 @@ class Experiment:
             queries, counts = point.queries.build(data, point.dataset, scale)
             known[point.label] = counts
             for config in self.configs_run():
+                if not self.runs_cell(config.label, point, scale):
+                    continue
                 options = tuple(sorted(dict(config.options + point.options).items()))
                 jobs.append(Job(self.name, config.label, config.engine, point.label, data,
                                 tuple(queries), options, **under, run_key=self.run_key(config, point, scale)))
@@ -562,7 +599,8 @@ class Experiment:
         its queries: what one Dask task runs (:mod:`experiments.harness.cells`)."""
         configs = {c.label: c for c in self.configs}
         points = {p.label: p for p in self.points_for(scale)}
-        if config_label not in configs or point_label not in points:
+        if (config_label not in configs or point_label not in points
+                or not self.runs_cell(config_label, points[point_label], scale)):
             raise ValueError(f"{self.name} at scale {scale.name} has no cell ({config_label!r}, {point_label!r})")
         config, point = configs[config_label], points[point_label]
         here = self.scale_for(scale)
@@ -604,7 +642,7 @@ class Experiment:
             return 0
         drop_skipped(path)
         expected = {(self.name, config.label, point.label): self.settings(config, point, scale)
-                    for point in self.points_for(scale) for config in self.configs_run()}
+                    for point, config in self.cells_run(scale)}
         return check_settings(path, expected, rerun_changed)
 
     def point_key(self, point: Point, scale: Scale) -> tuple:
@@ -680,6 +718,9 @@ class Experiment:
                          f"(paper: {', '.join(map(str, paper_counts))})")
         if scale.max_query_vertices is not None:
             parts.append(f"generated queries shrunk to at most {scale.max_query_vertices} vertices")
+        for cut in self.column_cuts_at.get(scale.name, ()):
+            where = f"on {', '.join(cut.datasets)} only" if cut.datasets else "not at all"
+            parts.append(f"{', '.join(cut.configs)} run {where} ({cut.why})")
         return "; ".join(parts)
 
 
@@ -804,6 +845,8 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
         for point in experiment.points_for(scale):
             queries = point.queries.count_at(here)
             for config in experiment.configs_run():
+                if not experiment.runs_cell(config.label, point, scale):
+                    continue
                 jobs += 1
                 options = dict(config.options + point.options)
                 if config.engine in missing:           # defaults unknown: every spelling is its own

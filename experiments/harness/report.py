@@ -105,6 +105,10 @@ LAUNCHER_ENV = "GPUSM_LAUNCHED_BY"
 """Environment variable in which the parallel launcher passes its own command to each set."""
 
 
+CUT_TEXT = "not run at this scale"
+"""A cell that the scale leaves out (the report's cut line says why)."""
+
+
 def format_cell(value) -> str:
     """A measured or printed number as the reports show it (thousands separators, 3 significant digits)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -118,10 +122,12 @@ def format_cell(value) -> str:
 
 
 def side_by_side(measured: pd.DataFrame, paper: pd.DataFrame | None,
-                 not_run: pd.DataFrame | None = None) -> pd.DataFrame:
+                 not_run: pd.DataFrame | None = None, cut: pd.DataFrame | None = None) -> pd.DataFrame:
     """Cells as ``measured (paper: X)``; the paper's value is omitted where it printed none.
 
-    A cell with skipped queries (``not_run`` > 0) reads ``not run (k skipped: budget)``, never a number.
+    A cell with skipped queries (``not_run`` > 0) reads ``not run (k skipped: budget)``, never a
+    number; a cell the scale leaves out (``cut``: :meth:`~experiments.harness.core.Experiment.cut_table`)
+    reads ``not run at this scale``.
     """
     cells = measured.map(format_cell)
     if not_run is not None:
@@ -129,6 +135,11 @@ def side_by_side(measured: pd.DataFrame, paper: pd.DataFrame | None,
             for col in cells.columns:
                 if not_run.loc[row, col]:
                     cells.loc[row, col] = f"not run ({int(not_run.loc[row, col])} skipped: budget)"
+    if cut is not None:
+        for row in cells.index:
+            for col in cells.columns:
+                if cut.loc[row, col]:
+                    cells.loc[row, col] = CUT_TEXT
     if paper is None:
         return cells
     for row in cells.index:
@@ -152,8 +163,12 @@ def _solved_table(experiment, raw: pd.DataFrame, scale) -> pd.DataFrame:
     for point in experiment.points_for(scale):
         groups.setdefault(experiment.rows.get(point.label, point.label), []).append(point.label)
     table = pd.DataFrame(index=list(groups), columns=[c.label for c in experiment.configs], dtype=object)
+    cut = experiment.cut_table(scale)
     for row, members in groups.items():
         for config in experiment.configs:
+            if cut.loc[row, config.label]:
+                table.loc[row, config.label] = CUT_TEXT
+                continue
             rows = raw[raw.dataset.isin(members) & (raw.config == config.label)]
             skipped = int((rows.status == SKIPPED).sum())
             timed_out = int((rows.status == "timeout").sum()) if counts_timeouts else 0
@@ -205,7 +220,7 @@ def write_markdown(experiment, scale, raw, table, disagreements, path: Path, com
     if experiment.notes:
         lines.append(f"- notes: {experiment.notes}")
     lines += ["", "## Measured (paper's value in parentheses)", "",
-              _markdown(side_by_side(table, experiment.paper_values, not_run)), ""]
+              _markdown(side_by_side(table, experiment.paper_values, not_run, experiment.cut_table(scale))), ""]
     lines += claims_section(experiment, experiment.evidence(raw, scale, table))
     lines += ["## Solved queries per cell", "", _markdown(_solved_table(experiment, raw, scale)), ""]
     if experiment.repeats_for(scale) > 1:
