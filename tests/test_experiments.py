@@ -590,9 +590,9 @@ def test_a_column_cut_runs_a_column_on_some_datasets_only_and_the_report_says_so
     spec = QuerySpec("induced", size=3, count=3)
     points = (Point("toy", small, spec), Point("big", large, spec))
     configs = (Config.of("cpu", "cpu"), Config.of("cpu-label", "cpu", filter="label"))
-    cut = ColumnCut(("cpu-label",), ("toy",), "its start-up on the big graph")
+    cut = ColumnCut(("cpu-label",), "its start-up on the big graph", datasets=("toy",), repeats=1)
     experiment = Experiment("test.cut", "testpaper", "Cut", configs, points, Metric("avg_ms"), time_limit_s=60.0,
-                            column_cuts_at={"tiny": (cut,)})
+                            repeats=3, column_cuts_at={"tiny": (cut,)})
     tiny = get_scale("tiny")
     jobs, _ = experiment.jobs(tiny)
     assert sorted((j.config, j.dataset) for j in jobs) == [("cpu", "big"), ("cpu", "toy"), ("cpu-label", "toy")]
@@ -602,7 +602,8 @@ def test_a_column_cut_runs_a_column_on_some_datasets_only_and_the_report_says_so
     (line,) = plan([experiment], "tiny")
     assert line.jobs == 3
     assert len(cells_of([experiment], tiny, tmp_path)) == 3
-    assert "cpu-label run on toy only (its start-up on the big graph)" in experiment.cuts(tiny)
+    assert "cpu-label: on toy only, 1 timed run a query (its start-up on the big graph)" in experiment.cuts(tiny)
+    assert {(j.config, j.repeats) for j in jobs} == {("cpu", 3), ("cpu-label", 1)}
     assert len(experiment.jobs(get_scale("small"))[0]) == 4                 # other scales: every cell
     outcome = run_experiment(experiment, "tiny", tmp_path, isolation="inline", progress=False)
     assert outcome.table.loc["toy"].notna().all() and pd.isna(outcome.table.loc["big", "cpu-label"])

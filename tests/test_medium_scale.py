@@ -28,13 +28,14 @@ def test_medium_plan_fits_thirty_minutes_on_one_gpu():
         assert all(line.jobs > 0 for line in plan_set(paper, MEDIUM)), paper
 
 
-def test_with_every_external_binary_the_medium_plan_fits_ninety_minutes(monkeypatch):
-    """The external columns (each query a process that loads the graph) add about 55 minutes of
-    start-up, most of it gMatch Table 4's 270 one-pattern processes on 4M-edge stand-ins."""
+def test_with_every_external_binary_the_medium_plan_fits_seventy_five_minutes(monkeypatch):
+    """The external columns (each timed run a process that loads the graph) add about 40 minutes of
+    start-up, most of it gMatch Table 4's one-pattern processes on 4M-edge stand-ins (the columns
+    no claim compares run one timed run a query there)."""
     from test_large_scale import with_every_external_binary
 
     with_every_external_binary(monkeypatch)
-    assert sum(line.worst_s for paper in PAPERS for line in plan_set(paper, MEDIUM)) <= 90 * 60
+    assert sum(line.worst_s for paper in PAPERS for line in plan_set(paper, MEDIUM)) <= 75 * 60
 
 
 def test_medium_cells_have_twenty_queries_sweep_ends_and_judging_limits():

@@ -465,12 +465,14 @@ def measured(*columns):
 
 @dataclass(frozen=True)
 class ColumnCut:
-    """At one scale, columns (config labels) that run on some datasets only (``datasets``: names;
-    empty: on none), and ``why``: their other cells read ``not run at this scale``."""
+    """At one scale, what is cut from some columns (config labels), and ``why``: they run on the
+    ``datasets`` named only (None: on every one; empty: on none; their other cells read ``not run
+    at this scale``), and ``repeats`` timed runs a query where it is set."""
 
     configs: tuple
-    datasets: tuple
     why: str
+    datasets: tuple | None = None
+    repeats: int | None = None
 
 
 @dataclass(frozen=True)
@@ -535,9 +537,13 @@ class Experiment:
         limit = self.scale_for(scale).time_limit_s
         return self.time_limit_s if limit is None else min(self.time_limit_s, limit)
 
-    def repeats_for(self, scale: Scale) -> int:
+    def repeats_for(self, scale: Scale, config_label: str | None = None) -> int:
         """Timed runs per query at ``scale``: the scale's (as this experiment overrides it), else its own
-        (a time comparison with fewer than :data:`~experiments.harness.verdicts.MIN_RUNS` is inconclusive)."""
+        (a time comparison with fewer than :data:`~experiments.harness.verdicts.MIN_RUNS` is
+        inconclusive); a column's own where ``column_cuts_at`` sets it."""
+        for cut in self.column_cuts_at.get(scale.name, ()):
+            if config_label in cut.configs and cut.repeats is not None:
+                return int(cut.repeats)
         repeats = self.scale_for(scale).repeats
         return self.repeats if repeats is None else int(repeats)
 
@@ -556,7 +562,8 @@ class Experiment:
 
     def runs_cell(self, config_label: str, point: Point, scale: Scale) -> bool:
         """Whether the column ``config_label`` runs at ``point`` at ``scale`` (``column_cuts_at``)."""
-        return not any(config_label in cut.configs and point.dataset.name not in cut.datasets
+        return not any(config_label in cut.configs and cut.datasets is not None
+                       and point.dataset.name not in cut.datasets
                        for cut in self.column_cuts_at.get(scale.name, ()))
 
     def cells_run(self, scale: Scale) -> list[tuple[Point, Config]]:
@@ -580,7 +587,6 @@ class Experiment:
     def jobs(self, scale: Scale) -> tuple[list[Job], dict[str, dict[str, int]]]:
         """The runner jobs at ``scale`` and the exact counts known per point (by query name)."""
         scale = self.scale_for(scale)
-        under = self.measured_under(scale)
         jobs, known = [], {}
         for point in self.points_for(scale):
             data = point.dataset.load(scale)
@@ -590,8 +596,8 @@ class Experiment:
                 if not self.runs_cell(config.label, point, scale):
                     continue
                 options = tuple(sorted(dict(config.options + point.options).items()))
-                jobs.append(Job(self.name, config.label, config.engine, point.label, data,
-                                tuple(queries), options, **under, run_key=self.run_key(config, point, scale)))
+                jobs.append(Job(self.name, config.label, config.engine, point.label, data, tuple(queries), options,
+                                **self.measured_under(scale, config.label), run_key=self.run_key(config, point, scale)))
         return jobs, known
 
     def job_for(self, config_label: str, point_label: str, scale: Scale) -> tuple[Job, dict[str, int]]:
@@ -608,7 +614,7 @@ class Experiment:
         queries, counts = point.queries.build(data, point.dataset, here)
         options = tuple(sorted(dict(config.options + point.options).items()))
         job = Job(self.name, config.label, config.engine, point.label, data, tuple(queries), options,
-                  **self.measured_under(scale), run_key=self.run_key(config, point, scale))
+                  **self.measured_under(scale, config.label), run_key=self.run_key(config, point, scale))
         return job, counts
 
     def run_key(self, config: Config, point: Point, scale: Scale) -> tuple:
@@ -617,18 +623,20 @@ class Experiment:
         options = canonical_options(config.engine, config.options + point.options)
         return (config.engine, options, repr(point.dataset), scale.max_edges, scale.real_data, scale.keep_degree,
                 repr(replace(point.queries, count=0)), scale.max_query_vertices,
-                self.time_limit_for(scale), self.memory_cap_for(scale), self.repeats_for(scale),
+                self.time_limit_for(scale), self.memory_cap_for(scale), self.repeats_for(scale, config.label),
                 scale.repeats_share_limit)
 
-    def measured_under(self, scale: Scale) -> dict:
-        """The :class:`Job` fields every cell of this experiment is measured under at ``scale``."""
+    def measured_under(self, scale: Scale, config_label: str | None = None) -> dict:
+        """The :class:`Job` fields the cells of this experiment (of column ``config_label``) are
+        measured under at ``scale``."""
         return {"time_limit_s": self.time_limit_for(scale), "device_memory_limit": self.memory_cap_for(scale),
-                "repeats": self.repeats_for(scale), "share_limit": self.scale_for(scale).repeats_share_limit}
+                "repeats": self.repeats_for(scale, config_label),
+                "share_limit": self.scale_for(scale).repeats_share_limit}
 
     def settings(self, config: Config, point: Point, scale: Scale) -> dict:
         """What a (config, point) cell's rows are measured under at ``scale`` (:attr:`Job.settings`,
         without building the job's graph)."""
-        under = self.measured_under(scale)
+        under = self.measured_under(scale, config.label)
         return measurement_settings(config.engine, config.options + point.options, under["time_limit_s"],
                                     under["device_memory_limit"], under["repeats"], under["share_limit"])
 
@@ -719,8 +727,10 @@ class Experiment:
         if scale.max_query_vertices is not None:
             parts.append(f"generated queries shrunk to at most {scale.max_query_vertices} vertices")
         for cut in self.column_cuts_at.get(scale.name, ()):
-            where = f"on {', '.join(cut.datasets)} only" if cut.datasets else "not at all"
-            parts.append(f"{', '.join(cut.configs)} run {where} ({cut.why})")
+            what = [] if cut.datasets is None else [f"on {', '.join(cut.datasets)} only" if cut.datasets
+                                                    else "not at all"]
+            what += [] if cut.repeats is None else [f"{cut.repeats} timed run{'s' * (cut.repeats != 1)} a query"]
+            parts.append(f"{', '.join(cut.configs)}: {', '.join(what)} ({cut.why})")
         return "; ".join(parts)
 
 
@@ -837,8 +847,8 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
     for experiment in at_scale(experiments, scale):
         here = experiment.scale_for(scale)
         limit = experiment.time_limit_for(scale)
-        repeats = experiment.repeats_for(scale)
         jobs = runs = 0
+        query_s = 0.0
         start_up, not_estimated = 0.0, set()
         new_compiles, new_warmups = set(), set()
         missing = tuple(experiment.missing_engines())
@@ -859,6 +869,8 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
                 fresh = [i for i in range(queries) if run_key is None or (run_key, i) not in done]
                 done |= {(run_key, i) for i in fresh if run_key is not None}
                 runs += len(fresh)
+                repeats = experiment.repeats_for(scale, config.label)
+                query_s += len(fresh) * (limit if here.repeats_share_limit else repeats * limit)   # runner._answer
                 warms = True                    # an engine not here: as one that warms up
                 if fresh and config.engine not in missing:
                     cls = engine_class(config.engine)
@@ -878,9 +890,8 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
                     new_warmups |= ({shaped} - warmed) if warms else set()
         compiled |= new_compiles
         warmed |= new_warmups
-        per_query = limit if here.repeats_share_limit else repeats * limit      # runner._answer
-        lines.append(PlanLine(experiment.name, jobs, runs, limit, repeats,
-                              query_s=runs * per_query,
+        lines.append(PlanLine(experiment.name, jobs, runs, limit, experiment.repeats_for(scale),
+                              query_s=query_s,
                               warmup_s=len(new_warmups) * limit,
                               compile_s=len(new_compiles) * COMPILE_ALLOWANCE_S, missing=missing,
                               start_up_s=start_up, not_estimated=tuple(sorted(not_estimated))))
