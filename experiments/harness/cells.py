@@ -76,15 +76,12 @@ def cells_of(experiments, scale, out_dir: Path) -> list[Cell]:
         rows = read_rows(csv) if csv.exists() else pd.DataFrame(columns=list(ROW_FIELDS))
         rows = rows[(rows.experiment == experiment.name) & (rows.status != SKIPPED)]
         done = {key: set(group["query"].astype(str)) for key, group in rows.groupby(["config", "dataset"])}
-        for point in experiment.points_for(scale):
+        for point, config in experiment.cells_run(scale):
             count = point.queries.count_at(here)
-            for config in experiment.configs_run():
-                if not experiment.runs_cell(config.label, point, scale):
-                    continue
-                limit = experiment.time_limit_for(scale) * experiment.repeats_for(scale, config.label)
-                cells.append(Cell(experiment.name, config.label, point.label, count,
-                                  frozenset(done.get((config.label, point.label), ())), count * limit,
-                                  experiment.run_key(config, point, scale)))
+            limit = experiment.time_limit_for(scale) * experiment.repeats_for(scale, config.label)
+            cells.append(Cell(experiment.name, config.label, point.label, count,
+                              frozenset(done.get((config.label, point.label), ())), count * limit,
+                              experiment.run_key(config, point, scale)))
     return cells
 
 

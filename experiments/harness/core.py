@@ -852,42 +852,39 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
         start_up, not_estimated = 0.0, set()
         new_compiles, new_warmups = set(), set()
         missing = tuple(experiment.missing_engines())
-        for point in experiment.points_for(scale):
+        for point, config in experiment.cells_run(scale):
             queries = point.queries.count_at(here)
-            for config in experiment.configs_run():
-                if not experiment.runs_cell(config.label, point, scale):
-                    continue
-                jobs += 1
-                options = dict(config.options + point.options)
-                if config.engine in missing:           # defaults unknown: every spelling is its own
-                    compile_key = warm_key = (config.engine, tuple(sorted(options.items())))
-                    run_key = None
-                else:
-                    compile_key = config_key(config.engine, options)
-                    warm_key = (config.engine, canonical_options(config.engine, options))
-                    run_key = experiment.run_key(config, point, scale)
-                fresh = [i for i in range(queries) if run_key is None or (run_key, i) not in done]
-                done |= {(run_key, i) for i in fresh if run_key is not None}
-                runs += len(fresh)
-                repeats = experiment.repeats_for(scale, config.label)
-                query_s += len(fresh) * (limit if here.repeats_share_limit else repeats * limit)   # runner._answer
-                warms = True                    # an engine not here: as one that warms up
-                if fresh and config.engine not in missing:
-                    cls = engine_class(config.engine)
-                    warms = cls.warm_up_helps
-                    per_run = cls.planned_start_up_s(standin_size(point.dataset, here.max_edges, here.keep_degree)[1])
-                    if per_run is None:
-                        not_estimated.add(config.engine)
-                    elif per_run:               # a probe per data graph, a warm-up where it helps, the timed runs
-                        probe = (config.engine, point.dataset.name) not in probed
-                        probed.add((config.engine, point.dataset.name))
-                        start_up += per_run * (probe + warms + len(fresh) * (1 if cls.repeats_in_one_call else repeats))
-                if fresh:
-                    # the runner warms up once per query size: a query set's shape stands for it
-                    spec = point.queries
-                    shaped = (*warm_key, spec.kind, spec.size, spec.sizes, spec.names)
-                    new_compiles |= {compile_key} - compiled
-                    new_warmups |= ({shaped} - warmed) if warms else set()
+            jobs += 1
+            options = dict(config.options + point.options)
+            if config.engine in missing:           # defaults unknown: every spelling is its own
+                compile_key = warm_key = (config.engine, tuple(sorted(options.items())))
+                run_key = None
+            else:
+                compile_key = config_key(config.engine, options)
+                warm_key = (config.engine, canonical_options(config.engine, options))
+                run_key = experiment.run_key(config, point, scale)
+            fresh = [i for i in range(queries) if run_key is None or (run_key, i) not in done]
+            done |= {(run_key, i) for i in fresh if run_key is not None}
+            runs += len(fresh)
+            repeats = experiment.repeats_for(scale, config.label)
+            query_s += len(fresh) * (limit if here.repeats_share_limit else repeats * limit)   # runner._answer
+            warms = True                    # an engine not here: as one that warms up
+            if fresh and config.engine not in missing:
+                cls = engine_class(config.engine)
+                warms = cls.warm_up_helps
+                per_run = cls.planned_start_up_s(standin_size(point.dataset, here.max_edges, here.keep_degree)[1])
+                if per_run is None:
+                    not_estimated.add(config.engine)
+                elif per_run:               # a probe per data graph, a warm-up where it helps, the timed runs
+                    probe = (config.engine, point.dataset.name) not in probed
+                    probed.add((config.engine, point.dataset.name))
+                    start_up += per_run * (probe + warms + len(fresh) * (1 if cls.repeats_in_one_call else repeats))
+            if fresh:
+                # the runner warms up once per query size: a query set's shape stands for it
+                spec = point.queries
+                shaped = (*warm_key, spec.kind, spec.size, spec.sizes, spec.names)
+                new_compiles |= {compile_key} - compiled
+                new_warmups |= ({shaped} - warmed) if warms else set()
         compiled |= new_compiles
         warmed |= new_warmups
         lines.append(PlanLine(experiment.name, jobs, runs, limit, experiment.repeats_for(scale),

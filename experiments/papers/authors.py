@@ -164,21 +164,27 @@ class PrintedSearchBinary(Engine):
         self._inputs = graph_inputs(system, self.data, binaries)
         self._folder = self._inputs.folder
 
-    @property
-    def _allowance_s(self) -> float | None:
-        return self._inputs.allowance_s
+    def allowance_s(self) -> float:
+        """Seconds the process needs beside its search on this data graph (start-up, preprocessing, exit).
 
-    @_allowance_s.setter
-    def _allowance_s(self, seconds: float | None) -> None:
-        self._inputs.allowance_s = seconds
+        Measured, not assumed, once per data graph in this process (:func:`graph_inputs`): the first
+        call runs the binary on the subclass's tiny probe query (:meth:`_probe_overhead_s`) and
+        takes its wall minus its printed search time; every later run that prints its search time
+        raises it to its own wall minus search if that is larger. Until a run prints one,
+        :data:`UNMEASURED_ALLOWANCE_S`.
+        """
+        inputs = self._inputs
+        if inputs.allowance_s is None:
+            inputs.allowance_s = UNMEASURED_ALLOWANCE_S
+            overhead_s = self._probe_overhead_s()
+            if overhead_s is not None:
+                inputs.allowance_s, inputs.measured = overhead_s, True
+        return inputs.allowance_s
 
-    @property
-    def _measured(self) -> bool:
-        return self._inputs.measured
-
-    @_measured.setter
-    def _measured(self, measured: bool) -> None:
-        self._inputs.measured = measured
+    def _probe_overhead_s(self) -> float | None:
+        """The wall minus the printed search of one run on a probe query whose search is trivial
+        (None: no probe query here, or the run printed no search time)."""
+        return None
 
     def _process_limit(self, timeout_s: float | None) -> float | None:
         if timeout_s is None:
@@ -193,9 +199,10 @@ class PrintedSearchBinary(Engine):
     def _learn_overhead(self, overhead_s: float) -> None:
         """A run that printed its search time: the allowance is at least its wall minus that search
         (after the probe; before one, the first such run replaces the unmeasured default)."""
-        if self._allowance_s is not None:
-            self._allowance_s = max(self._allowance_s, overhead_s) if self._measured else overhead_s
-            self._measured = True
+        inputs = self._inputs
+        if inputs.allowance_s is not None:
+            inputs.allowance_s = max(inputs.allowance_s, overhead_s) if inputs.measured else overhead_s
+            inputs.measured = True
 
     def _killed(self, process_limit: float, timeout_s: float, stats: dict) -> MatchResult:
         return MatchResult(self.name, 0, Status.TIMEOUT, stats=stats,
@@ -224,22 +231,13 @@ class AuthorsBinary(PrintedSearchBinary):
             write_graph(data, self._data_file)
             self._inputs.written["data"] = self._data_file
 
-    def allowance_s(self) -> float:
-        """Seconds the process needs beside its search on this data graph (start-up, preprocessing, exit).
-
-        Measured, not assumed: the first call runs the binary on a one-edge query of the data graph
-        (:func:`probe_query`; its search is trivial) and takes its wall minus its printed search
-        time; every later run that prints its search time raises it to its own wall minus search
-        if that is larger. Until a run prints one, :data:`UNMEASURED_ALLOWANCE_S`.
-        """
-        if self._allowance_s is None:
-            self._allowance_s = UNMEASURED_ALLOWANCE_S
-            probe = probe_query(self.data)
-            if probe is not None:
-                row, _ = self._run(probe, self.probe_limit_s)
-                if row is not None and row.get("count") and row.get("join_ms"):
-                    self._allowance_s, self._measured = _overhead_s(row), True
-        return self._allowance_s
+    def _probe_overhead_s(self) -> float | None:
+        """On a one-edge query of the data graph (:func:`probe_query`)."""
+        probe = probe_query(self.data)
+        if probe is None:
+            return None
+        row, _ = self._run(probe, self.probe_limit_s)
+        return _overhead_s(row) if row is not None and row.get("count") and row.get("join_ms") else None
 
     def _run(self, query, process_limit_s: float | None):
         """run.sh on one query: (its CSV row, None) or (None, why it failed)."""

@@ -32,7 +32,7 @@ from common.graph.io import write_gmatch_binary
 from common.graph.model import Graph
 
 from ..harness.core import Config
-from .authors import UNMEASURED_ALLOWANCE_S, PrintedSearchBinary, failure_line, probe_query
+from .authors import PrintedSearchBinary, failure_line, probe_query
 from .gsi_filter import GSILabelIds
 
 
@@ -358,16 +358,13 @@ class CompetitorBinary(PrintedSearchBinary):
         the query's vertices less two)."""
         return three_vertex_probe(self.data)
 
-    def allowance_s(self) -> float:
-        """Start-up seconds beside the search, measured on a tiny probe query (or the first printed run)."""
-        if self._allowance_s is None:
-            self._allowance_s = UNMEASURED_ALLOWANCE_S
-            probe = self.startup_probe()
-            if probe is not None and not self.unsupported_reason(probe):
-                count, ms, wall, killed, _, _ = self._run(probe, self.probe_limit_s)
-                if count is not None and ms is not None and not killed:
-                    self._allowance_s, self._measured = max(0.0, wall - ms / 1e3), True
-        return self._allowance_s
+    def _probe_overhead_s(self) -> float | None:
+        """On :meth:`startup_probe`'s query, where the binary takes it."""
+        probe = self.startup_probe()
+        if probe is None or self.unsupported_reason(probe):
+            return None
+        count, ms, wall, killed, _, _ = self._run(probe, self.probe_limit_s)
+        return max(0.0, wall - ms / 1e3) if count is not None and ms is not None and not killed else None
 
     def _match(self, query, *, limit, collect, timeout_s, homomorphic) -> MatchResult:
         if collect or limit is not None:
