@@ -173,3 +173,45 @@ def test_a_run_that_compiled_is_run_again_and_not_timed():
     assert times == [pytest.approx(CompilesPerQuerySize.RUN_MS)] * 3 and first.count == 1
     first, times = bench.time_query(engine, "gsi", CYCLE4, timeout_s=5.0, repeats=3)   # the same size
     assert times == [pytest.approx(CompilesPerQuerySize.RUN_MS)] * 3
+
+
+def test_a_resumed_run_keeps_the_earlier_rows_and_runs_only_the_rest(stand_in, small_set, monkeypatch, tmp_path):
+    """--resume: the rows of an earlier run are carried over as they were (counts, checks, times);
+    only its skipped rows run again, and a system with nothing left is not started."""
+    _, loader = small_set
+    stand_in("tdfs-authors")
+    first = _run(loader, ["cpu", "tdfs-authors"])
+    frame = bench.rows_frame(first)
+    redo = (frame.system == "tdfs-authors") & (frame["query"] == "star")
+    frame.loc[redo, ["status", "count", "ms", "check"]] = ["skipped", None, None, ""]
+    path = tmp_path / "earlier.csv"
+    frame.to_csv(path, index=False)
+    timed = []
+    real = bench.time_query
+    monkeypatch.setattr(bench, "time_query", lambda engine, system, query, *a: timed.append((system, query.name))
+                        or real(engine, system, query, *a))
+    started = []
+    real_create = bench.create_engine
+    monkeypatch.setattr(bench, "create_engine", lambda system, **kw: started.append(system)
+                        or real_create(system, **kw))
+    carried = bench.carried_rows(path)
+    assert len(carried) == 5 and ("tiny", "tdfs-authors", "star") not in carried
+    rows = _run(loader, ["cpu", "tdfs-authors"], carried=carried)
+    assert timed == [("tdfs-authors", "star")]
+    assert started == ["cpu", "tdfs-authors"]      # cpu: the reference count of star only, not as a system
+    def kept(of):
+        return [(r.system, r.query, r.status, r.count, r.ms) for r in of
+                if (r.system, r.query) != ("tdfs-authors", "star")]
+    assert kept(rows) == kept(first)
+    star = next(r for r in rows if (r.system, r.query) == ("tdfs-authors", "star"))
+    assert star.status == "ok" and star.check == "ok (cpu)"
+    big = bench.Row("tiny", "cpu", "q", "ok", count=2**62 + 1)     # past a float's exact integers
+    bench.rows_frame([big, bench.Row("tiny", "cpu", "r", "timeout")]).to_csv(path, index=False)
+    assert bench.carried_rows(path)["tiny", "cpu", "q"].count == 2**62 + 1
+
+
+def test_a_resume_file_that_is_not_the_benchs_is_refused(tmp_path):
+    path = tmp_path / "other.csv"
+    path.write_text("set,system,query\ntiny,cpu,diamond\n")
+    with pytest.raises(ValueError, match="not a competitors' bench CSV: no column .*count"):
+        bench.carried_rows(path)

@@ -20,9 +20,12 @@ have taken :data:`REPEAT_S`; a system that times its repeats in one call, as the
 process, gives them all, or the first where one did not finish), each query by every system
 before the next. ``--timeout-s`` limits one query, ``--budget-s`` the whole run, each set's
 queries an equal share of what is left after its warm-ups: past a set's share its remaining
-queries are ``skipped``.
+queries are ``skipped``. ``--resume CSV`` carries over an earlier run's rows of the same engine
+code (all but ``skipped`` and ``not built``) and runs only the rest; a system with nothing left
+is not started.
 
     python -m experiments.bench.competitors --timeout-s 5 --budget-s 240 --out competitors.csv
+    python -m experiments.bench.competitors --timeout-s 5 --budget-s 240 --resume competitors.csv --out more.csv
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 import pandas as pd
@@ -131,24 +134,58 @@ def time_query(engine, system: str, query, timeout_s: float, repeats: int) -> tu
     return first, times
 
 
+def rows_frame(rows: list[Row]) -> pd.DataFrame:
+    """The rows as the CSV holds them: counts as exact integers (empty where none)."""
+    frame = pd.DataFrame([asdict(r) for r in rows], columns=[f.name for f in fields(Row)])
+    for column in ("count", "reference"):      # built from the ints: through floats they would round
+        frame[column] = pd.array([getattr(r, column) for r in rows], dtype="Int64")
+    return frame
+
+
+def carried_rows(path) -> dict:
+    """(set, system, query) -> :class:`Row` of an earlier run's CSV that a resumed run keeps: every
+    row but ``skipped`` and ``not built``."""
+    frame = pd.read_csv(path, keep_default_na=False, dtype=str)
+    missing = {f.name for f in fields(Row)} - set(frame.columns)
+    if missing:
+        raise ValueError(f"{path} is not a competitors' bench CSV: no column {', '.join(sorted(missing))}")
+    def value(v, kind):                         # an older CSV wrote counts as floats ("12456.0")
+        return None if v == "" else kind(v[:-2] if kind is int and v.endswith(".0") else v)
+    kept = {}
+    for r in frame.itertuples(index=False):
+        if r.status in ("skipped", "not built"):
+            continue
+        kept[r.set, r.system, r.query] = Row(r.set, r.system, r.query, r.status, value(r.count, int),
+                                              value(r.reference, int), r.check, value(r.ms, float),
+                                              int(r.runs), r.reason)
+    return kept
+
+
 def run_set(name: str, systems, *, timeout_s: float, repeats: int, deadline: float, cpu_timeout_s: float = 2.0,
-            max_queries: int | None = None, set_loader=check_set, log=print, sets_left: int = 1) -> list[Row]:
+            max_queries: int | None = None, set_loader=check_set, log=print, sets_left: int = 1,
+            carried: dict | None = None) -> list[Row]:
     """Every system on one set; the rows of :class:`Row`. Every system is prepared and warmed
     first, then each query is answered by every system in turn (ours first: the base counts exist),
     so that a budget that ends mid-set leaves whole rows of the queries it reached; the queries get
     ``1 / sets_left`` of the time left before ``deadline`` once the warm-ups (compiles, start-up
-    probes) are done."""
+    probes) are done. ``carried`` (:func:`carried_rows`): rows of an earlier run, kept as they are
+    and not run again."""
     chosen = set_loader(name)
     data, queries = chosen.data, chosen.queries[:max_queries]
-    refs = reference_counts(data, queries, cpu_timeout_s, deadline)
+    carried = {key[1:]: row for key, row in (carried or {}).items() if key[0] == name}
+    todo = [(q, known) for q, known in queries if any((s, q.name) not in carried for s in systems)]
+    refs = reference_counts(data, todo, cpu_timeout_s, deadline)
     rows: list[Row] = []
-    counts = {}                                  # (system, query) -> count of a finished run
+    counts = {(s, q): row.count for (s, q), row in carried.items() if row.status == "ok"}
     engines = {}
     skipped = "the run's time budget is spent"
     for system in sorted(systems, key=lambda s: s in BASE):
         missing = reason_missing(system)
         if missing:
             rows.append(Row(name, system, "*", "not built", reason=missing))
+            continue
+        if all((system, q.name) in carried for q, _ in queries):
+            engines[system] = None               # every query carried over: not started
             continue
         if time.monotonic() > deadline:
             rows += [Row(name, system, q.name, "skipped", reason=skipped) for q, _ in queries]
@@ -163,6 +200,9 @@ def run_set(name: str, systems, *, timeout_s: float, repeats: int, deadline: flo
     deadline = time.monotonic() + max(0.0, deadline - time.monotonic()) / sets_left
     for query, _ in queries:
         for system, engine in engines.items():
+            if (system, query.name) in carried:
+                rows.append(carried[system, query.name])
+                continue
             if time.monotonic() > deadline:
                 rows.append(Row(name, system, query.name, "skipped", reason=skipped))
                 continue
@@ -264,6 +304,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per finished query (median)")
     parser.add_argument("--max-queries", type=int, default=None, help="the first N queries of each set")
     parser.add_argument("--out", default=None, help="CSV of the per-query rows")
+    parser.add_argument("--resume", default=None, metavar="CSV",
+                        help="keep an earlier run's rows (same engine code) and run only the rest")
     parser.add_argument("--check", action="store_true",
                         help="only check the external systems' counts against cpu on two small graphs")
     args = parser.parse_args(argv)
@@ -280,13 +322,15 @@ def main(argv=None) -> int:
             checked.to_csv(args.out, index=False)
         print(checked.to_string(index=False, na_rep=""))
         return 1 if (checked.get("verdict", pd.Series(dtype=str)) == "differs").any() else 0
+    carried = carried_rows(args.resume) if args.resume else None
     deadline = time.monotonic() + (args.budget_s if args.budget_s else float("inf"))
     rows = []
     for i, name in enumerate(sets):              # each set's queries an equal share of the budget left
         rows += run_set(name, systems, timeout_s=args.timeout_s, repeats=args.repeats, deadline=deadline,
-                        cpu_timeout_s=args.cpu_timeout_s, max_queries=args.max_queries, sets_left=len(sets) - i)
+                        cpu_timeout_s=args.cpu_timeout_s, max_queries=args.max_queries, sets_left=len(sets) - i,
+                        carried=carried)
         if args.out:                             # after every set: a run killed later keeps these rows
-            pd.DataFrame([asdict(r) for r in rows]).to_csv(args.out, index=False)
+            rows_frame(rows).to_csv(args.out, index=False)
     table = summary(rows)
     print(table.to_string(index=False, na_rep=""))
     return 1 if (table.get("wrong", pd.Series(dtype=int)).fillna(0) > 0).any() else 0

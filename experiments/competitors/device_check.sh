@@ -13,7 +13,8 @@
 # CSVs go to $OUT (default results/competitors_check); the last lines printed are the short tables. A
 # system that fails to build or run is reported and the script goes on. Budget: BENCH_BUDGET_S (default
 # 150 s of the bench) and BENCH_TIMEOUT_S (default 5 s a query); with the builds (~2-4 min) and the
-# checks (~1 min) the whole fits about 6 minutes. Stages can run in separate calls on a warm machine
+# checks (~1 min) the whole fits about 6 minutes. BENCH_RESUME=CSV carries over an earlier bench's rows
+# (--resume), BENCH_SETS limits the sets. Stages can run in separate calls on a warm machine
 # (the builds stay under /tmp/anchors and /tmp/competitors).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -77,7 +78,8 @@ check() {
 bench() {
     say "the bench: budget ${BENCH_BUDGET_S} s, ${BENCH_TIMEOUT_S} s a query (log $OUT/bench.log, $OUT/bench.csv)"
     timeout $(( BENCH_BUDGET_S + 120 )) "$PY" -m experiments.bench.competitors --timeout-s "$BENCH_TIMEOUT_S" \
-        --budget-s "$BENCH_BUDGET_S" --repeats 3 --out "$OUT/bench.csv" > "$OUT/bench.log" 2>&1
+        --budget-s "$BENCH_BUDGET_S" --repeats 3 ${BENCH_RESUME:+--resume "$BENCH_RESUME"} ${BENCH_SETS:+--sets "$BENCH_SETS"} \
+        --out "$OUT/bench.csv" > "$OUT/bench.log" 2>&1
     say "bench exit $? (1: a wrong count; 124: killed past its budget)"
 }
 
