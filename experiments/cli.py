@@ -275,10 +275,6 @@ def run(args, command: str | None = None) -> int:
     ``command`` is the command line the outputs record (default: this process's, as
     ``python -m experiments ...``).
     """
-    from .harness.core import run_set
-    from .harness.runner import SettingsChanged
-    from .harness.store import FolderLocked
-
     command = command or f"python -m experiments {shlex.join(sys.argv[1:])}".strip()
     args.scale = args.scale or default_scale()
     selection = _selection(args)
@@ -309,6 +305,21 @@ def run(args, command: str | None = None) -> int:
         print(f"experiments: not run; --scale tiny runs in the simulator in seconds ({command} --scale tiny)",
               file=sys.stderr)
         return 1
+    from .harness.core import standin_specs
+    from .harness.workloads import StandinPrefetch
+
+    with StandinPrefetch(standin_specs(selection, args.scale)) as prefetch:
+        if len(prefetch.specs) > 1:
+            print(f"experiments: {prefetch.describe()}", flush=True)
+        return _dispatch(args, selection, gpus, command)
+
+
+def _dispatch(args, selection: dict, gpus: list[str] | None, command: str) -> int:
+    """Run the selection: on Dask, as one process per GPU, or set after set in this process."""
+    from .harness.core import run_set
+    from .harness.runner import SettingsChanged
+    from .harness.store import FolderLocked
+
     if args.dask:
         if args.budget is not None:
             raise SystemExit("--budget is not supported with --dask (a resumed run fills in what is missing)")

@@ -127,6 +127,59 @@ def test_a_large_stand_in_is_cached_on_disk(tmp_path, monkeypatch):
     assert not np.array_equal(first.neighbors, other.neighbors)
 
 
+def test_the_stand_ins_a_run_loads_are_drawn_ahead_in_parallel_and_equal_the_ones_it_would_draw(tmp_path, monkeypatch):
+    """StandinPrefetch: every missing cached stand-in of the selection, in the order the run loads
+    them, drawn by a pool into the cache; each equals the graph drawn in this process, edge for
+    edge, and one already cached is not drawn again."""
+    import time
+
+    import experiments.harness.workloads as workloads
+    from common.graph.generate import rmat
+    from experiments.harness.core import standin_specs
+
+    monkeypatch.setenv("GPUSM_GRAPH_CACHE", str(tmp_path))
+    monkeypatch.setattr(workloads, "CACHE_MIN_EDGES", 100)
+    specs = [(300, 1200, (0.57, 0.19, 0.19, 0.05), seed) for seed in (7, 8, 9)]
+    workloads.cached_standin(*specs[0])
+    with workloads.StandinPrefetch(specs + [specs[1], None], processes=2) as prefetch:
+        assert prefetch.specs == specs[1:] and prefetch.processes == 2
+        assert "2 stand-ins" in prefetch.describe()
+        paths = [workloads.standin_cache_path(*spec) for spec in specs]
+        began = time.monotonic()
+        while not all(p.exists() for p in paths) and time.monotonic() - began < 120:
+            time.sleep(0.1)
+    for (n, m, abcd, seed), path in zip(specs, paths):
+        cached = workloads.standin_edges(n, m, abcd, seed)
+        drawn = rmat(n, m, *abcd, seed=seed)
+        assert np.array_equal(cached.offsets, drawn.offsets) and np.array_equal(cached.neighbors, drawn.neighbors)
+    medium = get_scale("medium")
+    table4 = standin_specs({"gmatch_pvldb26": ["gmatch_pvldb26.table4"]}, medium)
+    experiment = next(e for e in experiments_of("gmatch_pvldb26") if e.name == "gmatch_pvldb26.table4")
+    loaded = [p.dataset.name for p in experiment.points_for(medium)]
+    assert len(table4) == len(dict.fromkeys(loaded)) > 1 and len(set(table4)) == len(table4)
+    assert all(m > 100 for _, m, _, _ in table4)
+
+
+def test_leaving_a_prefetch_stops_its_draws_and_leaves_no_partial_file(tmp_path, monkeypatch):
+    import time
+
+    import experiments.harness.workloads as workloads
+
+    monkeypatch.setenv("GPUSM_GRAPH_CACHE", str(tmp_path))
+    specs = [(400_000, 2_500_000, (0.57, 0.19, 0.19, 0.05), seed) for seed in (1, 2)]
+    killed = workloads.standin_cache_path(*specs[0])
+    killed.parent.mkdir(parents=True, exist_ok=True)
+    killed.with_name(f".{killed.name}.99999.tmp.npz").write_bytes(b"half a write")   # a writer killed earlier
+    began = time.monotonic()
+    with workloads.StandinPrefetch(specs, processes=2):
+        pass                                     # the run ended at once: the draws are stopped
+    assert time.monotonic() - began < 20         # not waiting for the draws (each about 3 s here)
+    assert not list(tmp_path.glob("*.tmp.npz"))
+    for spec in specs:
+        path = workloads.standin_cache_path(*spec)
+        assert not path.exists() or len(workloads.standin_edges(*spec).neighbors) == 2 * spec[1]
+
+
 class _Clock:
     """An engine whose runs take the listed seconds (status ok unless past its timeout)."""
 

@@ -47,7 +47,7 @@ from .runner import (
     run_jobs,
 )
 from .store import FolderLock
-from .workloads import Dataset, QuerySpec, Scale, get_scale, graph_key, standin_size
+from .workloads import Dataset, QuerySpec, Scale, get_scale, graph_key, standin_size, standin_spec
 
 
 class MissingEngine(RuntimeError):
@@ -898,6 +898,22 @@ def plan(experiments, scale: str | Scale) -> list[PlanLine]:
 def at_scale(experiments, scale: Scale) -> list:
     """The ``experiments`` that run at ``scale`` (:meth:`Experiment.runs_at`)."""
     return [e for e in experiments if e.runs_at(scale)]
+
+
+def standin_specs(selection: dict, scale: str | Scale) -> list[tuple]:
+    """The disk-cached stand-ins (:func:`~experiments.harness.workloads.standin_spec`) a run of
+    ``selection`` (paper -> experiment names, None: all) loads at ``scale``, in the order it loads
+    them: what :class:`~experiments.harness.workloads.StandinPrefetch` draws ahead."""
+    from .catalog import experiments_of
+
+    scale = get_scale(scale) if isinstance(scale, str) else scale
+    specs = []
+    for paper, names in selection.items():
+        for experiment in at_scale([e for e in experiments_of(paper) if names is None or e.name in names], scale):
+            here = experiment.scale_for(scale)
+            for point in dict.fromkeys(point for point, _ in experiment.cells_run(scale)):
+                specs.append(standin_spec(point.dataset, here))
+    return [spec for spec in dict.fromkeys(specs) if spec is not None]
 
 
 def plan_set(paper: str, scale: str | Scale) -> list[PlanLine]:

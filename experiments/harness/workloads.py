@@ -27,7 +27,8 @@ about one limit however many runs it gets (docs/decisions.md, "Repeats within th
 Every stand-in is drawn from its own seed (``Dataset.graph_seed``, derived from the dataset's
 name unless given), so two datasets of a table are never one graph under two names; a
 ``with_`` variant (other labels, another size) keeps its dataset's seed. Stand-ins above
-:data:`CACHE_MIN_EDGES` edges are cached on disk (:func:`graph_cache_dir`).
+:data:`CACHE_MIN_EDGES` edges are cached on disk (:func:`graph_cache_dir`), and a run draws
+the ones it will load in the background, several at a time (:class:`StandinPrefetch`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import subprocess
+import sys
+import threading
 import zlib
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
@@ -253,26 +257,130 @@ def graph_cache_dir() -> Path:
 
 def standin_edges(n: int, m: int, abcd: tuple, seed: int) -> Graph:
     """The unlabelled R-MAT stand-in of ``n`` vertices and ``m`` edges drawn from ``seed``; above
-    :data:`CACHE_MIN_EDGES` edges read from (or written to) the disk cache, one writer at a time."""
-    a, b, c, d = abcd
+    :data:`CACHE_MIN_EDGES` edges read from (or written to) the disk cache (:func:`cached_standin`)."""
     if m <= CACHE_MIN_EDGES:
+        a, b, c, d = abcd
         return rmat(n, m, a, b, c, d, seed=seed)
-    key = hashlib.sha256(repr(("rmat", n, m, tuple(abcd), seed)).encode()).hexdigest()[:20]
-    folder = graph_cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"rmat-{n}-{m}-{key}.npz"
-    with open(folder / f".{path.name}.lock", "w") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)      # another worker drawing it: wait, then read it
+    return cached_standin(n, m, abcd, seed)
+
+
+def cached_standin(n: int, m: int, abcd: tuple, seed: int) -> Graph:
+    """The R-MAT stand-in read from the disk cache, or drawn and written there: one writer at a
+    time per stand-in (a lock file beside it); a writer killed mid-write leaves a temporary file
+    that the next writer removes, never a partial cache file."""
+    path = standin_cache_path(n, m, abcd, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f".{path.name}.lock"), "w") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)      # another process drawing it: wait, then read it
         if path.exists():
             with np.load(path) as saved:
                 return Graph(saved["offsets"], saved["neighbors"], np.zeros(n, np.int32),
                              name=f"rmat_n{n}_m{m}_s{seed}", meta=_cached_meta(saved), validate=False)
+        _remove_partial_writes(path)
+        a, b, c, d = abcd
         graph = rmat(n, m, a, b, c, d, seed=seed)
         temp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
         np.savez(temp, offsets=graph.offsets, neighbors=graph.neighbors,
                  meta=np.array(repr(sorted(graph.meta.items()))))
         os.replace(temp, path)
     return graph
+
+
+def _remove_partial_writes(path: Path) -> None:
+    """Remove the temporary files of writers of ``path`` that were killed (hold its lock)."""
+    for partial_write in path.parent.glob(f".{path.name}.*.tmp.npz"):
+        partial_write.unlink(missing_ok=True)
+
+
+def standin_cache_path(n: int, m: int, abcd: tuple, seed: int) -> Path:
+    """Where :func:`standin_edges` keeps the stand-in of these parameters."""
+    key = hashlib.sha256(repr(("rmat", n, m, tuple(abcd), seed)).encode()).hexdigest()[:20]
+    return graph_cache_dir() / f"rmat-{n}-{m}-{key}.npz"
+
+
+def standin_spec(dataset: Dataset, scale: Scale) -> tuple | None:
+    """(n, m, abcd, seed) of the stand-in ``dataset`` becomes at ``scale`` where it is kept in the
+    disk cache (more than :data:`CACHE_MIN_EDGES` edges); None for a file or a smaller stand-in."""
+    if dataset.path is not None and scale.real_data:
+        return None
+    n, m = standin_size(dataset, scale.max_edges, scale.keep_degree)
+    return (n, m, tuple(dataset.rmat_abcd), dataset.graph_seed) if m > CACHE_MIN_EDGES else None
+
+
+PREFETCH_BYTES_PER_EDGE = 128
+"""Peak memory of drawing one stand-in, per edge (measured about 90 bytes: the candidate keys,
+their sort and the CSR build), for :class:`StandinPrefetch`'s number of processes."""
+
+
+class StandinPrefetch:
+    """Draws the disk-cached stand-ins a run will load, in the background, in the order it will
+    load them: up to ``processes`` Python processes at a time (one core left to the run, and no
+    more draws at once than half the host's memory holds at :data:`PREFETCH_BYTES_PER_EDGE`),
+    each drawing one missing stand-in into the cache (:func:`cached_standin`, under its lock), so
+    the run, reaching that graph, waits on the lock for the draw under way, or reads the file,
+    rather than drawing it alone on one core; the graphs are the ones the run would draw (same
+    function, same seeds). Leaving the ``with`` block stops the draws still running (a run that
+    ends early, at its budget, does not wait for graphs it never reached) and removes what they
+    had half written. One stand-in, or none missing: no process."""
+
+    def __init__(self, specs, processes: int | None = None):
+        seen, self.specs = set(), []
+        for spec in specs:
+            if spec is not None and spec not in seen and not standin_cache_path(*spec).exists():
+                seen.add(spec)
+                self.specs.append(spec)
+        if processes is None:
+            largest = max((spec[1] for spec in self.specs), default=1)
+            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+            fit = memory // 2 // (PREFETCH_BYTES_PER_EDGE * largest)
+            processes = min(max(1, (os.cpu_count() or 2) - 1), max(1, fit))
+        self.processes = max(1, min(int(processes), len(self.specs)))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._running: list[subprocess.Popen] = []
+
+    def __enter__(self) -> StandinPrefetch:
+        if len(self.specs) > 1:
+            self._thread = threading.Thread(target=self._draw_all, name="stand-in prefetch", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self._thread = None
+        for spec in self.specs:                  # the draws stopped mid-write: their temporary files
+            path = standin_cache_path(*spec)
+            with open(path.with_name(f".{path.name}.lock"), "w") as lock:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+                _remove_partial_writes(path)
+
+    def _draw_all(self) -> None:
+        """Start a process per stand-in, ``processes`` at a time, until all ended or told to stop."""
+        root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+        waiting = list(self.specs)
+        while (waiting or self._running) and not self._stop.is_set():
+            self._running = [p for p in self._running if p.poll() is None]
+            while waiting and len(self._running) < self.processes:
+                n, m, abcd, seed = waiting.pop(0)
+                code = ("from experiments.harness.workloads import cached_standin; "
+                        f"cached_standin({n}, {m}, {tuple(abcd)!r}, {seed})")
+                self._running.append(subprocess.Popen([sys.executable, "-c", code], env=env,
+                                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            self._stop.wait(0.05)
+        for process in self._running:
+            process.kill()
+        for process in self._running:
+            process.wait()
+        self._running = []
+
+    def describe(self) -> str:
+        edges = sum(spec[1] for spec in self.specs)
+        return (f"drawing {len(self.specs)} stand-ins ({edges / 1e6:,.0f}M edges) in the background, "
+                f"{self.processes} at a time")
 
 
 def _cached_meta(saved) -> dict:
