@@ -52,33 +52,6 @@ def seed_level0(cand_mask, out, capacity, counter):
 
 
 @jit
-def sample_first(src, dst, rows, width, stride, sampled):
-    """dst <- the pool ``src`` (``rows`` seeds of ``width``) reordered: first the sample (seeds
-    0, stride, 2 * stride, ... : ``sampled`` of them) as two halves, the even multiples of
-    ``stride`` then the odd ones, each spread over the whole pool; then every other seed in its
-    order. The count-or-enumerate race (:meth:`gmatch.engine.GMatch._race`) runs one plan on
-    each half and the faster on the rest."""
-    inner = sampled * (stride - 1)            # the unsampled seeds between sampled ones
-    half = (sampled + 1) // 2                 # the first half: the even multiples
-    i = cuda.grid(1)
-    step = cuda.gridsize(1)
-    while i < rows * width:
-        j = i // width
-        c = i - j * width
-        if j < half:
-            r = 2 * j * stride
-        elif j < sampled:
-            r = (2 * (j - half) + 1) * stride
-        elif j - sampled < inner:
-            k = j - sampled
-            r = (k // (stride - 1)) * stride + k % (stride - 1) + 1
-        else:
-            r = sampled * stride + (j - sampled - inner)
-        dst[i] = src[r * width + c]
-        i += step
-
-
-@jit
 def seed_indices(out, count):
     """out[i] <- i for the ``count`` candidate indices of position 0 (candidate-graph mode)."""
     i = cuda.grid(1)

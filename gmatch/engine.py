@@ -43,7 +43,7 @@ from common.gpu.watch import LaunchWatch
 from common.graph.model import Graph
 from common.graph.roots import cuts_below_root, plan_split
 
-from .balance import SEED_WARPS, sample_first, seed_expand_kernel, seed_indices, seed_level0
+from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
 from .enumerate import (
     BIG_COUNT,
     C_CAND,
@@ -60,7 +60,6 @@ from .enumerate import (
     C_SEED_LO,
     C_STEALS,
     C_STOP,
-    COUNT_LIMB,
     CTRL_SIZE,
     LEAF_CHECKS,
     LEAF_LAST,
@@ -79,13 +78,12 @@ from .enumerate import (
 from .filter import (
     COUNT_COST,
     FILTER_THREADS,
-    QP_BACKWARD,
     QP_CSIZE,
     QP_ROWS,
     QP_SIZES,
     PartGraphs,
     build_candidate_graph,
-    enumerate_last,
+    counted_positions,
     filter_host,
     filter_kernel,
     label_sorted_adjacency,
@@ -116,9 +114,6 @@ DIRECT_SHARE = 0.15                # of probe_s: the probe's first stage, a DFS 
 PROBE_SEEDS = 1 << 16              # seed-pool target of the probe's second stage (BFS pool, then DFS)
 PROBE_POOL_ROWS = 1 << 20          # ... whose BFS stops the probe at a level of more rows
 LOOK_SHARE = 0.15                  # of probe_s: the second stage's look (on to probe_s where two looks predict its end)
-RACE_SHARE = 32                    # the count-or-enumerate race samples one seed in this many (half per plan)
-RACE_MIN_SEEDS = 1 << 14           # ... of a pool of at least this many seeds (else the count plan runs)
-RACE_PATIENCE = 1.0                # the enumeration's sample is stopped at this many times the count's
 HUB_AFTER_S = 0.05                 # seconds of whole search before a hub-rooted query is cut (hub_parts)
 HUB_WHOLE_S = 0.8                  # ... unless its whole launch is predicted to end within this many seconds
 HUB_LOOK_AGAIN = 2.0               # a prediction up to this many times hub_whole_s is made again one slice later,
@@ -189,9 +184,10 @@ class GMatch(Engine):
         Count degree-one query vertices that every automorphism fixes per partial match instead of
         enumerating them (count-only queries over the candidate graph).
     count_last : bool
-        Count the last position of a count-only query without countable leaves as the size of its
-        backward neighbours' candidate-graph intersection (minus the images already used) instead
-        of enumerating it (its own fine-kernel variant).
+        Count the last position of a count-only query without countable leaves, where it has one
+        backward neighbour, as that neighbour's candidate-graph row length below its symmetry bound
+        (minus the images already used) instead of enumerating it (its own fine-kernel variant); a
+        last position with several backward neighbours is enumerated.
     count_last_cost : int
         Bitmap words a lane may read to count the last position; a costlier partial match is
         enumerated by the whole warp.
@@ -606,12 +602,11 @@ class GMatch(Engine):
 
     def _search(self, n, qp, graph, indexed, limit_unique, emb_cap, deadline: Deadline, timer,
                 phase="enumerate", label_seeds=None, seed_target=None, keep_whole: Deadline | None = None,
-                race=None, probe_until: float | None = None):
+                probe_until: float | None = None):
         """BFS + DFS, or with ``label_seeds`` = (lo, hi) a DFS straight from the root's label range
         of the vertices sorted by label (no BFS, no host round trip: the small-query probe);
         ``seed_target``: the pool's target (default ``seed_pool``); ``keep_whole`` and
-        ``probe_until``: :meth:`_dfs`'s; ``race``: the parameter block of another plan over the same
-        seeds (:meth:`_race`); returns (unique count, ctrl row, embeddings device array,
+        ``probe_until``: :meth:`_dfs`'s; returns (unique count, ctrl row, embeddings device array,
         timed_out, stats)."""
         emb = self.budget.device_array((emb_cap, n), np.int32, "embeddings") if emb_cap else self._d_no_emb
         if label_seeds is not None:
@@ -637,20 +632,6 @@ class GMatch(Engine):
             return rows, ctrl, pool, timed_out, stats
         if rows == 0 or timed_out:
             return 0, ctrl, emb, timed_out, stats
-        sampled = None                            # the race's sample: its winner's control row
-        if race is not None and not emb_cap and not limit_unique and rows >= RACE_MIN_SEEDS:
-            raced = self._race(n, qp, race, graph, pool, rows, width, deadline, timer, phase, stats)
-            if raced is not None:
-                pool, winner, sampled, timed_out = raced
-                if winner is race and keep_whole is not None:
-                    # enumeration won: hub parts count positions, so the rest runs as one launch
-                    # to the query's deadline, as in enumeration mode
-                    deadline, keep_whole = keep_whole, None
-                    timed_out = deadline.passed()
-                qp = winner
-                seed_lo = int(sampled[C_SEED_HI])
-                if timed_out:
-                    return unique_count(sampled), sampled, emb, True, stats
         with timer.phase(phase):
             timed_out, shape = self._dfs(n, graph, indexed, pool, seed_lo, seed_hi, width, emb, emb_cap,
                                          limit_unique, deadline, leaf_step(qp, emb_cap, limit_unique),
@@ -658,8 +639,6 @@ class GMatch(Engine):
         stats.update(shape)
         stats["max_stack_bytes"] = shape["stack_shared_bytes"] + shape["stack_global_bytes"]
         ctrl = self._control_row(timer)
-        if sampled is not None:
-            ctrl = add_counts(sampled, ctrl)
         return unique_count(ctrl), ctrl, emb, timed_out, stats
 
     def _control_row(self, timer) -> np.ndarray:
@@ -668,61 +647,14 @@ class GMatch(Engine):
             download(self._d_ctrls, self._h_ctrl)
         return self._h_ctrl[0].copy()
 
-    def _race(self, n, qp, other, graph, pool, rows, width, deadline: Deadline, timer, phase, stats):
-        """The count-or-enumerate race over a candidate-graph seed pool (past the paper): plan
-        ``qp`` (counting its last position) and plan ``other`` (enumerating it,
-        :func:`gmatch.filter.enumerate_last`) each search one half of a sample of the seeds, one
-        in :data:`RACE_SHARE` spread over the pool (:func:`gmatch.balance.sample_first` moves
-        the two halves, each spread over the pool, to the front), ``other`` under a deadline of
-        ``qp``'s time on its half; the faster searches the rest. Both halves' counts are kept,
-        so the race costs the loser's extra time on its half, not a discarded sample; an
-        enumeration stopped by that deadline is discarded and its half searched again by ``qp``.
-        Counting a position reads a whole intersection in one lane, enumerating it tests 32
-        candidates per warp step, and which is faster depends on the rows' lengths
-        (docs/decisions.md, "gMatch: count or enumerate the last position"). Returns (the
-        reordered pool, the winner's parameter block, the control row over the searched part
-        of the sample, with its seed range, timed_out), or None where the pool has no room for
-        the reordered copy (the caller runs ``qp``)."""
-        sample = max(2, rows // RACE_SHARE)
-        half = (sample + 1) // 2                  # the count plan's half; the enumeration's: the rest
-        out = 1 - next(i for i in (0, 1) if self._d_pool[i] is pool)
-        if rows * width > self._seed_cap[out] and not self._grow_pool(out, rows * width):
-            return None
-        dest = self._d_pool[out]
-        with timer.phase(phase):
-            sample_first[grid_blocks(rows * width, SEED_THREADS, self._sms * 32), SEED_THREADS](
-                pool, dest, rows, width, rows // sample, sample)
-        runs = {}
-        for name, plan_qp, lo, hi in (("count", qp, 0, half), ("enumerate", other, half, sample)):
-            if name == "enumerate":
-                upload(self._d_qp, other)
-                limit = deadline.earlier(time.perf_counter() + RACE_PATIENCE * runs["count"][0])
-            else:
-                limit = deadline.at
-            begin = time.perf_counter()
-            with timer.phase(phase):
-                timed_out, _ = self._dfs(n, graph, True, dest, lo, hi, width, self._d_no_emb, 0, 0,
-                                         Deadline.at_time(limit), leaf_step(plan_qp, 0, 0))
-                row = self._control_row(timer)
-            runs[name] = (time.perf_counter() - begin, timed_out, row)
-            if name == "count" and timed_out:
-                return dest, qp, row, True
-        (count_s, _, count_row), (enum_s, enum_stopped, enum_row) = runs["count"], runs["enumerate"]
-        winner = "count" if enum_stopped else race_winner(count_s * (sample - half) / half, enum_s)
-        stats.update(race_sample_seeds=sample, race_count_ms=count_s * 1e3,
-                     race_enumerate_ms=None if enum_stopped else enum_s * 1e3, race_winner=winner)
-        searched = count_row if enum_stopped else add_counts(count_row, enum_row)
-        if winner == "count":
-            upload(self._d_qp, qp)
-            return dest, qp, searched, deadline.passed()
-        return dest, other, searched, deadline.passed()
-
     # ------------------------------------------------------------------ match
-    def _plan(self, query, count_leaves, count_last, timer, part: Part):
-        """Plan the query, upload its parameter block and filter the candidates on the GPU (of
-        ``part``'s root range and branch classes)."""
+    def _plan(self, query, count_leaves, count_last, timer, part: Part, plan=None):
+        """Plan the query (or take ``plan``, built with ``defer_leaves=count_leaves``), upload its
+        parameter block and filter the candidates on the GPU (of ``part``'s root range and
+        branch classes)."""
         begin = time.perf_counter()
-        plan = build_plan(query, self.counting.symmetry_breaking, defer_leaves=count_leaves)
+        if plan is None:
+            plan = build_plan(query, self.counting.symmetry_breaking, defer_leaves=count_leaves)
         qp = pack_query(plan, query, count_leaves=count_leaves, count_last=count_last,
                         max_cost=self.counting.count_last_cost)
         timer.add("plan", time.perf_counter() - begin)
@@ -797,16 +729,20 @@ class GMatch(Engine):
                 status = Status.TIMEOUT if stopped else Status.OK
                 stats.update(probe_finished=not stopped)
                 return self._finish(timer, plan, qp, unique, ctrl, stats, status, False, part=part)
-        # still running after a probe (its own, or its batch's): a query that counts positions and
-        # whose root has a hub candidate is searched whole for hub_after_s, then, if still
-        # running (and not kept whole), counted as its parts
-        hub = (count_leaves or count_last) and (probe or not probe_first) and self._has_hub_parts(query, part)
+        # still running after a probe: the plan that counts what it can (countable leaves go last:
+        # a new order), unless it counts nothing (then it is the plan probed, already filtered)
+        if probe and (count_leaves or count_last):
+            counting_plan = build_plan(query, self.counting.symmetry_breaking, defer_leaves=count_leaves)
+            if counted_positions(counting_plan, count_leaves, count_last)[0]:
+                plan, qp = self._plan(query, count_leaves, count_last, timer, part, counting_plan)
+        # a query that counts positions and whose root has a hub candidate is searched whole for
+        # hub_after_s, then, if still running (and not kept whole), counted as its parts
+        hub = (leaf_step(qp, 0, 0) != LEAF_ONE and (probe or not probe_first)
+               and self._has_hub_parts(query, part))
         search_deadline = deadline
         if hub:
             whole_start = time.perf_counter()
             search_deadline = Deadline.at_time(deadline.earlier(whole_start + self.hubs.hub_after_s))
-        if probe and (count_leaves or count_last):    # countable leaves go last: a new order
-            plan, qp = self._plan(query, count_leaves, count_last, timer, part)
         hub_bits = None                           # the filter bits the parts' candidate graphs are cut from
         if indexed:
             begin = time.perf_counter()
@@ -842,15 +778,9 @@ class GMatch(Engine):
                 emb_cap = unique
             else:
                 emb_cap = limit_unique
-        race = None                               # counting the last position races enumerating it,
-        if (indexed and not collect and limit is None and leaf_step(qp, 0, 0) == LEAF_LAST
-                and last_backward(qp) >= 2):      # an intersection (one row's length is not raced)
-            race = enumerate_last(qp)
         unique, ctrl, emb, timed_out, stats = self._search(
             n, qp, graph, indexed, limit_unique, emb_cap, search_deadline, timer,
-            keep_whole=deadline if hub_bits is not None and self.hubs.hub_whole_s > 0 else None, race=race)
-        if stats.get("race_winner") == "enumerate":
-            qp = race
+            keep_whole=deadline if hub_bits is not None and self.hubs.hub_whole_s > 0 else None)
         if hub_bits is not None and timed_out and not deadline.passed():
             return self._match_parts(query, plan, hub_bits, deadline, timer, homomorphic,
                                      time.perf_counter() - whole_start,
@@ -1126,34 +1056,6 @@ class GMatch(Engine):
         return MatchResult(self.name, int(count), status, embeddings=embeddings,
                            phases={} if timer is None else timer.seconds,
                            peak_device_bytes=self.budget.peak, stats=stats)
-
-
-def last_backward(qp) -> int:
-    """How many backward neighbours the last position of parameter block ``qp`` has."""
-    n = int(qp[QP_SIZES, 0])
-    return int(qp.view(np.uint32)[QP_BACKWARD, n - 1]).bit_count()
-
-
-def race_winner(count_s: float, enumerate_s: float) -> str:
-    """The plan that searches the rest of the pool after the race's sample, of two that both
-    finished it: "enumerate" where enumerating the last position took less time
-    (``enumerate_s``) than counting it (``count_s``), else "count"."""
-    return "enumerate" if enumerate_s < count_s else "count"
-
-
-def add_counts(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """Control row ``second`` with the matches and work counters of ``first`` added: one query
-    searched by two launches over disjoint seed ranges (``first``'s range comes first)."""
-    total = unique_count(first) + unique_count(second)
-    row = second.copy()
-    low = total & ((1 << 64) - 1)
-    row[C_COUNT] = low - (1 << 64) if low >= 1 << 63 else low
-    row[C_COUNT_HI] = min(total >> 64, COUNT_LIMB - 1)
-    row[C_COUNT_BIG] = int(first[C_COUNT_BIG] or second[C_COUNT_BIG] or total >> 64 >= COUNT_LIMB)
-    for slot in (C_ITERS, C_IDLE, C_STEALS, C_GSTEALS):
-        row[slot] += first[slot]
-    row[C_SEED_LO] = first[C_SEED_LO]
-    return row
 
 
 def unique_count(ctrl) -> int:

@@ -71,12 +71,9 @@ def _lowest(mask, default):
 
 
 @njit(cache=True, nogil=True)
-def _pack(labels, degrees, backward, restrict, same, order, leaves, count_last, max_cost, offsets,
+def _pack(labels, degrees, backward, restrict, same, order, leaves, last, max_cost, offsets,
           neighbors, vertex_labels):
     n = order.size
-    last = leaves == 0 and count_last and n >= 3
-    if last:
-        leaves = 1                      # the last position is counted (any backward neighbours)
     qp = np.zeros((QP_ROWS, MAX_QUERY_VERTICES), np.int32)
     masks = qp.view(np.uint32)
     distinct = np.unique(labels)
@@ -104,28 +101,32 @@ def _pack(labels, degrees, backward, restrict, same, order, leaves, count_last, 
     return qp
 
 
+def counted_positions(plan: QueryPlan, count_leaves: bool, count_last: bool) -> tuple[int, bool]:
+    """(how many trailing positions of ``plan`` a count-only search counts, whether that is its
+    last position): with ``count_leaves`` its countable leaves; else, with ``count_last``, the
+    last position where it has one backward neighbour (|V(Q)| >= 3), counted as that
+    neighbour's row length; else none. A last position with several backward neighbours is
+    enumerated: counting it reads an intersection in one lane, which was slower than the warp's
+    enumeration on every query measured (docs/decisions.md, "gMatch: count or enumerate the last
+    position")."""
+    n = int(plan.order.size)
+    if count_leaves and plan.free_leaves:
+        return int(plan.free_leaves), False
+    if count_last and n >= 3 and int(plan.backward[n - 1]).bit_count() == 1:
+        return 1, True
+    return 0, False
+
+
 def pack_query(plan: QueryPlan, query: Graph, count_leaves: bool = False,
                count_last: bool = False, max_cost: int = COUNT_COST) -> np.ndarray:
     """The (QP_ROWS, 32) int32 parameter block: labels, degrees, backward, restriction and
     same-label masks, walk bounds, sizes, the NLF requirement of every position and the counted
-    trailing positions: with ``count_leaves`` the plan's countable leaves; with ``count_last``,
-    where no leaf is counted, the last position (|V(Q)| >= 3), whatever its backward neighbours
-    (:func:`gmatch.enumerate.search_functions` ``count_position``), by one lane per partial match
-    where that reads at most ``max_cost`` words, else enumerated by the warp."""
+    trailing positions (:func:`counted_positions`), the last one by one lane per partial match
+    (:func:`gmatch.enumerate.search_functions` ``count_position``) where that reads at most
+    ``max_cost`` words, else enumerated by the warp."""
+    leaves, last = counted_positions(plan, count_leaves, count_last)
     return _pack(plan.labels, plan.degrees, plan.backward, plan.restrict, plan.same_label, plan.order,
-                 plan.free_leaves if count_leaves else 0, bool(count_last), int(max_cost), query.offsets,
-                 query.neighbors, query.labels)
-
-
-def enumerate_last(qp: np.ndarray) -> np.ndarray:
-    """A copy of parameter block ``qp`` (of a plan that counts its last position, ``count_last``)
-    that enumerates that position instead; the order, seeds and candidate graph are the same."""
-    out = qp.copy()
-    n = out[QP_SIZES, 0]
-    out[QP_SIZES, 2] = n
-    out[QP_SIZES, 3] = n
-    out[QP_SIZES, 5] = 0
-    return out
+                 leaves, last, int(max_cost), query.offsets, query.neighbors, query.labels)
 
 
 def pack_candidate_graph(qp: np.ndarray, cg: CandidateGraph) -> None:

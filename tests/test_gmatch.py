@@ -497,9 +497,10 @@ def test_last_position_is_counted_and_equals_enumeration(name, n, edges, labels,
         enumerated = engine(wide, candidate_graph=True, leaf_counting=False, count_last=False).match(query)
         assert enumerated.count == expected and enumerated.stats["counted_leaves"] == 0
     leaves = build_plan(query, defer_leaves=True).free_leaves
-    assert counted.stats["counted_leaves"] == (leaves or 1)
+    one_row = int(build_plan(query).backward[-1]).bit_count() == 1      # the last position: one row's length
+    assert counted.stats["counted_leaves"] == (leaves or int(one_row))
     only_last = engine(wide, candidate_graph=True, leaf_counting=False).match(query)
-    assert only_last.count == expected and only_last.stats["counted_leaves"] == 1
+    assert only_last.count == expected and only_last.stats["counted_leaves"] == int(one_row)
     # a lane counts only where that reads at most 2 words: the costlier partial matches (most
     # with two or more backward neighbours) go down and the warp enumerates their last position
     mixed = engine(wide, candidate_graph=True, leaf_counting=False, count_last_cost=2).match(query)
@@ -519,7 +520,7 @@ def test_counting_the_last_position_on_random_walk_queries(leafy, reference_of):
         expected = reference_of(leafy, query).count
         result = counted.match(query)
         assert result.count == expected, query.name
-        assert result.stats["counted_leaves"] == 1
+        assert result.stats["counted_leaves"] == int(int(build_plan(query).backward[-1]).bit_count() == 1)
         assert auto.match(query).count == expected, query.name
         assert deferred.match(query).count == expected, query.name
     query = random_walk_query(leafy, 4, seed=2)
@@ -824,7 +825,6 @@ def test_batch_falls_back_to_single_queries_where_it_does_not_apply(labelled, re
 def _filter_both_ways(data: Graph, queries: list[Graph]):
     """The LDF/NLF bits and |C(d)| row of a batch of ``queries``, from the filter kernel (launched
     in the simulator) and from :func:`gmatch.filter.filter_host`."""
-    from common.gpu.runtime import cuda
     from gmatch.filter import FILTER_THREADS, QP_CCOUNT, QP_ROWS, filter_host, filter_kernel, pack_query
     from gmatch.order import MAX_QUERY_VERTICES
 
@@ -874,33 +874,29 @@ def test_simulated_filter_runs_on_the_host(monkeypatch):
 
 
 # ------------------------------------------------------------------------------ count or enumerate the last position
-@pytest.mark.parametrize("rows, width, share", [(10, 3, 3), (64, 2, 8), (7, 1, 7), (101, 4, 16), (5, 2, 2)])
-def test_sample_first_moves_a_spread_sample_to_the_front_in_two_halves(rows, width, share):
-    from gmatch.balance import sample_first
+def test_the_last_position_is_counted_only_where_it_is_one_rows_length():
+    """counted_positions: countable leaves first; else the last position where it has one backward
+    neighbour (its row's length); a last position with several is enumerated, as is every
+    position of a query under three vertices."""
+    from gmatch.filter import counted_positions
 
-    pool = np.arange(rows * width, dtype=np.int32) * 7 + 1
-    sampled = max(1, rows // share)
-    stride = rows // sampled
-    out = cuda.device_array(rows * width, np.int32)
-    sample_first[2, 32](cuda.to_device(pool), out, rows, width, stride, sampled)
-    half = (sampled + 1) // 2                                  # the even multiples, then the odd ones
-    first = [2 * k * stride for k in range(half)] + [(2 * k + 1) * stride for k in range(sampled - half)]
-    order = first + [r for r in range(rows) if r not in first]
-    assert (out.copy_to_host().reshape(rows, width) == pool.reshape(rows, width)[order]).all()
+    path = Graph.from_edges(3, [0, 1], [1, 2], name="path3")                 # last: one backward neighbour
+    triangle = Graph.from_edges(3, [0, 1, 2], [1, 2, 0], name="triangle")    # last: two
+    tailed = Graph.from_edges(4, [0, 1, 2, 0], [1, 2, 0, 3], [0, 0, 0, 1], name="tailed")  # a countable leaf
+    assert counted_positions(build_plan(path), False, True) == (1, True)
+    assert counted_positions(build_plan(triangle), True, True) == (0, False)
+    assert counted_positions(build_plan(triangle), False, False) == (0, False)
+    leafy = build_plan(tailed, defer_leaves=True)
+    assert leafy.free_leaves == 1 and counted_positions(leafy, True, True) == (1, False)
+    assert counted_positions(build_plan(Graph.from_edges(2, [0], [1])), False, True) == (0, False)
 
 
 @pytest.mark.slow
-def test_an_enumeration_stopped_in_the_race_is_searched_again_by_the_count_plan(wide, reference_of, monkeypatch):
-    """The enumeration's half of the race's sample runs under a deadline of the count plan's time
-    on its own half; stopped there (no patience at all), its partial count is dropped and the
-    count plan searches that half again with the rest: every seed is still counted once."""
-    import gmatch.engine as gmatch_engine
-
-    monkeypatch.setattr(gmatch_engine, "RACE_MIN_SEEDS", 2)
-    monkeypatch.setattr(gmatch_engine, "RACE_SHARE", 2)
-    monkeypatch.setattr(gmatch_engine, "RACE_PATIENCE", 0.0)
+def test_count_mode_enumerates_a_last_position_with_several_backward_neighbours(wide, reference_of):
+    """Count mode without leaf counting: exact counts; the last position is counted (one counted
+    position in the statistics) exactly where it has one backward neighbour."""
     gm = GMatch(**{**SMALL, "seed_pool": 64}, candidate_graph=True, leaf_counting=False).prepare(wide)
-    raced = 0
+    seen = set()
     for name, n, edges, labels in _shapes():
         query = Graph.from_edges(n, [a for a, _ in edges], [b for _, b in edges], labels, name=name)
         expected = reference_of(wide, query).count
@@ -908,86 +904,34 @@ def test_an_enumeration_stopped_in_the_race_is_searched_again_by_the_count_plan(
             continue
         result = gm.match(query)
         assert result.count == expected, name
-        if "race_winner" in result.stats:
-            raced += 1
-            assert result.stats["race_winner"] == "count" and result.stats["race_enumerate_ms"] is None, name
-    assert raced >= 5
+        one_row = n >= 3 and int(build_plan(query).backward[-1]).bit_count() == 1
+        assert result.stats["counted_leaves"] == (1 if one_row else 0), name
+        seen.add(one_row)
+    assert seen == {True, False}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("winner", ["count", "enumerate"])
-def test_the_count_or_enumerate_race_counts_every_seed_once(winner, wide, reference_of, monkeypatch):
-    """Both plans search the sample, the winner the rest: the count is exact whichever wins, and
-    the statistics name the winner and what it counted."""
-    import gmatch.engine as gmatch_engine
-
-    monkeypatch.setattr(gmatch_engine, "RACE_MIN_SEEDS", 2)
-    monkeypatch.setattr(gmatch_engine, "RACE_SHARE", 2)
-    monkeypatch.setattr(gmatch_engine, "RACE_PATIENCE", 1e6)
-    monkeypatch.setattr(gmatch_engine, "race_winner", lambda count_s, enumerate_s: winner)
-    gm = GMatch(**{**SMALL, "seed_pool": 64}, candidate_graph=True, leaf_counting=False).prepare(wide)
-    raced = 0
-    for name, n, edges, labels in _shapes():
-        query = Graph.from_edges(n, [a for a, _ in edges], [b for _, b in edges], labels, name=name)
-        expected = reference_of(wide, query).count
-        if expected > ENUMERATED_UP_TO:
-            continue
-        result = gm.match(query)
-        assert result.count == expected, name
-        if int(build_plan(query).backward[-1]).bit_count() < 2:      # one row's length: no race
-            assert "race_winner" not in result.stats, name
-        if "race_winner" in result.stats:
-            raced += 1
-            assert result.stats["race_winner"] == winner and result.stats["race_sample_seeds"] >= 1
-            assert result.stats["counted_leaves"] == (1 if winner == "count" else 0)
-    assert raced >= 5
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("winner", ["count", "enumerate"])
-def test_a_hub_query_whose_race_enumeration_wins_runs_whole(winner, hub200, reference_of, monkeypatch):
-    """Hub parts count positions: where enumerating the last position wins the race, the rest of
-    a hub query runs as one launch to the query's deadline (no parts); where counting wins, a
-    whole search past ``hub_after_s`` is cut into parts. The seed pool and the race are given all
-    the time they need (the simulator builds them slower than any ``hub_after_s`` a GPU needs)."""
-    import gmatch.engine as gmatch_engine
+@pytest.mark.parametrize("last_backward", [1, 2])
+def test_a_hub_query_is_cut_into_parts_only_where_its_plan_counts_a_position(last_backward, hub200, reference_of,
+                                                                           monkeypatch):
+    """Hub parts count positions: a hub query whose last position has two backward neighbours
+    (enumerated, no countable leaf) runs as one launch to its deadline, as in enumeration mode;
+    one whose last position is one row's length is cut into parts past ``hub_after_s``. The seed
+    pool is given all the time it needs (the simulator builds it slower than any ``hub_after_s``
+    a GPU needs)."""
     from common.engine.deadline import Deadline
 
-    monkeypatch.setattr(gmatch_engine, "RACE_MIN_SEEDS", 2)
-    monkeypatch.setattr(gmatch_engine, "RACE_SHARE", 64)
-    monkeypatch.setattr(gmatch_engine, "RACE_PATIENCE", 1e6)
-    monkeypatch.setattr(gmatch_engine, "race_winner", lambda count_s, enumerate_s: winner)
-    race = GMatch._race
-    monkeypatch.setattr(GMatch, "_race", lambda self, n, qp, other, graph, pool, rows, width, deadline, *rest:
-                        race(self, n, qp, other, graph, pool, rows, width, Deadline(None), *rest))
     seed_pool = GMatch._seed_pool
     monkeypatch.setattr(GMatch, "_seed_pool", lambda self, qp, graph, indexed, deadline, target, **kw:
                         seed_pool(self, qp, graph, indexed, Deadline(None), target, **kw))
-    query = random_walk_query(hub200, 5, seed=2, name="walk5-2")       # two backward neighbours last
+    query = next(q for q in (random_walk_query(hub200, 5, seed=s, name=f"walk5-{s}") for s in range(2, 40))
+                 if int(build_plan(q).backward[-1]).bit_count() == last_backward)
     gm = GMatch(seed_pool=1024, blocks=2, warps_per_block=2, probe_s=1e-6, leaf_counting=False,
                 hub_parts=4, hub_after_s=1e-3, hub_whole_s=1e-9).prepare(hub200)
     result = gm.match(query)
     assert result.status is Status.OK and result.count == reference_of(hub200, query).count
-    assert ("hub_parts" in result.stats) is (winner == "count")
-    if winner == "enumerate":
-        assert result.stats["race_winner"] == "enumerate" and result.stats["counted_leaves"] == 0
-
-
-def test_two_launches_add_their_counts_past_64_bits():
-    from gmatch.engine import add_counts, unique_count
-    from gmatch.enumerate import C_COUNT, C_COUNT_HI, C_ITERS, CTRL_SIZE
-
-    def row(total, iters):
-        r = np.zeros(CTRL_SIZE, np.int64)
-        low = total & ((1 << 64) - 1)
-        r[C_COUNT] = low - (1 << 64) if low >= 1 << 63 else low
-        r[C_COUNT_HI] = total >> 64
-        r[C_ITERS] = iters
-        return r
-
-    for a, b in [(5, 7), ((1 << 64) - 3, 9), ((1 << 63) + 1, (1 << 63) + 5), (3 << 70, (1 << 64) + 11)]:
-        both = add_counts(row(a, 2), row(b, 3))
-        assert unique_count(both) == a + b and both[C_ITERS] == 5
+    assert ("hub_parts" in result.stats) is (last_backward == 1)
+    assert result.stats["counted_leaves"] == (1 if last_backward == 1 else 0)
 
 
 def test_a_probe_pool_level_past_its_rows_ends_the_probe(labelled, unlabelled, reference_of, monkeypatch):

@@ -175,10 +175,6 @@ def _measure(args, data, queries, leaves_of: dict, rows: list) -> None:
                              peak_mb=result.peak_device_bytes / 2**20, compile_reruns=reruns,
                              probe_finished=bool(result.stats.get("probe_finished", False)),
                              **{key: result.stats.get(key) for key in PROBE_STATS},
-                             race_winner=result.stats.get("race_winner"),
-                             race_count_ms=result.stats.get("race_count_ms"),
-                             race_enumerate_ms=result.stats.get("race_enumerate_ms"),
-                             race_sample_seeds=result.stats.get("race_sample_seeds"),
                              seed_pool_ms=result.stats.get("seed_pool_ms"),
                              hub_parts=result.stats.get("hub_parts"),
                              hub_whole_ms=None if result.stats.get("hub_whole_seconds") is None
