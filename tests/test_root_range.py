@@ -360,7 +360,8 @@ def test_root_vertex_is_plan_independent(tiny):
 def test_gmatch_hub_parts_count_a_hub_root_in_parts(hub200):
     """Past its probe, a count-only query whose root has a hub runs as root ranges and branch
     parts on one engine (alone and after a batch); the parts add up to the reference."""
-    queries = [random_walk_query(hub200, k, seed=s, name=f"walk{k}-{s}") for k, s in ((4, 1), (5, 2))]
+    # walk4-2 counts its last position (one row's length), walk5-1 a leaf: hub parts count positions
+    queries = [random_walk_query(hub200, k, seed=s, name=f"walk{k}-{s}") for k, s in ((4, 2), (5, 1))]
     cpu = create_engine("cpu").prepare(hub200)
     engine = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6,
                            hub_parts=4, hub_after_s=0).prepare(hub200)   # a probe too short to finish
@@ -452,7 +453,7 @@ def test_gmatch_hub_query_kept_whole_or_cut_counts_alike(hub200, monkeypatch, ke
     watched = LaunchWatch.run
     monkeypatch.setattr(GMatch, "_whole_extension", extension)
     monkeypatch.setattr(LaunchWatch, "run", run_past_the_slice)
-    query = random_walk_query(hub200, 5, seed=2)
+    query = random_walk_query(hub200, 5, seed=1)                 # counts a leaf (hub parts count positions)
     reference = create_engine("cpu").prepare(hub200).match(query).count
     engine = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6,
                            hub_parts=4, hub_after_s=600).prepare(hub200)
@@ -496,7 +497,7 @@ def test_gmatch_a_part_whose_graph_is_late_times_out(hub200, monkeypatch):
         raise TimeoutError
 
     monkeypatch.setattr(PartGraphs, "graph", late)
-    query = random_walk_query(hub200, 4, seed=1)
+    query = random_walk_query(hub200, 4, seed=2)                 # counts its last position: hub parts
     engine = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6,
                            hub_parts=4, hub_after_s=0).prepare(hub200)
     result = engine.match(query, timeout_s=60)
