@@ -76,7 +76,6 @@ from .enumerate import (
     xfer_words,
 )
 from .filter import (
-    COUNT_COST,
     FILTER_THREADS,
     QP_CSIZE,
     QP_ROWS,
@@ -188,9 +187,6 @@ class GMatch(Engine):
         backward neighbour, as that neighbour's candidate-graph row length below its symmetry bound
         (minus the images already used) instead of enumerating it (its own fine-kernel variant); a
         last position with several backward neighbours is enumerated.
-    count_last_cost : int
-        Bitmap words a lane may read to count the last position; a costlier partial match is
-        enumerated by the whole warp.
     split_groups : bool
         Work stealing may split one task group (a hub's row) of 64 or more untouched tasks, giving
         half of it to an idle warp.
@@ -241,7 +237,7 @@ class GMatch(Engine):
     search : gmatch.options.SearchOptions
         ``granularity`` .. ``max_registers``, ``batch_queries``: how the DFS is launched.
     counting : gmatch.options.CountingOptions
-        ``symmetry_breaking``, ``leaf_counting``, ``count_last``, ``count_last_cost``.
+        ``symmetry_breaking``, ``leaf_counting``, ``count_last``.
     index : gmatch.options.IndexOptions
         ``candidate_graph``, ``probe_s``.
     hubs : gmatch.options.HubOptions
@@ -270,7 +266,7 @@ class GMatch(Engine):
                  work_stealing: str | bool = "global", seed_pool: int = 10**6, roots_per_fetch: int = 4,
                  warps_per_block: int | None = None, blocks: int | None = None,
                  symmetry_breaking: bool = True, candidate_graph: bool | str = "auto",
-                 leaf_counting: bool = True, count_last: bool = True, count_last_cost: int = COUNT_COST,
+                 leaf_counting: bool = True, count_last: bool = True,
                  split_groups: bool = True, leaf_checks: bool = True, idle_stats: bool = False,
                  max_registers: int | None = 64, probe_s: float = 0.005,
                  root_range: tuple[int, int] | None = None, branch_part: tuple | None = None,
@@ -285,7 +281,7 @@ class GMatch(Engine):
                                     idle_stats=idle_stats, max_registers=max_registers,
                                     batch_queries=batch_queries)
         self.counting = CountingOptions(symmetry_breaking=symmetry_breaking, leaf_counting=leaf_counting,
-                                        count_last=count_last, count_last_cost=count_last_cost)
+                                        count_last=count_last)
         self.index = IndexOptions(candidate_graph=candidate_graph, probe_s=probe_s)
         self.hubs = HubOptions(hub_parts=hub_parts, hub_after_s=hub_after_s, hub_whole_s=hub_whole_s)
         self.default_part = Part(root_range, branch_part)
@@ -655,8 +651,7 @@ class GMatch(Engine):
         begin = time.perf_counter()
         if plan is None:
             plan = build_plan(query, self.counting.symmetry_breaking, defer_leaves=count_leaves)
-        qp = pack_query(plan, query, count_leaves=count_leaves, count_last=count_last,
-                        max_cost=self.counting.count_last_cost)
+        qp = pack_query(plan, query, count_leaves=count_leaves, count_last=count_last)
         timer.add("plan", time.perf_counter() - begin)
         with timer.phase("filter"):
             upload(self._d_qp, qp)

@@ -387,13 +387,11 @@ def search_functions(cg: bool):
         return True
 
     @cuda.jit(device=True)
-    def count_position(G, sq, img, low, d, t, max_cost):
-        """Matches of counted position t given the images ``img[low..d]`` of the positions before
-        it (candidate graph only): the candidates in every backward neighbour's row, below the
-        symmetry-breaking bound, minus the same-label images among them. One backward neighbour:
-        the row's length (cut at the bound); several: the shortest row scanned with a bit test
-        per other neighbour, or the rows' bitmaps ANDed word by word and popcounted up to the
-        bound, whichever reads fewer words; -1 when that is more than ``max_cost``."""
+    def count_position(G, sq, img, low, d, t):
+        """Matches of counted position t, whose one backward neighbour is j (``S_BACK``), given
+        the images ``img[low..d]`` of the positions before it (candidate graph only): the length
+        of j's row below the symmetry-breaking bound (a rank cut: C(t) is sorted), minus the
+        same-label images in that row (injectivity)."""
         back = sq[S_BACK, u32(t)]
         restr = sq[S_RESTR, u32(t)]
         same = sq[S_SAME, u32(t)]
@@ -405,52 +403,16 @@ def search_functions(cg: bool):
                 rv = real_id(G, sq, c, img[u32(c)])
                 if rv < bound:
                     bound = rv
-        cut = cz                                    # ranks of C(t) below the bound
+        j = int32(0)
+        while ((back >> j) & 1) == 0:
+            j += 1
+        xj = img[u32(j)]
+        row = row_of(G, t, j, xj)
+        total = int64(row_length(G, row))
         if bound != NO_BOUND:
             cut = int32(lower_bound(G[3], cb, cb + cz, bound) - cb)
-        nb = int32(0)
-        best = int32(NO_BOUND)
-        bj = int32(-1)
-        start = int64(0)
-        for j in range(low, d + 1):
-            if ((back >> j) & 1) != 0:
-                nb += 1
-                row = row_of(G, t, j, img[u32(j)])
-                length = row_length(G, row)
-                if length < best:
-                    best = length
-                    bj = j
-                    start = G[0][u64(row)]
-        if bound != NO_BOUND:
-            best = int32(lower_bound(G[1], start, start + best, cut) - start)
-        total = int64(best)
-        if nb > 1:
-            words = sq[S_WORDS, u32(t)]
-            wcut = (cut + 31) >> 5
-            scan = int64(best) * (nb - 1)
-            if scan > max_cost and int64(wcut) * nb > max_cost:
-                return int64(-1)
-            if scan <= int64(wcut) * nb:
-                total = 0
-                for i in range(best):
-                    r = G[1][u64(start + i)]
-                    ok = True
-                    for j in range(low, d + 1):
-                        if ((back >> j) & 1) != 0 and j != bj and not adjacent(G, sq, t, j, img[u32(j)], r):
-                            ok = False
-                            break
-                    if ok:
-                        total += 1
-            else:
-                total = 0
-                for w in range(wcut):
-                    acc = FULL
-                    for j in range(low, d + 1):
-                        if ((back >> j) & 1) != 0:
-                            acc &= G[2][G[4][u64(1024 + t * 32 + j)] + img[u32(j)] * words + w]
-                    if w == wcut - 1 and (cut & 31) != 0:
-                        acc &= (int64(1) << (cut & 31)) - 1
-                    total += cuda.popc(acc)
+            start = G[0][u64(row)]
+            total = int64(lower_bound(G[1], start, start + total, cut) - start)
         if same != 0 and total > 0:
             for c in range(low, d + 1):
                 if ((same >> c) & 1) != 0:
@@ -458,14 +420,8 @@ def search_functions(cg: bool):
                     if v >= bound:
                         continue
                     r = lower_bound(G[3], cb, cb + cz, v)
-                    if r < cb + cz and G[3][u64(r)] == v:
-                        inside = True
-                        for j in range(low, d + 1):
-                            if ((back >> j) & 1) != 0 and not adjacent(G, sq, t, j, img[u32(j)], r - cb):
-                                inside = False
-                                break
-                        if inside:
-                            total -= 1
+                    if r < cb + cz and G[3][u64(r)] == v and adjacent(G, sq, t, j, xj, r - cb):
+                        total -= 1
         return total
 
     @cuda.jit(device=True)
@@ -526,34 +482,12 @@ def search_functions(cg: bool):
         return total
 
     @cuda.jit(device=True)
-    def last_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent, max_cost, ctrl):
-        """The count of the last position (ne = n - 1, :func:`count_position`) given the partial
-        match that ends with x at position d = n - 2 (candidate graph only); -1 when that count
-        would read more than ``max_cost`` words (the caller enumerates it instead). A product
-        past 2^62 is added to ``ctrl``'s count here (0 returned), as in ``leaf_product``."""
+    def last_product(mi, par, w, s, pool, width, G, sq, n, low, d, x, parent):
+        """The count of the last position (:func:`count_position`) given the partial match that
+        ends with x at position d = n - 2 (candidate graph only)."""
         img = cuda.local.array(MAX_LEVELS, int32)        # images of positions low..d
         gather_images(img, mi, par, w, s, pool, width, low, d, x, parent)
-        total = int64(1)
-        big = False
-        hi = int64(0)
-        for t in range(ne, n):
-            count = count_position(G, sq, img, low, d, t, max_cost)
-            if count < 0:
-                return count
-            if not big and total < SMALL_FACTOR:
-                total *= count
-            else:
-                big = True
-                if count == 0:                           # a zero factor: no product at all
-                    hi, total = int64(0), int64(0)
-                elif hi >= 0:
-                    hi, total = mul_limbs(hi, total, int64(count))
-            if total == 0 and hi == 0:
-                return int64(0)
-        if big and hi != 0:                              # hi = -1: past 2^124
-            add_big_count(ctrl, hi, total)
-            return int64(0)
-        return total
+        return count_position(G, sq, img, low, d, n - 1)
 
     @cuda.jit(device=True)
     def write_embedding(mi, par, w, s, pool, width, G, sq, d, x, parent, emb, pos):
@@ -1052,31 +986,16 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         return x, ok
 
     @cuda.jit(device=True)
-    def leaf_step(S, wi, lane, s, d, ok, mask, x, g, ne, n, low, max_cost, pool, width, G, sq, ctrl, emb,
+    def leaf_step(S, wi, lane, s, d, ok, mask, x, g, ne, n, low, pool, width, G, sq, ctrl, emb,
                   emb_cap, limit_unique):
         """The valid lanes of the last enumerated level: count (one each, a product of the
         counted positions, or with ``LEAF_LAST`` the count of position n - 1) or write their
-        matches; (matches this lane counted, whether the warp descends after all, the lanes
-        that do, their ballot): with ``LEAF_LAST`` a lane whose count would read more than
-        ``max_cost`` words goes down and the warp enumerates level n - 1 instead."""
+        matches; returns the matches this lane counted."""
         mi, par, gsrc, glen, gskip, cg, co, ng, top, checks = S
         found = int64(0)
-        go_down = False
         if COUNT_LAST:
-            defer = False
             if ok:
-                if d < n - 1:
-                    found = last_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g, max_cost, ctrl)
-                    if found < 0:
-                        defer = True
-                        found = int64(0)
-                else:
-                    found = int64(1)            # level n - 1: a valid lane is one match
-            deferred = cuda.ballot_sync(FULL, defer)
-            if deferred != 0:
-                go_down = True
-                ok = defer
-                mask = deferred
+                found = last_product(mi, par, wi, s, pool, width, G, sq, n, low, d, x, g)
         elif LEAVES == LEAF_PRODUCT:
             if ok:
                 found = leaf_product(mi, par, wi, s, pool, width, G, sq, ne, n, low, d, x, g, ctrl)
@@ -1085,7 +1004,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                                 emb, emb_cap, limit_unique)
         elif ok:
             found = int64(1)
-        return found, go_down, ok, mask
+        return found
 
     @cuda.jit(device=True)
     def backtrack(S, wi, s, d):
@@ -1098,7 +1017,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         top[u32(wi)] = t
 
     @cuda.jit(device=True)
-    def extend(S, wi, lane, s, d, last, ne, n, low, max_cost, pool, width, G, sq, ctrl, emb,
+    def extend(S, wi, lane, s, d, last, ne, n, low, pool, width, G, sq, ctrl, emb,
                emb_cap, limit_unique, checked):
         """One warp iteration at level d (Alg. 2): fetch 32 tasks (:func:`next_tasks`), validate
         them (:func:`validate_tasks`), ballot; at the last enumerated level count or write the
@@ -1114,13 +1033,9 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
             idle = 32 - cuda.popc(cuda.ballot_sync(FULL, has))
         found = int64(0)
         go_down = False
-        if COUNT_LAST:
-            leaf_level = d >= last          # d == last + 1: a child whose last position is enumerated
-        else:
-            leaf_level = d == last
-        if leaf_level:
-            found, go_down, ok, mask = leaf_step(S, wi, lane, s, d, ok, mask, x, g, ne, n, low, max_cost, pool,
-                                                 width, G, sq, ctrl, emb, emb_cap, limit_unique)
+        if d == last:
+            found = leaf_step(S, wi, lane, s, d, ok, mask, x, g, ne, n, low, pool, width, G, sq, ctrl, emb,
+                              emb_cap, limit_unique)
         else:
             go_down = mask != 0
         cuda.syncwarp()
@@ -1259,7 +1174,6 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
         n = qp[QP_SIZES, 0]
         ne = qp[QP_SIZES, 2]                       # positions enumerated (the rest are counted)
         low = qp[QP_SIZES, 3]                      # lowest position a counted one depends on
-        max_cost = qp[QP_SIZES, 4]                 # words a lane may read to count the last position
         last = ne - 1
         s = int32(width)
         checked = start_block(qp, sq, ctrl, tid, wi, lane, s, last, top, wstate, waiting)
@@ -1286,7 +1200,7 @@ def fine_kernel(levels: int, warps: int, batch: bool, stealing: int, roots: int,
                                                      waiting, checked)
                 steals += local_gift
                 gsteals += remote_gift
-            more, empty = extend(S, wi, lane, s, d, last, ne, n, low, max_cost, pool, width, G,
+            more, empty = extend(S, wi, lane, s, d, last, ne, n, low, pool, width, G,
                                  sq, ctrl, emb, emb_cap, limit_unique, checked)
             found += more
             if LEAVES == LEAF_PRODUCT or COUNT_LAST:     # products (< 2^62 each) keep the sum below 2^63

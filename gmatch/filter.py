@@ -57,11 +57,10 @@ QP_CCOUNT = QP_NLF + MAX_QUERY_VERTICES   # |C(d)| after LDF/NLF, added up by th
 QP_ROWS = QP_CCOUNT + 1
 # qp[QP_SIZES]: [0] |V(Q)|, [1] distinct labels, [2] enumerated positions (|V(Q)| minus the
 # counted positions), [3] lowest position a counted position depends on (a backward neighbour, a
-# same-label or a restricting one), [4] the most words one lane reads to count the last position,
-# [5] 1 where the last position is counted (``count_last``; the search compiles its own kernel)
+# same-label or a restricting one), [4] unused, [5] 1 where the last position is counted
+# (``count_last``; the search compiles its own kernel)
 FILTER_THREADS = 32 if simulator_active() else 256
 SWEEPS = 2                  # refinement passes (matching order, then reverse)
-COUNT_COST = 128            # words one lane may read to count the last position (else enumerated)
 
 
 @njit(cache=True, nogil=True)
@@ -71,8 +70,7 @@ def _lowest(mask, default):
 
 
 @njit(cache=True, nogil=True)
-def _pack(labels, degrees, backward, restrict, same, order, leaves, last, max_cost, offsets,
-          neighbors, vertex_labels):
+def _pack(labels, degrees, backward, restrict, same, order, leaves, last, offsets, neighbors, vertex_labels):
     n = order.size
     qp = np.zeros((QP_ROWS, MAX_QUERY_VERTICES), np.int32)
     masks = qp.view(np.uint32)
@@ -93,7 +91,6 @@ def _pack(labels, degrees, backward, restrict, same, order, leaves, last, max_co
     qp[QP_SIZES, 1] = k
     qp[QP_SIZES, 2] = n - leaves
     qp[QP_SIZES, 3] = n - leaves
-    qp[QP_SIZES, 4] = max_cost
     qp[QP_SIZES, 5] = 1 if last else 0
     for t in range(n - leaves, n):
         qp[QP_LEAFPAR, t] = _lowest(backward[t], -1)
@@ -117,16 +114,14 @@ def counted_positions(plan: QueryPlan, count_leaves: bool, count_last: bool) -> 
     return 0, False
 
 
-def pack_query(plan: QueryPlan, query: Graph, count_leaves: bool = False,
-               count_last: bool = False, max_cost: int = COUNT_COST) -> np.ndarray:
+def pack_query(plan: QueryPlan, query: Graph, count_leaves: bool = False, count_last: bool = False) -> np.ndarray:
     """The (QP_ROWS, 32) int32 parameter block: labels, degrees, backward, restriction and
     same-label masks, walk bounds, sizes, the NLF requirement of every position and the counted
-    trailing positions (:func:`counted_positions`), the last one by one lane per partial match
-    (:func:`gmatch.enumerate.search_functions` ``count_position``) where that reads at most
-    ``max_cost`` words, else enumerated by the warp."""
+    trailing positions (:func:`counted_positions`; the last one by one lane per partial match,
+    :func:`gmatch.enumerate.search_functions` ``count_position``)."""
     leaves, last = counted_positions(plan, count_leaves, count_last)
     return _pack(plan.labels, plan.degrees, plan.backward, plan.restrict, plan.same_label, plan.order,
-                 leaves, last, int(max_cost), query.offsets, query.neighbors, query.labels)
+                 leaves, last, query.offsets, query.neighbors, query.labels)
 
 
 def pack_candidate_graph(qp: np.ndarray, cg: CandidateGraph) -> None:

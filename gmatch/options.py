@@ -88,21 +88,17 @@ class SearchOptions:
 @dataclass(frozen=True)
 class CountingOptions:
     """What a count-only query over the candidate graph counts instead of enumerating: its
-    countable leaves, its last position (within ``count_last_cost`` bitmap words a lane), and
+    countable leaves, its last position (where it is one backward neighbour's row), and
     automorphic embeddings (symmetry breaking, Sec. 3.2)."""
 
     symmetry_breaking: bool
     leaf_counting: bool
     count_last: bool
-    count_last_cost: int
 
     def __post_init__(self):
-        if int(self.count_last_cost) < 0:
-            raise ValueError(f"count_last_cost must be non-negative, got {self.count_last_cost}")
         _set(self, "symmetry_breaking", bool(self.symmetry_breaking))
         _set(self, "leaf_counting", bool(self.leaf_counting))
         _set(self, "count_last", bool(self.count_last))
-        _set(self, "count_last_cost", int(self.count_last_cost))
 
 
 @dataclass(frozen=True)

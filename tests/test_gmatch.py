@@ -501,10 +501,6 @@ def test_last_position_is_counted_and_equals_enumeration(name, n, edges, labels,
     assert counted.stats["counted_leaves"] == (leaves or int(one_row))
     only_last = engine(wide, candidate_graph=True, leaf_counting=False).match(query)
     assert only_last.count == expected and only_last.stats["counted_leaves"] == int(one_row)
-    # a lane counts only where that reads at most 2 words: the costlier partial matches (most
-    # with two or more backward neighbours) go down and the warp enumerates their last position
-    mixed = engine(wide, candidate_graph=True, leaf_counting=False, count_last_cost=2).match(query)
-    assert mixed.count == expected
 
 
 @pytest.mark.slow
@@ -513,7 +509,7 @@ def test_counting_the_last_position_on_random_walk_queries(leafy, reference_of):
     over the probe-then-index path of ``candidate_graph="auto"`` too; limit and collect still
     enumerate."""
     counted = engine(leafy, leaf_counting=False)
-    deferred = engine(leafy, leaf_counting=False, count_last_cost=0)     # every multi-row count enumerated
+    enumerated = engine(leafy, leaf_counting=False, count_last=False)
     auto = engine(leafy, leaf_counting=False, candidate_graph="auto", probe_s=1e-4)
     for k, seed in [(3, 1), (4, 2), (5, 3), (5, 4), (6, 5), (7, 6)]:
         query = random_walk_query(leafy, k, seed=seed)
@@ -522,7 +518,7 @@ def test_counting_the_last_position_on_random_walk_queries(leafy, reference_of):
         assert result.count == expected, query.name
         assert result.stats["counted_leaves"] == int(int(build_plan(query).backward[-1]).bit_count() == 1)
         assert auto.match(query).count == expected, query.name
-        assert deferred.match(query).count == expected, query.name
+        assert enumerated.match(query).count == expected, query.name
     query = random_walk_query(leafy, 4, seed=2)
     reference = reference_of(leafy, query, collect=True)
     collected = counted.match(query, collect=True)
@@ -704,7 +700,7 @@ def test_unsupported_inputs_and_bad_options(labelled):
         is Status.UNSUPPORTED
     for bad in (dict(granularity="medium"), dict(unroll=3), dict(unroll=2), dict(seed_pool=0),
                 dict(roots_per_fetch=0), dict(warps_per_block=0), dict(blocks=0),
-                dict(work_stealing="grid"), dict(count_last_cost=-1)):
+                dict(work_stealing="grid")):
         with pytest.raises(ValueError):
             GMatch(**bad)
 
@@ -742,7 +738,7 @@ def test_options_are_grouped_in_read_only_records():
         for field in fields(options):
             assert getattr(gm, field.name) == getattr(getattr(gm, record), field.name)
     names = [field.name for options in RECORDS.values() for field in fields(options)]
-    assert len(names) == len(set(names)) == 22
+    assert len(names) == len(set(names)) == 21
     with pytest.raises(AttributeError):
         gm.probe_s = 0.5
     with pytest.raises(FrozenInstanceError):
