@@ -727,7 +727,9 @@ class GMatch(Engine):
         # still running after a probe: the plan that counts what it can (countable leaves go last:
         # a new order), unless it counts nothing (then it is the plan probed, already filtered)
         if probe and (count_leaves or count_last):
+            begin = time.perf_counter()
             counting_plan = build_plan(query, self.counting.symmetry_breaking, defer_leaves=count_leaves)
+            timer.add("plan", time.perf_counter() - begin)
             if counted_positions(counting_plan, count_leaves, count_last)[0]:
                 plan, qp = self._plan(query, count_leaves, count_last, timer, part, counting_plan)
         # a query that counts positions and whose root has a hub candidate is searched whole for
