@@ -187,6 +187,14 @@ def test_gmatch_heavy_targets_name_the_worst_probe_share_and_count_over_enumerat
         row.update(probe_pool_rows=70000, probe_pool_growths=2)
     assert "seed pool 1.0 ms, 70,000 rows, 2 buffer growths)" in targets(pd.DataFrame(rows))
     assert "count / enumerate: median 0.97, max 1.20 (q2); 1 of 2 over 1.0: q2 1.20" in text
+    assert "past the runs' spread" not in text                              # no runs listed: not judged
+    for row, runs in zip(rows, ("39.0 40.0 41.0", "30.0 31.0 29.0", "9.5 10.0 11.0", "11.5 12.0 12.5")):
+        row["wall_runs_ms"] = runs
+    assert "past the runs' spread (its fastest run slower than enumeration's slowest): 1 of 2, q2" in \
+        targets(pd.DataFrame(rows))
+    rows[3]["wall_runs_ms"] = "10.5 12.0 12.5"                                # overlaps enumeration's 11.0
+    assert "past the runs' spread (its fastest run slower than enumeration's slowest): 0 of 2" in \
+        targets(pd.DataFrame(rows))
     assert "enumerate / authors' search: median 1.40 over 2; / (search + preprocessing): max 0.67 (q1)" in text
 
 

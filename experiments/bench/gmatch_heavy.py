@@ -311,6 +311,16 @@ def main(argv=None) -> int:
 PROBE_JUDGED_MS = 20.0
 
 
+def slower_past_spread(table: pd.DataFrame, queries) -> list[str]:
+    """Of ``queries``, those whose count-mode runs were all slower than every enumeration-mode run
+    (``wall_runs_ms``): a difference the runs' own spread does not cover."""
+    runs = table[table["status"] == "ok"].pivot_table(index="query", columns="variant", values="wall_runs_ms",
+                                                      aggfunc="first")
+    def walls(text) -> list[float]:
+        return [float(w) for w in str(text).split()]
+    return [q for q in queries if min(walls(runs.at[q, "count"])) > max(walls(runs.at[q, "enumerate"]))]
+
+
 def targets(table: pd.DataFrame) -> str:
     """The gMatch tails' measures, on the wall of ``match()``: the probe's largest share of a
     query of more than :data:`PROBE_JUDGED_MS`; count mode over enumeration mode per query (both
@@ -339,6 +349,10 @@ def targets(table: pd.DataFrame) -> str:
             lines.append(f"  count / enumerate: median {ratio.median():.2f}, max {ratio.max():.2f} ({ratio.idxmax()}); "
                          f"{len(over)} of {len(ratio)} over 1.0: "
                          + ", ".join(f"{q} {r:.2f}" for q, r in over.head(8).items()))
+            if "wall_runs_ms" in table:
+                clear = slower_past_spread(table, over.index)
+                lines.append(f"  count slower past the runs' spread (its fastest run slower than enumeration's "
+                             f"slowest): {len(clear)} of {len(ratio)}" + "".join(f", {q}" for q in clear[:8]))
     enum = table[(table["variant"] == "enumerate") & (table["status"] == "ok") & (table["a_search_ms"] > 0)]
     if len(enum):
         search = enum["wall_ms"] / enum["a_search_ms"]
