@@ -388,11 +388,11 @@ def search_functions(cg: bool):
 
     @cuda.jit(device=True)
     def count_position(G, sq, img, low, d, t):
-        """Matches of counted position t, whose one backward neighbour is j (``S_BACK``), given
-        the images ``img[low..d]`` of the positions before it (candidate graph only): the length
-        of j's row below the symmetry-breaking bound (a rank cut: C(t) is sorted), minus the
-        same-label images in that row (injectivity)."""
-        back = sq[S_BACK, u32(t)]
+        """Matches of counted position t given the images ``img[low..d]`` of the positions before
+        it (candidate graph only): the length of its one parent's row (``S_LEAFPAR``: a countable
+        leaf's, or the last position's one backward neighbour), below the symmetry-breaking bound
+        of its restricting positions (a rank cut: C(t) is sorted; a countable leaf has none),
+        minus the same-label images in that row (injectivity)."""
         restr = sq[S_RESTR, u32(t)]
         same = sq[S_SAME, u32(t)]
         cb = sq[S_CBASE, u32(t)]
@@ -403,11 +403,9 @@ def search_functions(cg: bool):
                 rv = real_id(G, sq, c, img[u32(c)])
                 if rv < bound:
                     bound = rv
-        j = int32(0)
-        while ((back >> j) & 1) == 0:
-            j += 1
-        xj = img[u32(j)]
-        row = row_of(G, t, j, xj)
+        p = sq[S_LEAFPAR, u32(t)]
+        xp = img[u32(p)]
+        row = row_of(G, t, p, xp)
         total = int64(row_length(G, row))
         if bound != NO_BOUND:
             cut = int32(lower_bound(G[3], cb, cb + cz, bound) - cb)
@@ -420,7 +418,7 @@ def search_functions(cg: bool):
                     if v >= bound:
                         continue
                     r = lower_bound(G[3], cb, cb + cz, v)
-                    if r < cb + cz and G[3][u64(r)] == v and adjacent(G, sq, t, j, xj, r - cb):
+                    if r < cb + cz and G[3][u64(r)] == v and adjacent(G, sq, t, p, xp, r - cb):
                         total -= 1
         return total
 
@@ -447,7 +445,7 @@ def search_functions(cg: bool):
     def leaf_product(mi, par, w, s, pool, width, G, sq, ne, n, low, d, x, parent, ctrl):
         """Matches of the trailing countable leaves (positions ne..n-1) given the partial match
         that ends with x at position d (candidate graph only): the product over the leaves of
-        their parent row's length minus the same-label images found in that row. A product
+        :func:`count_position`. A product
         that passes 2^62 is added to ``ctrl``'s count here (0 returned)."""
         img = cuda.local.array(MAX_LEVELS, int32)        # images of positions low..d
         gather_images(img, mi, par, w, s, pool, width, low, d, x, parent)
@@ -455,19 +453,7 @@ def search_functions(cg: bool):
         big = False                                      # the product in limbs (hi, total)
         hi = int64(0)
         for t in range(ne, n):
-            p = sq[S_LEAFPAR, u32(t)]
-            xp = img[u32(p)]
-            count = row_length(G, row_of(G, t, p, xp))
-            same = sq[S_SAME, u32(t)]
-            if same != 0 and count > 0:
-                tb = sq[S_CBASE, u32(t)]
-                tz = sq[S_CSIZE, u32(t)]
-                for c in range(low, d + 1):
-                    if ((same >> c) & 1) != 0:
-                        v = real_id(G, sq, c, img[u32(c)])
-                        r = lower_bound(G[3], tb, tb + tz, v)
-                        if r < tb + tz and G[3][u64(r)] == v and adjacent(G, sq, t, p, xp, r - tb):
-                            count -= 1
+            count = count_position(G, sq, img, low, d, t)
             if not big and total < SMALL_FACTOR:
                 total *= count
             else:                                        # rare: past 2^31, on in 128 bits

@@ -77,6 +77,7 @@ def main(argv=None) -> int:
     from gmatch.enumerate import (
         LEAF_LAST,
         LEAF_ONE,
+        LEAF_PRODUCT,
         STEAL_BLOCK,
         STEAL_GLOBAL,
         STEAL_MAILBOX,
@@ -116,13 +117,16 @@ def main(argv=None) -> int:
                                          sig, cc=cc)
     count_one_ptx, _ = cuda.compile_ptx(fine_kernel(12, 8, True, STEAL_GLOBAL, 4, True, False, 64, LEAF_ONE).py_func,
                                         sig, cc=cc)
+    leaves_ptx, _ = cuda.compile_ptx(fine_kernel(12, 8, True, STEAL_GLOBAL, 4, True, False, 64, LEAF_PRODUCT).py_func,
+                                     sig, cc=cc)
     filter_ptx, _ = cuda.compile_ptx(filter_kernel.py_func, (i64(1), i32(1), i32(1), i32(3), u32(2)), cc=cc)
     egsm_ptx = _egsm_ptx(cuda, types, i32, i64, cc)
     gsi_ptx = _gsi_ptx(cuda, types, i32, i64, u32, cc)
     sgsi_ptx = _compiled(cuda, _sgsi_kernels(), cc)
     stwig_ptx = _compiled(cuda, _stwig_kernels(), cc)
-    print(f"compiled for sm_{cc[0]}{cc[1]}: 18 fine (one counting the last position, one adding one per match), "
-          f"6 coarse, 2 seed-expansion kernels and the filter of gMatch, {len(egsm_ptx)} EGSM kernels, "
+    print(f"compiled for sm_{cc[0]}{cc[1]}: 19 fine (one multiplying countable leaves, one counting the last "
+          f"position, one adding one per match), 6 coarse, 2 seed-expansion kernels and the filter of gMatch, "
+          f"{len(egsm_ptx)} EGSM kernels, "
           f"{len(gsi_ptx)} GSI kernels, {len(sgsi_ptx)} SGSI kernels, {len(stwig_ptx)} STwig kernels")
     ptxas = _ptxas()
     if ptxas is None:
@@ -130,6 +134,7 @@ def main(argv=None) -> int:
         return 0
     reports = [(f"fine kernel ({'candidate graph' if indexed else 'data graph'}, 12 levels, 8 warps)", ptx, 64)
                for indexed, ptx in fine_ptx.items()]
+    reports.append(("fine kernel (candidate graph, 12 levels, 8 warps, countable leaves)", leaves_ptx, 64))
     reports.append(("fine kernel (candidate graph, 12 levels, 8 warps, count_last)", count_last_ptx, 64))
     reports.append(("fine kernel (candidate graph, 12 levels, 8 warps, every position enumerated)", count_one_ptx, 64))
     reports += [(f"seed expansion ({'candidate graph' if indexed else 'data graph'}, a warp per row)", ptx, None)
