@@ -387,39 +387,46 @@ def search_functions(cg: bool):
         return True
 
     @cuda.jit(device=True)
-    def count_position(G, sq, img, low, d, t):
-        """Matches of counted position t given the images ``img[low..d]`` of the positions before
-        it (candidate graph only): the length of its one parent's row (``S_LEAFPAR``: a countable
-        leaf's, or the last position's one backward neighbour), below the symmetry-breaking bound
-        of its restricting positions (a rank cut: C(t) is sorted; a countable leaf has none),
-        minus the same-label images in that row (injectivity)."""
+    def restriction_bound(G, sq, img, low, d, t):
+        """The symmetry-breaking bound of position t: the least real id among the images
+        ``img[low..d]`` of its restricting positions (``S_RESTR``), or ``NO_BOUND``."""
         restr = sq[S_RESTR, u32(t)]
-        same = sq[S_SAME, u32(t)]
-        cb = sq[S_CBASE, u32(t)]
-        cz = sq[S_CSIZE, u32(t)]
         bound = int32(NO_BOUND)
         for c in range(low, d + 1):
             if ((restr >> c) & 1) != 0:
                 rv = real_id(G, sq, c, img[u32(c)])
                 if rv < bound:
                     bound = rv
+        return bound
+
+    @cuda.jit(device=True)
+    def count_position(G, sq, img, low, d, t, bound):
+        """Matches of counted position t given the images ``img[low..d]`` of the positions before
+        it (candidate graph only): the length of its one parent's row (``S_LEAFPAR``: a countable
+        leaf's, or the last position's one backward neighbour) below ``bound`` (its
+        :func:`restriction_bound`, a rank cut: C(t) is sorted), minus the same-label images in that
+        row (injectivity). A countable leaf has no restriction: its callers pass the constant
+        ``NO_BOUND``, which the compiler folds, so the leaves' kernel carries no cut."""
+        same = sq[S_SAME, u32(t)]
         p = sq[S_LEAFPAR, u32(t)]
         xp = img[u32(p)]
         row = row_of(G, t, p, xp)
         total = int64(row_length(G, row))
         if bound != NO_BOUND:
-            cut = int32(lower_bound(G[3], cb, cb + cz, bound) - cb)
+            cb = sq[S_CBASE, u32(t)]
+            cut = int32(lower_bound(G[3], cb, cb + sq[S_CSIZE, u32(t)], bound) - cb)
             start = G[0][u64(row)]
             total = int64(lower_bound(G[1], start, start + total, cut) - start)
         if same != 0 and total > 0:
+            cb = sq[S_CBASE, u32(t)]
+            ce = cb + sq[S_CSIZE, u32(t)]
             for c in range(low, d + 1):
                 if ((same >> c) & 1) != 0:
                     v = real_id(G, sq, c, img[u32(c)])
-                    if v >= bound:
-                        continue
-                    r = lower_bound(G[3], cb, cb + cz, v)
-                    if r < cb + cz and G[3][u64(r)] == v and adjacent(G, sq, t, p, xp, r - cb):
-                        total -= 1
+                    if v < bound:
+                        r = lower_bound(G[3], cb, ce, v)
+                        if r < ce and G[3][u64(r)] == v and adjacent(G, sq, t, p, xp, r - cb):
+                            total -= 1
         return total
 
     @cuda.jit(device=True)
@@ -453,7 +460,7 @@ def search_functions(cg: bool):
         big = False                                      # the product in limbs (hi, total)
         hi = int64(0)
         for t in range(ne, n):
-            count = count_position(G, sq, img, low, d, t)
+            count = count_position(G, sq, img, low, d, t, int32(NO_BOUND))
             if not big and total < SMALL_FACTOR:
                 total *= count
             else:                                        # rare: past 2^31, on in 128 bits
@@ -473,7 +480,8 @@ def search_functions(cg: bool):
         ends with x at position d = n - 2 (candidate graph only)."""
         img = cuda.local.array(MAX_LEVELS, int32)        # images of positions low..d
         gather_images(img, mi, par, w, s, pool, width, low, d, x, parent)
-        return count_position(G, sq, img, low, d, n - 1)
+        t = n - 1
+        return count_position(G, sq, img, low, d, t, restriction_bound(G, sq, img, low, d, t))
 
     @cuda.jit(device=True)
     def write_embedding(mi, par, w, s, pool, width, G, sq, d, x, parent, emb, pos):
