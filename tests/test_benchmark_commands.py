@@ -228,6 +228,35 @@ def test_gmatch_heavy_takes_the_median_of_interleaved_repeats(rmat40, monkeypatc
     assert "--repeats must be at least 1" in capsys.readouterr().err
 
 
+def test_gmatch_heavy_authors_csv_is_read_without_authors_and_named_when_missing(tmp_path, monkeypatch, capsys):
+    """``--authors-csv`` alone reads the authors' rows (no binary is run); a file that is not there
+    without ``--authors`` is an error that names it, before any graph is loaded."""
+    from experiments.bench import gmatch_heavy
+
+    missing = tmp_path / "none.csv"
+    with pytest.raises(SystemExit):
+        gmatch_heavy.main(["--authors-csv", str(missing)])
+    assert f"--authors-csv {missing} does not exist" in capsys.readouterr().err
+    path = tmp_path / "authors.csv"
+    path.write_text("workload,query,a_status,a_count,a_search_ms,a_process_ms\nw,q,ok,5,2.0,1.0\n")
+    read = gmatch_heavy.run_authors([], None, 1.0, path)
+    assert read.to_dict("records") == [dict(workload="w", query="q", a_status="ok", a_count=5, a_search_ms=2.0,
+                                            a_process_ms=1.0)]
+
+    class Stop(Exception):
+        pass
+
+    def authors_then_stop(queries, data, timeout, csv_path):
+        assert csv_path == path
+        raise Stop
+
+    monkeypatch.setattr(gmatch_heavy, "check_set", lambda *a: type("S", (), {"data": None})())
+    monkeypatch.setattr(gmatch_heavy, "workloads", lambda *a: [])
+    monkeypatch.setattr(gmatch_heavy, "run_authors", authors_then_stop)
+    with pytest.raises(Stop):                     # the rows are taken without --authors
+        gmatch_heavy.main(["--authors-csv", str(path), "--workloads", "dense12"])
+
+
 def test_gmatch_heavy_does_not_repeat_a_run_that_did_not_finish(rmat40, monkeypatch):
     """A variant whose first run timed out answers that query once; the other variant still runs
     ``--repeats`` times."""

@@ -15,12 +15,13 @@ candidate-graph build (``index``) and the wall time of ``match()``. With
 ``--authors`` the authors' binary (``make authors``; :mod:`experiments.papers.authors`) runs beside it in
 the same process on the same GPU: its ``# Processing`` time (search) and ``# Preparation`` time
 (process); without it the recorded H200 times of ``authors_gmatch_h200.csv`` are used where there
-are any. ``--authors-csv`` reads the authors' rows from a file when it exists, else writes them
-there (two runs of this module, e.g. two commits, share one authors' run). The counts are checked
-against the authors', then the CPU reference (``--cpu-timeout`` per query within
-``--cpu-budget`` seconds), then the other variants. A wide table (one row per query) and the
-summary come last, the summary also over the queries whose plan has no countable leaf (the
-count-only target's queries); ``--out`` writes the long rows as CSV.
+are any. ``--authors-csv`` reads the authors' rows from a file when it exists (with or without
+``--authors``), else, with ``--authors``, writes them there (two runs of this module, e.g. two
+commits, share one authors' run). The counts are checked against the authors', then the CPU
+reference (``--cpu-timeout`` per query within ``--cpu-budget`` seconds), then the other
+variants. A wide table (one row per query) and the summary come last, the summary also over the
+queries whose plan has no countable leaf (the count-only target's queries); ``--out`` writes the
+long rows as CSV.
 
     python -m experiments.bench.gmatch_heavy --timeout 8 --authors --workloads rw12,github,dense12,cyclic8 --solved-only
 """
@@ -216,6 +217,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error(f"--repeats must be at least 1, got {args.repeats}")
+    if args.authors_csv is not None and not args.authors and not args.authors_csv.exists():
+        parser.error(f"--authors-csv {args.authors_csv} does not exist: pass --authors to run the authors' "
+                     "binary and write it there")
     note_simulator(parser.prog, args, timeout_s=args.timeout)
 
     data = check_set("github", 0).data
@@ -223,7 +227,7 @@ def main(argv=None) -> int:
     if args.queries:
         queries = [q for q in queries if q[1] in args.queries.split(",")]
     authors = None
-    if args.authors:
+    if args.authors or args.authors_csv is not None:
         authors = run_authors(queries, data, args.authors_timeout, args.authors_csv)
     leaves_of: dict[str, int] = {}                 # countable leaves of each query's plan
     save = csv_rows(args.out or Path("gmatch_heavy.partial.csv"))
