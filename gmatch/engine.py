@@ -119,7 +119,8 @@ HUB_LOOK_AGAIN = 2.0               # a prediction up to this many times hub_whol
 HUB_SECOND_BOUND = 1.5             # ... and then kept whole within this many times hub_whole_s
 WHOLE_PREDICTION = ("hub_whole_predicted_s", "hub_whole_looks")   # statistics of a whole search's prediction
 PROBE_STATS = ("probe_direct_ms", "probe_look_ms", "probe_pool_ms", "probe_past_end_ms",   # the probe's stages,
-               "probe_pool_rows", "probe_pool_growths", "probe_pool_overflow")            # and the look's pool
+               "probe_pool_rows", "probe_pool_growths", "probe_pool_overflow",            # the look's pool
+               "probe_ran_on")                                                            # and its bet
 BLOCK_QUERY_SLOTS = 1 << 16        # blocks a launch may have (block -> query map entries)
 BATCH_QUERIES = 256                # queries per batched launch (at most the resident blocks)
 
@@ -531,7 +532,7 @@ class GMatch(Engine):
             extend = self._whole_extension(rows, blocks * warps * opt.roots_per_fetch, keep_whole, shape)
         elif probe_until is not None:
             in_flight = blocks * warps * opt.roots_per_fetch if opt.granularity == "fine" else rows
-            extend = self._probe_extension(rows, in_flight, probe_until)
+            extend = self._probe_extension(rows, in_flight, probe_until, shape)
         return self._watch.run(kernel, blocks, warps * 32, args, deadline.at, self._d_stop, extend), shape
 
     def _predicted_s(self, seeds: int, in_flight: int, elapsed: float) -> float:
@@ -541,30 +542,35 @@ class GMatch(Engine):
         done = max(0, int(self._h_peek[C_SEED]) - in_flight) / (seeds - in_flight)
         return elapsed / done if done > 0 else math.inf
 
-    def _probe_extension(self, seeds: int, in_flight: int, until: float):
+    def _probe_extension(self, seeds: int, in_flight: int, until: float, shape: dict):
         """The watch's ``extend`` for the probe's second stage at its look: where the seeds taken
         beyond the first fetch of every warp (``in_flight``) predict the launch's end by
         ``until``, it looks again after as long again since the launch and runs on to ``until``
         only if that second prediction agrees; a pool not much larger than one fetch per warp (a
         pool the BFS could not grow: little work left) runs on to ``until``; else stop (the
-        candidate graph takes over)."""
+        candidate graph takes over). ``shape["probe_ran_on"]``: whether it ran on."""
         looks, final = 0, False
+        shape["probe_ran_on"] = False
+
+        def run_on() -> float:
+            nonlocal final
+            final = True
+            shape["probe_ran_on"] = True
+            return until
 
         def extend(elapsed: float) -> float | None:
-            nonlocal looks, final
+            nonlocal looks
             now = time.perf_counter()
             if final or now >= until:
                 return None
             looks += 1
             if seeds <= 2 * in_flight:
-                final = True
-                return until
+                return run_on()
             if now - elapsed + self._predicted_s(seeds, in_flight, elapsed) > until:
                 return None
             if looks == 1 and now + elapsed < until:
                 return now + elapsed
-            final = True
-            return until
+            return run_on()
         return extend
 
     def _whole_extension(self, seeds: int, in_flight: int, keep_whole: Deadline, shape: dict):
@@ -809,7 +815,7 @@ class GMatch(Engine):
         wall time, the look's seed pool (time, rows, growths of its buffers) and how far the probe
         ran past ``probe_end`` (:data:`PROBE_STATS`)."""
         unique, ctrl, stopped, stats = 0, np.zeros(CTRL_SIZE, np.int64), True, {}
-        stages = dict.fromkeys(PROBE_STATS, 0.0)
+        stages = dict.fromkeys(PROBE_STATS, 0.0) | {"probe_ran_on": False}
         begin = time.perf_counter()
         if self.search.granularity == "fine":
             direct_end = min(probe_end, begin + DIRECT_SHARE * self.index.probe_s)
@@ -828,6 +834,7 @@ class GMatch(Engine):
             stages["probe_pool_rows"] = stats.get("seeds", 0)
             stages["probe_pool_growths"] = stats.get("seed_pool_growths", 0)
             stages["probe_pool_overflow"] = stats.get("seed_pool_overflow", False)
+            stages["probe_ran_on"] = stats.get("probe_ran_on", False)
         stages["probe_past_end_ms"] = max(0.0, 1e3 * (time.perf_counter() - probe_end))
         stats.update(stages)
         return unique, ctrl, stopped, stats

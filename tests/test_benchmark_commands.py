@@ -196,6 +196,11 @@ def test_gmatch_heavy_targets_name_the_worst_probe_share_and_count_over_enumerat
     assert "past the runs' spread (its fastest run slower than enumeration's slowest): 0 of 2" in \
         targets(pd.DataFrame(rows))
     assert "enumerate / authors' search: median 1.40 over 2; / (search + preprocessing): max 0.67 (q1)" in text
+    assert "probe ran on" not in text                                       # rows without the bet's record
+    for row, ran_on, finished in zip(rows, (False, True, True, False), (False, False, True, True)):
+        row.update(probe_ran_on=ran_on, probe_finished=finished)
+    assert "probe ran on to probe_s: 2 of 4 rows, 1 ended in the probe; lost: count q1 (6.0 of 30.0 ms)" in \
+        targets(pd.DataFrame(rows))
 
 
 def test_gmatch_heavy_takes_the_median_of_interleaved_repeats(rmat40, monkeypatch, capsys):

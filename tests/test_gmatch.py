@@ -977,7 +977,9 @@ def test_the_probe_runs_on_past_its_look_only_where_two_looks_predict_its_end(pr
     gm._predicted_s = lambda seeds, in_flight, elapsed: next(made)
     in_flight = 1000
     until = time.perf_counter() + 60.0
-    extend = gm._probe_extension(1500 if small_pool else 10**6, in_flight, until)
+    shape = {}
+    extend = gm._probe_extension(1500 if small_pool else 10**6, in_flight, until, shape)
+    assert shape == {"probe_ran_on": False}
     elapsed = 0.5
     for answer in answers:
         now = time.perf_counter()
@@ -990,3 +992,4 @@ def test_the_probe_runs_on_past_its_look_only_where_two_looks_predict_its_end(pr
             assert now + elapsed <= got < min(until, time.perf_counter() + elapsed + 1.0)
         elapsed *= 2
     assert next(made, None) is None                       # every prediction was asked for
+    assert shape["probe_ran_on"] is ("until" in answers)  # the statistic names the bet

@@ -327,7 +327,8 @@ def slower_past_spread(table: pd.DataFrame, queries) -> list[str]:
 
 def targets(table: pd.DataFrame) -> str:
     """The gMatch tails' measures, on the wall of ``match()``: the probe's largest share of a
-    query of more than :data:`PROBE_JUDGED_MS`; count mode over enumeration mode per query (both
+    query of more than :data:`PROBE_JUDGED_MS`, and how often its look ran on to ``probe_s`` and
+    ended there or lost the time; count mode over enumeration mode per query (both
     solved); enumeration mode over the authors' search, and over their search plus preprocessing."""
     lines = ["", "targets (wall of match(); queries both sides solve)"]
     long = table[(table["wall_ms"] > PROBE_JUDGED_MS) & (table["status"] == "ok")]
@@ -344,6 +345,13 @@ def targets(table: pd.DataFrame) -> str:
                          f"of which seed pool {past['probe_pool_ms']:.1f} ms"
                          + (f", {past['probe_pool_rows']:,.0f} rows, {past['probe_pool_growths']:.0f} buffer growths"
                             if pd.notna(past.get("probe_pool_rows")) else "") + ")")
+    if "probe_ran_on" in table and "probe_finished" in table:
+        ran_on = table[table["probe_ran_on"].fillna(False).astype(bool)]
+        ended = ran_on["probe_finished"].fillna(False).astype(bool)
+        lost = ", ".join(f"{r['variant']} {r['query']} ({r['probe_ms']:.1f} of {r['wall_ms']:.1f} ms)"
+                         for _, r in ran_on[~ended].head(8).iterrows())
+        lines.append(f"  probe ran on to probe_s: {len(ran_on)} of {len(table)} rows, {int(ended.sum())} ended in "
+                     f"the probe" + (f"; lost: {lost}" if lost else ""))
     walls = table[table["status"] == "ok"].pivot_table(index="query", columns="variant", values="wall_ms",
                                                        aggfunc="first")
     if {"count", "enumerate"} <= set(walls.columns):
