@@ -247,3 +247,18 @@ def test_points_that_ran_the_same_graph_and_queries_are_found():
     ev = experiment.evidence(raw, scale)
     assert ev.keys["p1"] == ev.keys["p2"]
     assert trend("A", "up")(ev)[0] == "not testable (p1 and p2 ran the same graph and queries)"
+
+
+def test_every_pattern_names_cells_not_run_apart_from_unsolved_ones():
+    """gMatch Table 4's "finishes every pattern": a cell the budget did not reach is not run, not
+    unsolved; with every run cell solved it leaves the claim inconclusive."""
+    from experiments.papers.gmatch_pvldb26 import _every_pattern
+
+    ev = _evidence({("pk P1", "gMatch"): [[0.01, 0.01, 0.01]], ("pk P2", "gMatch"): [[0.02, 0.02, 0.02]]})
+    ev.table.loc["rm P9", "gMatch"] = math.nan                 # a row the budget did not reach
+    assert _every_pattern(ev) == ("inconclusive", "2 of 2 cells run solved; not run: rm P9")
+    ev.ran[("rm P9", "gMatch")] = 1                            # it ran and did not finish
+    assert _every_pattern(ev) == ("did not hold", "2 of 3 cells run solved; not: rm P9")
+    del ev.table["gMatch"]
+    ev.table["gMatch"] = [0.01, 0.02, 0.03]
+    assert _every_pattern(ev) == ("held", "3 of 3 cells run solved")

@@ -320,13 +320,21 @@ def _dense_below_sparse(ev):
 
 
 def _every_pattern(ev):
-    """Check: every gMatch cell solved (a count of finished patterns: no spread to weigh)."""
+    """Check: every gMatch cell solved (a count of finished patterns: no spread to weigh); a cell
+    that did not run (a budget's cut) is named as not run, not as unsolved, and leaves a claim
+    that every run cell solved inconclusive."""
     cells = ev.table["gMatch"]
-    if not any(ev.ran.get((r, "gMatch")) for r in cells.index):
+    ran = [r for r in cells.index if ev.ran.get((r, "gMatch"))]
+    if not ran:
         return "not testable (nothing ran)", ""
-    unsolved = [str(r) for r in cells.index if pd.isna(cells[r])]
-    found = f"{len(cells) - len(unsolved)} of {len(cells)} cells solved"
-    return ("held" if not unsolved else "did not hold"), found + (f"; not: {', '.join(unsolved)}" if unsolved else "")
+    unsolved = [str(r) for r in ran if pd.isna(cells[r])]
+    not_run = [str(r) for r in cells.index if r not in ran]
+    found = f"{len(ran) - len(unsolved)} of {len(ran)} cells run solved"
+    found += f"; not: {', '.join(unsolved)}" if unsolved else ""
+    found += f"; not run: {', '.join(not_run)}" if not_run else ""
+    if unsolved:
+        return "did not hold", found
+    return ("inconclusive" if not_run else "held"), found
 
 
 def _helps_on_some(column: str, factor: float):
