@@ -120,7 +120,7 @@ HUB_SECOND_BOUND = 1.5             # ... and then kept whole within this many ti
 WHOLE_PREDICTION = ("hub_whole_predicted_s", "hub_whole_looks")   # statistics of a whole search's prediction
 PROBE_STATS = ("probe_direct_ms", "probe_look_ms", "probe_pool_ms", "probe_past_end_ms",   # the probe's stages,
                "probe_pool_rows", "probe_pool_growths", "probe_pool_overflow",            # the look's pool
-               "probe_ran_on")                                                            # and its bet
+               "probe_ran_on", "probe_look1_predicted_ms", "probe_look2_predicted_ms")     # and its bet
 BLOCK_QUERY_SLOTS = 1 << 16        # blocks a launch may have (block -> query map entries)
 BATCH_QUERIES = 256                # queries per batched launch (at most the resident blocks)
 
@@ -548,7 +548,9 @@ class GMatch(Engine):
         ``until``, it looks again after as long again since the launch and runs on to ``until``
         only if that second prediction agrees; a pool not much larger than one fetch per warp (a
         pool the BFS could not grow: little work left) runs on to ``until``; else stop (the
-        candidate graph takes over). ``shape["probe_ran_on"]``: whether it ran on."""
+        candidate graph takes over). ``shape["probe_ran_on"]``: whether it ran on;
+        ``probe_look1_predicted_ms`` and ``probe_look2_predicted_ms``: each look's prediction of the
+        launch's whole time."""
         looks, final = 0, False
         shape["probe_ran_on"] = False
 
@@ -566,7 +568,9 @@ class GMatch(Engine):
             looks += 1
             if seeds <= 2 * in_flight:
                 return run_on()
-            if now - elapsed + self._predicted_s(seeds, in_flight, elapsed) > until:
+            predicted = self._predicted_s(seeds, in_flight, elapsed)
+            shape[f"probe_look{min(looks, 2)}_predicted_ms"] = 1e3 * predicted
+            if now - elapsed + predicted > until:
                 return None
             if looks == 1 and now + elapsed < until:
                 return now + elapsed
@@ -815,7 +819,8 @@ class GMatch(Engine):
         wall time, the look's seed pool (time, rows, growths of its buffers) and how far the probe
         ran past ``probe_end`` (:data:`PROBE_STATS`)."""
         unique, ctrl, stopped, stats = 0, np.zeros(CTRL_SIZE, np.int64), True, {}
-        stages = dict.fromkeys(PROBE_STATS, 0.0) | {"probe_ran_on": False}
+        stages = dict.fromkeys(PROBE_STATS, 0.0) | {"probe_ran_on": False, "probe_look1_predicted_ms": float("nan"),
+                                                    "probe_look2_predicted_ms": float("nan")}
         begin = time.perf_counter()
         if self.search.granularity == "fine":
             direct_end = min(probe_end, begin + DIRECT_SHARE * self.index.probe_s)
@@ -835,6 +840,8 @@ class GMatch(Engine):
             stages["probe_pool_growths"] = stats.get("seed_pool_growths", 0)
             stages["probe_pool_overflow"] = stats.get("seed_pool_overflow", False)
             stages["probe_ran_on"] = stats.get("probe_ran_on", False)
+            for key in ("probe_look1_predicted_ms", "probe_look2_predicted_ms"):
+                stages[key] = stats.get(key, float("nan"))
         stages["probe_past_end_ms"] = max(0.0, 1e3 * (time.perf_counter() - probe_end))
         stats.update(stages)
         return unique, ctrl, stopped, stats

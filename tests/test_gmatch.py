@@ -993,3 +993,5 @@ def test_the_probe_runs_on_past_its_look_only_where_two_looks_predict_its_end(pr
         elapsed *= 2
     assert next(made, None) is None                       # every prediction was asked for
     assert shape["probe_ran_on"] is ("until" in answers)  # the statistic names the bet
+    assert [shape.get(f"probe_look{k}_predicted_ms") for k in (1, 2)] == \
+        [1e3 * predictions[k] if k < len(predictions) else None for k in (0, 1)]   # and the looks' predictions
