@@ -1,6 +1,7 @@
 """experiments.bench.regress: the gate's ratios and count checks, and a whole run of two revisions."""
 
 import math
+import os
 import subprocess
 from pathlib import Path
 
@@ -190,7 +191,7 @@ def test_an_interrupted_gate_saves_the_summary_of_its_finished_workloads(tmp_pat
 
     monkeypatch.setattr(regress, "measure", measure)
     class Worker:                                 # no process: measure is replaced
-        def __init__(self, label, tree, log):
+        def __init__(self, label, tree, log, cpus=None):
             self.proc = self
 
         def kill(self):
@@ -342,3 +343,46 @@ def test_a_gate_continued_with_skip_done_measures_only_the_pairs_left(tmp_path, 
     with pytest.raises(SystemExit):
         regress.main([*common, "--skip-done", str(first), "--out", str(first)])
     assert "give a new --out" in capsys.readouterr().err
+
+
+def test_the_gpus_local_cpus_come_from_its_pci_address_and_sysfs(tmp_path, monkeypatch):
+    """``gpu_local_cpus``: nvidia-smi's PCI address of the visible GPU, sysfs's ``local_cpulist`` of
+    it, cut to the CPUs this process may use; a missing nvidia-smi or file is a reason, not an error."""
+    from experiments.harness import timing
+
+    assert timing.parse_cpulist("0-3,8,10-11\n") == {0, 1, 2, 3, 8, 10, 11}
+    assert timing.sysfs_pci_path("00000000:19:00.0") == "/sys/bus/pci/devices/0000:19:00.0"
+    allowed = sorted(os.sched_getaffinity(0))
+    asked = []
+
+    def smi(cmd, **kwargs):
+        asked.append(cmd[-1])
+        return subprocess.CompletedProcess(cmd, 0, stdout="00000000:19:00.0\n", stderr="")
+
+    (tmp_path / "local_cpulist").write_text(f"{allowed[0]},{10**6}\n")     # one CPU allowed, one not
+    monkeypatch.setattr(timing.subprocess, "run", smi)
+    monkeypatch.setattr(timing, "sysfs_pci_path", lambda bus: str(tmp_path) if bus.endswith("19:00.0") else "")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    cpus, line = timing.gpu_local_cpus()
+    assert asked == ["2"] and cpus == {allowed[0]} and "pinned to GPU 2's NUMA node: 1 CPUs" in line
+    (tmp_path / "local_cpulist").unlink()
+    cpus, line = timing.gpu_local_cpus("0")
+    assert cpus is None and line.startswith("not pinned:") and "local_cpulist (FileNotFoundError)" in line
+
+    def missing(cmd, **kwargs):
+        raise FileNotFoundError(cmd[0])
+
+    monkeypatch.setattr(timing.subprocess, "run", missing)
+    assert timing.gpu_local_cpus("0") == (None, "not pinned: nvidia-smi (FileNotFoundError)")
+
+
+def test_a_worker_runs_on_the_cpus_it_is_given(tmp_path):
+    """A regress worker pins itself to its CPUs before it imports the revision's code."""
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    with open(tmp_path / "worker.log", "w") as log:
+        worker = regress.Worker("t", regress.ROOT, log, {cpu})
+        try:
+            assert worker.ask(op="nothing") == {"ok": False, "error": "unknown op"}
+            assert os.sched_getaffinity(worker.proc.pid) == {cpu}
+        finally:
+            worker.close()

@@ -19,7 +19,8 @@ one finishes counts with the limit as the other's time (a lower bound, marked ``
 
 ``--processes K`` measures each revision in K worker processes, each holding the card in its
 turn, and pools their runs: a query's median over K processes (docs/decisions.md, "The regression
-gate's run shape", processes per revision).
+gate's run shape", processes per revision). The workers run on the host CPUs of the GPU's NUMA
+node where sysfs names them (``--pin gpu``, the default).
 
 Output: per engine and workload the queries compared, median and worst ratio new/old of the
 median wall of ``match()``, the worst query and the count check; a CSV of every query with each
@@ -54,6 +55,7 @@ import numpy as np
 from common.engine.registry import gpu_engines, kernel_packages
 from common.interrupt import INTERRUPTED, command_line, interruptible
 
+from ..harness.timing import gpu_local_cpus
 from . import note_simulator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,7 +207,9 @@ def describe(rev: str) -> str:
 
 # The worker: reads one JSON request a line, answers one JSON line. Only the public API.
 WORKER = r"""
-import json, sys, time, traceback
+import json, os, sys, time, traceback
+if os.environ.get("GPUSM_PIN_CPUS"):
+    os.sched_setaffinity(0, {int(c) for c in os.environ["GPUSM_PIN_CPUS"].split(",")})
 sys.path.insert(0, sys.argv[1])
 import common
 graphs, engines = {}, {}
@@ -257,9 +261,11 @@ for line in sys.stdin:
 class Worker:
     """One revision's worker process (module docstring)."""
 
-    def __init__(self, label: str, tree: Path, log):
+    def __init__(self, label: str, tree: Path, log, cpus: set[int] | None = None):
         self.label, self.tree = label, tree
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]))
+        if cpus:                               # the worker pins itself before it imports anything
+            env["GPUSM_PIN_CPUS"] = ",".join(str(c) for c in sorted(cpus))
         self.proc = subprocess.Popen([sys.executable, "-c", WORKER, str(tree)], cwd=tree, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
 
@@ -738,6 +744,9 @@ def main(argv=None) -> int:
                         help="worker processes per revision (--mode turns): each measures every workload in "
                              "its turn and a query's median pools their runs, so that one process's state "
                              "(allocations, pool growth, clocks) does not decide a verdict")
+    parser.add_argument("--pin", choices=("gpu", "none"), default="gpu",
+                        help="gpu (default): the workers run on the host CPUs of the GPU's NUMA node "
+                             "(experiments.harness.timing.gpu_local_cpus), where found; none: anywhere")
     parser.add_argument("--out", type=Path, default=None, help="folder for the CSVs and worker logs")
     parser.add_argument("--gpus", default=None,
                         help="comma-separated GPUs of this host: each (engine, group) runs on one of them, "
@@ -803,7 +812,9 @@ def main(argv=None) -> int:
         options = {} if share is None else {"device_memory_limit": share}
         spawned = [tree for _ in range(args.processes) for tree in trees]   # the revisions in turn, K times
         logs = [open(out / f"worker-{i}.log", "w") for i in range(len(spawned))]
-        workers = [Worker(label, tree, log) for (label, tree), log in zip(spawned, logs)]
+        cpus, pinned = gpu_local_cpus() if args.pin == "gpu" else (None, "not pinned (--pin none)")
+        print(f"regress: workers {pinned}", flush=True)
+        workers = [Worker(label, tree, log, cpus) for (label, tree), log in zip(spawned, logs)]
         labels = [label for label, _ in trees]
         results: list[QueryRun] = []
 
