@@ -118,9 +118,9 @@ HUB_WHOLE_S = 0.8                  # ... unless its whole launch is predicted to
 HUB_LOOK_AGAIN = 2.0               # a prediction up to this many times hub_whole_s is made again one slice later,
 HUB_SECOND_BOUND = 1.5             # ... and then kept whole within this many times hub_whole_s
 WHOLE_PREDICTION = ("hub_whole_predicted_s", "hub_whole_looks")   # statistics of a whole search's prediction
+PROBE_BET = ("probe_ran_on", "probe_look1_predicted_ms", "probe_look2_predicted_ms")   # the look's run-on
 PROBE_STATS = ("probe_direct_ms", "probe_look_ms", "probe_pool_ms", "probe_past_end_ms",   # the probe's stages,
-               "probe_pool_rows", "probe_pool_growths", "probe_pool_overflow",            # the look's pool
-               "probe_ran_on", "probe_look1_predicted_ms", "probe_look2_predicted_ms")     # and its bet
+               "probe_pool_rows", "probe_pool_growths", "probe_pool_overflow", *PROBE_BET)  # the look's pool
 BLOCK_QUERY_SLOTS = 1 << 16        # blocks a launch may have (block -> query map entries)
 BATCH_QUERIES = 256                # queries per batched launch (at most the resident blocks)
 
@@ -819,8 +819,7 @@ class GMatch(Engine):
         wall time, the look's seed pool (time, rows, growths of its buffers) and how far the probe
         ran past ``probe_end`` (:data:`PROBE_STATS`)."""
         unique, ctrl, stopped, stats = 0, np.zeros(CTRL_SIZE, np.int64), True, {}
-        stages = dict.fromkeys(PROBE_STATS, 0.0) | {"probe_ran_on": False, "probe_look1_predicted_ms": float("nan"),
-                                                    "probe_look2_predicted_ms": float("nan")}
+        stages = dict.fromkeys(PROBE_STATS, 0.0) | dict.fromkeys(PROBE_BET, float("nan")) | {"probe_ran_on": False}
         begin = time.perf_counter()
         if self.search.granularity == "fine":
             direct_end = min(probe_end, begin + DIRECT_SHARE * self.index.probe_s)
@@ -839,9 +838,7 @@ class GMatch(Engine):
             stages["probe_pool_rows"] = stats.get("seeds", 0)
             stages["probe_pool_growths"] = stats.get("seed_pool_growths", 0)
             stages["probe_pool_overflow"] = stats.get("seed_pool_overflow", False)
-            stages["probe_ran_on"] = stats.get("probe_ran_on", False)
-            for key in ("probe_look1_predicted_ms", "probe_look2_predicted_ms"):
-                stages[key] = stats.get(key, float("nan"))
+            stages.update({key: stats[key] for key in PROBE_BET if key in stats})
         stages["probe_past_end_ms"] = max(0.0, 1e3 * (time.perf_counter() - probe_end))
         stats.update(stages)
         return unique, ctrl, stopped, stats

@@ -348,10 +348,10 @@ def test_a_gate_continued_with_skip_done_measures_only_the_pairs_left(tmp_path, 
 def test_the_gpus_local_cpus_come_from_its_pci_address_and_sysfs(tmp_path, monkeypatch):
     """``gpu_local_cpus``: nvidia-smi's PCI address of the visible GPU, sysfs's ``local_cpulist`` of
     it, cut to the CPUs this process may use; a missing nvidia-smi or file is a reason, not an error."""
-    from experiments.harness import timing
+    from common.gpu import backend
 
-    assert timing.parse_cpulist("0-3,8,10-11\n") == {0, 1, 2, 3, 8, 10, 11}
-    assert timing.sysfs_pci_path("00000000:19:00.0") == "/sys/bus/pci/devices/0000:19:00.0"
+    assert backend.parse_cpulist("0-3,8,10-11\n") == {0, 1, 2, 3, 8, 10, 11}
+    assert backend.sysfs_pci_path("00000000:19:00.0") == "/sys/bus/pci/devices/0000:19:00.0"
     allowed = sorted(os.sched_getaffinity(0))
     asked = []
 
@@ -360,20 +360,20 @@ def test_the_gpus_local_cpus_come_from_its_pci_address_and_sysfs(tmp_path, monke
         return subprocess.CompletedProcess(cmd, 0, stdout="00000000:19:00.0\n", stderr="")
 
     (tmp_path / "local_cpulist").write_text(f"{allowed[0]},{10**6}\n")     # one CPU allowed, one not
-    monkeypatch.setattr(timing.subprocess, "run", smi)
-    monkeypatch.setattr(timing, "sysfs_pci_path", lambda bus: str(tmp_path) if bus.endswith("19:00.0") else "")
+    monkeypatch.setattr(backend.subprocess, "run", smi)
+    monkeypatch.setattr(backend, "sysfs_pci_path", lambda bus: str(tmp_path) if bus.endswith("19:00.0") else "")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
-    cpus, line = timing.gpu_local_cpus()
+    cpus, line = backend.gpu_local_cpus()
     assert asked == ["2"] and cpus == {allowed[0]} and "pinned to GPU 2's NUMA node: 1 CPUs" in line
     (tmp_path / "local_cpulist").unlink()
-    cpus, line = timing.gpu_local_cpus("0")
+    cpus, line = backend.gpu_local_cpus("0")
     assert cpus is None and line.startswith("not pinned:") and "local_cpulist (FileNotFoundError)" in line
 
     def missing(cmd, **kwargs):
         raise FileNotFoundError(cmd[0])
 
-    monkeypatch.setattr(timing.subprocess, "run", missing)
-    assert timing.gpu_local_cpus("0") == (None, "not pinned: nvidia-smi (FileNotFoundError)")
+    monkeypatch.setattr(backend.subprocess, "run", missing)
+    assert backend.gpu_local_cpus("0") == (None, "not pinned: nvidia-smi (FileNotFoundError)")
 
 
 def test_a_worker_runs_on_the_cpus_it_is_given(tmp_path):

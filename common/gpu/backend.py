@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 
 
@@ -38,13 +39,56 @@ def gpu_missing_reason() -> str | None:
 
 def gpu_count() -> int | None:
     """How many GPUs ``nvidia-smi -L`` lists (None where it cannot be asked)."""
-    import subprocess
-
     try:
         listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
     return sum(line.startswith("GPU ") for line in listed.stdout.splitlines()) if listed.returncode == 0 else None
+
+
+def parse_cpulist(text: str) -> set[int]:
+    """The CPUs of a Linux cpulist (``"0-3,8,10-11"``, as sysfs writes them)."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+def sysfs_pci_path(bus_id: str) -> str:
+    """sysfs's folder of a PCI device named as ``nvidia-smi`` names it (``00000000:19:00.0``: an
+    eight-digit domain, where sysfs writes four)."""
+    domain, _, rest = bus_id.strip().lower().partition(":")
+    return f"/sys/bus/pci/devices/{domain[-4:]}:{rest}"
+
+
+def gpu_local_cpus(device: str | None = None) -> tuple[set[int] | None, str]:
+    """The host CPUs on the NUMA node of the GPU this process uses (``device``: an index or UUID as
+    ``nvidia-smi -i`` takes it; default the first of ``CUDA_VISIBLE_DEVICES``, else 0), among the
+    CPUs this process may use, and a line that says which, or why none: the GPU's PCI address from
+    ``nvidia-smi``, its ``local_cpulist`` from sysfs. A benchmark's processes pinned to these all
+    run on the GPU's own node."""
+    if device is None:
+        device = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip() or "0"
+    try:
+        bus = subprocess.run(["nvidia-smi", "--query-gpu=pci.bus_id", "--format=csv,noheader", "-i", device],
+                             capture_output=True, text=True, timeout=30).stdout.strip().splitlines()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"not pinned: nvidia-smi ({type(exc).__name__})"
+    if not bus:
+        return None, f"not pinned: nvidia-smi names no GPU {device}"
+    path = sysfs_pci_path(bus[0]) + "/local_cpulist"
+    try:
+        with open(path) as f:
+            local = parse_cpulist(f.read())
+    except (OSError, ValueError) as exc:
+        return None, f"not pinned: {path} ({type(exc).__name__})"
+    cpus = local & os.sched_getaffinity(0)
+    if not cpus:
+        return None, f"not pinned: none of GPU {device}'s local CPUs ({path}) is allowed to this process"
+    return cpus, f"pinned to GPU {device}'s NUMA node: {len(cpus)} CPUs ({min(cpus)}-{max(cpus)})"
 
 
 def require_gpu(what: str) -> None:

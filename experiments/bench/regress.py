@@ -53,9 +53,9 @@ from pathlib import Path
 import numpy as np
 
 from common.engine.registry import gpu_engines, kernel_packages
+from common.gpu.backend import gpu_local_cpus
 from common.interrupt import INTERRUPTED, command_line, interruptible
 
-from ..harness.timing import gpu_local_cpus
 from . import note_simulator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -746,7 +746,7 @@ def main(argv=None) -> int:
                              "(allocations, pool growth, clocks) does not decide a verdict")
     parser.add_argument("--pin", choices=("gpu", "none"), default="gpu",
                         help="gpu (default): the workers run on the host CPUs of the GPU's NUMA node "
-                             "(experiments.harness.timing.gpu_local_cpus), where found; none: anywhere")
+                             "(common.gpu.backend.gpu_local_cpus), where found; none: anywhere")
     parser.add_argument("--out", type=Path, default=None, help="folder for the CSVs and worker logs")
     parser.add_argument("--gpus", default=None,
                         help="comma-separated GPUs of this host: each (engine, group) runs on one of them, "
