@@ -265,6 +265,8 @@ def _refine_and_build(offsets, neighbors, entry_labels, qlabels, bits, n, adjace
     nv = bits.size
     counts = np.zeros(n, np.int64)
     for v in range(nv):
+        if bits[v] == 0:                  # most vertices are no position's candidate
+            continue
         for d in range(n):
             if (bits[v] >> d) & 1:
                 counts[d] += 1
@@ -274,6 +276,8 @@ def _refine_and_build(offsets, neighbors, entry_labels, qlabels, bits, n, adjace
     lists = np.empty(starts[n], np.int32)
     fill = starts[:n].copy()
     for v in range(nv):
+        if bits[v] == 0:
+            continue
         for d in range(n):
             if (bits[v] >> d) & 1:
                 lists[fill[d]] = v
@@ -317,33 +321,27 @@ def _refine_and_build(offsets, neighbors, entry_labels, qlabels, bits, n, adjace
     edges = np.zeros((2, 32, 32), np.int32)
     rows = 0
     total_words = 0
-    total_entries = 0
     for d in range(1, n):
-        if stop[0] != 0:
-            break
         for j in range(d):
             if (backward[d] >> j) & 1:
                 edges[0, d, j] = rows
                 edges[1, d, j] = total_words
                 rows += sizes[j]
                 total_words += sizes[j] * words[d]
-                for i in range(base[j], base[j] + sizes[j]):
-                    v = cand_set[i]
-                    lo, hi = _label_range(entry_labels, offsets[v], offsets[v + 1], qlabels[d])
-                    for e in range(lo, hi):
-                        if (bits[neighbors[e]] >> d) & 1:
-                            total_entries += 1
-    ok = total_words <= max_words and total_entries < 2**31 - 1 and stop[0] == 0
-    if not ok:
+    if total_words > max_words or stop[0] != 0:
         return (bits, cand_set, base, sizes, np.zeros(1, np.int32), np.zeros(1, np.int32),
                 np.zeros(1, np.uint32), edges, words, False)
+    # one pass writes the rows, growing ``entries`` by doubling (a counting pass would read
+    # every row's adjacency twice)
     row_off = np.zeros(rows + 1, np.int32)
-    entries = np.empty(max(total_entries, 1), np.int32)
+    entries = np.empty(max(rows, 16), np.int32)
     bitmap = np.zeros(max(total_words, 1), np.uint32)
     rank = np.full(nv, -1, np.int32)
     r = 0
     pos = 0
     for d in range(1, n):
+        if stop[0] != 0 or pos >= 2**31 - 1:
+            break
         for i in range(sizes[d]):
             rank[cand_set[base[d] + i]] = i
         for j in range(d):
@@ -354,6 +352,10 @@ def _refine_and_build(offsets, neighbors, entry_labels, qlabels, bits, n, adjace
                 v = cand_set[base[j] + i]
                 row_off[r] = pos
                 lo, hi = _label_range(entry_labels, offsets[v], offsets[v + 1], qlabels[d])
+                if pos + (hi - lo) > entries.size:
+                    grown = np.empty(max(2 * entries.size, pos + (hi - lo)), np.int32)
+                    grown[:pos] = entries[:pos]
+                    entries = grown
                 for e in range(lo, hi):
                     x = rank[neighbors[e]]
                     if x >= 0 and (bits[neighbors[e]] >> d) & 1:
@@ -363,7 +365,11 @@ def _refine_and_build(offsets, neighbors, entry_labels, qlabels, bits, n, adjace
                 r += 1
         for i in range(sizes[d]):
             rank[cand_set[base[d] + i]] = -1
+    if stop[0] != 0 or pos >= 2**31 - 1:
+        return (bits, cand_set, base, sizes, np.zeros(1, np.int32), np.zeros(1, np.int32),
+                np.zeros(1, np.uint32), edges, words, False)
     row_off[r] = pos
+    entries = entries[:max(pos, 1)].copy()
     return bits, cand_set, base, sizes, row_off, entries, bitmap, edges, words, True
 
 
