@@ -739,6 +739,36 @@ def test_stat_report_counts_timed_out_runs_and_shows_skipped_cells_as_not_run(tm
     assert "0.9" not in text.split("## Solved")[0].split("## Measured")[1]
 
 
+def test_report_names_each_configurations_errors_and_unsupported_queries_with_the_first_reason(tmp_path):
+    """A crashed or refusing system is named in the report with its first error, not just '-'."""
+    from experiments.harness.report import failure_table, write_markdown
+
+    experiment = _tiny_experiment()
+    rows = [{"experiment": experiment.name, "dataset": "toy-4", "config": config, "query": query, "status": status,
+             "count": 1 if status == "ok" else np.nan, "seconds": 0.1, "reason": reason, "stats": ""}
+            for config, query, status, reason in (
+                ("cpu", "q0", "ok", ""),
+                ("cpu", "q1", "error", "the binary printed no count (rc 188): GPUassert\nmore"),
+                ("cpu", "q2", "error", "second crash"),
+                ("cpu-label", "q0", "unsupported", "takes at most 5 | vertices"),
+                ("cpu-label", "q1", "ok", ""))]
+    raw = pd.DataFrame(rows)
+    failures = failure_table(raw)
+    assert failures[["configuration", "status", "queries"]].values.tolist() == [["cpu", "error", 2],
+                                                                                 ["cpu-label", "unsupported", 1]]
+    assert failures.reason.tolist() == ["the binary printed no count (rc 188): GPUassert",
+                                        "takes at most 5 \\| vertices"]
+    scale = get_scale("tiny")
+    text = write_markdown(experiment, scale, raw, experiment.table(raw, scale), check_counts(raw, {}),
+                          tmp_path / "r.md").read_text()
+    section = text.split("## Errors and unsupported queries")[1]
+    assert "| cpu | error | 2 | toy-4: q1 | the binary printed no count (rc 188): GPUassert |" in section
+    assert "second crash" not in text
+    assert "## Errors" not in write_markdown(experiment, scale, raw[raw.status == "ok"],
+                                             experiment.table(raw[raw.status == "ok"], scale),
+                                             check_counts(raw[raw.status == "ok"], {}), tmp_path / "s.md").read_text()
+
+
 def test_commit_of_a_tree_inside_another_checkout_is_unknown(tmp_path):
     """An export unpacked in a folder of another git checkout does not take that checkout's HEAD;
     the top of a checkout names its own (``+dirty`` with a changed tracked file)."""

@@ -179,6 +179,24 @@ def _solved_table(experiment, raw: pd.DataFrame, scale) -> pd.DataFrame:
     return table
 
 
+#: the statuses of a query a configuration did not answer for a reason other than time
+FAILED = ("error", "unsupported")
+
+
+def failure_table(raw: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration and status of :data:`FAILED`: how many queries, and the first one's
+    reason (its first line), so a system that crashed or refuses a query is named with its error."""
+    failed = raw[raw.status.isin(FAILED)]
+    rows = []
+    for (config, status), group in failed.groupby(["config", "status"], sort=False):
+        first = group.iloc[0]
+        reason = str(first.get("reason", "") or "").strip().splitlines()
+        rows.append({"configuration": config, "status": status, "queries": len(group),
+                     "first": f"{first.dataset}: {first.query}",
+                     "reason": _cell(reason[0][:240]) if reason else "(none recorded)"})
+    return pd.DataFrame(rows, columns=["configuration", "status", "queries", "first", "reason"])
+
+
 def write_markdown(experiment, scale, raw, table, disagreements, path: Path, command: str = "") -> Path:
     context = run_context(scale, command)
     here = experiment.scale_for(scale)
@@ -223,6 +241,12 @@ def write_markdown(experiment, scale, raw, table, disagreements, path: Path, com
               _markdown(side_by_side(table, experiment.paper_values, not_run, experiment.cut_table(scale))), ""]
     lines += claims_section(experiment, experiment.evidence(raw, scale, table))
     lines += ["## Solved queries per cell", "", _markdown(_solved_table(experiment, raw, scale)), ""]
+    failures = failure_table(raw)
+    if len(failures):
+        lines += ["## Errors and unsupported queries", "",
+                  "Queries a configuration did not answer for a reason other than the time limit (a crash is "
+                  "`error`, a query it cannot take `unsupported`), with the first one's reason.", "",
+                  _markdown(failures.set_index("configuration")), ""]
     if experiment.repeats_for(scale) > 1:
         lines += [f"## Spread of the {experiment.repeats_for(scale)} timed runs per query", "",
                   "Per cell: the median over solved queries of (slowest - fastest run) / median run.", "",
