@@ -769,7 +769,11 @@ class GMatch(Engine):
                         return self._match_parts(query, plan, bits, deadline, timer, homomorphic,
                                                  probe_stats=probe_stats)
                     hub_bits = bits
-                graph, index_stats = self._upload_candidate_graph(qp, self._build_candidate_graph(plan, bits))
+                built = time.perf_counter()
+                cg = self._build_candidate_graph(plan, bits)
+                build_ms = 1e3 * (time.perf_counter() - built)
+                graph, index_stats = self._upload_candidate_graph(qp, cg)
+                index_stats["candidate_graph_build_ms"] = build_ms
             if graph is None:                     # bitmaps too large: search the data graph
                 indexed, graph = False, self._data_graph
                 qp = pack_query(plan, query)

@@ -289,3 +289,23 @@ def test_gmatch_heavy_does_not_repeat_a_run_that_did_not_finish(rmat40, monkeypa
     runs = {row["variant"]: row["wall_runs_ms"].split() for row in rows}
     assert len(runs["enumerate"]) == 1 and len(runs["count"]) == 3
     assert {row["variant"]: row["status"] for row in rows} == {"enumerate": "timeout", "count": "ok"}
+
+
+def test_process_levels_sums_each_querys_median_and_the_host_build(rmat40, capsys):
+    """A process's sums: every query's median wall, its index phase and, inside that, the host's
+    candidate-graph build; bad arguments are errors that name them."""
+    from common.graph.generate import random_walk_query
+    from experiments.bench import process_levels
+
+    engine = create_engine("gmatch", candidate_graph=True, probe_s=0, seed_pool=8, blocks=2,
+                           warps_per_block=2).prepare(rmat40)
+    queries = [random_walk_query(rmat40, k, seed=k, name=f"walk{k}") for k in (3, 4)]
+    sums = process_levels.process_sums(engine, queries, repeats=3, timeout=60.0)
+    assert sums["queries"] == 2
+    assert sums["wall"] >= sums["index"] >= sums["candidate_graph_build"] > 0
+    assert sums["enumerate"] > 0 and sums["probe"] == 0
+    for argv, message in ((["--processes", "0"], "--processes and --repeats must be at least 1"),
+                          (["--env", "MALLOC"], "--env takes NAME=VALUE, got 'MALLOC'")):
+        with pytest.raises(SystemExit):
+            process_levels.main(argv)
+        assert message in capsys.readouterr().err
