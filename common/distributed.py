@@ -147,6 +147,12 @@ def _worker_address() -> str:
         return "local"
 
 
+def worker_addresses(client) -> set[str]:
+    """The addresses of the cluster's workers, asked of the workers themselves: the scheduler
+    information a client caches can list none of them (its periodic refresh fetches totals only)."""
+    return set(client.run(lambda: None))
+
+
 def _run_query(graph, token: str, engine: str, options: dict, query: Graph, kwargs: dict,
                part: Part | None = None, deadline: float | None = None) -> MatchResult:
     """One task: match ``query`` on this worker's prepared engine, its ``part`` where given

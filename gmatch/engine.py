@@ -44,6 +44,7 @@ from common.graph.model import Graph
 from common.graph.roots import cuts_below_root, plan_split
 
 from .balance import SEED_WARPS, seed_expand_kernel, seed_indices, seed_level0
+from .candidate_graph import DeviceCandidateGraph
 from .enumerate import (
     BIG_COUNT,
     C_CAND,
@@ -202,6 +203,10 @@ class GMatch(Engine):
     probe_s : float
         Most seconds of the data-graph probe before the candidate graph (``candidate_graph="auto"``;
         :meth:`GMatch._probe`); ``match_batch`` gives a batch ``probe_s`` per query.
+    candidate_graph_build : str
+        Where a whole query's candidate graph is built: ``"host"`` (:func:`gmatch.filter.build_candidate_graph`,
+        the filter's bits copied down and the graph up) or ``"gpu"`` (:mod:`gmatch.candidate_graph`,
+        the same arrays built where the bits are). A split query's parts are built on the host.
     root_range : (int, int) or None
         The :attr:`default_part`'s (``match(query, part=...)`` chooses per call,
         :mod:`common.engine.part`): keep only the seeds whose position 0
@@ -269,7 +274,7 @@ class GMatch(Engine):
                  symmetry_breaking: bool = True, candidate_graph: bool | str = "auto",
                  leaf_counting: bool = True, count_last: bool = True,
                  split_groups: bool = True, leaf_checks: bool = True, idle_stats: bool = False,
-                 max_registers: int | None = 64, probe_s: float = 0.005,
+                 max_registers: int | None = 64, probe_s: float = 0.005, candidate_graph_build: str = "host",
                  root_range: tuple[int, int] | None = None, branch_part: tuple | None = None,
                  hub_parts: int = 8, hub_after_s: float = HUB_AFTER_S, hub_whole_s: float = HUB_WHOLE_S,
                  batch_queries: int = BATCH_QUERIES,
@@ -283,7 +288,8 @@ class GMatch(Engine):
                                     batch_queries=batch_queries)
         self.counting = CountingOptions(symmetry_breaking=symmetry_breaking, leaf_counting=leaf_counting,
                                         count_last=count_last)
-        self.index = IndexOptions(candidate_graph=candidate_graph, probe_s=probe_s)
+        self.index = IndexOptions(candidate_graph=candidate_graph, probe_s=probe_s,
+                                  candidate_graph_build=candidate_graph_build)
         self.hubs = HubOptions(hub_parts=hub_parts, hub_after_s=hub_after_s, hub_whole_s=hub_whole_s)
         self.default_part = Part(root_range, branch_part)
 
@@ -329,6 +335,7 @@ class GMatch(Engine):
                             budget.zeros(2 * MAX_QUERY_VERTICES ** 2, np.int32,
                                          "no candidate-graph edges"), self._d_cand)
         self._by_label = None                 # label-sorted adjacency, built on the first query
+        self._device_build = DeviceCandidateGraph(budget, self.pool, d_offsets, self._sorted_adjacency, nv)
         self._labelled = np.unique(np.asarray(data.labels)).size > 1
         self._max_degree = int(data.max_degree) if nv else 0
         self._sms = 1 if SIM else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
@@ -762,7 +769,8 @@ class GMatch(Engine):
                                         Status.TIMEOUT, indexed, part=part)
                 graph, index_stats = self._upload_candidate_graph(qp, cg)
             else:
-                bits = self._d_cand.copy_to_host()
+                on_gpu = self.index.candidate_graph_build == "gpu"
+                bits = self._d_cand.copy_to_host() if hub or not on_gpu else None
                 if hub:
                     if self.hubs.hub_after_s <= 0:
                         timer.add("index", time.perf_counter() - begin)
@@ -770,10 +778,12 @@ class GMatch(Engine):
                                                  probe_stats=probe_stats)
                     hub_bits = bits
                 built = time.perf_counter()
-                cg = self._build_candidate_graph(plan, bits)
-                build_ms = 1e3 * (time.perf_counter() - built)
-                graph, index_stats = self._upload_candidate_graph(qp, cg)
-                index_stats["candidate_graph_build_ms"] = build_ms
+                if on_gpu:
+                    graph, index_stats = self._device_build.build(plan, qp, self._d_qp, self._d_cand,
+                                                                  self._max_bitmap_bytes())
+                else:
+                    graph, index_stats = self._upload_candidate_graph(qp, self._build_candidate_graph(plan, bits))
+                index_stats["candidate_graph_build_ms"] = 1e3 * (time.perf_counter() - built)
             if graph is None:                     # bitmaps too large: search the data graph
                 indexed, graph = False, self._data_graph
                 qp = pack_query(plan, query)

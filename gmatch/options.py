@@ -103,15 +103,18 @@ class CountingOptions:
 
 @dataclass(frozen=True)
 class IndexOptions:
-    """Whether the search runs over the refined candidate graph (Sec. 3.5), and for
-    ``candidate_graph="auto"`` how long the data-graph probe before it runs."""
+    """Whether the search runs over the refined candidate graph (Sec. 3.5), where it is built,
+    and for ``candidate_graph="auto"`` how long the data-graph probe before it runs."""
 
     candidate_graph: bool | str
     probe_s: float
+    candidate_graph_build: str = "host"
 
     def __post_init__(self):
         if self.candidate_graph not in ("auto", True, False):
             raise ValueError(f"candidate_graph must be 'auto', True or False, got {self.candidate_graph!r}")
+        if self.candidate_graph_build not in ("host", "gpu"):
+            raise ValueError(f"candidate_graph_build must be 'host' or 'gpu', got {self.candidate_graph_build!r}")
         if not float(self.probe_s) >= 0:
             raise ValueError(f"probe_s must be non-negative, got {self.probe_s}")
         _set(self, "probe_s", float(self.probe_s))

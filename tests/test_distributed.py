@@ -19,7 +19,7 @@ import pytest
 import common
 from _extras import requires
 from _paths import DATA
-from common.distributed import match_many, match_split, submit_many
+from common.distributed import match_many, match_split, submit_many, worker_addresses
 from common.engine.result import Status
 from common.graph.generate import random_walk_query, rmat, uniform_labels
 
@@ -71,7 +71,7 @@ def test_query_set_equals_local_run_and_prepares_once_per_worker(client):
     local = common.match_many(data, queries, "cpu", collect=True)
     remote = common.match_many(data, queries, "cpu", collect=True, client=client)
     same_results(remote, local)
-    workers = set(client.scheduler_info()["workers"])
+    workers = worker_addresses(client)
     assert {r.stats["dask_worker"] for r in remote} <= workers
     ran = sorted({r.stats["dask_worker"] for r in remote})
     cold = sorted(r.stats["dask_worker"] for r in remote if not r.stats["dask_warm"])
@@ -212,7 +212,7 @@ def test_cli_match_on_a_scheduler_address(client, capsys):
     local = {r.query: r.count for r in common.match_many(DATA / "hprd" / "HPRD.graph",
                                                          sorted(folder.glob("*.graph")), "cpu")}
     assert {row["query"]: row["count"] for row in rows} == local
-    assert {row["dask_worker"] for row in rows} <= set(client.scheduler_info()["workers"])
+    assert {row["dask_worker"] for row in rows} <= worker_addresses(client)
     assert all(row["backend"] == "cpu" for row in rows)
 
 

@@ -38,6 +38,8 @@ VARIANTS = {
     "fine-mailbox-stealing": dict(work_stealing="mailbox"),
     "fine-no-stealing": dict(work_stealing=False),
     "fine-candidate-graph": dict(candidate_graph=True),
+    "fine-candidate-graph-built-on-gpu": dict(candidate_graph=True, candidate_graph_build="gpu"),
+    "fine-probe-stops-built-on-gpu": dict(probe_s=1e-4, candidate_graph_build="gpu"),
     "coarse-candidate-graph": dict(granularity="coarse", unroll=2, candidate_graph=True),
     "fine-one-root": dict(roots_per_fetch=1, seed_pool=1),
     "coarse-naive": dict(granularity="coarse"),
@@ -104,7 +106,7 @@ def test_every_variant_equals_the_reference(variant, labelled, unlabelled, refer
             assert 0.0 <= result.stats["idle_rate"] <= 1.0
             if variant == "fine-probe-finishes" and data is labelled:
                 assert result.stats["probe_finished"] and not result.stats["candidate_graph"]
-            if variant == "fine-probe-stops" and data is labelled:
+            if variant.startswith("fine-probe-stops") and data is labelled:
                 assert result.stats["candidate_graph"] and "probe" in result.phases
                 stages = result.stats["probe_direct_ms"] + result.stats["probe_look_ms"]
                 assert stages >= 1e3 * result.phases["probe"] > 0            # the stages hold the phase
@@ -324,6 +326,51 @@ def test_candidate_graph_lists_and_bitmaps_are_the_candidate_adjacency(reference
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("case", ["rmat60-P3", "labelled-walks", "hub+edge-P1", "empty-position"])
+def test_candidate_graph_built_on_the_gpu_equals_the_host_build(case):
+    """The device build (gmatch.candidate_graph) gives the host build's arrays: refined bits,
+    candidate sets, row offsets, entries, bitsets (multi-word ones included), edge table and
+    sizes; and the query parameter block the host build writes."""
+    from gmatch.candidate_graph import DeviceCandidateGraph
+    from gmatch.filter import QP_CBASE, QP_CSIZE, QP_WORDS, pack_candidate_graph, pack_query
+
+    if case == "rmat60-P3":
+        graphs = [(rmat(60, 150, seed=12, name="rmat60"), pattern("P3"))]
+    elif case == "labelled-walks":
+        data = rmat(40, 120, seed=3, labels=uniform_labels(40, 3, seed=4), name="rmat40-labelled")
+        graphs = [(data, random_walk_query(data, k, seed=k, name=f"walk{k}")) for k in (3, 5, 7)]
+    elif case == "hub+edge-P1":
+        graphs = [(Graph.from_edges(5, [0, 0, 0, 0, 1], [1, 2, 3, 4, 2], name="hub+edge"), pattern("P1"))]
+    else:                                        # a position whose candidates refinement empties
+        graphs = [(Graph.from_edges(6, [0, 1, 3, 4], [1, 2, 4, 5], labels=[0, 1, 2, 0, 1, 1], name="paths"),
+                   Graph.from_edges(3, [0, 1], [1, 2], labels=[0, 1, 2], name="path012"))]
+    for data, query in graphs:
+        plan = build_plan(query)
+        bits = ldf_bits(data, plan)
+        host = build_candidate_graph(data, bits, plan)
+        gm = GMatch(**SMALL, candidate_graph=True, candidate_graph_build="gpu").prepare(data)
+        builder = DeviceCandidateGraph(gm.budget, gm.pool, gm._data_graph[0], gm._sorted_adjacency,
+                                       data.num_vertices)
+        qp = pack_query(plan, query)
+        d_bits = cuda.to_device(bits.copy())
+        graph, stats = builder.build(plan, qp, gm._d_qp, d_bits, 1 << 30)
+        row_off, entries, bitmap, cand_set, edges, refined = (a.copy_to_host() for a in graph)
+        rows = host.offsets.size
+        assert np.array_equal(refined, host.cand_bits), query.name
+        assert np.array_equal(cand_set[:host.cand_set.size], host.cand_set), query.name
+        assert np.array_equal(row_off[:rows], host.offsets), query.name
+        assert np.array_equal(entries[:host.offsets[-1]], host.entries[:host.offsets[-1]]), query.name
+        assert np.array_equal(bitmap[:host.bitmap.size], host.bitmap), query.name
+        assert np.array_equal(edges, host.edges.reshape(-1)), query.name
+        assert stats["candidate_graph_sizes"] == host.sizes.tolist()
+        assert stats["candidate_edges"] == int(host.offsets[-1])
+        expected = pack_query(plan, query)
+        pack_candidate_graph(expected, host)
+        for row in (QP_WORDS, QP_CBASE, QP_CSIZE):
+            assert np.array_equal(qp[row], expected[row]), (query.name, row)
+        assert builder.build(plan, pack_query(plan, query), gm._d_qp, cuda.to_device(bits.copy()), 0) == (None, {})
+
+
 def test_candidate_graph_counts_with_multi_word_bitmaps(reference_of):
     data = rmat(50, 160, seed=13, name="rmat50")
     cases = ((dict(), "P2"), (dict(), "P4"),
@@ -739,7 +786,10 @@ def test_options_are_grouped_in_read_only_records():
         for field in fields(options):
             assert getattr(gm, field.name) == getattr(getattr(gm, record), field.name)
     names = [field.name for options in RECORDS.values() for field in fields(options)]
-    assert len(names) == len(set(names)) == 21
+    assert len(names) == len(set(names)) == 22
+    assert GMatch(candidate_graph_build="gpu").index.candidate_graph_build == "gpu"
+    with pytest.raises(ValueError, match="candidate_graph_build must be 'host' or 'gpu', got 'cpu'"):
+        GMatch(candidate_graph_build="cpu")
     with pytest.raises(AttributeError):
         gm.probe_s = 0.5
     with pytest.raises(FrozenInstanceError):

@@ -41,6 +41,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from common.distributed import worker_addresses
+
 from .catalog import experiments_of, get_experiment
 from .runner import KEY, ROW_FIELDS, SKIPPED, make_worker, read_rows, row_problem
 from .store import FolderLock, RowFile, repair
@@ -233,7 +235,7 @@ def run_on_dask(selection: dict, scale: str, out_dir: Path | str, *, client, iso
             log(f"{recovered} rows of unfinished tasks recovered from {out_dir / '.partial'}")
             groups = group_cells(cells_of(runnable, scale_obj, out_dir))
         log(f"{len(groups)} tasks ({sum(len(g) for g in groups)} cells) on "
-            f"{len(client.scheduler_info()['workers'])} Dask workers")
+            f"{len(worker_addresses(client))} Dask workers")
         for g in groups:
             partial_path(out_dir, scale, g).parent.mkdir(parents=True, exist_ok=True)
         futures = {client.submit(run_cell, g[0].experiment, g[0].config, g[0].point, scale,
