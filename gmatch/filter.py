@@ -16,10 +16,11 @@ test is one bit, and a data vertex is needed only for injectivity, restrictions 
 CHOICES where the paper is silent: the default build runs on the host, compiled with Numba, from
 the GPU's LDF/NLF bits (one copy each way, timed as the ``index`` phase);
 ``candidate_graph_build="gpu"`` builds the same arrays on the device with count, scan and fill
-passes as the authors do (:mod:`gmatch.candidate_graph`). Both scan only the neighbours with the wanted label (adjacency lists
-re-sorted by (label, id) once per data graph: :func:`label_sorted_adjacency`); when the bitmaps
-would take more than the memory budget allows (default at most 1 GiB), the search runs over the
-data graph instead (the authors' hash build is not ported).
+passes as the authors do (:mod:`gmatch.candidate_graph`). Both scan only the neighbours with
+the wanted label (adjacency lists re-sorted by (label, id) once per data graph:
+:func:`label_sorted_adjacency`); when the bitmaps would take more than the memory budget allows
+(default at most 1 GiB), the search runs over the data graph instead (the authors' hash build is
+not ported).
 
 ``qp`` is the packed per-query parameter block shared by every gMatch kernel (int32, shape
 (QP_ROWS, 32), one host-to-device copy per query): see :func:`pack_query`.

@@ -13,6 +13,10 @@ without a known count, when the engines that answered ``ok`` disagree. Timeouts 
 statuses are reported, not wrong; an engine that raises is wrong. The table (one row per query,
 one column per engine) is printed last; ``--out`` writes the raw rows as CSV. Exit status 1 on any wrong count, else 0.
 
+An engine may carry constructor options, ``NAME:KEY=VALUE[:KEY=VALUE...]`` (values read as
+``gpusm match --option`` reads them), and is a column of its own under that name:
+``--engines gmatch,gmatch:candidate_graph_build=gpu`` checks both builds of gMatch's candidate graph.
+
 ``--queries N --smallest`` keeps the N queries with the fewest known embeddings per set (per
 yeast kind in turn): the simulator's size (``tests/test_check.py`` runs every engine so in
 seconds).
@@ -44,6 +48,14 @@ ERROR = "error"
 COLUMNS = ["set", "query", "engine", "status", "count", "expected", "wall_s", "error"]
 
 
+def engine_spec(text: str) -> tuple[str, dict]:
+    """``NAME`` or ``NAME:KEY=VALUE:...`` -> (engine name, constructor options)."""
+    from common.cli.main import parse_option
+
+    name, *items = text.split(":")
+    return name, dict(parse_option(item) for item in items)
+
+
 def run_check(engines: list[str], sets: list[CheckSet], timeout_s: float | None = None,
               progress: bool = True, rows: list | None = None) -> pd.DataFrame:
     """One row per (set, query, engine): status, count, expected count, wall seconds, verdict.
@@ -65,7 +77,8 @@ def run_check(engines: list[str], sets: list[CheckSet], timeout_s: float | None 
             if all((item.name, q.name, name) in done for q, _ in item.queries):
                 continue
             try:
-                engine = create_engine(name).prepare(item.data)
+                engine_name, options = engine_spec(name)
+                engine = create_engine(engine_name, **options).prepare(item.data)
                 if item.queries:
                     engine.match(item.queries[0][0], timeout_s=timeout_s)          # compiles
             except Exception as error:                   # noqa: BLE001 - reported as a failed row
@@ -166,9 +179,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true", help="keep the rows of --out and run only the others")
     args = parser.parse_args(argv)
     engines = [e for e in args.engines.split(",") if e]
-    unknown = [e for e in engines if e not in available_engines()]
-    if unknown:
-        parser.error(f"unknown engine {unknown[0]!r}; registered: {', '.join(available_engines())}")
+    for spec in engines:
+        try:
+            name, options = engine_spec(spec)
+        except argparse.ArgumentTypeError as exc:
+            parser.error(f"engine {spec!r}: {exc}")
+        if name not in available_engines():
+            parser.error(f"unknown engine {name!r}; registered: {', '.join(available_engines())}")
+        try:
+            create_engine(name, **options)
+        except (TypeError, ValueError) as exc:
+            parser.error(f"engine {spec!r}: {exc}")
     names = [s for s in args.sets.split(",") if s]
     for name in names:
         if name not in CHECK_SETS:
