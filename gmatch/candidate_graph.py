@@ -108,7 +108,7 @@ def place_candidates_kernel(bits, nv, n, chunk, block_starts, blocks, cand_set):
     for tile in range(b * chunk, end, cuda.blockDim.x):
         v = tile + cuda.threadIdx.x
         word = bits[v] if v < end else numba.uint32(0)
-        if cuda.syncthreads_or(word != 0):
+        if cuda.syncthreads_or(numba.int32(1 if word != 0 else 0)):
             for d in range(n):
                 flag = numba.int64((word >> d) & 1)
                 before, total = block_exclusive_scan(flag, wsum, BUILD_WARPS)
@@ -255,7 +255,7 @@ class DeviceCandidateGraph:
         row_off = pool.get("candidate graph offsets", rows + 1, np.int32)
         launch = candidate_rows_kernel[grid_blocks(rows, BUILD_THREADS), BUILD_THREADS]
         launch(self.d_offsets, neighbors, entry_labels, d_qp, d_bits, cand_set, d_table, len(table), rows,
-               row_len, bitmap, row_len, row_off, bitmap, 0)
+               row_len, bitmap, row_len, row_off, row_off, 0)          # (no entries written yet)
         entries_total = exclusive_scan(row_len, n=rows + 1, workspace=pool.scan(rows + 1))
         if entries_total >= 2**31 - 1:
             return None, {}

@@ -305,7 +305,8 @@ def test_process_levels_sums_each_querys_median_and_the_host_build(rmat40, capsy
     assert sums["wall"] >= sums["index"] >= sums["candidate_graph_build"] > 0
     assert sums["enumerate"] > 0 and sums["probe"] == 0
     for argv, message in ((["--processes", "0"], "--processes and --repeats must be at least 1"),
-                          (["--env", "MALLOC"], "--env takes NAME=VALUE, got 'MALLOC'")):
+                          (["--env", "MALLOC"], "--env takes NAME=VALUE, got 'MALLOC'"),
+                          (["--option", "probe_s"], "engine option must be key=value, got 'probe_s'")):
         with pytest.raises(SystemExit):
             process_levels.main(argv)
         assert message in capsys.readouterr().err

@@ -11,6 +11,7 @@ work. ``--env NAME=VALUE`` (repeatable) runs every other process with that envir
 glibc's ``MALLOC_MMAP_THRESHOLD_``), and ``--taskset CPUS`` pins every other one, to test a cause.
 
     python -m experiments.bench.process_levels --processes 8 --workloads cyclic8,pendant-cycle --out levels.csv
+    python -m experiments.bench.process_levels --processes 8 --option candidate_graph_build=gpu
 """
 
 from __future__ import annotations
@@ -48,15 +49,17 @@ def process_sums(engine, queries, repeats: int, timeout: float) -> dict:
     return {"queries": len(runs), **sums}
 
 
-def child(workloads: list[str], family_count: int, repeats: int, timeout: float) -> dict:
-    """One fresh process's :func:`process_sums`: gMatch at its defaults on GitHub's families."""
+def child(workloads: list[str], family_count: int, repeats: int, timeout: float, options: dict) -> dict:
+    """One fresh process's :func:`process_sums`: gMatch with ``options`` (else its defaults) on
+    GitHub's families."""
     from common.engine.registry import create_engine
 
     from ..harness.workloads import check_set, heavy_family
 
     data = check_set("github").data
     queries = [q for name in workloads for q in heavy_family(data, name, family_count)]
-    return {"pid": os.getpid(), **process_sums(create_engine("gmatch").prepare(data), queries, repeats, timeout)}
+    engine = create_engine("gmatch", **options).prepare(data)
+    return {"pid": os.getpid(), **process_sums(engine, queries, repeats, timeout)}
 
 
 def main(argv=None) -> int:
@@ -69,14 +72,21 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=3.0, help="seconds per query")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for every other process")
     parser.add_argument("--taskset", default="", help="CPU list pinning every other process (taskset -c)")
+    parser.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
+                        help="gMatch constructor option, every process (repeatable)")
     parser.add_argument("--out", default="", help="CSV of the per-process sums")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.processes < 1 or args.repeats < 1:
         parser.error("--processes and --repeats must be at least 1")
     workloads = [w for w in args.workloads.split(",") if w]
+    from common.cli.main import parse_option
+    try:
+        options = dict(parse_option(item) for item in args.option)
+    except argparse.ArgumentTypeError as exc:
+        parser.error(str(exc))
     if args.child:
-        print(json.dumps(child(workloads, args.family_count, args.repeats, args.timeout)))
+        print(json.dumps(child(workloads, args.family_count, args.repeats, args.timeout, options)))
         return 0
     bad = [item for item in args.env if "=" not in item]
     if bad:
@@ -89,7 +99,8 @@ def main(argv=None) -> int:
         prefix = ["taskset", "-c", args.taskset] if variant == "altered" and args.taskset else []
         command = [*prefix, sys.executable, "-m", "experiments.bench.process_levels", "--child",
                    "--workloads", ",".join(workloads), "--family-count", str(args.family_count),
-                   "--repeats", str(args.repeats), "--timeout", str(args.timeout)]
+                   "--repeats", str(args.repeats), "--timeout", str(args.timeout),
+                   *[f"--option={item}" for item in args.option]]
         done = subprocess.run(command, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             print(f"process {i} failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}", file=sys.stderr)

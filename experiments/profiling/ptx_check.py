@@ -122,10 +122,12 @@ def main(argv=None) -> int:
     filter_ptx, _ = cuda.compile_ptx(filter_kernel.py_func, (i64(1), i32(1), i32(1), i32(3), u32(2)), cc=cc)
     egsm_ptx = _egsm_ptx(cuda, types, i32, i64, cc)
     gsi_ptx = _gsi_ptx(cuda, types, i32, i64, u32, cc)
+    build_ptx = _compiled(cuda, _candidate_graph_kernels(), cc)
     sgsi_ptx = _compiled(cuda, _sgsi_kernels(), cc)
     stwig_ptx = _compiled(cuda, _stwig_kernels(), cc)
     print(f"compiled for sm_{cc[0]}{cc[1]}: 19 fine (one multiplying countable leaves, one counting the last "
-          f"position, one adding one per match), 6 coarse, 2 seed-expansion kernels and the filter of gMatch, "
+          f"position, one adding one per match), 6 coarse, 2 seed-expansion kernels, the filter and "
+          f"{len(build_ptx)} candidate-graph build kernels of gMatch, "
           f"{len(egsm_ptx)} EGSM kernels, "
           f"{len(gsi_ptx)} GSI kernels, {len(sgsi_ptx)} SGSI kernels, {len(stwig_ptx)} STwig kernels")
     ptxas = _ptxas()
@@ -140,6 +142,7 @@ def main(argv=None) -> int:
     reports += [(f"seed expansion ({'candidate graph' if indexed else 'data graph'}, a warp per row)", ptx, None)
                 for indexed, ptx in seed_ptx.items()]
     reports.append(("filter kernel (a warp per data vertex)", filter_ptx, None))
+    reports += [(f"gMatch candidate-graph build: {name}", ptx, None) for name, ptx in build_ptx.items()]
     reports += [(f"EGSM {name}", ptx, None) for name, ptx in egsm_ptx.items()]
     reports += [(f"GSI {name}", ptx, 64 if name.startswith("fused") else None) for name, ptx in gsi_ptx.items()]
     reports += [(f"SGSI {name}", ptx, None) for name, ptx in sgsi_ptx.items()]
@@ -232,6 +235,19 @@ def _compiled(cuda, kernels: dict, cc) -> dict:
     """PTX of each (kernel, signature spec) in ``kernels``, by name."""
     return {name: cuda.compile_ptx(kernel.py_func, _signature(spec), cc=cc)[0]
             for name, (kernel, spec) in kernels.items()}
+
+
+def _candidate_graph_kernels() -> dict:
+    """gMatch's candidate-graph build on the GPU (gmatch.candidate_graph) with the types it passes."""
+    from gmatch import candidate_graph as k
+
+    return {
+        "refine_position": (k.refine_position_kernel, "i64, i32, i32, i32.2, u32, n, n, n"),
+        "count_candidates": (k.count_candidates_kernel, "u32, n, n, n, i64, n"),
+        "place_candidates": (k.place_candidates_kernel, "u32, n, n, n, i64, n, i32"),
+        "candidate_rows": (k.candidate_rows_kernel, "i64, i32, i32, i32.2, u32, i32, i32.2, n, n, i64, u32, i64, i32, "
+                                                    "i32, n"),
+    }
 
 
 def _sgsi_kernels() -> dict:
