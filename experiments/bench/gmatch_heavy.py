@@ -54,6 +54,7 @@ VARIANTS = {
     "default": {},
     "no-leaf-counting": {"leaf_counting": False},
     "data-graph": {"candidate_graph": False, "leaf_counting": False},
+    "gpu-build": {"candidate_graph_build": "gpu"},
 }
 
 
