@@ -385,6 +385,12 @@ def test_gmatch_hub_parts_count_a_hub_root_in_parts(hub200):
         if cut:
             assert 0 < result.stats["hub_whole_seconds"] <= sum(result.phases.values())
             assert sum(result.stats["part_counts"]) == result.count
+    on_gpu = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6, hub_parts=4,
+                           hub_after_s=1e-6, hub_whole_s=0, candidate_graph_build="gpu").prepare(hub200)
+    for query in queries:                        # the whole graph built on the device, its parts' on the host
+        result = on_gpu.match(query)
+        assert result.status is Status.OK and result.count == cpu.match(query).count
+        assert "hub_parts" in result.stats and sum(result.stats["part_counts"]) == result.count
     every = create_engine("gmatch", seed_pool=8, blocks=2, warps_per_block=2, probe_s=1e-6, hub_parts=4,
                           hub_after_s=0, leaf_counting=False, count_last=False).prepare(hub200)
     result = every.match(queries[0])             # every position enumerated: no parts
