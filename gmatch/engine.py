@@ -769,7 +769,7 @@ class GMatch(Engine):
                                         Status.TIMEOUT, indexed, part=part)
                 graph, index_stats = self._upload_candidate_graph(qp, cg)
             else:
-                on_gpu = self.index.candidate_graph_build == "gpu"
+                on_gpu, fallback = self.index.candidate_graph_build == "gpu", ""
                 bits = self._d_cand.copy_to_host() if hub or not on_gpu else None
                 if hub:
                     if self.hubs.hub_after_s <= 0:
@@ -779,11 +779,17 @@ class GMatch(Engine):
                     hub_bits = bits
                 built = time.perf_counter()
                 if on_gpu:
-                    graph, index_stats = self._device_build.build(plan, qp, self._d_qp, self._d_cand,
-                                                                  self._max_bitmap_bytes())
-                else:
+                    try:
+                        graph, index_stats = self._device_build.build(plan, qp, self._d_qp, self._d_cand,
+                                                                      self._max_bitmap_bytes())
+                    except DeviceOutOfMemory as exc:    # the device build's own arrays did not fit
+                        bits, on_gpu = self._d_cand.copy_to_host(), False
+                        fallback = f"built on the host: {exc}"
+                if not on_gpu:
                     graph, index_stats = self._upload_candidate_graph(qp, self._build_candidate_graph(plan, bits))
                 index_stats["candidate_graph_build_ms"] = 1e3 * (time.perf_counter() - built)
+                if fallback:
+                    index_stats["candidate_graph_build_fallback"] = fallback
             if graph is None:                     # bitmaps too large: search the data graph
                 indexed, graph = False, self._data_graph
                 qp = pack_query(plan, query)

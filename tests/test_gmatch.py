@@ -386,15 +386,32 @@ def test_candidate_graph_counts_with_multi_word_bitmaps(reference_of):
     assert sorted(map(tuple, collected.embeddings)) == sorted(map(tuple, expected))
 
 
-def test_candidate_graph_that_would_not_fit_falls_back_to_the_data_graph(reference_of, monkeypatch):
+@pytest.mark.parametrize("build", ["host", "gpu"])
+def test_candidate_graph_that_would_not_fit_falls_back_to_the_data_graph(build, reference_of, monkeypatch):
     data = rmat(50, 160, seed=13, name="rmat50")
     plan = build_plan(pattern("P2"))
     assert build_candidate_graph(data, ldf_bits(data, plan), plan, max_bitmap_bytes=4) is None
-    import gmatch.engine
-    monkeypatch.setattr(gmatch.engine, "build_candidate_graph", lambda *args, **kw: None)
-    limited = engine(data, candidate_graph=True).match(pattern("P2"))
+    monkeypatch.setattr(GMatch, "_max_bitmap_bytes", lambda self: 4)
+    limited = engine(data, candidate_graph=True, candidate_graph_build=build).match(pattern("P2"))
     assert limited.count == reference_of(data, pattern("P2")).count
     assert limited.stats["candidate_graph"] is False
+
+
+def test_a_device_build_out_of_device_memory_builds_on_the_host(reference_of, monkeypatch):
+    """The device build's own arrays not fitting is no failure: the host builds the graph, and the
+    statistics say so."""
+    from common.errors import DeviceOutOfMemory
+    from gmatch.candidate_graph import DeviceCandidateGraph
+
+    def starved(self, *args, **kwargs):
+        raise DeviceOutOfMemory(1 << 20, 0, 1024, what="label-sorted neighbours")
+
+    monkeypatch.setattr(DeviceCandidateGraph, "build", starved)
+    data = rmat(50, 160, seed=13, name="rmat50")
+    result = engine(data, candidate_graph=True, candidate_graph_build="gpu").match(pattern("P2"))
+    assert result.count == reference_of(data, pattern("P2")).count and result.stats["candidate_graph"]
+    assert result.stats["candidate_graph_build_fallback"].startswith(
+        "built on the host: device allocation of 1,048,576 bytes for label-sorted neighbours")
 
 
 # ------------------------------------------------------------------------------ leaf counting
