@@ -63,7 +63,7 @@ def test_unknown_engines_and_sets_are_usage_errors(capsys):
 
 
 def test_an_engine_with_options_is_a_column_of_its_own(capsys):
-    """``NAME:KEY=VALUE`` builds the engine with those options under that name; a bad option
+    """``NAME:KEY=VALUE+...`` builds the engine with those options under that name; a bad option
     is a usage error that names the engine."""
     from common.engine.registry import create_engine
     from common.graph.generate import random_walk_query, rmat, uniform_labels
@@ -72,11 +72,11 @@ def test_an_engine_with_options_is_a_column_of_its_own(capsys):
     queries = [random_walk_query(data, k, seed=k, name=f"walk{k}") for k in (3, 4)]
     cpu = create_engine("cpu").prepare(data)
     item = CheckSet("tiny", data, [(q, cpu.match(q).count) for q in queries])
-    spec = "gmatch:candidate_graph=True:candidate_graph_build=gpu:probe_s=0:blocks=2:warps_per_block=2"
+    spec = "gmatch:candidate_graph=True+candidate_graph_build=gpu+probe_s=0+blocks=2+warps_per_block=2"
     raw = check.run_check(["cpu", spec], [item], progress=False)
     assert list(dict.fromkeys(raw["engine"])) == ["cpu", spec]
     assert set(raw["verdict"]) == {"right"}
-    assert check.engine_spec("gmatch:probe_s=0.5:candidate_graph=auto") == ("gmatch", {"probe_s": 0.5,
+    assert check.engine_spec("gmatch:probe_s=0.5+candidate_graph=auto") == ("gmatch", {"probe_s": 0.5,
                                                                                        "candidate_graph": "auto"})
     for spec, message in (("gmatch:probe_s", "engine 'gmatch:probe_s': engine option must be key=value"),
                           ("gmatch:candidate_graph_build=cpu", "candidate_graph_build must be 'host' or 'gpu'"),

@@ -4,6 +4,16 @@ per engine (``gsi``, ``sgsi``, ``egsm``, ``gmatch``, ``stwig``), ``small_queries
 commit), ``cold_start`` and ``dask_scaling``."""
 
 
+def engine_spec(spec: str) -> tuple[str, dict]:
+    """``name`` or ``name:key=value+key=value`` (an engine with constructor options, e.g. an
+    ablation ``egsm:blocks=33``) -> (engine name, options), values read as ``gpusm match
+    --option`` reads them; argparse.ArgumentTypeError for an option that is not key=value."""
+    from common.cli.main import parse_option
+
+    name, _, options = spec.partition(":")
+    return name, dict(parse_option(item) for item in options.split("+") if item)
+
+
 def note_simulator(prog: str, args, *, queries: int | None = None, runs: int = 1,
                    timeout_s: float | None = None, budget_s: float | None = None) -> None:
     """Say on stderr, where there is no GPU, that ``prog`` runs in the simulator and how long its plan is."""

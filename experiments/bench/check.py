@@ -13,8 +13,8 @@ without a known count, when the engines that answered ``ok`` disagree. Timeouts 
 statuses are reported, not wrong; an engine that raises is wrong. The table (one row per query,
 one column per engine) is printed last; ``--out`` writes the raw rows as CSV. Exit status 1 on any wrong count, else 0.
 
-An engine may carry constructor options, ``NAME:KEY=VALUE[:KEY=VALUE...]`` (values read as
-``gpusm match --option`` reads them), and is a column of its own under that name:
+An engine may carry constructor options, ``NAME:KEY=VALUE[+KEY=VALUE...]``
+(:func:`experiments.bench.engine_spec`), and is a column of its own under that name:
 ``--engines gmatch,gmatch:candidate_graph_build=gpu`` checks both builds of gMatch's candidate graph.
 
 ``--queries N --smallest`` keeps the N queries with the fewest known embeddings per set (per
@@ -39,21 +39,13 @@ from common.engine.result import Status
 from common.interrupt import command_line, interruptible
 
 from ..harness.workloads import CHECK_SETS, CheckSet, check_set
-from . import note_simulator
+from . import engine_spec, note_simulator
 
 ERROR = "error"
 """The status of a row whose engine raised: counted as wrong (the exception is in ``error``)."""
 
 
 COLUMNS = ["set", "query", "engine", "status", "count", "expected", "wall_s", "error"]
-
-
-def engine_spec(text: str) -> tuple[str, dict]:
-    """``NAME`` or ``NAME:KEY=VALUE:...`` -> (engine name, constructor options)."""
-    from common.cli.main import parse_option
-
-    name, *items = text.split(":")
-    return name, dict(parse_option(item) for item in items)
 
 
 def run_check(engines: list[str], sets: list[CheckSet], timeout_s: float | None = None,

@@ -37,7 +37,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from common.cli.main import parse_option
 from common.engine.base import Engine
 from common.engine.registry import create_engine
 from common.engine.result import Status
@@ -46,7 +45,7 @@ from common.interrupt import command_line, csv_rows, interruptible
 
 from ..harness.timing import clocked
 from ..harness.workloads import GITHUB, GITHUB_Q, HPRD, HPRD_DENSE_16, YEAST, load_set, yeast_queries
-from . import note_simulator
+from . import engine_spec, note_simulator
 
 WORKLOADS = {
     "hprd": (HPRD, HPRD_DENSE_16),
@@ -116,9 +115,9 @@ def time_interleaved(engines: dict, queries, timeout_s):
 
 
 def engine_from_spec(spec: str):
-    """``name`` or ``name:key=value+key=value`` (an ablation: ``egsm:blocks=33``)."""
-    name, _, options = spec.partition(":")
-    return create_engine(name, **dict(parse_option(item) for item in options.split("+") if item))
+    """The engine of :func:`experiments.bench.engine_spec` ``spec`` (an ablation: ``egsm:blocks=33``)."""
+    name, options = engine_spec(spec)
+    return create_engine(name, **options)
 
 
 def warmed(name, data, queries, timeout_s):
