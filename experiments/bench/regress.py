@@ -544,7 +544,8 @@ def verdicts(table, small_median: float = SMALL_MEDIAN, heavy_worst: float = HEA
 
 def _within(value: float, noise: float, what: str) -> str:
     if math.isnan(noise):
-        return ""
+        return ("; no noise copy ran: one process's own level can move short queries this far, confirm "
+                "with --processes 3 and --also (docs/decisions.md, \"The regression gate's run shape\")")
     if value <= noise:
         return f"; within the noise (the baseline's copy reads {noise:.2f} as its {what})"
     return f"; beyond the noise (the baseline's copy reads {noise:.2f} as its {what})"
