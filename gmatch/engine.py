@@ -337,6 +337,7 @@ class GMatch(Engine):
         self._by_label = None                 # label-sorted adjacency, built on the first query
         self._device_build = DeviceCandidateGraph(budget, self.pool, d_offsets, self._sorted_adjacency, nv)
         self._labelled = np.unique(np.asarray(data.labels)).size > 1
+        self._root_cuts: dict[tuple[int, int], bool] = {}   # (root label, root degree) -> cut below the root
         self._max_degree = int(data.max_degree) if nv else 0
         self._sms = 1 if SIM else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
 
@@ -869,7 +870,11 @@ class GMatch(Engine):
         is cut (:meth:`_match_parts`)."""
         if self.hubs.hub_parts < 2 or not part.whole:
             return False
-        return cuts_below_root(self.data, query, self.root_vertex(query), self.hubs.hub_parts)
+        root = self.root_vertex(query)
+        key = (int(query.labels[root]), int(query.degrees[root]))    # all the answer depends on
+        if key not in self._root_cuts:
+            self._root_cuts[key] = cuts_below_root(self.data, query, root, self.hubs.hub_parts)
+        return self._root_cuts[key]
 
     def _match_parts(self, query: Graph, plan, bits: np.ndarray, deadline: Deadline, timer,
                      homomorphic, whole_s: float = 0.0, whole_prediction: dict | None = None,

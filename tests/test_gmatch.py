@@ -1063,3 +1063,27 @@ def test_the_probe_runs_on_past_its_look_only_where_two_looks_predict_its_end(pr
     assert shape["probe_ran_on"] is ("until" in answers)  # the statistic names the bet
     assert [shape.get(f"probe_look{k}_predicted_ms") for k in (1, 2)] == \
         [1e3 * predictions[k] if k < len(predictions) else None for k in (0, 1)]   # and the looks' predictions
+
+
+def test_the_hub_check_is_asked_once_per_root_label_and_degree(hub200, monkeypatch):
+    """Whether a query would be cut below its root depends only on the root's label and degree:
+    the engine asks :func:`common.graph.roots.cuts_below_root` once per pair, with its answer."""
+    import gmatch.engine as gmatch_engine
+    from common.engine.part import WHOLE
+    from common.graph.roots import cuts_below_root
+
+    asked = []
+
+    def counted(data, query, root, parts):
+        asked.append(root)
+        return cuts_below_root(data, query, root, parts)
+
+    monkeypatch.setattr(gmatch_engine, "cuts_below_root", counted)
+    gm = GMatch(seed_pool=8, blocks=2, warps_per_block=2, hub_parts=4).prepare(hub200)
+    queries = [random_walk_query(hub200, k, seed=s, name=f"walk{k}-{s}") for k in (3, 4, 5) for s in range(4)]
+    keys = set()
+    for query in queries:
+        root = gm.root_vertex(query)
+        keys.add((int(query.labels[root]), int(query.degrees[root])))
+        assert gm._has_hub_parts(query, WHOLE) == cuts_below_root(hub200, query, root, 4)
+    assert len(asked) == len(keys) < len(queries)
