@@ -178,13 +178,15 @@ class _Shape:
 
 class DeviceCandidateGraph:
     """Builds one query's candidate graph on the device of an engine (its ``budget`` and
-    ``pool``) over data graph ``data``: the label-sorted adjacency is uploaded on the first build."""
+    ``pool``) over a data graph of ``num_vertices`` vertices whose offsets are ``d_offsets``;
+    ``sorted_adjacency()`` gives the host's :func:`gmatch.filter.label_sorted_adjacency`, uploaded
+    on the first build."""
 
-    def __init__(self, budget, pool, d_offsets, by_label, num_vertices: int):
+    def __init__(self, budget, pool, d_offsets, sorted_adjacency, num_vertices: int):
         self.budget, self.pool = budget, pool
         self.nv = int(num_vertices)
         self.d_offsets = d_offsets
-        self.by_label = by_label
+        self.sorted_adjacency = sorted_adjacency
         self._d_adjacency = None
         self.chunk = max(BUILD_THREADS, -(-max(self.nv, 1) // BUILD_BLOCKS))
         self.chunk = -(-self.chunk // BUILD_THREADS) * BUILD_THREADS
@@ -193,7 +195,7 @@ class DeviceCandidateGraph:
 
     def _adjacency(self):
         if self._d_adjacency is None:
-            neighbors, entry_labels = self.by_label()
+            neighbors, entry_labels = self.sorted_adjacency()
             self._d_adjacency = (self.budget.to_device(np.ascontiguousarray(neighbors, np.int32),
                                                        "label-sorted neighbours"),
                                  self.budget.to_device(np.ascontiguousarray(entry_labels, np.int32),

@@ -331,7 +331,6 @@ def test_candidate_graph_built_on_the_gpu_equals_the_host_build(case):
     """The device build (gmatch.candidate_graph) gives the host build's arrays: refined bits,
     candidate sets, row offsets, entries, bitsets (multi-word ones included), edge table and
     sizes; and the query parameter block the host build writes."""
-    from gmatch.candidate_graph import DeviceCandidateGraph
     from gmatch.filter import QP_CBASE, QP_CSIZE, QP_WORDS, pack_candidate_graph, pack_query
 
     if case == "rmat60-P3":
@@ -349,8 +348,7 @@ def test_candidate_graph_built_on_the_gpu_equals_the_host_build(case):
         bits = ldf_bits(data, plan)
         host = build_candidate_graph(data, bits, plan)
         gm = GMatch(**SMALL, candidate_graph=True, candidate_graph_build="gpu").prepare(data)
-        builder = DeviceCandidateGraph(gm.budget, gm.pool, gm._data_graph[0], gm._sorted_adjacency,
-                                       data.num_vertices)
+        builder = gm._device_build
         qp = pack_query(plan, query)
         d_bits = cuda.to_device(bits.copy())
         graph, stats = builder.build(plan, qp, gm._d_qp, d_bits, 1 << 30)
