@@ -35,8 +35,9 @@ from common.gpu.device_functions import lower_bound
 from common.gpu.grid import grid_blocks
 from common.gpu.runtime import cuda, jit, simulator_active
 from common.gpu.scan import block_exclusive_scan, exclusive_scan
+from common.graph.sorted_ranges import label_range
 
-from .filter import QP_CBASE, QP_CSIZE, QP_LABELS, QP_WORDS, SWEEPS, pack_candidate_graph
+from .filter import QP_CBASE, QP_CSIZE, QP_LABELS, QP_WORDS, SWEEPS, adjacent_masks, edge_layout, pack_candidate_graph
 from .order import MAX_QUERY_VERTICES, QueryPlan
 
 BUILD_THREADS = 64 if simulator_active() else 256
@@ -58,9 +59,7 @@ def refine_position_kernel(offsets, neighbors, entry_labels, qp, bits, nv, d, ad
             first, last = offsets[v], offsets[v + 1]
             for j in range(MAX_QUERY_VERTICES):
                 if (adjacent >> j) & 1:
-                    label = qp[QP_LABELS, j]
-                    lo = lower_bound(entry_labels, first, last, label)
-                    hi = lower_bound(entry_labels, lo, last, label + 1)
+                    lo, hi = label_range(entry_labels, first, last, qp[QP_LABELS, j])
                     hit = False
                     for e in range(lo, hi):
                         if (bits[neighbors[e]] >> j) & 1:
@@ -142,9 +141,7 @@ def candidate_rows_kernel(offsets, neighbors, entry_labels, qp, bits, cand_set, 
         v = cand_set[qp[QP_CBASE, j] + i]
         base = qp[QP_CBASE, d]
         size = qp[QP_CSIZE, d]
-        label = qp[QP_LABELS, d]
-        lo = lower_bound(entry_labels, offsets[v], offsets[v + 1], label)
-        hi = lower_bound(entry_labels, lo, offsets[v + 1], label + 1)
+        lo, hi = label_range(entry_labels, offsets[v], offsets[v + 1], qp[QP_LABELS, d])
         word0 = edge_table[3, k] + i * qp[QP_WORDS, d]
         at = row_start[r] if write else numba.int64(0)
         count = 0
@@ -209,12 +206,8 @@ class DeviceCandidateGraph:
         ``max_bitmap_bytes``."""
         neighbors, entry_labels = self._adjacency()
         n, nv, pool = plan.size, self.nv, self.pool
-        backward = [int(b) for b in np.asarray(plan.backward)[:n]]
-        adjacent = list(backward)
-        for d in range(n):
-            for j in range(d):
-                if (backward[d] >> j) & 1:
-                    adjacent[j] |= 1 << d
+        backward = np.asarray(plan.backward, dtype=np.int64)
+        adjacent = adjacent_masks(backward, n)
         upload(d_qp, qp)                                  # the refinement reads the positions' labels
         refine = refine_position_kernel[grid_blocks(nv, BUILD_THREADS), BUILD_THREADS]
         for sweep in range(SWEEPS):
@@ -232,15 +225,10 @@ class DeviceCandidateGraph:
         sizes = np.diff(np.append(starts[0:cells:self.blocks], starts[cells])).astype(np.int64)
         words = np.zeros(MAX_QUERY_VERTICES, np.int32)
         words[:n] = (sizes + 31) // 32
-        edges = np.zeros((2, MAX_QUERY_VERTICES, MAX_QUERY_VERTICES), np.int32)
-        table, rows, total_words = [], 0, 0
-        for d in range(1, n):
-            for j in range(d):
-                if (backward[d] >> j) & 1:
-                    edges[0, d, j], edges[1, d, j] = rows, total_words
-                    table.append((rows, d, j, total_words))
-                    rows += int(sizes[j])
-                    total_words += int(sizes[j]) * int(words[d])
+        edges, rows, total_words = edge_layout(backward, sizes, words, n)
+        rows, total_words = int(rows), int(total_words)
+        table = [(edges[0, d, j], d, j, edges[1, d, j]) for d in range(1, n) for j in range(d)
+                 if (int(backward[d]) >> j) & 1]
         if total_words > max_bitmap_bytes // 4:
             return None, {}
         pack_candidate_graph(qp, _Shape(sizes, cand_base, words))

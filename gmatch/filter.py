@@ -42,7 +42,7 @@ from common.gpu.cudasim import FULL_MASK
 from common.gpu.runtime import cuda, jit, simulator_active
 from common.graph.bitmasks import lowest_bit
 from common.graph.model import Graph
-from common.graph.sorted_ranges import lower_bound
+from common.graph.sorted_ranges import label_range
 
 from .order import MAX_QUERY_VERTICES, QueryPlan
 
@@ -251,11 +251,39 @@ def label_sorted_adjacency(data: Graph) -> tuple[np.ndarray, np.ndarray]:
     return sorted_neighbors, labels[sorted_neighbors]
 
 
-@numba.njit(cache=True)
-def _label_range(entry_labels, lo, hi, label):
-    """[first, last) of the entries of label ``label`` in entry_labels[lo:hi] (sorted)."""
-    first = lower_bound(entry_labels, lo, hi, label)
-    return first, lower_bound(entry_labels, first, hi, label + 1)
+def adjacent_masks(backward, n: int) -> list[int]:
+    """Per position d of a plan with backward masks ``backward``: its query neighbours, earlier
+    (the backward mask) and later positions alike."""
+    adjacent = [int(b) for b in backward[:n]]
+    for d in range(n):
+        for j in range(d):
+            if (int(backward[d]) >> j) & 1:
+                adjacent[j] |= 1 << d
+    return adjacent
+
+
+@numba.njit(cache=True, nogil=True)
+def edge_layout(backward, sizes, words, n):
+    """Where each backward edge (j, d) starts in the candidate graph (rows back to back, d
+    ascending, then j): ``edges`` [0, d, j] its first row, [1, d, j] its first bitmap word; and
+    the rows and words in all."""
+    edges = np.zeros((2, 32, 32), np.int32)
+    rows = 0
+    total_words = 0
+    for d in range(1, n):
+        for j in range(d):
+            if (backward[d] >> j) & 1:
+                edges[0, d, j] = rows
+                edges[1, d, j] = total_words
+                rows += sizes[j]
+                total_words += sizes[j] * words[d]
+    return edges, rows, total_words
+
+
+@numba.njit(cache=True, nogil=True)
+def _not_built(bits, cand_set, base, sizes, edges, words):
+    return (bits, cand_set, base, sizes, np.zeros(1, np.int32), np.zeros(1, np.int32),
+            np.zeros(1, np.uint32), edges, words, False)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -297,7 +325,7 @@ def _refine_and_build(offsets, neighbors, entry_labels, qlabels, bits, n, adjace
                     if not (adjacent[d] >> j) & 1:
                         continue
                     hit = False
-                    lo, hi = _label_range(entry_labels, offsets[v], offsets[v + 1], qlabels[j])
+                    lo, hi = label_range(entry_labels, offsets[v], offsets[v + 1], qlabels[j])
                     for e in range(lo, hi):
                         if (bits[neighbors[e]] >> j) & 1:
                             hit = True
@@ -320,19 +348,9 @@ def _refine_and_build(offsets, neighbors, entry_labels, qlabels, bits, n, adjace
     words = np.zeros(32, np.int32)
     for d in range(n):
         words[d] = (sizes[d] + 31) // 32
-    edges = np.zeros((2, 32, 32), np.int32)
-    rows = 0
-    total_words = 0
-    for d in range(1, n):
-        for j in range(d):
-            if (backward[d] >> j) & 1:
-                edges[0, d, j] = rows
-                edges[1, d, j] = total_words
-                rows += sizes[j]
-                total_words += sizes[j] * words[d]
+    edges, rows, total_words = edge_layout(backward, sizes, words, n)
     if total_words > max_words or stop[0] != 0:
-        return (bits, cand_set, base, sizes, np.zeros(1, np.int32), np.zeros(1, np.int32),
-                np.zeros(1, np.uint32), edges, words, False)
+        return _not_built(bits, cand_set, base, sizes, edges, words)
     # one pass writes the rows, growing ``entries`` by doubling (a counting pass would read
     # every row's adjacency twice)
     row_off = np.zeros(rows + 1, np.int32)
@@ -353,7 +371,7 @@ def _refine_and_build(offsets, neighbors, entry_labels, qlabels, bits, n, adjace
             for i in range(sizes[j]):
                 v = cand_set[base[j] + i]
                 row_off[r] = pos
-                lo, hi = _label_range(entry_labels, offsets[v], offsets[v + 1], qlabels[d])
+                lo, hi = label_range(entry_labels, offsets[v], offsets[v + 1], qlabels[d])
                 if pos + (hi - lo) > entries.size:
                     grown = np.empty(max(2 * entries.size, pos + (hi - lo)), np.int32)
                     grown[:pos] = entries[:pos]
@@ -368,8 +386,7 @@ def _refine_and_build(offsets, neighbors, entry_labels, qlabels, bits, n, adjace
         for i in range(sizes[d]):
             rank[cand_set[base[d] + i]] = -1
     if stop[0] != 0 or pos >= 2**31 - 1:
-        return (bits, cand_set, base, sizes, np.zeros(1, np.int32), np.zeros(1, np.int32),
-                np.zeros(1, np.uint32), edges, words, False)
+        return _not_built(bits, cand_set, base, sizes, edges, words)
     row_off[r] = pos
     entries = entries[:max(pos, 1)].copy()
     return bits, cand_set, base, sizes, row_off, entries, bitmap, edges, words, True
@@ -384,11 +401,7 @@ def build_candidate_graph(data: Graph, cand_bits: np.ndarray, plan: QueryPlan,
     neighbors, entry_labels = label_sorted_adjacency(data) if by_label is None else by_label
     n = plan.size
     backward = np.asarray(plan.backward, dtype=np.int64)
-    adjacent = backward.copy()
-    for d in range(n):
-        for j in range(d):
-            if (int(backward[d]) >> j) & 1:
-                adjacent[j] |= 1 << d
+    adjacent = np.array(adjacent_masks(backward, n), np.int64)
     out = _refine_and_build(np.asarray(data.offsets, dtype=np.int64), neighbors, entry_labels,
                             np.asarray(plan.labels, dtype=np.int32),
                             np.array(cand_bits, dtype=np.uint32), n, adjacent, backward,
