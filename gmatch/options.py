@@ -108,7 +108,7 @@ class IndexOptions:
 
     candidate_graph: bool | str
     probe_s: float
-    candidate_graph_build: str = "host"
+    candidate_graph_build: str = "gpu"
 
     def __post_init__(self):
         if self.candidate_graph not in ("auto", True, False):
