@@ -114,7 +114,6 @@ DIRECT_SHARE = 0.15                # of probe_s: the probe's first stage, a DFS 
 PROBE_SEEDS = 1 << 16              # seed-pool target of the probe's second stage (BFS pool, then DFS)
 PROBE_POOL_ROWS = 1 << 20          # ... whose BFS stops the probe at a level of more rows
 LOOK_SHARE = 0.15                  # of probe_s: the second stage's look (on to probe_s where two looks predict its end)
-RUN_ON_MARGIN = 2.0                # ... and then on for at most this many times the launch's predicted whole time
 HUB_AFTER_S = 0.05                 # seconds of whole search before a hub-rooted query is cut (hub_parts)
 HUB_WHOLE_S = 0.8                  # ... unless its whole launch is predicted to end within this many seconds
 HUB_LOOK_AGAIN = 2.0               # a prediction up to this many times hub_whole_s is made again one slice later,
@@ -555,24 +554,20 @@ class GMatch(Engine):
     def _probe_extension(self, seeds: int, in_flight: int, until: float, shape: dict):
         """The watch's ``extend`` for the probe's second stage at its look: where the seeds taken
         beyond the first fetch of every warp (``in_flight``) predict the launch's end by
-        ``until``, it looks again after as long again since the launch and runs on only if that
-        second prediction agrees, for at most ``RUN_ON_MARGIN`` times the predicted whole launch
-        (and never past ``until``); a pool not much larger than one fetch per warp (a pool the
-        BFS could not grow: little work left) runs on to ``until``; else stop (the candidate graph
-        takes over). The margin is ours, past the paper: a run-on that ends in the probe ends
-        close to its prediction, one that does not had predicted a fraction of what it ran, and
-        with the candidate graph built on the GPU what it saves is small
-        (docs/decisions.md, "gMatch: the probe's budget"). ``shape["probe_ran_on"]``: whether it ran on;
+        ``until``, it looks again after as long again since the launch and runs on to ``until``
+        only if that second prediction agrees; a pool not much larger than one fetch per warp (a
+        pool the BFS could not grow: little work left) runs on to ``until``; else stop (the
+        candidate graph takes over). ``shape["probe_ran_on"]``: whether it ran on;
         ``probe_look1_predicted_ms`` and ``probe_look2_predicted_ms``: each look's prediction of the
         launch's whole time."""
         looks, final = 0, False
         shape["probe_ran_on"] = False
 
-        def run_on(end: float = until) -> float:
+        def run_on() -> float:
             nonlocal final
             final = True
             shape["probe_ran_on"] = True
-            return min(until, end)
+            return until
 
         def extend(elapsed: float) -> float | None:
             nonlocal looks
@@ -588,7 +583,7 @@ class GMatch(Engine):
                 return None
             if looks == 1 and now + elapsed < until:
                 return now + elapsed
-            return run_on(now - elapsed + RUN_ON_MARGIN * max(predicted, elapsed))
+            return run_on()
         return extend
 
     def _whole_extension(self, seeds: int, in_flight: int, keep_whole: Deadline, shape: dict):

@@ -1029,20 +1029,15 @@ def test_a_probe_pool_level_past_its_rows_ends_the_probe(labelled, unlabelled, r
 
 
 @pytest.mark.parametrize("predictions, small_pool, answers", [
-    ((0.001, 0.001), False, ["again", "margin", None]),  # two looks agree: on for twice the time so far
-    ((3.0, 4.0), False, ["again", "margin", None]),      # ... or twice the predicted launch
-    ((20.0, 40.0), False, ["again", "until", None]),     # ... but never past the probe's end
+    ((0.001, 0.001), False, ["again", "until", None]),   # two looks agree: on to the probe's end
     ((0.001, 1000.0), False, ["again", None]),            # the second look disagrees: stop there
     ((1000.0,), False, [None]),                           # the first look predicts no end in time: stop
     ((), True, ["until", None]),                          # a pool the BFS could not grow: on to the end
 ])
 def test_the_probe_runs_on_past_its_look_only_where_two_looks_predict_its_end(predictions, small_pool, answers):
     """gMatch's probe (docs/decisions.md, "gMatch: a data-graph probe before the candidate graph"):
-    its second stage runs on past its look only where the share of seeds taken predicts the end
-    by ``until`` at the look and again after as long again since the launch, and then for at most
-    ``RUN_ON_MARGIN`` times the predicted launch (or the time so far, where that is longer)."""
-    from gmatch.engine import RUN_ON_MARGIN
-
+    its second stage runs on past its look to ``until`` only where the share of seeds taken
+    predicts the end by then at the look and again after as long again since the launch."""
     gm = GMatch()
     made = iter(predictions)
     gm._predicted_s = lambda seeds, in_flight, elapsed: next(made)
@@ -1059,14 +1054,11 @@ def test_the_probe_runs_on_past_its_look_only_where_two_looks_predict_its_end(pr
             assert got is None
         elif answer == "until":
             assert got == until
-        elif answer == "margin":                          # from the launch, elapsed ago
-            wanted = now - elapsed + RUN_ON_MARGIN * max(predictions[-1], elapsed)
-            assert wanted <= got <= wanted + (time.perf_counter() - now) and got < until
         else:                                             # looks again after as long again since the launch
             assert now + elapsed <= got < min(until, time.perf_counter() + elapsed + 1.0)
         elapsed *= 2
     assert next(made, None) is None                       # every prediction was asked for
-    assert shape["probe_ran_on"] is ("until" in answers or "margin" in answers)  # the statistic names the bet
+    assert shape["probe_ran_on"] is ("until" in answers)  # the statistic names the bet
     assert [shape.get(f"probe_look{k}_predicted_ms") for k in (1, 2)] == \
         [1e3 * predictions[k] if k < len(predictions) else None for k in (0, 1)]   # and the looks' predictions
 
