@@ -114,6 +114,7 @@ DIRECT_SHARE = 0.15                # of probe_s: the probe's first stage, a DFS 
 PROBE_SEEDS = 1 << 16              # seed-pool target of the probe's second stage (BFS pool, then DFS)
 PROBE_POOL_ROWS = 1 << 20          # ... whose BFS stops the probe at a level of more rows
 LOOK_SHARE = 0.15                  # of probe_s: the second stage's look (on to probe_s where two looks predict its end)
+RUN_ON_SHARE = 0.1                 # ... and the second predicts a launch of at most this share of probe_s
 HUB_AFTER_S = 0.05                 # seconds of whole search before a hub-rooted query is cut (hub_parts)
 HUB_WHOLE_S = 0.8                  # ... unless its whole launch is predicted to end within this many seconds
 HUB_LOOK_AGAIN = 2.0               # a prediction up to this many times hub_whole_s is made again one slice later,
@@ -555,9 +556,13 @@ class GMatch(Engine):
         """The watch's ``extend`` for the probe's second stage at its look: where the seeds taken
         beyond the first fetch of every warp (``in_flight``) predict the launch's end by
         ``until``, it looks again after as long again since the launch and runs on to ``until``
-        only if that second prediction agrees; a pool not much larger than one fetch per warp (a
-        pool the BFS could not grow: little work left) runs on to ``until``; else stop (the
-        candidate graph takes over). ``shape["probe_ran_on"]``: whether it ran on;
+        only if that second prediction agrees and is of a short launch (at most ``RUN_ON_SHARE``
+        of ``probe_s``); a pool not much larger than one fetch per warp (a pool the BFS could not
+        grow: little work left) runs on to ``until``; else stop (the candidate graph takes over).
+        The short-launch bound is ours: on the H200 runs recorded, the run-ons that ended in the
+        probe had been predicted at a few percent of ``probe_s`` and those that did not at a
+        fifth of it or more (docs/decisions.md, "gMatch: the probe's budget").
+        ``shape["probe_ran_on"]``: whether it ran on;
         ``probe_look1_predicted_ms`` and ``probe_look2_predicted_ms``: each look's prediction of the
         launch's whole time."""
         looks, final = 0, False
@@ -583,6 +588,8 @@ class GMatch(Engine):
                 return None
             if looks == 1 and now + elapsed < until:
                 return now + elapsed
+            if predicted > RUN_ON_SHARE * self.index.probe_s:
+                return None
             return run_on()
         return extend
 

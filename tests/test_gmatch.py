@@ -1029,16 +1029,21 @@ def test_a_probe_pool_level_past_its_rows_ends_the_probe(labelled, unlabelled, r
 
 
 @pytest.mark.parametrize("predictions, small_pool, answers", [
-    ((0.001, 0.001), False, ["again", "until", None]),   # two looks agree: on to the probe's end
-    ((0.001, 1000.0), False, ["again", None]),            # the second look disagrees: stop there
+    ((1e-4, 2e-4), False, ["again", "until", None]),     # two looks agree on a short launch: on to the end
+    ((1e-4, 0.01), False, ["again", None]),               # the second look predicts a long one: stop there
+    ((1e-4, 1000.0), False, ["again", None]),             # ... or no end in time
     ((1000.0,), False, [None]),                           # the first look predicts no end in time: stop
     ((), True, ["until", None]),                          # a pool the BFS could not grow: on to the end
 ])
 def test_the_probe_runs_on_past_its_look_only_where_two_looks_predict_its_end(predictions, small_pool, answers):
     """gMatch's probe (docs/decisions.md, "gMatch: a data-graph probe before the candidate graph"):
     its second stage runs on past its look to ``until`` only where the share of seeds taken
-    predicts the end by then at the look and again after as long again since the launch."""
+    predicts the end by then at the look, and again after as long again since the launch a
+    launch of at most ``RUN_ON_SHARE`` of ``probe_s``."""
+    from gmatch.engine import RUN_ON_SHARE
+
     gm = GMatch()
+    assert 2e-4 < RUN_ON_SHARE * gm.probe_s < 0.01          # the cases' short and long launches
     made = iter(predictions)
     gm._predicted_s = lambda seeds, in_flight, elapsed: next(made)
     in_flight = 1000
