@@ -2,6 +2,7 @@
 
 import math
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -260,6 +261,18 @@ def test_every_run_follows_the_other_revision_and_each_goes_first_as_often():
     assert len(timed) == 40 and all(after_compile[i - 1][0] != after_compile[i][0] for i in timed)
     firsts = [after_compile[12 * q][0] for q in range(4)]                        # each query's first run
     assert firsts == ["new", "old", "new", "old"]
+
+
+def test_each_turn_says_how_long_its_prepare_and_first_query_took():
+    """The gate's log names, per worker turn, the seconds of prepare and of the first query (its
+    compiles), where a gate's time goes besides the timed runs."""
+    lines = []
+    workers = [_Recorder("new", []), _Recorder("old", [])]
+    load = regress.Workload("w", "small", "data", [("q0", "q0.graph", 1)])
+    regress.measure(workers, ["cpu"], [load], repeats=1, limit_s=1.0, progress=lines.append)
+    turns = [line.strip() for line in lines if "prepared in" in line]
+    assert [t.split(":")[0] for t in turns] == ["new", "old"]
+    assert all(re.fullmatch(r"\w+: prepared in \d+\.\d s, first query \(compiles\) \d+\.\d s", t) for t in turns)
 
 
 class _Holder(_Recorder):

@@ -399,6 +399,7 @@ def _measure_workload(workers: list[Worker], engine: str, wl: Workload, *, repea
     warm_s = 2 * limit_s if warm_s is None else warm_s
     before = dict(before=wl.before, before_s=BEFORE_S) if wl.before else {}
     results = []
+    began = time.perf_counter()
     for w in workers:
         w.send(op="prepare", engine=engine, data=wl.data, options=options or {})
     failed = []
@@ -412,11 +413,14 @@ def _measure_workload(workers: list[Worker], engine: str, wl: Workload, *, repea
             w.ask(op="drop")
         return [QueryRun(engine, wl.name, wl.group, name, known, error="; ".join(failed))
                 for name, _, known in wl.queries]
+    prepared = time.perf_counter()
     first = dict(op="match", engine=engine, data=wl.data, query=wl.queries[0][1], timeout=warm_s)
     for w in workers:                          # compiles, all revisions at once
         w.send(**first)
     for w in workers:
         w.receive()
+    progress(f"    {'/'.join(w.label for w in workers)}: prepared in {prepared - began:.1f} s, "
+             f"first query (compiles) {time.perf_counter() - prepared:.1f} s")
     for qi, (name, path, known) in enumerate(wl.queries):
         run = QueryRun(engine, wl.name, wl.group, name, known)
         request = dict(op="match", engine=engine, data=wl.data, query=path, timeout=limit_s, **before)
