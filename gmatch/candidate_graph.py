@@ -1,7 +1,8 @@
 """gMatch's candidate graph built on the GPU (paper Sec. 3.5: the authors build it with count,
 scan and fill passes on the device), from the filter's bits where they already are: the same
 arrays as the host build :func:`gmatch.filter.build_candidate_graph`, which stays the build of
-a split query's parts and the oracle of the tests.
+a split query's parts, the fallback where the device build's arrays do not fit, and the oracle
+of the tests. The default build (``candidate_graph_build="gpu"``).
 
 1. **Refine** (:func:`refine_position_kernel`): ``SWEEPS`` passes over the positions (matching
    order, then reverse), one launch per position: a thread per data vertex clears bit d of v when

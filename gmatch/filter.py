@@ -13,10 +13,11 @@ has a candidate adjacent to v) and, for every backward edge (j, d), stores one r
 of j listing the ranks in C(d) of its neighbours there (sorted), plus a bitset over C(d) per row.
 The search then carries ranks ("compact indices"): a row is found by arithmetic, an adjacency
 test is one bit, and a data vertex is needed only for injectivity, restrictions and output.
-CHOICES where the paper is silent: the default build runs on the host, compiled with Numba, from
-the GPU's LDF/NLF bits (one copy each way, timed as the ``index`` phase);
-``candidate_graph_build="gpu"`` builds the same arrays on the device with count, scan and fill
-passes as the authors do (:mod:`gmatch.candidate_graph`). Both scan only the neighbours with
+CHOICES where the paper is silent: the default build runs on the device with count, scan and fill
+passes as the authors do (:mod:`gmatch.candidate_graph`); this module's build
+(``candidate_graph_build="host"``, a split query's parts, the device build's fallback and its
+tests' oracle) runs on the host, compiled with Numba, from the GPU's LDF/NLF bits (one copy each
+way, timed as the ``index`` phase). Both scan only the neighbours with
 the wanted label (adjacency lists re-sorted by (label, id) once per data graph:
 :func:`label_sorted_adjacency`); when the bitmaps would take more than the memory budget allows
 (default at most 1 GiB), the search runs over the data graph instead (the authors' hash build is
