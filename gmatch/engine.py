@@ -561,7 +561,8 @@ class GMatch(Engine):
         grow: little work left) runs on to ``until``; else stop (the candidate graph takes over).
         The short-launch bound is ours: on the H200 runs recorded, the run-ons that ended in the
         probe had been predicted at a few percent of ``probe_s`` and those that did not at a
-        fifth of it or more (docs/decisions.md, "gMatch: the probe's budget").
+        fifth of it or more (docs/decisions.md, "gMatch: a data-graph probe before the candidate
+        graph, and its budget").
         ``shape["probe_ran_on"]``: whether it ran on;
         ``probe_look1_predicted_ms`` and ``probe_look2_predicted_ms``: each look's prediction of the
         launch's whole time."""
@@ -843,7 +844,8 @@ class GMatch(Engine):
         ``LOOK_SHARE`` of it, where the launch runs on to ``probe_end`` only if the share of its
         seeds taken predicts its end by then at two looks (:meth:`_probe_extension`). A query that goes on to
         the candidate graph has lost about ``DIRECT_SHARE + LOOK_SHARE`` of ``probe_s`` to the
-        probe where its pool predicts (docs/decisions.md, "gMatch: the probe's budget").
+        probe where its pool predicts (docs/decisions.md, "gMatch: a data-graph probe before the
+        candidate graph, and its budget").
         Returns (unique count, ctrl row, stopped, statistics); the statistics name each stage's
         wall time, the look's seed pool (time, rows, growths of its buffers) and how far the probe
         ran past ``probe_end`` (:data:`PROBE_STATS`)."""
