@@ -55,6 +55,7 @@ VARIANTS = {
     "no-leaf-counting": {"leaf_counting": False},
     "data-graph": {"candidate_graph": False, "leaf_counting": False},
     "gpu-build": {"candidate_graph_build": "gpu"},
+    "host-build": {"candidate_graph_build": "host"},
 }
 
 
