@@ -192,12 +192,18 @@ class DeviceCandidateGraph:
         self._h_starts = np.zeros(MAX_QUERY_VERTICES * self.blocks + 1, np.int64)
 
     def _adjacency(self):
+        """The label-sorted adjacency on the device: uploaded by the first build, then kept as
+        pooled buffers, so that it counts in the peak of the queries that build a candidate graph
+        (:class:`common.gpu.pool.BufferPool`) and not in those that end in the probe."""
         if self._d_adjacency is None:
             neighbors, entry_labels = self.sorted_adjacency()
-            self._d_adjacency = (self.budget.to_device(np.ascontiguousarray(neighbors, np.int32),
-                                                       "label-sorted neighbours"),
-                                 self.budget.to_device(np.ascontiguousarray(entry_labels, np.int32),
-                                                       "label-sorted neighbour labels"))
+            self._d_adjacency = (self.pool.upload("label-sorted neighbours", neighbors.astype(np.int32, copy=False)),
+                                 self.pool.upload("label-sorted neighbour labels",
+                                                  entry_labels.astype(np.int32, copy=False)))
+            self._adjacency_size = max(int(neighbors.size), 1)
+        else:                                    # this query's demand, the buffers as they are
+            for name in ("label-sorted neighbours", "label-sorted neighbour labels"):
+                self.pool.get(name, self._adjacency_size, np.int32)
         return self._d_adjacency
 
     def build(self, plan: QueryPlan, qp: np.ndarray, d_qp, d_bits, max_bitmap_bytes: int):

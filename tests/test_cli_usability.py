@@ -116,11 +116,24 @@ def test_engines_lists_every_option_with_its_default(capsys):
     assert code == 2 and "unknown engine" in err
 
 
-@pytest.mark.parametrize("name", available_engines())
-def test_engines_reads_every_meaning_from_the_class_docstrings(capsys, name):
+def _external_binaries() -> dict:
+    from experiments.papers.authors import EGSMAuthors, GMatchAuthors
+    from experiments.papers.competitors import COMPETITORS
+
+    return {**COMPETITORS, "egsm-authors": EGSMAuthors, "gmatch-authors": GMatchAuthors}
+
+
+@pytest.mark.parametrize("name", sorted(set(available_engines()) | set(_external_binaries())))
+def test_engines_reads_every_meaning_from_the_class_docstrings(capsys, monkeypatch, name):
     """Every option `gpusm engines` shows has a type and a meaning, and both are the ones the
     numpydoc Parameters sections of the engine class (or the bases its **options reach) give;
-    every documented name is a real option."""
+    every documented name is a real option. The authors' and the competitors' binaries are
+    registered for it as on a host where they are built."""
+    from common.engine import registry
+
+    if name not in registry._REGISTRY:
+        cls = _external_binaries()[name]
+        monkeypatch.setitem(registry._REGISTRY, name, f"{cls.__module__}:{cls.__qualname__}")
     code, out, _ = run(capsys, "engines", name, "--format", "json")
     (entry,) = json.loads(out)
     cls = engine_class(name)

@@ -450,6 +450,26 @@ def test_buffer_pool_peak_is_the_query_s_own_demand():
     del kept
 
 
+def test_buffer_pool_scan_workspace_counts_as_far_as_the_query_s_scans_need_it():
+    from common.gpu.scan import workspace_bytes
+
+    budget = DeviceMemoryBudget(None)
+    pool = BufferPool(budget)
+
+    def scans(*sizes):
+        budget.reset_peak()
+        for size in sizes:
+            pool.scan(size)
+        return budget.peak
+
+    small = scans(100)
+    assert small == workspace_bytes(100) > 0
+    assert scans(10_000_000) >= workspace_bytes(10_000_000) > small      # grows the workspace
+    assert scans(100) == small and budget.in_use >= workspace_bytes(10_000_000)
+    pool.free_all()
+    assert budget.in_use == 0 and scans() == 0
+
+
 def test_buffer_pool_reuses_grows_keeps_and_checks_the_limit():
     budget = DeviceMemoryBudget(4096)
     pool = BufferPool(budget, growth=2.0)

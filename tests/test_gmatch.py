@@ -412,6 +412,23 @@ def test_a_device_build_out_of_device_memory_builds_on_the_host(reference_of, mo
         "built on the host: device allocation of 1,048,576 bytes for label-sorted neighbours")
 
 
+def test_the_device_builds_adjacency_counts_only_in_the_peaks_of_the_queries_that_build():
+    """The label-sorted adjacency the first device build uploads stays on the device, as a pooled
+    buffer: a query that ends in the probe has the same peak before and after a build, and a
+    query that builds counts it."""
+    data = rmat(40, 120, seed=3, labels=uniform_labels(40, 3, seed=4), name="rmat40-labelled")
+    query = random_walk_query(data, 3, seed=3, name="walk3")
+    gm = GMatch(**{**SMALL, "probe_s": 60.0}, candidate_graph_build="gpu").prepare(data)
+    probed = gm.match(query)
+    assert probed.stats["probe_finished"] and not probed.stats["candidate_graph"]
+    built = gm.match(query, collect=True)
+    assert built.stats["candidate_graph"] and built.count == probed.count
+    adjacency = 2 * 4 * data.neighbors.size
+    assert built.peak_device_bytes >= probed.peak_device_bytes + adjacency
+    assert gm.match(query).peak_device_bytes == probed.peak_device_bytes
+    assert gm.match(query, collect=True).peak_device_bytes == built.peak_device_bytes
+
+
 # ------------------------------------------------------------------------------ leaf counting
 def star_with_leaves(labels):
     """A path 0-1-2 (labels 0, 1, 0) with leaves hung on vertex 1 and 2 of the given labels."""

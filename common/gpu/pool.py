@@ -102,17 +102,23 @@ class BufferPool:
         return self._view(name, current, shape)
 
     def scan(self, size: int, dtype=np.int64):
-        """A :class:`common.gpu.scan.ScanWorkspace` for scans of at least ``size`` elements."""
-        from .scan import ScanWorkspace
+        """A :class:`common.gpu.scan.ScanWorkspace` for scans of at least ``size`` elements; like a
+        buffer, it counts in the peak only as far as the current query's scans need it."""
+        from .scan import ScanWorkspace, workspace_bytes
 
         key = np.dtype(dtype).str
+        name = f"scan workspace {key}"
         workspace = self._scans.get(key)
         if workspace is None or workspace.capacity < size:
             if workspace is not None:
+                self.budget._add_slack(self._demand.pop(name, 0) - workspace.nbytes)
                 workspace.free(self.budget)
             capacity = size if workspace is None else max(int(size), int(workspace.capacity * self.growth))
             workspace = ScanWorkspace(capacity, dtype, self.budget)
+            self.budget._add_slack(workspace.nbytes)
+            self._demand.setdefault(name, 0)
             self._scans[key] = workspace
+        self._demand_bytes(name, workspace_bytes(size, dtype))
         return workspace
 
     def free(self, name: str) -> None:
@@ -128,7 +134,8 @@ class BufferPool:
 
     def free_scans(self) -> None:
         """Give the scan workspaces back to the budget."""
-        for workspace in self._scans.values():
+        for key, workspace in self._scans.items():
+            self.budget._add_slack(self._demand.pop(f"scan workspace {key}", 0) - workspace.nbytes)
             workspace.free(self.budget)
         self._scans.clear()
 
@@ -136,14 +143,12 @@ class BufferPool:
     def nbytes(self) -> int:
         """Device bytes the pool holds (buffers and scan workspaces)."""
         return (sum(a.nbytes for a in self._arrays.values())
-                + sum(level.nbytes for w in self._scans.values() for level in w.levels))
+                + sum(w.nbytes for w in self._scans.values()))
 
     def free_all(self) -> None:
         for name in list(self._arrays):
             self.free(name)
-        for workspace in self._scans.values():
-            workspace.free(self.budget)
-        self._scans.clear()
+        self.free_scans()
 
     def __contains__(self, name: str) -> bool:
         return name in self._arrays

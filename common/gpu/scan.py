@@ -147,6 +147,11 @@ def _level_sizes(n: int) -> list[int]:
             return sizes
 
 
+def workspace_bytes(n: int, dtype=np.int64) -> int:
+    """Bytes of the tile totals a scan of ``n`` elements with output ``dtype`` uses."""
+    return sum(_level_sizes(n)) * np.dtype(dtype).itemsize
+
+
 class ScanWorkspace:
     """Tile-total buffers for scans of up to ``capacity`` elements with output ``dtype``; make one
     per engine (through its :class:`~common.gpu.budget.DeviceMemoryBudget`) to scan without
@@ -166,6 +171,11 @@ class ScanWorkspace:
         self.heads = [level[0:1] for level in self.levels]
         self.host_total = np.zeros(1, self.dtype)
         self.kernels = _kernels(self.dtype.str)
+
+    @property
+    def nbytes(self) -> int:
+        """Device bytes of the tile buffers."""
+        return sum(level.nbytes for level in self.levels)
 
     def free(self, budget) -> None:
         """Give the tile buffers back to ``budget`` (the one they were allocated through)."""
@@ -226,5 +236,5 @@ def exclusive_scan(d_in, d_out=None, stream=0, workspace: ScanWorkspace | None =
     return int(workspace.host_total[0])
 
 
-__all__ = ["SCAN_THREADS", "SCAN_ITEMS", "SCAN_TILE", "ScanWorkspace", "block_carry_scan",
+__all__ = ["SCAN_THREADS", "SCAN_ITEMS", "SCAN_TILE", "ScanWorkspace", "block_carry_scan", "workspace_bytes",
            "block_exclusive_scan", "exclusive_scan", "warp_inclusive_scan"]

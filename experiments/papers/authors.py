@@ -140,8 +140,13 @@ class PrintedSearchBinary(Engine):
     gets the limit plus :data:`ALLOWANCE_FACTOR` start-up allowances (``allowance_s``, measured by
     the subclass) plus :data:`ALLOWANCE_MARGIN_S`.
 
-    ``probe_limit_s`` bounds the start-up probe's process (default :data:`PROBE_LIMIT_S`); a caller with
-    a time budget (the competitors' bench) passes what is left of it, so no probe outlives the budget."""
+    Parameters
+    ----------
+    probe_limit_s : float
+        Most seconds of the start-up probe's process (default :data:`PROBE_LIMIT_S`); a caller
+        with a time budget (the competitors' bench) passes what is left of it, so no probe
+        outlives the budget.
+    """
 
     #: a fresh process every run: nothing of a first run carries over but the operating system's
     #: file cache, and the search time it prints leaves out the load; a warm-up is a wasted process
