@@ -391,6 +391,18 @@ def test_the_gpus_local_cpus_come_from_its_pci_address_and_sysfs(tmp_path, monke
     assert backend.gpu_local_cpus("0") == (None, "not pinned: nvidia-smi (FileNotFoundError)")
 
 
+def test_each_revision_tree_has_a_kernel_cache_of_its_own(tmp_path, monkeypatch):
+    """Workers of one tree share a kernel cache folder (the second process loads what the first
+    compiled); two trees never do (their kernels would evict each other's)."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    new, old = tmp_path / "new", tmp_path / "old"
+    caches = [regress.worker_env(tree)["NUMBA_CACHE_DIR"] for tree in (new, old, new)]
+    assert caches[0] == caches[2] != caches[1]
+    assert all(Path(c).parent == tmp_path / "cache" / "gpusm-regress" for c in caches)
+    env = regress.worker_env(new, {3, 1})
+    assert env["GPUSM_PIN_CPUS"] == "1,3" and env["PYTHONPATH"].split(os.pathsep)[0] == str(new)
+
+
 def test_a_worker_runs_on_the_cpus_it_is_given(tmp_path):
     """A regress worker pins itself to its CPUs before it imports the revision's code."""
     cpu = sorted(os.sched_getaffinity(0))[-1]

@@ -37,6 +37,7 @@ taking the next pair as they finish, heavy groups first; the summaries join into
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -258,14 +259,28 @@ for line in sys.stdin:
 """
 
 
+def worker_env(tree: Path, cpus: set[int] | None = None) -> dict:
+    """A worker's environment: the revision's code first on the path, its CPUs, and a kernel
+    cache of its own tree (``NUMBA_CACHE_DIR`` under this user's cache root, one folder per
+    tree). The cache is keyed by the content of the kernel packages, one version per folder:
+    revisions sharing a folder would each find the other's kernels stale and compile again in
+    every process (``--processes``), a share of the gate's time measuring nothing."""
+    from common.gpu.kernel_cache import cache_root
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]))
+    tag = hashlib.sha1(str(Path(tree).resolve()).encode()).hexdigest()[:12]
+    env["NUMBA_CACHE_DIR"] = str(cache_root() / "gpusm-regress" / tag)
+    if cpus:                                   # the worker pins itself before it imports anything
+        env["GPUSM_PIN_CPUS"] = ",".join(str(c) for c in sorted(cpus))
+    return env
+
+
 class Worker:
     """One revision's worker process (module docstring)."""
 
     def __init__(self, label: str, tree: Path, log, cpus: set[int] | None = None):
         self.label, self.tree = label, tree
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]))
-        if cpus:                               # the worker pins itself before it imports anything
-            env["GPUSM_PIN_CPUS"] = ",".join(str(c) for c in sorted(cpus))
+        env = worker_env(tree, cpus)
         self.proc = subprocess.Popen([sys.executable, "-c", WORKER, str(tree)], cwd=tree, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
 
