@@ -251,6 +251,22 @@ def test_in_core_when_the_graph_fits_runs_gsis_join_without_streaming():
         SGSI(out_of_core="yes")
 
 
+def test_out_of_core_peak_counts_the_scan_workspace_it_reserved_in_every_query():
+    """The join's scan workspace, reserved at prepare, is in use in every query out of core: it
+    counts in each query's peak, the same query giving the same peak."""
+    from common.gpu.scan import workspace_bytes
+
+    data = GRAPH
+    engine = SGSI(device_memory_limit=limit_for_partitions(data, 3), **SHAPE).prepare(data)
+    queries = (walk_query(data, 4, seed=0), walk_query(data, 3, seed=4))
+    first = [engine.match(q).peak_device_bytes for q in queries]
+    assert first == [engine.match(q).peak_device_bytes for q in queries]
+    reserved = engine.scan_ws.capacity
+    assert all(peak >= workspace_bytes(reserved) for peak in first)
+    engine.match(queries[1])
+    assert engine.pool._demand["scan workspace <i8"] == workspace_bytes(reserved)   # this query's demand
+
+
 def test_in_core_embeddings_name_the_inputs_ids_once():
     """A data graph with its own ids (meta["original_ids"]): in core, the embeddings are mapped
     to them once, as out of core and by GSI."""

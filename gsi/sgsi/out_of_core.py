@@ -221,6 +221,7 @@ class OutOfCore:
         status, reason, order = Status.OK, "", list(range(nq))
         try:
             self._grow_bits(nq)
+            self.scan_ws = self.pool.scan(self.scan_ws.capacity, np.int64)   # the join's scans: this query's demand
             with timer.phase("filter"):
                 sizes = self._filter(q, query, nq)
             stats["candidate_sizes"] = sizes.tolist()
