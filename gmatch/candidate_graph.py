@@ -174,14 +174,17 @@ class _Shape:
     words: np.ndarray           # int32 (32,)
 
 
-class DeviceCandidateGraph:
-    """Builds one query's candidate graph on the device of an engine (its ``budget`` and
-    ``pool``) over a data graph of ``num_vertices`` vertices whose offsets are ``d_offsets``;
-    ``sorted_adjacency()`` gives the host's :func:`gmatch.filter.label_sorted_adjacency`, uploaded
-    on the first build."""
+ADJACENCY_BUFFERS = ("label-sorted neighbours", "label-sorted neighbour labels")
+"""The pool's names of the label-sorted adjacency and its entries' labels."""
 
-    def __init__(self, budget, pool, d_offsets, sorted_adjacency, num_vertices: int):
-        self.budget, self.pool = budget, pool
+
+class DeviceCandidateGraph:
+    """Builds one query's candidate graph on the device of an engine (its ``pool``) over a data
+    graph of ``num_vertices`` vertices whose offsets are ``d_offsets``; ``sorted_adjacency()``
+    gives the host's :func:`gmatch.filter.label_sorted_adjacency`, uploaded on the first build."""
+
+    def __init__(self, pool, d_offsets, sorted_adjacency, num_vertices: int):
+        self.pool = pool
         self.nv = int(num_vertices)
         self.d_offsets = d_offsets
         self.sorted_adjacency = sorted_adjacency
@@ -196,14 +199,11 @@ class DeviceCandidateGraph:
         pooled buffers, so that it counts in the peak of the queries that build a candidate graph
         (:class:`common.gpu.pool.BufferPool`) and not in those that end in the probe."""
         if self._d_adjacency is None:
-            neighbors, entry_labels = self.sorted_adjacency()
-            self._d_adjacency = (self.pool.upload("label-sorted neighbours", neighbors.astype(np.int32, copy=False)),
-                                 self.pool.upload("label-sorted neighbour labels",
-                                                  entry_labels.astype(np.int32, copy=False)))
-            self._adjacency_size = max(int(neighbors.size), 1)
+            self._d_adjacency = tuple(self.pool.upload(name, array.astype(np.int32, copy=False))
+                                      for name, array in zip(ADJACENCY_BUFFERS, self.sorted_adjacency()))
         else:                                    # this query's demand, the buffers as they are
-            for name in ("label-sorted neighbours", "label-sorted neighbour labels"):
-                self.pool.get(name, self._adjacency_size, np.int32)
+            for name, array in zip(ADJACENCY_BUFFERS, self._d_adjacency):
+                self.pool.get(name, array.size, np.int32)
         return self._d_adjacency
 
     def build(self, plan: QueryPlan, qp: np.ndarray, d_qp, d_bits, max_bitmap_bytes: int):

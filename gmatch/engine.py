@@ -337,7 +337,7 @@ class GMatch(Engine):
                             budget.zeros(2 * MAX_QUERY_VERTICES ** 2, np.int32,
                                          "no candidate-graph edges"), self._d_cand)
         self._by_label = None                 # label-sorted adjacency, built on the first query
-        self._device_build = DeviceCandidateGraph(budget, self.pool, d_offsets, self._sorted_adjacency, nv)
+        self._device_build = DeviceCandidateGraph(self.pool, d_offsets, self._sorted_adjacency, nv)
         self._labelled = np.unique(np.asarray(data.labels)).size > 1
         self._root_cuts: dict[tuple[int, int], bool] = {}   # (root label, root degree) -> cut below the root
         self._max_degree = int(data.max_degree) if nv else 0

@@ -111,8 +111,7 @@ class BufferPool:
         workspace = self._scans.get(key)
         if workspace is None or workspace.capacity < size:
             if workspace is not None:
-                self.budget._add_slack(self._demand.pop(name, 0) - workspace.nbytes)
-                workspace.free(self.budget)
+                self._free_scan(key)
             capacity = size if workspace is None else max(int(size), int(workspace.capacity * self.growth))
             workspace = ScanWorkspace(capacity, dtype, self.budget)
             self.budget._add_slack(workspace.nbytes)
@@ -134,10 +133,14 @@ class BufferPool:
 
     def free_scans(self) -> None:
         """Give the scan workspaces back to the budget."""
-        for key, workspace in self._scans.items():
-            self.budget._add_slack(self._demand.pop(f"scan workspace {key}", 0) - workspace.nbytes)
-            workspace.free(self.budget)
-        self._scans.clear()
+        for key in list(self._scans):
+            self._free_scan(key)
+
+    def _free_scan(self, key: str) -> None:
+        """Give the scan workspace of dtype ``key`` back, its bytes this query asked for with it."""
+        workspace = self._scans.pop(key)
+        self.budget._add_slack(self._demand.pop(f"scan workspace {key}", 0) - workspace.nbytes)
+        workspace.free(self.budget)
 
     @property
     def nbytes(self) -> int:
