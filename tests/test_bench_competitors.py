@@ -79,6 +79,15 @@ def test_past_the_budget_the_queries_are_skipped(small_set):
     assert bench.summary(rows).loc[0, "skipped"] == 3
 
 
+def test_a_run_that_ended_in_an_error_is_counted_with_its_reason():
+    rows = [bench.Row("rw12", "gsi-authors", "q1", "error", reason="the binary printed no count (rc 1)"),
+            bench.Row("rw12", "gsi-authors", "q2", "error", reason="an assert"),
+            bench.Row("rw12", "gsi-authors", "q3", "timeout")]
+    line = bench.summary(rows).iloc[0]
+    assert (line["error"], line["timeout"], line["ok"]) == (2, 1, 0)
+    assert line["note"] == "error: the binary printed no count (rc 1)"
+
+
 def test_the_command_refuses_unknown_sets_and_systems(capsys):
     with pytest.raises(SystemExit):
         bench.main(["--sets", "nope"])

@@ -98,6 +98,62 @@ def test_a_noise_copy_gives_each_row_its_spread_and_a_miss_within_it_says_so():
                                 and "beyond the noise" not in m for m in plain_misses)
 
 
+def test_a_copy_faster_than_the_baseline_is_noise_as_wide_as_a_slower_one():
+    runs = [_run(1, [("ok", 1, 1.2)], [("ok", 1, 1.0)], query=q, group="small") for q in "ab"]
+    for run in runs:
+        run.runs["copy"] = [{"status": "ok", "count": 1, "wall": 0.8, "seconds": 0.8}]
+    table, _ = summarise(runs, "new", "old", 5.0, noise="copy")
+    assert table.iloc[0]["noise_best"] == pytest.approx(0.8)
+    (miss,) = verdicts(table)
+    assert "within the noise" in miss and "spread of 1.25" in miss
+    for run in runs:
+        run.runs["copy"][0]["wall"] = 0.9
+    (miss,) = verdicts(summarise(runs, "new", "old", 5.0, noise="copy")[0])
+    assert "beyond the noise" in miss and "spread of 1.11" in miss
+
+
+def _levelled(levels: dict, queries: int = 4) -> list:
+    """Runs whose every revision's processes (label -> one level per process) answer each query at
+    that level times a query's own base wall (old's processes pooled)."""
+    runs = []
+    for q in range(queries):
+        run = QueryRun("sgsi", "s", "small", f"q{q}", 1)
+        for label, per_process in levels.items():
+            run.runs[label] = [{"status": "ok", "count": 1, "wall": (q + 1) * level, "seconds": 0.0,
+                                "process": f"{label}-{p}"} for p, level in enumerate(per_process) for _ in range(3)]
+        runs.append(run)
+    return runs
+
+
+def test_process_levels_judge_a_small_miss_when_each_revision_ran_several_processes():
+    """Same code spread over bimodal process levels is within the noise; a new revision slower in
+    every process than every baseline process is beyond it (p = 1/84 for three against six)."""
+    bimodal = _levelled({"new": [0.9, 1.27, 1.23], "old": [0.89, 1.0, 1.24], "copy": [0.81, 0.82, 0.82]})
+    assert [round(x, 2) for x in regress.process_levels(bimodal, "new", "old")] == pytest.approx(
+        [0.9 / 1.0, 1.27 / 1.0, 1.23 / 1.0], abs=0.01)
+    table, _ = summarise(bimodal, "new", "old", 5.0, noise="copy")
+    row = table.iloc[0]
+    assert row["levels_new"] == "0.90 1.27 1.23" and row["levels_noise"] == "0.81 0.82 0.82"
+    assert 0.05 < row["level_p"] < 0.5
+    (miss,) = verdicts(table)
+    assert "within the noise by process levels" in miss and "p = " in miss
+    slower = _levelled({"new": [1.2, 1.21, 1.22], "old": [1.0, 1.01, 0.99], "copy": [1.0, 1.02, 0.98]})
+    row = summarise(slower, "new", "old", 5.0, noise="copy")[0].iloc[0]
+    assert row["level_p"] == pytest.approx(1 / 84)
+    (miss,) = verdicts(summarise(slower, "new", "old", 5.0, noise="copy")[0])
+    assert "beyond the noise by process levels" in miss
+    one = _levelled({"new": [1.2], "old": [1.0], "copy": [1.0]})
+    assert math.isnan(summarise(one, "new", "old", 5.0, noise="copy")[0].iloc[0]["level_p"])
+    frame = per_query_frame(bimodal, ["new", "old"])
+    assert frame.iloc[0]["runs_process[new]"] == "0 0 0 1 1 1 2 2 2"
+
+
+def test_level_shift_p_is_the_share_of_draws_ranked_as_high():
+    assert regress.level_shift_p([2.0], [1.0]) == pytest.approx(0.5)
+    assert regress.level_shift_p([3.0, 2.0], [1.0, 0.0]) == pytest.approx(1 / 6)
+    assert regress.level_shift_p([0.0, 1.0], [2.0, 3.0]) == pytest.approx(1.0)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("processes", [1, 2])
 def test_whole_run_of_two_revisions(tmp_path, processes):
@@ -120,6 +176,9 @@ def test_whole_run_of_two_revisions(tmp_path, processes):
         assert list(frame[column]) == [3, 80]
     summary = pd.read_csv(tmp_path / "regress_summary.csv")
     assert summary.loc[0, "counts"] == "ok" and summary.loc[0, "compared"] == 2
+    assert len(str(summary.loc[0, "levels_new"]).split()) == processes      # each process's own level
+    for column in (c for c in frame.columns if c.startswith("runs_process[")):
+        assert sorted(set(str(frame.loc[0, column]).split())) == [str(p) for p in range(processes)]
 
 
 def test_gpu_tasks_put_heavy_groups_first_and_pass_the_other_options_on():
@@ -409,7 +468,7 @@ def test_a_worker_runs_on_the_cpus_it_is_given(tmp_path):
     with open(tmp_path / "worker.log", "w") as log:
         worker = regress.Worker("t", regress.ROOT, log, {cpu})
         try:
-            assert worker.ask(op="nothing") == {"ok": False, "error": "unknown op"}
+            assert worker.ask(op="nothing") == {"ok": False, "error": "unknown op", "process": worker.proc.pid}
             assert os.sched_getaffinity(worker.proc.pid) == {cpu}
         finally:
             worker.close()

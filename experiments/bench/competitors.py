@@ -268,7 +268,8 @@ def check_systems(systems, labelled_queries: int = 4, log=print) -> pd.DataFrame
 
 
 def summary(rows: list[Row]) -> pd.DataFrame:
-    """One line per (set, system): outcomes, wrong counts, median time and median ratio to the base."""
+    """One line per (set, system): outcomes (a run that ended in an error counted and its first
+    reason in the note), wrong counts, median time and median ratio to the base."""
     frame = pd.DataFrame([asdict(r) for r in rows])
     ms = {(r.set, r.system, r.query): r.ms for r in rows if r.ms is not None}
     lines = []
@@ -278,11 +279,11 @@ def summary(rows: list[Row]) -> pd.DataFrame:
             continue
         ratios = [ms[set_name, system, q] / ms[set_name, base_of(system), q] for q in group["query"]
                   if (set_name, system, q) in ms and ms.get((set_name, base_of(system), q))]
-        unsupported = group[group.status == "unsupported"]
-        reasons = sorted(set(unsupported.reason))
+        unsupported, errors = group[group.status == "unsupported"], group[group.status == "error"]
+        reasons = sorted(set(unsupported.reason)) + [f"error: {r}" for r in errors.reason.iloc[:1]]
         lines.append({
             "set": set_name, "system": system, "queries": len(group), "ok": int((group.status == "ok").sum()),
-            "timeout": int((group.status == "timeout").sum()), "unsupported": len(unsupported),
+            "timeout": int((group.status == "timeout").sum()), "error": len(errors), "unsupported": len(unsupported),
             "skipped": int((group.status == "skipped").sum()),
             "wrong": int(group.check.str.startswith("WRONG").sum()),
             "unchecked": int((group.check == "unchecked").sum()),

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -295,8 +296,10 @@ class Worker:
         return json.loads(line)
 
     def ask(self, **request) -> dict:
+        """One request answered; the answer names this worker's process (``process``), so that a
+        revision's runs pooled over several processes keep each one's level (:func:`process_levels`)."""
         self.send(**request)
-        return self.receive()
+        return dict(self.receive(), process=self.proc.pid)
 
     def close(self) -> None:
         try:
@@ -533,41 +536,109 @@ def summarise(results: list[QueryRun], new: str, old: str, limit_s: float, noise
             "exact_checked": exact,
             "counts": ("not run" if all(r.error for r in runs) else "ok" if not bad else f"{len(bad)} wrong"),
             **_noise_columns(runs, noise, old, limit_s),
+            **_level_columns(runs, new, old, noise),
         })
     return pd.DataFrame(rows), problems
 
 
 def _noise_columns(runs: list[QueryRun], noise: str | None, old: str, limit_s: float) -> dict:
-    """``noise_median`` and ``noise_worst``: the noise copy's ratios to ``old`` (NaN without one)."""
+    """``noise_median``, ``noise_worst`` and ``noise_best``: the noise copy's ratios to ``old``
+    (NaN without one)."""
     found = [x for x, _ in (ratio(r, noise, old, limit_s) for r in runs if noise in r.runs) if not math.isnan(x)]
     return {"noise_median": statistics.median(found) if found else math.nan,
-            "noise_worst": max(found) if found else math.nan}
+            "noise_worst": max(found) if found else math.nan,
+            "noise_best": min(found) if found else math.nan}
+
+
+def process_levels(runs: list[QueryRun], label: str, old: str) -> list[float]:
+    """The level of each of ``label``'s worker processes: the median over the queries both
+    ``label`` and ``old`` finished of that process's own median wall over ``old``'s median (all of
+    ``old``'s processes pooled), in the order the processes first answered. Answers that name no
+    process count as one."""
+    per_process: dict = {}
+    for run in runs:
+        if run.status(label) != "ok" or run.status(old) != "ok":
+            continue
+        walls: dict = {}
+        for answer in run.runs.get(label, []):
+            walls.setdefault(answer.get("process", 0), []).append(answer["wall"])
+        for process, own in walls.items():
+            per_process.setdefault(process, []).append(statistics.median(own) / run.wall(old))
+    return [statistics.median(ratios) for ratios in per_process.values()]
+
+
+def level_shift_p(new: list[float], same_code: list[float]) -> float:
+    """Exact one-sided probability that ``len(new)`` process levels drawn from the pooled levels
+    are ranked at least as high above the rest as ``new`` is (a Mann-Whitney U over processes, by
+    enumeration): how often the baseline's own process-to-process spread looks like this slowdown.
+    Three processes against six (old and its copy) reach 1/84 when every new process is slower."""
+    pooled, k = list(new) + list(same_code), len(new)
+
+    def u(chosen) -> float:
+        inside = [pooled[i] for i in chosen]
+        outside = [pooled[i] for i in range(len(pooled)) if i not in chosen]
+        return sum((a > b) + 0.5 * (a == b) for a in inside for b in outside)
+
+    observed = u(range(k))
+    draws = [u(set(c)) >= observed - 1e-9 for c in itertools.combinations(range(len(pooled)), k)]
+    return sum(draws) / len(draws)
+
+
+def _level_columns(runs: list[QueryRun], new: str, old: str, noise: str | None) -> dict:
+    """Each revision's process levels (:func:`process_levels`, as text) and, with two processes or
+    more per revision and a noise copy, ``level_p`` (:func:`level_shift_p` of new's levels against
+    old's and the copy's); NaN otherwise."""
+    levels = {name: process_levels(runs, label, old) for name, label in (("new", new), ("old", old), ("noise", noise))
+              if label is not None}
+    p = (level_shift_p(levels["new"], levels["old"] + levels["noise"])
+         if noise is not None and len(levels["new"]) >= 2 and len(levels["old"]) >= 2 else math.nan)
+    return {**{f"levels_{name}": " ".join(f"{x:.2f}" for x in value) for name, value in levels.items()},
+            "level_p": p}
+
+
+#: A small workload's miss is beyond the noise when its process levels are this unlikely under
+#: the baseline's own spread (:func:`level_shift_p`).
+LEVEL_P = 0.05
 
 
 def verdicts(table, small_median: float = SMALL_MEDIAN, heavy_worst: float = HEAVY_WORST) -> list[str]:
-    """The rows that miss the gate's targets (module constants), as sentences; where a noise copy
-    ran, a miss no larger than the copy's own ratio to the baseline says so (within the noise)."""
+    """The rows that miss the gate's targets (module constants), as sentences. Where a noise copy
+    ran, a miss is within the noise when the copy strays from the baseline as far, either way (a
+    copy at 0.8 of the baseline is a spread of 1.25); a small workload's median, with several
+    processes per revision, is judged by its process levels instead (:func:`level_shift_p`)."""
     misses = []
     for row in table.itertuples():
         noise_median = getattr(row, "noise_median", math.nan)
         noise_worst = getattr(row, "noise_worst", math.nan)
+        noise_best = getattr(row, "noise_best", math.nan)
+        level_p = getattr(row, "level_p", math.nan)
         if row.group == "small" and row.median > small_median:
             misses.append(f"{row.engine} {row.workload}: median ratio {row.median:.2f} > {small_median}"
-                          + _within(row.median, noise_median, "median"))
+                          + (_levels(row) if not _isnan(level_p) else
+                             _within(row.median, max(noise_median, 1 / noise_median), noise_median, "median")))
         if row.group == "heavy" and row.worst > heavy_worst:
             misses.append(f"{row.engine} {row.workload}: worst ratio {'>' if row.worst_is_bound else ''}"
                           f"{row.worst:.2f} > {heavy_worst} ({row.worst_query})"
-                          + _within(row.worst, noise_worst, "worst"))
+                          + _within(row.worst, max(noise_worst, 1 / noise_best), noise_worst, "worst"))
     return misses
 
 
-def _within(value: float, noise: float, what: str) -> str:
+def _isnan(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _within(value: float, band: float, noise: float, what: str) -> str:
     if math.isnan(noise):
         return ("; no noise copy ran: one process's own level can move short queries this far, confirm "
                 "with --processes 3 and --also (docs/decisions.md, \"The regression gate's run shape\")")
-    if value <= noise:
-        return f"; within the noise (the baseline's copy reads {noise:.2f} as its {what})"
-    return f"; beyond the noise (the baseline's copy reads {noise:.2f} as its {what})"
+    side = "within" if value <= band else "beyond"
+    return f"; {side} the noise (the baseline's copy reads {noise:.2f} as its {what}, a spread of {band:.2f})"
+
+
+def _levels(row) -> str:
+    side = "beyond" if row.level_p <= LEVEL_P else "within"
+    return (f"; {side} the noise by process levels (new {row.levels_new}; old {row.levels_old}; copy "
+            f"{row.levels_noise}: the baseline's own spread ranks them so with p = {row.level_p:.3f})")
 
 
 def per_query_frame(results: list[QueryRun], labels):
@@ -580,8 +651,11 @@ def per_query_frame(results: list[QueryRun], labels):
         for label in labels:
             row[f"status[{label}]"] = r.status(label)
             row[f"ms[{label}]"] = 1e3 * r.wall(label)
-            row[f"runs_ms[{label}]"] = " ".join(f"{1e3 * a['wall']:.2f}" for a in r.runs.get(label, [])
-                                                if a["status"] == "ok")
+            finished = [a for a in r.runs.get(label, []) if a["status"] == "ok"]
+            row[f"runs_ms[{label}]"] = " ".join(f"{1e3 * a['wall']:.2f}" for a in finished)
+            ordinal = {}                              # each run's process, numbered as they first answered
+            row[f"runs_process[{label}]"] = " ".join(
+                str(ordinal.setdefault(a.get("process", 0), len(ordinal))) for a in finished)
             counts = sorted(r.counts(label)) or [a["count"] for a in r.runs.get(label, [])][:1]
             row[f"count[{label}]"] = counts[0] if counts else None
             row[f"peak_mb[{label}]"] = r.peak(label) / 2**20
