@@ -152,6 +152,12 @@ def test_level_shift_p_is_the_share_of_draws_ranked_as_high():
     assert regress.level_shift_p([2.0], [1.0]) == pytest.approx(0.5)
     assert regress.level_shift_p([3.0, 2.0], [1.0, 0.0]) == pytest.approx(1 / 6)
     assert regress.level_shift_p([0.0, 1.0], [2.0, 3.0]) == pytest.approx(1.0)
+    # ten processes against twenty: 30 choose 10 ways, estimated from LEVEL_DRAWS seeded draws
+    assert regress.level_shift_p([2.0 + i for i in range(10)], [1.0] * 20) < 1e-3
+    assert regress.level_shift_p([1.0] * 10, [1.0] * 20) == pytest.approx(1.0)
+    spread = [0.9, 1.3, 1.2, 0.8, 1.1, 1.0, 1.25, 0.85, 0.95, 1.05]
+    mixed = regress.level_shift_p(spread, [1.0 + 0.01 * i for i in range(-10, 10)])
+    assert 0.05 < mixed < 0.95
 
 
 @pytest.mark.slow
