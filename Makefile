@@ -16,7 +16,7 @@ help:
 	@echo 'make demo             a seeded graph, every engine, a table checked against the cpu reference'
 	@echo 'make test             the test suite (about 6 min on 2 cores in the simulator)'
 	@echo 'make test-fast        the suite without the tests marked slow'
-	@echo 'make test-gpu         the suite on the GPU, serially (GPUS=0,1 spreads it; needs an NVIDIA GPU)'
+	@echo 'make test-gpu         the suite on the GPU, serially (GPUS=0,1 spreads it, PER_GPU=4 workers each; needs an NVIDIA GPU)'
 	@echo 'make warmup           compile the GPU kernels into the disk cache (ENGINES="gsi egsm" for some)'
 	@echo 'make lint             ruff over the tree'
 	@echo 'make install          create .venv and install gpusm (every target does this on first use)'
@@ -86,8 +86,11 @@ lint: $(STAMP)
 
 # The whole suite on the GPU (no simulator), one test at a time: kernels share the device.
 # GPUS=0,1: one pytest worker per listed GPU (tests/conftest.py), each test file on one of them.
+# PER_GPU: test workers per listed GPU (the kernels' first compiles, on the host CPUs, dominate
+# the run; the workers of one GPU share it).
+PER_GPU ?= 1
 test-gpu: require-gpu $(STAMP)
-	$(if $(GPUS),GPUSM_TEST_GPUS=$(GPUS) NUMBA_ENABLE_CUDASIM=0 $(PY) -m pytest -n $(words $(subst $(comma),$(space),$(GPUS))) --dist loadfile,NUMBA_ENABLE_CUDASIM=0 $(PY) -m pytest -p no:xdist)
+	$(if $(GPUS),GPUSM_TEST_GPUS=$(GPUS) NUMBA_ENABLE_CUDASIM=0 $(PY) -m pytest -n $(shell echo $$(( $(words $(subst $(comma),$(space),$(GPUS))) * $(PER_GPU) ))) --dist loadfile,NUMBA_ENABLE_CUDASIM=0 $(PY) -m pytest -p no:xdist)
 
 # Refuses in one line where nvidia-smi does not answer (before installing anything).
 require-gpu:

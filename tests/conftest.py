@@ -10,7 +10,8 @@ import os
 import pytest
 
 # ``GPUSM_TEST_GPUS=0,1 pytest -n 2``: each xdist worker gets one of the listed GPUs (set before
-# numba.cuda starts), so the suite runs on several GPUs at once (``make test-gpu GPUS=0,1``).
+# numba.cuda starts), so the suite runs on several GPUs at once (``make test-gpu GPUS=0,1``; with
+# ``PER_GPU=4``, ``-n 8``: workers 0, 2, 4, 6 on GPU 0 and the rest on GPU 1).
 if os.environ.get("GPUSM_TEST_GPUS") and os.environ.get("PYTEST_XDIST_WORKER"):
     _gpus = os.environ["GPUSM_TEST_GPUS"].split(",")
     os.environ["CUDA_VISIBLE_DEVICES"] = _gpus[int(os.environ["PYTEST_XDIST_WORKER"][2:]) % len(_gpus)]

@@ -90,6 +90,23 @@ def test_make_test_gpu_refuses_without_a_gpu_before_installing(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_test_gpu_runs_per_gpu_workers_on_the_listed_gpus(tmp_path):
+    """GPUS spreads the suite over the listed GPUs, PER_GPU test workers each (a dry run, with the
+    GPU check satisfied as on a GPU host)."""
+    def dry(*settings) -> str:
+        done = subprocess.run(["make", "--no-print-directory", "-n", "test-gpu", "CUDA_MAJOR=13",
+                               f"VENV={tmp_path / 'venv'}", *settings], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip().splitlines()[-1]
+
+    line = dry("GPUS=0,1", "PER_GPU=4")
+    assert line.startswith("GPUSM_TEST_GPUS=0,1 NUMBA_ENABLE_CUDASIM=0 ") and "-n 8 --dist loadfile" in line
+    assert "-n 3 --dist loadfile" in dry("GPUS=0,1,2")
+    assert dry().endswith("-m pytest -p no:xdist")
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_help_names_every_target():
     done = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
