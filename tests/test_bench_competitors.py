@@ -98,14 +98,15 @@ def test_the_command_refuses_unknown_sets_and_systems(capsys):
 
 
 def test_the_device_check_finds_a_binary_that_counts_each_subgraph_once(stand_in, tmp_path, monkeypatch):
-    stand_in("tdfs-authors")
-    table = bench.check_systems(["tdfs-authors"], labelled_queries=1, log=lambda *a, **k: None)
-    assert set(table.verdict) == {"equal"} and len(table) == 7 + 1
+    stand_in("tdfs-authors")                       # a smaller graph than the device check's: the stand-in
+    quiet, size = (lambda *a, **k: None), (60, 300)  # counts with cpu in every process it starts
+    table = bench.check_systems(["tdfs-authors"], labelled_queries=1, log=quiet, size=size)
+    assert set(table.verdict) == {"equal"} and len(table) == 7 + 1 and (table["cpu"] > 0).all()
     def per_subgraph(self, text, query):
         count, ms = bench.competitors.parse_tdfs(text)
         return count // bench.competitors.automorphisms(query), ms
     monkeypatch.setattr(bench.competitors.TDFSAuthors, "parse", per_subgraph)
-    table = bench.check_systems(["tdfs-authors"], labelled_queries=0, log=lambda *a, **k: None)
+    table = bench.check_systems(["tdfs-authors"], labelled_queries=0, log=quiet, size=size)
     assert set(table.verdict) == {"per subgraph"} and len(table) == 7
 
 

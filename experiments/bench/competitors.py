@@ -223,18 +223,19 @@ def run_set(name: str, systems, *, timeout_s: float, repeats: int, deadline: flo
     return rows
 
 
-def check_systems(systems, labelled_queries: int = 4, log=print) -> pd.DataFrame:
+def check_systems(systems, labelled_queries: int = 4, log=print, size: tuple[int, int] = (300, 2000)) -> pd.DataFrame:
     """Each external system against cpu on two small graphs (docs/competitors.md, "To check on a GPU").
 
-    An unlabelled R-MAT with G2Miner's seven patterns and a labelled one with ``labelled_queries``
-    random 4-vertex queries; per (system, query): its count, cpu's, the pattern's automorphisms and the
-    verdict: ``equal``, ``per subgraph`` (the count times the automorphisms is cpu's: the binary
-    counts each subgraph once) or ``differs``.
+    An unlabelled R-MAT of ``size`` (vertices, edges) with G2Miner's seven patterns and a labelled
+    one with ``labelled_queries`` random 4-vertex queries; per (system, query): its count, cpu's, the
+    pattern's automorphisms and the verdict: ``equal``, ``per subgraph`` (the count times the
+    automorphisms is cpu's: the binary counts each subgraph once) or ``differs``.
     """
     from common.graph.generate import power_law_labels, query_set, rmat
 
-    plain = rmat(300, 2000, seed=11, name="check-unlabelled")
-    labelled = rmat(300, 2000, seed=11, labels=power_law_labels(300, 4, 1.0, seed=11), name="check-labelled")
+    n, m = size
+    plain = rmat(n, m, seed=11, name="check-unlabelled")
+    labelled = rmat(n, m, seed=11, labels=power_law_labels(n, 4, 1.0, seed=11), name="check-labelled")
     cases = [(plain, list(competitors.G2MINER_PATTERNS.items()))]
     if labelled_queries:
         cases.append((labelled, [(q.name or f"q{i}", q)
